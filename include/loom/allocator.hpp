@@ -1,0 +1,44 @@
+// Graph allocator: plans byte offsets in one buffer for every tensor of a
+// graph that needs memory (no data yet, not a view), from liveness.
+//  - a tensor is freed after its last consumer ran (views keep their base
+//    alive until the view's last consumer);
+//  - outputs are never freed; leafs that already have data are left alone;
+//  - an op that allows it (op::op_can_be_inplace) reuses its first source's
+//    memory when that source dies at this node;
+//  - free blocks: best fit, neighbours merged.
+#pragma once
+
+#include <cstddef>
+#include <unordered_map>
+
+#include "loom/graph.hpp"
+
+namespace loom {
+
+struct AllocPlan {
+  size_t buffer_size = 0;  // bytes the buffer must have (peak of the plan)
+  size_t alignment = 1;
+  // Byte offset of each allocated tensor (bases only; views derive).
+  std::unordered_map<const Tensor*, size_t> offsets;
+  // Tensors that reuse their source's memory in place: tensor -> source.
+  std::unordered_map<const Tensor*, const Tensor*> inplace;
+  // Largest sum of live tensor sizes at any step (for checking peak).
+  size_t max_live_bytes = 0;
+};
+
+class GraphAllocator {
+ public:
+  // alignment: power of two. size_of(t) gives the bytes of tensor t (dense
+  // size by default).
+  static StatusOr<AllocPlan> plan(const Graph& graph, size_t alignment);
+
+  // Point every planned tensor (and every view of one) at base + offset of
+  // `buffer`, and call the buffer's init_tensor. The buffer must be at least
+  // plan.buffer_size bytes.
+  static Status apply(const Graph& graph, const AllocPlan& plan, loom_buffer_t* buffer);
+};
+
+// Recompute data pointers of views from their bases (after bases moved).
+Status update_view(Tensor* view);
+
+}  // namespace loom

@@ -1,0 +1,47 @@
+// Single-device execution: allocate a graph's intermediate tensors in one
+// compute buffer of a device and run the graph on the device's stream. The
+// multi-device scheduler builds on this. Not thread-safe.
+#pragma once
+
+#include <vector>
+
+#include "loom/allocator.hpp"
+#include "loom/buffer.hpp"
+#include "loom/graph.hpp"
+#include "loom/registry.hpp"
+
+namespace loom {
+
+class Executor {
+ public:
+  // device must outlive the executor.
+  static StatusOr<std::unique_ptr<Executor>> create(registry::Device* device);
+
+  // Plan and place every tensor of the graph that has no memory yet in the
+  // compute buffer (grown when too small). Leafs that already have data must
+  // live in buffers the device supports.
+  Status allocate(Graph& graph);
+  // allocate() if needed, check every node is supported, run, wait.
+  Status compute(Graph& graph);
+  registry::Device* device() const { return device_; }
+  size_t compute_buffer_size() const { return buffer_.size(); }
+
+ private:
+  explicit Executor(registry::Device* device) : device_(device) {}
+  registry::Device* device_;
+  Buffer buffer_;
+  Stream stream_;
+  uint64_t allocated_fingerprint_ = 0;
+  bool allocated_ = false;
+};
+
+// Place tensors (typically weights) in a new buffer of the device, packed at
+// the buffer type's alignment. Tensors must have no data yet.
+StatusOr<Buffer> allocate_tensors(registry::Device& device, const std::vector<Tensor*>& tensors);
+
+// Host <-> tensor copies through the tensor's buffer. offset/size in bytes
+// within the tensor's dense data; the tensor must be contiguous.
+Status tensor_set(Tensor* t, const void* data, size_t size, size_t offset = 0);
+Status tensor_get(const Tensor* t, void* data, size_t size, size_t offset = 0);
+
+}  // namespace loom

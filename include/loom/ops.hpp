@@ -1,0 +1,41 @@
+// Op builders: validate inputs and infer the result shape; computation
+// happens later on a device. Every builder returns a status naming the op
+// and the offending values instead of asserting: a source from another
+// context, a null source, mismatched types or shapes. Semantics of each op
+// are in loom/plugin.h (enum loom_op).
+#pragma once
+
+#include "loom/tensor.hpp"
+
+namespace loom::op {
+
+StatusOr<Tensor*> get_rows(Context& ctx, Tensor* a, Tensor* idx);
+StatusOr<Tensor*> add(Context& ctx, Tensor* a, Tensor* b);
+StatusOr<Tensor*> sub(Context& ctx, Tensor* a, Tensor* b);
+StatusOr<Tensor*> mul(Context& ctx, Tensor* a, Tensor* b);
+StatusOr<Tensor*> div(Context& ctx, Tensor* a, Tensor* b);
+StatusOr<Tensor*> scale(Context& ctx, Tensor* a, float s, float bias = 0.0f);
+StatusOr<Tensor*> rms_norm(Context& ctx, Tensor* a, float eps);
+StatusOr<Tensor*> norm(Context& ctx, Tensor* a, float eps);
+StatusOr<Tensor*> mul_mat(Context& ctx, Tensor* a, Tensor* b);
+StatusOr<Tensor*> rope(Context& ctx, Tensor* a, Tensor* pos, int n_dims, int mode,
+                       float freq_base, float freq_scale);
+// mask may be nullptr.
+StatusOr<Tensor*> soft_max(Context& ctx, Tensor* a, Tensor* mask, float scale);
+// Copy a into dst (converting types); the result is a view of dst.
+StatusOr<Tensor*> cpy(Context& ctx, Tensor* a, Tensor* dst);
+StatusOr<Tensor*> cont(Context& ctx, Tensor* a);
+// Write rows of `rows` into dst at `idx`; the result is a view of dst.
+StatusOr<Tensor*> set_rows(Context& ctx, Tensor* dst, Tensor* rows, Tensor* idx);
+StatusOr<Tensor*> silu(Context& ctx, Tensor* a);
+StatusOr<Tensor*> gelu(Context& ctx, Tensor* a);
+StatusOr<Tensor*> relu(Context& ctx, Tensor* a);
+StatusOr<Tensor*> swiglu(Context& ctx, Tensor* a, Tensor* b);
+StatusOr<Tensor*> argmax(Context& ctx, Tensor* a);
+StatusOr<Tensor*> sum_rows(Context& ctx, Tensor* a);
+
+// Whether `op` may write its result over its first source's memory when
+// that source is dead afterwards (same type, shape and layout).
+bool op_can_be_inplace(int32_t op);
+
+}  // namespace loom::op

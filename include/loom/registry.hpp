@@ -1,0 +1,145 @@
+// The registry: finds plugin files, loads them through the C ABI, records
+// the fate of every candidate, lists and selects devices.
+//
+// Search order (first found wins for a given file name): Options::paths
+// (folders or files the application registers) -> LOOM_PLUGIN_PATH
+// (colon-separated) -> the folder of the loom library itself -> the install
+// folder (<libdir>/loom). Files are named libloom-<plugin>[-<variant>].so.
+// LOOM_PLUGINS_DISABLE then LOOM_PLUGINS_SELECT (comma-separated globs over
+// plugin names) filter candidates. Variants of one plugin are ranked by
+// their score; the best that fits runs.
+//
+// A Registry is not thread-safe to mutate; its const accessors are.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "loom/buffer.hpp"
+#include "loom/plugin.h"
+#include "loom/status.hpp"
+
+namespace loom {
+struct Tensor;
+}
+
+namespace loom::registry {
+
+enum class Stage { kFound, kOpened, kNegotiated, kProbed, kReady };
+enum class Fate {
+  kReady,        // loaded, devices listed
+  kUnavailable,  // probe said its hardware/driver is absent (normal)
+  kFailed,       // broken: cannot be opened, wrong ABI, errors, exceptions
+  kSkipped,      // filtered by env, lost to a better variant, or a duplicate file
+};
+const char* stage_name(Stage s);
+const char* fate_name(Fate f);
+
+// What happened to one candidate plugin file.
+struct Candidate {
+  std::string path;
+  std::string plugin;   // from the file name
+  std::string variant;  // from the file name, "" if none
+  std::string origin;   // "application", "LOOM_PLUGIN_PATH", "library folder", "install folder"
+  Stage stage = Stage::kFound;  // furthest stage reached
+  Fate fate = Fate::kFailed;
+  std::string reason;  // why it stopped (empty when ready)
+  uint32_t abi_version = 0;  // the plugin's, once negotiated
+  int32_t score = -1;        // variant score, once asked
+  std::string plugin_version;
+  size_t device_count = 0;
+};
+
+struct DeviceInfo {
+  std::string name;
+  std::string description;
+  loom_device_type_t type = LOOM_DEVICE_TYPE_CPU;
+  uint64_t memory_total = 0;
+  uint64_t memory_free = 0;
+  std::string pci_bus_id;  // "" when unknown
+  std::string uuid;        // 32 hex digits, "" when unknown
+  uint32_t caps = 0;
+  std::string plugin;
+};
+const char* device_type_name(loom_device_type_t t);  // "cpu", "gpu", "igpu", "accel"
+
+class PluginHandle;
+
+// A device of a loaded plugin. Owned by the Registry.
+class Device {
+ public:
+  Device(loom_device_t* raw, DeviceInfo info, std::shared_ptr<PluginHandle> plugin);
+  const std::string& name() const { return info_.name; }
+  const DeviceInfo& info() const { return info_; }
+  loom_device_t* raw() const { return raw_; }
+  bool supports_op(const Tensor* node) const;
+  bool supports_buffer_type(const loom_buffer_type_t* buft) const;
+  loom_buffer_type_t* buffer_type() const;
+  StatusOr<Buffer> alloc_buffer(size_t size) const;
+  StatusOr<Stream> create_stream() const;
+  // A typed extension table or nullptr.
+  const void* extension(const char* id, uint32_t version) const;
+  // Through the loom.threads extension; UNIMPLEMENTED if the device has none.
+  Status set_threads(int n_threads) const;
+
+ private:
+  loom_device_t* raw_;
+  DeviceInfo info_;
+  std::shared_ptr<PluginHandle> plugin_;
+};
+
+struct Options {
+  std::vector<std::string> paths;  // searched first: folders or plugin files
+  bool use_env = true;             // LOOM_PLUGIN_PATH and the filter variables
+  bool search_library_dir = true;
+  bool search_install_dir = true;
+};
+
+class Registry {
+ public:
+  // Never fails as a whole: every problem becomes a Candidate record.
+  static std::unique_ptr<Registry> load(const Options& options = {});
+  ~Registry();
+  Registry(const Registry&) = delete;
+  Registry& operator=(const Registry&) = delete;
+
+  const std::vector<Candidate>& candidates() const { return candidates_; }
+  // Devices of ready plugins, de-duplicated by PCI id/UUID (the first
+  // plugin in search order keeps a shared physical device).
+  const std::vector<Device*>& devices() const { return device_ptrs_; }
+  // Devices hidden as duplicates: "name (same device as other)".
+  const std::vector<std::string>& duplicates() const { return duplicates_; }
+  Device* device(std::string_view name) const;
+
+  // spec: a comma list of device names (all must exist, else NOT_FOUND
+  // naming the missing one and what exists), or a policy: "auto" or ""
+  // (all devices: GPUs, then accelerators, then the CPU), "gpu-first"
+  // (same as auto), "cpu-only" (CPU devices only).
+  StatusOr<std::vector<Device*>> select(std::string_view spec) const;
+  // select(LOOM_DEVICES), or "auto" when unset.
+  StatusOr<std::vector<Device*>> select_from_env() const;
+
+  // Unload plugins. Fails (ABORTED, naming plugins and counts) while
+  // buffers/streams made through them are alive; those plugins are then
+  // unloaded when their last object is released. Idempotent.
+  Status shutdown();
+  // Buffers and streams alive across all plugins.
+  size_t live_objects() const;
+
+ private:
+  Registry() = default;
+  std::vector<Candidate> candidates_;
+  std::vector<std::unique_ptr<Device>> devices_;
+  std::vector<Device*> device_ptrs_;
+  std::vector<std::string> duplicates_;
+  std::vector<std::shared_ptr<PluginHandle>> plugins_;
+  bool shut_down_ = false;
+};
+
+// Folder holding libloom itself (for discovery), "" if unknown.
+std::string library_dir();
+
+}  // namespace loom::registry

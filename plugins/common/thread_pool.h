@@ -1,0 +1,57 @@
+// A persistent thread pool: run(n, fn) calls fn(i, n) for i in [0, n) on
+// n threads (the caller is thread 0) and returns when all are done. Workers
+// sleep between jobs. One run at a time per pool (callers serialise).
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace loom::common {
+
+class ThreadPool {
+ public:
+  explicit ThreadPool(int n_threads);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  int size() const { return n_threads_; }
+  // Grow or shrink to n >= 1 threads (waits for idle workers).
+  void resize(int n_threads);
+  // fn(ith, nth) on every thread; exceptions thrown by fn are caught and the
+  // first is rethrown in the caller after all threads finished.
+  void run(const std::function<void(int ith, int nth)>& fn);
+
+ private:
+  void start(int n_threads);
+  void stop();
+  void worker(int ith);
+
+  int n_threads_ = 1;
+  std::vector<std::thread> workers_;
+  std::mutex mu_;
+  std::condition_variable cv_work_;
+  std::condition_variable cv_done_;
+  const std::function<void(int, int)>* job_ = nullptr;
+  uint64_t generation_ = 0;
+  int pending_ = 0;
+  bool quit_ = false;
+  std::exception_ptr error_;
+};
+
+// Split [0, n) into nth near-equal ranges; range of thread ith.
+inline void split_range(int64_t n, int ith, int nth, int64_t* begin, int64_t* end) {
+  int64_t per = (n + nth - 1) / nth;
+  *begin = per * ith < n ? per * ith : n;
+  *end = *begin + per < n ? *begin + per : n;
+}
+
+// Default thread count: LOOM_CPU_THREADS if set and valid, else the number
+// of hardware threads.
+int default_thread_count();
+
+}  // namespace loom::common
