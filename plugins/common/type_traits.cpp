@@ -1,0 +1,45 @@
+#include "common/type_traits.h"
+
+#include <cassert>
+
+namespace loom::common {
+
+namespace {
+
+// Indexed by type id; ids this ABI does not define have name == nullptr.
+struct TraitsTable {
+  TypeTraits entries[LOOM_TYPE_COUNT] = {};
+  TraitsTable() {
+    entries[LOOM_TYPE_F32] = {"f32", 1, 4, false, true};
+    entries[LOOM_TYPE_F16] = {"f16", 1, 2, false, true};
+    entries[LOOM_TYPE_BF16] = {"bf16", 1, 2, false, true};
+    entries[LOOM_TYPE_Q8_0] = {"q8_0", LOOM_QK8_0, sizeof(loom_block_q8_0_t), true, false};
+    entries[LOOM_TYPE_Q4_0] = {"q4_0", LOOM_QK4_0, sizeof(loom_block_q4_0_t), true, false};
+    entries[LOOM_TYPE_I32] = {"i32", 1, 4, false, false};
+    entries[LOOM_TYPE_I64] = {"i64", 1, 8, false, false};
+  }
+};
+
+const TraitsTable& table() {
+  static const TraitsTable kTable;
+  return kTable;
+}
+
+}  // namespace
+
+bool type_is_valid(int32_t type) {
+  return type >= 0 && type < LOOM_TYPE_COUNT && table().entries[type].name != nullptr;
+}
+
+const TypeTraits& type_traits(int32_t type) {
+  assert(type_is_valid(type) && "type_traits: invalid type id");
+  if (!type_is_valid(type)) return table().entries[LOOM_TYPE_F32];  // release builds: never UB
+  return table().entries[type];
+}
+
+size_t row_size(int32_t type, int64_t n) {
+  const TypeTraits& t = type_traits(type);
+  return t.type_size * static_cast<size_t>(n / t.block_size);
+}
+
+}  // namespace loom::common
