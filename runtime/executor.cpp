@@ -1,0 +1,164 @@
+#include "loom/executor.hpp"
+
+#include <string>
+
+#include "loom/log.hpp"
+#include "loom/types.hpp"
+
+namespace loom {
+namespace {
+
+bool is_view_op(int32_t op) {
+  return op == LOOM_OP_RESHAPE || op == LOOM_OP_VIEW || op == LOOM_OP_PERMUTE || op == LOOM_OP_TRANSPOSE;
+}
+
+std::string node_signature(const Tensor* t) {
+  std::string s = "'" + std::string(t->name) + "' (" + op_name(t->op);
+  for (int i = 0; i < LOOM_MAX_SRC; ++i) {
+    if (t->src[i]) s += std::string(i == 0 ? " " : ", ") + type_name(t->src[i]->type);
+  }
+  return s + " -> " + type_name(t->type) + ")";
+}
+
+bool buffer_type_is_host(loom_buffer_type_t* buft) { return buft && buft->iface->is_host(buft); }
+
+size_t align_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
+
+// Forget placements in `buffer` so the graph can be planned again.
+void unplace(const Graph& graph, loom_buffer_t* buffer) {
+  if (!buffer) return;
+  auto reset = [&](Tensor* t) {
+    if (t->buffer == buffer) {
+      t->data = nullptr;
+      t->buffer = nullptr;
+    }
+  };
+  for (Tensor* t : graph.leafs()) reset(t);
+  for (Tensor* t : graph.nodes()) reset(t);
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<Executor>> Executor::create(registry::Device* device) {
+  if (!device) return invalid_argument("[executor.create] device is null");
+  std::unique_ptr<Executor> ex(new Executor(device));
+  LOOM_ASSIGN_OR_RETURN(ex->stream_, device->create_stream());
+  return ex;
+}
+
+Status Executor::allocate(Graph& graph) {
+  for (Tensor* leaf : graph.leafs()) {
+    if (!leaf->data) continue;
+    if (leaf->buffer) {
+      if (!device_->supports_buffer_type(leaf->buffer->buffer_type)) {
+        return invalid_argument("[executor.allocate] tensor '" + std::string(leaf->name) +
+                                "' lives in a buffer device '" + device_->name() + "' cannot read");
+      }
+    } else if (!buffer_type_is_host(device_->buffer_type())) {
+      return invalid_argument("[executor.allocate] tensor '" + std::string(leaf->name) +
+                              "' has host data but device '" + device_->name() +
+                              "' cannot read host memory");
+    }
+  }
+  unplace(graph, buffer_.raw());
+  loom_buffer_type_t* buft = device_->buffer_type();
+  size_t alignment = buft->iface->alignment(buft);
+  LOOM_ASSIGN_OR_RETURN(AllocPlan plan, GraphAllocator::plan(graph, alignment));
+  if (!buffer_ || buffer_.size() < plan.buffer_size) {
+    buffer_.reset();
+    LOOM_ASSIGN_OR_RETURN(buffer_, device_->alloc_buffer(plan.buffer_size));
+    LOOM_LOG_DEBUG("executor", "compute buffer on " + device_->name() + ": " +
+                                   std::to_string(plan.buffer_size) + " bytes");
+  }
+  LOOM_RETURN_IF_ERROR(GraphAllocator::apply(graph, plan, buffer_.raw()));
+  allocated_fingerprint_ = graph.fingerprint();
+  allocated_ = true;
+  return Status();
+}
+
+Status Executor::compute(Graph& graph) {
+  bool placed = allocated_;
+  for (Tensor* t : graph.nodes()) placed = placed && t->data != nullptr;
+  for (Tensor* t : graph.leafs()) placed = placed && t->data != nullptr;
+  if (!placed) LOOM_RETURN_IF_ERROR(allocate(graph));
+  for (Tensor* t : graph.nodes()) {
+    if (is_view_op(t->op)) continue;
+    if (!device_->supports_op(t)) {
+      return unimplemented("[executor.compute] device '" + device_->name() + "' does not support node " +
+                           node_signature(t));
+    }
+  }
+  loom_graph_t g = graph.as_abi();
+  g.fingerprint = graph.fingerprint();
+  Status st = stream_.compute(g);
+  if (!st.ok()) return st.with_context("executor.compute on " + device_->name());
+  st = stream_.synchronize();
+  if (!st.ok()) return st.with_context("executor.compute on " + device_->name());
+  return Status();
+}
+
+StatusOr<Buffer> allocate_tensors(registry::Device& device, const std::vector<Tensor*>& tensors) {
+  loom_buffer_type_t* buft = device.buffer_type();
+  size_t alignment = buft->iface->alignment(buft);
+  size_t total = 0;
+  std::vector<size_t> offsets;
+  for (Tensor* t : tensors) {
+    if (!t) return invalid_argument("[executor.allocate_tensors] null tensor");
+    if (t->data || t->view_src) {
+      return invalid_argument("[executor.allocate_tensors] tensor '" + std::string(t->name) +
+                              "' already has memory or is a view");
+    }
+    size_t size = t->nbytes();
+    if (buft->iface->alloc_size) size = buft->iface->alloc_size(buft, t);
+    offsets.push_back(total);
+    if (total + size < total) return invalid_argument("[executor.allocate_tensors] size overflow");
+    total = align_up(total + size, alignment);
+  }
+  LOOM_ASSIGN_OR_RETURN(Buffer buffer, device.alloc_buffer(total));
+  char* base = static_cast<char*>(buffer.base());
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    tensors[i]->data = base + offsets[i];
+    tensors[i]->buffer = buffer.raw();
+    loom_buffer_t* raw = buffer.raw();
+    if (raw->iface->struct_size >= LOOM_STRUCT_END(loom_buffer_iface_t, init_tensor) &&
+        raw->iface->init_tensor) {
+      LOOM_RETURN_IF_ERROR(status_from_abi(raw->iface->init_tensor(raw, tensors[i])));
+    }
+  }
+  return buffer;
+}
+
+namespace {
+
+Status check_io(const char* op, const Tensor* t, size_t size, size_t offset) {
+  if (!t) return invalid_argument(std::string("[") + op + "] tensor is null");
+  if (!t->data || !t->buffer) {
+    return invalid_argument(std::string("[") + op + "] tensor '" + t->name + "' has no memory yet (allocate first)");
+  }
+  if (!t->is_contiguous()) {
+    return invalid_argument(std::string("[") + op + "] tensor '" + t->name + "' is not contiguous");
+  }
+  size_t n = t->nbytes();
+  if (offset > n || size > n - offset) {
+    return invalid_argument(std::string("[") + op + "] tensor '" + t->name + "': range [" +
+                            std::to_string(offset) + ", " + std::to_string(offset + size) +
+                            ") outside its " + std::to_string(n) + " bytes");
+  }
+  return Status();
+}
+
+}  // namespace
+
+Status tensor_set(Tensor* t, const void* data, size_t size, size_t offset) {
+  LOOM_RETURN_IF_ERROR(check_io("tensor.set", t, size, offset));
+  loom_buffer_t* b = t->buffer;
+  return status_from_abi(b->iface->set_tensor(b, t, data, offset, size));
+}
+
+Status tensor_get(const Tensor* t, void* data, size_t size, size_t offset) {
+  LOOM_RETURN_IF_ERROR(check_io("tensor.get", t, size, offset));
+  loom_buffer_t* b = t->buffer;
+  return status_from_abi(b->iface->get_tensor(b, t, data, offset, size));
+}
+
+}  // namespace loom

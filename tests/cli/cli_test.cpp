@@ -1,0 +1,190 @@
+// Runs the built `loom` binary as a user would and checks its output.
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "cli/mini_json.hpp"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Result {
+  int exit_code = -1;
+  std::string out;  // stdout and stderr together
+};
+
+// Run `loom <args>` with a clean loom environment plus `env` assignments.
+Result run_loom(const std::string& args, const std::string& env = "", bool merge_stderr = true) {
+  std::string cmd = "env -u LOOM_PLUGIN_PATH -u LOOM_PLUGINS_SELECT -u LOOM_PLUGINS_DISABLE "
+                    "-u LOOM_DEVICES -u LOOM_LOG -u LOOM_NULL_DEVICES " +
+                    env + " " + std::string(LOOM_TEST_BIN_DIR) + "/loom " + args +
+                    (merge_stderr ? " 2>&1" : " 2>/dev/null");
+  Result r;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  int st = pclose(p);
+  r.exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return r;
+}
+
+loom::test::Json parse_or_fail(const std::string& text) {
+  loom::test::Json j;
+  loom::test::JsonParser parser(text);
+  EXPECT_TRUE(parser.parse(&j)) << parser.error() << "\n" << text;
+  return j;
+}
+
+const loom::test::Json* find_plugin(const loom::test::Json& j, const std::string& name) {
+  for (const auto& p : j["plugins"].arr) {
+    if (p["plugin"].str == name) return &p;
+  }
+  return nullptr;
+}
+
+bool has_device(const loom::test::Json& j, const std::string& name) {
+  for (const auto& d : j["devices"].arr) {
+    if (d["name"].str == name) return true;
+  }
+  return false;
+}
+
+class TempDir {
+ public:
+  TempDir() {
+    char tmpl[] = "/tmp/loom-cli-test-XXXXXX";
+    path_ = mkdtemp(tmpl);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+}  // namespace
+
+TEST(Cli, VersionAndHelp) {
+  Result v = run_loom("--version");
+  EXPECT_EQ(v.exit_code, 0);
+  EXPECT_NE(v.out.find("loom " LOOM_VERSION_STRING_FOR_TEST), std::string::npos) << v.out;
+  EXPECT_NE(v.out.find("plugin ABI 1."), std::string::npos) << v.out;
+  Result h = run_loom("--help");
+  EXPECT_EQ(h.exit_code, 0);
+  EXPECT_NE(h.out.find("devices"), std::string::npos);
+  EXPECT_NE(h.out.find("LOOM_PLUGIN_PATH"), std::string::npos);
+}
+
+TEST(Cli, BadArgumentsExitTwo) {
+  Result r = run_loom("frobnicate");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.out.find("unknown command 'frobnicate'"), std::string::npos) << r.out;
+  Result d = run_loom("devices --bogus");
+  EXPECT_EQ(d.exit_code, 2);
+  EXPECT_NE(d.out.find("--bogus"), std::string::npos) << d.out;
+  Result e = run_loom("");
+  EXPECT_EQ(e.exit_code, 2);
+}
+
+TEST(Cli, DevicesJsonListsCpu) {
+  Result r = run_loom("devices --json", "", /*merge_stderr=*/false);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  loom::test::Json j = parse_or_fail(r.out);
+  const auto* cpu = find_plugin(j, "cpu");
+  ASSERT_NE(cpu, nullptr) << r.out;
+  EXPECT_EQ((*cpu)["fate"].str, "ready");
+  EXPECT_EQ((*cpu)["stage"].str, "ready");
+  ASSERT_TRUE(has_device(j, "cpu")) << r.out;
+  for (const auto& d : j["devices"].arr) {
+    if (d["name"].str != "cpu") continue;
+    EXPECT_EQ(d["type"].str, "cpu");
+    EXPECT_GT(d["memory_total"].num, 0);
+    EXPECT_EQ(d["plugin"].str, "cpu");
+  }
+  // The null skeleton is found but reports no hardware unless asked.
+  const auto* null_plugin = find_plugin(j, "null");
+  ASSERT_NE(null_plugin, nullptr);
+  EXPECT_EQ((*null_plugin)["fate"].str, "unavailable");
+  EXPECT_NE((*null_plugin)["reason"].str.find("LOOM_NULL_DEVICES"), std::string::npos);
+}
+
+TEST(Cli, BrokenPluginInPathIsListedWithReasonAndCpuStillWorks) {
+  TempDir dir;
+  { std::ofstream(dir.path() + "/libloom-broken.so") << "this is not a shared object\n"; }
+  Result r = run_loom("devices --json", "LOOM_PLUGIN_PATH=" + dir.path(), false);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  loom::test::Json j = parse_or_fail(r.out);
+  const auto* broken = find_plugin(j, "broken");
+  ASSERT_NE(broken, nullptr) << r.out;
+  EXPECT_EQ((*broken)["fate"].str, "failed");
+  EXPECT_EQ((*broken)["origin"].str, "LOOM_PLUGIN_PATH");
+  EXPECT_FALSE((*broken)["reason"].str.empty());
+  EXPECT_TRUE(has_device(j, "cpu"));
+
+  // The text form names it too, and the cpu device still computes.
+  Result t = run_loom("devices", "LOOM_PLUGIN_PATH=" + dir.path());
+  EXPECT_EQ(t.exit_code, 0);
+  EXPECT_NE(t.out.find("broken"), std::string::npos) << t.out;
+  EXPECT_NE(t.out.find("failed"), std::string::npos) << t.out;
+  Result c = run_loom("check --device cpu", "LOOM_PLUGIN_PATH=" + dir.path());
+  EXPECT_EQ(c.exit_code, 0) << c.out;
+  EXPECT_NE(c.out.find("OK"), std::string::npos) << c.out;
+}
+
+TEST(Cli, FakePluginFolderShowsEveryFate) {
+  Result r = run_loom("devices --json --plugin-path " LOOM_TEST_FAKE_DIR, "", false);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  loom::test::Json j = parse_or_fail(r.out);
+  int failed = 0, unavailable = 0;
+  for (const auto& p : j["plugins"].arr) {
+    if (p["fate"].str == "failed") {
+      ++failed;
+      EXPECT_FALSE(p["reason"].str.empty()) << p["plugin"].str;
+    }
+    if (p["fate"].str == "unavailable") ++unavailable;
+    EXPECT_EQ(p["origin"].str == "application", p["path"].str.rfind(LOOM_TEST_FAKE_DIR, 0) == 0)
+        << p["path"].str;
+  }
+  EXPECT_GE(failed, 5) << r.out;
+  EXPECT_GE(unavailable, 1) << r.out;
+  EXPECT_TRUE(has_device(j, "cpu"));
+}
+
+TEST(Cli, CheckRunsOnChosenDevice) {
+  Result ok = run_loom("check --device cpu --json", "", false);
+  ASSERT_EQ(ok.exit_code, 0) << ok.out;
+  loom::test::Json j = parse_or_fail(ok.out);
+  EXPECT_TRUE(j["ok"].b);
+  EXPECT_EQ(j["device"].str, "cpu");
+  EXPECT_LT(j["max_abs_diff"].num, 1e-4);
+
+  Result missing = run_loom("check --device nosuch");
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_NE(missing.out.find("nosuch"), std::string::npos) << missing.out;
+
+  // LOOM_DEVICES naming a device that does not exist is an error, not a fallback.
+  Result env = run_loom("check", "LOOM_DEVICES=cuda0");
+  EXPECT_EQ(env.exit_code, 1);
+  EXPECT_NE(env.out.find("cuda0"), std::string::npos) << env.out;
+}
+
+TEST(Cli, DisabledPluginIsSkippedWithReason) {
+  Result r = run_loom("devices --json", "LOOM_PLUGINS_DISABLE=null", false);
+  ASSERT_EQ(r.exit_code, 0);
+  loom::test::Json j = parse_or_fail(r.out);
+  const auto* n = find_plugin(j, "null");
+  ASSERT_NE(n, nullptr);
+  EXPECT_EQ((*n)["fate"].str, "skipped");
+  EXPECT_NE((*n)["reason"].str.find("LOOM_PLUGINS_DISABLE"), std::string::npos) << (*n)["reason"].str;
+}

@@ -1,0 +1,136 @@
+// `loom check`: compute a small graph on one device through the
+// single-device API path and compare it with a plain host computation.
+#include <cmath>
+#include <cstdio>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "cli.hpp"
+#include "json.hpp"
+#include "loom/executor.hpp"
+#include "loom/ops.hpp"
+
+namespace loom::cli {
+namespace {
+
+constexpr int64_t kK = 37, kM = 11, kN = 5;
+constexpr float kScale = 0.125f, kEps = 1e-6f;
+
+// y = rms_norm(soft_max(scale * (W^T x))) per column, in double.
+std::vector<double> reference(const std::vector<float>& w, const std::vector<float>& x) {
+  std::vector<double> out(kM * kN);
+  for (int64_t n = 0; n < kN; ++n) {
+    std::vector<double> row(kM);
+    double mx = -INFINITY;
+    for (int64_t m = 0; m < kM; ++m) {
+      double acc = 0;
+      for (int64_t k = 0; k < kK; ++k) acc += static_cast<double>(w[m * kK + k]) * x[n * kK + k];
+      row[m] = acc * kScale;
+      mx = std::max(mx, row[m]);
+    }
+    double sum = 0;
+    for (auto& v : row) sum += (v = std::exp(v - mx));
+    double ss = 0;
+    for (auto& v : row) {
+      v /= sum;
+      ss += v * v;
+    }
+    double inv = 1.0 / std::sqrt(ss / kM + kEps);
+    for (int64_t m = 0; m < kM; ++m) out[n * kM + m] = row[m] * inv;
+  }
+  return out;
+}
+
+Status run_check(registry::Device* dev, double* max_diff) {
+  Context ctx;
+  LOOM_ASSIGN_OR_RETURN(Tensor * w, ctx.new_tensor(LOOM_TYPE_F32, {kK, kM}, "w"));
+  LOOM_ASSIGN_OR_RETURN(Tensor * x, ctx.new_tensor(LOOM_TYPE_F32, {kK, kN}, "x"));
+  LOOM_ASSIGN_OR_RETURN(Tensor * y, op::mul_mat(ctx, w, x));
+  LOOM_ASSIGN_OR_RETURN(Tensor * s, op::scale(ctx, y, kScale));
+  LOOM_ASSIGN_OR_RETURN(Tensor * p, op::soft_max(ctx, s, nullptr, 1.0f));
+  LOOM_ASSIGN_OR_RETURN(Tensor * r, op::rms_norm(ctx, p, kEps));
+  r->set_name("out");
+  LOOM_ASSIGN_OR_RETURN(Graph g, Graph::build({r}));
+  LOOM_ASSIGN_OR_RETURN(auto ex, Executor::create(dev));
+  LOOM_RETURN_IF_ERROR(ex->allocate(g));
+
+  std::mt19937 rng(42);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> hw(kK * kM), hx(kK * kN), out(kM * kN);
+  for (auto& v : hw) v = dist(rng);
+  for (auto& v : hx) v = dist(rng);
+  LOOM_RETURN_IF_ERROR(tensor_set(w, hw.data(), hw.size() * sizeof(float)));
+  LOOM_RETURN_IF_ERROR(tensor_set(x, hx.data(), hx.size() * sizeof(float)));
+  LOOM_RETURN_IF_ERROR(ex->compute(g));
+  LOOM_RETURN_IF_ERROR(tensor_get(r, out.data(), out.size() * sizeof(float)));
+  std::vector<double> ref = reference(hw, hx);
+  *max_diff = 0;
+  for (size_t i = 0; i < out.size(); ++i) {
+    double d = std::fabs(out[i] - ref[i]);
+    if (!(d <= *max_diff)) *max_diff = std::isnan(d) ? INFINITY : d;
+  }
+  return Status();
+}
+
+}  // namespace
+
+int cmd_check(std::vector<std::string> args) {
+  CommonOptions opts;
+  std::string error, device_name;
+  if (!take_common_options(args, &opts, &error)) {
+    std::fprintf(stderr, "loom check: %s\n", error.c_str());
+    return 2;
+  }
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--device" && i + 1 < args.size()) {
+      device_name = args[++i];
+    } else if (args[i].rfind("--device=", 0) == 0) {
+      device_name = args[i].substr(9);
+    } else {
+      std::fprintf(stderr, "loom check: unexpected argument '%s' (try 'loom --help')\n", args[i].c_str());
+      return 2;
+    }
+  }
+  auto reg = load_registry(opts);
+  registry::Device* dev = nullptr;
+  if (!device_name.empty()) {
+    auto sel = reg->select(device_name);
+    if (!sel.ok()) {
+      std::fprintf(stderr, "loom check: %s\n", sel.status().message().c_str());
+      return 1;
+    }
+    dev = sel->front();
+  } else {
+    auto sel = reg->select_from_env();
+    if (!sel.ok() || sel->empty()) {
+      std::fprintf(stderr, "loom check: no device available: %s (see 'loom devices')\n",
+                   sel.ok() ? "none found" : sel.status().message().c_str());
+      return 1;
+    }
+    dev = sel->front();
+  }
+  double max_diff = 0;
+  Status st = run_check(dev, &max_diff);
+  const double kTol = 1e-4;
+  bool pass = st.ok() && max_diff <= kTol;
+  if (opts.json) {
+    JsonWriter w;
+    w.begin_object().key("device").value(dev->name()).key("ok").value(pass);
+    if (st.ok()) {
+      w.key("max_abs_diff").value(max_diff).key("tolerance").value(kTol);
+    } else {
+      w.key("error").value(st.to_string());
+    }
+    w.end_object();
+    std::printf("%s\n", w.str().c_str());
+  } else if (!st.ok()) {
+    std::fprintf(stderr, "loom check: device %s: %s\n", dev->name().c_str(), st.to_string().c_str());
+  } else {
+    std::printf("device %s: matmul+scale+softmax+rms_norm %s (max abs diff %.3g, tolerance %.0e)\n",
+                dev->name().c_str(), pass ? "OK" : "MISMATCH", max_diff, kTol);
+  }
+  return pass ? 0 : 1;
+}
+
+}  // namespace loom::cli
