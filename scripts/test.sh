@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Set up, build and run the whole test suite: a release build, then the same
+# suite under AddressSanitizer + UndefinedBehaviorSanitizer.
+# Usage: scripts/test.sh [--no-asan]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+asan=1
+for a in "$@"; do
+  case "$a" in
+    --no-asan) asan=0 ;;
+    *) echo "test.sh: unknown option $a" >&2; exit 2 ;;
+  esac
+done
+
+scripts/deps.sh
+jobs=${LOOM_JOBS:-$(nproc)}
+
+echo "== release build and tests"
+cmake --preset release
+cmake --build --preset release -j "$jobs"
+ctest --preset release -j "$jobs"
+
+if [ "$asan" = 1 ]; then
+  echo "== ASan + UBSan build and tests"
+  cmake --preset asan
+  cmake --build --preset asan -j "$jobs"
+  ctest --preset asan -j "$jobs"
+fi
+echo "== all tests passed"
