@@ -1,0 +1,237 @@
+// Shared helpers for the op tests (test_ops): the CPU device, host mirrors of
+// tensors and views, decoders written independently of the runtime and the
+// plugins, the tolerance rule, and element-wise comparison with readable
+// failure messages.
+//
+// Every test builds tensors in its fixture's Context, runs one graph on the
+// CPU plugin through an Executor, reads the outputs back and compares them
+// with a double-precision reference computed here from the decoded inputs.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "loom/executor.hpp"
+#include "loom/graph.hpp"
+#include "loom/ops.hpp"
+#include "loom/registry.hpp"
+#include "loom/tensor.hpp"
+#include "loom/types.hpp"
+
+namespace loom::optest {
+
+using Shape = std::array<int64_t, 4>;
+using Strides = std::array<size_t, 4>;
+
+std::string shape_str(const Shape& ne);
+std::string type_str(loom_type_t t);
+inline int64_t nelements(const Shape& ne) { return ne[0] * ne[1] * ne[2] * ne[3]; }
+// Row-major flat index (i0 fastest).
+inline int64_t flat(const Shape& ne, int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
+  return ((i3 * ne[2] + i2) * ne[1] + i1) * ne[0] + i0;
+}
+// f(i0, i1, i2, i3) over every index of ne, row-major order.
+template <typename F>
+void for_each_index(const Shape& ne, F&& f) {
+  for (int64_t i3 = 0; i3 < ne[3]; ++i3)
+    for (int64_t i2 = 0; i2 < ne[2]; ++i2)
+      for (int64_t i1 = 0; i1 < ne[1]; ++i1)
+        for (int64_t i0 = 0; i0 < ne[0]; ++i0) f(i0, i1, i2, i3);
+}
+
+// ------------------------------------------------------------ type facts
+// Written here from plugin.h, not taken from the runtime.
+int64_t block_elems(loom_type_t t);  // 32 for Q8_0/Q4_0, else 1
+size_t block_bytes(loom_type_t t);   // bytes per block (or element)
+inline bool is_quant(loom_type_t t) { return t == LOOM_TYPE_Q8_0 || t == LOOM_TYPE_Q4_0; }
+inline size_t row_bytes(loom_type_t t, int64_t n) { return n / block_elems(t) * block_bytes(t); }
+Strides dense_strides(loom_type_t t, const Shape& ne);
+
+// ------------------------------------------------------ independent decode
+double f16_to_double(uint16_t bits);
+double bf16_to_double(uint16_t bits);
+// n dense elements of type t at p (n a multiple of the block size).
+std::vector<double> decode(loom_type_t t, const uint8_t* p, int64_t n);
+
+// ---------------------------------------------------------- tolerances
+// Unit roundoff (half an ulp of 1.0): f32 2^-24, f16 2^-11, bf16 2^-8; 0 for
+// integer types.
+double unit_roundoff(loom_type_t t);
+// Smallest absolute error worth reporting for a result of type t (half the
+// subnormal step for f16; tiny otherwise).
+double abs_floor(loom_type_t t);
+// THE tolerance rule. A result of type `out` computed in f32 arithmetic from
+// `n_terms` terms whose absolute values add up to `mag` (mag >= |ref|), then
+// rounded once to `out`:
+//   tol = 4 * (u(out) * |ref| + u(f32) * sqrt(n_terms) * mag) + floor(out)
+double tol_for(loom_type_t out, double ref, double mag, int64_t n_terms);
+// One rounding of the exact value x to type t (conversions): u(t) * |x|.
+double conv_tol(loom_type_t t, double x);
+
+// ------------------------------------------------------ host mirrors
+// Dense bytes of a base tensor plus their decoded values.
+struct HostBase {
+  loom_type_t type = LOOM_TYPE_F32;
+  Shape ne{1, 1, 1, 1};
+  std::vector<uint8_t> bytes;
+  std::vector<double> values;  // decoded, row-major
+};
+
+// A (possibly strided) view of a HostBase; the view math is done here,
+// independently of the runtime's.
+struct HostView {
+  std::shared_ptr<HostBase> base;
+  loom_type_t type = LOOM_TYPE_F32;
+  Shape ne{1, 1, 1, 1};
+  Strides nb{};
+  size_t offset = 0;
+
+  int64_t nelements() const { return optest::nelements(ne); }
+  // Index into base->values of logical element (i0, i1, i2, i3).
+  int64_t base_index(int64_t i0, int64_t i1, int64_t i2, int64_t i3) const;
+  double at(int64_t i0, int64_t i1 = 0, int64_t i2 = 0, int64_t i3 = 0) const {
+    return base->values[base_index(i0, i1, i2, i3)];
+  }
+  std::vector<double> values() const;  // logical row-major order
+};
+HostView host_permute(const HostView& v, int a0, int a1, int a2, int a3);
+HostView host_transpose(const HostView& v);
+HostView host_view(const HostView& v, const Shape& ne, const std::array<size_t, 3>& nb123,
+                   size_t offset);
+
+// A device tensor with its host mirror.
+struct Operand {
+  Tensor* t = nullptr;
+  HostView h;
+};
+
+// ------------------------------------------------------ quantization
+// Checks one quantized block (Q8_0 or Q4_0) against the 32 exact values it
+// was made from. The scale must cover the block's largest magnitude without
+// wasting range (within the f16 rounding of d), and every element must be
+// the nearest grid point d*q up to the f16 rounding of d:
+//   |x - x'| <= dist(x, grid) + |d| * qmax * 2^-10   (dist <= |d|/2 in range)
+// Returns "" when fine, else a description.
+std::string check_quant_block(loom_type_t t, const double* x, const uint8_t* block);
+
+// ------------------------------------------------------ status helpers
+// The value of a StatusOr, or throw (gtest reports the exception as a failure
+// of the test with the status text).
+template <typename T>
+T unwrap(StatusOr<T> r, const char* what = "") {
+  if (!r.ok()) throw std::runtime_error(std::string(what) + ": " + r.status().to_string());
+  return std::move(r).value();
+}
+#define LOOM_EXPECT_OK(expr)                                   \
+  do {                                                         \
+    ::loom::Status loom_test_st_ = (expr);                     \
+    EXPECT_TRUE(loom_test_st_.ok()) << loom_test_st_.to_string(); \
+  } while (0)
+#define LOOM_ASSERT_OK(expr)                                   \
+  do {                                                         \
+    ::loom::Status loom_test_st_ = (expr);                     \
+    ASSERT_TRUE(loom_test_st_.ok()) << loom_test_st_.to_string(); \
+  } while (0)
+
+// ------------------------------------------------------ comparison
+// Compares got with ref element by element: |got - ref| <= tol[i] (equal
+// infinities match, NaN never does). One failure per call listing the count
+// and the first few mismatches with their 4-d index in `ne`.
+void expect_close(const std::vector<double>& got, const std::vector<double>& ref,
+                  const std::vector<double>& tol, const Shape& ne, const std::string& what);
+inline void expect_equal(const std::vector<double>& got, const std::vector<double>& ref,
+                         const Shape& ne, const std::string& what) {
+  expect_close(got, ref, std::vector<double>(ref.size(), 0.0), ne, what);
+}
+
+// ------------------------------------------------------ the device
+// The CPU device of a registry loaded once per process from
+// LOOM_TEST_PLUGIN_DIR (environment ignored); nullptr when it did not load.
+registry::Device* cpu_device();
+// Why the CPU plugin did not load (candidate records), for messages.
+std::string registry_report();
+
+// Sets the device's thread count for a scope and restores the previous one.
+class ScopedThreads {
+ public:
+  ScopedThreads(registry::Device* dev, int n);
+  ~ScopedThreads();
+  const Status& status() const { return status_; }
+
+ private:
+  registry::Device* dev_;
+  int previous_ = 0;
+  Status status_;
+};
+
+// ------------------------------------------------------ fixture
+class OpTest : public ::testing::Test {
+ protected:
+  void SetUp() override;
+
+  void seed(uint32_t s) { rng_.seed(s); }
+  // n uniform floats in [lo, hi).
+  std::vector<float> rand_floats(int64_t n, float lo, float hi);
+  int64_t rand_int(int64_t lo, int64_t hi);  // inclusive
+
+  // A leaf of `type` and shape `ne` holding `vals` (encoded with
+  // loom::from_float; the mirror holds the decoded values).
+  Operand input_values(loom_type_t type, const Shape& ne, const std::vector<float>& vals);
+  // A leaf of random values in [lo, hi).
+  Operand input(loom_type_t type, const Shape& ne, float lo = -1.0f, float hi = 1.0f);
+  // An I32/I64 leaf.
+  Operand input_ints(loom_type_t type, const Shape& ne, const std::vector<int64_t>& vals);
+
+  // Views on device and host; the device view's extents and strides must
+  // agree with the host's.
+  Operand permute(const Operand& a, int a0, int a1, int a2, int a3);
+  Operand transpose(const Operand& a);
+  Operand view(const Operand& a, const Shape& ne, const std::array<size_t, 3>& nb123,
+               size_t offset);
+  // A view of `ne` inside a larger base of random values: every row padded by
+  // `pad0` elements, `pad1` extra rows per matrix, starting `skip_rows` rows
+  // in. Exercises offsets and row strides that are not the dense ones.
+  Operand padded(loom_type_t type, const Shape& ne, int64_t pad0, int64_t pad1,
+                 int64_t skip_rows = 1, float lo = -1.0f, float hi = 1.0f);
+
+  // Build the graph of `outputs`, create an executor, allocate, upload every
+  // leaf made by input*(), run.
+  Status run(const std::vector<Tensor*>& outputs);
+  // Upload the inputs again and run the same graph (e.g. after a thread
+  // count change).
+  Status rerun();
+  // Raw dense bytes / decoded values of a tensor after run(). A view is read
+  // through its base (the base must be an output of the graph).
+  std::vector<uint8_t> read_bytes(const Tensor* t);
+  std::vector<double> read(const Tensor* t);
+
+  Context ctx_;
+  std::mt19937 rng_{0};
+  registry::Device* dev_ = nullptr;
+
+ private:
+  Status upload();
+  std::unordered_map<const Tensor*, std::shared_ptr<HostBase>> host_data_;
+  std::optional<Graph> graph_;
+  std::unique_ptr<Executor> ex_;  // declared last: released before the context
+};
+
+// Expected contents of dst's base after writing `vals` (logical order of the
+// view dst) into the view; compares with the base bytes read back. Elements
+// outside the view must be unchanged; written float elements within one
+// rounding of the value, written quantized blocks per check_quant_block.
+void expect_written(const HostView& dst, const std::vector<double>& vals,
+                    const std::vector<uint8_t>& got_base_bytes, const std::string& what);
+
+}  // namespace loom::optest
