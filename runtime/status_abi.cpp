@@ -1,10 +1,10 @@
-#include "registry/status_abi.hpp"
+#include "runtime/status_abi.hpp"
 
 #include <new>
 
 #include "loom/buffer.hpp"
 
-namespace loom::registry {
+namespace loom {
 namespace {
 
 bool code_is_error(int code) {
@@ -30,15 +30,12 @@ loom_status_t* abi_status_new(loom_status_code_t code, const char* message) {
 
 void abi_status_free(loom_status_t* status) { delete status; }
 
-}  // namespace loom::registry
-
-namespace loom {
 
 Status status_from_abi(loom_status_t* status) {
   if (!status) return Status();
   int code = static_cast<int>(status->code);
   std::string message = std::move(status->message);
-  registry::abi_status_free(status);
+  abi_status_free(status);
   if (code <= LOOM_STATUS_OK || code > LOOM_STATUS_ABORTED) {
     return internal_error("status with unknown code " + std::to_string(code) + ": " + message);
   }

@@ -1,6 +1,6 @@
 // The host's side of loom_status_t: the struct behind the opaque pointer the
 // plugin ABI passes around, and the constructors the host services lend to
-// plugins. Internal to libloom.
+// plugins. Internal to libloom (runtime: the allocator and the registry both take plugin statuses).
 #pragma once
 
 #include <string>
@@ -12,7 +12,7 @@ struct loom_status {
   std::string message;
 };
 
-namespace loom::registry {
+namespace loom {
 
 // Make a status for the ABI (never returns OK; an OK or unknown code becomes
 // INTERNAL with a note). Returns NULL only when out of memory. Thread-safe.

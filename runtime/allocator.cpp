@@ -1,0 +1,289 @@
+#include "loom/allocator.hpp"
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "loom/ops.hpp"
+#include "loom/buffer.hpp"  // status_from_abi
+
+namespace loom {
+namespace {
+
+size_t align_up(size_t v, size_t a) { return (v + a - 1) & ~(a - 1); }
+
+// Views own no memory: the reshape family, and CPY/SET_ROWS whose result
+// aliases their destination (view_src set by the builder).
+bool is_view(const Tensor* t) { return t->view_src != nullptr; }
+
+bool is_output(const Tensor* t) { return (t->flags & LOOM_TENSOR_FLAG_OUTPUT) != 0; }
+
+// Offsets in one buffer: a sorted free list (best fit, neighbours merged)
+// below `top`; blocks freed at the top lower it again.
+class FreeList {
+ public:
+  size_t alloc(size_t size) {
+    size_t best = blocks_.size();
+    for (size_t i = 0; i < blocks_.size(); ++i) {
+      if (blocks_[i].size >= size && (best == blocks_.size() || blocks_[i].size < blocks_[best].size)) {
+        best = i;
+      }
+    }
+    if (best == blocks_.size()) {
+      size_t off = top_;
+      top_ += size;
+      peak_ = std::max(peak_, top_);
+      return off;
+    }
+    size_t off = blocks_[best].offset;
+    blocks_[best].offset += size;
+    blocks_[best].size -= size;
+    if (blocks_[best].size == 0) blocks_.erase(blocks_.begin() + static_cast<std::ptrdiff_t>(best));
+    return off;
+  }
+
+  void free(size_t offset, size_t size) {
+    auto it = std::lower_bound(blocks_.begin(), blocks_.end(), offset,
+                               [](const Block& b, size_t off) { return b.offset < off; });
+    it = blocks_.insert(it, Block{offset, size});
+    // Merge with the next block, then with the previous one.
+    auto next = it + 1;
+    if (next != blocks_.end() && it->offset + it->size == next->offset) {
+      it->size += next->size;
+      blocks_.erase(next);
+    }
+    if (it != blocks_.begin()) {
+      auto prev = it - 1;
+      if (prev->offset + prev->size == it->offset) {
+        prev->size += it->size;
+        it = blocks_.erase(it) - 1;
+      }
+    }
+    if (it->offset + it->size == top_) {
+      top_ = it->offset;
+      blocks_.erase(it);
+    }
+  }
+
+  size_t peak() const { return peak_; }
+
+ private:
+  struct Block {
+    size_t offset;
+    size_t size;
+  };
+  std::vector<Block> blocks_;
+  size_t top_ = 0;
+  size_t peak_ = 0;
+};
+
+struct Info {
+  int children = 0;        // references from sources of later nodes
+  int views = 0;           // live views of this base
+  bool planned = false;    // memory comes from this plan
+  bool handed_on = false;  // its block now belongs to an in-place successor
+  size_t block = 0;        // aligned block size
+};
+
+class Planner {
+ public:
+  Planner(const Graph& g, size_t alignment) : g_(g), alignment_(alignment) {}
+
+  AllocPlan run() {
+    plan_.alignment = alignment_;
+    count_references();
+    // Inputs (leafs without memory) are written before the graph runs, so
+    // they are all live from the start.
+    for (Tensor* leaf : g_.leafs()) {
+      if (needs_memory(leaf)) allocate(leaf);
+    }
+    note_live();
+    for (Tensor* node : g_.nodes()) {
+      if (needs_memory(node)) {
+        const Tensor* src = inplace_source(node);
+        if (src) {
+          take_over(node, src);
+        } else {
+          allocate(node);
+        }
+      }
+      note_live();
+      release_sources(node);
+    }
+    plan_.buffer_size = free_.peak();
+    return std::move(plan_);
+  }
+
+ private:
+  static bool needs_memory(const Tensor* t) { return !t->data && !is_view(t); }
+
+  void count_references() {
+    for (Tensor* node : g_.nodes()) {
+      for (int i = 0; i < LOOM_MAX_SRC; ++i) {
+        if (node->src[i]) info_[node->source(i)].children++;
+      }
+      if (is_view(node)) info_[static_cast<const Tensor*>(node->view_src)].views++;
+    }
+  }
+
+  void allocate(Tensor* t) {
+    Info& in = info_[t];
+    const size_t size = t->nbytes();
+    in.block = align_up(size, alignment_);
+    in.planned = true;
+    plan_.offsets[t] = free_.alloc(in.block);
+    live_ += size;
+  }
+
+  // Memory of src's base, taken over by node: the base dies at this node.
+  void take_over(Tensor* node, const Tensor* src) {
+    const Tensor* base = is_view(src) ? static_cast<const Tensor*>(src->view_src) : src;
+    Info& b = info_[base];
+    Info& n = info_[node];
+    n.planned = true;
+    n.block = b.block;
+    b.handed_on = true;
+    plan_.offsets[node] = plan_.offsets[base];
+    plan_.inplace[node] = src;
+    live_ = live_ - base->nbytes() + node->nbytes();
+  }
+
+  // The source whose memory `node` may overwrite, or nullptr.
+  const Tensor* inplace_source(const Tensor* node) {
+    if (!op::op_can_be_inplace(node->op)) return nullptr;
+    const Tensor* src = node->source(0);
+    if (!src) return nullptr;
+    const Tensor* base = is_view(src) ? static_cast<const Tensor*>(src->view_src) : src;
+    auto bit = info_.find(base);
+    if (bit == info_.end()) return nullptr;
+    const Info& b = bit->second;  // element references survive rehashing
+    if (!b.planned || b.handed_on) return nullptr;
+    if (is_output(base) || is_output(src)) return nullptr;
+    // Same type, shape and dense layout: element i of the result sits where
+    // element i of the source was.
+    if (src->type != node->type || !src->is_contiguous() || !node->is_contiguous()) return nullptr;
+    for (int d = 0; d < LOOM_MAX_DIMS; ++d) {
+      if (src->ne[d] != node->ne[d]) return nullptr;
+    }
+    if (is_view(src) && src->view_offset != 0) return nullptr;
+    if (node->nbytes() > b.block) return nullptr;
+    // The base must die here: every other reader already ran. A second
+    // source aliasing the base (another view, or the base under a view)
+    // keeps a count up, so it blocks reuse too.
+    int refs = 0;
+    for (int i = 0; i < LOOM_MAX_SRC; ++i) refs += node->src[i] == src;
+    const Info& s = info_[src];
+    if (src == base) return (s.children == refs && s.views == 0) ? src : nullptr;
+    return (s.children == refs && b.views == 1 && b.children == 0) ? src : nullptr;
+  }
+
+  void release_sources(const Tensor* node) {
+    for (int i = 0; i < LOOM_MAX_SRC; ++i) {
+      const Tensor* s = node->source(i);
+      if (!s) continue;
+      Info& in = info_[s];
+      if (--in.children > 0) continue;
+      if (is_view(s)) {
+        // A consumed view no longer pins its base (unless it is an output:
+        // then its base lives to the end).
+        if (is_output(s)) continue;
+        const Tensor* base = static_cast<const Tensor*>(s->view_src);
+        Info& b = info_[base];
+        if (--b.views == 0 && b.children == 0) release(base);
+      } else if (in.views == 0) {
+        release(s);
+      }
+    }
+  }
+
+  void release(const Tensor* t) {
+    Info& in = info_[t];
+    if (!in.planned || in.handed_on || is_output(t)) return;
+    in.handed_on = true;  // never released twice
+    free_.free(plan_.offsets[t], in.block);
+    live_ -= t->nbytes();
+  }
+
+  void note_live() { plan_.max_live_bytes = std::max(plan_.max_live_bytes, live_); }
+
+  const Graph& g_;
+  size_t alignment_;
+  AllocPlan plan_;
+  FreeList free_;
+  std::unordered_map<const Tensor*, Info> info_;
+  size_t live_ = 0;
+};
+
+Status init_tensor(loom_buffer_t* buffer, Tensor* t) {
+  const loom_buffer_iface_t* iface = buffer->iface;
+  if (iface->struct_size < LOOM_STRUCT_END(loom_buffer_iface_t, init_tensor) || !iface->init_tensor) {
+    return Status();
+  }
+  Status st = status_from_abi(iface->init_tensor(buffer, t));
+  if (!st.ok()) return st.with_context("allocator.apply: init_tensor of '" + std::string(t->name) + "'");
+  return st;
+}
+
+}  // namespace
+
+StatusOr<AllocPlan> GraphAllocator::plan(const Graph& graph, size_t alignment) {
+  if (alignment == 0 || (alignment & (alignment - 1)) != 0) {
+    return invalid_argument("[allocator.plan] alignment " + std::to_string(alignment) +
+                            " is not a power of two");
+  }
+  return Planner(graph, alignment).run();
+}
+
+Status GraphAllocator::apply(const Graph& graph, const AllocPlan& plan, loom_buffer_t* buffer) {
+  if (!buffer || !buffer->iface) return invalid_argument("[allocator.apply] buffer is null");
+  if (buffer->size < plan.buffer_size) {
+    return invalid_argument("[allocator.apply] buffer has " + std::to_string(buffer->size) +
+                            " bytes, the plan needs " + std::to_string(plan.buffer_size));
+  }
+  char* base = plan.buffer_size > 0 ? static_cast<char*>(buffer->iface->base(buffer)) : nullptr;
+  if (plan.buffer_size > 0 && !base) return internal_error("[allocator.apply] buffer base is null");
+  // Bases first (leafs, then nodes in order), then views, which derive.
+  auto place = [&](Tensor* t) -> Status {
+    auto it = plan.offsets.find(t);
+    if (it == plan.offsets.end()) return Status();
+    if (t->data && t->buffer != buffer) {
+      return invalid_argument("[allocator.apply] tensor " + t->describe() +
+                              " already has memory in another buffer");
+    }
+    if (it->second + t->nbytes() > plan.buffer_size) {
+      return internal_error("[allocator.apply] plan places " + t->describe() + " at offset " +
+                            std::to_string(it->second) + " past the buffer size " +
+                            std::to_string(plan.buffer_size));
+    }
+    t->data = base + it->second;
+    t->buffer = buffer;
+    return init_tensor(buffer, t);
+  };
+  for (Tensor* t : graph.leafs()) LOOM_RETURN_IF_ERROR(place(t));
+  for (Tensor* t : graph.nodes()) LOOM_RETURN_IF_ERROR(place(t));
+  for (Tensor* t : graph.nodes()) {
+    if (!t->view_src) continue;
+    Tensor* b = t->base();
+    if (!b->data) continue;  // base placed elsewhere later; update_view then
+    LOOM_RETURN_IF_ERROR(update_view(t));
+    if (b->buffer == buffer) LOOM_RETURN_IF_ERROR(init_tensor(buffer, t));
+  }
+  return Status();
+}
+
+Status update_view(Tensor* view) {
+  if (!view) return invalid_argument("[allocator.update_view] tensor is null");
+  if (!view->view_src) {
+    return invalid_argument("[allocator.update_view] " + view->describe() + " is not a view");
+  }
+  Tensor* b = view->base();
+  if (!b->data) {
+    return invalid_argument("[allocator.update_view] base " + b->describe() + " of view " +
+                            view->describe() + " has no memory yet");
+  }
+  view->data = static_cast<char*>(b->data) + view->view_offset;
+  view->buffer = b->buffer;
+  return Status();
+}
+
+}  // namespace loom

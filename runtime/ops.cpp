@@ -1,0 +1,330 @@
+// Op builders. Shapes, types and params follow enum loom_op in loom/plugin.h
+// exactly; every check failure names the op and both sides.
+#include "loom/ops.hpp"
+
+#include <cmath>
+#include <string>
+
+#include "loom/types.hpp"
+
+namespace loom::op {
+namespace {
+
+std::string tag(const char* op) { return std::string("[op.") + op + "] "; }
+
+// Null and foreign-context sources. `role` is how the op calls the source.
+Status check_src(const char* op, Context& ctx, const Tensor* t, const char* role) {
+  if (!t) return invalid_argument(tag(op) + "source " + role + " is null");
+  if (!ctx.owns(t)) {
+    return invalid_argument(tag(op) + "source " + role + " (" + t->describe() +
+                            ") belongs to another context");
+  }
+  return Status();
+}
+
+Status need_float(const char* op, const Tensor* t, const char* role) {
+  if (type_is_float(t->type)) return Status();
+  return invalid_argument(tag(op) + role + " (" + t->describe() + ") must be f32, f16 or bf16");
+}
+
+Status need_type(const char* op, const Tensor* t, const char* role, loom_type_t type) {
+  if (t->type == type) return Status();
+  return invalid_argument(tag(op) + role + " (" + t->describe() + ") must be " + type_name(type));
+}
+
+bool same_shape(const Tensor* a, const Tensor* b) {
+  for (int d = 0; d < LOOM_MAX_DIMS; ++d) {
+    if (a->ne[d] != b->ne[d]) return false;
+  }
+  return true;
+}
+
+// ne[0] of a 1-D tensor (positions, indices): ne[1..3] must be 1.
+bool is_vector(const Tensor* t) { return t->ne[1] == 1 && t->ne[2] == 1 && t->ne[3] == 1; }
+
+StatusOr<Tensor*> node(Context& ctx, const char* op, loom_op_t id, loom_type_t type,
+                       const int64_t ne[4], std::initializer_list<Tensor*> srcs) {
+  StatusOr<Tensor*> r = ctx.new_node(id, type, ne, srcs);
+  if (!r.ok()) return r.status().with_context(std::string("op.") + op);
+  return r;
+}
+
+StatusOr<Tensor*> binary(Context& ctx, const char* op, loom_op_t id, Tensor* a, Tensor* b) {
+  LOOM_RETURN_IF_ERROR(check_src(op, ctx, a, "a"));
+  LOOM_RETURN_IF_ERROR(check_src(op, ctx, b, "b"));
+  LOOM_RETURN_IF_ERROR(need_float(op, a, "a"));
+  LOOM_RETURN_IF_ERROR(need_float(op, b, "b"));
+  for (int d = 0; d < LOOM_MAX_DIMS; ++d) {
+    if (a->ne[d] % b->ne[d] != 0) {
+      return invalid_argument(tag(op) + "cannot broadcast b " + b->describe() + " to a " +
+                              a->describe() + " (dim " + std::to_string(d) + ": " +
+                              std::to_string(a->ne[d]) + " % " + std::to_string(b->ne[d]) + " != 0)");
+    }
+  }
+  return node(ctx, op, id, static_cast<loom_type_t>(a->type), a->ne, {a, b});
+}
+
+StatusOr<Tensor*> unary(Context& ctx, const char* op, loom_op_t id, Tensor* a) {
+  LOOM_RETURN_IF_ERROR(check_src(op, ctx, a, "a"));
+  LOOM_RETURN_IF_ERROR(need_float(op, a, "a"));
+  return node(ctx, op, id, static_cast<loom_type_t>(a->type), a->ne, {a});
+}
+
+Status check_eps(const char* op, float eps) {
+  if (std::isfinite(eps) && eps >= 0.0f) return Status();
+  return invalid_argument(tag(op) + "eps " + std::to_string(eps) + " must be finite and >= 0");
+}
+
+// CPY conversions allowed by the ABI (see LOOM_OP_CPY).
+bool cpy_allowed(int32_t from, int32_t to) {
+  if (type_is_float(from)) return type_is_float(to) || type_is_quantized(to);
+  if (type_is_quantized(from)) return type_is_float(to);
+  return from == LOOM_TYPE_I32 && to == LOOM_TYPE_I32;
+}
+
+// Turns a fresh node into a view of dst (CPY / SET_ROWS write into dst).
+void alias(Tensor* t, Tensor* dst) {
+  for (int d = 0; d < LOOM_MAX_DIMS; ++d) t->nb[d] = dst->nb[d];
+  Tensor* base = dst->base();
+  t->view_src = base;
+  t->view_offset = dst->view_offset;
+  if (base->data) {
+    t->data = static_cast<char*>(base->data) + t->view_offset;
+    t->buffer = base->buffer;
+  }
+}
+
+}  // namespace
+
+StatusOr<Tensor*> get_rows(Context& ctx, Tensor* a, Tensor* idx) {
+  LOOM_RETURN_IF_ERROR(check_src("get_rows", ctx, a, "a"));
+  LOOM_RETURN_IF_ERROR(check_src("get_rows", ctx, idx, "idx"));
+  LOOM_RETURN_IF_ERROR(need_type("get_rows", idx, "idx", LOOM_TYPE_I32));
+  if (idx->ne[1] != a->ne[2] || idx->ne[2] != a->ne[3] || idx->ne[3] != 1) {
+    return invalid_argument(tag("get_rows") + "idx " + idx->describe() + " must be [k, " +
+                            std::to_string(a->ne[2]) + ", " + std::to_string(a->ne[3]) +
+                            ", 1] for a " + a->describe());
+  }
+  const int64_t ne[4] = {a->ne[0], idx->ne[0], a->ne[2], a->ne[3]};
+  return node(ctx, "get_rows", LOOM_OP_GET_ROWS, LOOM_TYPE_F32, ne, {a, idx});
+}
+
+StatusOr<Tensor*> add(Context& ctx, Tensor* a, Tensor* b) { return binary(ctx, "add", LOOM_OP_ADD, a, b); }
+StatusOr<Tensor*> sub(Context& ctx, Tensor* a, Tensor* b) { return binary(ctx, "sub", LOOM_OP_SUB, a, b); }
+StatusOr<Tensor*> mul(Context& ctx, Tensor* a, Tensor* b) { return binary(ctx, "mul", LOOM_OP_MUL, a, b); }
+StatusOr<Tensor*> div(Context& ctx, Tensor* a, Tensor* b) { return binary(ctx, "div", LOOM_OP_DIV, a, b); }
+
+StatusOr<Tensor*> scale(Context& ctx, Tensor* a, float s, float bias) {
+  LOOM_ASSIGN_OR_RETURN(Tensor * t, unary(ctx, "scale", LOOM_OP_SCALE, a));
+  t->set_param<float>(0, s);
+  t->set_param<float>(1, bias);
+  return t;
+}
+
+StatusOr<Tensor*> rms_norm(Context& ctx, Tensor* a, float eps) {
+  LOOM_RETURN_IF_ERROR(check_src("rms_norm", ctx, a, "a"));
+  LOOM_RETURN_IF_ERROR(need_float("rms_norm", a, "a"));
+  LOOM_RETURN_IF_ERROR(check_eps("rms_norm", eps));
+  LOOM_ASSIGN_OR_RETURN(Tensor * t, node(ctx, "rms_norm", LOOM_OP_RMS_NORM, LOOM_TYPE_F32, a->ne, {a}));
+  t->set_param<float>(0, eps);
+  return t;
+}
+
+StatusOr<Tensor*> norm(Context& ctx, Tensor* a, float eps) {
+  LOOM_RETURN_IF_ERROR(check_src("norm", ctx, a, "a"));
+  LOOM_RETURN_IF_ERROR(need_float("norm", a, "a"));
+  LOOM_RETURN_IF_ERROR(check_eps("norm", eps));
+  LOOM_ASSIGN_OR_RETURN(Tensor * t, node(ctx, "norm", LOOM_OP_NORM, LOOM_TYPE_F32, a->ne, {a}));
+  t->set_param<float>(0, eps);
+  return t;
+}
+
+StatusOr<Tensor*> mul_mat(Context& ctx, Tensor* a, Tensor* b) {
+  LOOM_RETURN_IF_ERROR(check_src("mul_mat", ctx, a, "a"));
+  LOOM_RETURN_IF_ERROR(check_src("mul_mat", ctx, b, "b"));
+  if (!type_is_float(a->type) && !type_is_quantized(a->type)) {
+    return invalid_argument(tag("mul_mat") + "a (" + a->describe() +
+                            ") must be a float or quantized type");
+  }
+  LOOM_RETURN_IF_ERROR(need_type("mul_mat", b, "b", LOOM_TYPE_F32));
+  if (a->ne[0] != b->ne[0] || b->ne[2] % a->ne[2] != 0 || b->ne[3] % a->ne[3] != 0) {
+    return invalid_argument(tag("mul_mat") + "a " + a->describe() + " and b " + b->describe() +
+                            " do not fit: need a.ne[0] == b.ne[0], b.ne[2] % a.ne[2] == 0, "
+                            "b.ne[3] % a.ne[3] == 0");
+  }
+  const int64_t ne[4] = {a->ne[1], b->ne[1], b->ne[2], b->ne[3]};
+  return node(ctx, "mul_mat", LOOM_OP_MUL_MAT, LOOM_TYPE_F32, ne, {a, b});
+}
+
+StatusOr<Tensor*> rope(Context& ctx, Tensor* a, Tensor* pos, int n_dims, int mode,
+                       float freq_base, float freq_scale) {
+  LOOM_RETURN_IF_ERROR(check_src("rope", ctx, a, "a"));
+  LOOM_RETURN_IF_ERROR(check_src("rope", ctx, pos, "pos"));
+  LOOM_RETURN_IF_ERROR(need_float("rope", a, "a"));
+  LOOM_RETURN_IF_ERROR(need_type("rope", pos, "pos", LOOM_TYPE_I32));
+  if (!is_vector(pos) || pos->ne[0] != a->ne[2]) {
+    return invalid_argument(tag("rope") + "pos " + pos->describe() + " must be [" +
+                            std::to_string(a->ne[2]) + "] (one position per token of a " +
+                            a->describe() + ")");
+  }
+  if (n_dims <= 0 || n_dims % 2 != 0 || n_dims > a->ne[0]) {
+    return invalid_argument(tag("rope") + "n_dims " + std::to_string(n_dims) +
+                            " must be even and in [2, head_dim " + std::to_string(a->ne[0]) + "]");
+  }
+  if (mode != LOOM_ROPE_MODE_NORMAL && mode != LOOM_ROPE_MODE_NEOX) {
+    return invalid_argument(tag("rope") + "mode " + std::to_string(mode) +
+                            " is neither 0 (normal) nor 2 (neox)");
+  }
+  if (!std::isfinite(freq_base) || freq_base <= 0.0f || !std::isfinite(freq_scale)) {
+    return invalid_argument(tag("rope") + "freq_base " + std::to_string(freq_base) +
+                            " must be finite and > 0, freq_scale " + std::to_string(freq_scale) +
+                            " finite");
+  }
+  LOOM_ASSIGN_OR_RETURN(Tensor * t, node(ctx, "rope", LOOM_OP_ROPE,
+                                         static_cast<loom_type_t>(a->type), a->ne, {a, pos}));
+  t->set_param<int32_t>(0, n_dims);
+  t->set_param<int32_t>(1, mode);
+  t->set_param<float>(2, freq_base);
+  t->set_param<float>(3, freq_scale);
+  return t;
+}
+
+StatusOr<Tensor*> soft_max(Context& ctx, Tensor* a, Tensor* mask, float scale) {
+  LOOM_RETURN_IF_ERROR(check_src("soft_max", ctx, a, "a"));
+  LOOM_RETURN_IF_ERROR(need_float("soft_max", a, "a"));
+  if (mask) {
+    LOOM_RETURN_IF_ERROR(check_src("soft_max", ctx, mask, "mask"));
+    LOOM_RETURN_IF_ERROR(need_float("soft_max", mask, "mask"));
+    if (mask->ne[0] != a->ne[0] || mask->ne[1] < a->ne[1] || a->ne[2] % mask->ne[2] != 0 ||
+        a->ne[3] % mask->ne[3] != 0) {
+      return invalid_argument(tag("soft_max") + "mask " + mask->describe() + " does not fit a " +
+                              a->describe() + ": need [ne0, >= ne1, m2, m3] with ne2 % m2 == 0, "
+                              "ne3 % m3 == 0");
+    }
+  }
+  StatusOr<Tensor*> r = mask ? node(ctx, "soft_max", LOOM_OP_SOFT_MAX, LOOM_TYPE_F32, a->ne, {a, mask})
+                             : node(ctx, "soft_max", LOOM_OP_SOFT_MAX, LOOM_TYPE_F32, a->ne, {a});
+  if (!r.ok()) return r;
+  r.value()->set_param<float>(0, scale);
+  return r;
+}
+
+StatusOr<Tensor*> cpy(Context& ctx, Tensor* a, Tensor* dst) {
+  LOOM_RETURN_IF_ERROR(check_src("cpy", ctx, a, "a"));
+  LOOM_RETURN_IF_ERROR(check_src("cpy", ctx, dst, "dst"));
+  if (a->nelements() != dst->nelements()) {
+    return invalid_argument(tag("cpy") + "a " + a->describe() + " has " +
+                            std::to_string(a->nelements()) + " elements, dst " + dst->describe() +
+                            " has " + std::to_string(dst->nelements()));
+  }
+  if (!cpy_allowed(a->type, dst->type)) {
+    return invalid_argument(tag("cpy") + "cannot copy " + std::string(type_name(a->type)) + " to " +
+                            type_name(dst->type) + " (a " + a->describe() + ", dst " +
+                            dst->describe() + ")");
+  }
+  LOOM_ASSIGN_OR_RETURN(Tensor * t, node(ctx, "cpy", LOOM_OP_CPY, static_cast<loom_type_t>(dst->type),
+                                         dst->ne, {a, dst}));
+  alias(t, dst);
+  t->set_name(std::string(dst->name[0] ? dst->name : "cpy") + " (copy of " + a->name + ")");
+  return t;
+}
+
+StatusOr<Tensor*> cont(Context& ctx, Tensor* a) {
+  LOOM_RETURN_IF_ERROR(check_src("cont", ctx, a, "a"));
+  return node(ctx, "cont", LOOM_OP_CONT, static_cast<loom_type_t>(a->type), a->ne, {a});
+}
+
+StatusOr<Tensor*> set_rows(Context& ctx, Tensor* dst, Tensor* rows, Tensor* idx) {
+  LOOM_RETURN_IF_ERROR(check_src("set_rows", ctx, dst, "dst"));
+  LOOM_RETURN_IF_ERROR(check_src("set_rows", ctx, rows, "rows"));
+  LOOM_RETURN_IF_ERROR(check_src("set_rows", ctx, idx, "idx"));
+  if (!cpy_allowed(LOOM_TYPE_F32, dst->type)) {
+    return invalid_argument(tag("set_rows") + "dst (" + dst->describe() +
+                            ") must be a type f32 copies into (float or quantized)");
+  }
+  LOOM_RETURN_IF_ERROR(need_type("set_rows", rows, "rows", LOOM_TYPE_F32));
+  if (idx->type != LOOM_TYPE_I32 && idx->type != LOOM_TYPE_I64) {
+    return invalid_argument(tag("set_rows") + "idx (" + idx->describe() + ") must be i32 or i64");
+  }
+  if (rows->ne[0] != dst->ne[0] || rows->ne[2] != dst->ne[2] || rows->ne[3] != dst->ne[3]) {
+    return invalid_argument(tag("set_rows") + "rows " + rows->describe() + " must be [" +
+                            std::to_string(dst->ne[0]) + ", k, " + std::to_string(dst->ne[2]) +
+                            ", " + std::to_string(dst->ne[3]) + "] for dst " + dst->describe());
+  }
+  if (idx->ne[0] != rows->ne[1] || idx->ne[1] != dst->ne[2] || idx->ne[2] != dst->ne[3] ||
+      idx->ne[3] != 1) {
+    return invalid_argument(tag("set_rows") + "idx " + idx->describe() + " must be [" +
+                            std::to_string(rows->ne[1]) + ", " + std::to_string(dst->ne[2]) + ", " +
+                            std::to_string(dst->ne[3]) + ", 1] for rows " + rows->describe());
+  }
+  LOOM_ASSIGN_OR_RETURN(Tensor * t, node(ctx, "set_rows", LOOM_OP_SET_ROWS,
+                                         static_cast<loom_type_t>(dst->type), dst->ne,
+                                         {dst, rows, idx}));
+  alias(t, dst);
+  t->set_name(std::string(dst->name[0] ? dst->name : "set_rows") + " (rows set)");
+  return t;
+}
+
+StatusOr<Tensor*> silu(Context& ctx, Tensor* a) { return unary(ctx, "silu", LOOM_OP_SILU, a); }
+StatusOr<Tensor*> gelu(Context& ctx, Tensor* a) { return unary(ctx, "gelu", LOOM_OP_GELU, a); }
+StatusOr<Tensor*> relu(Context& ctx, Tensor* a) { return unary(ctx, "relu", LOOM_OP_RELU, a); }
+
+StatusOr<Tensor*> swiglu(Context& ctx, Tensor* a, Tensor* b) {
+  LOOM_RETURN_IF_ERROR(check_src("swiglu", ctx, a, "a"));
+  LOOM_RETURN_IF_ERROR(check_src("swiglu", ctx, b, "b"));
+  LOOM_RETURN_IF_ERROR(need_float("swiglu", a, "a"));
+  LOOM_RETURN_IF_ERROR(need_float("swiglu", b, "b"));
+  if (!same_shape(a, b)) {
+    return invalid_argument(tag("swiglu") + "a " + a->describe() + " and b " + b->describe() +
+                            " must have the same shape");
+  }
+  return node(ctx, "swiglu", LOOM_OP_SWIGLU, static_cast<loom_type_t>(a->type), a->ne, {a, b});
+}
+
+StatusOr<Tensor*> argmax(Context& ctx, Tensor* a) {
+  LOOM_RETURN_IF_ERROR(check_src("argmax", ctx, a, "a"));
+  LOOM_RETURN_IF_ERROR(need_type("argmax", a, "a", LOOM_TYPE_F32));
+  const int64_t ne[4] = {a->ne[1], a->ne[2], a->ne[3], 1};
+  return node(ctx, "argmax", LOOM_OP_ARGMAX, LOOM_TYPE_I32, ne, {a});
+}
+
+StatusOr<Tensor*> sum_rows(Context& ctx, Tensor* a) {
+  LOOM_RETURN_IF_ERROR(check_src("sum_rows", ctx, a, "a"));
+  LOOM_RETURN_IF_ERROR(need_float("sum_rows", a, "a"));
+  const int64_t ne[4] = {1, a->ne[1], a->ne[2], a->ne[3]};
+  return node(ctx, "sum_rows", LOOM_OP_SUM_ROWS, LOOM_TYPE_F32, ne, {a});
+}
+
+// In-place contract for plugins: when the allocator gives a node its first
+// source's memory (dst->data == src[0]->data, same type, shape and dense
+// layout), the kernel must still be correct. That holds when every output
+// element depends only on inputs the kernel has already read when it writes
+// it: elementwise ops read x[i] before writing y[i]; ROPE reads both
+// elements of a rotated pair before writing either; RMS_NORM, NORM and
+// SOFT_MAX finish their row reductions before writing the row and then map
+// x[i] -> y[i]. Kernels must therefore not assume dst and src[0] are
+// disjoint (no __restrict on that pair), and threads split work by rows.
+// Ops that read other elements after writing (MUL_MAT, GET_ROWS, CONT of a
+// view, CPY, ARGMAX, SUM_ROWS) or change shape are never in place.
+bool op_can_be_inplace(int32_t op) {
+  switch (op) {
+    case LOOM_OP_ADD:
+    case LOOM_OP_SUB:
+    case LOOM_OP_MUL:
+    case LOOM_OP_DIV:
+    case LOOM_OP_SCALE:
+    case LOOM_OP_RMS_NORM:
+    case LOOM_OP_NORM:
+    case LOOM_OP_ROPE:
+    case LOOM_OP_SOFT_MAX:
+    case LOOM_OP_SILU:
+    case LOOM_OP_GELU:
+    case LOOM_OP_RELU:
+    case LOOM_OP_SWIGLU:
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace loom::op
