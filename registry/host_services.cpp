@@ -4,7 +4,7 @@
 #include <string>
 
 #include "loom/log.hpp"
-#include "registry/status_abi.hpp"
+#include "runtime/status_abi.hpp"
 
 namespace loom::registry {
 namespace {

@@ -1,1 +1,109 @@
-// placeholder
+#include "device.h"
+
+#include <cstring>
+
+#include "common/glue.h"
+#include "stream.h"
+
+namespace loom::null {
+namespace {
+
+using loom::common::guarded;
+using loom::common::make_status;
+
+constexpr size_t kAlignment = 64;
+
+loom_status_t* device_get_props(loom_device_t* d, loom_device_props_t* out) {
+  return guarded("null.get_props", [&]() -> loom_status_t* {
+    const DeviceConfig& c = Device::from(d)->config();
+    // Write only the fields that end within the size the host knows.
+    auto fits = [&](size_t end) { return out->struct_size >= end; };
+    if (fits(LOOM_STRUCT_END(loom_device_props_t, name))) out->name = c.name.c_str();
+    if (fits(LOOM_STRUCT_END(loom_device_props_t, description))) out->description = c.description.c_str();
+    if (fits(LOOM_STRUCT_END(loom_device_props_t, type))) out->type = c.type;
+    if (fits(LOOM_STRUCT_END(loom_device_props_t, memory_free))) {
+      out->memory_total = 0;  // unknown: the null device has no memory of its own
+      out->memory_free = 0;
+    }
+    if (fits(LOOM_STRUCT_END(loom_device_props_t, pci_bus_id))) {
+      std::memset(out->pci_bus_id, 0, sizeof out->pci_bus_id);
+      std::strncpy(out->pci_bus_id, c.pci_bus_id.c_str(), sizeof out->pci_bus_id - 1);
+    }
+    if (fits(LOOM_STRUCT_END(loom_device_props_t, has_uuid))) {
+      std::memcpy(out->uuid, c.uuid, sizeof out->uuid);
+      out->has_uuid = c.has_uuid;
+    }
+    if (fits(LOOM_STRUCT_END(loom_device_props_t, caps))) out->caps = c.caps;
+    return nullptr;
+  });
+}
+
+loom_buffer_type_t* device_buffer_type(loom_device_t* d) { return Device::from(d)->buffer_type().raw(); }
+
+bool device_supports_op(loom_device_t*, const loom_tensor_t*) {
+  return false;  // a real backend answers from the node's op, types and shapes
+}
+
+bool device_supports_buffer_type(loom_device_t* d, const loom_buffer_type_t* t) {
+  return t == Device::from(d)->buffer_type().raw();
+}
+
+loom_status_t* device_stream_create(loom_device_t* d, loom_stream_t** out_stream) {
+  return guarded("null.stream_create", [&]() -> loom_status_t* {
+    *out_stream = Stream::create(d);
+    return nullptr;
+  });
+}
+
+loom_status_t* threads_set(loom_device_t* d, int32_t n) {
+  return guarded("null.set_threads", [&]() -> loom_status_t* {
+    if (n < 1) {
+      return make_status(LOOM_STATUS_INVALID_ARGUMENT, "[null.set_threads] thread count " + std::to_string(n) + " < 1");
+    }
+    Device::from(d)->set_threads(n);
+    return nullptr;
+  });
+}
+
+int32_t threads_get(loom_device_t* d) { return Device::from(d)->threads(); }
+
+const loom_ext_threads_t kThreadsExt = {sizeof(loom_ext_threads_t), threads_set, threads_get};
+
+const void* device_get_extension(loom_device_t*, const char* id, uint32_t version) {
+  if (id && std::strcmp(id, LOOM_EXT_THREADS) == 0 && version == LOOM_EXT_THREADS_VERSION) return &kThreadsExt;
+  return nullptr;
+}
+
+const loom_device_iface_t kDeviceIface = {
+    sizeof(loom_device_iface_t),
+    device_get_props,
+    device_buffer_type,
+    nullptr,  // host_buffer_type: plain host memory is already this device's memory
+    device_supports_op,
+    device_supports_buffer_type,
+    device_stream_create,
+    nullptr,  // event_create: no events; the host synchronises streams
+    device_get_extension,
+    nullptr,  // buffer_from_host_ptr: the host copies instead
+};
+
+}  // namespace
+
+DeviceConfig make_device_config(const std::string& prefix, size_t index, const char* tag) {
+  DeviceConfig c;
+  c.name = prefix + std::to_string(index);
+  c.description = "loom null device " + std::to_string(index) + " (host memory, no ops)";
+  c.type = LOOM_DEVICE_TYPE_ACCEL;
+  c.has_uuid = true;
+  std::memcpy(c.uuid, tag, strnlen(tag, 8));
+  c.uuid[15] = static_cast<uint8_t>(index & 0xFF);
+  c.uuid[14] = static_cast<uint8_t>((index >> 8) & 0xFF);
+  return c;
+}
+
+Device::Device(DeviceConfig config)
+    : config_(std::move(config)),
+      raw_{sizeof(loom_device_t), &kDeviceIface, this},
+      buffer_type_(&raw_, "null", kAlignment) {}
+
+}  // namespace loom::null

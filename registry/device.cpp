@@ -1,0 +1,145 @@
+// registry::Device: the C++ face of a plugin's loom_device_t. Every call
+// into the plugin catches escaping exceptions; results are validated.
+#include <string>
+
+#include "loom/log.hpp"
+#include "loom/registry.hpp"
+#include "loom/tensor.hpp"
+#include "registry/guard.hpp"
+#include "registry/loader.hpp"
+#include "registry/plugin_handle.hpp"
+
+namespace loom::registry {
+namespace {
+
+// Release a buffer the host refuses; only when its table is usable.
+void free_rejected_buffer(loom_buffer_t* b) {
+  if (b && b->struct_size >= kBufferSize10 && b->iface && b->iface->free) {
+    call_plugin([&] { b->iface->free(b); });
+  }
+}
+
+void destroy_rejected_stream(loom_stream_t* s) {
+  if (s && s->struct_size >= kStreamSize10 && s->iface && s->iface->destroy) {
+    call_plugin([&] { s->iface->destroy(s); });
+  }
+}
+
+}  // namespace
+
+bool Device::supports_op(const Tensor* node) const {
+  if (!node) return false;
+  bool ok = false;
+  std::string err = call_plugin([&] { ok = raw_->iface->supports_op(raw_, static_cast<const loom_tensor_t*>(node)); });
+  if (!err.empty()) {
+    LOOM_LOG_WARN("registry", "[device.supports_op] " + name() + ": " + err);
+    return false;
+  }
+  return ok;
+}
+
+bool Device::supports_buffer_type(const loom_buffer_type_t* buft) const {
+  if (!buft) return false;
+  bool ok = false;
+  std::string err = call_plugin([&] { ok = raw_->iface->supports_buffer_type(raw_, buft); });
+  if (!err.empty()) {
+    LOOM_LOG_WARN("registry", "[device.supports_buffer_type] " + name() + ": " + err);
+    return false;
+  }
+  return ok;
+}
+
+loom_buffer_type_t* Device::buffer_type() const {
+  loom_buffer_type_t* buft = nullptr;
+  std::string err = call_plugin([&] { buft = raw_->iface->buffer_type(raw_); });
+  if (!err.empty()) {
+    LOOM_LOG_WARN("registry", "[device.buffer_type] " + name() + ": " + err);
+    return nullptr;
+  }
+  return buft;
+}
+
+StatusOr<Buffer> Device::alloc_buffer(size_t size) const {
+  const std::string who = "[device.alloc_buffer] " + name() + ": " + std::to_string(size) + " bytes: ";
+  loom_buffer_type_t* buft = buffer_type();
+  if (!buft) return internal_error(who + "the device has no buffer type");
+  loom_buffer_t* b = nullptr;
+  Status st = call_plugin_status("device.alloc_buffer", name(), [&] { return buft->iface->alloc(buft, size, &b); });
+  if (!st.ok()) {
+    free_rejected_buffer(b);
+    return Status(st.code(), who + st.message());
+  }
+  std::string bad;
+  if (!b) {
+    bad = "alloc returned OK but no buffer";
+  } else if (b->struct_size < kBufferSize10) {
+    bad = "loom_buffer_t struct_size " + std::to_string(b->struct_size) + " < " + std::to_string(kBufferSize10);
+  } else if (!b->iface) {
+    bad = "buffer iface is NULL";
+  } else if (b->iface->struct_size < kBufferIfaceSize10) {
+    bad = "loom_buffer_iface_t struct_size " + std::to_string(b->iface->struct_size) + " < " +
+          std::to_string(kBufferIfaceSize10);
+  } else if (!b->iface->free || !b->iface->base || !b->iface->set_tensor || !b->iface->get_tensor ||
+             !b->iface->clear) {
+    bad = "a required loom_buffer_iface_t entry is NULL";
+  } else if (b->size < size) {
+    bad = "buffer has " + std::to_string(b->size) + " bytes, fewer than asked";
+  }
+  if (!bad.empty()) {
+    free_rejected_buffer(b);
+    return internal_error(who + "plugin " + info_.plugin + " returned a bad buffer: " + bad);
+  }
+  return Buffer(b, plugin_);
+}
+
+StatusOr<Stream> Device::create_stream() const {
+  const std::string who = "[device.create_stream] " + name() + ": ";
+  loom_stream_t* s = nullptr;
+  Status st = call_plugin_status("device.create_stream", name(), [&] { return raw_->iface->stream_create(raw_, &s); });
+  if (!st.ok()) {
+    destroy_rejected_stream(s);
+    return Status(st.code(), who + st.message());
+  }
+  std::string bad;
+  if (!s) {
+    bad = "stream_create returned OK but no stream";
+  } else if (s->struct_size < kStreamSize10) {
+    bad = "loom_stream_t struct_size " + std::to_string(s->struct_size) + " < " + std::to_string(kStreamSize10);
+  } else if (!s->iface) {
+    bad = "stream iface is NULL";
+  } else if (s->iface->struct_size < kStreamIfaceSize10) {
+    bad = "loom_stream_iface_t struct_size " + std::to_string(s->iface->struct_size) + " < " +
+          std::to_string(kStreamIfaceSize10);
+  } else if (!s->iface->destroy || !s->iface->compute || !s->iface->synchronize) {
+    bad = "a required loom_stream_iface_t entry is NULL";
+  }
+  if (!bad.empty()) {
+    destroy_rejected_stream(s);
+    return internal_error(who + "plugin " + info_.plugin + " returned a bad stream: " + bad);
+  }
+  return Stream(s, plugin_);
+}
+
+const void* Device::extension(const char* id, uint32_t version) const {
+  if (!id || !raw_->iface->get_extension) return nullptr;
+  const void* ext = nullptr;
+  std::string err = call_plugin([&] { ext = raw_->iface->get_extension(raw_, id, version); });
+  if (!err.empty()) {
+    LOOM_LOG_WARN("registry", "[device.extension] " + name() + ": " + id + ": " + err);
+    return nullptr;
+  }
+  return ext;
+}
+
+Status Device::set_threads(int n_threads) const {
+  const std::string who = "[device.set_threads] " + name() + ": ";
+  if (n_threads < 1) return invalid_argument(who + "thread count " + std::to_string(n_threads) + " < 1");
+  auto* ext = static_cast<const loom_ext_threads_t*>(extension(LOOM_EXT_THREADS, LOOM_EXT_THREADS_VERSION));
+  if (!ext || ext->struct_size < LOOM_STRUCT_END(loom_ext_threads_t, set_threads) || !ext->set_threads) {
+    return unimplemented(who + "no " LOOM_EXT_THREADS " extension");
+  }
+  Status st = call_plugin_status("device.set_threads", name(), [&] { return ext->set_threads(raw_, n_threads); });
+  return st.ok() ? st : Status(st.code(), who + st.message());
+}
+
+}  // namespace loom::registry

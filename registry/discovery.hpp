@@ -1,0 +1,26 @@
+// Finding candidate plugin files. Search order: Options::paths (folders or
+// files) -> LOOM_PLUGIN_PATH (colon-separated) -> the folder of libloom ->
+// the install folder. Files are named libloom-<plugin>[-<variant>].so; the
+// first file of a given name wins and later ones are recorded as skipped
+// duplicates. A folder reached twice (same canonical path) is searched once.
+// Internal to libloom.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "loom/registry.hpp"
+
+namespace loom::registry {
+
+// Split "libloom-cpu-avx512.so" into plugin "cpu" and variant "avx512".
+// Returns false when the name does not follow the pattern.
+bool parse_plugin_file_name(const std::string& file_name, std::string* plugin,
+                            std::string* variant);
+
+// Every candidate file in search order, as records at Stage::kFound (fate
+// kFailed and an empty reason until loaded), with duplicates already marked
+// skipped.
+std::vector<Candidate> discover(const Options& options);
+
+}  // namespace loom::registry

@@ -1,0 +1,58 @@
+// The per-candidate load pipeline: open -> negotiate (query, sizes, ABI
+// version, score) -> init -> list devices. Each step updates the
+// Candidate's stage/fate/reason; nothing here throws or aborts on a bad
+// plugin. Internal to libloom.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "loom/registry.hpp"
+#include "registry/dynamic_library.hpp"
+#include "registry/plugin_handle.hpp"
+
+namespace loom::registry {
+
+// The 1.0 sizes of the ABI structs: the least a plugin's struct_size may be.
+// (A later minor keeps these and checks struct_size before newer fields.)
+inline constexpr size_t kPluginSize10 = LOOM_STRUCT_END(loom_plugin_t, get_extension);
+inline constexpr size_t kDeviceSize10 = LOOM_STRUCT_END(loom_device_t, context);
+inline constexpr size_t kDeviceIfaceSize10 = LOOM_STRUCT_END(loom_device_iface_t, buffer_from_host_ptr);
+inline constexpr size_t kBufferTypeSize10 = LOOM_STRUCT_END(loom_buffer_type_t, context);
+inline constexpr size_t kBufferTypeIfaceSize10 = LOOM_STRUCT_END(loom_buffer_type_iface_t, is_host);
+inline constexpr size_t kBufferSize10 = LOOM_STRUCT_END(loom_buffer_t, context);
+inline constexpr size_t kBufferIfaceSize10 = LOOM_STRUCT_END(loom_buffer_iface_t, copy_tensor);
+inline constexpr size_t kStreamSize10 = LOOM_STRUCT_END(loom_stream_t, context);
+inline constexpr size_t kStreamIfaceSize10 = LOOM_STRUCT_END(loom_stream_iface_t, wait_event);
+
+// An opened library whose plugin table passed negotiation and was scored.
+struct NegotiatedPlugin {
+  size_t candidate = 0;  // index into the candidate list
+  DynamicLibrary library;
+  const loom_plugin_t* table = nullptr;
+};
+
+struct ListedDevice {
+  loom_device_t* raw = nullptr;
+  DeviceInfo info;
+};
+
+// Open, query and check one candidate, then ask its score. On success fills
+// *out (stage kNegotiated, score set) and returns true; otherwise the
+// candidate records why (library closed again).
+bool negotiate_candidate(Candidate& c, size_t index, NegotiatedPlugin* out);
+
+// init the plugin and list its devices. Returns the handle of a ready
+// plugin (devices in *devices); nullptr when it was unavailable or failed
+// (recorded in c, library unloaded).
+std::shared_ptr<PluginHandle> start_plugin(Candidate& c, NegotiatedPlugin& n,
+                                           std::vector<ListedDevice>* devices);
+
+// Close a negotiated library that will not be started.
+void discard_plugin(Candidate& c, NegotiatedPlugin& n);
+
+// "[registry.load] <file>: " for messages about a candidate.
+std::string load_prefix(const Candidate& c);
+
+}  // namespace loom::registry

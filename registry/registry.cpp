@@ -1,0 +1,206 @@
+// Registry::load (discovery -> filters -> negotiation -> variant choice ->
+// init -> device list with de-duplication), shutdown and the name helpers.
+// Selection lives in selection.cpp, Device in device.cpp.
+#include "loom/registry.hpp"
+
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+
+#include "loom/log.hpp"
+#include "registry/discovery.hpp"
+#include "registry/filters.hpp"
+#include "registry/loader.hpp"
+#include "registry/plugin_handle.hpp"
+
+namespace loom::registry {
+
+const char* stage_name(Stage s) {
+  switch (s) {
+    case Stage::kFound: return "found";
+    case Stage::kOpened: return "opened";
+    case Stage::kNegotiated: return "negotiated";
+    case Stage::kProbed: return "probed";
+    case Stage::kReady: return "ready";
+  }
+  return "unknown";
+}
+
+const char* fate_name(Fate f) {
+  switch (f) {
+    case Fate::kReady: return "ready";
+    case Fate::kUnavailable: return "unavailable";
+    case Fate::kFailed: return "failed";
+    case Fate::kSkipped: return "skipped";
+  }
+  return "unknown";
+}
+
+const char* device_type_name(loom_device_type_t t) {
+  switch (t) {
+    case LOOM_DEVICE_TYPE_CPU: return "cpu";
+    case LOOM_DEVICE_TYPE_GPU: return "gpu";
+    case LOOM_DEVICE_TYPE_IGPU: return "igpu";
+    case LOOM_DEVICE_TYPE_ACCEL: return "accel";
+  }
+  return "unknown";
+}
+
+std::string library_dir() {
+  Dl_info info;
+  if (dladdr(reinterpret_cast<void*>(&library_dir), &info) == 0 || !info.dli_fname) return std::string();
+  std::error_code ec;
+  std::filesystem::path p = std::filesystem::canonical(info.dli_fname, ec);
+  if (ec) p = std::filesystem::absolute(info.dli_fname, ec);
+  return p.parent_path().string();
+}
+
+namespace {
+
+// Discovery leaves a candidate still to be loaded as kFailed with no reason.
+bool pending(const Candidate& c) { return c.fate == Fate::kFailed && c.reason.empty(); }
+
+std::string label(const Candidate& c) { return c.variant.empty() ? c.plugin : c.plugin + "-" + c.variant; }
+
+void skip(Candidate& c, const std::string& why) {
+  c.fate = Fate::kSkipped;
+  c.reason = why;
+  LOOM_LOG_DEBUG("registry", c.path + ": skipped, " + why);
+}
+
+// Same physical device: equal PCI bus id or equal UUID (both known).
+bool same_device(const DeviceInfo& a, const DeviceInfo& b) {
+  if (!a.pci_bus_id.empty() && !b.pci_bus_id.empty()) {
+    std::string x = a.pci_bus_id, y = b.pci_bus_id;
+    std::transform(x.begin(), x.end(), x.begin(), ::tolower);
+    std::transform(y.begin(), y.end(), y.begin(), ::tolower);
+    if (x == y) return true;
+  }
+  return !a.uuid.empty() && a.uuid == b.uuid;
+}
+
+}  // namespace
+
+Device::Device(loom_device_t* raw, DeviceInfo info, std::shared_ptr<PluginHandle> plugin)
+    : raw_(raw), info_(std::move(info)), plugin_(std::move(plugin)) {}
+
+std::unique_ptr<Registry> Registry::load(const Options& options) {
+  std::unique_ptr<Registry> reg(new Registry());
+  std::vector<Candidate>& cands = reg->candidates_;
+  // The first plugin in search order keeps a physical device (or a name)
+  // that a later plugin shows again.
+  auto add_device = [&](loom_device_t* raw, DeviceInfo info, const std::shared_ptr<PluginHandle>& handle) {
+    for (const Device* d : reg->device_ptrs_) {
+      std::string why;
+      if (same_device(d->info(), info)) {
+        why = info.name + " (same device as " + d->name() + ")";
+      } else if (d->name() == info.name) {
+        why = info.name + " (name already taken by plugin " + d->info().plugin + ")";
+      }
+      if (why.empty()) continue;
+      LOOM_LOG_DEBUG("registry", "hiding device " + why);
+      reg->duplicates_.push_back(why);
+      return;
+    }
+    reg->devices_.push_back(std::make_unique<Device>(raw, std::move(info), handle));
+    reg->device_ptrs_.push_back(reg->devices_.back().get());
+  };
+  cands = discover(options);
+  if (options.use_env) apply_env_filters(cands);
+
+  // Negotiate every remaining candidate; group survivors by plugin name in
+  // search order so variants compete.
+  std::vector<NegotiatedPlugin> negotiated;
+  std::vector<std::string> order;
+  std::map<std::string, std::vector<size_t>> groups;  // plugin -> indices into negotiated
+  for (size_t i = 0; i < cands.size(); ++i) {
+    if (!pending(cands[i])) continue;
+    NegotiatedPlugin n;
+    if (!negotiate_candidate(cands[i], i, &n)) continue;
+    if (!groups.count(cands[i].plugin)) order.push_back(cands[i].plugin);
+    groups[cands[i].plugin].push_back(negotiated.size());
+    negotiated.push_back(std::move(n));
+  }
+
+  for (const auto& plugin : order) {
+    std::vector<size_t> group = groups[plugin];
+    // Best score first; equal scores keep search order.
+    std::stable_sort(group.begin(), group.end(), [&](size_t a, size_t b) {
+      return cands[negotiated[a].candidate].score > cands[negotiated[b].candidate].score;
+    });
+    const Candidate* winner = nullptr;
+    for (size_t k : group) {
+      NegotiatedPlugin& n = negotiated[k];
+      Candidate& c = cands[n.candidate];
+      if (c.score == 0) {
+        skip(c, "cannot run here (score 0)");
+        discard_plugin(c, n);
+        continue;
+      }
+      if (winner) {
+        skip(c, "lost to variant " + label(*winner) + " (score " + std::to_string(winner->score) + " > " +
+                    std::to_string(c.score) + ")");
+        discard_plugin(c, n);
+        continue;
+      }
+      std::vector<ListedDevice> listed;
+      std::shared_ptr<PluginHandle> handle = start_plugin(c, n, &listed);
+      // A failed variant lets the next best try; unavailable hardware is
+      // the same for every variant, so that ends the group.
+      if (c.fate == Fate::kFailed) continue;
+      winner = &c;
+      if (!handle) continue;
+      reg->plugins_.push_back(handle);
+      for (auto& d : listed) add_device(d.raw, std::move(d.info), handle);
+    }
+  }
+  LOOM_LOG_DEBUG("registry", std::to_string(cands.size()) + " candidate(s), " +
+                                 std::to_string(reg->plugins_.size()) + " plugin(s) ready, " +
+                                 std::to_string(reg->device_ptrs_.size()) + " device(s)");
+  return reg;
+}
+
+Registry::~Registry() {
+  // Destroying the registry is its owner's explicit shutdown: plugins with
+  // no live objects unload now, the others when their last object goes.
+  Status st = shutdown();
+  if (!st.ok()) LOOM_LOG_DEBUG("registry", st.message());
+}
+
+Device* Registry::device(std::string_view name) const {
+  for (Device* d : device_ptrs_) {
+    if (d->name() == name) return d;
+  }
+  return nullptr;
+}
+
+size_t Registry::live_objects() const {
+  size_t n = 0;
+  for (const auto& p : plugins_) n += p->live_objects();
+  return n;
+}
+
+Status Registry::shutdown() {
+  if (!shut_down_) {
+    shut_down_ = true;
+    // Devices belong to the plugins being unloaded: forget them first.
+    device_ptrs_.clear();
+    devices_.clear();
+    duplicates_.clear();
+  }
+  std::string busy;
+  for (const auto& p : plugins_) {
+    size_t live = p->request_shutdown();
+    if (live == 0) continue;
+    busy += std::string(busy.empty() ? "" : ", ") + p->name() + " (" + std::to_string(live) + ")";
+  }
+  if (!busy.empty()) {
+    return aborted("[registry.shutdown] buffers/streams still alive in plugin(s) " + busy +
+                   "; each unloads when its last object is released");
+  }
+  return Status();
+}
+
+}  // namespace loom::registry

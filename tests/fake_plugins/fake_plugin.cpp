@@ -1,0 +1,167 @@
+// One source, many broken (or odd) plugins: each build of this file in
+// CMakeLists.txt sets FAKE_KIND and friends to exercise one registry path.
+// The devices, buffers and streams are the null plugin's pieces. None of
+// these fakes may crash the process: tests/cli loads the whole folder.
+#include <cstdlib>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "common/glue.h"
+#include "device.h"
+#include "loom/plugin.h"
+
+#define FAKE_OK 0           // works: FAKE_DEVICES devices named FAKE_PREFIX<i>
+#define FAKE_NO_SYMBOL 1    // exports no loom_plugin_query
+#define FAKE_UNAVAILABLE 2  // init: UNAVAILABLE
+#define FAKE_INIT_ERROR 3   // init: INTERNAL
+#define FAKE_THROW_INIT 4   // init throws a C++ exception across the ABI
+#define FAKE_THROW_PROPS 5  // get_props throws after a good init
+#define FAKE_BAD_SIZE 6     // loom_plugin_t struct_size too small
+#define FAKE_NULL_QUERY 7   // loom_plugin_query returns NULL
+#define FAKE_MISSING_DEP 8  // linked against a library dlopen cannot find
+#define FAKE_BAD_IFACE 9    // a device table with a NULL required entry
+
+#ifndef FAKE_KIND
+#error "FAKE_KIND must be set"
+#endif
+#ifndef FAKE_NAME
+#error "FAKE_NAME must be set"
+#endif
+#ifndef FAKE_VARIANT
+#define FAKE_VARIANT ""
+#endif
+#ifndef FAKE_ABI_MAJOR
+#define FAKE_ABI_MAJOR LOOM_ABI_VERSION_MAJOR
+#endif
+#ifndef FAKE_ABI_MINOR
+#define FAKE_ABI_MINOR LOOM_ABI_VERSION_MINOR
+#endif
+#ifndef FAKE_SCORE
+#define FAKE_SCORE -1  // -1: no score entry (the host assumes 1)
+#endif
+#ifndef FAKE_DEVICES
+#define FAKE_DEVICES 1
+#endif
+#ifndef FAKE_PREFIX
+#define FAKE_PREFIX FAKE_NAME
+#endif
+#ifndef FAKE_DEVICE_TYPE
+#define FAKE_DEVICE_TYPE LOOM_DEVICE_TYPE_ACCEL
+#endif
+#ifndef FAKE_UUID_TAG
+#define FAKE_UUID_TAG FAKE_NAME
+#endif
+
+#if FAKE_KIND == FAKE_MISSING_DEP
+extern "C" int loomfake_dep_answer(void);
+#endif
+
+namespace {
+
+using loom::common::guarded;
+using loom::common::make_status;
+using loom::null::Device;
+
+struct FakeContext {
+  std::vector<std::unique_ptr<Device>> devices;
+  loom_device_iface_t iface;  // a patched copy of the null device table
+};
+
+#if FAKE_KIND == FAKE_THROW_PROPS
+loom_status_t* throwing_get_props(loom_device_t*, loom_device_props_t*) {
+  throw std::runtime_error("fake get_props exploded");  // deliberately not guarded
+}
+#define FAKE_PATCHED_GET_PROPS throwing_get_props
+#else
+#define FAKE_PATCHED_GET_PROPS nullptr
+#endif
+
+loom_status_t* fake_init([[maybe_unused]] void** out_context) {
+#if FAKE_KIND == FAKE_THROW_INIT
+  throw std::runtime_error("fake init exploded");  // deliberately not guarded
+#else
+  return guarded("fake.init", [&]() -> loom_status_t* {
+#if FAKE_KIND == FAKE_UNAVAILABLE
+    return make_status(LOOM_STATUS_UNAVAILABLE, "fake hardware is absent (UNAVAILABLE by design)");
+#elif FAKE_KIND == FAKE_INIT_ERROR
+    return make_status(LOOM_STATUS_INTERNAL, "[fake.init] driver table corrupt: expected 7, got 3");
+#else
+    auto ctx = std::make_unique<FakeContext>();
+    for (size_t i = 0; i < FAKE_DEVICES; ++i) {
+      loom::null::DeviceConfig config = loom::null::make_device_config(FAKE_PREFIX, i, FAKE_UUID_TAG);
+      config.type = FAKE_DEVICE_TYPE;
+      config.description = "fake device of libloom-" FAKE_NAME;
+      ctx->devices.push_back(std::make_unique<Device>(std::move(config)));
+    }
+#if FAKE_KIND == FAKE_THROW_PROPS || FAKE_KIND == FAKE_BAD_IFACE
+    ctx->iface = *ctx->devices[0]->raw()->iface;
+    ctx->iface.get_props = FAKE_PATCHED_GET_PROPS;
+    for (auto& d : ctx->devices) d->raw()->iface = &ctx->iface;
+#endif
+    *out_context = ctx.release();
+    return nullptr;
+#endif
+  });
+#endif
+}
+
+void fake_shutdown(void* context) { delete static_cast<FakeContext*>(context); }
+
+size_t fake_device_count(void* context) { return static_cast<FakeContext*>(context)->devices.size(); }
+
+loom_device_t* fake_device_get(void* context, size_t index) {
+  auto* ctx = static_cast<FakeContext*>(context);
+  return index < ctx->devices.size() ? ctx->devices[index]->raw() : nullptr;
+}
+
+#if FAKE_SCORE >= 0 || FAKE_KIND == FAKE_MISSING_DEP
+int32_t fake_score(void) {
+#if FAKE_KIND == FAKE_MISSING_DEP
+  return loomfake_dep_answer() > 0 ? 1 : 0;  // the reference keeps the dependency linked
+#else
+  return FAKE_SCORE;
+#endif
+}
+#define FAKE_SCORE_ENTRY fake_score
+#else
+#define FAKE_SCORE_ENTRY nullptr
+#endif
+
+const loom_plugin_t kPlugin = {
+#if FAKE_KIND == FAKE_BAD_SIZE
+    LOOM_STRUCT_END(loom_plugin_t, name),  // claims to end after `name`
+#else
+    sizeof(loom_plugin_t),
+#endif
+    LOOM_ABI_MAKE_VERSION(FAKE_ABI_MAJOR, FAKE_ABI_MINOR),
+    FAKE_NAME,
+    FAKE_VARIANT,
+    "0.0.1-fake",
+    FAKE_SCORE_ENTRY,
+    fake_init,
+    fake_shutdown,
+    fake_device_count,
+    fake_device_get,
+    nullptr,
+};
+
+}  // namespace
+
+#if FAKE_KIND == FAKE_NO_SYMBOL
+#define FAKE_QUERY_NAME loom_plugin_query_misspelt
+#else
+#define FAKE_QUERY_NAME loom_plugin_query
+#endif
+
+extern "C" LOOM_PLUGIN_EXPORT const loom_plugin_t* FAKE_QUERY_NAME(uint32_t host_abi_version,
+                                                                   const loom_host_services_t* services) {
+  (void)host_abi_version;
+  loom::common::set_host_services(services);
+#if FAKE_KIND == FAKE_NULL_QUERY
+  return nullptr;
+#else
+  return &kPlugin;
+#endif
+}

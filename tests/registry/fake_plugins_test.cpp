@@ -1,0 +1,198 @@
+// Every fake plugin ends in the expected record; the good ones still work.
+#include <gtest/gtest.h>
+
+#include "registry_test_util.hpp"
+
+namespace loom::test {
+namespace {
+
+using registry::Fate;
+using registry::Registry;
+using registry::Stage;
+
+class FakePlugins : public ::testing::Test {
+ protected:
+  void SetUp() override { reg_ = Registry::load(only({fake_dir()})); }
+  void TearDown() override {
+    if (reg_) {
+      EXPECT_TRUE(reg_->shutdown().ok());
+    }
+  }
+  const registry::Candidate& get(const std::string& plugin, const std::string& variant = "") {
+    const auto* c = find_candidate(*reg_, plugin, variant);
+    if (!c) {
+      ADD_FAILURE() << "no record for " << plugin << "\n" << describe(*reg_);
+      static registry::Candidate none;
+      return none;
+    }
+    return *c;
+  }
+  std::unique_ptr<Registry> reg_;
+  CleanLoomEnv env_;
+};
+
+TEST_F(FakePlugins, EveryFileIsRecordedAsApplicationOrigin) {
+  ASSERT_GE(reg_->candidates().size(), 17u) << describe(*reg_);
+  for (const auto& c : reg_->candidates()) {
+    EXPECT_EQ(c.origin, "application") << c.path;
+    EXPECT_EQ(c.path.rfind(fake_dir(), 0), 0u) << c.path;
+    if (c.fate != Fate::kReady) {
+      EXPECT_FALSE(c.reason.empty()) << c.path;
+    }
+  }
+}
+
+TEST_F(FakePlugins, WrongMajorIsRefusedWithBothVersions) {
+  const auto& c = get("wrongmajor");
+  EXPECT_EQ(c.fate, Fate::kFailed);
+  EXPECT_EQ(c.stage, Stage::kOpened);
+  EXPECT_TRUE(contains(c.reason, "[registry.load] libloom-wrongmajor.so: needs ABI 2.x, host has 1.0")) << c.reason;
+  EXPECT_EQ(LOOM_ABI_MAJOR(c.abi_version), 2u);
+}
+
+TEST_F(FakePlugins, NewerMinorLoadsAndWorks) {
+  const auto& c = get("newerminor");
+  EXPECT_EQ(c.fate, Fate::kReady) << c.reason;
+  EXPECT_EQ(c.stage, Stage::kReady);
+  EXPECT_EQ(LOOM_ABI_MAJOR(c.abi_version), LOOM_ABI_VERSION_MAJOR);
+  EXPECT_EQ(LOOM_ABI_MINOR(c.abi_version), LOOM_ABI_VERSION_MINOR + 1);
+  EXPECT_EQ(c.plugin_version, "0.0.1-fake");
+  EXPECT_EQ(c.device_count, 1u);
+  registry::Device* d = reg_->device("newerminor0");
+  ASSERT_NE(d, nullptr) << describe(*reg_);
+  auto buf = d->alloc_buffer(256);
+  ASSERT_TRUE(buf.ok()) << buf.status().to_string();
+  EXPECT_TRUE(buf->is_host());
+  EXPECT_TRUE(buf->clear(7).ok());
+}
+
+TEST_F(FakePlugins, MissingEntrySymbol) {
+  const auto& c = get("nosymbol");
+  EXPECT_EQ(c.fate, Fate::kFailed);
+  EXPECT_EQ(c.stage, Stage::kOpened);
+  EXPECT_TRUE(contains(c.reason, "no loom_plugin_query symbol")) << c.reason;
+}
+
+TEST_F(FakePlugins, ProbeUnavailableIsNormal) {
+  const auto& c = get("unavailable");
+  EXPECT_EQ(c.fate, Fate::kUnavailable);
+  EXPECT_EQ(c.stage, Stage::kProbed);
+  EXPECT_TRUE(contains(c.reason, "UNAVAILABLE by design")) << c.reason;
+}
+
+TEST_F(FakePlugins, InitErrorKeepsTheStatusText) {
+  const auto& c = get("initerror");
+  EXPECT_EQ(c.fate, Fate::kFailed);
+  EXPECT_EQ(c.stage, Stage::kNegotiated);
+  EXPECT_TRUE(contains(c.reason, "INTERNAL")) << c.reason;
+  EXPECT_TRUE(contains(c.reason, "driver table corrupt: expected 7, got 3")) << c.reason;
+}
+
+TEST_F(FakePlugins, ExceptionFromInitIsCaught) {
+  const auto& c = get("throwinit");
+  EXPECT_EQ(c.fate, Fate::kFailed);
+  EXPECT_EQ(c.stage, Stage::kNegotiated);
+  EXPECT_TRUE(contains(c.reason, "threw an exception: fake init exploded")) << c.reason;
+}
+
+TEST_F(FakePlugins, ExceptionFromGetPropsIsCaught) {
+  const auto& c = get("throwprops");
+  EXPECT_EQ(c.fate, Fate::kFailed);
+  EXPECT_EQ(c.stage, Stage::kProbed);
+  EXPECT_TRUE(contains(c.reason, "threw an exception: fake get_props exploded")) << c.reason;
+  EXPECT_EQ(reg_->device("throwprops0"), nullptr);
+}
+
+TEST_F(FakePlugins, BadStructSizeNamesBothSizes) {
+  const auto& c = get("badsize");
+  EXPECT_EQ(c.fate, Fate::kFailed);
+  EXPECT_EQ(c.stage, Stage::kOpened);
+  std::string got = std::to_string(LOOM_STRUCT_END(loom_plugin_t, name));
+  std::string need = std::to_string(sizeof(loom_plugin_t));
+  EXPECT_TRUE(contains(c.reason, "struct_size " + got)) << c.reason;
+  EXPECT_TRUE(contains(c.reason, "ABI 1.0 size " + need)) << c.reason;
+}
+
+TEST_F(FakePlugins, QueryReturningNull) {
+  const auto& c = get("nullquery");
+  EXPECT_EQ(c.fate, Fate::kFailed);
+  EXPECT_EQ(c.stage, Stage::kOpened);
+  EXPECT_TRUE(contains(c.reason, "returned NULL")) << c.reason;
+}
+
+TEST_F(FakePlugins, MissingDependencyIsNamed) {
+  const auto& c = get("missingdep");
+  EXPECT_EQ(c.fate, Fate::kFailed);
+  EXPECT_EQ(c.stage, Stage::kFound);
+  EXPECT_TRUE(contains(c.reason, "libloomfake-dep.so: cannot open shared object file")) << c.reason;
+}
+
+TEST_F(FakePlugins, TextFileIsNotAPlugin) {
+  const auto& c = get("notelf");
+  EXPECT_EQ(c.fate, Fate::kFailed);
+  EXPECT_EQ(c.stage, Stage::kFound);
+  EXPECT_TRUE(contains(c.reason, "dlopen failed")) << c.reason;
+}
+
+TEST_F(FakePlugins, NullRequiredDeviceEntryFailsCleanly) {
+  const auto& c = get("badiface");
+  EXPECT_EQ(c.fate, Fate::kFailed);
+  EXPECT_EQ(c.stage, Stage::kProbed);
+  EXPECT_TRUE(contains(c.reason, "loom_device_iface_t.get_props is NULL")) << c.reason;
+}
+
+TEST_F(FakePlugins, BestVariantWins) {
+  const auto& high = get("fakevar", "high");
+  const auto& low = get("fakevar", "low");
+  const auto& never = get("fakevar", "never");
+  EXPECT_EQ(high.fate, Fate::kReady) << high.reason;
+  EXPECT_EQ(high.score, 5);
+  EXPECT_EQ(low.fate, Fate::kSkipped);
+  EXPECT_EQ(low.score, 1);
+  EXPECT_TRUE(contains(low.reason, "lost to variant fakevar-high (score 5 > 1)")) << low.reason;
+  EXPECT_EQ(never.fate, Fate::kSkipped);
+  EXPECT_EQ(never.score, 0);
+  EXPECT_TRUE(contains(never.reason, "cannot run here")) << never.reason;
+  ASSERT_NE(reg_->device("fakevar0"), nullptr);
+  EXPECT_EQ(reg_->device("fakevar0")->info().plugin, "fakevar");
+}
+
+TEST_F(FakePlugins, SameDeviceFromTwoPluginsIsListedOnce) {
+  EXPECT_EQ(get("dupa").fate, Fate::kReady);
+  EXPECT_EQ(get("dupb").fate, Fate::kReady);
+  ASSERT_NE(reg_->device("dupa0"), nullptr) << describe(*reg_);
+  EXPECT_EQ(reg_->device("dupb0"), nullptr) << describe(*reg_);
+  EXPECT_EQ(reg_->device("dupa0")->info().type, LOOM_DEVICE_TYPE_GPU);
+  EXPECT_FALSE(reg_->device("dupa0")->info().uuid.empty());
+  ASSERT_EQ(reg_->duplicates().size(), 1u) << describe(*reg_);
+  EXPECT_EQ(reg_->duplicates()[0], "dupb0 (same device as dupa0)");
+}
+
+TEST_F(FakePlugins, GoodPluginsKeepWorkingNextToBrokenOnes) {
+  ScopedEnv n("LOOM_NULL_DEVICES", "1");
+  auto reg = Registry::load(only({fake_dir(), null_plugin_path()}));
+  const auto* null_rec = find_candidate(*reg, "null");
+  ASSERT_NE(null_rec, nullptr);
+  EXPECT_EQ(null_rec->fate, Fate::kReady) << null_rec->reason;
+  EXPECT_NE(reg->device("null0"), nullptr);
+  EXPECT_NE(reg->device("newerminor0"), nullptr);
+  EXPECT_TRUE(reg->shutdown().ok());
+}
+
+TEST(FakePluginsCpu, CpuWorksAlongsideTheFakes) {
+  CleanLoomEnv env;
+  if (!cpu_plugin_ready()) GTEST_SKIP() << "the cpu plugin in " << plugin_dir() << " does not load yet";
+  auto reg = Registry::load(only({fake_dir(), plugin_dir()}));
+  registry::Device* cpu = reg->device("cpu");
+  ASSERT_NE(cpu, nullptr) << describe(*reg);
+  EXPECT_EQ(cpu->info().type, LOOM_DEVICE_TYPE_CPU);
+  auto buf = cpu->alloc_buffer(1024);
+  ASSERT_TRUE(buf.ok()) << buf.status().to_string();
+  EXPECT_TRUE(buf->is_host());
+  buf->reset();
+  EXPECT_TRUE(cpu->set_threads(2).ok());
+  EXPECT_TRUE(reg->shutdown().ok());
+}
+
+}  // namespace
+}  // namespace loom::test
