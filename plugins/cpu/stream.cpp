@@ -1,1 +1,12 @@
-// placeholder
+#include "stream.h"
+
+namespace loom::cpu {
+
+Stream::Stream(Device* device, const loom_stream_iface_t* iface) : device_(device) {
+  handle_.struct_size = sizeof(handle_);
+  handle_.iface = iface;
+  handle_.device = device->handle();
+  handle_.context = this;
+}
+
+}  // namespace loom::cpu

@@ -76,7 +76,8 @@ double abs_floor(loom_type_t t);
 // rounded once to `out`:
 //   tol = 4 * (u(out) * |ref| + u(f32) * sqrt(n_terms) * mag) + floor(out)
 double tol_for(loom_type_t out, double ref, double mag, int64_t n_terms);
-// One rounding of the exact value x to type t (conversions): u(t) * |x|.
+// One rounding of the exact value x to type t (conversions): u(t) * |x|
+// plus floor(t) (subnormal results round to a fixed step).
 double conv_tol(loom_type_t t, double x);
 
 // ------------------------------------------------------ host mirrors
@@ -176,6 +177,14 @@ class ScopedThreads {
 };
 
 // ------------------------------------------------------ fixture
+// How a source tensor is laid out in memory. kPermuted: rows strided (dims 1
+// and 2 swapped in memory); kTransposed: elements strided within a row
+// (plain types only); kPadded: see OpTest::padded.
+enum class Layout { kDense, kPadded, kPermuted, kTransposed };
+const char* layout_name(Layout l);
+// Every layout a source of type t can have.
+std::vector<Layout> layouts_for(loom_type_t t);
+
 class OpTest : public ::testing::Test {
  protected:
   void SetUp() override;
@@ -205,12 +214,19 @@ class OpTest : public ::testing::Test {
   Operand padded(loom_type_t type, const Shape& ne, int64_t pad0, int64_t pad1,
                  int64_t skip_rows = 1, float lo = -1.0f, float hi = 1.0f);
 
+  // A source of `type` and logical shape `ne` in the given layout.
+  Operand make(loom_type_t type, const Shape& ne, Layout layout, float lo = -1.0f, float hi = 1.0f);
+
   // Build the graph of `outputs`, create an executor, allocate, upload every
   // leaf made by input*(), run.
   Status run(const std::vector<Tensor*>& outputs);
   // Upload the inputs again and run the same graph (e.g. after a thread
   // count change).
   Status rerun();
+  // run() with 1 thread, then rerun() with 3: every output's bytes must be
+  // identical (a failure is added otherwise). Results are left from the
+  // 3-thread run.
+  Status run_threads(const std::vector<Tensor*>& outputs);
   // Raw dense bytes / decoded values of a tensor after run(). A view is read
   // through its base (the base must be an output of the graph).
   std::vector<uint8_t> read_bytes(const Tensor* t);

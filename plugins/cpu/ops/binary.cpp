@@ -1,0 +1,41 @@
+// ADD, SUB, MUL, DIV with src1 broadcast over src0 (index modulo src1's
+// extents, ggml's repeat rule). f32 arithmetic, result in src0's type.
+#include <vector>
+
+#include "ops/ops.h"
+
+namespace loom::cpu {
+
+namespace {
+
+float apply(int32_t op, float x, float y) {
+  switch (op) {
+    case LOOM_OP_ADD: return x + y;
+    case LOOM_OP_SUB: return x - y;
+    case LOOM_OP_MUL: return x * y;
+    default: return x / y;  // LOOM_OP_DIV
+  }
+}
+
+}  // namespace
+
+void kernel_binary(const loom_tensor_t* dst, int ith, int nth) {
+  const loom_tensor_t* a = dst->src[0];
+  const loom_tensor_t* b = dst->src[1];
+  int64_t r0, r1;
+  common::split_range(nrows(dst), ith, nth, &r0, &r1);
+  // Whole rows are read before dst is written, so dst may alias src0.
+  std::vector<float> x(static_cast<size_t>(a->ne[0]));
+  std::vector<float> y(static_cast<size_t>(b->ne[0]));
+  const int64_t nb0 = b->ne[0];
+  for (int64_t r = r0; r < r1; ++r) {
+    int64_t i1, i2, i3;
+    unravel_row(dst, r, &i1, &i2, &i3);
+    load_row(a, i1, i2, i3, x.data());
+    load_row(b, i1 % b->ne[1], i2 % b->ne[2], i3 % b->ne[3], y.data());
+    for (int64_t i = 0; i < a->ne[0]; ++i) x[i] = apply(dst->op, x[i], y[i % nb0]);
+    store_row(dst, i1, i2, i3, x.data());
+  }
+}
+
+}  // namespace loom::cpu

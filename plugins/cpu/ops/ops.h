@@ -1,0 +1,86 @@
+// CPU kernels: the op support table, node -> kernel dispatch, and the row
+// read/write helpers every kernel uses. Kernels are the plain reference path
+// other plugins are compared against: readable, byte strides everywhere,
+// compute in f32 with double accumulation for reductions.
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+
+#include "common/thread_pool.h"
+#include "loom/plugin.h"
+
+namespace loom::cpu {
+
+// Thrown by a kernel on bad data that supports_op cannot see (e.g. a row
+// index out of range); becomes an INVALID_ARGUMENT status at the stream.
+class KernelError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// A kernel computes its share [ith of nth] of node `dst`; sources are dst->src.
+using Kernel = void (*)(const loom_tensor_t* dst, int ith, int nth);
+
+const char* op_name(int32_t op);
+
+// nullptr when the CPU kernels can run `node`, else a static reason
+// ("types", "shapes", ...). Never allocates.
+const char* unsupported_reason(const loom_tensor_t* node);
+inline bool supports_op(const loom_tensor_t* node) { return unsupported_reason(node) == nullptr; }
+
+// Run one node on the pool (views and NONE are no-ops). Returns NULL or a
+// status naming the op, the node and its types. Not thread-safe per pool.
+loom_status_t* run_node(common::ThreadPool& pool, const loom_tensor_t* node);
+
+// ------------------------------------------------------------ tensor access
+
+inline bool is_view_op(int32_t op) {
+  return op == LOOM_OP_RESHAPE || op == LOOM_OP_VIEW || op == LOOM_OP_PERMUTE ||
+         op == LOOM_OP_TRANSPOSE;
+}
+inline int64_t nrows(const loom_tensor_t* t) { return t->ne[1] * t->ne[2] * t->ne[3]; }
+inline int64_t nelements(const loom_tensor_t* t) { return t->ne[0] * nrows(t); }
+
+// Address of element (or block, for quantized types) i0 of a row.
+inline char* elem_ptr(const loom_tensor_t* t, int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
+  return static_cast<char*>(t->data) + i0 * static_cast<int64_t>(t->nb[0]) +
+         i1 * static_cast<int64_t>(t->nb[1]) + i2 * static_cast<int64_t>(t->nb[2]) +
+         i3 * static_cast<int64_t>(t->nb[3]);
+}
+inline char* row_ptr(const loom_tensor_t* t, int64_t i1, int64_t i2, int64_t i3) {
+  return elem_ptr(t, 0, i1, i2, i3);
+}
+// Row r (flat over dims 1..3, row-major) -> (i1, i2, i3).
+inline void unravel_row(const loom_tensor_t* t, int64_t r, int64_t* i1, int64_t* i2, int64_t* i3) {
+  *i1 = r % t->ne[1];
+  *i2 = (r / t->ne[1]) % t->ne[2];
+  *i3 = r / (t->ne[1] * t->ne[2]);
+}
+
+// One element of a float or integer type as float.
+float load_elem(int32_t type, const char* p);
+// Store v as one element of a float type.
+void store_elem(int32_t type, char* p, float v);
+// Row (i1, i2, i3) of any type -> ne[0] floats (dequantizes blocks).
+void load_row(const loom_tensor_t* t, int64_t i1, int64_t i2, int64_t i3, float* out);
+// ne[0] floats -> row (i1, i2, i3) of a float or quantized type.
+void store_row(const loom_tensor_t* t, int64_t i1, int64_t i2, int64_t i3, const float* in);
+// Index value of an I32 or I64 element.
+int64_t load_index(const loom_tensor_t* t, int64_t i0, int64_t i1, int64_t i2);
+
+// ------------------------------------------------------------ kernels
+void kernel_binary(const loom_tensor_t* dst, int ith, int nth);    // ADD SUB MUL DIV
+void kernel_unary(const loom_tensor_t* dst, int ith, int nth);     // SILU GELU RELU SCALE
+void kernel_swiglu(const loom_tensor_t* dst, int ith, int nth);
+void kernel_norm(const loom_tensor_t* dst, int ith, int nth);      // NORM RMS_NORM
+void kernel_mul_mat(const loom_tensor_t* dst, int ith, int nth);
+void kernel_rope(const loom_tensor_t* dst, int ith, int nth);
+void kernel_soft_max(const loom_tensor_t* dst, int ith, int nth);
+void kernel_copy(const loom_tensor_t* dst, int ith, int nth);      // CPY CONT
+void kernel_get_rows(const loom_tensor_t* dst, int ith, int nth);
+void kernel_set_rows(const loom_tensor_t* dst, int ith, int nth);
+void kernel_argmax(const loom_tensor_t* dst, int ith, int nth);
+void kernel_sum_rows(const loom_tensor_t* dst, int ith, int nth);
+
+}  // namespace loom::cpu

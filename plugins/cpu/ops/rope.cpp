@@ -1,0 +1,46 @@
+// ROPE, normal (pairs 2i, 2i+1) and neox (pairs i, i + n_dims/2) modes.
+// theta_i = pos * freq_scale * freq_base^(-2i/n_dims), evaluated in double;
+// dims >= n_dims pass through.
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "ops/ops.h"
+
+namespace loom::cpu {
+
+void kernel_rope(const loom_tensor_t* dst, int ith, int nth) {
+  const loom_tensor_t* a = dst->src[0];
+  const loom_tensor_t* pos = dst->src[1];
+  const int64_t n_dims = dst->op_params[0];
+  const bool neox = dst->op_params[1] == LOOM_ROPE_MODE_NEOX;
+  float freq_base, freq_scale;
+  std::memcpy(&freq_base, &dst->op_params[2], 4);
+  std::memcpy(&freq_scale, &dst->op_params[3], 4);
+  const int64_t half = n_dims / 2;
+  int64_t r0, r1;
+  common::split_range(nrows(dst), ith, nth, &r0, &r1);
+  std::vector<float> x(static_cast<size_t>(a->ne[0]));
+  for (int64_t r = r0; r < r1; ++r) {
+    int64_t i1, i2, i3;
+    unravel_row(dst, r, &i1, &i2, &i3);
+    load_row(a, i1, i2, i3, x.data());
+    int32_t p;
+    std::memcpy(&p, elem_ptr(pos, i2, 0, 0, 0), 4);
+    for (int64_t i = 0; i < half; ++i) {
+      const double theta = static_cast<double>(p) * freq_scale *
+                           std::pow(static_cast<double>(freq_base), -2.0 * static_cast<double>(i) / n_dims);
+      const double c = std::cos(theta);
+      const double s = std::sin(theta);
+      const int64_t j0 = neox ? i : 2 * i;
+      const int64_t j1 = neox ? i + half : 2 * i + 1;
+      const double x0 = x[j0];
+      const double x1 = x[j1];
+      x[j0] = static_cast<float>(x0 * c - x1 * s);
+      x[j1] = static_cast<float>(x0 * s + x1 * c);
+    }
+    store_row(dst, i1, i2, i3, x.data());
+  }
+}
+
+}  // namespace loom::cpu

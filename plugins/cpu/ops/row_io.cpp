@@ -1,0 +1,101 @@
+// Row and element access shared by the kernels: every read and write goes
+// through the tensor's byte strides, so any view layout works.
+#include <cstring>
+
+#include "common/fp16.h"
+#include "common/quant.h"
+#include "common/type_traits.h"
+#include "ops/ops.h"
+
+namespace loom::cpu {
+
+float load_elem(int32_t type, const char* p) {
+  switch (type) {
+    case LOOM_TYPE_F32: {
+      float v;
+      std::memcpy(&v, p, 4);
+      return v;
+    }
+    case LOOM_TYPE_F16:
+    case LOOM_TYPE_BF16: {
+      uint16_t h;
+      std::memcpy(&h, p, 2);
+      return type == LOOM_TYPE_F16 ? common::f16_to_f32(h) : common::bf16_to_f32(h);
+    }
+    case LOOM_TYPE_I32: {
+      int32_t v;
+      std::memcpy(&v, p, 4);
+      return static_cast<float>(v);
+    }
+    case LOOM_TYPE_I64: {
+      int64_t v;
+      std::memcpy(&v, p, 8);
+      return static_cast<float>(v);
+    }
+    default:
+      return 0.0f;  // quantized types are read per block (load_row)
+  }
+}
+
+void store_elem(int32_t type, char* p, float v) {
+  switch (type) {
+    case LOOM_TYPE_F32:
+      std::memcpy(p, &v, 4);
+      break;
+    case LOOM_TYPE_F16: {
+      const uint16_t h = common::f32_to_f16(v);
+      std::memcpy(p, &h, 2);
+      break;
+    }
+    case LOOM_TYPE_BF16: {
+      const uint16_t h = common::f32_to_bf16(v);
+      std::memcpy(p, &h, 2);
+      break;
+    }
+    default:
+      break;  // supports_op admits only float destinations here
+  }
+}
+
+void load_row(const loom_tensor_t* t, int64_t i1, int64_t i2, int64_t i3, float* out) {
+  const common::TypeTraits& tr = common::type_traits(t->type);
+  const char* row = row_ptr(t, i1, i2, i3);
+  const int64_t nblocks = t->ne[0] / tr.block_size;
+  if (t->nb[0] == tr.type_size) {
+    common::to_float_row(t->type, row, out, t->ne[0]);
+    return;
+  }
+  // Strided row: one element (or block) at a time.
+  for (int64_t b = 0; b < nblocks; ++b) {
+    common::to_float_row(t->type, row + b * static_cast<int64_t>(t->nb[0]), out + b * tr.block_size,
+                         tr.block_size);
+  }
+}
+
+void store_row(const loom_tensor_t* t, int64_t i1, int64_t i2, int64_t i3, const float* in) {
+  const common::TypeTraits& tr = common::type_traits(t->type);
+  char* row = row_ptr(t, i1, i2, i3);
+  const int64_t nblocks = t->ne[0] / tr.block_size;
+  if (t->nb[0] == tr.type_size) {
+    common::from_float_row(t->type, in, row, t->ne[0]);
+    return;
+  }
+  for (int64_t b = 0; b < nblocks; ++b) {
+    common::from_float_row(t->type, in + b * tr.block_size, row + b * static_cast<int64_t>(t->nb[0]),
+                           tr.block_size);
+  }
+}
+
+int64_t load_index(const loom_tensor_t* t, int64_t i0, int64_t i1, int64_t i2) {
+  const char* p = elem_ptr(t, i0, i1, i2, 0);
+  if (t->type == LOOM_TYPE_I64) {
+    int64_t v;
+    std::memcpy(&v, p, 8);
+    return v;
+  }
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+
+}  // namespace loom::cpu

@@ -1,0 +1,55 @@
+// GET_ROWS (gather rows of any type into float rows) and SET_ROWS (scatter
+// F32 rows into a float or quantized destination). Indices are checked
+// against the row count; a bad one fails the node with the value.
+#include <string>
+#include <vector>
+
+#include "ops/ops.h"
+
+namespace loom::cpu {
+
+namespace {
+
+void check_index(int64_t idx, int64_t n_rows, int64_t i, int64_t j, int64_t l) {
+  if (idx < 0 || idx >= n_rows) {
+    throw KernelError("row index " + std::to_string(idx) + " at [" + std::to_string(i) + ", " +
+                      std::to_string(j) + ", " + std::to_string(l) + "] out of range [0, " +
+                      std::to_string(n_rows) + ")");
+  }
+}
+
+}  // namespace
+
+void kernel_get_rows(const loom_tensor_t* dst, int ith, int nth) {
+  const loom_tensor_t* a = dst->src[0];
+  const loom_tensor_t* idx = dst->src[1];
+  int64_t r0, r1;
+  common::split_range(nrows(dst), ith, nth, &r0, &r1);
+  std::vector<float> x(static_cast<size_t>(a->ne[0]));
+  for (int64_t r = r0; r < r1; ++r) {
+    int64_t i, j, l;
+    unravel_row(dst, r, &i, &j, &l);
+    const int64_t row = load_index(idx, i, j, l);
+    check_index(row, a->ne[1], i, j, l);
+    load_row(a, row, j, l, x.data());
+    store_row(dst, i, j, l, x.data());
+  }
+}
+
+void kernel_set_rows(const loom_tensor_t* dst, int ith, int nth) {
+  const loom_tensor_t* rows = dst->src[1];
+  const loom_tensor_t* idx = dst->src[2];
+  int64_t r0, r1;
+  common::split_range(nrows(rows), ith, nth, &r0, &r1);
+  std::vector<float> x(static_cast<size_t>(rows->ne[0]));
+  for (int64_t r = r0; r < r1; ++r) {
+    int64_t i, j, l;
+    unravel_row(rows, r, &i, &j, &l);
+    const int64_t row = load_index(idx, i, j, l);
+    check_index(row, dst->ne[1], i, j, l);
+    load_row(rows, i, j, l, x.data());
+    store_row(dst, row, j, l, x.data());
+  }
+}
+
+}  // namespace loom::cpu

@@ -1,0 +1,135 @@
+// CPY (float <-> float, float -> Q8_0/Q4_0, Q8_0/Q4_0 -> float, I32 -> I32;
+// strided sources, reshaping copies, copies into views) and CONT (every
+// type from strided views).
+#include "loom/ops.hpp"
+#include "op_test_util.hpp"
+
+namespace loom::optest {
+namespace {
+
+const loom_type_t kFloatTypes[] = {LOOM_TYPE_F32, LOOM_TYPE_F16, LOOM_TYPE_BF16};
+const loom_type_t kQuantTypes[] = {LOOM_TYPE_Q8_0, LOOM_TYPE_Q4_0};
+
+Tensor* base_of(Tensor* t) { return t->view_src ? static_cast<Tensor*>(t->view_src) : t; }
+
+class CopyTest : public OpTest {
+ protected:
+  // Copies src into dst (a leaf or a view of one) and checks dst's base.
+  void check_cpy(const Operand& src, const Operand& dst, const std::string& what) {
+    SCOPED_TRACE(what);
+    Tensor* out = unwrap(op::cpy(ctx_, src.t, dst.t), "cpy");
+    Tensor* base = base_of(dst.t);
+    LOOM_ASSERT_OK(run_threads({out, base}));
+    expect_written(dst.h, src.h.values(), read_bytes(base), what);
+  }
+};
+
+TEST_F(CopyTest, FloatToFloatEveryPairAndLayout) {
+  seed(701);
+  int k = 0;
+  for (loom_type_t ts : kFloatTypes) {
+    for (loom_type_t td : kFloatTypes) {
+      for (Layout l : layouts_for(ts)) {
+        const Shape ne = k % 2 ? Shape{17, 3, 2, 1} : Shape{1, 5, 3, 2};
+        Operand src = make(ts, ne, l, -70000.0f, 70000.0f);  // beyond f16 range: inf
+        Operand dst = input(td, ne);
+        check_cpy(src, dst, type_str(ts) + " -> " + type_str(td) + " " + layout_name(l));
+        ++k;
+      }
+    }
+  }
+}
+
+TEST_F(CopyTest, IntoStridedViewsAndOtherShapes) {
+  seed(702);
+  for (loom_type_t td : kFloatTypes) {
+    // A padded view as destination (a KV-cache-like window).
+    Operand src = make(LOOM_TYPE_F32, {17, 3, 2, 1}, Layout::kPermuted);
+    check_cpy(src, padded(td, {17, 3, 2, 1}, 3, 2, 1), "into padded view " + type_str(td));
+    // Same element count, different shape: row-major logical order.
+    Operand src2 = make(LOOM_TYPE_F16, {6, 4, 1, 1}, Layout::kTransposed);
+    check_cpy(src2, input(td, {8, 3, 1, 1}), "reshaping copy f16 -> " + type_str(td));
+    check_cpy(make(LOOM_TYPE_BF16, {33, 2, 1, 1}, Layout::kPadded), transpose(input(td, {6, 11, 1, 1})),
+              "into a transposed view " + type_str(td));
+  }
+}
+
+TEST_F(CopyTest, FloatToQuantized) {
+  seed(703);
+  for (loom_type_t tq : kQuantTypes) {
+    for (loom_type_t ts : kFloatTypes) {
+      for (Layout l : layouts_for(ts)) {
+        Operand src = make(ts, {64, 3, 2, 1}, l, -5.0f, 5.0f);
+        check_cpy(src, input(tq, {64, 3, 2, 1}), type_str(ts) + " -> " + type_str(tq) + " " + layout_name(l));
+      }
+    }
+    // Rows of a padded quantized view stay contiguous blocks.
+    check_cpy(make(LOOM_TYPE_F32, {32, 3, 1, 1}, Layout::kDense), padded(tq, {32, 3, 1, 1}, 32, 1, 1),
+              "f32 -> padded " + type_str(tq));
+    // Different row length: [32, 6] -> [64, 3].
+    check_cpy(make(LOOM_TYPE_F32, {32, 6, 1, 1}, Layout::kPermuted), input(tq, {64, 3, 1, 1}),
+              "reshaping f32 -> " + type_str(tq));
+  }
+}
+
+TEST_F(CopyTest, QuantizedBlockEdgeCases) {
+  seed(704);
+  // All zeros, one large value, all equal negatives, a sign mix at the max.
+  std::vector<float> v(128, 0.0f);
+  v[32 + 7] = 100.0f;
+  for (int i = 64; i < 96; ++i) v[i] = -0.3f;
+  for (int i = 96; i < 128; ++i) v[i] = (i % 2 ? 1.0f : -1.0f) * static_cast<float>(i - 96) / 31.0f;
+  for (loom_type_t tq : kQuantTypes) {
+    check_cpy(input_values(LOOM_TYPE_F32, {128, 1, 1, 1}, v), input(tq, {128, 1, 1, 1}),
+              "edge blocks " + type_str(tq));
+  }
+}
+
+TEST_F(CopyTest, QuantizedToFloat) {
+  seed(705);
+  for (loom_type_t tq : kQuantTypes) {
+    for (loom_type_t td : kFloatTypes) {
+      for (Layout l : layouts_for(tq)) {
+        Operand src = make(tq, {64, 3, 2, 1}, l, -3.0f, 3.0f);
+        check_cpy(src, input(td, {64, 3, 2, 1}), type_str(tq) + " -> " + type_str(td) + " " + layout_name(l));
+      }
+    }
+    check_cpy(make(tq, {32, 4, 1, 1}, Layout::kDense), input(LOOM_TYPE_F32, {16, 8, 1, 1}),
+              "reshaping " + type_str(tq) + " -> f32");
+  }
+}
+
+TEST_F(CopyTest, I32ToI32IsExact) {
+  seed(706);
+  std::vector<int64_t> vals;
+  for (int i = 0; i < 3 * 5 * 2; ++i) vals.push_back(rand_int(-2000000000, 2000000000));
+  Operand base = input_ints(LOOM_TYPE_I32, {3, 5, 2, 1}, vals);
+  Operand src = permute(base, 1, 0, 2, 3);  // [5, 3, 2, 1], strided elements
+  Operand dst = input_ints(LOOM_TYPE_I32, {10, 3, 1, 1}, std::vector<int64_t>(30, 7));
+  check_cpy(src, dst, "i32 -> i32");
+}
+
+TEST_F(CopyTest, ContEveryTypeFromViews) {
+  seed(707);
+  const loom_type_t types[] = {LOOM_TYPE_F32, LOOM_TYPE_F16, LOOM_TYPE_BF16, LOOM_TYPE_Q8_0, LOOM_TYPE_Q4_0};
+  for (loom_type_t t : types) {
+    for (Layout l : layouts_for(t)) {
+      const Shape ne = is_quant(t) ? Shape{64, 3, 2, 2} : Shape{17, 3, 2, 2};
+      SCOPED_TRACE("cont " + type_str(t) + " " + layout_name(l));
+      Operand a = make(t, ne, l);
+      Tensor* out = unwrap(op::cont(ctx_, a.t), "cont");
+      LOOM_ASSERT_OK(run_threads({out}));
+      EXPECT_TRUE(out->is_contiguous());
+      expect_equal(read(out), a.h.values(), ne, "cont result");
+    }
+  }
+  std::vector<int64_t> vals;
+  for (int i = 0; i < 12; ++i) vals.push_back(rand_int(-100000, 100000));
+  Operand ints = transpose(input_ints(LOOM_TYPE_I32, {4, 3, 1, 1}, vals));
+  Tensor* out = unwrap(op::cont(ctx_, ints.t), "cont");
+  LOOM_ASSERT_OK(run_threads({out}));
+  expect_equal(read(out), ints.h.values(), ints.h.ne, "cont i32");
+}
+
+}  // namespace
+}  // namespace loom::optest

@@ -1,0 +1,132 @@
+// GET_ROWS (every source type into F32, broadcast batches, strided sources)
+// and SET_ROWS (F32 rows into F32/F16/BF16/Q8_0/Q4_0 with I32 or I64
+// indices, strided rows), 1 vs 3 threads.
+#include <algorithm>
+#include <cstring>
+
+#include "loom/ops.hpp"
+#include "op_test_util.hpp"
+
+namespace loom::optest {
+namespace {
+
+const loom_type_t kAllTypes[] = {LOOM_TYPE_F32, LOOM_TYPE_F16, LOOM_TYPE_BF16, LOOM_TYPE_Q8_0, LOOM_TYPE_Q4_0};
+
+class RowsTest : public OpTest {
+ protected:
+  void check_get(loom_type_t t, const Shape& ne, int64_t k, Layout layout) {
+    SCOPED_TRACE("get_rows " + type_str(t) + " " + shape_str(ne) + " k " + std::to_string(k) + " " +
+                 layout_name(layout));
+    Operand a = make(t, ne, layout);
+    std::vector<int64_t> idx;
+    for (int64_t i = 0; i < k * ne[2] * ne[3]; ++i) idx.push_back(rand_int(0, ne[1] - 1));
+    Operand ix = input_ints(LOOM_TYPE_I32, {k, ne[2], ne[3], 1}, idx);
+    Tensor* out = unwrap(op::get_rows(ctx_, a.t, ix.t), "get_rows");
+    LOOM_ASSERT_OK(run_threads({out}));
+    const Shape so{ne[0], k, ne[2], ne[3]};
+    std::vector<double> ref;
+    for_each_index(so, [&](int64_t i0, int64_t i, int64_t j, int64_t l) {
+      ref.push_back(a.h.at(i0, static_cast<int64_t>(ix.h.at(i, j, l)), j, l));
+    });
+    // Dequantized and widened values are exact in f32.
+    expect_equal(read(out), ref, so, "get_rows result");
+  }
+
+  void check_set(loom_type_t t, loom_type_t index_type, const Shape& ne, int64_t k, Layout rows_layout) {
+    SCOPED_TRACE("set_rows " + type_str(t) + " idx " + type_str(index_type) + " " + shape_str(ne) + " k " +
+                 std::to_string(k) + " rows " + layout_name(rows_layout));
+    Operand dst = input(t, ne);
+    Operand rows = make(LOOM_TYPE_F32, {ne[0], k, ne[2], ne[3]}, rows_layout, -4.0f, 4.0f);
+    // Distinct targets per (j, l) so no two rows race for one destination.
+    std::vector<int64_t> idx;
+    for (int64_t b = 0; b < ne[2] * ne[3]; ++b) {
+      std::vector<int64_t> perm(static_cast<size_t>(ne[1]));
+      for (int64_t i = 0; i < ne[1]; ++i) perm[i] = i;
+      std::shuffle(perm.begin(), perm.end(), rng_);
+      idx.insert(idx.end(), perm.begin(), perm.begin() + k);
+    }
+    Operand ix = input_ints(index_type, {k, ne[2], ne[3], 1}, idx);
+    Tensor* out = unwrap(op::set_rows(ctx_, dst.t, rows.t, ix.t), "set_rows");
+    LOOM_ASSERT_OK(run_threads({out, dst.t}));
+    EXPECT_EQ(out->data, dst.t->data);
+
+    // Row by row: set rows hold the new values (one rounding / quantization),
+    // the others keep their bytes.
+    const std::vector<uint8_t> got = read_bytes(dst.t);
+    const size_t rb = row_bytes(t, ne[0]);
+    int64_t bad = 0;
+    for (int64_t l = 0; l < ne[3]; ++l)
+      for (int64_t j = 0; j < ne[2]; ++j)
+        for (int64_t r = 0; r < ne[1]; ++r) {
+          const size_t off = static_cast<size_t>((l * ne[2] + j) * ne[1] + r) * rb;
+          int64_t src_row = -1;
+          for (int64_t i = 0; i < k; ++i) {
+            if (ix.h.at(i, j, l) == static_cast<double>(r)) src_row = i;
+          }
+          std::string err;
+          if (src_row < 0) {
+            if (std::memcmp(got.data() + off, dst.h.base->bytes.data() + off, rb) != 0) err = "untouched row changed";
+          } else {
+            std::vector<double> want(static_cast<size_t>(ne[0]));
+            for (int64_t i0 = 0; i0 < ne[0]; ++i0) want[i0] = rows.h.at(i0, src_row, j, l);
+            if (is_quant(t)) {
+              for (int64_t b = 0; b < ne[0] / 32 && err.empty(); ++b) {
+                err = check_quant_block(t, want.data() + 32 * b, got.data() + off + b * block_bytes(t));
+              }
+            } else {
+              const std::vector<double> v = decode(t, got.data() + off, ne[0]);
+              for (int64_t i0 = 0; i0 < ne[0]; ++i0) {
+                if (std::fabs(v[i0] - want[i0]) > conv_tol(t, want[i0])) err = "value " + std::to_string(i0);
+              }
+            }
+          }
+          if (!err.empty() && bad++ < 5) ADD_FAILURE() << "row " << r << " batch " << j << "," << l << ": " << err;
+        }
+  }
+};
+
+TEST_F(RowsTest, GetRowsEveryTypeAndLayout) {
+  seed(801);
+  int k = 0;
+  for (loom_type_t t : kAllTypes) {
+    for (Layout l : layouts_for(t)) {
+      const int64_t n0 = is_quant(t) ? 64 : (k % 2 ? 17 : 1);
+      check_get(t, {n0, 5, k % 3 + 1, k % 2 + 1}, k % 4 + 1, l);
+      ++k;
+    }
+  }
+}
+
+TEST_F(RowsTest, GetRowsRepeatsAndIntegerSources) {
+  seed(802);
+  check_get(LOOM_TYPE_F32, {33, 1, 1, 1}, 7, Layout::kDense);  // every index 0
+  std::vector<int64_t> vals;
+  for (int i = 0; i < 12; ++i) vals.push_back(rand_int(-1000, 1000));
+  Operand a = input_ints(LOOM_TYPE_I32, {3, 4, 1, 1}, vals);
+  Operand ix = input_ints(LOOM_TYPE_I32, {2, 1, 1, 1}, {3, 1});
+  Tensor* out = unwrap(op::get_rows(ctx_, a.t, ix.t), "get_rows");
+  LOOM_ASSERT_OK(run_threads({out}));
+  expect_equal(read(out), {a.h.at(0, 3), a.h.at(1, 3), a.h.at(2, 3), a.h.at(0, 1), a.h.at(1, 1), a.h.at(2, 1)},
+               {3, 2, 1, 1}, "get_rows i32");
+}
+
+TEST_F(RowsTest, SetRowsEveryTypeAndIndexType) {
+  seed(803);
+  int k = 0;
+  for (loom_type_t t : kAllTypes) {
+    for (loom_type_t it : {LOOM_TYPE_I32, LOOM_TYPE_I64}) {
+      const int64_t n0 = is_quant(t) ? 64 : 17;
+      check_set(t, it, {n0, 7, k % 2 + 1, k % 3 + 1}, k % 3 + 1, layouts_for(LOOM_TYPE_F32)[k % 4]);
+      ++k;
+    }
+  }
+}
+
+TEST_F(RowsTest, SetRowsStridedRowsAndWholeTable) {
+  seed(804);
+  for (Layout l : layouts_for(LOOM_TYPE_F32)) check_set(LOOM_TYPE_F16, LOOM_TYPE_I32, {33, 5, 2, 1}, 5, l);
+  check_set(LOOM_TYPE_Q8_0, LOOM_TYPE_I64, {32, 3, 1, 1}, 3, Layout::kPermuted);
+}
+
+}  // namespace
+}  // namespace loom::optest
