@@ -1,0 +1,64 @@
+// BLAS kernels: the support table (MUL_MAT only; views and leafs are no-ops),
+// node dispatch, and the per-stream scratch the kernels convert operands into.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <stdexcept>
+#include <vector>
+
+#include "common/thread_pool.h"
+#include "loom/plugin.h"
+
+namespace loom::blas {
+
+// Thrown by a kernel on data supports_op cannot see; becomes INVALID_ARGUMENT.
+class KernelError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// F32 scratch owned by a stream: grown on demand, never shrunk, reused by
+// every compute of that stream (no allocation per call once warm).
+class Scratch {
+ public:
+  // At least n floats; contents unspecified.
+  float* a(size_t n) { return grow(a_, n); }
+  float* b(size_t n) { return grow(b_, n); }
+  float* c(size_t n) { return grow(c_, n); }
+  size_t capacity() const { return a_.size() + b_.size() + c_.size(); }
+
+ private:
+  static float* grow(std::vector<float>& v, size_t n) {
+    if (v.size() < n) v.resize(n);
+    return v.data();
+  }
+  std::vector<float> a_, b_, c_;
+};
+
+// What a kernel may use: the device's pool (operand conversion) and the
+// stream's scratch.
+struct Workspace {
+  common::ThreadPool* pool;
+  Scratch* scratch;
+};
+
+const char* op_name(int32_t op);
+
+inline bool is_view_op(int32_t op) {
+  return op == LOOM_OP_RESHAPE || op == LOOM_OP_VIEW || op == LOOM_OP_PERMUTE ||
+         op == LOOM_OP_TRANSPOSE;
+}
+
+// nullptr when this plugin can run `node`, else a static reason ("op",
+// "types", "shapes", ...). Never allocates.
+const char* unsupported_reason(const loom_tensor_t* node);
+inline bool supports_op(const loom_tensor_t* node) { return unsupported_reason(node) == nullptr; }
+
+// Run one node (views and NONE are no-ops). NULL or a status naming the node.
+loom_status_t* run_node(Workspace& ws, const loom_tensor_t* node);
+
+// MUL_MAT through cblas_sgemm / cblas_sgemv. Throws on failure.
+void mul_mat(const loom_tensor_t* dst, Workspace& ws);
+
+}  // namespace loom::blas
