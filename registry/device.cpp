@@ -25,6 +25,25 @@ void destroy_rejected_stream(loom_stream_t* s) {
   }
 }
 
+// Why a buffer a plugin returned is unusable, "" when it is fine.
+std::string check_buffer(const loom_buffer_t* b, size_t size) {
+  if (!b) return "returned OK but no buffer";
+  if (b->struct_size < kBufferSize10) {
+    return "loom_buffer_t struct_size " + std::to_string(b->struct_size) + " < " + std::to_string(kBufferSize10);
+  }
+  if (!b->iface) return "buffer iface is NULL";
+  if (b->iface->struct_size < kBufferIfaceSize10) {
+    return "loom_buffer_iface_t struct_size " + std::to_string(b->iface->struct_size) + " < " +
+           std::to_string(kBufferIfaceSize10);
+  }
+  if (!b->iface->free || !b->iface->base || !b->iface->set_tensor || !b->iface->get_tensor ||
+      !b->iface->clear) {
+    return "a required loom_buffer_iface_t entry is NULL";
+  }
+  if (b->size < size) return "buffer has " + std::to_string(b->size) + " bytes, fewer than asked";
+  return "";
+}
+
 }  // namespace
 
 bool Device::supports_op(const Tensor* node) const {
@@ -69,22 +88,25 @@ StatusOr<Buffer> Device::alloc_buffer(size_t size) const {
     free_rejected_buffer(b);
     return Status(st.code(), who + st.message());
   }
-  std::string bad;
-  if (!b) {
-    bad = "alloc returned OK but no buffer";
-  } else if (b->struct_size < kBufferSize10) {
-    bad = "loom_buffer_t struct_size " + std::to_string(b->struct_size) + " < " + std::to_string(kBufferSize10);
-  } else if (!b->iface) {
-    bad = "buffer iface is NULL";
-  } else if (b->iface->struct_size < kBufferIfaceSize10) {
-    bad = "loom_buffer_iface_t struct_size " + std::to_string(b->iface->struct_size) + " < " +
-          std::to_string(kBufferIfaceSize10);
-  } else if (!b->iface->free || !b->iface->base || !b->iface->set_tensor || !b->iface->get_tensor ||
-             !b->iface->clear) {
-    bad = "a required loom_buffer_iface_t entry is NULL";
-  } else if (b->size < size) {
-    bad = "buffer has " + std::to_string(b->size) + " bytes, fewer than asked";
+  std::string bad = check_buffer(b, size);
+  if (!bad.empty()) {
+    free_rejected_buffer(b);
+    return internal_error(who + "plugin " + info_.plugin + " returned a bad buffer: " + bad);
   }
+  return Buffer(b, plugin_);
+}
+
+StatusOr<Buffer> Device::buffer_from_host_ptr(void* ptr, size_t size) const {
+  const std::string who = "[device.buffer_from_host_ptr] " + name() + ": " + std::to_string(size) + " bytes: ";
+  if (!raw_->iface->buffer_from_host_ptr) return unimplemented(who + "the device cannot wrap host memory");
+  loom_buffer_t* b = nullptr;
+  Status st = call_plugin_status("device.buffer_from_host_ptr", name(),
+                                 [&] { return raw_->iface->buffer_from_host_ptr(raw_, ptr, size, &b); });
+  if (!st.ok()) {
+    free_rejected_buffer(b);
+    return Status(st.code(), who + st.message());
+  }
+  std::string bad = check_buffer(b, size);
   if (!bad.empty()) {
     free_rejected_buffer(b);
     return internal_error(who + "plugin " + info_.plugin + " returned a bad buffer: " + bad);

@@ -290,6 +290,11 @@ StatusOr<Tensor*> Context::transpose(Tensor* a) {
   return t;
 }
 
+void Context::rollback(size_t mark) {
+  // pop_back on a deque never moves the remaining elements.
+  while (tensors_.size() > mark) tensors_.pop_back();
+}
+
 Tensor* Context::find(std::string_view name) {
   for (Tensor& t : tensors_) {
     if (t.name_view() == name) return &t;

@@ -79,6 +79,11 @@ class Device {
   bool supports_buffer_type(const loom_buffer_type_t* buft) const;
   loom_buffer_type_t* buffer_type() const;
   StatusOr<Buffer> alloc_buffer(size_t size) const;
+  // Wrap host memory (e.g. an mmap'd model file) as a buffer of this device
+  // without copying. UNIMPLEMENTED when the device has no
+  // buffer_from_host_ptr. The memory must outlive the buffer; kernels only
+  // read weights, so read-only memory is fine for weights.
+  StatusOr<Buffer> buffer_from_host_ptr(void* ptr, size_t size) const;
   StatusOr<Stream> create_stream() const;
   // A typed extension table or nullptr.
   const void* extension(const char* id, uint32_t version) const;

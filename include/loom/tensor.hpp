@@ -87,6 +87,14 @@ class Context {
                              std::initializer_list<Tensor*> srcs);
 
   size_t size() const { return tensors_.size(); }
+  // Mark and undo: checkpoint() is the current tensor count; rollback(mark)
+  // destroys every tensor made after it (later tensors only, so earlier ones
+  // keep their addresses). Lets a model keep its weights in a context and
+  // build a throw-away graph per step in the same context. The caller must
+  // not use the destroyed tensors afterwards; rollback to a mark above
+  // size() does nothing.
+  size_t checkpoint() const { return tensors_.size(); }
+  void rollback(size_t mark);
   Tensor* at(size_t i) { return &tensors_[i]; }
   Tensor* find(std::string_view name);
   // Whether t was made by this context.

@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -169,6 +170,12 @@ TEST(Cli, CheckRunsOnChosenDevice) {
   EXPECT_EQ(j["device"].str, "cpu");
   EXPECT_LT(j["max_abs_diff"].num, 1e-4);
 
+  // With no device named, the first selected device that runs every op is
+  // used (a matmul-only accelerator listed before the CPU is passed over).
+  Result autopick = run_loom("check --json", "", false);
+  ASSERT_EQ(autopick.exit_code, 0) << autopick.out;
+  EXPECT_TRUE(parse_or_fail(autopick.out)["ok"].b) << autopick.out;
+
   Result missing = run_loom("check --device nosuch");
   EXPECT_EQ(missing.exit_code, 1);
   EXPECT_NE(missing.out.find("nosuch"), std::string::npos) << missing.out;
@@ -187,4 +194,78 @@ TEST(Cli, DisabledPluginIsSkippedWithReason) {
   ASSERT_NE(n, nullptr);
   EXPECT_EQ((*n)["fate"].str, "skipped");
   EXPECT_NE((*n)["reason"].str.find("LOOM_PLUGINS_DISABLE"), std::string::npos) << (*n)["reason"].str;
+}
+
+// ------------------------------------------------------------------ loom run
+
+namespace {
+
+std::string stories_model() {
+  const char* env = std::getenv("LOOM_MODELS_DIR");
+  return std::string(env && *env ? env : LOOM_TEST_SOURCE_DIR "/../shared/models") + "/stories260K.gguf";
+}
+
+}  // namespace
+
+TEST(Cli, RunGreedyStoriesJson) {
+  const std::string model = stories_model();
+  if (!fs::exists(model)) GTEST_SKIP() << model << " not found (set LOOM_MODELS_DIR)";
+  Result r = run_loom("run -m " + model + " -n 40 --json", "", false);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  loom::test::Json j = parse_or_fail(r.out);
+  EXPECT_EQ(j["text"].str.rfind("Once upon a time, there was a little girl named Lily. She loved to play", 0), 0u)
+      << j["text"].str;
+  EXPECT_EQ(j["generated_tokens"].arr.size(), 40u);
+  ASSERT_EQ(j["prompt_tokens"].arr.size(), 1u);  // BOS only
+  EXPECT_EQ(j["prompt_tokens"].arr[0].num, 1);
+  ASSERT_EQ(j["devices"].arr.size(), 1u);
+  EXPECT_EQ(j["devices"].arr[0].str, "cpu");
+  EXPECT_GT(j["gen_tokens_per_s"].num, 0);
+  EXPECT_TRUE(j.has("prompt_tokens_per_s"));
+}
+
+TEST(Cli, RunStreamsTextAndReportsSpeed) {
+  const std::string model = stories_model();
+  if (!fs::exists(model)) GTEST_SKIP() << model << " not found (set LOOM_MODELS_DIR)";
+  Result r = run_loom("run -m " + model + " -n 12 -p 'Once upon a time' --threads 2");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(r.out.rfind("Once upon a time, there was", 0), 0u) << r.out;
+  EXPECT_NE(r.out.find("tokens/s"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("device cpu"), std::string::npos) << r.out;
+}
+
+TEST(Cli, RunErrors) {
+  Result missing = run_loom("run -m /nonexistent/model.gguf");
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_NE(missing.out.find("/nonexistent/model.gguf"), std::string::npos) << missing.out;
+
+  TempDir dir;
+  const std::string junk = dir.path() + "/junk.gguf";
+  std::ofstream(junk) << "not a gguf file";
+  Result bad = run_loom("run -m " + junk);
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.out.find(junk), std::string::npos) << bad.out;
+
+  Result num = run_loom("run -n lots");
+  EXPECT_EQ(num.exit_code, 2);
+  EXPECT_NE(num.out.find("-n 'lots'"), std::string::npos) << num.out;
+  Result top_p = run_loom("run --top-p 1.5");
+  EXPECT_EQ(top_p.exit_code, 2);
+  Result unknown = run_loom("run --bogus");
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_NE(unknown.out.find("--bogus"), std::string::npos) << unknown.out;
+
+  const std::string model = stories_model();
+  if (!fs::exists(model)) return;
+  Result dev = run_loom("run -m " + model + " --device nosuch");
+  EXPECT_EQ(dev.exit_code, 1);
+  EXPECT_NE(dev.out.find("nosuch"), std::string::npos) << dev.out;
+  EXPECT_NE(dev.out.find("cpu"), std::string::npos) << dev.out;  // lists what exists
+  Result multi = run_loom("run -m " + model + " --device cpu,cpu");
+  EXPECT_EQ(multi.exit_code, 1);
+  EXPECT_NE(multi.out.find("multi-device runs need the scheduler (not yet available)"), std::string::npos)
+      << multi.out;
+  Result ctx = run_loom("run -m " + model + " --ctx 4 -p 'Once upon a time there was a dog'");
+  EXPECT_EQ(ctx.exit_code, 1);
+  EXPECT_NE(ctx.out.find("more than the context of 4"), std::string::npos) << ctx.out;
 }

@@ -42,15 +42,47 @@ std::vector<double> reference(const std::vector<float>& w, const std::vector<flo
   return out;
 }
 
-Status run_check(registry::Device* dev, double* max_diff) {
-  Context ctx;
-  LOOM_ASSIGN_OR_RETURN(Tensor * w, ctx.new_tensor(LOOM_TYPE_F32, {kK, kM}, "w"));
-  LOOM_ASSIGN_OR_RETURN(Tensor * x, ctx.new_tensor(LOOM_TYPE_F32, {kK, kN}, "x"));
-  LOOM_ASSIGN_OR_RETURN(Tensor * y, op::mul_mat(ctx, w, x));
+// The check graph: out = rms_norm(soft_max(scale(mul_mat(w, x)))).
+struct CheckGraph {
+  Tensor* w = nullptr;
+  Tensor* x = nullptr;
+  Tensor* out = nullptr;
+};
+
+StatusOr<CheckGraph> build_check(Context& ctx) {
+  CheckGraph c;
+  LOOM_ASSIGN_OR_RETURN(c.w, ctx.new_tensor(LOOM_TYPE_F32, {kK, kM}, "w"));
+  LOOM_ASSIGN_OR_RETURN(c.x, ctx.new_tensor(LOOM_TYPE_F32, {kK, kN}, "x"));
+  LOOM_ASSIGN_OR_RETURN(Tensor * y, op::mul_mat(ctx, c.w, c.x));
   LOOM_ASSIGN_OR_RETURN(Tensor * s, op::scale(ctx, y, kScale));
   LOOM_ASSIGN_OR_RETURN(Tensor * p, op::soft_max(ctx, s, nullptr, 1.0f));
-  LOOM_ASSIGN_OR_RETURN(Tensor * r, op::rms_norm(ctx, p, kEps));
-  r->set_name("out");
+  LOOM_ASSIGN_OR_RETURN(c.out, op::rms_norm(ctx, p, kEps));
+  c.out->set_name("out");
+  return c;
+}
+
+bool device_runs_check(registry::Device* dev) {
+  Context ctx;
+  auto c = build_check(ctx);
+  if (!c.ok()) return false;
+  auto g = Graph::build({c->out});
+  if (!g.ok()) return false;
+  for (Tensor* t : g->nodes()) {
+    if (t->op == LOOM_OP_RESHAPE || t->op == LOOM_OP_VIEW || t->op == LOOM_OP_PERMUTE ||
+        t->op == LOOM_OP_TRANSPOSE) {
+      continue;
+    }
+    if (!dev->supports_op(t)) return false;
+  }
+  return true;
+}
+
+Status run_check(registry::Device* dev, double* max_diff) {
+  Context ctx;
+  LOOM_ASSIGN_OR_RETURN(CheckGraph c, build_check(ctx));
+  Tensor* w = c.w;
+  Tensor* x = c.x;
+  Tensor* r = c.out;
   LOOM_ASSIGN_OR_RETURN(Graph g, Graph::build({r}));
   LOOM_ASSIGN_OR_RETURN(auto ex, Executor::create(dev));
   LOOM_RETURN_IF_ERROR(ex->allocate(g));
@@ -108,7 +140,18 @@ int cmd_check(std::vector<std::string> args) {
                    sel.ok() ? "none found" : sel.status().message().c_str());
       return 1;
     }
-    dev = sel->front();
+    // Policies list accelerators (e.g. a matmul-only BLAS device) before the
+    // CPU; a single-device run needs one that can run every node.
+    for (registry::Device* d : *sel) {
+      if (device_runs_check(d)) {
+        dev = d;
+        break;
+      }
+    }
+    if (!dev) {
+      std::fprintf(stderr, "loom check: none of the selected devices runs every op of the check graph\n");
+      return 1;
+    }
   }
   double max_diff = 0;
   Status st = run_check(dev, &max_diff);

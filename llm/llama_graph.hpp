@@ -1,0 +1,41 @@
+// The llama forward graph for one batch: n_tokens new tokens at positions
+// [n_past, n_past + n_tokens), attending to the KV cache [0, n_past +
+// n_tokens). Builds tensors in the model's Context; the caller places the
+// graph (Executor::allocate), uploads the inputs, computes and rolls the
+// context back.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "llm/kv_cache.hpp"
+#include "llm/llama_model.hpp"
+
+namespace loom::llm {
+
+struct LlamaBatchGraph {
+  // Inputs (leafs without data until the graph is placed).
+  Tensor* tokens = nullptr;  // I32 [n_tokens]
+  Tensor* pos = nullptr;     // I32 [n_tokens]: n_past + i
+  Tensor* kv_rows = nullptr; // I64 [n_tokens]: cache rows written (== pos)
+  Tensor* mask = nullptr;    // F32 [n_kv, n_tokens]: 0 where visible, -inf elsewhere
+  // Output: F32 [n_vocab, n_out], n_out = n_tokens (all_logits) or 1 (last).
+  Tensor* logits = nullptr;
+  int64_t n_tokens = 0;
+  int64_t n_past = 0;
+  int64_t n_kv = 0;
+};
+
+StatusOr<LlamaBatchGraph> build_llama_graph(LlamaModel& model, const KvCache& cache, int64_t n_tokens,
+                                            int64_t n_past, bool all_logits);
+
+// Host values of the inputs of `g` for these tokens (same order as the
+// LlamaBatchGraph fields).
+struct LlamaBatchInputs {
+  std::vector<int32_t> tokens, pos;
+  std::vector<int64_t> kv_rows;
+  std::vector<float> mask;
+};
+LlamaBatchInputs make_batch_inputs(const LlamaBatchGraph& g, const int32_t* tokens);
+
+}  // namespace loom::llm

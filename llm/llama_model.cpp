@@ -1,0 +1,210 @@
+#include "llm/llama_model.hpp"
+
+#include <string>
+
+#include "loom/executor.hpp"
+#include "loom/log.hpp"
+#include "loom/types.hpp"
+
+namespace loom::llm {
+namespace {
+
+std::string dims_str(const int64_t* ne, int n) {
+  std::string s = "[";
+  for (int i = 0; i < n; ++i) s += (i ? ", " : "") + std::to_string(ne[i]);
+  return s + "]";
+}
+
+bool weight_type_ok(int32_t t) {
+  return t == LOOM_TYPE_F32 || t == LOOM_TYPE_F16 || t == LOOM_TYPE_Q8_0 || t == LOOM_TYPE_Q4_0;
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<LlamaModel>> LlamaModel::load(const std::string& path, registry::Device* device) {
+  if (!device) return invalid_argument("[llm.load] " + path + ": no device given");
+  StatusOr<GgufFile> file = GgufFile::open(path);
+  if (!file.ok()) {
+    return Status(file.status().code(), "[llm.load] " + path + ": " + file.status().message());
+  }
+  std::unique_ptr<LlamaModel> m(new LlamaModel(std::move(file).value(), device));
+  LOOM_RETURN_IF_ERROR(m->read_hparams());
+  LOOM_RETURN_IF_ERROR(m->make_tensors());
+  LOOM_RETURN_IF_ERROR(m->bind_weights());
+  LOOM_RETURN_IF_ERROR(m->place_weights());
+  return m;
+}
+
+Status LlamaModel::read_hparams() {
+  const std::string who = "[llm.load] " + file_.name() + ": ";
+  StatusOr<std::string_view> arch = file_.get_str("general.architecture");
+  if (!arch.ok()) return Status(arch.status().code(), who + arch.status().message());
+  arch_ = std::string(*arch);
+  if (arch_ != "llama") {
+    return unimplemented(who + "unsupported architecture '" + arch_ + "' (supported: llama)");
+  }
+  auto get = [&](const char* key, int64_t* out, bool required, int64_t fallback) -> Status {
+    const std::string k = arch_ + "." + key;
+    if (!file_.has(k)) {
+      if (required) return not_found(who + "missing metadata key " + k);
+      *out = fallback;
+      return Status();
+    }
+    StatusOr<int64_t> v = file_.get_int(k);
+    if (!v.ok()) return Status(v.status().code(), who + v.status().message());
+    if (*v < 1) return invalid_argument(who + k + " = " + std::to_string(*v) + " must be >= 1");
+    *out = *v;
+    return Status();
+  };
+  auto get_f = [&](const char* key, float* out) -> Status {
+    const std::string k = arch_ + "." + key;
+    if (!file_.has(k)) return Status();  // keep the default
+    StatusOr<float> v = file_.get_f32(k);
+    if (!v.ok()) return Status(v.status().code(), who + v.status().message());
+    *out = *v;
+    return Status();
+  };
+  LlamaHparams& h = hparams_;
+  LOOM_RETURN_IF_ERROR(get("embedding_length", &h.n_embd, true, 0));
+  LOOM_RETURN_IF_ERROR(get("block_count", &h.n_layer, true, 0));
+  LOOM_RETURN_IF_ERROR(get("attention.head_count", &h.n_head, true, 0));
+  LOOM_RETURN_IF_ERROR(get("attention.head_count_kv", &h.n_head_kv, false, h.n_head));
+  LOOM_RETURN_IF_ERROR(get("feed_forward_length", &h.n_ff, true, 0));
+  LOOM_RETURN_IF_ERROR(get("context_length", &h.n_ctx_train, false, 2048));
+  if (h.n_embd % h.n_head != 0) {
+    return invalid_argument(who + "embedding_length " + std::to_string(h.n_embd) +
+                            " is not a multiple of head_count " + std::to_string(h.n_head));
+  }
+  if (h.n_head % h.n_head_kv != 0) {
+    return invalid_argument(who + "head_count " + std::to_string(h.n_head) +
+                            " is not a multiple of head_count_kv " + std::to_string(h.n_head_kv));
+  }
+  LOOM_RETURN_IF_ERROR(get("rope.dimension_count", &h.n_rot, false, h.head_dim()));
+  if (h.n_rot % 2 != 0 || h.n_rot > h.head_dim()) {
+    return invalid_argument(who + "rope.dimension_count " + std::to_string(h.n_rot) +
+                            " must be even and <= head dim " + std::to_string(h.head_dim()));
+  }
+  LOOM_RETURN_IF_ERROR(get_f("rope.freq_base", &h.rope_freq_base));
+  LOOM_RETURN_IF_ERROR(get_f("attention.layer_norm_rms_epsilon", &h.rms_eps));
+  if (!(h.rope_freq_base > 0.0f) || !(h.rms_eps >= 0.0f)) {
+    return invalid_argument(who + "rope.freq_base " + std::to_string(h.rope_freq_base) +
+                            " must be > 0 and rms epsilon " + std::to_string(h.rms_eps) + " >= 0");
+  }
+  return Status();
+}
+
+Status LlamaModel::make_tensors() {
+  const std::string who = "[llm.load] " + file_.name() + ": ";
+  for (const GgufTensorInfo& info : file_.tensors()) {
+    std::vector<int64_t> dims(info.ne, info.ne + (info.n_dims ? info.n_dims : 1));
+    StatusOr<Tensor*> t = ctx_.new_tensor(static_cast<loom_type_t>(info.type), dims, info.name);
+    if (!t.ok()) return Status(t.status().code(), who + "tensor '" + info.name + "': " + t.status().message());
+    (*t)->flags |= LOOM_TENSOR_FLAG_PARAM;
+    file_tensors_.push_back(*t);
+  }
+  return Status();
+}
+
+Status LlamaModel::bind_weights() {
+  const std::string who = "[llm.load] " + file_.name() + ": ";
+  LlamaHparams& h = hparams_;
+  // Find a tensor and check its type and shape against the metadata.
+  auto need = [&](const std::string& name, std::initializer_list<int64_t> shape, bool required,
+                  Tensor** out) -> Status {
+    *out = nullptr;
+    const GgufTensorInfo* info = file_.find_tensor(name);
+    if (!info) return required ? not_found(who + "missing tensor '" + name + "'") : Status();
+    Tensor* t = file_tensors_[static_cast<size_t>(info - file_.tensors().data())];
+    int64_t want[4] = {1, 1, 1, 1};
+    int n = 0;
+    for (int64_t d : shape) want[n++] = d;
+    for (int i = 0; i < 4; ++i) {
+      if (t->ne[i] != want[i]) {
+        return invalid_argument(who + "tensor '" + name + "' has shape " +
+                                dims_str(t->ne, static_cast<int>(info->n_dims)) + ", the metadata needs " +
+                                dims_str(want, n));
+      }
+    }
+    if (!weight_type_ok(t->type)) {
+      return unimplemented(who + "tensor '" + name + "' has type " + type_name(t->type) +
+                           " (supported: f32, f16, q8_0, q4_0)");
+    }
+    *out = t;
+    return Status();
+  };
+  const GgufTensorInfo* emb = file_.find_tensor("token_embd.weight");
+  if (!emb) return not_found(who + "missing tensor 'token_embd.weight'");
+  h.n_vocab = emb->ne[1];
+  LOOM_RETURN_IF_ERROR(need("token_embd.weight", {h.n_embd, h.n_vocab}, true, &tok_embd));
+  LOOM_RETURN_IF_ERROR(need("output_norm.weight", {h.n_embd}, true, &output_norm));
+  LOOM_RETURN_IF_ERROR(need("output.weight", {h.n_embd, h.n_vocab}, false, &output));
+  if (!output) output = tok_embd;  // tied embedding
+  layers.resize(static_cast<size_t>(h.n_layer));
+  for (int64_t i = 0; i < h.n_layer; ++i) {
+    LlamaLayer& l = layers[static_cast<size_t>(i)];
+    const std::string p = "blk." + std::to_string(i) + ".";
+    LOOM_RETURN_IF_ERROR(need(p + "attn_norm.weight", {h.n_embd}, true, &l.attn_norm));
+    LOOM_RETURN_IF_ERROR(need(p + "attn_q.weight", {h.n_embd, h.n_embd}, true, &l.wq));
+    LOOM_RETURN_IF_ERROR(need(p + "attn_k.weight", {h.n_embd, h.kv_dim()}, true, &l.wk));
+    LOOM_RETURN_IF_ERROR(need(p + "attn_v.weight", {h.n_embd, h.kv_dim()}, true, &l.wv));
+    LOOM_RETURN_IF_ERROR(need(p + "attn_output.weight", {h.n_embd, h.n_embd}, true, &l.wo));
+    LOOM_RETURN_IF_ERROR(need(p + "ffn_norm.weight", {h.n_embd}, true, &l.ffn_norm));
+    LOOM_RETURN_IF_ERROR(need(p + "ffn_gate.weight", {h.n_embd, h.n_ff}, true, &l.ffn_gate));
+    LOOM_RETURN_IF_ERROR(need(p + "ffn_up.weight", {h.n_embd, h.n_ff}, true, &l.ffn_up));
+    LOOM_RETURN_IF_ERROR(need(p + "ffn_down.weight", {h.n_ff, h.n_embd}, true, &l.ffn_down));
+  }
+  // Norm weights are multiplied elementwise: they must be float.
+  for (Tensor* t : {output_norm}) {
+    if (!type_is_float(t->type)) {
+      return unimplemented(who + "tensor '" + std::string(t->name) + "' must be a float type, is " +
+                           type_name(t->type));
+    }
+  }
+  for (const LlamaLayer& l : layers) {
+    for (Tensor* t : {l.attn_norm, l.ffn_norm}) {
+      if (!type_is_float(t->type)) {
+        return unimplemented(who + "tensor '" + std::string(t->name) + "' must be a float type, is " +
+                             type_name(t->type));
+      }
+    }
+  }
+  return Status();
+}
+
+Status LlamaModel::place_weights() {
+  const std::string who = "[llm.load] " + file_.name() + ": ";
+  const uint8_t* section = file_.image() + file_.data_offset();
+  const size_t section_size = file_.image_size() - static_cast<size_t>(file_.data_offset());
+  for (size_t i = 0; i < file_tensors_.size(); ++i) weights_bytes_ += file_.tensors()[i].nbytes;
+  loom_buffer_type_t* buft = device_->buffer_type();
+  const bool host = buft && buft->iface->is_host(buft);
+  if (host && section_size > 0) {
+    // Kernels only read weights, so the read-only mapping can be lent as is.
+    StatusOr<Buffer> b = device_->buffer_from_host_ptr(const_cast<uint8_t*>(section), section_size);
+    if (b.ok() && device_->supports_buffer_type(b->raw()->buffer_type)) {
+      weights_ = std::move(b).value();
+      char* base = static_cast<char*>(weights_.base());
+      loom_buffer_t* raw = weights_.raw();
+      for (size_t i = 0; i < file_tensors_.size(); ++i) {
+        Tensor* t = file_tensors_[i];
+        t->data = base + file_.tensors()[i].offset;
+        t->buffer = raw;
+        if (raw->iface->init_tensor) LOOM_RETURN_IF_ERROR(status_from_abi(raw->iface->init_tensor(raw, t)));
+      }
+      zero_copy_ = true;
+      return Status();
+    }
+    if (!b.ok()) LOOM_LOG_DEBUG("llm", "weights copied: " + b.status().message());
+  }
+  StatusOr<Buffer> b = allocate_tensors(*device_, file_tensors_);
+  if (!b.ok()) return Status(b.status().code(), who + "weights: " + b.status().message());
+  weights_ = std::move(b).value();
+  for (size_t i = 0; i < file_tensors_.size(); ++i) {
+    const GgufTensorInfo& info = file_.tensors()[i];
+    Status st = tensor_set(file_tensors_[i], info.data, info.nbytes);
+    if (!st.ok()) return Status(st.code(), who + "tensor '" + info.name + "': " + st.message());
+  }
+  return Status();
+}
+
+}  // namespace loom::llm

@@ -1,0 +1,94 @@
+// A llama-architecture model loaded from GGUF: hyper-parameters, weight
+// tensors and the buffer holding them on one device.
+//
+// Weights are leafs of the model's Context. When the device reads host
+// memory and can wrap it, the mmap'd data section of the file becomes the
+// weights buffer (no copy); otherwise the weights are copied into a device
+// buffer. Graphs must be built in the same Context (Graph::build refuses
+// mixed contexts): callers mark it after their own long-lived tensors (KV
+// cache) and roll back after each step.
+//
+// Ownership: the model owns the file mapping, the Context and the weights
+// buffer; the device must outlive the model. Not thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "loom/buffer.hpp"
+#include "loom/gguf.hpp"
+#include "loom/registry.hpp"
+#include "loom/tensor.hpp"
+
+namespace loom::llm {
+
+struct LlamaHparams {
+  int64_t n_vocab = 0;
+  int64_t n_embd = 0;
+  int64_t n_layer = 0;
+  int64_t n_head = 0;
+  int64_t n_head_kv = 0;
+  int64_t n_ff = 0;
+  int64_t n_ctx_train = 0;
+  int64_t n_rot = 0;  // rotated dims per head
+  float rope_freq_base = 10000.0f;
+  float rms_eps = 1e-5f;
+
+  int64_t head_dim() const { return n_embd / n_head; }
+  int64_t kv_dim() const { return head_dim() * n_head_kv; }
+};
+
+struct LlamaLayer {
+  Tensor* attn_norm = nullptr;
+  Tensor* wq = nullptr;
+  Tensor* wk = nullptr;
+  Tensor* wv = nullptr;
+  Tensor* wo = nullptr;
+  Tensor* ffn_norm = nullptr;
+  Tensor* ffn_gate = nullptr;
+  Tensor* ffn_up = nullptr;
+  Tensor* ffn_down = nullptr;
+};
+
+class LlamaModel {
+ public:
+  // Open, validate and place the weights on `device`. Failures are statuses
+  // "[llm.load] <file>: ..." naming the key, tensor or shapes at fault.
+  static StatusOr<std::unique_ptr<LlamaModel>> load(const std::string& path, registry::Device* device);
+
+  const LlamaHparams& hparams() const { return hparams_; }
+  const GgufFile& file() const { return file_; }
+  const std::string& architecture() const { return arch_; }
+  registry::Device* device() const { return device_; }
+  // The context holding the weights; graphs are built in it.
+  Context& context() { return ctx_; }
+  // Whether the weights are the file mapping itself (no copy was made).
+  bool zero_copy() const { return zero_copy_; }
+  size_t weights_bytes() const { return weights_bytes_; }
+
+  Tensor* tok_embd = nullptr;
+  Tensor* output_norm = nullptr;
+  Tensor* output = nullptr;  // tok_embd when the embedding is tied
+  std::vector<LlamaLayer> layers;
+
+ private:
+  LlamaModel(GgufFile file, registry::Device* device) : file_(std::move(file)), device_(device) {}
+  Status read_hparams();
+  Status make_tensors();
+  Status bind_weights();
+  Status place_weights();
+
+  GgufFile file_;
+  registry::Device* device_;
+  std::string arch_;
+  LlamaHparams hparams_;
+  Context ctx_;
+  std::vector<Tensor*> file_tensors_;  // one per GGUF tensor, in file order
+  Buffer weights_;
+  bool zero_copy_ = false;
+  size_t weights_bytes_ = 0;
+};
+
+}  // namespace loom::llm

@@ -1,0 +1,235 @@
+// `loom run`: generate text with a llama GGUF model on one device.
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "cli.hpp"
+#include "json.hpp"
+#include "llm/generate.hpp"
+#include "llm/llama_model.hpp"
+#include "llm/llama_session.hpp"
+#include "llm/tokenizer.hpp"
+
+namespace loom::cli {
+namespace {
+
+constexpr char kDefaultModel[] = "stories260K.gguf";
+
+struct RunOptions {
+  std::string model;
+  std::string prompt;
+  std::string device = "cpu";
+  int64_t n_predict = 200;
+  int64_t n_batch = 32;
+  int64_t n_ctx = 0;  // 0: the model's
+  int64_t threads = 0;  // 0: the device's default
+  llm::SamplerOptions sampling;
+};
+
+bool file_exists(const std::string& p) {
+  struct stat st;
+  return ::stat(p.c_str(), &st) == 0;
+}
+
+// $LOOM_MODEL, then $LOOM_MODELS_DIR/stories260K.gguf, then
+// ../shared/models/stories260K.gguf; "" when none exists.
+std::string default_model(std::string* tried) {
+  std::vector<std::string> candidates;
+  if (const char* m = std::getenv("LOOM_MODEL"); m && *m) candidates.push_back(m);
+  if (const char* d = std::getenv("LOOM_MODELS_DIR"); d && *d) candidates.push_back(std::string(d) + "/" + kDefaultModel);
+  candidates.push_back(std::string("../shared/models/") + kDefaultModel);
+  for (const auto& c : candidates) {
+    if (file_exists(c)) return c;
+    *tried += (tried->empty() ? "" : ", ") + c;
+  }
+  return "";
+}
+
+bool parse_int(const std::string& s, int64_t lo, int64_t hi, int64_t* out) {
+  if (s.empty()) return false;
+  errno = 0;
+  char* end = nullptr;
+  long long v = std::strtoll(s.c_str(), &end, 10);
+  if (errno != 0 || *end != '\0' || v < lo || v > hi) return false;
+  *out = v;
+  return true;
+}
+
+bool parse_float(const std::string& s, double lo, double hi, double* out) {
+  if (s.empty()) return false;
+  errno = 0;
+  char* end = nullptr;
+  double v = std::strtod(s.c_str(), &end);
+  if (errno != 0 || *end != '\0' || !std::isfinite(v) || v < lo || v > hi) return false;
+  *out = v;
+  return true;
+}
+
+// Returns "" or the error for a bad-arguments exit (2).
+std::string parse_args(std::vector<std::string> args, RunOptions* o) {
+  constexpr int64_t kMaxInt = std::numeric_limits<int32_t>::max();
+  for (size_t i = 0; i < args.size(); ++i) {
+    std::string a = args[i], v;
+    const size_t eq = a.find('=');
+    const bool has_inline = a.rfind("--", 0) == 0 && eq != std::string::npos;
+    if (has_inline) {
+      v = a.substr(eq + 1);
+      a = a.substr(0, eq);
+    }
+    static const char* const kValued[] = {"-m", "--model", "-p", "--prompt", "-n", "--n-predict", "--temp",
+                                          "--top-k", "--top-p", "--seed", "--batch", "--ctx", "--device",
+                                          "--threads"};
+    bool valued = false;
+    for (const char* k : kValued) valued = valued || a == k;
+    if (!valued) return "unexpected argument '" + args[i] + "'";
+    if (!has_inline) {
+      if (i + 1 >= args.size()) return a + " needs a value";
+      v = args[++i];
+    }
+    auto bad = [&](const char* want) { return a + " '" + v + "': expected " + want; };
+    int64_t n = 0;
+    double f = 0;
+    if (a == "-m" || a == "--model") {
+      o->model = v;
+    } else if (a == "-p" || a == "--prompt") {
+      o->prompt = v;
+    } else if (a == "--device") {
+      o->device = v;
+    } else if (a == "-n" || a == "--n-predict") {
+      if (!parse_int(v, 0, kMaxInt, &o->n_predict)) return bad("an integer >= 0");
+    } else if (a == "--batch") {
+      if (!parse_int(v, 1, kMaxInt, &o->n_batch)) return bad("an integer >= 1");
+    } else if (a == "--ctx") {
+      if (!parse_int(v, 1, kMaxInt, &o->n_ctx)) return bad("an integer >= 1");
+    } else if (a == "--threads") {
+      if (!parse_int(v, 1, 1024, &o->threads)) return bad("an integer in [1, 1024]");
+    } else if (a == "--top-k") {
+      if (!parse_int(v, 0, kMaxInt, &n)) return bad("an integer >= 0 (0: all tokens)");
+      o->sampling.top_k = static_cast<int32_t>(n);
+    } else if (a == "--seed") {
+      if (!parse_int(v, 0, std::numeric_limits<uint32_t>::max(), &n)) return bad("an integer in [0, 2^32)");
+      o->sampling.seed = static_cast<uint32_t>(n);
+    } else if (a == "--temp") {
+      if (!parse_float(v, 0.0, 1e6, &f)) return bad("a number >= 0 (0: greedy)");
+      o->sampling.temperature = static_cast<float>(f);
+    } else if (a == "--top-p") {
+      if (!parse_float(v, 0.0, 1.0, &f) || f == 0.0) return bad("a number in (0, 1]");
+      o->sampling.top_p = static_cast<float>(f);
+    }
+  }
+  if (o->device.empty()) return "--device needs a device name (see 'loom devices')";
+  return "";
+}
+
+int fail(const std::string& msg) {
+  std::fprintf(stderr, "loom run: %s\n", msg.c_str());
+  return 1;
+}
+
+}  // namespace
+
+int cmd_run(std::vector<std::string> args) {
+  CommonOptions common;
+  std::string error;
+  if (!take_common_options(args, &common, &error)) {
+    std::fprintf(stderr, "loom run: %s\n", error.c_str());
+    return 2;
+  }
+  RunOptions o;
+  error = parse_args(args, &o);
+  if (!error.empty()) {
+    std::fprintf(stderr, "loom run: %s (try 'loom --help')\n", error.c_str());
+    return 2;
+  }
+  if (o.model.empty()) {
+    std::string tried;
+    o.model = default_model(&tried);
+    if (o.model.empty()) {
+      return fail("no model given and none found (tried " + tried +
+                  "); pass -m FILE.gguf or set LOOM_MODEL. stories260K.gguf is at "
+                  "https://huggingface.co/ggml-org/models (tinyllamas/stories260K.gguf)");
+    }
+  }
+  if (o.device.find(',') != std::string::npos) {
+    return fail("--device " + o.device + ": multi-device runs need the scheduler (not yet available); "
+                "name one device");
+  }
+
+  auto reg = load_registry(common);
+  auto sel = reg->select(o.device);
+  if (!sel.ok()) return fail(sel.status().message() + " (see 'loom devices')");
+  if (sel->size() != 1) {
+    return fail("--device " + o.device + " selects " + std::to_string(sel->size()) +
+                " devices: multi-device runs need the scheduler (not yet available); name one device");
+  }
+  registry::Device* dev = sel->front();
+  if (o.threads > 0) {
+    Status st = dev->set_threads(static_cast<int>(o.threads));
+    if (!st.ok()) return fail(st.message());
+  }
+
+  auto model = llm::LlamaModel::load(o.model, dev);
+  if (!model.ok()) return fail(model.status().message());
+  auto tok = llm::Tokenizer::from_gguf((*model)->file());
+  if (!tok.ok()) return fail("[llm.load] " + o.model + ": " + tok.status().message());
+  llm::SessionOptions so;
+  so.n_ctx = o.n_ctx;
+  so.n_batch = o.n_batch;
+  auto session = llm::LlamaSession::create(model->get(), so);
+  if (!session.ok()) return fail(session.status().message());
+
+  llm::GenerateOptions go;
+  go.n_predict = static_cast<int32_t>(o.n_predict);
+  go.sampling = o.sampling;
+  std::function<void(const std::string&)> on_text;
+  if (!common.json) {
+    std::fputs(o.prompt.c_str(), stdout);
+    std::fflush(stdout);
+    on_text = [](const std::string& piece) {
+      std::fputs(piece.c_str(), stdout);
+      std::fflush(stdout);
+    };
+  }
+  auto r = llm::generate(**session, *tok, o.prompt, go, on_text);
+  if (!r.ok()) {
+    if (!common.json) std::fputs("\n", stdout);
+    return fail(r.status().message());
+  }
+  const char* stop = r->stopped_at_eos ? "eos" : r->stopped_at_context ? "context" : "length";
+  if (common.json) {
+    JsonWriter w;
+    w.begin_object();
+    w.key("model").value(o.model);
+    w.key("devices").begin_array().value(dev->name()).end_array();
+    w.key("prompt_tokens").begin_array();
+    for (llm::TokenId t : r->prompt_tokens) w.value(static_cast<int64_t>(t));
+    w.end_array();
+    w.key("generated_tokens").begin_array();
+    for (llm::TokenId t : r->generated_tokens) w.value(static_cast<int64_t>(t));
+    w.end_array();
+    w.key("text").value(r->text);
+    w.key("stop").value(stop);
+    w.key("prompt_tokens_per_s").value(r->prompt_tokens_per_s());
+    w.key("gen_tokens_per_s").value(r->gen_tokens_per_s());
+    w.key("weights_zero_copy").value((*model)->zero_copy());
+    w.end_object();
+    std::printf("%s\n", w.str().c_str());
+  } else {
+    std::fputs("\n", stdout);
+    std::fflush(stdout);
+    std::fprintf(stderr,
+                 "\nloom run: device %s; prompt %zu tokens, %.1f tokens/s; generated %zu tokens, %.1f tokens/s "
+                 "(stopped: %s)\n",
+                 dev->name().c_str(), r->prompt_tokens.size(), r->prompt_tokens_per_s(),
+                 r->generated_tokens.size(), r->gen_tokens_per_s(), stop);
+  }
+  return 0;
+}
+
+}  // namespace loom::cli
