@@ -5,11 +5,36 @@
 #include <cstdlib>
 #include <exception>
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
+
 namespace loom::common {
 
 namespace {
 // Guards against absurd LOOM_CPU_THREADS values that would exhaust the OS.
 constexpr long kMaxThreads = 4096;
+// Spin iterations before sleeping (~100 us with pause): longer than the gap
+// between two nodes of a graph, so a busy graph never pays a futex wake-up.
+constexpr int kSpinIterations = 4000;
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  _mm_pause();
+#else
+  std::this_thread::yield();
+#endif
+}
+
+// Spin until pred() holds or the budget runs out; true when it holds.
+template <typename Pred>
+bool spin_until(Pred pred) {
+  for (int i = 0; i < kSpinIterations; ++i) {
+    if (pred()) return true;
+    cpu_relax();
+  }
+  return pred();
+}
 }  // namespace
 
 ThreadPool::ThreadPool(int n_threads) { start(std::max(1, n_threads)); }
@@ -18,23 +43,20 @@ ThreadPool::~ThreadPool() { stop(); }
 
 void ThreadPool::start(int n_threads) {
   n_threads_ = n_threads;
-  quit_ = false;
+  quit_.store(false);
   // Each worker records the current generation and then checks in through
   // pending_, so a run() issued right after start() is never missed.
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    pending_ = n_threads - 1;
-  }
+  pending_.store(n_threads - 1);
   workers_.reserve(static_cast<size_t>(n_threads - 1));
   for (int i = 1; i < n_threads; ++i) workers_.emplace_back(&ThreadPool::worker, this, i);
   std::unique_lock<std::mutex> lock(mu_);
-  cv_done_.wait(lock, [this] { return pending_ == 0; });
+  cv_done_.wait(lock, [this] { return pending_.load() == 0; });
 }
 
 void ThreadPool::stop() {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    quit_ = true;
+    quit_.store(true);
   }
   cv_work_.notify_all();
   for (std::thread& t : workers_) t.join();
@@ -53,12 +75,14 @@ void ThreadPool::run(const std::function<void(int ith, int nth)>& fn) {
     fn(0, 1);
     return;
   }
+  job_ = &fn;
+  pending_.store(n_threads_ - 1, std::memory_order_relaxed);
   {
+    // Bumping under the lock means a worker about to sleep either sees the
+    // new generation in its wait predicate or is already waiting: no lost wake-up.
     std::lock_guard<std::mutex> lock(mu_);
-    job_ = &fn;
     error_ = nullptr;
-    pending_ = n_threads_ - 1;
-    ++generation_;
+    generation_.fetch_add(1, std::memory_order_release);
   }
   cv_work_.notify_all();
   try {
@@ -67,10 +91,13 @@ void ThreadPool::run(const std::function<void(int ith, int nth)>& fn) {
     std::lock_guard<std::mutex> lock(mu_);
     if (!error_) error_ = std::current_exception();
   }
+  if (!spin_until([this] { return pending_.load(std::memory_order_acquire) == 0; })) {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_done_.wait(lock, [this] { return pending_.load(std::memory_order_acquire) == 0; });
+  }
   std::exception_ptr error;
   {
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_done_.wait(lock, [this] { return pending_ == 0; });
+    std::lock_guard<std::mutex> lock(mu_);
     job_ = nullptr;
     error = error_;
     error_ = nullptr;
@@ -79,32 +106,35 @@ void ThreadPool::run(const std::function<void(int ith, int nth)>& fn) {
 }
 
 void ThreadPool::worker(int ith) {
-  uint64_t seen;
+  uint64_t seen = generation_.load(std::memory_order_acquire);
   {
     std::lock_guard<std::mutex> lock(mu_);
-    seen = generation_;
-    if (--pending_ == 0) cv_done_.notify_all();
+    if (pending_.fetch_sub(1) == 1) cv_done_.notify_all();
   }
   for (;;) {
-    const std::function<void(int, int)>* job;
-    int nth;
-    {
+    auto has_work = [&] {
+      return quit_.load(std::memory_order_acquire) ||
+             generation_.load(std::memory_order_acquire) != seen;
+    };
+    if (!spin_until(has_work)) {
       std::unique_lock<std::mutex> lock(mu_);
-      cv_work_.wait(lock, [&] { return quit_ || generation_ != seen; });
-      if (quit_) return;
-      seen = generation_;
-      job = job_;
-      nth = n_threads_;
+      cv_work_.wait(lock, has_work);
     }
+    if (quit_.load(std::memory_order_acquire)) return;
+    seen = generation_.load(std::memory_order_acquire);
+    const std::function<void(int, int)>* job = job_;
+    const int nth = n_threads_;
     try {
       (*job)(ith, nth);
     } catch (...) {
       std::lock_guard<std::mutex> lock(mu_);
       if (!error_) error_ = std::current_exception();
     }
-    {
+    if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      // Lock so the caller cannot check the predicate and sleep between our
+      // decrement and the notify.
       std::lock_guard<std::mutex> lock(mu_);
-      if (--pending_ == 0) cv_done_.notify_all();
+      cv_done_.notify_all();
     }
   }
 }

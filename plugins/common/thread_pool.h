@@ -1,8 +1,11 @@
 // A persistent thread pool: run(n, fn) calls fn(i, n) for i in [0, n) on
-// n threads (the caller is thread 0) and returns when all are done. Workers
-// sleep between jobs. One run at a time per pool (callers serialise).
+// n threads (the caller is thread 0) and returns when all are done. Between
+// jobs workers spin briefly (a graph issues one job per node, microseconds
+// apart) and then sleep on a condition variable. One run at a time per pool
+// (callers serialise).
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -36,11 +39,13 @@ class ThreadPool {
   std::mutex mu_;
   std::condition_variable cv_work_;
   std::condition_variable cv_done_;
+  // job_ is written before generation_ is bumped (release) and read after a
+  // worker sees the new generation (acquire).
   const std::function<void(int, int)>* job_ = nullptr;
-  uint64_t generation_ = 0;
-  int pending_ = 0;
-  bool quit_ = false;
-  std::exception_ptr error_;
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<int> pending_{0};
+  std::atomic<bool> quit_{false};
+  std::exception_ptr error_;  // guarded by mu_
 };
 
 // Split [0, n) into nth near-equal ranges; range of thread ith.

@@ -1,6 +1,7 @@
 #include "op_test_util.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <sstream>
 
@@ -283,6 +284,8 @@ namespace {
 registry::Registry* test_registry() {
   // Held through a plain pointer: never torn down from static destructors.
   static registry::Registry* reg = [] {
+    // Small test shapes must still take the threaded kernel paths.
+    setenv("LOOM_CPU_PARALLEL_MIN_WORK", "0", 1);
     registry::Options opts;
     opts.paths = {LOOM_TEST_PLUGIN_DIR};
     opts.use_env = false;

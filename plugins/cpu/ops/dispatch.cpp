@@ -1,5 +1,7 @@
 // The CPU support table (which op / type / shape combinations the kernels
 // handle) and the node -> kernel dispatch over the thread pool.
+#include <algorithm>
+#include <cstdlib>
 #include <new>
 #include <string>
 
@@ -224,6 +226,34 @@ const char* unsupported_reason(const loom_tensor_t* node) {
   return check_op(node);
 }
 
+namespace {
+
+// Below this many multiply-adds / element updates a node runs on one thread;
+// LOOM_CPU_PARALLEL_MIN_WORK overrides it (0: always use the pool, as the op
+// tests do to exercise the threaded paths on small shapes).
+int64_t parallel_min_work() {
+  static const int64_t value = [] {
+    const char* env = std::getenv("LOOM_CPU_PARALLEL_MIN_WORK");
+    if (env == nullptr || *env == '\0') return int64_t{16384};
+    char* end = nullptr;
+    const long long v = std::strtoll(env, &end, 10);
+    return (*end == '\0' && v >= 0) ? static_cast<int64_t>(v) : int64_t{16384};
+  }();
+  return value;
+}
+
+// Rough work of a node: multiply-adds for MUL_MAT, elements touched otherwise.
+int64_t work_estimate(const loom_tensor_t* node) {
+  int64_t n = nelements(node);
+  if (node->op == LOOM_OP_MUL_MAT && node->src[0] != nullptr) return n * node->src[0]->ne[0];
+  for (int i = 0; i < LOOM_MAX_SRC; ++i) {
+    if (node->src[i] != nullptr) n = std::max(n, nelements(node->src[i]));
+  }
+  return n;
+}
+
+}  // namespace
+
 loom_status_t* run_node(common::ThreadPool& pool, const loom_tensor_t* node) {
   if (node == nullptr) return common::make_status(LOOM_STATUS_INVALID_ARGUMENT, "[cpu.compute] null node");
   if (node->op == LOOM_OP_NONE || is_view_op(node->op)) return nullptr;
@@ -243,7 +273,13 @@ loom_status_t* run_node(common::ThreadPool& pool, const loom_tensor_t* node) {
   }
   const Kernel kernel = kernel_for(node->op);
   try {
-    pool.run([&](int ith, int nth) { kernel(node, ith, nth); });
+    // Waking the pool costs microseconds; tiny nodes (decode-size norms,
+    // adds) finish sooner on the calling thread alone.
+    if (work_estimate(node) < parallel_min_work()) {
+      kernel(node, 0, 1);
+    } else {
+      pool.run([&](int ith, int nth) { kernel(node, ith, nth); });
+    }
   } catch (const KernelError& e) {
     return common::make_status(LOOM_STATUS_INVALID_ARGUMENT,
                                "[cpu.compute] node " + describe(node) + ": " + e.what());
