@@ -1,0 +1,142 @@
+// Multi-device scheduler: places every node of a graph on one of an ordered
+// list of devices, cuts the graph into splits (maximal runs of nodes on one
+// device), plans the copies of split inputs that cross devices, plans one
+// compute buffer per device, and runs the splits in order. Rules and the
+// execution model are in docs/scheduler.md.
+//
+// Usage: create with the devices (most preferred first), optionally pin
+// nodes, then allocate(graph) -> set inputs with tensor_set -> compute(graph)
+// -> read outputs with tensor_get. Plans are cached by a structural
+// fingerprint: a graph built the same way again reuses the plan (no
+// placement, no memory planning), only re-applying offsets to its tensors.
+//
+// Not thread-safe. Devices must outlive the scheduler; the scheduler owns
+// its streams and compute buffers (released in its destructor, after which
+// tensors it placed must not be used).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "loom/buffer.hpp"
+#include "loom/graph.hpp"
+#include "loom/registry.hpp"
+
+namespace loom {
+
+namespace sched {
+struct Plan;  // internal (runtime/scheduler_plan.hpp)
+}
+
+// One split of the current plan, for inspection and tests.
+struct SchedSplit {
+  size_t device = 0;       // index into Scheduler::devices()
+  int32_t first_node = 0;  // graph node indices of its first and last compute node
+  int32_t last_node = 0;
+  std::vector<int32_t> nodes;  // graph node indices it runs (views excluded)
+  // Tensors copied in before it runs: "name (N bytes)".
+  std::vector<std::string> inputs;
+};
+
+// Counters of the last compute().
+struct SchedStats {
+  size_t splits = 0;
+  size_t copies = 0;
+  size_t bytes_copied = 0;
+  // Bytes per link, keyed "from->to" (device or buffer type names).
+  std::map<std::string, size_t> bytes_per_link;
+  // Wall time of each split (copies in + compute + wait), microseconds;
+  // filled only with set_profile(true).
+  std::vector<double> split_us;
+};
+
+class Scheduler {
+ public:
+  // devices: non-empty, no nulls or duplicates; order = preference.
+  static StatusOr<std::unique_ptr<Scheduler>> create(std::vector<registry::Device*> devices);
+  ~Scheduler();
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
+
+  // Force nodes to run on device (one of devices()). A pin is kept by node
+  // NAME, so it holds for every node of that name in any graph computed
+  // later (a rebuilt graph included) until clear_pins(); never by pointer,
+  // which would dangle once a graph's context dies. Pins are part of the
+  // fingerprint. pin(t, d) pins t's name (t must be named).
+  Status pin(const Tensor* t, registry::Device* device);
+  Status pin(const std::string& node_name, registry::Device* device);
+  void clear_pins() { pins_.clear(); }
+
+  // Plan the worst-case graph and size every device's compute buffer for it
+  // once; later graphs that fit reuse the buffers.
+  Status reserve(Graph& graph);
+  // Plan (or reuse the plan) and place every tensor without memory. Inputs
+  // may be written after this.
+  Status allocate(Graph& graph);
+  // allocate() when the graph is not placed, then run every split, waiting
+  // for each. A device error names the split and device; the scheduler stays
+  // usable.
+  Status compute(Graph& graph);
+
+  // Check mode (also LOOM_SCHED_CHECK=1): after each split, overwrite with
+  // NaN bytes (0xFF) the memory of every tensor whose last reader has run
+  // and that no live tensor shares, so a plan that frees too early shows up
+  // as wrong results instead of passing by luck. Slow; for tests.
+  void set_check(bool on) { check_ = on; }
+  // Time each split into last_stats().split_us.
+  void set_profile(bool on) { profile_ = on; }
+  // Cost-based offload (default on): a node that reads weights may run on an
+  // earlier device than the weights' owner when its estimated time there,
+  // weight copies included, is lower. Changing it drops the cached plan.
+  void set_offload(bool on);
+
+  const std::vector<registry::Device*>& devices() const { return devices_; }
+  // Plans built so far (a reused plan does not count).
+  size_t plans_built() const { return plans_built_; }
+  // The current plan's splits and copies (empty before the first plan).
+  std::vector<SchedSplit> splits() const;
+  size_t copy_count() const;
+  // Device index of graph node i in the current plan, -1 when unknown.
+  int device_of(size_t node_index) const;
+  const SchedStats& last_stats() const { return stats_; }
+  size_t compute_buffer_size(size_t device) const;
+
+  // Human-readable plan (what LOOM_SCHED_DEBUG=1 prints) and Graphviz DOT
+  // (one cluster per device, copies as edges between clusters), for the
+  // current plan applied to `graph`.
+  std::string describe(const Graph& graph) const;
+  std::string to_dot(const Graph& graph) const;
+
+ private:
+  explicit Scheduler(std::vector<registry::Device*> devices);
+  // The plan for graph (cached or new) and whether it was rebuilt.
+  StatusOr<sched::Plan*> plan_for(const Graph& graph);
+  Status apply(Graph& graph);
+  Status ensure_buffers(const sched::Plan& plan);
+  bool owns_buffer(const loom_buffer_t* b) const;
+
+  std::vector<registry::Device*> devices_;
+  std::vector<Stream> streams_;
+  std::vector<Buffer> buffers_;                   // one compute buffer per device (may be empty)
+  std::unordered_map<std::string, size_t> pins_;  // node name -> device
+  std::unique_ptr<sched::Plan> plan_;
+  size_t plans_built_ = 0;
+  SchedStats stats_;
+  // Grown-out compute buffers, kept alive: tensors of earlier graphs may still
+  // point there, and a freed buffer's address could come back as an
+  // application buffer. Growth is geometric, so they total less than the
+  // current buffers.
+  std::vector<Buffer> retired_;
+  std::vector<unsigned char> staging_;  // host staging for copies, reused
+  bool debug_ = false;
+  bool check_ = false;
+  bool profile_ = false;
+  bool offload_ = true;
+  Status poison_dead(const Graph& graph, size_t split);
+};
+
+}  // namespace loom

@@ -1,0 +1,242 @@
+// Scheduler: creation, pins, the plan cache (reuse by fingerprint), device
+// compute buffers and applying a plan's offsets to a graph's tensors.
+// Execution is in scheduler_exec.cpp; the planning steps in
+// scheduler_{placement,splits,memory}.cpp.
+#include "loom/scheduler.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "loom/allocator.hpp"
+#include "loom/log.hpp"
+#include "scheduler_plan.hpp"
+
+namespace loom {
+namespace {
+
+std::string hex(uint64_t v) {
+  char b[24];
+  std::snprintf(b, sizeof b, "0x%016llx", static_cast<unsigned long long>(v));
+  return b;
+}
+
+Status init_tensor(loom_buffer_t* buffer, Tensor* t) {
+  const loom_buffer_iface_t* iface = buffer->iface;
+  if (iface->struct_size < LOOM_STRUCT_END(loom_buffer_iface_t, init_tensor) || !iface->init_tensor)
+    return Status();
+  Status st = status_from_abi(iface->init_tensor(buffer, t));
+  if (!st.ok())
+    return st.with_context("sched.apply: init_tensor of '" + std::string(t->name) + "'");
+  return st;
+}
+
+}  // namespace
+
+Status sched::Builder::build() {
+  LOOM_RETURN_IF_ERROR(place());
+  LOOM_RETURN_IF_ERROR(build_splits());
+  return plan_memory();
+}
+
+Scheduler::Scheduler(std::vector<registry::Device*> devices) : devices_(std::move(devices)) {
+  const char* env = std::getenv("LOOM_SCHED_DEBUG");
+  debug_ = env && *env && std::strcmp(env, "0") != 0;
+  const char* check = std::getenv("LOOM_SCHED_CHECK");
+  check_ = check && *check && std::strcmp(check, "0") != 0;
+}
+
+Scheduler::~Scheduler() = default;
+
+StatusOr<std::unique_ptr<Scheduler>> Scheduler::create(std::vector<registry::Device*> devices) {
+  if (devices.empty()) return invalid_argument("[sched.create] no devices given");
+  for (size_t i = 0; i < devices.size(); ++i) {
+    if (!devices[i])
+      return invalid_argument("[sched.create] device " + std::to_string(i) + " is null");
+    for (size_t j = 0; j < i; ++j) {
+      if (devices[j] == devices[i]) {
+        return invalid_argument("[sched.create] device '" + devices[i]->name() +
+                                "' is listed twice (at " + std::to_string(j) + " and " +
+                                std::to_string(i) + ")");
+      }
+    }
+  }
+  std::unique_ptr<Scheduler> s(new Scheduler(std::move(devices)));
+  s->buffers_.resize(s->devices_.size());
+  for (registry::Device* d : s->devices_) {
+    auto stream = d->create_stream();
+    if (!stream.ok())
+      return stream.status().with_context("sched.create: stream of '" + d->name() + "'");
+    s->streams_.push_back(std::move(stream).value());
+  }
+  return s;
+}
+
+Status Scheduler::pin(const Tensor* t, registry::Device* device) {
+  if (!t) return invalid_argument("[sched.pin] tensor is null");
+  if (t->name[0] == '\0')
+    return invalid_argument("[sched.pin] tensor " + t->describe() +
+                            " has no name; pins are by name");
+  return pin(std::string(t->name), device);
+}
+
+Status Scheduler::pin(const std::string& node_name, registry::Device* device) {
+  if (node_name.empty()) return invalid_argument("[sched.pin] empty node name");
+  for (size_t d = 0; d < devices_.size(); ++d) {
+    if (devices_[d] == device) {
+      pins_[node_name] = d;
+      return Status();
+    }
+  }
+  return invalid_argument("[sched.pin] device '" + (device ? device->name() : std::string("null")) +
+                          "' is not one of the scheduler's devices");
+}
+
+void Scheduler::set_offload(bool on) {
+  if (on != offload_) plan_.reset();
+  offload_ = on;
+}
+
+bool Scheduler::owns_buffer(const loom_buffer_t* b) const {
+  if (!b) return false;
+  for (const Buffer& buf : buffers_) {
+    if (buf.raw() == b) return true;
+  }
+  for (const Buffer& r : retired_) {
+    if (r.raw() == b) return true;
+  }
+  return false;
+}
+
+StatusOr<sched::Plan*> Scheduler::plan_for(const Graph& graph) {
+  auto owns = [this](const loom_buffer_t* b) { return owns_buffer(b); };
+  const uint64_t fp = sched::fingerprint(graph, pins_, owns);
+  if (plan_ && plan_->fingerprint == fp) return plan_.get();
+  if (log_enabled(LogLevel::kDebug, "sched")) {
+    log(LogLevel::kDebug, "sched",
+        plan_ ? "re-plan: fingerprint " + hex(plan_->fingerprint) + " -> " + hex(fp) + " (nodes " +
+                    std::to_string(plan_->n_nodes) + " -> " + std::to_string(graph.nodes().size()) +
+                    ", leafs " + std::to_string(plan_->n_leafs) + " -> " +
+                    std::to_string(graph.leafs().size()) + ")"
+              : "plan: first graph, fingerprint " + hex(fp));
+  }
+  auto plan = std::make_unique<sched::Plan>();
+  plan->fingerprint = fp;
+  plan->n_nodes = static_cast<int32_t>(graph.nodes().size());
+  plan->n_leafs = static_cast<int32_t>(graph.leafs().size());
+  sched::Builder builder(graph, devices_, pins_, owns, plan.get());
+  builder.set_offload(offload_);
+  LOOM_RETURN_IF_ERROR(builder.build());
+  plan_ = std::move(plan);
+  ++plans_built_;
+  if (debug_) std::fprintf(stderr, "%s", sched::describe_plan(*plan_, graph, devices_).c_str());
+  return plan_.get();
+}
+
+Status Scheduler::ensure_buffers(const sched::Plan& plan) {
+  for (size_t d = 0; d < devices_.size(); ++d) {
+    const size_t need = plan.buffer_size[d];
+    if (need == 0 || (buffers_[d] && buffers_[d].size() >= need)) continue;
+    size_t size = need;
+    if (buffers_[d]) {
+      size = std::max(need, 2 * buffers_[d].size());
+      retired_.push_back(std::move(buffers_[d]));
+    }
+    auto buf = devices_[d]->alloc_buffer(size);
+    if (!buf.ok()) {
+      return buf.status().with_context("sched.alloc: compute buffer of " + std::to_string(size) +
+                                       " bytes on '" + devices_[d]->name() + "'");
+    }
+    buffers_[d] = std::move(buf).value();
+    LOOM_LOG_DEBUG("sched", "compute buffer on " + devices_[d]->name() + ": " +
+                                std::to_string(size) + " bytes");
+  }
+  return Status();
+}
+
+Status Scheduler::apply(Graph& graph) {
+  const sched::Plan& plan = *plan_;
+  const auto& nodes = graph.nodes();
+  const auto& leafs = graph.leafs();
+  if (nodes.size() != static_cast<size_t>(plan.n_nodes) ||
+      leafs.size() != static_cast<size_t>(plan.n_leafs)) {
+    return internal_error("[sched.apply] plan has " + std::to_string(plan.n_nodes) +
+                          " nodes, graph " + std::to_string(nodes.size()));
+  }
+  auto place = [&](Tensor* t, size_t d, size_t offset) -> Status {
+    loom_buffer_t* b = buffers_[d].raw();
+    if (!b)
+      return internal_error("[sched.apply] no compute buffer on '" + devices_[d]->name() + "'");
+    t->data = static_cast<char*>(b->iface->base(b)) + offset;
+    t->buffer = b;
+    return init_tensor(b, t);
+  };
+  for (size_t id = 0; id < plan.mem_device.size(); ++id) {
+    const int32_t d = plan.mem_device[id];
+    if (d < 0) continue;
+    Tensor* t = id < nodes.size() ? nodes[id] : leafs[id - nodes.size()];
+    LOOM_RETURN_IF_ERROR(place(t, static_cast<size_t>(d), plan.offset[id]));
+  }
+  for (const sched::Copy& c : plan.copies)
+    LOOM_RETURN_IF_ERROR(place(c.tensor, c.device, c.offset));
+  for (Tensor* t : nodes) {
+    if (!t->view_src || !t->base()->data) continue;
+    LOOM_RETURN_IF_ERROR(update_view(t));
+    if (owns_buffer(t->buffer)) LOOM_RETURN_IF_ERROR(init_tensor(t->buffer, t));
+  }
+  return Status();
+}
+
+Status Scheduler::reserve(Graph& graph) {
+  LOOM_ASSIGN_OR_RETURN(sched::Plan * plan, plan_for(graph));
+  return ensure_buffers(*plan);
+}
+
+Status Scheduler::allocate(Graph& graph) {
+  LOOM_ASSIGN_OR_RETURN(sched::Plan * plan, plan_for(graph));
+  LOOM_RETURN_IF_ERROR(ensure_buffers(*plan));
+  return apply(graph);
+}
+
+std::vector<SchedSplit> Scheduler::splits() const {
+  std::vector<SchedSplit> out;
+  if (!plan_) return out;
+  for (const sched::Split& s : plan_->splits) {
+    SchedSplit o;
+    o.device = s.device;
+    o.nodes = s.nodes;
+    o.first_node = s.nodes.front();
+    o.last_node = s.nodes.back();
+    for (int32_t c : s.copies) {
+      const sched::Copy& cp = plan_->copies[static_cast<size_t>(c)];
+      std::string name = cp.tensor->name;
+      o.inputs.push_back(name.substr(0, name.rfind('@')) + " (" + std::to_string(cp.bytes) +
+                         " bytes)");
+    }
+    out.push_back(std::move(o));
+  }
+  return out;
+}
+
+size_t Scheduler::copy_count() const { return plan_ ? plan_->copies.size() : 0; }
+
+int Scheduler::device_of(size_t node_index) const {
+  if (!plan_ || node_index >= plan_->node_device.size()) return -1;
+  return plan_->node_device[node_index];
+}
+
+size_t Scheduler::compute_buffer_size(size_t device) const {
+  return device < buffers_.size() ? buffers_[device].size() : 0;
+}
+
+std::string Scheduler::describe(const Graph& graph) const {
+  return plan_ ? sched::describe_plan(*plan_, graph, devices_) : "(no plan)\n";
+}
+
+std::string Scheduler::to_dot(const Graph& graph) const {
+  return plan_ ? sched::plan_to_dot(*plan_, graph, devices_) : "digraph loom_plan {}\n";
+}
+
+}  // namespace loom

@@ -1,0 +1,200 @@
+#include "kernels.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "sim.h"
+
+namespace loom::sim {
+namespace {
+
+// Element (i0..i3) of an F32 tensor through its strides.
+float& at(const loom_tensor_t* t, int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
+  char* p = data_ptr(t) + i0 * t->nb[0] + i1 * t->nb[1] + i2 * t->nb[2] + i3 * t->nb[3];
+  return *reinterpret_cast<float*>(p);
+}
+
+float fparam(const loom_tensor_t* t, int i) {
+  float v;
+  std::memcpy(&v, &t->op_params[i], 4);
+  return v;
+}
+
+template <typename F>
+void each(const loom_tensor_t* t, F&& f) {
+  for (int64_t i3 = 0; i3 < t->ne[3]; ++i3)
+    for (int64_t i2 = 0; i2 < t->ne[2]; ++i2)
+      for (int64_t i1 = 0; i1 < t->ne[1]; ++i1)
+        for (int64_t i0 = 0; i0 < t->ne[0]; ++i0) f(i0, i1, i2, i3);
+}
+
+void binary(const loom_tensor_t* d, bool mul) {
+  const loom_tensor_t* a = d->src[0];
+  const loom_tensor_t* b = d->src[1];
+  each(d, [&](int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
+    float x = at(a, i0, i1, i2, i3);
+    float y = at(b, i0 % b->ne[0], i1 % b->ne[1], i2 % b->ne[2], i3 % b->ne[3]);
+    at(d, i0, i1, i2, i3) = mul ? x * y : x + y;
+  });
+}
+
+void mul_mat(const loom_tensor_t* d) {
+  const loom_tensor_t* a = d->src[0];
+  const loom_tensor_t* b = d->src[1];
+  const int64_t r2 = b->ne[2] / a->ne[2], r3 = b->ne[3] / a->ne[3];
+  each(d, [&](int64_t m, int64_t n, int64_t i2, int64_t i3) {
+    double s = 0;
+    for (int64_t k = 0; k < a->ne[0]; ++k) {
+      s += static_cast<double>(at(a, k, m, i2 / r2, i3 / r3)) * at(b, k, n, i2, i3);
+    }
+    at(d, m, n, i2, i3) = static_cast<float>(s);
+  });
+}
+
+// Row-wise ops: f(row index tuple) over rows of d.
+template <typename F>
+void rows(const loom_tensor_t* d, F&& f) {
+  for (int64_t i3 = 0; i3 < d->ne[3]; ++i3)
+    for (int64_t i2 = 0; i2 < d->ne[2]; ++i2)
+      for (int64_t i1 = 0; i1 < d->ne[1]; ++i1) f(i1, i2, i3);
+}
+
+void rms_norm(const loom_tensor_t* d) {
+  const loom_tensor_t* a = d->src[0];
+  const float eps = fparam(d, 0);
+  rows(d, [&](int64_t i1, int64_t i2, int64_t i3) {
+    double s = 0;
+    for (int64_t i = 0; i < a->ne[0]; ++i)
+      s += static_cast<double>(at(a, i, i1, i2, i3)) * at(a, i, i1, i2, i3);
+    const float k = static_cast<float>(1.0 / std::sqrt(s / static_cast<double>(a->ne[0]) + eps));
+    for (int64_t i = 0; i < a->ne[0]; ++i) at(d, i, i1, i2, i3) = at(a, i, i1, i2, i3) * k;
+  });
+}
+
+void soft_max(const loom_tensor_t* d) {
+  const loom_tensor_t* a = d->src[0];
+  const loom_tensor_t* m = d->src[1];
+  const float scale = fparam(d, 0);
+  rows(d, [&](int64_t i1, int64_t i2, int64_t i3) {
+    double mx = -INFINITY;
+    for (int64_t i = 0; i < a->ne[0]; ++i) {
+      float v = at(a, i, i1, i2, i3) * scale;
+      if (m) v += at(m, i, i1, i2 % m->ne[2], i3 % m->ne[3]);
+      at(d, i, i1, i2, i3) = v;
+      if (v > mx) mx = v;
+    }
+    double sum = 0;
+    for (int64_t i = 0; i < a->ne[0]; ++i) {
+      double e = std::exp(at(d, i, i1, i2, i3) - mx);
+      at(d, i, i1, i2, i3) = static_cast<float>(e);
+      sum += e;
+    }
+    for (int64_t i = 0; i < a->ne[0]; ++i)
+      at(d, i, i1, i2, i3) = static_cast<float>(at(d, i, i1, i2, i3) / sum);
+  });
+}
+
+void get_rows(const loom_tensor_t* d) {
+  const loom_tensor_t* a = d->src[0];
+  const loom_tensor_t* idx = d->src[1];
+  each(d, [&](int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
+    const char* p = data_ptr(idx) + i1 * idx->nb[0] + i2 * idx->nb[1] + i3 * idx->nb[2];
+    int32_t r;
+    std::memcpy(&r, p, 4);
+    at(d, i0, i1, i2, i3) = at(a, i0, r, i2, i3);
+  });
+}
+
+// Element i (row-major logical order) of t.
+float& logical(const loom_tensor_t* t, int64_t i) {
+  int64_t i0 = i % t->ne[0];
+  i /= t->ne[0];
+  int64_t i1 = i % t->ne[1];
+  i /= t->ne[1];
+  int64_t i2 = i % t->ne[2];
+  return at(t, i0, i1, i2, i / t->ne[2]);
+}
+
+bool all_f32(const loom_tensor_t* n, int first, int last) {
+  if (n->type != LOOM_TYPE_F32) return false;
+  for (int i = first; i <= last; ++i) {
+    if (n->src[i] && n->src[i]->type != LOOM_TYPE_F32) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool kernel_exists(const loom_tensor_t* n) {
+  switch (n->op) {
+    case LOOM_OP_NONE:
+    case LOOM_OP_RESHAPE:
+    case LOOM_OP_VIEW:
+    case LOOM_OP_PERMUTE:
+    case LOOM_OP_TRANSPOSE:
+      return true;
+    case LOOM_OP_ADD:
+    case LOOM_OP_MUL:
+    case LOOM_OP_MUL_MAT:
+    case LOOM_OP_SOFT_MAX:
+    case LOOM_OP_CPY:
+      return all_f32(n, 0, 1);
+    case LOOM_OP_SCALE:
+    case LOOM_OP_RMS_NORM:
+    case LOOM_OP_SILU:
+    case LOOM_OP_CONT:
+      return all_f32(n, 0, 0);
+    case LOOM_OP_GET_ROWS:
+      return all_f32(n, 0, 0) && n->src[1] && n->src[1]->type == LOOM_TYPE_I32;
+    default:
+      return false;
+  }
+}
+
+std::string run_kernel(const loom_tensor_t* d) {
+  const loom_tensor_t* a = d->src[0];
+  switch (d->op) {
+    case LOOM_OP_ADD:
+      binary(d, false);
+      break;
+    case LOOM_OP_MUL:
+      binary(d, true);
+      break;
+    case LOOM_OP_MUL_MAT:
+      mul_mat(d);
+      break;
+    case LOOM_OP_RMS_NORM:
+      rms_norm(d);
+      break;
+    case LOOM_OP_SOFT_MAX:
+      soft_max(d);
+      break;
+    case LOOM_OP_GET_ROWS:
+      get_rows(d);
+      break;
+    case LOOM_OP_SCALE: {
+      const float s = fparam(d, 0), b = fparam(d, 1);
+      each(d, [&](int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
+        at(d, i0, i1, i2, i3) = at(a, i0, i1, i2, i3) * s + b;
+      });
+      break;
+    }
+    case LOOM_OP_SILU:
+      each(d, [&](int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
+        float x = at(a, i0, i1, i2, i3);
+        at(d, i0, i1, i2, i3) = x / (1.0f + std::exp(-x));
+      });
+      break;
+    case LOOM_OP_CONT:
+    case LOOM_OP_CPY: {
+      const int64_t n = a->ne[0] * a->ne[1] * a->ne[2] * a->ne[3];
+      for (int64_t i = 0; i < n; ++i) logical(d, i) = logical(a, i);
+      break;
+    }
+    default:
+      return std::string("no kernel for op ") + op_name(d->op);
+  }
+  return "";
+}
+
+}  // namespace loom::sim

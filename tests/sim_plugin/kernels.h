@@ -1,0 +1,19 @@
+// Plain F32 reference kernels of the simulated devices. Tensor pointers in
+// non-host sim buffers are fake device addresses; kernels translate with
+// data_ptr().
+#pragma once
+
+#include <string>
+
+#include "loom/plugin.h"
+
+namespace loom::sim {
+
+// Whether a kernel exists for this node (op and types), independent of the
+// per-device op list.
+bool kernel_exists(const loom_tensor_t* node);
+
+// Run one node; returns "" or an error message.
+std::string run_kernel(const loom_tensor_t* node);
+
+}  // namespace loom::sim

@@ -1,0 +1,118 @@
+// The simulated plugin's entry: the one extern "C" symbol and the plugin
+// table. LOOM_SIM_DEVICES=N (default 2) devices "sim0".."sim<N-1>";
+// LOOM_SIM_OPS_<i>=ADD,MUL_MAT,... limits device i to those ops (default:
+// every op it has a kernel for); LOOM_SIM_HOST_<i>=1 makes device i's memory
+// host-readable (a BLAS-like accelerator). All are read at init.
+#include <cerrno>
+#include <cstdlib>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "common/glue.h"
+#include "loom/plugin.h"
+#include "sim.h"
+
+namespace loom::sim {
+namespace {
+
+using loom::common::guarded;
+using loom::common::make_status;
+
+constexpr long kMaxDevices = 16;
+
+struct PluginContext {
+  std::vector<std::unique_ptr<Device>> devices;
+};
+
+// The op list of device i from LOOM_SIM_OPS_<i>, or an error message.
+std::string parse_ops(size_t i, std::vector<bool>* ops) {
+  ops->assign(LOOM_OP_COUNT, true);
+  const std::string var = "LOOM_SIM_OPS_" + std::to_string(i);
+  const char* env = std::getenv(var.c_str());
+  if (!env) return "";
+  ops->assign(LOOM_OP_COUNT, false);
+  std::stringstream ss(env);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    if (item.empty()) continue;
+    bool found = false;
+    for (int32_t op = 0; op < LOOM_OP_COUNT; ++op) {
+      if (item == op_name(op)) {
+        (*ops)[static_cast<size_t>(op)] = true;
+        found = true;
+      }
+    }
+    if (!found) return var + ": unknown op '" + item + "'";
+  }
+  return "";
+}
+
+loom_status_t* plugin_init(void** out_context) {
+  return guarded("sim.init", [&]() -> loom_status_t* {
+    long n = 2;
+    if (const char* env = std::getenv("LOOM_SIM_DEVICES"); env && *env) {
+      char* end = nullptr;
+      errno = 0;
+      n = std::strtol(env, &end, 10);
+      if (errno != 0 || *end != '\0' || n <= 0 || n > kMaxDevices) {
+        return make_status(LOOM_STATUS_INVALID_ARGUMENT,
+                           std::string("[sim.init] LOOM_SIM_DEVICES='") + env +
+                               "' is not an integer in [1, " + std::to_string(kMaxDevices) + "]");
+      }
+    }
+    auto ctx = std::make_unique<PluginContext>();
+    for (long i = 0; i < n; ++i) {
+      DeviceConfig c;
+      c.name = "sim" + std::to_string(i);
+      c.description =
+          "loom simulated device " + std::to_string(i) + " (not host-readable, F32 only)";
+      const std::string host_var = "LOOM_SIM_HOST_" + std::to_string(i);
+      const char* host = std::getenv(host_var.c_str());
+      c.host = host && std::string(host) == "1";
+      if (c.host)
+        c.description = "loom simulated device " + std::to_string(i) + " (host memory, F32 only)";
+      std::string err = parse_ops(static_cast<size_t>(i), &c.ops);
+      if (!err.empty()) return make_status(LOOM_STATUS_INVALID_ARGUMENT, "[sim.init] " + err);
+      ctx->devices.push_back(std::make_unique<Device>(std::move(c), static_cast<size_t>(i)));
+    }
+    *out_context = ctx.release();
+    return nullptr;
+  });
+}
+
+void plugin_shutdown(void* context) { delete static_cast<PluginContext*>(context); }
+
+size_t plugin_device_count(void* context) {
+  return static_cast<PluginContext*>(context)->devices.size();
+}
+
+loom_device_t* plugin_device_get(void* context, size_t index) {
+  auto* ctx = static_cast<PluginContext*>(context);
+  return index < ctx->devices.size() ? ctx->devices[index]->raw() : nullptr;
+}
+
+const loom_plugin_t kPlugin = {
+    sizeof(loom_plugin_t),
+    LOOM_ABI_VERSION,
+    "sim",
+    "",
+    "0.1.0",
+    nullptr,
+    plugin_init,
+    plugin_shutdown,
+    plugin_device_count,
+    plugin_device_get,
+    nullptr,
+};
+
+}  // namespace
+}  // namespace loom::sim
+
+extern "C" LOOM_PLUGIN_EXPORT const loom_plugin_t* loom_plugin_query(
+    uint32_t host_abi_version, const loom_host_services_t* services) {
+  if (LOOM_ABI_MAJOR(host_abi_version) != LOOM_ABI_VERSION_MAJOR || !services) return nullptr;
+  loom::common::set_host_services(services);
+  return &loom::sim::kPlugin;
+}
