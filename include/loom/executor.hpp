@@ -1,6 +1,12 @@
 // Single-device execution: allocate a graph's intermediate tensors in one
 // compute buffer of a device and run the graph on the device's stream. The
-// multi-device scheduler builds on this. Not thread-safe.
+// multi-device scheduler (loom/scheduler.hpp) generalises this. Not
+// thread-safe.
+//
+// Lifetime: the tensors an executor places point into its compute buffer
+// until the executor is destroyed; after that their data pointers dangle.
+// Run a graph's tensors on one executor only, or rebuild the graph (a new
+// Context, or Context::rollback) before handing it to another.
 #pragma once
 
 #include <vector>
