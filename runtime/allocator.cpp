@@ -6,6 +6,7 @@
 
 #include "loom/ops.hpp"
 #include "loom/buffer.hpp"  // status_from_abi
+#include "runtime/free_list.hpp"
 
 namespace loom {
 namespace {
@@ -17,65 +18,6 @@ size_t align_up(size_t v, size_t a) { return (v + a - 1) & ~(a - 1); }
 bool is_view(const Tensor* t) { return t->view_src != nullptr; }
 
 bool is_output(const Tensor* t) { return (t->flags & LOOM_TENSOR_FLAG_OUTPUT) != 0; }
-
-// Offsets in one buffer: a sorted free list (best fit, neighbours merged)
-// below `top`; blocks freed at the top lower it again.
-class FreeList {
- public:
-  size_t alloc(size_t size) {
-    size_t best = blocks_.size();
-    for (size_t i = 0; i < blocks_.size(); ++i) {
-      if (blocks_[i].size >= size && (best == blocks_.size() || blocks_[i].size < blocks_[best].size)) {
-        best = i;
-      }
-    }
-    if (best == blocks_.size()) {
-      size_t off = top_;
-      top_ += size;
-      peak_ = std::max(peak_, top_);
-      return off;
-    }
-    size_t off = blocks_[best].offset;
-    blocks_[best].offset += size;
-    blocks_[best].size -= size;
-    if (blocks_[best].size == 0) blocks_.erase(blocks_.begin() + static_cast<std::ptrdiff_t>(best));
-    return off;
-  }
-
-  void free(size_t offset, size_t size) {
-    auto it = std::lower_bound(blocks_.begin(), blocks_.end(), offset,
-                               [](const Block& b, size_t off) { return b.offset < off; });
-    it = blocks_.insert(it, Block{offset, size});
-    // Merge with the next block, then with the previous one.
-    auto next = it + 1;
-    if (next != blocks_.end() && it->offset + it->size == next->offset) {
-      it->size += next->size;
-      blocks_.erase(next);
-    }
-    if (it != blocks_.begin()) {
-      auto prev = it - 1;
-      if (prev->offset + prev->size == it->offset) {
-        prev->size += it->size;
-        it = blocks_.erase(it) - 1;
-      }
-    }
-    if (it->offset + it->size == top_) {
-      top_ = it->offset;
-      blocks_.erase(it);
-    }
-  }
-
-  size_t peak() const { return peak_; }
-
- private:
-  struct Block {
-    size_t offset;
-    size_t size;
-  };
-  std::vector<Block> blocks_;
-  size_t top_ = 0;
-  size_t peak_ = 0;
-};
 
 struct Info {
   int children = 0;        // references from sources of later nodes

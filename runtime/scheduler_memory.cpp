@@ -8,62 +8,13 @@
 #include <climits>
 #include <vector>
 
+#include "runtime/free_list.hpp"
 #include "scheduler_plan.hpp"
 
 namespace loom::sched {
 namespace {
 
 size_t align_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
-
-class FreeList {
- public:
-  size_t alloc(size_t size) {
-    size_t best = blocks_.size();
-    for (size_t i = 0; i < blocks_.size(); ++i) {
-      if (blocks_[i].size >= size &&
-          (best == blocks_.size() || blocks_[i].size < blocks_[best].size))
-        best = i;
-    }
-    if (best == blocks_.size()) {
-      size_t off = top_;
-      top_ += size;
-      peak_ = std::max(peak_, top_);
-      return off;
-    }
-    size_t off = blocks_[best].offset;
-    blocks_[best].offset += size;
-    blocks_[best].size -= size;
-    if (blocks_[best].size == 0) blocks_.erase(blocks_.begin() + static_cast<std::ptrdiff_t>(best));
-    return off;
-  }
-  void free(size_t offset, size_t size) {
-    auto it = std::lower_bound(blocks_.begin(), blocks_.end(), offset,
-                               [](const Block& b, size_t off) { return b.offset < off; });
-    it = blocks_.insert(it, Block{offset, size});
-    if (it + 1 != blocks_.end() && it->offset + it->size == (it + 1)->offset) {
-      it->size += (it + 1)->size;
-      blocks_.erase(it + 1);
-    }
-    if (it != blocks_.begin() && (it - 1)->offset + (it - 1)->size == it->offset) {
-      (it - 1)->size += it->size;
-      it = blocks_.erase(it) - 1;
-    }
-    if (it->offset + it->size == top_) {
-      top_ = it->offset;
-      blocks_.erase(it);
-    }
-  }
-  size_t peak() const { return peak_; }
-
- private:
-  struct Block {
-    size_t offset;
-    size_t size;
-  };
-  std::vector<Block> blocks_;
-  size_t top_ = 0;
-  size_t peak_ = 0;
-};
 
 // One allocation: a graph tensor (id >= 0) or a copy (copy >= 0).
 struct Item {

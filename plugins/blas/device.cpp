@@ -1,15 +1,13 @@
 #include "device.h"
 
-#include <sys/sysinfo.h>
-
 #include <cstdlib>
-#include <fstream>
 #include <string>
 #include <thread>
 
 #include <cblas.h>
 
 #include "common/glue.h"
+#include "common/host_info.h"
 
 namespace loom::blas {
 
@@ -30,84 +28,42 @@ std::string openblas_description() {
   return s;
 }
 
-// Total and available bytes from /proc/meminfo, else sysinfo.
-void host_memory(uint64_t* total, uint64_t* avail) {
-  *total = 0;
-  *avail = 0;
-  std::ifstream in("/proc/meminfo");
-  std::string key;
-  uint64_t kb = 0;
-  std::string unit;
-  while (in >> key >> kb) {
-    std::getline(in, unit);
-    if (key == "MemTotal:") *total = kb * 1024;
-    if (key == "MemAvailable:") *avail = kb * 1024;
-  }
-  struct sysinfo si {};
-  if ((*total == 0 || *avail == 0) && sysinfo(&si) == 0) {
-    if (*total == 0) *total = static_cast<uint64_t>(si.totalram) * si.mem_unit;
-    if (*avail == 0) *avail = static_cast<uint64_t>(si.freeram) * si.mem_unit;
-  }
-}
-
 }  // namespace
 
 int default_blas_threads() {
   if (const char* env = std::getenv("LOOM_BLAS_THREADS")) {
     char* end = nullptr;
     const long n = std::strtol(env, &end, 10);
-    if (end != env && *end == '\0' && n >= 1 && n <= Device::kMaxThreads)
+    if (end != env && *end == '\0' && n >= 1 && n <= common::kMaxThreads)
       return static_cast<int>(n);
   }
   const unsigned hw = std::thread::hardware_concurrency();
   return hw == 0 ? 1 : static_cast<int>(hw);
 }
 
-Device::Device(const Ifaces& ifaces)
-    : buffer_type_(&handle_, ifaces.buffer_type),
+Device::Device(const loom_device_iface_t* iface)
+    : buffer_type_(&handle_, buffer_config()),
       description_(openblas_description()),
       n_threads_(default_blas_threads()) {
   handle_.struct_size = sizeof(handle_);
-  handle_.iface = ifaces.device;
+  handle_.iface = iface;
   handle_.context = this;
 }
 
 loom_status_t* Device::get_props(loom_device_props_t* p) const {
   if (p == nullptr)
     return common::make_status(LOOM_STATUS_INVALID_ARGUMENT, "[blas.get_props] out_props is null");
-  const size_t size = p->struct_size;
-  uint64_t total = 0;
-  uint64_t avail = 0;
-  host_memory(&total, &avail);
-#define LOOM_BLAS_SET(field, value) \
-  if (size >= LOOM_STRUCT_END(loom_device_props_t, field)) p->field = (value)
-  LOOM_BLAS_SET(name, "blas");
-  LOOM_BLAS_SET(description, description_.c_str());
-  LOOM_BLAS_SET(type, LOOM_DEVICE_TYPE_ACCEL);
-  LOOM_BLAS_SET(memory_total, total);
-  LOOM_BLAS_SET(memory_free, avail);
-  LOOM_BLAS_SET(has_uuid, false);
-  LOOM_BLAS_SET(caps, LOOM_DEVICE_CAP_HOST_BUFFER | LOOM_DEVICE_CAP_BUFFER_FROM_HOST_PTR);
-#undef LOOM_BLAS_SET
-  if (size >= LOOM_STRUCT_END(loom_device_props_t, pci_bus_id)) p->pci_bus_id[0] = '\0';
-  if (size >= LOOM_STRUCT_END(loom_device_props_t, uuid)) {
-    for (uint8_t& b : p->uuid) b = 0;
-  }
+  common::write_device_props(
+      common::host_device_props("blas", description_.c_str(), LOOM_DEVICE_TYPE_ACCEL), p);
   return nullptr;
 }
 
 bool Device::supports_buffer_type(const loom_buffer_type_t* bt) const {
-  if (bt == nullptr || bt->iface == nullptr || bt->iface->is_host == nullptr) return false;
-  return bt->iface->is_host(const_cast<loom_buffer_type_t*>(bt));
+  return common::is_host_buffer_type(bt);
 }
 
 loom_status_t* Device::set_threads(int32_t n_threads) {
-  if (n_threads < 1 || n_threads > kMaxThreads) {
-    return common::make_status(LOOM_STATUS_INVALID_ARGUMENT,
-                               "[blas.set_threads] n_threads must be in [1, " +
-                                   std::to_string(kMaxThreads) + "], got " +
-                                   std::to_string(n_threads));
-  }
+  if (loom_status_t* st = common::check_thread_count("blas", n_threads)) return st;
   std::lock_guard<std::mutex> lock(mu_);
   n_threads_ = n_threads;
   return nullptr;

@@ -17,19 +17,13 @@
 
 namespace loom::blas {
 
-struct Ifaces {
-  const loom_device_iface_t* device;
-  const loom_buffer_type_iface_t* buffer_type;
-};
-
 // LOOM_BLAS_THREADS when set to a valid count, else the hardware threads.
 int default_blas_threads();
 
 class Device {
  public:
-  static constexpr int32_t kMaxThreads = 4096;
-
-  explicit Device(const Ifaces& ifaces);
+  // `iface` is static and outlives the device.
+  explicit Device(const loom_device_iface_t* iface);
   static Device* from(loom_device_t* d) { return static_cast<Device*>(d->context); }
 
   loom_device_t* handle() { return &handle_; }

@@ -1,6 +1,9 @@
 #include "common/glue.h"
 
 #include <atomic>
+#include <cstring>
+#include <exception>
+#include <new>
 
 namespace loom::common {
 
@@ -27,6 +30,36 @@ void plugin_log(loom_log_level_t level, const char* category, const std::string&
   if (s == nullptr || s->log == nullptr) return;
   if (s->log_enabled != nullptr && !s->log_enabled(level, category)) return;
   s->log(level, category, message.c_str());
+}
+
+loom_status_t* current_exception_status(const char* op) noexcept {
+  try {
+    throw;
+  } catch (const std::bad_alloc&) {
+    return make_status(LOOM_STATUS_RESOURCE_EXHAUSTED, std::string("[") + op + "] out of host memory");
+  } catch (const std::exception& e) {
+    return make_status(LOOM_STATUS_INTERNAL, std::string("[") + op + "] exception: " + e.what());
+  } catch (...) {
+    return make_status(LOOM_STATUS_INTERNAL, std::string("[") + op + "] unknown exception");
+  }
+}
+
+void write_device_props(const loom_device_props_t& props, loom_device_props_t* out) {
+  const size_t size = out->struct_size;
+  // memcpy: pci_bus_id and uuid are arrays.
+#define LOOM_COPY_PROP(field)                               \
+  if (size >= LOOM_STRUCT_END(loom_device_props_t, field)) \
+    std::memcpy(&out->field, &props.field, sizeof out->field)
+  LOOM_COPY_PROP(name);
+  LOOM_COPY_PROP(description);
+  LOOM_COPY_PROP(type);
+  LOOM_COPY_PROP(memory_total);
+  LOOM_COPY_PROP(memory_free);
+  LOOM_COPY_PROP(pci_bus_id);
+  LOOM_COPY_PROP(uuid);
+  LOOM_COPY_PROP(has_uuid);
+  LOOM_COPY_PROP(caps);
+#undef LOOM_COPY_PROP
 }
 
 }  // namespace loom::common

@@ -20,18 +20,34 @@ loom_status_t* make_status(loom_status_code_t code, const std::string& message);
 
 void plugin_log(loom_log_level_t level, const char* category, const std::string& message);
 
+// Copy the fields of `props` that end within out->struct_size into *out (a
+// host built against an older ABI knows a shorter struct). The strings in
+// `props` are borrowed: they must live as long as the device.
+void write_device_props(const loom_device_props_t& props, loom_device_props_t* out);
+
+// The status for the exception being handled, naming `op`: call only inside
+// a catch block.
+loom_status_t* current_exception_status(const char* op) noexcept;
+
 // Run fn (returning loom_status_t*) and convert any exception into a status
 // naming `op`. Use in every extern "C" entry that can fail.
 template <typename Fn>
 loom_status_t* guarded(const char* op, Fn&& fn) noexcept {
   try {
     return fn();
-  } catch (const std::bad_alloc&) {
-    return make_status(LOOM_STATUS_RESOURCE_EXHAUSTED, std::string("[") + op + "] out of host memory");
-  } catch (const std::exception& e) {
-    return make_status(LOOM_STATUS_INTERNAL, std::string("[") + op + "] exception: " + e.what());
   } catch (...) {
-    return make_status(LOOM_STATUS_INTERNAL, std::string("[") + op + "] unknown exception");
+    return current_exception_status(op);
+  }
+}
+
+// guarded() naming the op "<category>.<op>" (e.g. "cpu" and "compute"), for
+// code shared by plugins; the name is built only when something throws.
+template <typename Fn>
+loom_status_t* guarded(const char* category, const char* op, Fn&& fn) noexcept {
+  try {
+    return fn();
+  } catch (...) {
+    return current_exception_status((std::string(category) + "." + op).c_str());
   }
 }
 

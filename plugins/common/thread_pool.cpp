@@ -4,16 +4,17 @@
 #include <cerrno>
 #include <cstdlib>
 #include <exception>
+#include <string>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #endif
 
+#include "common/glue.h"
+
 namespace loom::common {
 
 namespace {
-// Guards against absurd LOOM_CPU_THREADS values that would exhaust the OS.
-constexpr long kMaxThreads = 4096;
 // Spin iterations before sleeping (~100 us with pause): longer than the gap
 // between two nodes of a graph, so a busy graph never pays a futex wake-up.
 constexpr int kSpinIterations = 4000;
@@ -149,6 +150,14 @@ int default_thread_count() {
   }
   const unsigned hw = std::thread::hardware_concurrency();
   return hw == 0 ? 1 : static_cast<int>(hw);
+}
+
+loom_status_t* check_thread_count(const char* category, int32_t n_threads) {
+  if (n_threads >= 1 && n_threads <= kMaxThreads) return nullptr;
+  return make_status(LOOM_STATUS_INVALID_ARGUMENT, std::string("[") + category +
+                                                       ".set_threads] n_threads must be in [1, " +
+                                                       std::to_string(kMaxThreads) + "], got " +
+                                                       std::to_string(n_threads));
 }
 
 }  // namespace loom::common

@@ -13,6 +13,8 @@
 #include <thread>
 #include <vector>
 
+#include "loom/plugin.h"
+
 namespace loom::common {
 
 class ThreadPool {
@@ -58,5 +60,12 @@ inline void split_range(int64_t n, int ith, int nth, int64_t* begin, int64_t* en
 // Default thread count: LOOM_CPU_THREADS if set and valid, else the number
 // of hardware threads.
 int default_thread_count();
+
+// The most threads a device takes (absurd counts would exhaust the OS).
+constexpr int32_t kMaxThreads = 4096;
+
+// NULL when 1 <= n_threads <= kMaxThreads, else an INVALID_ARGUMENT status
+// "[<category>.set_threads] ..." owned by the caller.
+loom_status_t* check_thread_count(const char* category, int32_t n_threads);
 
 }  // namespace loom::common

@@ -14,14 +14,10 @@
 
 namespace loom::cpu {
 
-struct Ifaces {
-  const loom_device_iface_t* device;
-  const loom_buffer_type_iface_t* buffer_type;
-};
-
 class Device {
  public:
-  explicit Device(const Ifaces& ifaces);
+  // `iface` is static and outlives the device.
+  explicit Device(const loom_device_iface_t* iface);
   static Device* from(loom_device_t* d) { return static_cast<Device*>(d->context); }
 
   loom_device_t* handle() { return &handle_; }

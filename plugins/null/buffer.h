@@ -1,32 +1,19 @@
 // The null plugin's memory: one buffer type ("null") whose buffers are plain
-// host memory taken from the host's aligned_alloc. A new backend replaces
-// this with its device memory (keep the table layout and the checks).
+// host memory, the shared host buffer type of plugins/common. A new backend
+// replaces this with its device memory: its own loom_buffer_type_iface_t and
+// loom_buffer_iface_t tables (see plugins/common/host_buffer.cpp for the
+// layout and the range checks every set/get must make).
 #pragma once
 
-#include <cstddef>
-#include <string>
-
-#include "loom/plugin.h"
+#include "common/host_buffer.h"
 
 namespace loom::null {
 
-// A buffer type owned by its device; lives until plugin shutdown.
-// Thread-safe (immutable after construction).
-class BufferType {
- public:
-  BufferType(loom_device_t* device, std::string name, size_t alignment);
-  BufferType(const BufferType&) = delete;
-  BufferType& operator=(const BufferType&) = delete;
+using BufferType = common::HostBufferType;
 
-  loom_buffer_type_t* raw() { return &raw_; }
-  const std::string& name() const { return name_; }
-  size_t alignment() const { return alignment_; }
-  static BufferType* from(loom_buffer_type_t* raw) { return static_cast<BufferType*>(raw->context); }
-
- private:
-  std::string name_;
-  size_t alignment_;
-  loom_buffer_type_t raw_;
-};
+// The config of each device's buffer type: name and error prefix "null",
+// 64-byte alignment, no copy_tensor (the host stages copies through host
+// memory).
+common::HostBufferConfig buffer_config();
 
 }  // namespace loom::null

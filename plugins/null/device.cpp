@@ -10,42 +10,34 @@ namespace {
 
 using loom::common::guarded;
 using loom::common::make_status;
-
-constexpr size_t kAlignment = 64;
+using loom::common::write_device_props;
 
 loom_status_t* device_get_props(loom_device_t* d, loom_device_props_t* out) {
   return guarded("null.get_props", [&]() -> loom_status_t* {
     const DeviceConfig& c = Device::from(d)->config();
-    // Write only the fields that end within the size the host knows.
-    auto fits = [&](size_t end) { return out->struct_size >= end; };
-    if (fits(LOOM_STRUCT_END(loom_device_props_t, name))) out->name = c.name.c_str();
-    if (fits(LOOM_STRUCT_END(loom_device_props_t, description))) out->description = c.description.c_str();
-    if (fits(LOOM_STRUCT_END(loom_device_props_t, type))) out->type = c.type;
-    if (fits(LOOM_STRUCT_END(loom_device_props_t, memory_free))) {
-      out->memory_total = 0;  // unknown: the null device has no memory of its own
-      out->memory_free = 0;
-    }
-    if (fits(LOOM_STRUCT_END(loom_device_props_t, pci_bus_id))) {
-      std::memset(out->pci_bus_id, 0, sizeof out->pci_bus_id);
-      std::strncpy(out->pci_bus_id, c.pci_bus_id.c_str(), sizeof out->pci_bus_id - 1);
-    }
-    if (fits(LOOM_STRUCT_END(loom_device_props_t, has_uuid))) {
-      std::memcpy(out->uuid, c.uuid, sizeof out->uuid);
-      out->has_uuid = c.has_uuid;
-    }
-    if (fits(LOOM_STRUCT_END(loom_device_props_t, caps))) out->caps = c.caps;
+    loom_device_props_t props{};
+    props.struct_size = sizeof props;
+    props.name = c.name.c_str();
+    props.description = c.description.c_str();
+    props.type = c.type;
+    // memory_total/free stay 0 (unknown): the null device has no memory of its own.
+    std::strncpy(props.pci_bus_id, c.pci_bus_id.c_str(), sizeof props.pci_bus_id - 1);
+    std::memcpy(props.uuid, c.uuid, sizeof props.uuid);
+    props.has_uuid = c.has_uuid;
+    props.caps = c.caps;
+    write_device_props(props, out);
     return nullptr;
   });
 }
 
-loom_buffer_type_t* device_buffer_type(loom_device_t* d) { return Device::from(d)->buffer_type().raw(); }
+loom_buffer_type_t* device_buffer_type(loom_device_t* d) { return Device::from(d)->buffer_type().handle(); }
 
 bool device_supports_op(loom_device_t*, const loom_tensor_t*) {
   return false;  // a real backend answers from the node's op, types and shapes
 }
 
 bool device_supports_buffer_type(loom_device_t* d, const loom_buffer_type_t* t) {
-  return t == Device::from(d)->buffer_type().raw();
+  return t == Device::from(d)->buffer_type().handle();
 }
 
 loom_status_t* device_stream_create(loom_device_t* d, loom_stream_t** out_stream) {
@@ -104,6 +96,6 @@ DeviceConfig make_device_config(const std::string& prefix, size_t index, const c
 Device::Device(DeviceConfig config)
     : config_(std::move(config)),
       raw_{sizeof(loom_device_t), &kDeviceIface, this},
-      buffer_type_(&raw_, "null", kAlignment) {}
+      buffer_type_(&raw_, buffer_config()) {}
 
 }  // namespace loom::null

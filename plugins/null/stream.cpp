@@ -3,6 +3,7 @@
 #include <string>
 
 #include "common/glue.h"
+#include "common/op_info.h"
 #include "device.h"
 
 namespace loom::null {
@@ -16,20 +17,9 @@ namespace {
 
 using loom::common::guarded;
 using loom::common::make_status;
+using loom::common::op_name;
 
-// Op names for messages (the plugin cannot use the runtime's table).
-const char* op_name(int32_t op) {
-  static const char* const kNames[LOOM_OP_COUNT] = {
-      "NONE", "RESHAPE", "VIEW", "PERMUTE", "TRANSPOSE", "GET_ROWS", "ADD", "SUB", "MUL",
-      "DIV", "SCALE", "RMS_NORM", "NORM", "MUL_MAT", "ROPE", "SOFT_MAX", "CPY", "CONT",
-      "SET_ROWS", "SILU", "GELU", "RELU", "SWIGLU", "ARGMAX", "SUM_ROWS"};
-  return op >= 0 && op < LOOM_OP_COUNT ? kNames[op] : "INVALID";
-}
-
-bool is_no_op(int32_t op) {
-  return op == LOOM_OP_NONE || op == LOOM_OP_RESHAPE || op == LOOM_OP_VIEW || op == LOOM_OP_PERMUTE ||
-         op == LOOM_OP_TRANSPOSE;
-}
+bool is_no_op(int32_t op) { return op == LOOM_OP_NONE || loom::common::is_view_op(op); }
 
 void stream_destroy(loom_stream_t* s) { delete StreamAccess::from(s); }
 

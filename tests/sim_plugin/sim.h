@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "common/op_info.h"
 #include "loom/plugin.h"
 
 namespace loom::sim {
@@ -68,8 +69,8 @@ inline char* data_ptr(const loom_tensor_t* t) {
 // Whether device `dev` runs this node (op enabled, F32 types).
 bool node_supported(const Device& dev, const loom_tensor_t* node);
 
-// Op names for messages and LOOM_SIM_OPS_<i> parsing.
-const char* op_name(int32_t op);
+// Op names for messages and LOOM_SIM_OPS_<i> parsing (common/op_info.h).
+using common::op_name;
 
 loom_status_t* stream_create(loom_device_t* device, loom_stream_t** out_stream);
 

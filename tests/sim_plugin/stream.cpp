@@ -18,10 +18,7 @@ struct Stream {
   loom_stream_t raw;
 };
 
-bool is_no_op(int32_t op) {
-  return op == LOOM_OP_NONE || op == LOOM_OP_RESHAPE || op == LOOM_OP_VIEW ||
-         op == LOOM_OP_PERMUTE || op == LOOM_OP_TRANSPOSE;
-}
+bool is_no_op(int32_t op) { return op == LOOM_OP_NONE || common::is_view_op(op); }
 
 // Every tensor the node touches must live in this device's buffers.
 bool in_device_memory(Device& dev, const loom_tensor_t* t) {
@@ -97,15 +94,6 @@ bool node_supported(const Device& dev, const loom_tensor_t* node) {
   if (node->op < 0 || node->op >= LOOM_OP_COUNT) return false;
   if (is_no_op(node->op)) return true;
   return dev.config().ops[static_cast<size_t>(node->op)] && kernel_exists(node);
-}
-
-const char* op_name(int32_t op) {
-  static const char* const kNames[LOOM_OP_COUNT] = {
-      "NONE", "RESHAPE",  "VIEW",   "PERMUTE", "TRANSPOSE", "GET_ROWS", "ADD",
-      "SUB",  "MUL",      "DIV",    "SCALE",   "RMS_NORM",  "NORM",     "MUL_MAT",
-      "ROPE", "SOFT_MAX", "CPY",    "CONT",    "SET_ROWS",  "SILU",     "GELU",
-      "RELU", "SWIGLU",   "ARGMAX", "SUM_ROWS"};
-  return op >= 0 && op < LOOM_OP_COUNT ? kNames[op] : "INVALID";
 }
 
 }  // namespace loom::sim

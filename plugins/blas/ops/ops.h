@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "common/op_info.h"
 #include "common/thread_pool.h"
 #include "loom/plugin.h"
 
@@ -43,12 +44,11 @@ struct Workspace {
   Scratch* scratch;
 };
 
-const char* op_name(int32_t op);
+// Shared op facts (common/op_info.h).
+using common::describe_node;
+using common::op_name;
 
-inline bool is_view_op(int32_t op) {
-  return op == LOOM_OP_RESHAPE || op == LOOM_OP_VIEW || op == LOOM_OP_PERMUTE ||
-         op == LOOM_OP_TRANSPOSE;
-}
+using common::is_view_op;
 
 // nullptr when this plugin can run `node`, else a static reason ("op",
 // "types", "shapes", ...). Never allocates.

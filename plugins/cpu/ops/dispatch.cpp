@@ -193,25 +193,7 @@ Kernel kernel_for(int32_t op) {
   }
 }
 
-// "'name' (MUL_MAT q4_0, f16 -> f32)" for messages.
-std::string describe(const loom_tensor_t* n) {
-  std::string s = std::string("'") + n->name + "' (" + op_name(n->op);
-  for (int i = 0; i < LOOM_MAX_SRC; ++i) {
-    if (n->src[i] != nullptr) s += std::string(i == 0 ? " " : ", ") + common::type_name(n->src[i]->type);
-  }
-  return s + " -> " + common::type_name(n->type) + ")";
-}
-
 }  // namespace
-
-const char* op_name(int32_t op) {
-  static const char* const kNames[LOOM_OP_COUNT] = {
-      "NONE",     "RESHAPE", "VIEW",    "PERMUTE", "TRANSPOSE", "GET_ROWS", "ADD",
-      "SUB",      "MUL",     "DIV",     "SCALE",   "RMS_NORM",  "NORM",     "MUL_MAT",
-      "ROPE",     "SOFT_MAX", "CPY",    "CONT",    "SET_ROWS",  "SILU",     "GELU",
-      "RELU",     "SWIGLU",  "ARGMAX",  "SUM_ROWS"};
-  return op >= 0 && op < LOOM_OP_COUNT ? kNames[op] : "UNKNOWN_OP";
-}
 
 const char* unsupported_reason(const loom_tensor_t* node) {
   if (node == nullptr) return "null node";
@@ -259,18 +241,10 @@ loom_status_t* run_node(common::ThreadPool& pool, const loom_tensor_t* node) {
   if (node->op == LOOM_OP_NONE || is_view_op(node->op)) return nullptr;
   if (const char* why = unsupported_reason(node)) {
     return common::make_status(LOOM_STATUS_UNIMPLEMENTED,
-                               "[cpu.compute] unsupported node " + describe(node) + ": " + why);
+                               "[cpu.compute] unsupported node " + describe_node(node) + ": " + why);
   }
   if (nelements(node) == 0) return nullptr;
-  for (int i = -1; i < LOOM_MAX_SRC; ++i) {
-    const loom_tensor_t* t = i < 0 ? node : node->src[i];
-    if (t != nullptr && t->data == nullptr && nelements(t) > 0) {
-      return common::make_status(LOOM_STATUS_INVALID_ARGUMENT,
-                                 "[cpu.compute] node " + describe(node) + ": " +
-                                     (i < 0 ? std::string("result") : "src" + std::to_string(i)) +
-                                     " has no memory");
-    }
-  }
+  if (loom_status_t* st = common::check_node_memory("cpu.compute", node, LOOM_MAX_SRC)) return st;
   const Kernel kernel = kernel_for(node->op);
   try {
     // Waking the pool costs microseconds; tiny nodes (decode-size norms,
@@ -282,13 +256,13 @@ loom_status_t* run_node(common::ThreadPool& pool, const loom_tensor_t* node) {
     }
   } catch (const KernelError& e) {
     return common::make_status(LOOM_STATUS_INVALID_ARGUMENT,
-                               "[cpu.compute] node " + describe(node) + ": " + e.what());
+                               "[cpu.compute] node " + describe_node(node) + ": " + e.what());
   } catch (const std::bad_alloc&) {
     return common::make_status(LOOM_STATUS_RESOURCE_EXHAUSTED,
-                               "[cpu.compute] node " + describe(node) + ": out of host memory");
+                               "[cpu.compute] node " + describe_node(node) + ": out of host memory");
   } catch (const std::exception& e) {
     return common::make_status(LOOM_STATUS_INTERNAL,
-                               "[cpu.compute] node " + describe(node) + ": " + e.what());
+                               "[cpu.compute] node " + describe_node(node) + ": " + e.what());
   }
   return nullptr;
 }

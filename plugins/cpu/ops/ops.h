@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <stdexcept>
 
+#include "common/op_info.h"
 #include "common/thread_pool.h"
 #include "loom/plugin.h"
 
@@ -22,7 +23,9 @@ class KernelError : public std::runtime_error {
 // A kernel computes its share [ith of nth] of node `dst`; sources are dst->src.
 using Kernel = void (*)(const loom_tensor_t* dst, int ith, int nth);
 
-const char* op_name(int32_t op);
+// Shared op facts (common/op_info.h).
+using common::describe_node;
+using common::op_name;
 
 // nullptr when the CPU kernels can run `node`, else a static reason
 // ("types", "shapes", ...). Never allocates.
@@ -35,10 +38,7 @@ loom_status_t* run_node(common::ThreadPool& pool, const loom_tensor_t* node);
 
 // ------------------------------------------------------------ tensor access
 
-inline bool is_view_op(int32_t op) {
-  return op == LOOM_OP_RESHAPE || op == LOOM_OP_VIEW || op == LOOM_OP_PERMUTE ||
-         op == LOOM_OP_TRANSPOSE;
-}
+using common::is_view_op;
 inline int64_t nrows(const loom_tensor_t* t) { return t->ne[1] * t->ne[2] * t->ne[3]; }
 inline int64_t nelements(const loom_tensor_t* t) { return t->ne[0] * nrows(t); }
 

@@ -1,0 +1,222 @@
+#include "common/host_buffer.h"
+
+#include <cstring>
+#include <new>
+#include <utility>
+
+#include "common/glue.h"
+#include "common/type_traits.h"
+
+namespace loom::common {
+namespace {
+
+// Bytes from a tensor's data to the end of its last element; dense size when
+// contiguous.
+size_t tensor_span(const loom_tensor_t* t) {
+  const TypeTraits& tr = type_traits(t->type);
+  size_t span = tr.type_size;
+  for (int d = 0; d < LOOM_MAX_DIMS; ++d) {
+    const int64_t n = d == 0 ? t->ne[0] / tr.block_size : t->ne[d];
+    if (n <= 0) return 0;
+    span += static_cast<size_t>(n - 1) * t->nb[d];
+  }
+  return span;
+}
+
+bool is_dense(const loom_tensor_t* t) {
+  const TypeTraits& tr = type_traits(t->type);
+  size_t expect = tr.type_size;
+  for (int d = 0; d < LOOM_MAX_DIMS; ++d) {
+    if (t->nb[d] != expect) return false;
+    expect *= static_cast<size_t>(d == 0 ? t->ne[0] / tr.block_size : t->ne[d]);
+  }
+  return true;
+}
+
+// "[<category>.<op>] <message>" as a status.
+loom_status_t* error(loom_status_code_t code, const HostBufferType& type, const char* op,
+                     const std::string& message) {
+  return make_status(code, "[" + type.config().category + "." + op + "] " + message);
+}
+
+// One buffer: the ABI struct plus the memory behind it. Owned by whoever
+// holds the handle; freed through iface->free.
+class HostBuffer {
+ public:
+  HostBuffer(HostBufferType* type, const loom_buffer_iface_t* iface, void* base, size_t size, bool owned)
+      : type_(type), base_(base), owned_(owned) {
+    handle_ = loom_buffer_t{sizeof(loom_buffer_t), iface, type->handle(), size, this};
+  }
+  static HostBuffer* from(loom_buffer_t* b) { return static_cast<HostBuffer*>(b->context); }
+
+  loom_buffer_t* handle() { return &handle_; }
+  void* base() const { return base_; }
+  const std::string& category() const { return type_->config().category; }
+
+  // Frees the memory when owned, then the HostBuffer itself.
+  void destroy() {
+    if (owned_ && base_ != nullptr) host_services()->aligned_free(base_);
+    delete this;
+  }
+
+  loom_status_t* set_tensor(loom_tensor_t* t, const void* data, size_t offset, size_t size) {
+    if (loom_status_t* st = check_range("set_tensor", t, offset, size)) return st;
+    if (size > 0) std::memcpy(static_cast<char*>(t->data) + offset, data, size);
+    return nullptr;
+  }
+
+  loom_status_t* get_tensor(const loom_tensor_t* t, void* data, size_t offset, size_t size) {
+    if (loom_status_t* st = check_range("get_tensor", t, offset, size)) return st;
+    if (size > 0) std::memcpy(data, static_cast<const char*>(t->data) + offset, size);
+    return nullptr;
+  }
+
+  loom_status_t* clear(uint8_t value) {
+    if (handle_.size > 0) std::memset(base_, value, handle_.size);
+    return nullptr;
+  }
+
+  // Direct copy from another host-visible buffer when layouts match.
+  loom_status_t* copy_tensor(const loom_tensor_t* src, loom_tensor_t* dst) {
+    const bool host_src =
+        src != nullptr && src->buffer != nullptr && is_host_buffer_type(src->buffer->buffer_type);
+    bool same = host_src && dst != nullptr && src->type == dst->type && type_is_valid(src->type);
+    for (int d = 0; same && d < LOOM_MAX_DIMS; ++d) same = src->ne[d] == dst->ne[d];
+    if (!same || !is_dense(src) || !is_dense(dst) || src->data == nullptr) {
+      return error(LOOM_STATUS_UNIMPLEMENTED, *type_, "copy_tensor",
+                   "only dense copies between host buffers");
+    }
+    const size_t n = tensor_span(src);
+    if (loom_status_t* st = check_range("copy_tensor", dst, 0, n)) return st;
+    if (n > 0) std::memmove(dst->data, src->data, n);
+    return nullptr;
+  }
+
+ private:
+  // INVALID_ARGUMENT unless [tensor->data + offset, + size) lies in this buffer.
+  loom_status_t* check_range(const char* op, const loom_tensor_t* t, size_t offset, size_t size) const {
+    if (t == nullptr || (t->data == nullptr && size > 0)) {
+      return error(LOOM_STATUS_INVALID_ARGUMENT, *type_, op, "tensor or its data is null");
+    }
+    const auto lo = reinterpret_cast<uintptr_t>(base_);
+    const auto p = reinterpret_cast<uintptr_t>(t->data);
+    const size_t len = handle_.size;
+    const bool outside = p < lo || p - lo > len || offset > len - (p - lo) || size > len - (p - lo) - offset;
+    if (size > 0 && outside) {
+      return error(LOOM_STATUS_INVALID_ARGUMENT, *type_, op,
+                   std::string("tensor '") + t->name + "': " + std::to_string(size) +
+                       " bytes at offset " + std::to_string(offset) + " fall outside the buffer of " +
+                       std::to_string(len) + " bytes");
+    }
+    return nullptr;
+  }
+
+  HostBufferType* type_;  // not owned; outlives its buffers
+  loom_buffer_t handle_;
+  void* base_;
+  bool owned_;
+};
+
+// ------------------------------------------------------- buffer ABI table
+// Exceptions become statuses naming the plugin's category ("cpu.clear").
+
+void buffer_free(loom_buffer_t* b) {
+  if (b != nullptr) HostBuffer::from(b)->destroy();
+}
+void* buffer_base(loom_buffer_t* b) { return HostBuffer::from(b)->base(); }
+loom_status_t* buffer_set_tensor(loom_buffer_t* b, loom_tensor_t* t, const void* data, size_t offset,
+                                 size_t size) {
+  HostBuffer* hb = HostBuffer::from(b);
+  return guarded(hb->category().c_str(), "set_tensor", [&] { return hb->set_tensor(t, data, offset, size); });
+}
+loom_status_t* buffer_get_tensor(loom_buffer_t* b, const loom_tensor_t* t, void* data, size_t offset,
+                                 size_t size) {
+  HostBuffer* hb = HostBuffer::from(b);
+  return guarded(hb->category().c_str(), "get_tensor", [&] { return hb->get_tensor(t, data, offset, size); });
+}
+loom_status_t* buffer_clear(loom_buffer_t* b, uint8_t value) {
+  HostBuffer* hb = HostBuffer::from(b);
+  return guarded(hb->category().c_str(), "clear", [&] { return hb->clear(value); });
+}
+loom_status_t* buffer_copy_tensor(loom_buffer_t* b, const loom_tensor_t* src, loom_tensor_t* dst) {
+  HostBuffer* hb = HostBuffer::from(b);
+  return guarded(hb->category().c_str(), "copy_tensor", [&] { return hb->copy_tensor(src, dst); });
+}
+
+const loom_buffer_iface_t kBufferIface = {
+    sizeof(loom_buffer_iface_t), buffer_free,  buffer_base,        buffer_set_tensor,
+    buffer_get_tensor,           buffer_clear, /*init_tensor=*/nullptr, buffer_copy_tensor,
+};
+
+// For direct_copy == false: the host stages copies through host memory.
+const loom_buffer_iface_t kBufferIfaceNoCopy = {
+    sizeof(loom_buffer_iface_t), buffer_free,  buffer_base,        buffer_set_tensor,
+    buffer_get_tensor,           buffer_clear, /*init_tensor=*/nullptr, /*copy_tensor=*/nullptr,
+};
+
+const loom_buffer_iface_t* buffer_iface(const HostBufferType& type) {
+  return type.config().direct_copy ? &kBufferIface : &kBufferIfaceNoCopy;
+}
+
+// -------------------------------------------------- buffer type ABI table
+
+const char* buft_name(loom_buffer_type_t* bt) { return HostBufferType::from(bt)->config().name.c_str(); }
+loom_status_t* buft_alloc(loom_buffer_type_t* bt, size_t size, loom_buffer_t** out) {
+  HostBufferType* type = HostBufferType::from(bt);
+  return guarded(type->config().category.c_str(), "buffer_alloc", [&] { return type->alloc(size, out); });
+}
+size_t buft_alignment(loom_buffer_type_t* bt) { return HostBufferType::from(bt)->config().alignment; }
+bool buft_is_host(loom_buffer_type_t*) { return true; }
+
+const loom_buffer_type_iface_t kBufferTypeIface = {
+    sizeof(loom_buffer_type_iface_t), buft_name, buft_alloc, buft_alignment,
+    /*max_size=*/nullptr, /*alloc_size=*/nullptr, buft_is_host,
+};
+
+}  // namespace
+
+HostBufferType::HostBufferType(loom_device_t* device, HostBufferConfig config) : config_(std::move(config)) {
+  handle_ = loom_buffer_type_t{sizeof(loom_buffer_type_t), &kBufferTypeIface, device, this};
+}
+
+loom_status_t* HostBufferType::alloc(size_t size, loom_buffer_t** out_buffer) {
+  if (out_buffer == nullptr) {
+    return error(LOOM_STATUS_INVALID_ARGUMENT, *this, "buffer_alloc", "out_buffer is null");
+  }
+  *out_buffer = nullptr;
+  const loom_host_services_t* hs = host_services();
+  const size_t align = config_.alignment;
+  // Size 0 still gets a small block so base() is a valid address.
+  void* mem = hs->aligned_alloc(size == 0 ? align : size, align);
+  if (mem == nullptr) {
+    return error(LOOM_STATUS_RESOURCE_EXHAUSTED, *this, "buffer_alloc",
+                 "cannot allocate " + std::to_string(size) + " bytes of host memory");
+  }
+  HostBuffer* b = new (std::nothrow) HostBuffer(this, buffer_iface(*this), mem, size, true);
+  if (b == nullptr) {
+    hs->aligned_free(mem);
+    return error(LOOM_STATUS_RESOURCE_EXHAUSTED, *this, "buffer_alloc", "out of host memory");
+  }
+  *out_buffer = b->handle();
+  return nullptr;
+}
+
+loom_status_t* HostBufferType::wrap(void* ptr, size_t size, loom_buffer_t** out_buffer) {
+  if (out_buffer == nullptr) {
+    return error(LOOM_STATUS_INVALID_ARGUMENT, *this, "buffer_from_host_ptr", "out_buffer is null");
+  }
+  *out_buffer = nullptr;
+  if (ptr == nullptr && size > 0) {
+    return error(LOOM_STATUS_INVALID_ARGUMENT, *this, "buffer_from_host_ptr",
+                 "ptr is null with size " + std::to_string(size));
+  }
+  *out_buffer = (new HostBuffer(this, buffer_iface(*this), ptr, size, false))->handle();
+  return nullptr;
+}
+
+bool is_host_buffer_type(const loom_buffer_type_t* bt) {
+  if (bt == nullptr || bt->iface == nullptr || bt->iface->is_host == nullptr) return false;
+  return bt->iface->is_host(const_cast<loom_buffer_type_t*>(bt));
+}
+
+}  // namespace loom::common

@@ -1,0 +1,37 @@
+#include "common/op_info.h"
+
+#include "common/glue.h"
+#include "common/type_traits.h"
+
+namespace loom::common {
+
+const char* op_name(int32_t op) {
+  static const char* const kNames[LOOM_OP_COUNT] = {
+      "NONE", "RESHAPE",  "VIEW",   "PERMUTE", "TRANSPOSE", "GET_ROWS", "ADD",
+      "SUB",  "MUL",      "DIV",    "SCALE",   "RMS_NORM",  "NORM",     "MUL_MAT",
+      "ROPE", "SOFT_MAX", "CPY",    "CONT",    "SET_ROWS",  "SILU",     "GELU",
+      "RELU", "SWIGLU",   "ARGMAX", "SUM_ROWS"};
+  return op >= 0 && op < LOOM_OP_COUNT ? kNames[op] : "INVALID";
+}
+
+std::string describe_node(const loom_tensor_t* n) {
+  std::string s = std::string("'") + n->name + "' (" + op_name(n->op);
+  for (int i = 0; i < LOOM_MAX_SRC; ++i) {
+    if (n->src[i] != nullptr) s += std::string(i == 0 ? " " : ", ") + type_name(n->src[i]->type);
+  }
+  return s + " -> " + type_name(n->type) + ")";
+}
+
+loom_status_t* check_node_memory(const char* where, const loom_tensor_t* node, int n_src) {
+  for (int i = -1; i < n_src; ++i) {
+    const loom_tensor_t* t = i < 0 ? node : node->src[i];
+    if (t == nullptr || t->data != nullptr) continue;
+    if (t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3] <= 0) continue;  // nothing to read or write
+    return make_status(LOOM_STATUS_INVALID_ARGUMENT,
+                       std::string("[") + where + "] node " + describe_node(node) + ": " +
+                           (i < 0 ? std::string("result") : "src" + std::to_string(i)) + " has no memory");
+  }
+  return nullptr;
+}
+
+}  // namespace loom::common

@@ -1,0 +1,29 @@
+// Op facts plugins need for dispatch and messages (a plugin cannot use the
+// runtime's tables): names, which ops are views, a node's one-line summary.
+// Thread-safe; nothing here allocates except describe_node.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "loom/plugin.h"
+
+namespace loom::common {
+
+// "MUL_MAT" etc.; "INVALID" out of range. Static storage, never freed.
+const char* op_name(int32_t op);
+
+// Ops that only reinterpret their source's memory (no kernel runs).
+inline bool is_view_op(int32_t op) {
+  return op == LOOM_OP_RESHAPE || op == LOOM_OP_VIEW || op == LOOM_OP_PERMUTE || op == LOOM_OP_TRANSPOSE;
+}
+
+// "'name' (MUL_MAT q4_0, f16 -> f32)" for messages; `node` is borrowed.
+std::string describe_node(const loom_tensor_t* node);
+
+// NULL when the result and each non-null source among the first `n_src` of
+// `node` has memory (or no elements); else an INVALID_ARGUMENT status
+// "[<where>] node 'x' (...): src1 has no memory", owned by the caller.
+loom_status_t* check_node_memory(const char* where, const loom_tensor_t* node, int n_src);
+
+}  // namespace loom::common
