@@ -9,6 +9,15 @@ namespace loom::llm {
 
 StatusOr<KvCache> KvCache::create(Context& ctx, registry::Device& device, int64_t n_layer, int64_t kv_dim,
                                   int64_t n_ctx, loom_type_t type) {
+  if (n_layer < 1) {
+    return invalid_argument("[llm.kv_cache] n_layer " + std::to_string(n_layer) + " must be >= 1");
+  }
+  return create(ctx, std::vector<registry::Device*>(static_cast<size_t>(n_layer), &device), kv_dim, n_ctx, type);
+}
+
+StatusOr<KvCache> KvCache::create(Context& ctx, const std::vector<registry::Device*>& layer_devices,
+                                  int64_t kv_dim, int64_t n_ctx, loom_type_t type) {
+  const auto n_layer = static_cast<int64_t>(layer_devices.size());
   if (type != LOOM_TYPE_F32 && type != LOOM_TYPE_F16) {
     return invalid_argument(std::string("[llm.kv_cache] type ") + type_name(type) + " must be f32 or f16");
   }
@@ -19,20 +28,31 @@ StatusOr<KvCache> KvCache::create(Context& ctx, registry::Device& device, int64_
   KvCache c;
   c.n_ctx_ = n_ctx;
   c.kv_dim_ = kv_dim;
-  std::vector<Tensor*> all;
+  std::vector<registry::Device*> devs;  // distinct, in first-use order
+  std::vector<std::vector<Tensor*>> per_dev;
   for (int64_t l = 0; l < n_layer; ++l) {
+    registry::Device* d = layer_devices[static_cast<size_t>(l)];
+    if (!d) return invalid_argument("[llm.kv_cache] layer " + std::to_string(l) + " has no device");
+    size_t di = 0;
+    while (di < devs.size() && devs[di] != d) ++di;
+    if (di == devs.size()) {
+      devs.push_back(d);
+      per_dev.emplace_back();
+    }
     LOOM_ASSIGN_OR_RETURN(Tensor * k, ctx.new_tensor(type, {kv_dim, n_ctx}, "cache_k." + std::to_string(l)));
     LOOM_ASSIGN_OR_RETURN(Tensor * v, ctx.new_tensor(type, {kv_dim, n_ctx}, "cache_v." + std::to_string(l)));
     c.k_.push_back(k);
     c.v_.push_back(v);
-    all.push_back(k);
-    all.push_back(v);
+    per_dev[di].push_back(k);
+    per_dev[di].push_back(v);
   }
-  StatusOr<Buffer> b = allocate_tensors(device, all);
-  if (!b.ok()) return b.status().with_context("llm.kv_cache");
-  c.buffer_ = std::move(b).value();
-  // Unwritten rows are masked out, but keep them finite (0 * NaN is NaN).
-  LOOM_RETURN_IF_ERROR(c.buffer_.clear(0));
+  for (size_t di = 0; di < devs.size(); ++di) {
+    StatusOr<Buffer> b = allocate_tensors(*devs[di], per_dev[di]);
+    if (!b.ok()) return b.status().with_context("llm.kv_cache");
+    c.buffers_.push_back(std::move(b).value());
+    // Unwritten rows are masked out, but keep them finite (0 * NaN is NaN).
+    LOOM_RETURN_IF_ERROR(c.buffers_.back().clear(0));
+  }
   return c;
 }
 

@@ -18,14 +18,15 @@ Tensor* named(Tensor* t, const std::string& name) {
 }  // namespace
 
 StatusOr<LlamaBatchGraph> build_llama_graph(LlamaModel& model, const KvCache& cache, int64_t n_tokens,
-                                            int64_t n_past, bool all_logits) {
+                                            int64_t n_past, bool all_logits, int64_t n_kv) {
   const LlamaHparams& h = model.hparams();
   Context& ctx = model.context();
-  const int64_t n_kv = n_past + n_tokens;
-  if (n_tokens < 1 || n_past < 0 || n_kv > cache.n_ctx()) {
+  if (n_kv == 0) n_kv = n_past + n_tokens;
+  if (n_tokens < 1 || n_past < 0 || n_past + n_tokens > cache.n_ctx() || n_kv < n_past + n_tokens ||
+      n_kv > cache.n_ctx()) {
     return invalid_argument("[llm.graph] batch of " + std::to_string(n_tokens) + " tokens at position " +
                             std::to_string(n_past) + " does not fit the context of " +
-                            std::to_string(cache.n_ctx()));
+                            std::to_string(cache.n_ctx()) + " (attended KV length " + std::to_string(n_kv) + ")");
   }
   const int64_t hd = h.head_dim();
   LlamaBatchGraph g;
@@ -107,6 +108,12 @@ StatusOr<LlamaBatchGraph> build_llama_graph(LlamaModel& model, const KvCache& ca
   LOOM_ASSIGN_OR_RETURN(g.logits, op::mul_mat(ctx, model.output, cur));
   named(g.logits, "logits");
   return g;
+}
+
+int64_t padded_n_kv(int64_t n_past, int64_t n_tokens, int64_t pad, int64_t n_ctx) {
+  int64_t n = n_past + n_tokens;
+  if (pad > 1) n = (n + pad - 1) / pad * pad;
+  return n < n_ctx ? n : n_ctx;
 }
 
 LlamaBatchInputs make_batch_inputs(const LlamaBatchGraph& g, const int32_t* tokens) {

@@ -1,6 +1,9 @@
 // The llama forward graph for one batch: n_tokens new tokens at positions
-// [n_past, n_past + n_tokens), attending to the KV cache [0, n_past +
-// n_tokens). Builds tensors in the model's Context; the caller places the
+// [n_past, n_past + n_tokens), attending to the KV cache rows [0, n_kv)
+// where n_kv >= n_past + n_tokens (default: exactly that); rows past
+// n_past + n_tokens are hidden by the mask. A fixed n_kv (padded) keeps the
+// graph's shapes, hence the scheduler's fingerprint, the same from one
+// decode step to the next: only input values change. Builds tensors in the model's Context; the caller places the
 // graph (Executor::allocate), uploads the inputs, computes and rolls the
 // context back.
 #pragma once
@@ -27,7 +30,11 @@ struct LlamaBatchGraph {
 };
 
 StatusOr<LlamaBatchGraph> build_llama_graph(LlamaModel& model, const KvCache& cache, int64_t n_tokens,
-                                            int64_t n_past, bool all_logits);
+                                            int64_t n_past, bool all_logits, int64_t n_kv = 0);
+
+// The attended KV length for a batch: n_past + n_tokens rounded up to a
+// multiple of pad (pad <= 1: no padding), at most n_ctx.
+int64_t padded_n_kv(int64_t n_past, int64_t n_tokens, int64_t pad, int64_t n_ctx);
 
 // Host values of the inputs of `g` for these tokens (same order as the
 // LlamaBatchGraph fields).

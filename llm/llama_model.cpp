@@ -19,16 +19,65 @@ bool weight_type_ok(int32_t t) {
   return t == LOOM_TYPE_F32 || t == LOOM_TYPE_F16 || t == LOOM_TYPE_Q8_0 || t == LOOM_TYPE_Q4_0;
 }
 
+bool reads_host(const registry::Device* d) {
+  loom_buffer_type_t* buft = d->buffer_type();
+  return buft && buft->iface->is_host(buft);
+}
+
+// "blk.<i>." -> i; -1 for tensors outside the layers.
+int64_t layer_of(const std::string& name) {
+  if (name.rfind("blk.", 0) != 0) return -1;
+  const size_t dot = name.find('.', 4);
+  if (dot == std::string::npos || dot == 4) return -1;
+  int64_t v = 0;
+  for (size_t i = 4; i < dot; ++i) {
+    if (name[i] < '0' || name[i] > '9') return -1;
+    v = v * 10 + (name[i] - '0');
+  }
+  return v;
+}
+
 }  // namespace
 
+LlamaModel::LlamaModel(GgufFile file, const LoadOptions& o)
+    : file_(std::move(file)), devices_(o.devices), n_gpu_layers_(o.n_gpu_layers) {
+  for (registry::Device* d : devices_) {
+    if (d->info().type == LOOM_DEVICE_TYPE_CPU) {
+      device_ = d;
+      break;
+    }
+  }
+  if (!device_) device_ = devices_.back();
+  for (registry::Device* d : devices_) {
+    if (d->info().type != LOOM_DEVICE_TYPE_CPU) {
+      if (!reads_host(d) && d != device_) offload_ = d;
+      break;
+    }
+  }
+}
+
 StatusOr<std::unique_ptr<LlamaModel>> LlamaModel::load(const std::string& path, registry::Device* device) {
-  if (!device) return invalid_argument("[llm.load] " + path + ": no device given");
+  LoadOptions o;
+  if (device) o.devices.push_back(device);
+  return load(path, o);
+}
+
+StatusOr<std::unique_ptr<LlamaModel>> LlamaModel::load(const std::string& path, const LoadOptions& options) {
+  if (options.devices.empty()) return invalid_argument("[llm.load] " + path + ": no device given");
+  for (registry::Device* d : options.devices) {
+    if (!d) return invalid_argument("[llm.load] " + path + ": null device in the device list");
+  }
+  if (options.n_gpu_layers < 0) {
+    return invalid_argument("[llm.load] " + path + ": n_gpu_layers " + std::to_string(options.n_gpu_layers) +
+                            " must be >= 0");
+  }
   StatusOr<GgufFile> file = GgufFile::open(path);
   if (!file.ok()) {
     return Status(file.status().code(), "[llm.load] " + path + ": " + file.status().message());
   }
-  std::unique_ptr<LlamaModel> m(new LlamaModel(std::move(file).value(), device));
+  std::unique_ptr<LlamaModel> m(new LlamaModel(std::move(file).value(), options));
   LOOM_RETURN_IF_ERROR(m->read_hparams());
+  if (m->n_gpu_layers_ > m->hparams_.n_layer) m->n_gpu_layers_ = m->hparams_.n_layer;
   LOOM_RETURN_IF_ERROR(m->make_tensors());
   LOOM_RETURN_IF_ERROR(m->bind_weights());
   LOOM_RETURN_IF_ERROR(m->place_weights());
@@ -175,9 +224,14 @@ Status LlamaModel::place_weights() {
   const std::string who = "[llm.load] " + file_.name() + ": ";
   const uint8_t* section = file_.image() + file_.data_offset();
   const size_t section_size = file_.image_size() - static_cast<size_t>(file_.data_offset());
-  for (size_t i = 0; i < file_tensors_.size(); ++i) weights_bytes_ += file_.tensors()[i].nbytes;
-  loom_buffer_type_t* buft = device_->buffer_type();
-  const bool host = buft && buft->iface->is_host(buft);
+  std::vector<size_t> offloaded, local;
+  for (size_t i = 0; i < file_tensors_.size(); ++i) {
+    weights_bytes_ += file_.tensors()[i].nbytes;
+    const int64_t il = layer_of(file_.tensors()[i].name);
+    (offload_ && il >= 0 && il < n_gpu_layers_ ? offloaded : local).push_back(i);
+  }
+  LOOM_RETURN_IF_ERROR(place_offloaded(offloaded));
+  const bool host = reads_host(device_);
   if (host && section_size > 0) {
     // Kernels only read weights, so the read-only mapping can be lent as is.
     StatusOr<Buffer> b = device_->buffer_from_host_ptr(const_cast<uint8_t*>(section), section_size);
@@ -185,7 +239,7 @@ Status LlamaModel::place_weights() {
       weights_ = std::move(b).value();
       char* base = static_cast<char*>(weights_.base());
       loom_buffer_t* raw = weights_.raw();
-      for (size_t i = 0; i < file_tensors_.size(); ++i) {
+      for (size_t i : local) {
         Tensor* t = file_tensors_[i];
         t->data = base + file_.tensors()[i].offset;
         t->buffer = raw;
@@ -196,10 +250,36 @@ Status LlamaModel::place_weights() {
     }
     if (!b.ok()) LOOM_LOG_DEBUG("llm", "weights copied: " + b.status().message());
   }
-  StatusOr<Buffer> b = allocate_tensors(*device_, file_tensors_);
+  std::vector<Tensor*> tensors;
+  for (size_t i : local) tensors.push_back(file_tensors_[i]);
+  if (tensors.empty()) return Status();
+  StatusOr<Buffer> b = allocate_tensors(*device_, tensors);
   if (!b.ok()) return Status(b.status().code(), who + "weights: " + b.status().message());
   weights_ = std::move(b).value();
-  for (size_t i = 0; i < file_tensors_.size(); ++i) {
+  for (size_t i : local) {
+    const GgufTensorInfo& info = file_.tensors()[i];
+    Status st = tensor_set(file_tensors_[i], info.data, info.nbytes);
+    if (!st.ok()) return Status(st.code(), who + "tensor '" + info.name + "': " + st.message());
+  }
+  return Status();
+}
+
+Status LlamaModel::place_offloaded(const std::vector<size_t>& which) {
+  if (which.empty()) return Status();
+  const std::string who = "[llm.load] " + file_.name() + ": ";
+  std::vector<Tensor*> tensors;
+  for (size_t i : which) {
+    tensors.push_back(file_tensors_[i]);
+    offloaded_bytes_ += file_.tensors()[i].nbytes;
+  }
+  StatusOr<Buffer> b = allocate_tensors(*offload_, tensors);
+  if (!b.ok()) {
+    return Status(b.status().code(), who + "weights of " + std::to_string(n_gpu_layers_) + " layers (" +
+                                          std::to_string(offloaded_bytes_) + " bytes) on " + offload_->name() +
+                                          ": " + b.status().message() + " (try fewer --n-gpu-layers)");
+  }
+  offloaded_ = std::move(b).value();
+  for (size_t i : which) {
     const GgufTensorInfo& info = file_.tensors()[i];
     Status st = tensor_set(file_tensors_[i], info.data, info.nbytes);
     if (!st.ok()) return Status(st.code(), who + "tensor '" + info.name + "': " + st.message());

@@ -1,12 +1,18 @@
 // A llama-architecture model loaded from GGUF: hyper-parameters, weight
-// tensors and the buffer holding them on one device.
+// tensors and the buffers holding them on an ordered device list.
 //
-// Weights are leafs of the model's Context. When the device reads host
-// memory and can wrap it, the mmap'd data section of the file becomes the
-// weights buffer (no copy); otherwise the weights are copied into a device
-// buffer. Graphs must be built in the same Context (Graph::build refuses
-// mixed contexts): callers mark it after their own long-lived tensors (KV
-// cache) and roll back after each step.
+// Placement (LoadOptions): the first n_gpu_layers layers' weights live on the
+// offload device, the first device of the list that is not a CPU and whose
+// memory the host cannot read (none when that device reads host memory, e.g.
+// blas: then every weight stays in host memory and the scheduler moves big
+// matmuls by itself). Everything else lives on the host device: the first
+// CPU device of the list, else the last device. Weights are leafs of the
+// model's Context. When the host device reads host memory and can wrap it,
+// the mmap'd data section of the file becomes its weights buffer (no copy);
+// otherwise the weights are copied into a device buffer. Graphs must be
+// built in the same Context (Graph::build refuses mixed contexts): callers
+// mark it after their own long-lived tensors (KV cache) and roll back after
+// each step.
 //
 // Ownership: the model owns the file mapping, the Context and the weights
 // buffer; the device must outlive the model. Not thread-safe.
@@ -52,16 +58,36 @@ struct LlamaLayer {
   Tensor* ffn_down = nullptr;
 };
 
+struct LoadOptions {
+  std::vector<registry::Device*> devices;  // ordered, non-empty, no nulls
+  int64_t n_gpu_layers = 0;                // layers on the offload device (clamped to n_layer)
+};
+
 class LlamaModel {
  public:
   // Open, validate and place the weights on `device`. Failures are statuses
   // "[llm.load] <file>: ..." naming the key, tensor or shapes at fault.
   static StatusOr<std::unique_ptr<LlamaModel>> load(const std::string& path, registry::Device* device);
+  // The same over a device list (see the placement rules above).
+  static StatusOr<std::unique_ptr<LlamaModel>> load(const std::string& path, const LoadOptions& options);
 
   const LlamaHparams& hparams() const { return hparams_; }
   const GgufFile& file() const { return file_; }
   const std::string& architecture() const { return arch_; }
+  // The host device (holds every weight not offloaded).
   registry::Device* device() const { return device_; }
+  // The ordered device list given at load (graphs are scheduled over it).
+  const std::vector<registry::Device*>& devices() const { return devices_; }
+  // The device holding layer il's weights (the host device past
+  // n_gpu_layers() or without an offload device).
+  registry::Device* layer_device(int64_t il) const {
+    return il < n_gpu_layers_ && offload_ ? offload_ : device_;
+  }
+  // The device of the first n_gpu_layers() layers; null when none.
+  registry::Device* offload_device() const { return offload_; }
+  // Layers whose weights live on the offload device.
+  int64_t n_gpu_layers() const { return offload_ ? n_gpu_layers_ : 0; }
+  size_t offloaded_bytes() const { return offloaded_bytes_; }
   // The context holding the weights; graphs are built in it.
   Context& context() { return ctx_; }
   // Whether the weights are the file mapping itself (no copy was made).
@@ -74,14 +100,20 @@ class LlamaModel {
   std::vector<LlamaLayer> layers;
 
  private:
-  LlamaModel(GgufFile file, registry::Device* device) : file_(std::move(file)), device_(device) {}
+  LlamaModel(GgufFile file, const LoadOptions& o);
   Status read_hparams();
   Status make_tensors();
   Status bind_weights();
   Status place_weights();
+  Status place_offloaded(const std::vector<size_t>& which);
 
   GgufFile file_;
-  registry::Device* device_;
+  registry::Device* device_ = nullptr;
+  registry::Device* offload_ = nullptr;
+  std::vector<registry::Device*> devices_;
+  int64_t n_gpu_layers_ = 0;
+  Buffer offloaded_;
+  size_t offloaded_bytes_ = 0;
   std::string arch_;
   LlamaHparams hparams_;
   Context ctx_;

@@ -4,8 +4,25 @@
 #include <string>
 
 #include "llm/llama_graph.hpp"
+#include "loom/executor.hpp"
+#include "loom/ops.hpp"
 
 namespace loom::llm {
+namespace {
+
+// Whether dev runs SET_ROWS into a cache tensor of this type (probed on a
+// tiny graph in a scratch context).
+bool writes_cache(const registry::Device& dev, loom_type_t type, int64_t kv_dim) {
+  Context ctx;
+  StatusOr<Tensor*> dst = ctx.new_tensor(type, {kv_dim, 2}, "probe_cache");
+  StatusOr<Tensor*> src = ctx.new_tensor(LOOM_TYPE_F32, {kv_dim, 1}, "probe_src");
+  StatusOr<Tensor*> rows = ctx.new_tensor(LOOM_TYPE_I64, {1}, "probe_rows");
+  if (!dst.ok() || !src.ok() || !rows.ok()) return false;
+  StatusOr<Tensor*> node = op::set_rows(ctx, *dst, *src, *rows);
+  return node.ok() && dev.supports_op(*node);
+}
+
+}  // namespace
 
 StatusOr<std::unique_ptr<LlamaSession>> LlamaSession::create(LlamaModel* model, const SessionOptions& options) {
   if (!model) return invalid_argument("[llm.session] model is null");
@@ -14,16 +31,31 @@ StatusOr<std::unique_ptr<LlamaSession>> LlamaSession::create(LlamaModel* model, 
   if (options.n_batch < 1) {
     return invalid_argument("[llm.session] batch size " + std::to_string(options.n_batch) + " must be >= 1");
   }
+  if (options.kv_pad < 1) {
+    return invalid_argument("[llm.session] kv_pad " + std::to_string(options.kv_pad) + " must be >= 1");
+  }
+  std::vector<registry::Device*> kv_devices;
+  registry::Device* off = model->offload_device();
+  const bool off_writes = off && writes_cache(*off, options.kv_type, h.kv_dim());
+  for (int64_t il = 0; il < h.n_layer; ++il) {
+    registry::Device* d = model->layer_device(il);
+    kv_devices.push_back(d == off && !off_writes ? model->device() : d);
+  }
   Context& ctx = model->context();
-  LOOM_ASSIGN_OR_RETURN(KvCache cache,
-                        KvCache::create(ctx, *model->device(), h.n_layer, h.kv_dim(), n_ctx, options.kv_type));
-  LOOM_ASSIGN_OR_RETURN(auto ex, Executor::create(model->device()));
+  LOOM_ASSIGN_OR_RETURN(KvCache cache, KvCache::create(ctx, kv_devices, h.kv_dim(), n_ctx, options.kv_type));
+  LOOM_ASSIGN_OR_RETURN(auto sched, Scheduler::create(model->devices()));
   const size_t mark = ctx.checkpoint();
   return std::unique_ptr<LlamaSession>(
-      new LlamaSession(model, std::move(cache), std::move(ex), options.n_batch, mark));
+      new LlamaSession(model, std::move(cache), std::move(kv_devices), std::move(sched), options, mark));
 }
 
 LlamaSession::~LlamaSession() = default;
+
+size_t LlamaSession::compute_buffer_size() const {
+  size_t n = 0;
+  for (size_t i = 0; i < sched_->devices().size(); ++i) n += sched_->compute_buffer_size(i);
+  return n;
+}
 
 Status LlamaSession::eval(const std::vector<TokenId>& tokens, bool all_logits, std::vector<float>* logits) {
   const int64_t n = static_cast<int64_t>(tokens.size());
@@ -54,6 +86,24 @@ Status LlamaSession::eval(const std::vector<TokenId>& tokens, bool all_logits, s
   return Status();
 }
 
+StatusOr<std::string> LlamaSession::plan_dot(int64_t n_tokens) {
+  if (n_tokens < 1 || n_past_ + n_tokens > cache_.n_ctx()) {
+    return invalid_argument("[llm.plan] batch of " + std::to_string(n_tokens) + " tokens does not fit the context of " +
+                            std::to_string(cache_.n_ctx()));
+  }
+  Context& ctx = model_->context();
+  struct Rollback {
+    Context& c;
+    size_t mark;
+    ~Rollback() { c.rollback(mark); }
+  } rollback{ctx, mark_};
+  const int64_t n_kv = padded_n_kv(n_past_, n_tokens, kv_pad_, cache_.n_ctx());
+  LOOM_ASSIGN_OR_RETURN(LlamaBatchGraph g, build_llama_graph(*model_, cache_, n_tokens, n_past_, false, n_kv));
+  LOOM_ASSIGN_OR_RETURN(Graph graph, Graph::build({g.logits}));
+  LOOM_RETURN_IF_ERROR(sched_->allocate(graph));
+  return sched_->to_dot(graph);
+}
+
 Status LlamaSession::eval_batch(const TokenId* tokens, int64_t n, bool all_logits, float* out) {
   Context& ctx = model_->context();
   // Per-step tensors go away whatever happens below.
@@ -62,15 +112,18 @@ Status LlamaSession::eval_batch(const TokenId* tokens, int64_t n, bool all_logit
     size_t mark;
     ~Rollback() { c.rollback(mark); }
   } rollback{ctx, mark_};
-  LOOM_ASSIGN_OR_RETURN(LlamaBatchGraph g, build_llama_graph(*model_, cache_, n, n_past_, all_logits));
+  const int64_t n_kv = padded_n_kv(n_past_, n, kv_pad_, cache_.n_ctx());
+  LOOM_ASSIGN_OR_RETURN(LlamaBatchGraph g, build_llama_graph(*model_, cache_, n, n_past_, all_logits, n_kv));
   LOOM_ASSIGN_OR_RETURN(Graph graph, Graph::build({g.logits}));
-  LOOM_RETURN_IF_ERROR(executor_->allocate(graph));
+  LOOM_RETURN_IF_ERROR(sched_->allocate(graph));
   LlamaBatchInputs in = make_batch_inputs(g, tokens);
   LOOM_RETURN_IF_ERROR(tensor_set(g.tokens, in.tokens.data(), in.tokens.size() * sizeof(int32_t)));
   LOOM_RETURN_IF_ERROR(tensor_set(g.pos, in.pos.data(), in.pos.size() * sizeof(int32_t)));
   LOOM_RETURN_IF_ERROR(tensor_set(g.kv_rows, in.kv_rows.data(), in.kv_rows.size() * sizeof(int64_t)));
   LOOM_RETURN_IF_ERROR(tensor_set(g.mask, in.mask.data(), in.mask.size() * sizeof(float)));
-  LOOM_RETURN_IF_ERROR(executor_->compute(graph));
+  LOOM_RETURN_IF_ERROR(sched_->compute(graph));
+  ++steps_;
+  bytes_copied_ += sched_->last_stats().bytes_copied;
   n_past_ += n;
   if (out) LOOM_RETURN_IF_ERROR(tensor_get(g.logits, out, g.logits->nbytes()));
   return Status();

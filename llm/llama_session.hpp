@@ -1,6 +1,13 @@
-// Evaluation state of one llama model on one device: the KV cache, the
-// executor and the current position. eval() runs tokens through the model
-// in batches and returns logits.
+// Evaluation state of one llama model over its device list: the KV cache
+// (each layer's rows on the device of its weights when that device writes
+// them, else on the host device), the scheduler that runs every step's
+// graph over the model's devices, and the current position. eval() runs
+// tokens through the model in batches and returns logits.
+//
+// Graph reuse: the attended KV length is padded (kv_pad), so consecutive
+// decode steps build graphs of identical shapes that differ only in input
+// values; the scheduler reuses its plan (scheduler().plans_built() counts
+// the distinct shapes seen).
 //
 // One session per model at a time: the session marks the model's Context
 // after its cache tensors and rolls back to that mark after every step.
@@ -9,12 +16,13 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "llm/kv_cache.hpp"
 #include "llm/llama_model.hpp"
 #include "llm/tokenizer.hpp"
-#include "loom/executor.hpp"
+#include "loom/scheduler.hpp"
 
 namespace loom::llm {
 
@@ -22,6 +30,8 @@ struct SessionOptions {
   int64_t n_ctx = 0;   // 0: the model's training context
   int64_t n_batch = 32;  // tokens per forward graph during prompt processing
   loom_type_t kv_type = LOOM_TYPE_F32;
+  // Attended KV length rounded up to a multiple of this (1: no padding).
+  int64_t kv_pad = 256;
 };
 
 class LlamaSession {
@@ -36,6 +46,9 @@ class LlamaSession {
   // the last token only. A batch past the context is an error naming both
   // numbers; nothing is evaluated then.
   Status eval(const std::vector<TokenId>& tokens, bool all_logits, std::vector<float>* logits);
+  // Plan (without computing) the graph of a batch of n_tokens at the current
+  // position and return the scheduler's plan as Graphviz DOT.
+  StatusOr<std::string> plan_dot(int64_t n_tokens);
   // Forget the cached positions (start a new sequence).
   void reset() { n_past_ = 0; }
 
@@ -43,17 +56,38 @@ class LlamaSession {
   int64_t n_ctx() const { return cache_.n_ctx(); }
   int64_t n_batch() const { return n_batch_; }
   const LlamaModel& model() const { return *model_; }
-  size_t compute_buffer_size() const { return executor_->compute_buffer_size(); }
+  // Compute buffers of every device, summed.
+  size_t compute_buffer_size() const;
+  Scheduler& scheduler() { return *sched_; }
+  const Scheduler& scheduler() const { return *sched_; }
+  // The device holding layer il's KV cache.
+  registry::Device* kv_device(int64_t il) const { return kv_devices_[static_cast<size_t>(il)]; }
+  // Scheduler counters summed over the eval() calls since the last reset_stats().
+  size_t steps() const { return steps_; }
+  size_t bytes_copied() const { return bytes_copied_; }
+  size_t splits_last() const { return sched_->last_stats().splits; }
+  void reset_stats() { steps_ = bytes_copied_ = 0; }
 
  private:
-  LlamaSession(LlamaModel* model, KvCache cache, std::unique_ptr<Executor> ex, int64_t n_batch, size_t mark)
-      : model_(model), cache_(std::move(cache)), executor_(std::move(ex)), n_batch_(n_batch), mark_(mark) {}
+  LlamaSession(LlamaModel* model, KvCache cache, std::vector<registry::Device*> kv_devices,
+               std::unique_ptr<Scheduler> sched, const SessionOptions& o, size_t mark)
+      : model_(model),
+        cache_(std::move(cache)),
+        kv_devices_(std::move(kv_devices)),
+        sched_(std::move(sched)),
+        n_batch_(o.n_batch),
+        kv_pad_(o.kv_pad),
+        mark_(mark) {}
   Status eval_batch(const TokenId* tokens, int64_t n, bool all_logits, float* out);
 
   LlamaModel* model_;
   KvCache cache_;
-  std::unique_ptr<Executor> executor_;
+  std::vector<registry::Device*> kv_devices_;
+  std::unique_ptr<Scheduler> sched_;
   int64_t n_batch_;
+  int64_t kv_pad_;
+  size_t steps_ = 0;
+  size_t bytes_copied_ = 0;
   size_t mark_;  // the model's Context size after the cache tensors
   int64_t n_past_ = 0;
 };

@@ -261,11 +261,60 @@ TEST(Cli, RunErrors) {
   EXPECT_EQ(dev.exit_code, 1);
   EXPECT_NE(dev.out.find("nosuch"), std::string::npos) << dev.out;
   EXPECT_NE(dev.out.find("cpu"), std::string::npos) << dev.out;  // lists what exists
-  Result multi = run_loom("run -m " + model + " --device cpu,cpu");
-  EXPECT_EQ(multi.exit_code, 1);
-  EXPECT_NE(multi.out.find("multi-device runs need the scheduler (not yet available)"), std::string::npos)
-      << multi.out;
+  Result ngl = run_loom("run -m " + model + " --n-gpu-layers -1");
+  EXPECT_EQ(ngl.exit_code, 2);
+  EXPECT_NE(ngl.out.find("--n-gpu-layers"), std::string::npos) << ngl.out;
   Result ctx = run_loom("run -m " + model + " --ctx 4 -p 'Once upon a time there was a dog'");
   EXPECT_EQ(ctx.exit_code, 1);
   EXPECT_NE(ctx.out.find("more than the context of 4"), std::string::npos) << ctx.out;
+}
+
+// ------------------------------------------------------- multi-device run, plan
+
+TEST(Cli, RunOnSimAndCpuWithLayersOffloaded) {
+  const std::string model = stories_model();
+  if (!fs::exists(model)) GTEST_SKIP() << model << " not found (set LOOM_MODELS_DIR)";
+  const std::string env =
+      "LOOM_SIM_DEVICES=1 LOOM_SIM_OPS_0=MUL_MAT,ADD,MUL,RMS_NORM,SOFT_MAX,SILU,GET_ROWS,CONT,CPY,SCALE";
+  Result one = run_loom("run -m " + model + " -n 30 --json", "", false);
+  Result r = run_loom("run -m " + model + " -n 30 --json --device sim0,cpu --n-gpu-layers 3 --plugin-path " +
+                          std::string(LOOM_TEST_SIM_DIR),
+                      env, false);
+  ASSERT_EQ(one.exit_code, 0) << one.out;
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  loom::test::Json a = parse_or_fail(one.out);
+  loom::test::Json b = parse_or_fail(r.out);
+  EXPECT_EQ(b["text"].str, a["text"].str);
+  ASSERT_EQ(b["devices"].arr.size(), 2u);
+  EXPECT_EQ(b["devices"].arr[0].str, "sim0");
+  EXPECT_EQ(b["devices"].arr[1].str, "cpu");
+  EXPECT_EQ(b["n_gpu_layers"].num, 3);
+  EXPECT_GT(b["splits"].num, 1);
+  EXPECT_GT(b["bytes_copied_per_token"].num, 0);
+
+  Result text = run_loom("run -m " + model + " -n 5 --device sim0,cpu --n-gpu-layers 3 --plugin-path " +
+                             std::string(LOOM_TEST_SIM_DIR),
+                         env);
+  ASSERT_EQ(text.exit_code, 0) << text.out;
+  EXPECT_NE(text.out.find("devices sim0,cpu; 3/5 layers on sim0"), std::string::npos) << text.out;
+}
+
+TEST(Cli, PlanWritesDot) {
+  Result r = run_loom("plan --device cpu", "", false);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(r.out.rfind("digraph", 0), 0u) << r.out;
+  EXPECT_NE(r.out.find("cluster"), std::string::npos) << r.out;
+
+  // No model from the environment: the synthetic two-matmul graph unless
+  // ../shared/models (relative to the test's folder) has one.
+  Result syn = run_loom("plan --device cpu --batch 4", "LOOM_MODEL= LOOM_MODELS_DIR=/nonexistent", false);
+  ASSERT_EQ(syn.exit_code, 0) << syn.out;
+  EXPECT_EQ(syn.out.rfind("digraph", 0), 0u) << syn.out;
+
+  Result bad = run_loom("plan --batch 0");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.out.find("--batch"), std::string::npos) << bad.out;
+  Result dev = run_loom("plan --device nosuch");
+  EXPECT_EQ(dev.exit_code, 1);
+  EXPECT_NE(dev.out.find("nosuch"), std::string::npos) << dev.out;
 }

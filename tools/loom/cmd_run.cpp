@@ -1,4 +1,5 @@
-// `loom run`: generate text with a llama GGUF model on one device.
+// `loom run`: generate text with a llama GGUF model over a device list
+// (the scheduler splits each step's graph between the devices).
 #include <sys/stat.h>
 
 #include <cerrno>
@@ -29,6 +30,7 @@ struct RunOptions {
   int64_t n_batch = 32;
   int64_t n_ctx = 0;  // 0: the model's
   int64_t threads = 0;  // 0: the device's default
+  int64_t n_gpu_layers = 0;
   llm::SamplerOptions sampling;
 };
 
@@ -84,7 +86,7 @@ std::string parse_args(std::vector<std::string> args, RunOptions* o) {
     }
     static const char* const kValued[] = {"-m", "--model", "-p", "--prompt", "-n", "--n-predict", "--temp",
                                           "--top-k", "--top-p", "--seed", "--batch", "--ctx", "--device",
-                                          "--threads"};
+                                          "--threads", "--n-gpu-layers", "-ngl"};
     bool valued = false;
     for (const char* k : kValued) valued = valued || a == k;
     if (!valued) return "unexpected argument '" + args[i] + "'";
@@ -107,6 +109,8 @@ std::string parse_args(std::vector<std::string> args, RunOptions* o) {
       if (!parse_int(v, 1, kMaxInt, &o->n_batch)) return bad("an integer >= 1");
     } else if (a == "--ctx") {
       if (!parse_int(v, 1, kMaxInt, &o->n_ctx)) return bad("an integer >= 1");
+    } else if (a == "--n-gpu-layers" || a == "-ngl") {
+      if (!parse_int(v, 0, kMaxInt, &o->n_gpu_layers)) return bad("an integer >= 0");
     } else if (a == "--threads") {
       if (!parse_int(v, 1, 1024, &o->threads)) return bad("an integer in [1, 1024]");
     } else if (a == "--top-k") {
@@ -156,25 +160,23 @@ int cmd_run(std::vector<std::string> args) {
                   "https://huggingface.co/ggml-org/models (tinyllamas/stories260K.gguf)");
     }
   }
-  if (o.device.find(',') != std::string::npos) {
-    return fail("--device " + o.device + ": multi-device runs need the scheduler (not yet available); "
-                "name one device");
-  }
-
   auto reg = load_registry(common);
   auto sel = reg->select(o.device);
   if (!sel.ok()) return fail(sel.status().message() + " (see 'loom devices')");
-  if (sel->size() != 1) {
-    return fail("--device " + o.device + " selects " + std::to_string(sel->size()) +
-                " devices: multi-device runs need the scheduler (not yet available); name one device");
-  }
-  registry::Device* dev = sel->front();
+  if (sel->empty()) return fail("--device " + o.device + " selects no device (see 'loom devices')");
   if (o.threads > 0) {
-    Status st = dev->set_threads(static_cast<int>(o.threads));
-    if (!st.ok()) return fail(st.message());
+    // Every CPU-like device of the list takes the thread count.
+    for (registry::Device* d : *sel) {
+      if (d->info().type != LOOM_DEVICE_TYPE_CPU && d->info().type != LOOM_DEVICE_TYPE_ACCEL) continue;
+      Status st = d->set_threads(static_cast<int>(o.threads));
+      if (!st.ok() && sel->size() == 1) return fail(st.message());
+    }
   }
 
-  auto model = llm::LlamaModel::load(o.model, dev);
+  llm::LoadOptions lo;
+  lo.devices = *sel;
+  lo.n_gpu_layers = o.n_gpu_layers;
+  auto model = llm::LlamaModel::load(o.model, lo);
   if (!model.ok()) return fail(model.status().message());
   auto tok = llm::Tokenizer::from_gguf((*model)->file());
   if (!tok.ok()) return fail("[llm.load] " + o.model + ": " + tok.status().message());
@@ -201,12 +203,20 @@ int cmd_run(std::vector<std::string> args) {
     if (!common.json) std::fputs("\n", stdout);
     return fail(r.status().message());
   }
+  std::string names;
+  for (registry::Device* d : *sel) names += (names.empty() ? "" : ",") + d->name();
+  const llm::LlamaSession& ses = **session;
+  const double copied_per_token =
+      ses.steps() ? static_cast<double>(ses.bytes_copied()) / static_cast<double>(ses.steps()) : 0.0;
   const char* stop = r->stopped_at_eos ? "eos" : r->stopped_at_context ? "context" : "length";
   if (common.json) {
     JsonWriter w;
     w.begin_object();
     w.key("model").value(o.model);
-    w.key("devices").begin_array().value(dev->name()).end_array();
+    w.key("devices").begin_array();
+    for (registry::Device* d : *sel) w.value(d->name());
+    w.end_array();
+    w.key("n_gpu_layers").value(static_cast<int64_t>((*model)->n_gpu_layers()));
     w.key("prompt_tokens").begin_array();
     for (llm::TokenId t : r->prompt_tokens) w.value(static_cast<int64_t>(t));
     w.end_array();
@@ -218,16 +228,25 @@ int cmd_run(std::vector<std::string> args) {
     w.key("prompt_tokens_per_s").value(r->prompt_tokens_per_s());
     w.key("gen_tokens_per_s").value(r->gen_tokens_per_s());
     w.key("weights_zero_copy").value((*model)->zero_copy());
+    w.key("splits").value(static_cast<int64_t>((*session)->splits_last()));
+    w.key("bytes_copied_per_token").value(copied_per_token);
+    w.key("plans_built").value(static_cast<int64_t>((*session)->scheduler().plans_built()));
     w.end_object();
     std::printf("%s\n", w.str().c_str());
   } else {
     std::fputs("\n", stdout);
     std::fflush(stdout);
+    std::string layers;
+    if (const registry::Device* off = (*model)->offload_device()) {
+      layers = "; " + std::to_string((*model)->n_gpu_layers()) + "/" +
+               std::to_string((*model)->hparams().n_layer) + " layers on " + off->name();
+    }
     std::fprintf(stderr,
-                 "\nloom run: device %s; prompt %zu tokens, %.1f tokens/s; generated %zu tokens, %.1f tokens/s "
-                 "(stopped: %s)\n",
-                 dev->name().c_str(), r->prompt_tokens.size(), r->prompt_tokens_per_s(),
-                 r->generated_tokens.size(), r->gen_tokens_per_s(), stop);
+                 "\nloom run: device%s %s%s; prompt %zu tokens, %.1f tokens/s; generated %zu tokens, %.1f tokens/s "
+                 "(stopped: %s); %zu splits, %.0f bytes copied per step\n",
+                 sel->size() > 1 ? "s" : "", names.c_str(), layers.c_str(), r->prompt_tokens.size(),
+                 r->prompt_tokens_per_s(), r->generated_tokens.size(), r->gen_tokens_per_s(), stop,
+                 ses.splits_last(), copied_per_token);
   }
   return 0;
 }

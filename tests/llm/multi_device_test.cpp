@@ -1,0 +1,181 @@
+// llama on the scheduler: decode graphs reuse one plan (the attended KV
+// length is padded, so only input values change), and stories260K greedy
+// from BOS gives the same tokens on cpu, blas,cpu and sim0,cpu with layers
+// 0-2 (weights and, where sim0 could write it, the KV cache) on sim0.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "llm/generate.hpp"
+#include "llm/llama_model.hpp"
+#include "llm/llama_session.hpp"
+#include "loom/registry.hpp"
+#include "registry/registry_test_util.hpp"
+
+#ifndef LOOM_MODELS_DIR_DEFAULT
+#define LOOM_MODELS_DIR_DEFAULT "../shared/models"
+#endif
+
+namespace loom::llm {
+namespace {
+
+using test::ScopedEnv;
+
+const char kPublished[] =
+    "Once upon a time, there was a little girl named Lily. She loved to play outside in the park. One day, "
+    "she saw a big, red ball. She wanted to play with it, but it was too high.";
+
+// Ops the simulated device runs in these tests (no ROPE, SET_ROWS, SWIGLU:
+// those stay on the cpu, so the plan has several splits per layer).
+const char kSimOps[] = "MUL_MAT,ADD,MUL,RMS_NORM,SOFT_MAX,SILU,GET_ROWS,CONT,CPY,SCALE";
+
+std::string model_path() {
+  const char* env = std::getenv("LOOM_MODELS_DIR");
+  return std::string(env && *env ? env : LOOM_MODELS_DIR_DEFAULT) + "/stories260K.gguf";
+}
+
+// A registry of cpu, sim (one device, limited ops, own memory) and blas
+// when built; the sim variables are read at load and restored after.
+class MultiDevice : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!std::ifstream(model_path()).good()) {
+      GTEST_SKIP() << model_path() << " not found (set LOOM_MODELS_DIR to the folder holding stories260K.gguf)";
+    }
+    ScopedEnv n("LOOM_SIM_DEVICES", std::optional<std::string>("1"));
+    ScopedEnv ops("LOOM_SIM_OPS_0", std::optional<std::string>(kSimOps));
+    ScopedEnv host("LOOM_SIM_HOST_0", std::nullopt);
+    reg_ = registry::Registry::load(test::only({std::string(LOOM_TEST_SIM_DIR) + "/libloom-sim.so",
+                                                std::string(LOOM_TEST_PLUGIN_DIR) + "/libloom-cpu.so",
+                                                std::string(LOOM_TEST_PLUGIN_DIR) + "/libloom-blas.so"}));
+    ASSERT_NE(reg_->device("cpu"), nullptr) << test::describe(*reg_);
+  }
+
+  // Greedy tokens from BOS over `devices` with n_gpu_layers, and the session's
+  // plan count; fails the test on any error.
+  void run(const std::vector<std::string>& names, int64_t n_gpu_layers, int32_t n_predict,
+           std::vector<TokenId>* tokens, std::string* text, size_t* plans = nullptr,
+           const LlamaModel** model_out = nullptr) {
+    LoadOptions lo;
+    for (const std::string& n : names) {
+      registry::Device* d = reg_->device(n);
+      ASSERT_NE(d, nullptr) << n;
+      lo.devices.push_back(d);
+    }
+    lo.n_gpu_layers = n_gpu_layers;
+    auto m = LlamaModel::load(model_path(), lo);
+    ASSERT_TRUE(m.ok()) << m.status().to_string();
+    model_ = std::move(m).value();
+    auto t = Tokenizer::from_gguf(model_->file());
+    ASSERT_TRUE(t.ok()) << t.status().to_string();
+    auto s = LlamaSession::create(model_.get(), {});
+    ASSERT_TRUE(s.ok()) << s.status().to_string();
+    GenerateOptions opt;
+    opt.n_predict = n_predict;
+    auto r = generate(**s, *t, "", opt);
+    ASSERT_TRUE(r.ok()) << r.status().to_string();
+    *tokens = r->generated_tokens;
+    *text = r->text;
+    if (plans) *plans = (*s)->scheduler().plans_built();
+    if (model_out) *model_out = model_.get();
+  }
+
+  std::unique_ptr<registry::Registry> reg_;
+  std::unique_ptr<LlamaModel> model_;
+};
+
+TEST_F(MultiDevice, DecodeStepsReuseOnePlan) {
+  std::vector<TokenId> tokens;
+  std::string text;
+  size_t plans = 0;
+  // BOS and 100 decode steps: all one token, attended KV length padded to
+  // 256, so one shape bucket and one plan.
+  run({"cpu"}, 0, 100, &tokens, &text, &plans);
+  ASSERT_EQ(tokens.size(), 100u);
+  EXPECT_EQ(text.rfind(kPublished, 0), 0u) << text;
+  EXPECT_EQ(plans, 1u);
+}
+
+TEST_F(MultiDevice, UnpaddedKvReplansEveryStep) {
+  // Without padding every step has a new KV length, hence a new shape: the
+  // count shows the fingerprint follows shapes, not values.
+  auto m = LlamaModel::load(model_path(), reg_->device("cpu"));
+  ASSERT_TRUE(m.ok()) << m.status().to_string();
+  SessionOptions so;
+  so.kv_pad = 1;
+  auto s = LlamaSession::create(m->get(), so);
+  ASSERT_TRUE(s.ok()) << s.status().to_string();
+  std::vector<float> logits;
+  for (TokenId t : {1, 400, 261, 378, 299}) ASSERT_TRUE((*s)->eval({t}, false, &logits).ok());
+  EXPECT_EQ((*s)->scheduler().plans_built(), 5u);
+  // Padded: the five steps share one plan; position 256 starts a second
+  // bucket (a longer attended KV length).
+  (*s).reset();  // one session per model at a time
+  SessionOptions padded;
+  auto p = LlamaSession::create(m->get(), padded);
+  ASSERT_TRUE(p.ok()) << p.status().to_string();
+  for (TokenId t : {1, 400, 261, 378, 299}) ASSERT_TRUE((*p)->eval({t}, false, &logits).ok());
+  EXPECT_EQ((*p)->scheduler().plans_built(), 1u);
+  if ((*p)->n_ctx() > 256) {
+    std::vector<TokenId> fill(251, 300);
+    ASSERT_TRUE((*p)->eval(fill, false, &logits).ok());  // batches of 32: new shapes
+    const size_t before = (*p)->scheduler().plans_built();
+    ASSERT_TRUE((*p)->eval({400}, false, &logits).ok());  // position 256: next bucket
+    ASSERT_TRUE((*p)->eval({400}, false, &logits).ok());
+    EXPECT_EQ((*p)->scheduler().plans_built(), before + 1);
+  }
+}
+
+TEST_F(MultiDevice, BlasAndCpuGiveTheCpuTokens) {
+  if (!reg_->device("blas")) GTEST_SKIP() << "blas plugin not built";
+  std::vector<TokenId> want, got;
+  std::string want_text, got_text;
+  run({"cpu"}, 0, 100, &want, &want_text);
+  run({"blas", "cpu"}, 0, 100, &got, &got_text);
+  EXPECT_EQ(got, want);
+  EXPECT_EQ(got_text.rfind(kPublished, 0), 0u) << got_text;
+  EXPECT_TRUE(model_->zero_copy());  // blas reads host memory: no weight copies
+  EXPECT_EQ(model_->offload_device(), nullptr);
+}
+
+TEST_F(MultiDevice, LayersSpreadOverSimAndCpuGiveTheCpuTokens) {
+  if (!reg_->device("sim0")) GTEST_SKIP() << "sim plugin not loaded:\n" << test::describe(*reg_);
+  std::vector<TokenId> want, got;
+  std::string want_text, got_text;
+  run({"cpu"}, 0, 100, &want, &want_text);
+  const LlamaModel* m = nullptr;
+  size_t plans = 0;
+  run({"sim0", "cpu"}, 3, 100, &got, &got_text, &plans, &m);
+  ASSERT_NE(m, nullptr);
+  EXPECT_EQ(got, want);
+  EXPECT_EQ(got_text.rfind(kPublished, 0), 0u) << got_text;
+  EXPECT_EQ(plans, 1u);
+  // Layers 0-2 on sim0 (copied to its own memory), 3-4 and the rest on cpu.
+  registry::Device* sim = reg_->device("sim0");
+  EXPECT_EQ(m->offload_device(), sim);
+  EXPECT_EQ(m->n_gpu_layers(), 3);
+  EXPECT_EQ(m->layer_device(2), sim);
+  EXPECT_EQ(m->layer_device(3), reg_->device("cpu"));
+  EXPECT_TRUE(sim->supports_buffer_type(m->layers[0].wq->buffer->buffer_type));
+  EXPECT_FALSE(reg_->device("cpu")->supports_buffer_type(m->layers[0].wq->buffer->buffer_type));
+  EXPECT_TRUE(reg_->device("cpu")->supports_buffer_type(m->layers[3].wq->buffer->buffer_type));
+  EXPECT_GT(m->offloaded_bytes(), 0u);
+}
+
+TEST_F(MultiDevice, MoreGpuLayersThanTheModelHasIsClamped) {
+  if (!reg_->device("sim0")) GTEST_SKIP() << "sim plugin not loaded";
+  std::vector<TokenId> want, got;
+  std::string want_text, got_text;
+  run({"cpu"}, 0, 20, &want, &want_text);
+  run({"sim0", "cpu"}, 99, 20, &got, &got_text);
+  EXPECT_EQ(got, want);
+  EXPECT_EQ(model_->n_gpu_layers(), 5);
+}
+
+}  // namespace
+}  // namespace loom::llm

@@ -1,0 +1,167 @@
+// `loom plan`: the scheduler's plan of one forward step of a model (or, with
+// no model available, of a small synthetic two-matmul graph) over a device
+// list, written as Graphviz DOT.
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cli.hpp"
+#include "llm/llama_model.hpp"
+#include "llm/llama_session.hpp"
+#include "loom/ops.hpp"
+#include "loom/scheduler.hpp"
+
+namespace loom::cli {
+namespace {
+
+struct PlanOptions {
+  std::string model;
+  std::string device = "cpu";
+  std::string output;  // "" : stdout
+  int64_t n_batch = 1;
+  int64_t n_gpu_layers = 0;
+};
+
+bool exists(const std::string& p) {
+  struct stat st;
+  return ::stat(p.c_str(), &st) == 0;
+}
+
+// Same search as `loom run`; "" when none exists.
+std::string find_default_model() {
+  std::vector<std::string> candidates;
+  if (const char* m = std::getenv("LOOM_MODEL"); m && *m) candidates.push_back(m);
+  if (const char* d = std::getenv("LOOM_MODELS_DIR"); d && *d) candidates.push_back(std::string(d) + "/stories260K.gguf");
+  candidates.push_back("../shared/models/stories260K.gguf");
+  for (const auto& c : candidates) {
+    if (exists(c)) return c;
+  }
+  return "";
+}
+
+bool parse_count(const std::string& s, int64_t lo, int64_t* out) {
+  if (s.empty()) return false;
+  errno = 0;
+  char* end = nullptr;
+  long long v = std::strtoll(s.c_str(), &end, 10);
+  if (errno != 0 || *end != '\0' || v < lo || v > std::numeric_limits<int32_t>::max()) return false;
+  *out = v;
+  return true;
+}
+
+std::string parse_args(const std::vector<std::string>& args, PlanOptions* o) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    std::string a = args[i], v;
+    const size_t eq = a.find('=');
+    const bool has_inline = a.rfind("--", 0) == 0 && eq != std::string::npos;
+    if (has_inline) {
+      v = a.substr(eq + 1);
+      a = a.substr(0, eq);
+    }
+    const bool valued = a == "-m" || a == "--model" || a == "--device" || a == "--batch" || a == "-o" ||
+                        a == "--output" || a == "--n-gpu-layers" || a == "-ngl";
+    if (!valued) return "unexpected argument '" + args[i] + "'";
+    if (!has_inline) {
+      if (i + 1 >= args.size()) return a + " needs a value";
+      v = args[++i];
+    }
+    if (a == "-m" || a == "--model") {
+      o->model = v;
+    } else if (a == "--device") {
+      o->device = v;
+    } else if (a == "-o" || a == "--output") {
+      o->output = v;
+    } else if (a == "--batch") {
+      if (!parse_count(v, 1, &o->n_batch)) return a + " '" + v + "': expected an integer >= 1";
+    } else if (!parse_count(v, 0, &o->n_gpu_layers)) {
+      return a + " '" + v + "': expected an integer >= 0";
+    }
+  }
+  if (o->device.empty()) return "--device needs a device name (see 'loom devices')";
+  return "";
+}
+
+int fail(const std::string& msg) {
+  std::fprintf(stderr, "loom plan: %s\n", msg.c_str());
+  return 1;
+}
+
+// y = w2 * (w1 * x): x [256, batch], w1 [256, 512], w2 [512, 256]; every
+// leaf is an input the scheduler places.
+StatusOr<std::string> synthetic_dot(const std::vector<registry::Device*>& devices, int64_t batch) {
+  Context ctx;
+  LOOM_ASSIGN_OR_RETURN(Tensor * x, ctx.new_tensor(LOOM_TYPE_F32, {256, batch}, "x"));
+  LOOM_ASSIGN_OR_RETURN(Tensor * w1, ctx.new_tensor(LOOM_TYPE_F32, {256, 512}, "w1"));
+  LOOM_ASSIGN_OR_RETURN(Tensor * w2, ctx.new_tensor(LOOM_TYPE_F32, {512, 256}, "w2"));
+  for (Tensor* t : {x, w1, w2}) t->flags |= LOOM_TENSOR_FLAG_INPUT;
+  LOOM_ASSIGN_OR_RETURN(Tensor * h, op::mul_mat(ctx, w1, x));
+  h->set_name("h");
+  LOOM_ASSIGN_OR_RETURN(Tensor * y, op::mul_mat(ctx, w2, h));
+  y->set_name("y");
+  LOOM_ASSIGN_OR_RETURN(Graph graph, Graph::build({y}));
+  LOOM_ASSIGN_OR_RETURN(auto sched, Scheduler::create(devices));
+  LOOM_RETURN_IF_ERROR(sched->allocate(graph));
+  return sched->to_dot(graph);
+}
+
+}  // namespace
+
+int cmd_plan(std::vector<std::string> args) {
+  CommonOptions common;
+  std::string error;
+  if (!take_common_options(args, &common, &error)) {
+    std::fprintf(stderr, "loom plan: %s\n", error.c_str());
+    return 2;
+  }
+  PlanOptions o;
+  error = parse_args(args, &o);
+  if (!error.empty()) {
+    std::fprintf(stderr, "loom plan: %s (try 'loom --help')\n", error.c_str());
+    return 2;
+  }
+  if (o.model.empty()) o.model = find_default_model();
+
+  auto reg = load_registry(common);
+  auto sel = reg->select(o.device);
+  if (!sel.ok()) return fail(sel.status().message() + " (see 'loom devices')");
+  if (sel->empty()) return fail("--device " + o.device + " selects no device (see 'loom devices')");
+
+  StatusOr<std::string> dot = std::string();
+  std::unique_ptr<llm::LlamaModel> model;
+  if (o.model.empty()) {
+    dot = synthetic_dot(*sel, o.n_batch);
+  } else {
+    llm::LoadOptions lo;
+    lo.devices = *sel;
+    lo.n_gpu_layers = o.n_gpu_layers;
+    auto m = llm::LlamaModel::load(o.model, lo);
+    if (!m.ok()) return fail(m.status().message());
+    model = std::move(m).value();
+    llm::SessionOptions so;
+    so.n_batch = o.n_batch;
+    auto session = llm::LlamaSession::create(model.get(), so);
+    if (!session.ok()) return fail(session.status().message());
+    dot = (*session)->plan_dot(o.n_batch);
+  }
+  if (!dot.ok()) return fail(dot.status().message());
+  if (o.output.empty()) {
+    std::fputs(dot->c_str(), stdout);
+    return 0;
+  }
+  std::FILE* f = std::fopen(o.output.c_str(), "wb");
+  if (!f) return fail("cannot write " + o.output + ": " + std::strerror(errno));
+  const bool ok = std::fwrite(dot->data(), 1, dot->size(), f) == dot->size();
+  if (std::fclose(f) != 0 || !ok) return fail("cannot write " + o.output);
+  std::fprintf(stderr, "loom plan: %s: %s\n", o.output.c_str(),
+               o.model.empty() ? "synthetic two-matmul graph" : o.model.c_str());
+  return 0;
+}
+
+}  // namespace loom::cli
