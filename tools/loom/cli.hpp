@@ -24,5 +24,7 @@ std::unique_ptr<registry::Registry> load_registry(const CommonOptions& opts);
 int cmd_devices(std::vector<std::string> args);
 int cmd_check(std::vector<std::string> args);
 int cmd_run(std::vector<std::string> args);
+int cmd_plan(std::vector<std::string> args);
+int cmd_bench(std::vector<std::string> args);
 
 }  // namespace loom::cli

@@ -1,0 +1,104 @@
+// `loom bench`: runs the built binary on stories260K and checks the JSON.
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+#include "cli/mini_json.hpp"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct BenchResult {
+  int exit_code = -1;
+  std::string out;
+};
+
+// `loom bench <args>` with a clean loom environment; stderr kept or dropped.
+BenchResult run_bench(const std::string& args, bool merge_stderr) {
+  std::string cmd = "env -u LOOM_PLUGIN_PATH -u LOOM_PLUGINS_SELECT -u LOOM_PLUGINS_DISABLE "
+                    "-u LOOM_DEVICES -u LOOM_LOG -u LOOM_NULL_DEVICES " +
+                    std::string(LOOM_TEST_BIN_DIR) + "/loom bench " + args + (merge_stderr ? " 2>&1" : " 2>/dev/null");
+  BenchResult r;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  int st = pclose(p);
+  r.exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return r;
+}
+
+std::string bench_model() {
+  const char* env = std::getenv("LOOM_MODELS_DIR");
+  return std::string(env && *env ? env : LOOM_TEST_SOURCE_DIR "/../shared/models") + "/stories260K.gguf";
+}
+
+const loom::test::Json* find_test(const loom::test::Json& j, const std::string& test) {
+  for (const auto& r : j["results"].arr) {
+    if (r["test"].str == test) return &r;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+TEST(CliBench, JsonHasPositiveRates) {
+  const std::string model = bench_model();
+  if (!fs::exists(model)) GTEST_SKIP() << model << " not found (set LOOM_MODELS_DIR)";
+  BenchResult r = run_bench("-m " + model + " -p 16 -n 8 -r 2 --threads 1 --json", false);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  loom::test::Json j;
+  loom::test::JsonParser parser(r.out);
+  ASSERT_TRUE(parser.parse(&j)) << parser.error() << "\n" << r.out;
+  EXPECT_EQ(j["model"].str, "stories260K.gguf");
+  EXPECT_GT(j["size_bytes"].num, 0);
+  const loom::test::Json* pp = find_test(j, "pp16");
+  const loom::test::Json* tg = find_test(j, "tg8");
+  ASSERT_NE(pp, nullptr) << r.out;
+  ASSERT_NE(tg, nullptr) << r.out;
+  EXPECT_GT((*pp)["avg_ts"].num, 0) << r.out;
+  EXPECT_GT((*tg)["avg_ts"].num, 0) << r.out;
+  EXPECT_EQ((*pp)["samples_ts"].arr.size(), 2u);
+  EXPECT_EQ((*tg)["samples_ts"].arr.size(), 2u);
+  EXPECT_EQ((*tg)["device"].str, "cpu");
+  EXPECT_GT(j["bandwidth"]["read_gb_per_s"].num, 0) << r.out;
+  EXPECT_GT(j["gen_bound"]["tokens_per_s"].num, 0) << r.out;
+}
+
+TEST(CliBench, TableHasPpAndTgRows) {
+  const std::string model = bench_model();
+  if (!fs::exists(model)) GTEST_SKIP() << model << " not found (set LOOM_MODELS_DIR)";
+  BenchResult r = run_bench("-m " + model + " -p 8 -n 4 -r 1 --threads 1", true);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("| model | size | type | device | threads | test | t/s |"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("| pp8 |"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("| tg4 |"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("generation bound"), std::string::npos) << r.out;
+}
+
+TEST(CliBench, BadArguments) {
+  for (const char* args : {"-r 0", "-p lots", "-n -1", "--threads 0", "--threads 1,,2", "--batch 0", "-p 0 -n 0",
+                           "--bogus", "-m"}) {
+    BenchResult r = run_bench(args, true);
+    EXPECT_EQ(r.exit_code, 2) << args << ": " << r.out;
+    EXPECT_NE(r.out.find("loom bench:"), std::string::npos) << args << ": " << r.out;
+  }
+  BenchResult missing = run_bench("-m /nonexistent/model.gguf", true);
+  EXPECT_EQ(missing.exit_code, 1) << missing.out;
+  EXPECT_NE(missing.out.find("/nonexistent/model.gguf"), std::string::npos) << missing.out;
+  const std::string model = bench_model();
+  if (!fs::exists(model)) return;
+  BenchResult dev = run_bench("-m " + model + " --device nosuch -p 4 -n 1 -r 1", true);
+  EXPECT_EQ(dev.exit_code, 1) << dev.out;
+  EXPECT_NE(dev.out.find("nosuch"), std::string::npos) << dev.out;
+  BenchResult ctx = run_bench("-m " + model + " -p 100000 -n 1 -r 1", true);
+  EXPECT_NE(ctx.exit_code, 0) << ctx.out;
+  EXPECT_NE(ctx.out.find("loom bench:"), std::string::npos) << ctx.out;
+}

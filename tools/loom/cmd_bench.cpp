@@ -1,0 +1,470 @@
+// `loom bench`: prompt-processing and generation speed of a llama GGUF model,
+// like llama-bench. Each repetition starts from an empty KV cache, times the
+// prefill of -p fixed pseudo-random tokens (pp) and then -n single-token
+// decode steps (tg). Also measures the machine's memory read bandwidth and
+// the generation ceiling it implies (weight bytes per token / bandwidth).
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <new>
+#include <string>
+#include <system_error>
+#include <thread>
+#include <vector>
+
+#include "cli.hpp"
+#include "json.hpp"
+#include "llm/llama_model.hpp"
+#include "llm/llama_session.hpp"
+#include "loom/types.hpp"
+
+namespace loom::cli {
+namespace {
+
+constexpr char kDefaultModel[] = "stories260K.gguf";
+
+struct BenchOptions {
+  std::string model;
+  std::string device = "cpu";
+  int64_t n_prompt = 256;
+  int64_t n_gen = 64;
+  int64_t reps = 3;
+  int64_t n_batch = 256;
+  std::vector<int64_t> threads;  // empty: the device's default
+};
+
+struct Row {
+  std::string device;
+  int64_t threads = 0;  // 0: the device's default
+  std::string test;     // "pp256", "tg64"
+  int64_t n_tokens = 0;
+  std::vector<double> samples;  // tokens/s per repetition
+  double mean = 0;
+  double stddev = 0;
+};
+
+struct Bandwidth {
+  double gb_per_s = 0;  // 1e9 bytes/s, best pass
+  size_t bytes = 0;
+  int threads = 0;
+  int passes = 0;
+  uint64_t checksum = 0;  // sum of the buffer's words (the result of the reads)
+};
+
+double now_s() {
+  using clock = std::chrono::steady_clock;
+  return std::chrono::duration<double>(clock::now().time_since_epoch()).count();
+}
+
+bool file_exists(const std::string& p) {
+  struct stat st;
+  return ::stat(p.c_str(), &st) == 0;
+}
+
+// Same resolution as `loom run`: $LOOM_MODEL, $LOOM_MODELS_DIR/stories260K.gguf,
+// ../shared/models/stories260K.gguf; "" when none exists.
+std::string default_model(std::string* tried) {
+  std::vector<std::string> candidates;
+  if (const char* m = std::getenv("LOOM_MODEL"); m && *m) candidates.push_back(m);
+  if (const char* d = std::getenv("LOOM_MODELS_DIR"); d && *d) candidates.push_back(std::string(d) + "/" + kDefaultModel);
+  candidates.push_back(std::string("../shared/models/") + kDefaultModel);
+  for (const auto& c : candidates) {
+    if (file_exists(c)) return c;
+    *tried += (tried->empty() ? "" : ", ") + c;
+  }
+  return "";
+}
+
+bool parse_int(const std::string& s, int64_t lo, int64_t hi, int64_t* out) {
+  if (s.empty()) return false;
+  errno = 0;
+  char* end = nullptr;
+  long long v = std::strtoll(s.c_str(), &end, 10);
+  if (errno != 0 || *end != '\0' || v < lo || v > hi) return false;
+  *out = v;
+  return true;
+}
+
+// "1,2,4" -> {1, 2, 4}; false on any bad or empty element.
+bool parse_int_list(const std::string& s, int64_t lo, int64_t hi, std::vector<int64_t>* out) {
+  out->clear();
+  size_t start = 0;
+  while (true) {
+    const size_t comma = s.find(',', start);
+    int64_t v = 0;
+    if (!parse_int(s.substr(start, comma == std::string::npos ? std::string::npos : comma - start), lo, hi, &v)) {
+      return false;
+    }
+    out->push_back(v);
+    if (comma == std::string::npos) return true;
+    start = comma + 1;
+  }
+}
+
+// Returns "" or the error for a bad-arguments exit (2).
+std::string parse_args(const std::vector<std::string>& args, BenchOptions* o) {
+  constexpr int64_t kMaxInt = std::numeric_limits<int32_t>::max();
+  for (size_t i = 0; i < args.size(); ++i) {
+    std::string a = args[i], v;
+    const size_t eq = a.find('=');
+    const bool has_inline = a.rfind("--", 0) == 0 && eq != std::string::npos;
+    if (has_inline) {
+      v = a.substr(eq + 1);
+      a = a.substr(0, eq);
+    }
+    static const char* const kValued[] = {"-m", "--model", "-p", "--n-prompt", "-n", "--n-gen", "-r",
+                                          "--repetitions", "--batch", "--device", "--threads"};
+    bool valued = false;
+    for (const char* k : kValued) valued = valued || a == k;
+    if (!valued) return "unexpected argument '" + args[i] + "'";
+    if (!has_inline) {
+      if (i + 1 >= args.size()) return a + " needs a value";
+      v = args[++i];
+    }
+    auto bad = [&](const char* want) { return a + " '" + v + "': expected " + want; };
+    if (a == "-m" || a == "--model") {
+      o->model = v;
+    } else if (a == "--device") {
+      o->device = v;
+    } else if (a == "-p" || a == "--n-prompt") {
+      if (!parse_int(v, 0, kMaxInt, &o->n_prompt)) return bad("an integer >= 0");
+    } else if (a == "-n" || a == "--n-gen") {
+      if (!parse_int(v, 0, kMaxInt, &o->n_gen)) return bad("an integer >= 0");
+    } else if (a == "-r" || a == "--repetitions") {
+      if (!parse_int(v, 1, 1000, &o->reps)) return bad("an integer in [1, 1000]");
+    } else if (a == "--batch") {
+      if (!parse_int(v, 1, kMaxInt, &o->n_batch)) return bad("an integer >= 1");
+    } else if (a == "--threads") {
+      if (!parse_int_list(v, 1, 1024, &o->threads)) return bad("an integer in [1, 1024] or a list like 1,2,4");
+    }
+  }
+  if (o->device.empty()) return "--device needs a device name (see 'loom devices')";
+  if (o->n_prompt == 0 && o->n_gen == 0) return "-p and -n are both 0: nothing to measure";
+  if (o->n_prompt + o->n_gen > kMaxInt) return "-p plus -n is too large";
+  return "";
+}
+
+int fail(const std::string& msg) {
+  std::fprintf(stderr, "loom bench: %s\n", msg.c_str());
+  return 1;
+}
+
+void finish(Row* r) {
+  double sum = 0;
+  for (double s : r->samples) sum += s;
+  r->mean = r->samples.empty() ? 0 : sum / static_cast<double>(r->samples.size());
+  double var = 0;
+  for (double s : r->samples) var += (s - r->mean) * (s - r->mean);
+  r->stddev = r->samples.size() > 1 ? std::sqrt(var / static_cast<double>(r->samples.size() - 1)) : 0;
+}
+
+// Read bandwidth: `threads` threads each sum their slice of a `bytes` buffer;
+// best of `passes` passes (after one untimed pass that also pages it in).
+Bandwidth measure_bandwidth(size_t bytes, int threads, int passes) {
+  Bandwidth bw;
+  const size_t n = bytes / sizeof(uint64_t);
+  std::unique_ptr<uint64_t[]> buf(new (std::nothrow) uint64_t[n]);
+  if (!buf) return bw;
+  threads = std::max(1, threads);
+  std::vector<uint64_t> sums(static_cast<size_t>(threads) * 8, 0);  // one cache line each
+  auto slice = [&](int t, bool fill) {
+    const size_t lo = n * static_cast<size_t>(t) / static_cast<size_t>(threads);
+    const size_t hi = n * static_cast<size_t>(t + 1) / static_cast<size_t>(threads);
+    uint64_t* p = buf.get();
+    if (fill) {
+      for (size_t i = lo; i < hi; ++i) p[i] = i;
+      return;
+    }
+    uint64_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+    size_t i = lo;
+    for (; i + 4 <= hi; i += 4) {
+      a0 += p[i];
+      a1 += p[i + 1];
+      a2 += p[i + 2];
+      a3 += p[i + 3];
+    }
+    for (; i < hi; ++i) a0 += p[i];
+    sums[static_cast<size_t>(t) * 8] += a0 + a1 + a2 + a3;
+  };
+  auto run = [&](bool fill) {
+    std::vector<std::thread> pool;
+    for (int t = 1; t < threads; ++t) {
+      try {
+        pool.emplace_back(slice, t, fill);
+      } catch (const std::system_error&) {
+        slice(t, fill);  // no thread to be had: do that slice here
+      }
+    }
+    slice(0, fill);
+    for (auto& th : pool) th.join();
+  };
+  run(true);
+  run(false);
+  double best = 0;
+  for (int p = 0; p < passes; ++p) {
+    const double t0 = now_s();
+    run(false);
+    const double dt = now_s() - t0;
+    if (dt > 0) best = std::max(best, static_cast<double>(n * sizeof(uint64_t)) / dt);
+  }
+  uint64_t total = 0;
+  for (uint64_t s : sums) total += s;
+  bw.checksum = total;  // keeps the sums observable
+  bw.gb_per_s = best / 1e9;
+  bw.bytes = n * sizeof(uint64_t);
+  bw.threads = threads;
+  bw.passes = passes;
+  return bw;
+}
+
+std::string human_size(double bytes) {
+  char buf[32];
+  if (bytes >= 1024.0 * 1024 * 1024) {
+    std::snprintf(buf, sizeof buf, "%.2f GiB", bytes / (1024.0 * 1024 * 1024));
+  } else if (bytes >= 1024.0 * 1024) {
+    std::snprintf(buf, sizeof buf, "%.2f MiB", bytes / (1024.0 * 1024));
+  } else {
+    std::snprintf(buf, sizeof buf, "%.2f KiB", bytes / 1024.0);
+  }
+  return buf;
+}
+
+std::string base_name(const std::string& path) {
+  const size_t slash = path.find_last_of('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+// The type of the layer weights ("q4_0"), or of the embedding for a model
+// without layers.
+std::string weight_type(const llm::LlamaModel& m) {
+  const Tensor* t = !m.layers.empty() && m.layers[0].wq ? m.layers[0].wq : m.tok_embd;
+  return t ? type_name(t->type) : "?";
+}
+
+// Weight bytes read per generated token: everything but the embedding table
+// (one row of it is read), plus the output head (the embedding when tied).
+double weight_bytes_per_token(const llm::LlamaModel& m) {
+  double b = static_cast<double>(m.weights_bytes());
+  if (m.tok_embd) {
+    b -= static_cast<double>(m.tok_embd->nbytes());
+    b += static_cast<double>(m.tok_embd->nbytes()) / static_cast<double>(std::max<int64_t>(1, m.tok_embd->ne[1]));
+    if (m.output == m.tok_embd) b += static_cast<double>(m.tok_embd->nbytes());
+  }
+  return b;
+}
+
+}  // namespace
+
+int cmd_bench(std::vector<std::string> args) {
+  CommonOptions common;
+  std::string error;
+  if (!take_common_options(args, &common, &error)) {
+    std::fprintf(stderr, "loom bench: %s\n", error.c_str());
+    return 2;
+  }
+  BenchOptions o;
+  error = parse_args(args, &o);
+  if (!error.empty()) {
+    std::fprintf(stderr, "loom bench: %s (try 'loom --help')\n", error.c_str());
+    return 2;
+  }
+  if (o.model.empty()) {
+    std::string tried;
+    o.model = default_model(&tried);
+    if (o.model.empty()) {
+      return fail("no model given and none found (tried " + tried +
+                  "); pass -m FILE.gguf or set LOOM_MODEL. stories260K.gguf is at "
+                  "https://huggingface.co/ggml-org/models (tinyllamas/stories260K.gguf)");
+    }
+  }
+  auto reg = load_registry(common);
+  auto sel = reg->select(o.device);
+  if (!sel.ok()) return fail(sel.status().message() + " (see 'loom devices')");
+  if (sel->empty()) return fail("--device " + o.device + " selects no device (see 'loom devices')");
+  std::string dev_names;
+  for (registry::Device* d : *sel) dev_names += (dev_names.empty() ? "" : ",") + d->name();
+
+  llm::LoadOptions lo;
+  lo.devices = *sel;
+  auto model = llm::LlamaModel::load(o.model, lo);
+  if (!model.ok()) return fail(model.status().message());
+  const llm::LlamaModel& m = **model;
+  const int64_t n_vocab = m.hparams().n_vocab;
+  if (n_vocab <= 0) return fail(o.model + ": the model has no vocabulary");
+
+  const int64_t n_ctx_train = m.hparams().n_ctx_train;
+  if (n_ctx_train > 0 && o.n_prompt + o.n_gen > n_ctx_train) {
+    return fail("-p " + std::to_string(o.n_prompt) + " plus -n " + std::to_string(o.n_gen) + " = " +
+                std::to_string(o.n_prompt + o.n_gen) + " tokens exceed the model's context of " +
+                std::to_string(n_ctx_train));
+  }
+  llm::SessionOptions so;
+  so.n_ctx = o.n_prompt + o.n_gen;
+  so.n_batch = std::max<int64_t>(1, std::min(o.n_batch, std::max<int64_t>(1, o.n_prompt)));
+  auto session = llm::LlamaSession::create(model->get(), so);
+  if (!session.ok()) return fail(session.status().message());
+  llm::LlamaSession& s = **session;
+  if (s.n_ctx() < o.n_prompt + o.n_gen) {
+    return fail("-p " + std::to_string(o.n_prompt) + " plus -n " + std::to_string(o.n_gen) +
+                " tokens exceed the context of " + std::to_string(s.n_ctx()));
+  }
+
+  // Fixed pseudo-random token ids (the same on every run), never the text.
+  uint64_t lcg = 0x9E3779B97F4A7C15ull;
+  auto next_token = [&]() {
+    lcg = lcg * 6364136223846793005ull + 1442695040888963407ull;
+    return static_cast<llm::TokenId>((lcg >> 33) % static_cast<uint64_t>(n_vocab));
+  };
+  std::vector<llm::TokenId> prompt(static_cast<size_t>(o.n_prompt));
+  for (auto& t : prompt) t = next_token();
+  std::vector<llm::TokenId> gen(static_cast<size_t>(o.n_gen));
+  for (auto& t : gen) t = next_token();
+
+  std::vector<int64_t> thread_list = o.threads;
+  if (thread_list.empty()) thread_list.push_back(0);
+  std::vector<Row> rows;
+  std::vector<float> logits;
+  for (int64_t threads : thread_list) {
+    if (threads > 0) {
+      // Every CPU-like device of the list takes the thread count.
+      for (registry::Device* d : *sel) {
+        if (d->info().type != LOOM_DEVICE_TYPE_CPU && d->info().type != LOOM_DEVICE_TYPE_ACCEL) continue;
+        Status st = d->set_threads(static_cast<int>(threads));
+        if (!st.ok() && sel->size() == 1) return fail("--threads " + std::to_string(threads) + ": " + st.message());
+      }
+    }
+    // Warm-up (untimed): one batch and one decode step.
+    s.reset();
+    std::vector<llm::TokenId> warm(prompt.begin(), prompt.begin() + std::min<int64_t>(o.n_prompt, s.n_batch()));
+    if (warm.empty()) warm.push_back(gen.front());
+    Status st = s.eval(warm, false, &logits);
+    if (st.ok()) st = s.eval({gen.empty() ? warm.front() : gen.front()}, false, &logits);
+    if (!st.ok()) return fail(st.message());
+
+    Row pp{dev_names, threads, "pp" + std::to_string(o.n_prompt), o.n_prompt, {}, 0, 0};
+    Row tg{dev_names, threads, "tg" + std::to_string(o.n_gen), o.n_gen, {}, 0, 0};
+    for (int64_t r = 0; r < o.reps; ++r) {
+      s.reset();
+      if (o.n_prompt > 0) {
+        const double t0 = now_s();
+        st = s.eval(prompt, false, &logits);
+        const double dt = now_s() - t0;
+        if (!st.ok()) return fail(st.message());
+        pp.samples.push_back(dt > 0 ? static_cast<double>(o.n_prompt) / dt : 0);
+      }
+      if (o.n_gen > 0) {
+        const double t0 = now_s();
+        for (llm::TokenId t : gen) {
+          st = s.eval({t}, false, &logits);
+          if (!st.ok()) return fail(st.message());
+        }
+        const double dt = now_s() - t0;
+        tg.samples.push_back(dt > 0 ? static_cast<double>(o.n_gen) / dt : 0);
+      }
+    }
+    if (o.n_prompt > 0) {
+      finish(&pp);
+      rows.push_back(pp);
+    }
+    if (o.n_gen > 0) {
+      finish(&tg);
+      rows.push_back(tg);
+    }
+  }
+
+  // Memory-bandwidth ceiling of generation, measured now with as many
+  // threads as the largest --threads (else every hardware thread).
+  int bw_threads = static_cast<int>(*std::max_element(thread_list.begin(), thread_list.end()));
+  if (bw_threads <= 0) bw_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const Bandwidth bw = measure_bandwidth(size_t{256} << 20, bw_threads, 5);
+  const double bytes_per_token = weight_bytes_per_token(m);
+  const double bound = bw.gb_per_s > 0 && bytes_per_token > 0 ? bw.gb_per_s * 1e9 / bytes_per_token : 0;
+
+  const std::string model_name = base_name(o.model);
+  const std::string size = human_size(static_cast<double>(m.weights_bytes()));
+  const std::string type = weight_type(m);
+  auto threads_text = [](int64_t t) { return t > 0 ? std::to_string(t) : std::string("default"); };
+  if (common.json) {
+    JsonWriter w;
+    w.begin_object();
+    w.key("model").value(model_name);
+    w.key("model_path").value(o.model);
+    w.key("architecture").value(m.architecture());
+    w.key("devices").begin_array();
+    for (registry::Device* d : *sel) w.value(d->name());
+    w.end_array();
+    w.key("size_bytes").value(static_cast<uint64_t>(m.weights_bytes()));
+    w.key("type").value(type);
+    w.key("n_layer").value(m.hparams().n_layer);
+    w.key("n_embd").value(m.hparams().n_embd);
+    w.key("n_prompt").value(o.n_prompt);
+    w.key("n_gen").value(o.n_gen);
+    w.key("repetitions").value(o.reps);
+    w.key("n_batch").value(s.n_batch());
+    w.key("weights_zero_copy").value(m.zero_copy());
+    w.key("results").begin_array();
+    for (const Row& r : rows) {
+      w.begin_object();
+      w.key("device").value(r.device);
+      if (r.threads > 0) {
+        w.key("threads").value(r.threads);
+      } else {
+        w.key("threads").null();
+      }
+      w.key("test").value(r.test);
+      w.key("n_tokens").value(r.n_tokens);
+      w.key("avg_ts").value(r.mean);
+      w.key("stddev_ts").value(r.stddev);
+      w.key("samples_ts").begin_array();
+      for (double v : r.samples) w.value(v);
+      w.end_array();
+      if (r.test[0] == 't') w.key("bound_ratio").value(bound > 0 ? r.mean / bound : 0.0);
+      w.end_object();
+    }
+    w.end_array();
+    w.key("bandwidth").begin_object();
+    w.key("read_gb_per_s").value(bw.gb_per_s);
+    w.key("buffer_bytes").value(static_cast<uint64_t>(bw.bytes));
+    w.key("threads").value(bw.threads);
+    w.key("passes").value(bw.passes);
+    w.end_object();
+    w.key("gen_bound").begin_object();
+    w.key("weight_bytes_per_token").value(bytes_per_token);
+    w.key("tokens_per_s").value(bound);
+    w.end_object();
+    w.end_object();
+    std::printf("%s\n", w.str().c_str());
+    return 0;
+  }
+
+  std::printf("| model | size | type | device | threads | test | t/s |\n");
+  std::printf("| --- | ---: | --- | --- | ---: | ---: | ---: |\n");
+  for (const Row& r : rows) {
+    std::printf("| %s | %s | %s | %s | %s | %s | %.2f ± %.2f |\n", model_name.c_str(), size.c_str(), type.c_str(),
+                r.device.c_str(), threads_text(r.threads).c_str(), r.test.c_str(), r.mean, r.stddev);
+  }
+  std::fflush(stdout);
+  std::fprintf(stderr,
+               "\nloom bench: memory read bandwidth %.2f GB/s (best of %d passes over %s, %d threads); "
+               "weights read per generated token %s -> generation bound %.2f tokens/s\n",
+               bw.gb_per_s, bw.passes, human_size(static_cast<double>(bw.bytes)).c_str(), bw.threads,
+               human_size(bytes_per_token).c_str(), bound);
+  for (const Row& r : rows) {
+    if (r.test[0] != 't' || bound <= 0) continue;
+    std::fprintf(stderr, "loom bench: %s threads %s: %s %.2f tokens/s = %.1f%% of the bound\n", r.device.c_str(),
+                 threads_text(r.threads).c_str(), r.test.c_str(), r.mean, 100.0 * r.mean / bound);
+  }
+  return 0;
+}
+
+}  // namespace loom::cli
