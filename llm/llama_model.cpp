@@ -274,9 +274,13 @@ Status LlamaModel::place_offloaded(const std::vector<size_t>& which) {
   }
   StatusOr<Buffer> b = allocate_tensors(*offload_, tensors);
   if (!b.ok()) {
-    return Status(b.status().code(), who + "weights of " + std::to_string(n_gpu_layers_) + " layers (" +
-                                          std::to_string(offloaded_bytes_) + " bytes) on " + offload_->name() +
-                                          ": " + b.status().message() + " (try fewer --n-gpu-layers)");
+    std::string avail;
+    if (StatusOr<registry::Device::Memory> m = offload_->memory(); m.ok() && m->total > 0) {
+      avail = "; " + std::to_string(m->free) + " of " + std::to_string(m->total) + " bytes free";
+    }
+    return Status(b.status().code(), who + "weights of " + std::to_string(n_gpu_layers_) + " layers need " +
+                                          std::to_string(offloaded_bytes_) + " bytes on " + offload_->name() +
+                                          avail + ": " + b.status().message() + " (try fewer --n-gpu-layers)");
   }
   offloaded_ = std::move(b).value();
   for (size_t i : which) {

@@ -1,5 +1,6 @@
 // registry::Device: the C++ face of a plugin's loom_device_t. Every call
 // into the plugin catches escaping exceptions; results are validated.
+#include <cstring>
 #include <string>
 
 #include "loom/log.hpp"
@@ -76,6 +77,15 @@ loom_buffer_type_t* Device::buffer_type() const {
     return nullptr;
   }
   return buft;
+}
+
+StatusOr<Device::Memory> Device::memory() const {
+  loom_device_props_t props;
+  std::memset(&props, 0, sizeof props);
+  props.struct_size = sizeof props;
+  Status st = call_plugin_status("device.memory", name(), [&] { return raw_->iface->get_props(raw_, &props); });
+  if (!st.ok()) return st;
+  return Memory{props.memory_total, props.memory_free};
 }
 
 StatusOr<Buffer> Device::alloc_buffer(size_t size) const {

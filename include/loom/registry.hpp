@@ -79,6 +79,13 @@ class Device {
   bool supports_buffer_type(const loom_buffer_type_t* buft) const;
   loom_buffer_type_t* buffer_type() const;
   StatusOr<Buffer> alloc_buffer(size_t size) const;
+  // Memory now (asks the plugin again; info() holds the values at load).
+  // {0, 0} when the device does not know.
+  struct Memory {
+    uint64_t total = 0;
+    uint64_t free = 0;
+  };
+  StatusOr<Memory> memory() const;
   // Wrap host memory (e.g. an mmap'd model file) as a buffer of this device
   // without copying. UNIMPLEMENTED when the device has no
   // buffer_from_host_ptr. The memory must outlive the buffer; kernels only

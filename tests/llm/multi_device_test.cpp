@@ -177,5 +177,29 @@ TEST_F(MultiDevice, MoreGpuLayersThanTheModelHasIsClamped) {
   EXPECT_EQ(model_->n_gpu_layers(), 5);
 }
 
+TEST_F(MultiDevice, OutOfDeviceMemoryOnLoadSaysHowMuch) {
+  // A fresh registry whose sim0 holds 100000 bytes: five layers of weights
+  // (about 1 MB) do not fit.
+  reg_.reset();
+  ScopedEnv n("LOOM_SIM_DEVICES", std::optional<std::string>("1"));
+  ScopedEnv mem("LOOM_SIM_MEMORY_0", std::optional<std::string>("100000"));
+  auto reg = registry::Registry::load(test::only({std::string(LOOM_TEST_SIM_DIR) + "/libloom-sim.so",
+                                                  std::string(LOOM_TEST_PLUGIN_DIR) + "/libloom-cpu.so"}));
+  ASSERT_NE(reg->device("sim0"), nullptr) << test::describe(*reg);
+  LoadOptions lo;
+  lo.devices = {reg->device("sim0"), reg->device("cpu")};
+  lo.n_gpu_layers = 5;
+  auto m = LlamaModel::load(model_path(), lo);
+  ASSERT_FALSE(m.ok());
+  const std::string msg = m.status().message();
+  EXPECT_EQ(m.status().code(), StatusCode::kResourceExhausted) << msg;
+  EXPECT_NE(msg.find("weights of 5 layers need "), std::string::npos) << msg;
+  EXPECT_NE(msg.find("100000 of 100000 bytes free"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("try fewer --n-gpu-layers"), std::string::npos) << msg;
+  // The same devices still load the model with no layers offloaded.
+  lo.n_gpu_layers = 0;
+  EXPECT_TRUE(LlamaModel::load(model_path(), lo).ok());
+}
+
 }  // namespace
 }  // namespace loom::llm

@@ -40,6 +40,7 @@ loom_status_t* check_range(const char* op, loom_buffer_t* b, const loom_tensor_t
 
 void buffer_free(loom_buffer_t* b) {
   SimBuffer* sb = sim_buffer(b);
+  Device::from_buft(b->buffer_type)->used -= b->size;
   loom::common::host_services()->aligned_free(sb->data);
   delete sb;
 }
@@ -89,6 +90,14 @@ const char* type_name(loom_buffer_type_t* t) { return Device::from_buft(t)->conf
 
 loom_status_t* type_alloc(loom_buffer_type_t* t, size_t size, loom_buffer_t** out_buffer) {
   return guarded("sim.alloc", [&]() -> loom_status_t* {
+    Device* dev = Device::from_buft(t);
+    const size_t cap = dev->config().memory;
+    if (cap != 0 && size > cap - dev->used) {
+      return make_status(LOOM_STATUS_RESOURCE_EXHAUSTED,
+                         "[sim.alloc] " + dev->config().name + " out of device memory: " + std::to_string(size) +
+                             " bytes requested, " + std::to_string(cap - dev->used) + " of " +
+                             std::to_string(cap) + " free");
+    }
     const loom_host_services_t* host = loom::common::host_services();
     void* data = host->aligned_alloc(size ? size : 1, kAlignment);
     if (!data) {
@@ -102,6 +111,7 @@ loom_status_t* type_alloc(loom_buffer_type_t* t, size_t size, loom_buffer_t** ou
     }
     sb->data = data;
     sb->raw = loom_buffer_t{sizeof(loom_buffer_t), &kBufferIface, t, size, sb};
+    dev->used += size;
     *out_buffer = &sb->raw;
     return nullptr;
   });
@@ -129,8 +139,8 @@ loom_status_t* device_get_props(loom_device_t* d, loom_device_props_t* out) {
       out->description = dev->config().description.c_str();
     if (fits(LOOM_STRUCT_END(loom_device_props_t, type))) out->type = LOOM_DEVICE_TYPE_GPU;
     if (fits(LOOM_STRUCT_END(loom_device_props_t, memory_free))) {
-      out->memory_total = 0;
-      out->memory_free = 0;
+      out->memory_total = dev->config().memory;
+      out->memory_free = dev->config().memory - dev->used;
     }
     if (fits(LOOM_STRUCT_END(loom_device_props_t, pci_bus_id)))
       std::memset(out->pci_bus_id, 0, sizeof out->pci_bus_id);

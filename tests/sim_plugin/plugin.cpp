@@ -1,7 +1,8 @@
 // The simulated plugin's entry: the one extern "C" symbol and the plugin
 // table. LOOM_SIM_DEVICES=N (default 2) devices "sim0".."sim<N-1>";
 // LOOM_SIM_OPS_<i>=ADD,MUL_MAT,... limits device i to those ops (default:
-// every op it has a kernel for); LOOM_SIM_HOST_<i>=1 makes device i's memory
+// every op it has a kernel for); LOOM_SIM_MEMORY_<i>=BYTES caps device i's
+// memory (allocations beyond fail as out of memory); LOOM_SIM_HOST_<i>=1 makes device i's memory
 // host-readable (a BLAS-like accelerator). All are read at init.
 #include <cerrno>
 #include <cstdlib>
@@ -73,6 +74,17 @@ loom_status_t* plugin_init(void** out_context) {
       c.host = host && std::string(host) == "1";
       if (c.host)
         c.description = "loom simulated device " + std::to_string(i) + " (host memory, F32 only)";
+      const std::string mem_var = "LOOM_SIM_MEMORY_" + std::to_string(i);
+      if (const char* mem = std::getenv(mem_var.c_str()); mem && *mem) {
+        char* end = nullptr;
+        errno = 0;
+        const unsigned long long v = std::strtoull(mem, &end, 10);
+        if (errno != 0 || *end != '\0' || v == 0) {
+          return make_status(LOOM_STATUS_INVALID_ARGUMENT,
+                             "[sim.init] " + mem_var + "='" + mem + "' is not a byte count > 0");
+        }
+        c.memory = static_cast<size_t>(v);
+      }
       std::string err = parse_ops(static_cast<size_t>(i), &c.ops);
       if (!err.empty()) return make_status(LOOM_STATUS_INVALID_ARGUMENT, "[sim.init] " + err);
       ctx->devices.push_back(std::make_unique<Device>(std::move(c), static_cast<size_t>(i)));

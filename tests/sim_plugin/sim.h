@@ -35,6 +35,7 @@ struct DeviceConfig {
   std::string description;
   bool host = false;      // memory is host-readable; reads any host buffer
   std::vector<bool> ops;  // ops[op]: this device runs op
+  size_t memory = 0;      // capacity in bytes (LOOM_SIM_MEMORY_<i>); 0: unlimited
 };
 
 // One device with its own buffer type ("sim<i>"); lives until shutdown.
@@ -48,6 +49,8 @@ class Device {
   loom_buffer_type_t* buffer_type() { return &buft_; }
   const DeviceConfig& config() const { return config_; }
   size_t index() const { return index_; }
+  // Bytes held by live buffers (counted against config().memory).
+  size_t used = 0;
   static Device* from(loom_device_t* d) { return static_cast<Device*>(d->context); }
   static Device* from_buft(const loom_buffer_type_t* b) { return static_cast<Device*>(b->context); }
 
