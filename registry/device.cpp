@@ -163,6 +163,23 @@ const void* Device::extension(const char* id, uint32_t version) const {
   return ext;
 }
 
+double Device::op_time_us(const Tensor* node) const {
+  if (!cost_ext_asked_) {
+    cost_ext_asked_ = true;
+    const auto* ext = static_cast<const loom_ext_cost_t*>(extension(LOOM_EXT_COST, LOOM_EXT_COST_VERSION));
+    if (ext && ext->struct_size >= LOOM_STRUCT_END(loom_ext_cost_t, op_time_us) && ext->op_time_us) cost_ext_ = ext;
+  }
+  if (!cost_ext_ || !node) return -1.0;
+  const auto* ext = static_cast<const loom_ext_cost_t*>(cost_ext_);
+  double us = -1.0;
+  std::string err = call_plugin([&] { us = ext->op_time_us(raw_, node); });
+  if (!err.empty()) {
+    LOOM_LOG_WARN("registry", "[device.op_time_us] " + name() + ": " + err);
+    return -1.0;
+  }
+  return us >= 0.0 && us < 1e300 ? us : -1.0;
+}
+
 Status Device::set_threads(int n_threads) const {
   const std::string who = "[device.set_threads] " + name() + ": ";
   if (n_threads < 1) return invalid_argument(who + "thread count " + std::to_string(n_threads) + " < 1");

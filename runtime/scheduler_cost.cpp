@@ -1,5 +1,6 @@
 // Scheduler cost model: estimated microseconds for a node on a device, as
-// op time (flops over a throughput per device type) plus the copies its
+// op time (the plugin's loom.cost estimate, else flops over a throughput per
+// device type) plus the copies its
 // sources would need (bytes over a link bandwidth, plus a fixed latency per
 // copy). Crude on purpose: it only has to rank candidates, and it is what
 // decides offload (docs/scheduler.md, "Costs").
@@ -34,7 +35,8 @@ double node_flops(const Tensor* t) {
 }  // namespace
 
 double Builder::estimate_us(size_t d, const Tensor* t) const {
-  double us = node_flops(t) / flops_per_us(devices_[d]->info().type);
+  double us = devices_[d]->op_time_us(t);
+  if (us < 0) us = node_flops(t) / flops_per_us(devices_[d]->info().type);
   for (int k = 0; k < LOOM_MAX_SRC; ++k) {
     const Tensor* s = t->source(k);
     if (!s) continue;

@@ -245,8 +245,13 @@ Status Builder::place() {
         for (int k = 0; k < LOOM_MAX_SRC && all; ++k) {
           if (t->src[k]) all = readable(e, t->source(k));
         }
-        if (all) {
-          set(i, e, "moved from " + devices_[d]->name() + ": reads the same buffers");
+        if (!all) continue;
+        const double here = estimate_us(d, t);
+        const double there = estimate_us(e, t);
+        if (there < here) {
+          set(i, e,
+              "moved from " + devices_[d]->name() + ": reads the same buffers, est. " + us_text(there) +
+                  " us vs " + us_text(here) + " us");
           break;
         }
       }

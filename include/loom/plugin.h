@@ -312,6 +312,9 @@ typedef enum loom_device_type {
 #define LOOM_DEVICE_CAP_EVENTS 2u         /* event_create and record/wait are provided */
 #define LOOM_DEVICE_CAP_HOST_BUFFER 4u    /* host_buffer_type is provided */
 #define LOOM_DEVICE_CAP_BUFFER_FROM_HOST_PTR 8u /* buffer_from_host_ptr is provided */
+#define LOOM_DEVICE_CAP_EMULATED 16u      /* a software stand-in for its type (e.g. lavapipe,
+                                              * Vulkan on the CPU): used only when named,
+                                              * never picked by an automatic policy */
 
 /* Device properties. The host sets struct_size to the size it knows; the
  * plugin writes only fields that end within it. Strings live as long as the
@@ -454,6 +457,20 @@ typedef struct loom_ext_threads {
   loom_status_t *(*set_threads)(loom_device_t *device, int32_t n_threads);
   int32_t (*get_threads)(loom_device_t *device);
 } loom_ext_threads_t;
+
+/* Estimated run time of a node on this device (device-level extension). The
+ * scheduler ranks devices with it (which device takes a node that several
+ * can run: offload, preferred device); without it the host uses a crude
+ * model by device type. Only the ranking matters, not the absolute value. */
+#define LOOM_EXT_COST "loom.cost"
+#define LOOM_EXT_COST_VERSION 1u
+typedef struct loom_ext_cost {
+  size_t struct_size;
+  /* Microseconds to run node with its sources already in memory this device
+   * reads (copies are the host's to add); < 0: no estimate for this node.
+   * Called from the host thread that plans; must not block. */
+  double (*op_time_us)(loom_device_t *device, const loom_tensor_t *node);
+} loom_ext_cost_t;
 
 #ifdef __cplusplus
 } /* extern "C" */

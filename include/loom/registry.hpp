@@ -94,6 +94,9 @@ class Device {
   StatusOr<Stream> create_stream() const;
   // A typed extension table or nullptr.
   const void* extension(const char* id, uint32_t version) const;
+  // Through the loom.cost extension: estimated microseconds for node on this
+  // device, sources in readable memory; < 0 when the device gives none.
+  double op_time_us(const Tensor* node) const;
   // Through the loom.threads extension; UNIMPLEMENTED if the device has none.
   Status set_threads(int n_threads) const;
 
@@ -101,6 +104,8 @@ class Device {
   loom_device_t* raw_;
   DeviceInfo info_;
   std::shared_ptr<PluginHandle> plugin_;
+  mutable const void* cost_ext_ = nullptr;  // loom_ext_cost_t, looked up once
+  mutable bool cost_ext_asked_ = false;
 };
 
 struct Options {

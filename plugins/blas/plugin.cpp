@@ -21,6 +21,7 @@ struct Traits {
   using Device = blas::Device;
   using Stream = blas::Stream;
   static bool supports_op(const loom_tensor_t* node) { return blas::supports_op(node); }
+  static double op_time_us(Device& d, const loom_tensor_t* node) { return blas::op_time_us(node, d.threads()); }
 };
 using Tables = common::HostPlugin<Traits>;
 

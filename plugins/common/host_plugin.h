@@ -12,6 +12,7 @@
 //   using Stream = ...;  // Stream(Device*, const loom_stream_iface_t*), from(loom_stream_t*),
 //                        // handle(), compute(graph) (synchronous)
 //   static bool supports_op(const loom_tensor_t* node);
+//   static double op_time_us(Device&, const loom_tensor_t* node);  // loom.cost
 #pragma once
 
 #include <cstring>
@@ -54,6 +55,16 @@ struct HostPlugin {
   static inline const loom_ext_threads_t kThreadsExt = {sizeof(loom_ext_threads_t), threads_set,
                                                         threads_get};
 
+  static double cost_op_time_us(loom_device_t* d, const loom_tensor_t* node) {
+    try {
+      return Traits::op_time_us(*Device::from(d), node);
+    } catch (...) {
+      return -1.0;
+    }
+  }
+
+  static inline const loom_ext_cost_t kCostExt = {sizeof(loom_ext_cost_t), cost_op_time_us};
+
   static loom_status_t* device_get_props(loom_device_t* d, loom_device_props_t* out) {
     return guarded(Traits::kName, "get_props", [&] { return Device::from(d)->get_props(out); });
   }
@@ -80,6 +91,9 @@ struct HostPlugin {
   static const void* device_get_extension(loom_device_t*, const char* id, uint32_t version) {
     if (id != nullptr && std::strcmp(id, LOOM_EXT_THREADS) == 0 && version == LOOM_EXT_THREADS_VERSION) {
       return &kThreadsExt;
+    }
+    if (id != nullptr && std::strcmp(id, LOOM_EXT_COST) == 0 && version == LOOM_EXT_COST_VERSION) {
+      return &kCostExt;
     }
     return nullptr;
   }

@@ -21,6 +21,7 @@ struct Traits {
   using Device = cpu::Device;
   using Stream = cpu::Stream;
   static bool supports_op(const loom_tensor_t* node) { return cpu::supports_op(node); }
+  static double op_time_us(Device& d, const loom_tensor_t* node) { return cpu::op_time_us(node, d.threads()); }
 };
 using Tables = common::HostPlugin<Traits>;
 

@@ -251,6 +251,54 @@ TEST(SchedulerPlacement, HostAcceleratorTakesMatmulsWithZeroCopies) {
   expect_close(get_f32(o), want, "post");
 }
 
+// An emulated device (a GPU API on the CPU, like lavapipe) is used when
+// named and never picked by a policy.
+TEST(SchedulerSelection, EmulatedDevicesOnlyWhenNamed) {
+  ScopedEnv emu("LOOM_SIM_EMULATED_1", std::optional<std::string>("1"));
+  SimSetup env(2, {});
+  SCHED_REQUIRE_DEVICES(env);
+  ASSERT_NE(env.dev("sim1"), nullptr);
+  EXPECT_TRUE(env.dev("sim1")->info().caps & LOOM_DEVICE_CAP_EMULATED);
+  for (const char* policy : {"auto", "gpu-first", "cpu-only"}) {
+    SCHED_ASSIGN(auto picked, env.reg().select(policy));
+    for (registry::Device* d : picked) EXPECT_NE(d->name(), "sim1") << policy;
+  }
+  SCHED_ASSIGN(auto all, env.reg().select("auto"));
+  EXPECT_EQ(all.size(), 2u);  // sim0, cpu
+  SCHED_ASSIGN(auto named, env.reg().select("sim1,cpu"));
+  ASSERT_EQ(named.size(), 2u);
+  EXPECT_EQ(named[0]->name(), "sim1");
+}
+
+// The preferred-device move is cost-based: a host-memory sim0 whose
+// loom.cost hint says it is slow keeps nothing; a fast one takes the matmul.
+TEST(SchedulerPlacement, PreferredDeviceMoveFollowsCostHints) {
+  for (const char* flops : {"1", "1e9"}) {
+    ScopedEnv speed("LOOM_SIM_FLOPS_0", std::optional<std::string>(flops));
+    SimSetup env(1, {std::string("MUL_MAT")}, false, {true});
+    SCHED_REQUIRE_DEVICES(env);
+    registry::Device* accel = env.dev("sim0");
+    registry::Device* cpu = env.dev("cpu");
+    Context ctx;
+    SCHED_ASSIGN(Tensor * x, ctx.new_tensor(LOOM_TYPE_F32, {64, 8}, "x"));
+    SCHED_ASSIGN(Tensor * w, ctx.new_tensor(LOOM_TYPE_F32, {64, 64}, "w"));
+    SCHED_ASSIGN(Buffer wbuf, allocate_tensors(*cpu, {w}));
+    SCHED_ASSIGN(Tensor * n, op::scale(ctx, x, 1.0f, 0.0f));
+    SCHED_ASSIGN(Tensor * h, op::mul_mat(ctx, w, n));
+    SCHED_ASSIGN(Graph g, Graph::build({h}));
+    // 2*64*64*8 = 65536 flops: 65536 us at 1 flop/us, far below a us at 1e9.
+    EXPECT_NEAR(accel->op_time_us(h), 65536.0 / std::stod(flops), 1e-9);
+    SCHED_ASSIGN(auto sched, Scheduler::create({accel, cpu}));
+    sched->set_offload(false);
+    SCHED_OK(sched->allocate(g));
+    const std::string plan = sched->describe(g);
+    const bool fast = std::string(flops) == "1e9";
+    EXPECT_EQ(sched->device_of(1), fast ? 0 : 1) << flops << "\n" << plan;
+    EXPECT_EQ(contains(plan, "moved from cpu: reads the same buffers, est."), fast) << plan;
+    EXPECT_EQ(sched->copy_count(), 0u) << plan;
+  }
+}
+
 // Weights in CPU memory: a decode-size matmul stays with them, a large
 // batch goes to the GPU-like sim0 (weight copy included in its estimate).
 TEST(SchedulerPlacement, LargeBatchesOffloadByCost) {

@@ -150,7 +150,8 @@ loom_status_t* device_get_props(loom_device_t* d, loom_device_props_t* out) {
       out->uuid[15] = static_cast<uint8_t>(dev->index() & 0xFF);
       out->has_uuid = true;
     }
-    if (fits(LOOM_STRUCT_END(loom_device_props_t, caps))) out->caps = 0;
+    if (fits(LOOM_STRUCT_END(loom_device_props_t, caps)))
+      out->caps = dev->config().emulated ? LOOM_DEVICE_CAP_EMULATED : 0u;
     return nullptr;
   });
 }
@@ -168,6 +169,27 @@ bool device_supports_buffer_type(loom_device_t* d, const loom_buffer_type_t* t) 
   return dev->config().host && t && t->iface->is_host(const_cast<loom_buffer_type_t*>(t));
 }
 
+// loom.cost from LOOM_SIM_FLOPS_<i>: flops (2*K per MUL_MAT result element,
+// 1 per element otherwise) over that many per microsecond.
+double cost_op_time_us(loom_device_t* d, const loom_tensor_t* node) {
+  const Device* dev = Device::from(d);
+  if (!node || !node_supported(*dev, node)) return -1.0;
+  double n = 1;
+  for (int k = 0; k < 4; ++k) n *= static_cast<double>(node->ne[k]);
+  if (node->op == LOOM_OP_MUL_MAT && node->src[0]) n *= 2.0 * static_cast<double>(node->src[0]->ne[0]);
+  return n / dev->config().flops_per_us;
+}
+
+const loom_ext_cost_t kCostExt = {sizeof(loom_ext_cost_t), cost_op_time_us};
+
+const void* device_get_extension(loom_device_t* d, const char* id, uint32_t version) {
+  if (id && std::strcmp(id, LOOM_EXT_COST) == 0 && version == LOOM_EXT_COST_VERSION &&
+      Device::from(d)->config().flops_per_us > 0) {
+    return &kCostExt;
+  }
+  return nullptr;
+}
+
 const loom_device_iface_t kDeviceIface = {
     sizeof(loom_device_iface_t),
     device_get_props,
@@ -177,7 +199,7 @@ const loom_device_iface_t kDeviceIface = {
     device_supports_buffer_type,
     stream_create,
     nullptr,  // event_create: no events; the host synchronises streams
-    nullptr,  // get_extension
+    device_get_extension,
     nullptr,  // buffer_from_host_ptr
 };
 

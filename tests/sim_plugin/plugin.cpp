@@ -2,7 +2,9 @@
 // table. LOOM_SIM_DEVICES=N (default 2) devices "sim0".."sim<N-1>";
 // LOOM_SIM_OPS_<i>=ADD,MUL_MAT,... limits device i to those ops (default:
 // every op it has a kernel for); LOOM_SIM_MEMORY_<i>=BYTES caps device i's
-// memory (allocations beyond fail as out of memory); LOOM_SIM_HOST_<i>=1 makes device i's memory
+// memory (allocations beyond fail as out of memory); LOOM_SIM_FLOPS_<i>=F
+// gives device i a loom.cost hint of F flops per microsecond;
+// LOOM_SIM_EMULATED_<i>=1 marks device i LOOM_DEVICE_CAP_EMULATED; LOOM_SIM_HOST_<i>=1 makes device i's memory
 // host-readable (a BLAS-like accelerator). All are read at init.
 #include <cerrno>
 #include <cstdlib>
@@ -84,6 +86,19 @@ loom_status_t* plugin_init(void** out_context) {
                              "[sim.init] " + mem_var + "='" + mem + "' is not a byte count > 0");
         }
         c.memory = static_cast<size_t>(v);
+      }
+      const std::string emu_var = "LOOM_SIM_EMULATED_" + std::to_string(i);
+      const char* emu = std::getenv(emu_var.c_str());
+      c.emulated = emu && std::string(emu) == "1";
+      const std::string flops_var = "LOOM_SIM_FLOPS_" + std::to_string(i);
+      if (const char* f = std::getenv(flops_var.c_str()); f && *f) {
+        char* end = nullptr;
+        errno = 0;
+        c.flops_per_us = std::strtod(f, &end);
+        if (errno != 0 || *end != '\0' || !(c.flops_per_us > 0)) {
+          return make_status(LOOM_STATUS_INVALID_ARGUMENT,
+                             "[sim.init] " + flops_var + "='" + f + "' is not a positive number");
+        }
       }
       std::string err = parse_ops(static_cast<size_t>(i), &c.ops);
       if (!err.empty()) return make_status(LOOM_STATUS_INVALID_ARGUMENT, "[sim.init] " + err);

@@ -36,6 +36,8 @@ struct DeviceConfig {
   bool host = false;      // memory is host-readable; reads any host buffer
   std::vector<bool> ops;  // ops[op]: this device runs op
   size_t memory = 0;      // capacity in bytes (LOOM_SIM_MEMORY_<i>); 0: unlimited
+  bool emulated = false;    // LOOM_DEVICE_CAP_EMULATED (LOOM_SIM_EMULATED_<i>=1)
+  double flops_per_us = 0;  // loom.cost speed (LOOM_SIM_FLOPS_<i>); 0: no cost hint
 };
 
 // One device with its own buffer type ("sim<i>"); lives until shutdown.

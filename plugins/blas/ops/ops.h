@@ -55,6 +55,10 @@ using common::is_view_op;
 const char* unsupported_reason(const loom_tensor_t* node);
 inline bool supports_op(const loom_tensor_t* node) { return unsupported_reason(node) == nullptr; }
 
+// loom.cost: estimated microseconds for node with `threads` threads; 0 for
+// views, < 0 for nodes this plugin does not run (cost.cpp).
+double op_time_us(const loom_tensor_t* node, int threads);
+
 // Run one node (views and NONE are no-ops). NULL or a status naming the node.
 loom_status_t* run_node(Workspace& ws, const loom_tensor_t* node);
 

@@ -208,8 +208,6 @@ const char* unsupported_reason(const loom_tensor_t* node) {
   return check_op(node);
 }
 
-namespace {
-
 // Below this many multiply-adds / element updates a node runs on one thread;
 // LOOM_CPU_PARALLEL_MIN_WORK overrides it (0: always use the pool, as the op
 // tests do to exercise the threaded paths on small shapes).
@@ -233,8 +231,6 @@ int64_t work_estimate(const loom_tensor_t* node) {
   }
   return n;
 }
-
-}  // namespace
 
 loom_status_t* run_node(common::ThreadPool& pool, const loom_tensor_t* node) {
   if (node == nullptr) return common::make_status(LOOM_STATUS_INVALID_ARGUMENT, "[cpu.compute] null node");

@@ -34,6 +34,16 @@ inline bool supports_op(const loom_tensor_t* node) { return unsupported_reason(n
 
 // Run one node on the pool (views and NONE are no-ops). Returns NULL or a
 // status naming the op, the node and its types. Not thread-safe per pool.
+// Rough work of a node: multiply-adds for MUL_MAT, elements touched otherwise.
+int64_t work_estimate(const loom_tensor_t* node);
+// Nodes with less work than this run on the calling thread alone
+// (LOOM_CPU_PARALLEL_MIN_WORK, default 16384).
+int64_t parallel_min_work();
+
+// loom.cost: estimated microseconds for node with `threads` threads; 0 for
+// views, < 0 for nodes this plugin does not run (cost.cpp).
+double op_time_us(const loom_tensor_t* node, int threads);
+
 loom_status_t* run_node(common::ThreadPool& pool, const loom_tensor_t* node);
 
 // ------------------------------------------------------------ tensor access
