@@ -39,9 +39,14 @@ StatusOr<std::vector<Device*>> Registry::select(std::string_view spec_in) const 
   const std::string spec = trim(spec_in);
   const std::vector<Device*>& all = device_ptrs_;
   if (spec.empty() || spec == "auto" || spec == "gpu-first" || spec == "cpu-only") {
+    // Emulated devices (a GPU API running on the CPU) only when named.
+    std::vector<Device*> eligible;
+    for (Device* d : all) {
+      if (!(d->info().caps & LOOM_DEVICE_CAP_EMULATED)) eligible.push_back(d);
+    }
     std::vector<Device*> out;
     if (spec == "cpu-only") {
-      for (Device* d : all) {
+      for (Device* d : eligible) {
         if (d->info().type == LOOM_DEVICE_TYPE_CPU) out.push_back(d);
       }
       if (out.empty()) {
@@ -49,7 +54,7 @@ StatusOr<std::vector<Device*>> Registry::select(std::string_view spec_in) const 
       }
       return out;
     }
-    out = all;
+    out = eligible;
     std::stable_sort(out.begin(), out.end(), [](const Device* a, const Device* b) {
       return type_rank(a->info().type) < type_rank(b->info().type);
     });
