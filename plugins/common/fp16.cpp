@@ -10,26 +10,7 @@ uint32_t float_bits(float f) {
   return u;
 }
 
-float bits_float(uint32_t u) {
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
-
 }  // namespace
-
-float f16_to_f32(uint16_t h) {
-  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
-  const uint32_t exp = (h >> 10) & 0x1Fu;
-  const uint32_t mant = h & 0x3FFu;
-  if (exp == 0) {
-    // Zero or subnormal: mant * 2^-24 is exact in float.
-    const float v = static_cast<float>(mant) * 5.9604644775390625e-08f;
-    return sign ? -v : v;
-  }
-  if (exp == 0x1F) return bits_float(sign | 0x7F800000u | (mant << 13));  // inf / nan (payload kept)
-  return bits_float(sign | ((exp + 112u) << 23) | (mant << 13));
-}
 
 uint16_t f32_to_f16(float f) {
   const uint32_t u = float_bits(f);
