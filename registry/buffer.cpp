@@ -96,11 +96,77 @@ Status Stream::synchronize() {
                             [&] { return raw_->iface->synchronize(raw_); });
 }
 
+bool Stream::has_set_async() const {
+  return raw_ && raw_->iface->struct_size >= LOOM_STRUCT_END(loom_stream_iface_t, set_tensor_async) &&
+         raw_->iface->set_tensor_async != nullptr;
+}
+
+bool Stream::has_events() const {
+  return raw_ && raw_->iface->struct_size >= LOOM_STRUCT_END(loom_stream_iface_t, wait_event) &&
+         raw_->iface->record_event != nullptr && raw_->iface->wait_event != nullptr;
+}
+
+Status Stream::set_tensor_async(loom_tensor_t* tensor, const void* data, size_t offset,
+                                size_t size) {
+  if (!has_set_async()) return unimplemented("[stream.set_tensor_async] not provided");
+  return call_plugin_status("stream.set_tensor_async", "set_tensor_async", [&] {
+    return raw_->iface->set_tensor_async(raw_, tensor, data, offset, size);
+  });
+}
+
+Status Stream::record_event(loom_event_t* event) {
+  if (!has_events()) return unimplemented("[stream.record_event] not provided");
+  return call_plugin_status("stream.record_event", "record_event",
+                            [&] { return raw_->iface->record_event(raw_, event); });
+}
+
+Status Stream::wait_event(loom_event_t* event) {
+  if (!has_events()) return unimplemented("[stream.wait_event] not provided");
+  return call_plugin_status("stream.wait_event", "wait_event",
+                            [&] { return raw_->iface->wait_event(raw_, event); });
+}
+
 void Stream::reset() {
   if (raw_) {
     loom_stream_t* s = std::exchange(raw_, nullptr);
     std::string err = call_plugin([&] { s->iface->destroy(s); });
     if (!err.empty()) LOOM_LOG_WARN("registry", "[stream.destroy] " + err);
+  }
+  if (owner_) {
+    std::shared_ptr<registry::PluginHandle> owner = std::move(owner_);
+    owner->release_object();
+  }
+}
+
+Event::Event(loom_event_t* raw, std::shared_ptr<registry::PluginHandle> owner)
+    : raw_(raw), owner_(std::move(owner)) {
+  if (!raw_) owner_.reset();  // only a held object is counted
+  if (owner_) owner_->add_object();
+}
+
+Event::Event(Event&& o) noexcept
+    : raw_(std::exchange(o.raw_, nullptr)), owner_(std::move(o.owner_)) {}
+
+Event& Event::operator=(Event&& o) noexcept {
+  if (this != &o) {
+    reset();
+    raw_ = std::exchange(o.raw_, nullptr);
+    owner_ = std::move(o.owner_);
+  }
+  return *this;
+}
+
+Status Event::synchronize() {
+  if (!raw_) return invalid_argument("[event.synchronize] empty event");
+  return call_plugin_status("event.synchronize", "synchronize",
+                            [&] { return raw_->iface->synchronize(raw_); });
+}
+
+void Event::reset() {
+  if (raw_) {
+    loom_event_t* e = std::exchange(raw_, nullptr);
+    std::string err = call_plugin([&] { e->iface->destroy(e); });
+    if (!err.empty()) LOOM_LOG_WARN("registry", "[event.destroy] " + err);
   }
   if (owner_) {
     std::shared_ptr<registry::PluginHandle> owner = std::move(owner_);

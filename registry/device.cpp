@@ -124,6 +124,20 @@ StatusOr<Buffer> Device::buffer_from_host_ptr(void* ptr, size_t size) const {
   return Buffer(b, plugin_);
 }
 
+StatusOr<Event> Device::create_event() const {
+  const std::string who = "[device.create_event] " + name() + ": ";
+  if (!raw_->iface->event_create) return unimplemented(who + "the device has no events");
+  loom_event_t* e = nullptr;
+  Status st = call_plugin_status("device.create_event", name(),
+                                 [&] { return raw_->iface->event_create(raw_, &e); });
+  if (!st.ok()) return Status(st.code(), who + st.message());
+  if (!e || e->struct_size < LOOM_STRUCT_END(loom_event_t, context) || !e->iface ||
+      !e->iface->destroy || !e->iface->synchronize) {
+    return internal_error(who + "plugin " + info_.plugin + " returned a bad event");
+  }
+  return Event(e, plugin_);
+}
+
 StatusOr<Stream> Device::create_stream() const {
   const std::string who = "[device.create_stream] " + name() + ": ";
   loom_stream_t* s = nullptr;

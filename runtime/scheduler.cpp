@@ -46,6 +46,16 @@ Scheduler::Scheduler(std::vector<registry::Device*> devices) : devices_(std::mov
   debug_ = env && *env && std::strcmp(env, "0") != 0;
   const char* check = std::getenv("LOOM_SCHED_CHECK");
   check_ = check && *check && std::strcmp(check, "0") != 0;
+  if (const char* pipe = std::getenv("LOOM_SCHED_PIPELINING"); pipe && *pipe) {
+    char* end = nullptr;
+    const long n = std::strtol(pipe, &end, 10);
+    if (*end == '\0' && n >= 1 && n <= 64) {
+      pipelining_ = static_cast<int>(n);
+    } else {
+      LOOM_LOG_WARN("sched", std::string("LOOM_SCHED_PIPELINING='") + pipe +
+                                 "' is not an integer in [1, 64]; using 1");
+    }
+  }
 }
 
 Scheduler::~Scheduler() = default;
@@ -70,7 +80,16 @@ StatusOr<std::unique_ptr<Scheduler>> Scheduler::create(std::vector<registry::Dev
     if (!stream.ok())
       return stream.status().with_context("sched.create: stream of '" + d->name() + "'");
     s->streams_.push_back(std::move(stream).value());
+    // Events only where the device says so and the stream has the entries.
+    const uint32_t caps = d->info().caps;
+    const Stream& st = s->streams_.back();
+    s->async_.push_back((caps & LOOM_DEVICE_CAP_ASYNC) != 0);
+    s->async_copy_.push_back((caps & LOOM_DEVICE_CAP_ASYNC) != 0 && st.has_set_async());
+    s->use_events_.push_back((caps & LOOM_DEVICE_CAP_EVENTS) != 0 && st.has_events() &&
+                             d->raw()->iface->event_create != nullptr);
   }
+  s->events_.resize(s->devices_.size());
+  s->slots_.resize(s->devices_.size());
   return s;
 }
 

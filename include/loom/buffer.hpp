@@ -51,12 +51,47 @@ class Stream {
 
   loom_stream_t* raw() const { return raw_; }
   explicit operator bool() const { return raw_ != nullptr; }
+  // With LOOM_DEVICE_CAP_ASYNC the work may still run when compute returns;
+  // the tensors of `graph` must stay unchanged until it is done (synchronize
+  // or an event recorded after it); the graph struct itself only for the call.
   Status compute(const loom_graph_t& graph);
   Status synchronize();
+  // Whether the optional queued copy / event entries are present.
+  bool has_set_async() const;
+  bool has_events() const;
+  // Queued host -> tensor copy: `data` must stay alive and unchanged until
+  // the stream passes it (synchronize or an event recorded after it).
+  // UNIMPLEMENTED when the stream has no set_tensor_async.
+  Status set_tensor_async(loom_tensor_t* tensor, const void* data, size_t offset, size_t size);
+  Status record_event(loom_event_t* event);
+  Status wait_event(loom_event_t* event);
   void reset();
 
  private:
   loom_stream_t* raw_ = nullptr;
+  std::shared_ptr<registry::PluginHandle> owner_;
+};
+
+// An event of a device (device.event_create): recorded on a stream after
+// queued work, waited on by another stream or by the host.
+class Event {
+ public:
+  Event() = default;
+  Event(loom_event_t* raw, std::shared_ptr<registry::PluginHandle> owner);
+  ~Event() { reset(); }
+  Event(Event&& o) noexcept;
+  Event& operator=(Event&& o) noexcept;
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+
+  loom_event_t* raw() const { return raw_; }
+  explicit operator bool() const { return raw_ != nullptr; }
+  // Block until the work recorded before the event is done.
+  Status synchronize();
+  void reset();
+
+ private:
+  loom_event_t* raw_ = nullptr;
   std::shared_ptr<registry::PluginHandle> owner_;
 };
 

@@ -374,7 +374,9 @@ typedef struct loom_stream_iface {
   void (*destroy)(loom_stream_t *stream); /* waits for pending work first */
   /* Run a graph. All tensors the graph touches are allocated in buffers this
    * device supports. May return before completion when the device has
-   * LOOM_DEVICE_CAP_ASYNC; errors of async work come back from synchronize. */
+   * LOOM_DEVICE_CAP_ASYNC; errors of async work come back from synchronize.
+   * The graph struct and node array live only for the call; the tensors
+   * stay unchanged until the work is done (docs/plugin-abi.md rule 14). */
   loom_status_t *(*compute)(loom_stream_t *stream, const loom_graph_t *graph);
   loom_status_t *(*synchronize)(loom_stream_t *stream);
   /* (optional) Queued host<->tensor copies. NULL: the host synchronizes and

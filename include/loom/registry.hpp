@@ -92,6 +92,8 @@ class Device {
   // read weights, so read-only memory is fine for weights.
   StatusOr<Buffer> buffer_from_host_ptr(void* ptr, size_t size) const;
   StatusOr<Stream> create_stream() const;
+  // An event (device.event_create); UNIMPLEMENTED when the device has none.
+  StatusOr<Event> create_event() const;
   // A typed extension table or nullptr.
   const void* extension(const char* id, uint32_t version) const;
   // Through the loom.cost extension: estimated microseconds for node on this

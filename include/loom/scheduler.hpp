@@ -1,8 +1,9 @@
 // Multi-device scheduler: places every node of a graph on one of an ordered
 // list of devices, cuts the graph into splits (maximal runs of nodes on one
 // device), plans the copies of split inputs that cross devices, plans one
-// compute buffer per device, and runs the splits in order. Rules and the
-// execution model are in docs/scheduler.md.
+// compute buffer per device, and issues the splits in order on the devices'
+// streams (asynchronous devices overlap, ordered by events). Rules and the
+// execution and concurrency model are in docs/scheduler.md.
 //
 // Usage: create with the devices (most preferred first), optionally pin
 // nodes, then allocate(graph) -> set inputs with tensor_set -> compute(graph)
@@ -29,7 +30,8 @@
 namespace loom {
 
 namespace sched {
-struct Plan;  // internal (runtime/scheduler_plan.hpp)
+struct Plan;      // internal (runtime/scheduler_plan.hpp)
+class Ordering;  // internal (runtime/scheduler_sync.hpp)
 }
 
 // One split of the current plan, for inspection and tests.
@@ -49,9 +51,20 @@ struct SchedStats {
   size_t bytes_copied = 0;
   // Bytes per link, keyed "from->to" (device or buffer type names).
   std::map<std::string, size_t> bytes_per_link;
-  // Wall time of each split (copies in + compute + wait), microseconds;
-  // filled only with set_profile(true).
+  // Wall time of each split on the host, microseconds: copies in + issuing
+  // the compute (+ its run on a synchronous device); filled only with
+  // set_profile(true).
   std::vector<double> split_us;
+  // How the splits were ordered (docs/scheduler.md, "Execution and
+  // concurrency model"): events recorded after splits, waits of one stream
+  // on another's event (no host involved), host waits on an event, host
+  // synchronizes of a stream during the compute (the final ones not
+  // counted), and input copies queued with set_tensor_async.
+  size_t events_recorded = 0;
+  size_t events_waited = 0;
+  size_t event_syncs = 0;
+  size_t stream_syncs = 0;
+  size_t async_copies = 0;
 };
 
 class Scheduler {
@@ -77,18 +90,27 @@ class Scheduler {
   // Plan (or reuse the plan) and place every tensor without memory. Inputs
   // may be written after this.
   Status allocate(Graph& graph);
-  // allocate() when the graph is not placed, then run every split, waiting
-  // for each. A device error names the split and device; the scheduler stays
-  // usable.
+  // allocate() when the graph is not placed, then issue every split on its
+  // device's stream (ordered by events or host waits, docs/scheduler.md) and
+  // return when every stream is synchronized. A device error names the
+  // split and device (the lowest failing split); the scheduler stays usable.
   Status compute(Graph& graph);
 
   // Check mode (also LOOM_SCHED_CHECK=1): after each split, overwrite with
   // NaN bytes (0xFF) the memory of every tensor whose last reader has run
-  // and that no live tensor shares, so a plan that frees too early shows up
-  // as wrong results instead of passing by luck. Slow; for tests.
+  // and that no live tensor shares, once the work touching that memory has
+  // finished, so a plan that frees too early shows up as wrong results
+  // instead of passing by luck. Slow (adds host waits); for tests.
   void set_check(bool on) { check_ = on; }
   // Time each split into last_stats().split_us.
   void set_profile(bool on) { profile_ = on; }
+  // Pipelining (also LOOM_SCHED_PIPELINING, default 1): the number of input
+  // copies that may be in flight per asynchronous destination device at
+  // once, each with its own host staging buffer; a further copy into that
+  // device first waits for the oldest one. n >= 1, else INVALID_ARGUMENT.
+  // Changing it drops the cached plan (the next compute re-plans).
+  Status set_pipelining(int n);
+  int pipelining() const { return pipelining_; }
   // Cost-based offload (default on): a node that reads weights may run on an
   // earlier device than the weights' owner when its estimated time there,
   // weight copies included, is lower. Changing it drops the cached plan.
@@ -131,12 +153,27 @@ class Scheduler {
   // application buffer. Growth is geometric, so they total less than the
   // current buffers.
   std::vector<Buffer> retired_;
-  std::vector<unsigned char> staging_;  // host staging for copies, reused
+  std::vector<unsigned char> staging_;  // host staging for synchronous copies and poison
+  // Per device: whether its stream takes queued copies (CAP_ASYNC and
+  // set_tensor_async) and whether it has events (CAP_EVENTS and record/wait).
+  // async_: CAP_ASYNC (compute may return before the work is done).
+  std::vector<bool> async_, async_copy_, use_events_;
+  // Per device: events recorded after its splits (k-th split of a compute
+  // -> events_[d][k]), and pipelining_ staging slots for queued copies, each
+  // with the event recorded after the copy that used it last.
+  std::vector<std::vector<Event>> events_;
+  struct Slot {
+    std::vector<unsigned char> bytes;
+    Event done;
+    bool busy = false;
+  };
+  std::vector<std::vector<Slot>> slots_;
+  int pipelining_ = 1;
   bool debug_ = false;
   bool check_ = false;
   bool profile_ = false;
   bool offload_ = true;
-  Status poison_dead(const Graph& graph, size_t split);
+  Status poison_dead(const Graph& graph, size_t split, sched::Ordering& order);
 };
 
 }  // namespace loom

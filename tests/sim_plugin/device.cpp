@@ -150,8 +150,10 @@ loom_status_t* device_get_props(loom_device_t* d, loom_device_props_t* out) {
       out->uuid[15] = static_cast<uint8_t>(dev->index() & 0xFF);
       out->has_uuid = true;
     }
-    if (fits(LOOM_STRUCT_END(loom_device_props_t, caps)))
+    if (fits(LOOM_STRUCT_END(loom_device_props_t, caps))) {
       out->caps = dev->config().emulated ? LOOM_DEVICE_CAP_EMULATED : 0u;
+      if (dev->config().async) out->caps |= LOOM_DEVICE_CAP_ASYNC | LOOM_DEVICE_CAP_EVENTS;
+    }
     return nullptr;
   });
 }
@@ -203,12 +205,26 @@ const loom_device_iface_t kDeviceIface = {
     nullptr,  // buffer_from_host_ptr
 };
 
+// LOOM_SIM_ASYNC=1: the same with events.
+const loom_device_iface_t kAsyncDeviceIface = {
+    sizeof(loom_device_iface_t),
+    device_get_props,
+    device_buffer_type,
+    nullptr,  // host_buffer_type
+    device_supports_op,
+    device_supports_buffer_type,
+    stream_create,
+    event_create,
+    device_get_extension,
+    nullptr,  // buffer_from_host_ptr
+};
+
 }  // namespace
 
 Device::Device(DeviceConfig config, size_t index)
     : config_(std::move(config)),
       index_(index),
-      raw_{sizeof(loom_device_t), &kDeviceIface, this},
+      raw_{sizeof(loom_device_t), config_.async ? &kAsyncDeviceIface : &kDeviceIface, this},
       buft_{sizeof(loom_buffer_type_t), &kBufferTypeIface, &raw_, this} {}
 
 }  // namespace loom::sim

@@ -5,7 +5,10 @@
 // memory (allocations beyond fail as out of memory); LOOM_SIM_FLOPS_<i>=F
 // gives device i a loom.cost hint of F flops per microsecond;
 // LOOM_SIM_EMULATED_<i>=1 marks device i LOOM_DEVICE_CAP_EMULATED; LOOM_SIM_HOST_<i>=1 makes device i's memory
-// host-readable (a BLAS-like accelerator). All are read at init.
+// host-readable (a BLAS-like accelerator); LOOM_SIM_ASYNC=1 gives every
+// device asynchronous streams (a worker thread each), events and queued
+// copies; LOOM_SIM_JITTER_US=N delays each queued work item by 0..N us.
+// All are read at init.
 #include <cerrno>
 #include <cstdlib>
 #include <memory>
@@ -65,6 +68,20 @@ loom_status_t* plugin_init(void** out_context) {
                                "' is not an integer in [1, " + std::to_string(kMaxDevices) + "]");
       }
     }
+    const char* async_env = std::getenv("LOOM_SIM_ASYNC");
+    const bool async = async_env && std::string(async_env) == "1";
+    unsigned jitter_us = 0;
+    if (const char* j = std::getenv("LOOM_SIM_JITTER_US"); j && *j) {
+      char* end = nullptr;
+      errno = 0;
+      const unsigned long v = std::strtoul(j, &end, 10);
+      if (errno != 0 || *end != '\0' || v > 1000000) {
+        return make_status(LOOM_STATUS_INVALID_ARGUMENT,
+                           std::string("[sim.init] LOOM_SIM_JITTER_US='") + j +
+                               "' is not an integer in [0, 1000000]");
+      }
+      jitter_us = static_cast<unsigned>(v);
+    }
     auto ctx = std::make_unique<PluginContext>();
     for (long i = 0; i < n; ++i) {
       DeviceConfig c;
@@ -100,6 +117,8 @@ loom_status_t* plugin_init(void** out_context) {
                              "[sim.init] " + flops_var + "='" + f + "' is not a positive number");
         }
       }
+      c.async = async;
+      c.jitter_us = jitter_us;
       std::string err = parse_ops(static_cast<size_t>(i), &c.ops);
       if (!err.empty()) return make_status(LOOM_STATUS_INVALID_ARGUMENT, "[sim.init] " + err);
       ctx->devices.push_back(std::make_unique<Device>(std::move(c), static_cast<size_t>(i)));

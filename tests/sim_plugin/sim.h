@@ -38,6 +38,8 @@ struct DeviceConfig {
   size_t memory = 0;      // capacity in bytes (LOOM_SIM_MEMORY_<i>); 0: unlimited
   bool emulated = false;    // LOOM_DEVICE_CAP_EMULATED (LOOM_SIM_EMULATED_<i>=1)
   double flops_per_us = 0;  // loom.cost speed (LOOM_SIM_FLOPS_<i>); 0: no cost hint
+  bool async = false;       // LOOM_SIM_ASYNC=1: worker-thread streams, events, queued copies
+  unsigned jitter_us = 0;   // LOOM_SIM_JITTER_US: random delay per queued work item
 };
 
 // One device with its own buffer type ("sim<i>"); lives until shutdown.
@@ -78,5 +80,7 @@ bool node_supported(const Device& dev, const loom_tensor_t* node);
 using common::op_name;
 
 loom_status_t* stream_create(loom_device_t* device, loom_stream_t** out_stream);
+// Only offered with LOOM_SIM_ASYNC=1 (the device table has NULL otherwise).
+loom_status_t* event_create(loom_device_t* device, loom_event_t** out_event);
 
 }  // namespace loom::sim

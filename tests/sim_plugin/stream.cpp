@@ -1,8 +1,30 @@
-// Streams of the simulated devices: synchronous, in order. compute runs the
-// reference kernels node by node; LOOM_SIM_FAIL_AT=<node name> (read at each
-// compute) makes the node of that name fail with a status naming it.
+// Streams and events of the simulated devices. compute runs the reference
+// kernels node by node; LOOM_SIM_FAIL_AT=<node name> (read at each compute)
+// makes the node of that name fail with a status naming it.
+//
+// Synchronous by default: compute runs before it returns, no events, no
+// queued copies. With LOOM_SIM_ASYNC=1 (read at init) each stream has a
+// worker thread and a FIFO: compute, set/get_tensor_async, record_event and
+// wait_event enqueue and return; synchronize waits for the queue to drain
+// and returns (and clears) the first error of the queued work. After an
+// error the stream skips queued computes and copies until synchronize, but
+// still signals events (so waiting streams never hang); an event recorded
+// after failed work returns that error from its synchronize.
+// LOOM_SIM_JITTER_US=N sleeps 0..N microseconds before each work item so
+// races show up in tests.
+#include <chrono>
+#include <condition_variable>
 #include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <random>
 #include <string>
+#include <thread>
+#include <utility>
+#include <vector>
 
 #include "common/glue.h"
 #include "kernels.h"
@@ -14,10 +36,6 @@ namespace {
 using loom::common::guarded;
 using loom::common::make_status;
 
-struct Stream {
-  loom_stream_t raw;
-};
-
 bool is_no_op(int32_t op) { return op == LOOM_OP_NONE || common::is_view_op(op); }
 
 // Every tensor the node touches must live in this device's buffers.
@@ -25,48 +43,256 @@ bool in_device_memory(Device& dev, const loom_tensor_t* t) {
   return t->buffer && dev.raw()->iface->supports_buffer_type(dev.raw(), t->buffer->buffer_type);
 }
 
-void stream_destroy(loom_stream_t* s) { delete static_cast<Stream*>(s->context); }
+struct Failure {
+  loom_status_code_t code = LOOM_STATUS_OK;
+  std::string message;
+};
+
+// Run nodes in order; the first failure stops.
+Failure run_nodes(Device& dev, const std::vector<const loom_tensor_t*>& nodes,
+                  const std::string& fail_at) {
+  const std::string& name = dev.config().name;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const loom_tensor_t* node = nodes[i];
+    if (!node)
+      return {LOOM_STATUS_INVALID_ARGUMENT,
+              "[sim.compute] " + name + ": node " + std::to_string(i) + " is null"};
+    if (is_no_op(node->op)) continue;
+    if (!fail_at.empty() && fail_at == node->name) {
+      return {LOOM_STATUS_INTERNAL,
+              "[sim.compute] " + name + ": injected failure at node '" + node->name + "'"};
+    }
+    if (!node_supported(dev, node)) {
+      return {LOOM_STATUS_UNIMPLEMENTED, "[sim.compute] " + name + ": op " + op_name(node->op) +
+                                             " of node '" + node->name +
+                                             "' is not supported here"};
+    }
+    for (int k = -1; k < LOOM_MAX_SRC; ++k) {
+      const loom_tensor_t* t = k < 0 ? node : node->src[k];
+      if (t && !in_device_memory(dev, t)) {
+        return {LOOM_STATUS_INVALID_ARGUMENT, "[sim.compute] " + name + ": tensor '" + t->name +
+                                                  "' of node '" + node->name +
+                                                  "' is not in this device's memory"};
+      }
+    }
+    std::string err = run_kernel(node);
+    if (!err.empty()) return {LOOM_STATUS_INTERNAL, "[sim.compute] " + name + ": " + err};
+  }
+  return {};
+}
+
+// An event: records count up; a marker in a stream's queue signals one.
+struct EventState {
+  std::mutex m;
+  std::condition_variable cv;
+  uint64_t recorded = 0;
+  uint64_t signaled = 0;
+  std::string failure;  // the stream's first error before the last signal, "" none
+};
+
+struct SimEvent {
+  loom_event_t raw;
+  std::shared_ptr<EventState> state;  // shared with queued markers and waits
+};
+
+// A work item gets the stream's first error so far ("" none); returns its
+// own error or "".
+using Work = std::function<std::string(const std::string& failure)>;
+
+struct Stream {
+  loom_stream_t raw;
+  bool async = false;
+  unsigned jitter_us = 0;
+  std::mutex m;
+  std::condition_variable cv;
+  std::deque<Work> queue;
+  bool busy = false;
+  bool stop = false;
+  std::string error;  // first error since the last synchronize
+  std::thread worker;
+
+  void enqueue(Work w) {
+    {
+      std::lock_guard<std::mutex> lock(m);
+      queue.push_back(std::move(w));
+    }
+    cv.notify_all();
+  }
+
+  void run() {
+    std::mt19937 rng(static_cast<uint32_t>(std::hash<std::thread::id>()(std::this_thread::get_id())));
+    std::unique_lock<std::mutex> lock(m);
+    for (;;) {
+      cv.wait(lock, [&] { return stop || !queue.empty(); });
+      if (queue.empty()) return;  // stop requested and drained
+      Work w = std::move(queue.front());
+      queue.pop_front();
+      busy = true;
+      const std::string failure = error;
+      lock.unlock();
+      if (jitter_us > 0) {
+        std::this_thread::sleep_for(std::chrono::microseconds(
+            std::uniform_int_distribution<unsigned>(0, jitter_us)(rng)));
+      }
+      std::string err;
+      try {
+        err = w(failure);
+      } catch (const std::exception& e) {
+        err = std::string("[sim.stream] exception: ") + e.what();
+      }
+      lock.lock();
+      if (!err.empty() && error.empty()) error = std::move(err);
+      busy = false;
+      cv.notify_all();
+    }
+  }
+};
+
+Stream* sim_stream(loom_stream_t* s) { return static_cast<Stream*>(s->context); }
+
+void stream_destroy(loom_stream_t* s) {
+  Stream* st = sim_stream(s);
+  if (st->worker.joinable()) {
+    {
+      std::lock_guard<std::mutex> lock(st->m);
+      st->stop = true;
+    }
+    st->cv.notify_all();
+    st->worker.join();
+  }
+  delete st;
+}
 
 loom_status_t* stream_compute(loom_stream_t* s, const loom_graph_t* g) {
   return guarded("sim.compute", [&]() -> loom_status_t* {
+    Stream* st = sim_stream(s);
     Device& dev = *Device::from(s->device);
     const std::string& name = dev.config().name;
     if (!g)
       return make_status(LOOM_STATUS_INVALID_ARGUMENT, "[sim.compute] " + name + ": graph is null");
-    const char* fail_at = std::getenv("LOOM_SIM_FAIL_AT");
-    for (int32_t i = 0; i < g->n_nodes; ++i) {
-      const loom_tensor_t* node = g->nodes[i];
-      if (!node)
-        return make_status(LOOM_STATUS_INVALID_ARGUMENT,
-                           "[sim.compute] " + name + ": node " + std::to_string(i) + " is null");
-      if (is_no_op(node->op)) continue;
-      if (fail_at && *fail_at && std::string(node->name) == fail_at) {
-        return make_status(
-            LOOM_STATUS_INTERNAL,
-            "[sim.compute] " + name + ": injected failure at node '" + node->name + "'");
-      }
-      if (!node_supported(dev, node)) {
-        return make_status(LOOM_STATUS_UNIMPLEMENTED, "[sim.compute] " + name + ": op " +
-                                                          op_name(node->op) + " of node '" +
-                                                          node->name + "' is not supported here");
-      }
-      for (int k = -1; k < LOOM_MAX_SRC; ++k) {
-        const loom_tensor_t* t = k < 0 ? node : node->src[k];
-        if (t && !in_device_memory(dev, t)) {
-          return make_status(LOOM_STATUS_INVALID_ARGUMENT,
-                             "[sim.compute] " + name + ": tensor '" + t->name + "' of node '" +
-                                 node->name + "' is not in this device's memory");
-        }
-      }
-      std::string err = run_kernel(node);
-      if (!err.empty())
-        return make_status(LOOM_STATUS_INTERNAL, "[sim.compute] " + name + ": " + err);
+    const char* env = std::getenv("LOOM_SIM_FAIL_AT");
+    std::string fail_at = env ? env : "";
+    // The node list is copied: the graph struct need only live for this call.
+    std::vector<const loom_tensor_t*> nodes(g->nodes, g->nodes + g->n_nodes);
+    if (!st->async) {
+      Failure f = run_nodes(dev, nodes, fail_at);
+      return f.code == LOOM_STATUS_OK ? nullptr : make_status(f.code, f.message);
     }
+    Device* d = &dev;
+    st->enqueue([d, nodes = std::move(nodes), fail_at](const std::string& failure) -> std::string {
+      if (!failure.empty()) return "";  // work after a failure is skipped until synchronize
+      return run_nodes(*d, nodes, fail_at).message;
+    });
     return nullptr;
   });
 }
 
-loom_status_t* stream_synchronize(loom_stream_t*) { return nullptr; }
+loom_status_t* stream_synchronize(loom_stream_t* s) {
+  return guarded("sim.synchronize", [&]() -> loom_status_t* {
+    Stream* st = sim_stream(s);
+    if (!st->async) return nullptr;
+    std::unique_lock<std::mutex> lock(st->m);
+    st->cv.wait(lock, [&] { return st->queue.empty() && !st->busy; });
+    std::string err = std::exchange(st->error, std::string());
+    lock.unlock();
+    return err.empty() ? nullptr : make_status(LOOM_STATUS_INTERNAL, err);
+  });
+}
+
+// Host address range [t->data + offset, + size) inside t's buffer of this
+// device, or nullptr (*why set).
+char* device_range(loom_stream_t* s, const loom_tensor_t* t, size_t offset, size_t size,
+                   std::string* why) {
+  Device& dev = *Device::from(s->device);
+  if (!t || !t->data || !t->buffer) {
+    *why = "tensor has no data";
+    return nullptr;
+  }
+  if (t->buffer->buffer_type != dev.buffer_type()) {
+    *why = std::string("tensor '") + t->name + "' is not in " + dev.config().name + "'s memory";
+    return nullptr;
+  }
+  loom_buffer_t* b = t->buffer;
+  const auto base = reinterpret_cast<uintptr_t>(b->iface->base(b));
+  const auto start = reinterpret_cast<uintptr_t>(t->data);
+  if (start < base || offset > b->size || size > b->size - offset ||
+      start - base > b->size - offset - size) {
+    *why = std::string("tensor '") + t->name + "': range at offset " + std::to_string(offset) +
+           " size " + std::to_string(size) + " is outside its buffer";
+    return nullptr;
+  }
+  return data_ptr(t) + offset;
+}
+
+loom_status_t* stream_set_tensor_async(loom_stream_t* s, loom_tensor_t* t, const void* data,
+                                       size_t offset, size_t size) {
+  return guarded("sim.set_tensor_async", [&]() -> loom_status_t* {
+    std::string why;
+    char* dst = device_range(s, t, offset, size, &why);
+    if (!dst) return make_status(LOOM_STATUS_INVALID_ARGUMENT, "[sim.set_tensor_async] " + why);
+    sim_stream(s)->enqueue([dst, data, size](const std::string& failure) -> std::string {
+      if (failure.empty() && size) std::memcpy(dst, data, size);
+      return "";
+    });
+    return nullptr;
+  });
+}
+
+loom_status_t* stream_get_tensor_async(loom_stream_t* s, const loom_tensor_t* t, void* data,
+                                       size_t offset, size_t size) {
+  return guarded("sim.get_tensor_async", [&]() -> loom_status_t* {
+    std::string why;
+    char* src = device_range(s, t, offset, size, &why);
+    if (!src) return make_status(LOOM_STATUS_INVALID_ARGUMENT, "[sim.get_tensor_async] " + why);
+    sim_stream(s)->enqueue([src, data, size](const std::string& failure) -> std::string {
+      if (failure.empty() && size) std::memcpy(data, src, size);
+      return "";
+    });
+    return nullptr;
+  });
+}
+
+loom_status_t* stream_record_event(loom_stream_t* s, loom_event_t* e) {
+  return guarded("sim.record_event", [&]() -> loom_status_t* {
+    if (!e) return make_status(LOOM_STATUS_INVALID_ARGUMENT, "[sim.record_event] event is null");
+    std::shared_ptr<EventState> ev = static_cast<SimEvent*>(e->context)->state;
+    uint64_t target;
+    {
+      std::lock_guard<std::mutex> lock(ev->m);
+      target = ++ev->recorded;
+    }
+    sim_stream(s)->enqueue([ev, target](const std::string& failure) -> std::string {
+      {
+        std::lock_guard<std::mutex> lock(ev->m);
+        if (target > ev->signaled) {
+          ev->signaled = target;
+          ev->failure = failure;
+        }
+      }
+      ev->cv.notify_all();
+      return "";
+    });
+    return nullptr;
+  });
+}
+
+loom_status_t* stream_wait_event(loom_stream_t* s, loom_event_t* e) {
+  return guarded("sim.wait_event", [&]() -> loom_status_t* {
+    if (!e) return make_status(LOOM_STATUS_INVALID_ARGUMENT, "[sim.wait_event] event is null");
+    std::shared_ptr<EventState> ev = static_cast<SimEvent*>(e->context)->state;
+    uint64_t target;
+    {
+      std::lock_guard<std::mutex> lock(ev->m);
+      target = ev->recorded;  // the latest record at the time of the call
+    }
+    sim_stream(s)->enqueue([ev, target](const std::string&) -> std::string {
+      std::unique_lock<std::mutex> lock(ev->m);
+      ev->cv.wait(lock, [&] { return ev->signaled >= target; });
+      return "";
+    });
+    return nullptr;
+  });
+}
 
 const loom_stream_iface_t kStreamIface = {
     sizeof(loom_stream_iface_t),
@@ -79,13 +305,49 @@ const loom_stream_iface_t kStreamIface = {
     nullptr,
 };
 
+const loom_stream_iface_t kAsyncStreamIface = {
+    sizeof(loom_stream_iface_t), stream_destroy,          stream_compute,
+    stream_synchronize,          stream_set_tensor_async, stream_get_tensor_async,
+    stream_record_event,         stream_wait_event,
+};
+
+void event_destroy(loom_event_t* e) { delete static_cast<SimEvent*>(e->context); }
+
+loom_status_t* event_synchronize(loom_event_t* e) {
+  return guarded("sim.event_synchronize", [&]() -> loom_status_t* {
+    EventState& ev = *static_cast<SimEvent*>(e->context)->state;
+    std::unique_lock<std::mutex> lock(ev.m);
+    const uint64_t target = ev.recorded;
+    ev.cv.wait(lock, [&] { return ev.signaled >= target; });
+    return ev.failure.empty() ? nullptr : make_status(LOOM_STATUS_INTERNAL, ev.failure);
+  });
+}
+
+const loom_event_iface_t kEventIface = {sizeof(loom_event_iface_t), event_destroy,
+                                        event_synchronize};
+
 }  // namespace
 
 loom_status_t* stream_create(loom_device_t* device, loom_stream_t** out_stream) {
   return guarded("sim.stream_create", [&]() -> loom_status_t* {
-    auto* s = new Stream{};
-    s->raw = loom_stream_t{sizeof(loom_stream_t), &kStreamIface, device, s};
-    *out_stream = &s->raw;
+    const DeviceConfig& c = Device::from(device)->config();
+    auto s = std::make_unique<Stream>();
+    s->async = c.async;
+    s->jitter_us = c.jitter_us;
+    s->raw = loom_stream_t{sizeof(loom_stream_t), c.async ? &kAsyncStreamIface : &kStreamIface,
+                           device, s.get()};
+    if (s->async) s->worker = std::thread([st = s.get()] { st->run(); });
+    *out_stream = &s.release()->raw;
+    return nullptr;
+  });
+}
+
+loom_status_t* event_create(loom_device_t* device, loom_event_t** out_event) {
+  return guarded("sim.event_create", [&]() -> loom_status_t* {
+    auto* e = new SimEvent{};
+    e->state = std::make_shared<EventState>();
+    e->raw = loom_event_t{sizeof(loom_event_t), &kEventIface, device, e};
+    *out_event = &e->raw;
     return nullptr;
   });
 }
