@@ -1,21 +1,49 @@
-// loom.cost for the CPU plugin: the time of its plain kernels, calibrated
-// with bench/ (loom_ops_bench on a 2-core Debian VM, 2026-11-23: MUL_MAT at
-// ~0.8 G multiply-adds/s per thread for every weight type, other ops about
-// 1 ns per element). Only the ranking against other devices matters.
+// loom.cost for the CPU plugin: the time of its kernels, calibrated with
+// bench/ (loom_ops_bench, 2 threads on a 2-core Debian VM, 2026-11-23).
+// MUL_MAT's fast path (B rows contiguous f32): widening each weight element
+// to f32 (per thread: ~2000/us for F32, 1500 for F16/BF16, 1200 for Q8_0,
+// 600 for Q4_0 — what bounds decode) plus ~4000 multiply-adds/us; the
+// reference path ~800 multiply-adds/us. Other ops ~1 ns per element. Only the
+// ranking against other devices matters.
 #include <algorithm>
 
 #include "ops.h"
 
 namespace loom::cpu {
+namespace {
+
+double widen_per_us(int32_t type) {
+  switch (type) {
+    case LOOM_TYPE_F32: return 2000.0;
+    case LOOM_TYPE_F16:
+    case LOOM_TYPE_BF16: return 1500.0;
+    case LOOM_TYPE_Q8_0: return 1200.0;
+    default: return 600.0;  // Q4_0
+  }
+}
+
+bool fast_mul_mat(const loom_tensor_t* node) {
+  const loom_tensor_t* b = node->src[1];
+  return b->type == LOOM_TYPE_F32 && b->nb[0] == sizeof(float);
+}
+
+}  // namespace
 
 double op_time_us(const loom_tensor_t* node, int threads) {
   if (node == nullptr || node->op == LOOM_OP_NONE || is_view_op(node->op)) return 0.0;
   if (unsupported_reason(node) != nullptr) return -1.0;
   const auto work = static_cast<double>(work_estimate(node));
   const int nth = work < static_cast<double>(parallel_min_work()) ? 1 : std::max(threads, 1);
-  const double per_thread_per_us = node->op == LOOM_OP_MUL_MAT ? 800.0 : 1000.0;
   const double wake_us = nth > 1 ? 3.0 : 0.5;  // waking the pool vs the calling thread alone
-  return wake_us + work / (per_thread_per_us * nth);
+  if (node->op == LOOM_OP_MUL_MAT) {
+    if (!fast_mul_mat(node)) return wake_us + work / (800.0 * nth);
+    // Each weight row is widened once per (row, batch) slice of the result.
+    const loom_tensor_t* a = node->src[0];
+    const double widened = static_cast<double>(a->ne[0]) * static_cast<double>(a->ne[1]) *
+                           static_cast<double>(node->ne[2] * node->ne[3]);
+    return wake_us + widened / (widen_per_us(a->type) * nth) + work / (4000.0 * nth);
+  }
+  return wake_us + work / (1000.0 * nth);
 }
 
 }  // namespace loom::cpu
