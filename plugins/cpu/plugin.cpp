@@ -25,9 +25,24 @@ struct Traits {
 };
 using Tables = common::HostPlugin<Traits>;
 
+// Variant score (baseline code only, plugin rule 7): the AVX2 build wins
+// where the CPU has AVX2, FMA and F16C and cannot run elsewhere.
+#ifdef LOOM_CPU_VARIANT_AVX2
+constexpr const char* kVariant = "avx2";
+int32_t score() {
+  __builtin_cpu_init();
+  const bool ok = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+                  __builtin_cpu_supports("f16c");
+  return ok ? 20 : 0;
+}
+#else
+constexpr const char* kVariant = "";
+int32_t score() { return 10; }
+#endif
+
 const loom_plugin_t kPlugin = {
-    sizeof(loom_plugin_t), LOOM_ABI_VERSION, "cpu", "", LOOM_CPU_VERSION,
-    /*score=*/nullptr, Tables::init, Tables::shutdown, Tables::device_count, Tables::device_get,
+    sizeof(loom_plugin_t), LOOM_ABI_VERSION, "cpu", kVariant, LOOM_CPU_VERSION,
+    score, Tables::init, Tables::shutdown, Tables::device_count, Tables::device_get,
     /*get_extension=*/nullptr,
 };
 

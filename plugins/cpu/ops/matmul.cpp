@@ -30,24 +30,32 @@ bool force_reference() {
 }
 
 // 8 lanes as two 4-float vectors (GCC/Clang vector extensions: SSE on
-// x86-64, NEON on arm64), so the dot vectorizes at any -O level.
-typedef float v4f __attribute__((vector_size(16)));
+// x86-64, NEON on arm64), so the dot vectorizes at any -O level; the AVX2
+// variant of the plugin uses two 8-float vectors (16 lanes).
+#ifdef __AVX__
+constexpr int kLanes = 8;
+typedef float vf __attribute__((vector_size(32)));
+#else
+constexpr int kLanes = 4;
+typedef float vf __attribute__((vector_size(16)));
+#endif
 
-inline v4f load4(const float* p) {
-  v4f v;
+inline vf loadv(const float* p) {
+  vf v;
   std::memcpy(&v, p, sizeof v);
   return v;
 }
 
 inline float dot_f32(const float* a, const float* b, int64_t n) {
-  v4f acc0 = {0, 0, 0, 0}, acc1 = {0, 0, 0, 0};
+  vf acc0 = {}, acc1 = {};
   int64_t k = 0;
-  for (; k + 8 <= n; k += 8) {
-    acc0 += load4(a + k) * load4(b + k);
-    acc1 += load4(a + k + 4) * load4(b + k + 4);
+  for (; k + 2 * kLanes <= n; k += 2 * kLanes) {
+    acc0 += loadv(a + k) * loadv(b + k);
+    acc1 += loadv(a + k + kLanes) * loadv(b + k + kLanes);
   }
-  const v4f acc = acc0 + acc1;
-  float s = (acc[0] + acc[2]) + (acc[1] + acc[3]);
+  const vf acc = acc0 + acc1;
+  float s = 0.0f;
+  for (int j = 0; j < kLanes; ++j) s += acc[j];
   for (; k < n; ++k) s += a[k] * b[k];
   return s;
 }
