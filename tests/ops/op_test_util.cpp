@@ -287,7 +287,9 @@ registry::Registry* test_registry() {
     // Small test shapes must still take the threaded kernel paths.
     setenv("LOOM_CPU_PARALLEL_MIN_WORK", "0", 1);
     registry::Options opts;
-    opts.paths = {LOOM_TEST_PLUGIN_DIR};
+    // Testing the CPU plugin: load just it (no GPU driver start-up per test).
+    opts.paths = {testing_reference_device() ? std::string(LOOM_TEST_PLUGIN_DIR) + "/" + cpu_plugin_file()
+                                             : std::string(LOOM_TEST_PLUGIN_DIR)};
     opts.use_env = false;
     opts.search_library_dir = false;
     opts.search_install_dir = false;
@@ -301,6 +303,20 @@ const loom_ext_threads_t* threads_ext(registry::Device* dev) {
 }
 
 }  // namespace
+
+std::string test_device_name() {
+  const char* env = std::getenv("LOOM_TEST_DEVICE");
+  return env != nullptr && *env != '\0' ? env : "cpu";
+}
+
+bool testing_reference_device() { return test_device_name() == "cpu"; }
+
+std::string cpu_plugin_file() {
+  const char* env = std::getenv("LOOM_TEST_CPU_PLUGIN");
+  return env != nullptr && *env != '\0' ? env : "libloom-cpu.so";
+}
+
+registry::Device* test_device() { return test_registry() ? test_registry()->device(test_device_name()) : nullptr; }
 
 registry::Device* cpu_device() { return test_registry() ? test_registry()->device("cpu") : nullptr; }
 
@@ -330,9 +346,19 @@ ScopedThreads::~ScopedThreads() {
 // ------------------------------------------------------ fixture
 
 void OpTest::SetUp() {
-  dev_ = cpu_device();
+  dev_ = test_device();
+  if (dev_ == nullptr && testing_reference_device() && cpu_plugin_file() != "libloom-cpu.so") {
+    // A CPU variant (LOOM_TEST_CPU_PLUGIN) this machine cannot run.
+    GTEST_SKIP() << cpu_plugin_file() << " did not load here" << registry_report();
+  }
+  if (dev_ == nullptr && !testing_reference_device()) {
+    GTEST_SKIP() << "device '" << test_device_name() << "' (LOOM_TEST_DEVICE) not found in "
+                 << LOOM_TEST_PLUGIN_DIR << registry_report();
+  }
   ASSERT_NE(dev_, nullptr) << "CPU plugin not loaded from " << LOOM_TEST_PLUGIN_DIR << registry_report();
 }
+
+bool OpTest::has_threads() const { return threads_ext(dev_) != nullptr; }
 
 std::vector<float> OpTest::rand_floats(int64_t n, float lo, float hi) {
   std::uniform_real_distribution<float> dist(lo, hi);
@@ -464,6 +490,18 @@ Operand OpTest::make(loom_type_t type, const Shape& ne, Layout layout, float lo,
 
 Status OpTest::run_threads(const std::vector<Tensor*>& outputs) {
   std::vector<std::vector<uint8_t>> first;
+  if (!has_threads()) {
+    // No thread count to vary: run twice, the results must be identical.
+    LOOM_RETURN_IF_ERROR(run(outputs));
+    for (const Tensor* t : outputs) first.push_back(read_bytes(t));
+    LOOM_RETURN_IF_ERROR(rerun());
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      if (read_bytes(outputs[i]) != first[i]) {
+        ADD_FAILURE() << "output '" << outputs[i]->name << "' differs between two runs on " << dev_->name();
+      }
+    }
+    return Status();
+  }
   {
     ScopedThreads one(dev_, 1);
     LOOM_RETURN_IF_ERROR(one.status());

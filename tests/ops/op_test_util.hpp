@@ -75,6 +75,11 @@ double abs_floor(loom_type_t t);
 // `n_terms` terms whose absolute values add up to `mag` (mag >= |ref|), then
 // rounded once to `out`:
 //   tol = 4 * (u(out) * |ref| + u(f32) * sqrt(n_terms) * mag) + floor(out)
+// The same rule holds for every device under test: the Vulkan kernels sum
+// in f32 in a parallel order (tree or strided partial sums, fma) and use
+// the GPU's exp/sin/cos, and stay within it on lavapipe (checked with the
+// whole suite, also on the f32-only fallback paths), so no device gets a
+// looser rule.
 double tol_for(loom_type_t out, double ref, double mag, int64_t n_terms);
 // One rounding of the exact value x to type t (conversions): u(t) * |x|
 // plus floor(t) (subnormal results round to a fixed step).
@@ -157,11 +162,20 @@ inline void expect_equal(const std::vector<double>& got, const std::vector<doubl
 }
 
 // ------------------------------------------------------ the device
-// The CPU device of a registry loaded once per process from
-// LOOM_TEST_PLUGIN_DIR (environment ignored); nullptr when it did not load.
+// The device under test: the one named by LOOM_TEST_DEVICE (default "cpu"),
+// from a registry loaded once per process from LOOM_TEST_PLUGIN_DIR (other
+// environment ignored). With the default only libloom-cpu.so is loaded.
+std::string test_device_name();
+registry::Device* test_device();
+// The CPU device of that registry; nullptr when it did not load.
 registry::Device* cpu_device();
-// Why the CPU plugin did not load (candidate records), for messages.
+// Why a plugin did not load (candidate records), for messages.
 std::string registry_report();
+// Whether the device under test is the CPU plugin (the default).
+bool testing_reference_device();
+// The CPU plugin file the "cpu" run loads: LOOM_TEST_CPU_PLUGIN, default
+// libloom-cpu.so (the baseline build; libloom-cpu-avx2.so for the variant).
+std::string cpu_plugin_file();
 
 // Sets the device's thread count for a scope and restores the previous one.
 class ScopedThreads {
@@ -225,8 +239,11 @@ class OpTest : public ::testing::Test {
   Status rerun();
   // run() with 1 thread, then rerun() with 3: every output's bytes must be
   // identical (a failure is added otherwise). Results are left from the
-  // 3-thread run.
+  // 3-thread run. On a device without loom.threads: run() then rerun(),
+  // which must agree byte for byte.
   Status run_threads(const std::vector<Tensor*>& outputs);
+  // Whether the device under test has the loom.threads extension.
+  bool has_threads() const;
   // Raw dense bytes / decoded values of a tensor after run(). A view is read
   // through its base (the base must be an output of the graph).
   std::vector<uint8_t> read_bytes(const Tensor* t);

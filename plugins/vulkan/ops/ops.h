@@ -1,0 +1,79 @@
+// Vulkan op layer: which nodes the kernels run (the support table, the same
+// rules as the CPU plugin's minus what is listed in README.md) and how a
+// node becomes one compute dispatch: shader variant, specialization
+// constants, push constants and workgroup counts. No Vulkan calls here; the
+// stream records what plan_node returns. Thread-safe (pure functions).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "loader.h"
+#include "loom/plugin.h"
+
+namespace loom::vulkan {
+
+// Device facts the op layer needs.
+struct OpCaps {
+  bool f64 = false;           // shaderFloat64: ROPE forms theta in double
+  bool subgroup_add = false;  // subgroup arithmetic in compute: mat-vec reduction
+  uint32_t max_groups[3] = {65535, 65535, 65535};
+  // Speed class for loom.cost estimates.
+  enum class Speed { kDiscrete, kIntegrated, kEmulated };
+  Speed speed = Speed::kDiscrete;
+};
+
+// One tensor as the shaders see it (shaders/common.glsl TensorDesc).
+struct TensorDesc {
+  uint32_t off;  // byte offset in its buffer
+  uint32_t ne[4];
+  uint32_t nb[4];  // byte strides
+};
+
+// The push-constant block of every shader: t[0] destination, t[1] and t[2]
+// sources; p[0] packs the three type ids, p[1..4] the op's parameters.
+struct PushConstants {
+  TensorDesc t[3];
+  uint32_t p[5];
+};
+static_assert(sizeof(PushConstants) == 128, "push constants must fit the guaranteed 128 bytes");
+
+// Where a tensor's bytes live: a buffer of this device and the offset.
+struct Location {
+  VkBuffer buffer = VK_NULL_HANDLE;
+  uint64_t offset = 0;
+  uint64_t buffer_size = 0;
+};
+// Resolves a tensor's data pointer; "" or why it cannot (not our memory).
+using Resolver = std::function<std::string(const loom_tensor_t*, Location*)>;
+
+// One dispatch: what the stream binds, pushes and launches.
+struct Dispatch {
+  const char* shader = nullptr;  // variant name in the shader table
+  uint32_t spec[2] = {0, 0};     // constant_id 0: workgroup size; 1: shader specific
+  uint32_t n_spec = 1;
+  PushConstants pc{};
+  VkBuffer buffers[3] = {VK_NULL_HANDLE, VK_NULL_HANDLE, VK_NULL_HANDLE};
+  uint32_t groups[3] = {1, 1, 1};
+  // Byte ranges [begin, end) per binding, for barriers between dispatches.
+  uint64_t begin[3] = {0, 0, 0};
+  uint64_t end[3] = {0, 0, 0};
+};
+
+// nullptr when the kernels can run `node`, else a static reason. Never
+// allocates (supports_op contract).
+const char* unsupported_reason(const OpCaps& caps, const loom_tensor_t* node);
+
+// loom.cost: estimated microseconds for node (0 for views and NONE, < 0
+// when unsupported). Rough: a cost per dispatch plus work over a rate by
+// speed class (cost.cpp). Never allocates.
+double op_time_us(const OpCaps& caps, const loom_tensor_t* node);
+
+// Fill *out for `node` (not a view, not NONE, supported, elements > 0).
+// node_id is echoed in error words (bad row index). Returns "" or an error
+// text (a status INVALID_ARGUMENT naming the node is made by the caller).
+std::string plan_node(const OpCaps& caps, const loom_tensor_t* node, uint32_t node_id,
+                      const Resolver& resolve, Dispatch* out);
+
+}  // namespace loom::vulkan

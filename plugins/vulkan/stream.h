@@ -1,0 +1,101 @@
+// A Vulkan stream: runs a graph as one command buffer (a dispatch per
+// node, barriers only where a dispatch touches memory an earlier one wrote
+// or read), submitted with a fence. On a device with a timeline semaphore
+// compute returns once submitted (one submission in flight per stream; the
+// next compute or synchronize waits for it, errors come back from
+// synchronize) and events mark timeline values; otherwise compute waits. Descriptor sets are cached
+// per combination of buffers; recorded command buffers are kept per graph fingerprint and
+// re-submitted when every dispatch (pipeline, buffers, push constants,
+// grid) is the same, as in a decode loop. Both caches are dropped when any
+// buffer of the device is freed. One thread at a time (ABI stream rule).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "loader.h"
+#include "loom/plugin.h"
+#include "ops/ops.h"
+
+namespace loom::vulkan {
+
+class Device;
+
+class Stream {
+ public:
+  // A new stream; the host destroys it through its iface.
+  static loom_status_t* create(Device* device, loom_stream_t** out);
+  ~Stream();
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+
+  static Stream* from(loom_stream_t* s) { return static_cast<Stream*>(s->context); }
+  loom_stream_t* handle() { return &raw_; }
+
+  loom_status_t* compute(const loom_graph_t* graph);
+  loom_status_t* synchronize();
+  loom_status_t* record_event(loom_event_t* event);
+  loom_status_t* wait_event(loom_event_t* event);
+
+  // Submissions that re-used a recorded command buffer (for tests, logs).
+  uint64_t reused() const { return reused_; }
+
+ private:
+  explicit Stream(Device* device);
+  loom_status_t* init();
+
+  struct Recorded {
+    uint64_t fingerprint = 0;
+    std::vector<uint32_t> signature;
+    VkCommandBuffer cb = VK_NULL_HANDLE;
+    uint64_t last_use = 0;
+  };
+
+  // Planned dispatches of one graph, and the graph node of each.
+  struct Plan {
+    std::vector<Dispatch> dispatches;
+    std::vector<VkPipeline> pipelines;
+    std::vector<int32_t> node_index;
+  };
+
+  loom_status_t* compute_graph(const loom_graph_t* graph);
+  loom_status_t* plan(const loom_graph_t* graph, Plan* out);
+  loom_status_t* descriptor_set(const Dispatch& d, VkDescriptorSet* out);
+  loom_status_t* record(const Plan& plan, VkCommandBuffer cb);
+  loom_status_t* submit(VkCommandBuffer cb, const loom_graph_t* graph, const Plan& plan);
+  loom_status_t* submit_and_finish(VkCommandBuffer cb, const loom_graph_t* graph, const Plan& plan);
+  // Wait for the pending submission; its error (bad row index) or NULL.
+  loom_status_t* finish();
+  // Keep the first error of asynchronous work for synchronize.
+  void defer(loom_status_t* st);
+  // Drops descriptor sets and recorded command buffers (buffers were freed).
+  loom_status_t* drop_caches();
+  std::string resolve(const loom_tensor_t* t, Location* out);
+
+  loom_stream_t raw_;
+  Device* device_;
+  VkCommandPool pool_ = VK_NULL_HANDLE;
+  VkCommandBuffer scratch_cb_ = VK_NULL_HANDLE;
+  VkFence fence_ = VK_NULL_HANDLE;
+  VkDescriptorPool desc_pool_ = VK_NULL_HANDLE;
+  uint32_t desc_used_ = 0;
+  std::map<std::array<VkBuffer, 3>, VkDescriptorSet> sets_;
+  // Error words the shaders write (bad row index), host visible.
+  VkBuffer err_buf_ = VK_NULL_HANDLE;
+  VkDeviceMemory err_mem_ = VK_NULL_HANDLE;
+  uint32_t* err_map_ = nullptr;
+  uint64_t generation_ = 0;
+  bool pending_ = false;               // submitted, fence not yet seen signalled
+  uint64_t last_value_ = 0;            // timeline value of the last submission
+  loom_status_t* deferred_ = nullptr;  // first error of async work
+  std::vector<std::pair<int32_t, std::string>> pending_nodes_;  // row ops of the pending graph
+  std::vector<Recorded> recorded_;
+  uint64_t clock_ = 0;
+  uint64_t reused_ = 0;
+};
+
+}  // namespace loom::vulkan

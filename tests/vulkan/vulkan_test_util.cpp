@@ -1,0 +1,86 @@
+#include "vulkan_test_util.hpp"
+
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <random>
+#include <sstream>
+
+#include "loom/executor.hpp"
+#include "loom/graph.hpp"
+#include "loom/ops.hpp"
+#include "loom/tensor.hpp"
+#include "loom/types.hpp"
+
+namespace loom::vktest {
+
+std::unique_ptr<registry::Registry> load_registry() {
+  registry::Options o;
+  o.paths = {LOOM_TEST_PLUGIN_DIR};
+  o.use_env = false;
+  o.search_library_dir = false;
+  o.search_install_dir = false;
+  return registry::Registry::load(o);
+}
+
+std::string report(const registry::Registry& reg) {
+  std::ostringstream os;
+  for (const registry::Candidate& c : reg.candidates()) {
+    os << "\n  " << c.path << ": " << registry::fate_name(c.fate) << " at "
+       << registry::stage_name(c.stage) << " " << c.reason;
+  }
+  return os.str();
+}
+
+const registry::Candidate* candidate(const registry::Registry& reg, const std::string& name) {
+  for (const registry::Candidate& c : reg.candidates()) {
+    if (c.plugin == name) return &c;
+  }
+  return nullptr;
+}
+
+Status run_small_graph(registry::Device* dev, std::vector<float>* out) {
+  Context ctx;
+  LOOM_ASSIGN_OR_RETURN(Tensor * a, ctx.new_tensor(LOOM_TYPE_Q8_0, {64, 24}, "a"));
+  LOOM_ASSIGN_OR_RETURN(Tensor * b, ctx.new_tensor(LOOM_TYPE_F32, {64, 5}, "b"));
+  a->flags |= LOOM_TENSOR_FLAG_INPUT;
+  b->flags |= LOOM_TENSOR_FLAG_INPUT;
+  LOOM_ASSIGN_OR_RETURN(Tensor * mm, op::mul_mat(ctx, a, b));
+  LOOM_ASSIGN_OR_RETURN(Tensor * sm, op::soft_max(ctx, mm, nullptr, 0.5f));
+  LOOM_ASSIGN_OR_RETURN(Tensor * nm, op::rms_norm(ctx, sm, 1e-5f));
+  LOOM_ASSIGN_OR_RETURN(Tensor * y, op::silu(ctx, nm));
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> av(64 * 24), bv(64 * 5);
+  for (float& v : av) v = dist(rng);
+  for (float& v : bv) v = dist(rng);
+  std::vector<uint8_t> aq(34 * 2 * 24);
+  loom::from_float(LOOM_TYPE_Q8_0, av.data(), aq.data(), static_cast<int64_t>(av.size()));
+  LOOM_ASSIGN_OR_RETURN(Graph g, Graph::build({y}));
+  LOOM_ASSIGN_OR_RETURN(std::unique_ptr<Executor> ex, Executor::create(dev));
+  LOOM_RETURN_IF_ERROR(ex->allocate(g));
+  LOOM_RETURN_IF_ERROR(tensor_set(a, aq.data(), aq.size()));
+  LOOM_RETURN_IF_ERROR(tensor_set(b, bv.data(), bv.size() * 4));
+  LOOM_RETURN_IF_ERROR(ex->compute(g));
+  out->assign(24 * 5, 0.0f);
+  return tensor_get(y, out->data(), out->size() * 4);
+}
+
+ProcResult run_loom(const std::string& args, bool merge_stderr, const std::string& env) {
+  const std::string cmd =
+      "env -u LOOM_PLUGIN_PATH -u LOOM_PLUGINS_SELECT -u LOOM_PLUGINS_DISABLE -u LOOM_DEVICES "
+      "-u LOOM_LOG " +
+      env + " " + std::string(LOOM_TEST_BIN_DIR) + "/loom " + args +
+      (merge_stderr ? " 2>&1" : " 2>/dev/null");
+  ProcResult r;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (p == nullptr) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  const int st = pclose(p);
+  r.exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return r;
+}
+
+}  // namespace loom::vktest

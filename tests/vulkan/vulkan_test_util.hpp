@@ -1,0 +1,38 @@
+// Helpers of the Vulkan plugin tests: a registry over the build's plugin
+// folder, a small graph (matmul, softmax, rms_norm, silu) run on a device
+// and read back, and the loom binary run as a child process.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "loom/registry.hpp"
+
+namespace loom::vktest {
+
+// A registry of the plugins in LOOM_TEST_PLUGIN_DIR (environment filters
+// ignored; LOOM_VULKAN_* variables still reach the plugin).
+std::unique_ptr<registry::Registry> load_registry();
+// "\n  <path>: <fate> at <stage> <reason>" per candidate.
+std::string report(const registry::Registry& reg);
+// The candidate record of plugin `name`, or nullptr.
+const registry::Candidate* candidate(const registry::Registry& reg, const std::string& name);
+
+// Runs a fixed small graph (seeded inputs) on `dev`: out = silu(rms_norm(
+// softmax(A x B))) with A q8_0 [64, 24] and B f32 [64, 5]. *out gets the
+// result; the status says why it could not run.
+Status run_small_graph(registry::Device* dev, std::vector<float>* out);
+
+struct ProcResult {
+  int exit_code = -1;
+  std::string out;
+};
+// `loom <args>` with stdout only (stderr dropped unless merge_stderr); env
+// holds extra NAME=value assignments.
+ProcResult run_loom(const std::string& args, bool merge_stderr = false,
+                    const std::string& env = "");
+
+}  // namespace loom::vktest
