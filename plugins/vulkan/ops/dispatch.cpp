@@ -1,5 +1,5 @@
-// The Vulkan support table (the CPU plugin's rules, minus GET_ROWS from I64
-// and sizes past 32-bit addressing) and node -> dispatch planning: which
+// The Vulkan support table (the op set's rules, common/op_check.h, minus
+// GET_ROWS from I64 and sizes past 32-bit addressing) and node -> dispatch planning: which
 // shader variant, push constants (offsets, extents, strides, parameters) and
 // how many workgroups.
 #include <algorithm>
@@ -7,6 +7,7 @@
 #include <cstring>
 #include <string>
 
+#include "common/op_check.h"
 #include "common/op_info.h"
 #include "common/type_traits.h"
 #include "ops/ops.h"
@@ -20,162 +21,38 @@ constexpr int64_t kMatVecMaxN = 8;  // mul_mat_vec.comp MAX_N
 constexpr int64_t kShortK = 128;    // rows shorter than this: mul_mat_rows.comp
 constexpr uint64_t kMaxU32 = 0xFFFFFFFFull;
 
-bool is_float(int32_t t) { return t == LOOM_TYPE_F32 || t == LOOM_TYPE_F16 || t == LOOM_TYPE_BF16; }
 bool is_quant(int32_t t) { return t == LOOM_TYPE_Q8_0 || t == LOOM_TYPE_Q4_0; }
-bool is_index(int32_t t) { return t == LOOM_TYPE_I32 || t == LOOM_TYPE_I64; }
 
 int64_t nrows(const loom_tensor_t* t) { return t->ne[1] * t->ne[2] * t->ne[3]; }
 int64_t nelements(const loom_tensor_t* t) { return t->ne[0] * nrows(t); }
 
-bool same_shape(const loom_tensor_t* a, const loom_tensor_t* b) {
+// Past the op set's rules (common/op_check.h): the shaders address tensors
+// with 32-bit element and byte arithmetic.
+bool fits_u32(const loom_tensor_t* t) {
   for (int d = 0; d < LOOM_MAX_DIMS; ++d) {
-    if (a->ne[d] != b->ne[d]) return false;
+    if (static_cast<uint64_t>(t->ne[d]) > kMaxU32 || t->nb[d] > kMaxU32) return false;
   }
-  return true;
+  return static_cast<uint64_t>(nelements(t)) < (uint64_t{1} << 31);
 }
 
-bool shape_is(const loom_tensor_t* t, int64_t n0, int64_t n1, int64_t n2, int64_t n3) {
-  return t->ne[0] == n0 && t->ne[1] == n1 && t->ne[2] == n2 && t->ne[3] == n3;
-}
-
-bool can_repeat(const loom_tensor_t* a, const loom_tensor_t* b) {
-  for (int d = 0; d < LOOM_MAX_DIMS; ++d) {
-    if (b->ne[d] <= 0 || a->ne[d] % b->ne[d] != 0) return false;
+// This plugin's own limits on a well-formed node; nullptr when none bites.
+const char* vulkan_limits(const OpCaps& caps, const loom_tensor_t* n) {
+  if (!fits_u32(n)) return "result type or shape";
+  for (int i = 0; i < LOOM_MAX_SRC; ++i) {
+    if (n->src[i] != nullptr && !fits_u32(n->src[i])) return "source type or shape";
   }
-  return true;
-}
-
-// Known type, sane extents, whole blocks, and small enough for the shaders'
-// 32-bit element and byte arithmetic.
-bool tensor_ok(const loom_tensor_t* t) {
-  if (t == nullptr || !common::type_is_valid(t->type)) return false;
-  for (int d = 0; d < LOOM_MAX_DIMS; ++d) {
-    if (t->ne[d] < 0 || static_cast<uint64_t>(t->ne[d]) > kMaxU32 || t->nb[d] > kMaxU32)
-      return false;
-  }
-  if (static_cast<uint64_t>(nelements(t)) >= (uint64_t{1} << 31)) return false;
-  const common::TypeTraits& tr = common::type_traits(t->type);
-  return t->ne[0] % tr.block_size == 0 && (!tr.is_quantized || t->nb[0] == tr.type_size);
-}
-
-int n_sources(int32_t op) {
-  switch (op) {
-    case LOOM_OP_GET_ROWS:
-    case LOOM_OP_ADD:
-    case LOOM_OP_SUB:
-    case LOOM_OP_MUL:
-    case LOOM_OP_DIV:
-    case LOOM_OP_MUL_MAT:
-    case LOOM_OP_ROPE:
-    case LOOM_OP_CPY:
-    case LOOM_OP_SWIGLU:
-      return 2;
-    case LOOM_OP_SET_ROWS:
-      return 3;
-    default:
-      return 1;
-  }
-}
-
-const char* check_cpy(const loom_tensor_t* dst, const loom_tensor_t* a, const loom_tensor_t* b) {
-  if (dst->type != b->type || !same_shape(dst, b)) return "destination differs from src1";
-  if (nelements(a) != nelements(b)) return "element counts differ";
-  const int32_t ta = a->type;
-  const int32_t tb = b->type;
-  if (ta == tb && !is_quant(ta)) return nullptr;
-  if (is_float(ta) && is_float(tb)) return nullptr;
-  if (is_float(ta) && is_quant(tb)) return nullptr;
-  if (is_quant(ta) && is_float(tb)) return nullptr;
-  if (ta == tb && a->ne[0] == b->ne[0]) return nullptr;
-  return "type combination";
-}
-
-const char* check_op(const OpCaps& caps, const loom_tensor_t* n) {
   const loom_tensor_t* a = n->src[0];
   const loom_tensor_t* b = n->src[1];
-  const loom_tensor_t* c = n->src[2];
-  const int32_t ta = a->type;
   switch (n->op) {
     case LOOM_OP_GET_ROWS:
       // Sources of any type but I64 (the shaders have no 64-bit integers).
-      if (b->type != LOOM_TYPE_I32 || !is_float(n->type) || ta == LOOM_TYPE_I64) return "types";
-      if (!shape_is(n, a->ne[0], b->ne[0], a->ne[2], a->ne[3]) || b->ne[1] != a->ne[2] ||
-          b->ne[2] != a->ne[3] || b->ne[3] != 1) {
-        return "shapes";
-      }
-      return nullptr;
-    case LOOM_OP_ADD:
-    case LOOM_OP_SUB:
-    case LOOM_OP_MUL:
-    case LOOM_OP_DIV:
-      if (!is_float(ta) || !is_float(b->type) || n->type != ta) return "types";
-      return same_shape(n, a) && can_repeat(a, b) ? nullptr : "shapes";
-    case LOOM_OP_SCALE:
-    case LOOM_OP_SILU:
-    case LOOM_OP_GELU:
-    case LOOM_OP_RELU:
-      if (!is_float(ta) || n->type != ta) return "types";
-      return same_shape(n, a) ? nullptr : "shapes";
-    case LOOM_OP_SWIGLU:
-      if (!is_float(ta) || !is_float(b->type) || n->type != ta) return "types";
-      return same_shape(n, a) && same_shape(a, b) ? nullptr : "shapes";
-    case LOOM_OP_RMS_NORM:
-    case LOOM_OP_NORM:
-      if (!is_float(ta) || !is_float(n->type)) return "types";
-      return same_shape(n, a) ? nullptr : "shapes";
+      return a->type == LOOM_TYPE_I64 ? "types" : nullptr;
     case LOOM_OP_MUL_MAT:
-      if (!(is_float(ta) || is_quant(ta)) || b->type != LOOM_TYPE_F32 || n->type != LOOM_TYPE_F32) {
-        return "types";
-      }
-      if (a->ne[0] != b->ne[0] || !shape_is(n, a->ne[1], b->ne[1], b->ne[2], b->ne[3]) ||
-          a->ne[2] <= 0 || a->ne[3] <= 0 || b->ne[2] % a->ne[2] != 0 || b->ne[3] % a->ne[3] != 0) {
-        return "shapes";
-      }
-      if (static_cast<uint64_t>(b->ne[2] * b->ne[3]) > caps.max_groups[2]) return "batch count";
-      return nullptr;
-    case LOOM_OP_ROPE: {
-      const int32_t n_dims = n->op_params[0];
-      const int32_t mode = n->op_params[1];
-      if (!is_float(ta) || b->type != LOOM_TYPE_I32 || n->type != ta) return "types";
-      if (!same_shape(n, a) || !shape_is(b, a->ne[2], 1, 1, 1)) return "shapes";
-      if (n_dims < 0 || n_dims % 2 != 0 || n_dims > a->ne[0] || n_dims > 0xFFFF) return "n_dims";
-      if (mode != LOOM_ROPE_MODE_NORMAL && mode != LOOM_ROPE_MODE_NEOX) return "mode";
-      return nullptr;
-    }
-    case LOOM_OP_SOFT_MAX:
-      if (!is_float(ta) || !is_float(n->type)) return "types";
-      if (!same_shape(n, a)) return "shapes";
-      if (b != nullptr) {
-        if (!tensor_ok(b) || !is_float(b->type)) return "mask type";
-        if (b->ne[0] != a->ne[0] || b->ne[1] < a->ne[1] || b->ne[2] <= 0 || b->ne[3] <= 0 ||
-            a->ne[2] % b->ne[2] != 0 || a->ne[3] % b->ne[3] != 0) {
-          return "mask shape";
-        }
-      }
-      return nullptr;
-    case LOOM_OP_CPY:
-      return check_cpy(n, a, b);
-    case LOOM_OP_CONT:
-      if (n->type != ta) return "types";
-      return same_shape(n, a) ? nullptr : "shapes";
-    case LOOM_OP_SET_ROWS:
-      if (n->type != ta || !(is_float(ta) || is_quant(ta)) || b->type != LOOM_TYPE_F32 ||
-          !is_index(c->type)) {
-        return "types";
-      }
-      if (!same_shape(n, a) || b->ne[0] != a->ne[0] || b->ne[2] != a->ne[2] ||
-          b->ne[3] != a->ne[3] || !shape_is(c, b->ne[1], b->ne[2], b->ne[3], 1)) {
-        return "shapes";
-      }
-      return nullptr;
-    case LOOM_OP_ARGMAX:
-      if (ta != LOOM_TYPE_F32 || n->type != LOOM_TYPE_I32) return "types";
-      return shape_is(n, a->ne[1], a->ne[2], a->ne[3], 1) && a->ne[0] >= 1 ? nullptr : "shapes";
-    case LOOM_OP_SUM_ROWS:
-      if (!is_float(ta) || !is_float(n->type)) return "types";
-      return shape_is(n, 1, a->ne[1], a->ne[2], a->ne[3]) ? nullptr : "shapes";
+      return static_cast<uint64_t>(b->ne[2] * b->ne[3]) > caps.max_groups[2] ? "batch count" : nullptr;
+    case LOOM_OP_ROPE:
+      return n->op_params[0] > 0xFFFF ? "n_dims" : nullptr;
     default:
-      return "op";
+      return nullptr;
   }
 }
 
@@ -357,14 +234,8 @@ std::string plan_copy(const loom_tensor_t* n, Planner& p, Dispatch* d) {
 const char* unsupported_reason(const OpCaps& caps, const loom_tensor_t* node) {
   if (node == nullptr) return "null node";
   if (node->op == LOOM_OP_NONE || common::is_view_op(node->op)) return nullptr;
-  if (node->op < 0 || node->op >= LOOM_OP_COUNT) return "op";
-  if (!tensor_ok(node)) return "result type or shape";
-  const int n_src = n_sources(node->op);
-  for (int i = 0; i < n_src; ++i) {
-    if (node->src[i] == nullptr) return "missing source";
-    if (!tensor_ok(node->src[i])) return "source type or shape";
-  }
-  return check_op(caps, node);
+  if (const char* why = common::check_node(node)) return why;
+  return vulkan_limits(caps, node);
 }
 
 std::string plan_node(const OpCaps& caps, const loom_tensor_t* n, uint32_t node_id,
