@@ -8,11 +8,16 @@
 // accumulators (vectorizable), so one row of B is read from cache once per
 // block instead of once per row. LOOM_CPU_REFERENCE=1 forces the reference
 // path (for comparisons).
+#ifdef __F16C__
+#include <immintrin.h>
+#endif
+
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <vector>
 
+#include "common/fp16.h"
 #include "ops/ops.h"
 
 namespace loom::cpu {
@@ -60,6 +65,63 @@ inline float dot_f32(const float* a, const float* b, int64_t n) {
   return s;
 }
 
+// Row i1 of A as f32: a pointer into A itself for contiguous f32 rows,
+// else widened into `scratch` — inline here (not common::to_float_row) so
+// the AVX2 build vectorizes it, with F16C conversion where available.
+const float* widen_row(const loom_tensor_t* a, int64_t i1, int64_t i2, int64_t i3, float* scratch) {
+  const char* row = row_ptr(a, i1, i2, i3);
+  const int64_t n = a->ne[0];
+  switch (a->type) {
+    case LOOM_TYPE_F32:
+      if (a->nb[0] == sizeof(float) && reinterpret_cast<uintptr_t>(row) % alignof(float) == 0) {
+        return reinterpret_cast<const float*>(row);
+      }
+      break;
+    case LOOM_TYPE_F16:
+      if (a->nb[0] == 2) {
+        int64_t k = 0;
+#ifdef __F16C__
+        for (; k + 8 <= n; k += 8) {
+          _mm256_storeu_ps(scratch + k, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 2 * k))));
+        }
+#endif
+        for (; k < n; ++k) {
+          uint16_t h;
+          std::memcpy(&h, row + 2 * k, 2);
+          scratch[k] = common::f16_to_f32(h);
+        }
+        return scratch;
+      }
+      break;
+    case LOOM_TYPE_Q8_0: {  // quantized rows are whole contiguous blocks (supports_op)
+      const auto* blk = reinterpret_cast<const loom_block_q8_0_t*>(row);
+      for (int64_t i = 0; i < n / LOOM_QK8_0; ++i) {
+        const float d = common::f16_to_f32(blk[i].d);
+        float* out = scratch + i * LOOM_QK8_0;
+        for (int j = 0; j < LOOM_QK8_0; ++j) out[j] = d * static_cast<float>(blk[i].qs[j]);
+      }
+      return scratch;
+    }
+    case LOOM_TYPE_Q4_0: {
+      const auto* blk = reinterpret_cast<const loom_block_q4_0_t*>(row);
+      constexpr int kHalf = LOOM_QK4_0 / 2;
+      for (int64_t i = 0; i < n / LOOM_QK4_0; ++i) {
+        const float d = common::f16_to_f32(blk[i].d);
+        float* out = scratch + i * LOOM_QK4_0;
+        for (int j = 0; j < kHalf; ++j) {
+          out[j] = d * static_cast<float>((blk[i].qs[j] & 0x0F) - 8);
+          out[j + kHalf] = d * static_cast<float>((blk[i].qs[j] >> 4) - 8);
+        }
+      }
+      return scratch;
+    }
+    default:
+      break;
+  }
+  load_row(a, i1, i2, i3, scratch);
+  return scratch;
+}
+
 void mul_mat_fast(const loom_tensor_t* dst, int ith, int nth) {
   const loom_tensor_t* a = dst->src[0];
   const loom_tensor_t* b = dst->src[1];
@@ -79,12 +141,13 @@ void mul_mat_fast(const loom_tensor_t* dst, int ith, int nth) {
     const int64_t i3 = w / (m_blocks * b->ne[2]);
     const int64_t m0 = mb * kRowBlock;
     const int64_t nr = std::min(kRowBlock, m_len - m0);
-    for (int64_t r = 0; r < nr; ++r) load_row(a, m0 + r, i2 / r2, i3 / r3, rows.data() + r * k_len);
+    const float* arows[kRowBlock];
+    for (int64_t r = 0; r < nr; ++r) arows[r] = widen_row(a, m0 + r, i2 / r2, i3 / r3, rows.data() + r * k_len);
     for (int64_t n = 0; n < n_len; ++n) {
       const auto* brow = reinterpret_cast<const float*>(row_ptr(b, n, i2, i3));
       char* out = elem_ptr(dst, m0, n, i2, i3);
       for (int64_t r = 0; r < nr; ++r) {
-        const float v = dot_f32(rows.data() + r * k_len, brow, k_len);
+        const float v = dot_f32(arows[r], brow, k_len);
         if (dst_dense) {
           reinterpret_cast<float*>(out)[r] = v;
         } else {
