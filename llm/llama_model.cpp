@@ -40,7 +40,7 @@ int64_t layer_of(const std::string& name) {
 }  // namespace
 
 LlamaModel::LlamaModel(GgufFile file, const LoadOptions& o)
-    : file_(std::move(file)), devices_(o.devices), n_gpu_layers_(o.n_gpu_layers) {
+    : file_(std::move(file)), devices_(o.devices), n_gpu_layers_(o.n_gpu_layers), progress_(o.progress) {
   for (registry::Device* d : devices_) {
     if (d->info().type == LOOM_DEVICE_TYPE_CPU) {
       device_ = d;
@@ -256,12 +256,7 @@ Status LlamaModel::place_weights() {
   StatusOr<Buffer> b = allocate_tensors(*device_, tensors);
   if (!b.ok()) return Status(b.status().code(), who + "weights: " + b.status().message());
   weights_ = std::move(b).value();
-  for (size_t i : local) {
-    const GgufTensorInfo& info = file_.tensors()[i];
-    Status st = tensor_set(file_tensors_[i], info.data, info.nbytes);
-    if (!st.ok()) return Status(st.code(), who + "tensor '" + info.name + "': " + st.message());
-  }
-  return Status();
+  return copy_weights(local, *device_);
 }
 
 Status LlamaModel::place_offloaded(const std::vector<size_t>& which) {
@@ -283,10 +278,19 @@ Status LlamaModel::place_offloaded(const std::vector<size_t>& which) {
                                           avail + ": " + b.status().message() + " (try fewer --n-gpu-layers)");
   }
   offloaded_ = std::move(b).value();
+  return copy_weights(which, *offload_);
+}
+
+Status LlamaModel::copy_weights(const std::vector<size_t>& which, const registry::Device& device) {
+  const std::string who = "[llm.load] " + file_.name() + ": ";
+  size_t total = 0, done = 0;
+  for (size_t i : which) total += file_.tensors()[i].nbytes;
   for (size_t i : which) {
     const GgufTensorInfo& info = file_.tensors()[i];
     Status st = tensor_set(file_tensors_[i], info.data, info.nbytes);
     if (!st.ok()) return Status(st.code(), who + "tensor '" + info.name + "': " + st.message());
+    done += info.nbytes;
+    if (progress_) progress_(done, total, device.name());
   }
   return Status();
 }

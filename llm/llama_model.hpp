@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -61,6 +62,9 @@ struct LlamaLayer {
 struct LoadOptions {
   std::vector<registry::Device*> devices;  // ordered, non-empty, no nulls
   int64_t n_gpu_layers = 0;                // layers on the offload device (clamped to n_layer)
+  // Called while weights are copied into device buffers (not for zero-copy
+  // placement): bytes copied so far, bytes to copy, the device's name.
+  std::function<void(size_t done, size_t total, const std::string& device)> progress;
 };
 
 class LlamaModel {
@@ -106,6 +110,9 @@ class LlamaModel {
   Status bind_weights();
   Status place_weights();
   Status place_offloaded(const std::vector<size_t>& which);
+  // Copy the file data of tensors `which` into their (allocated) buffers on
+  // `device`, reporting progress.
+  Status copy_weights(const std::vector<size_t>& which, const registry::Device& device);
 
   GgufFile file_;
   registry::Device* device_ = nullptr;
@@ -121,6 +128,7 @@ class LlamaModel {
   Buffer weights_;
   bool zero_copy_ = false;
   size_t weights_bytes_ = 0;
+  std::function<void(size_t, size_t, const std::string&)> progress_;
 };
 
 }  // namespace loom::llm

@@ -177,6 +177,26 @@ TEST_F(MultiDevice, MoreGpuLayersThanTheModelHasIsClamped) {
   EXPECT_EQ(model_->n_gpu_layers(), 5);
 }
 
+TEST_F(MultiDevice, LoadProgressCountsCopiedWeights) {
+  if (!reg_->device("sim0")) GTEST_SKIP() << "sim plugin not loaded";
+  LoadOptions lo;
+  lo.devices = {reg_->device("sim0"), reg_->device("cpu")};
+  lo.n_gpu_layers = 2;
+  std::vector<size_t> done;
+  size_t total = 0;
+  lo.progress = [&](size_t d, size_t t, const std::string& dev) {
+    EXPECT_EQ(dev, "sim0");  // the cpu takes its weights without a copy
+    done.push_back(d);
+    total = t;
+  };
+  auto m = LlamaModel::load(model_path(), lo);
+  ASSERT_TRUE(m.ok()) << m.status().to_string();
+  ASSERT_FALSE(done.empty());
+  for (size_t i = 1; i < done.size(); ++i) EXPECT_GT(done[i], done[i - 1]);
+  EXPECT_EQ(done.back(), total);
+  EXPECT_EQ(total, (*m)->offloaded_bytes());
+}
+
 TEST_F(MultiDevice, OutOfDeviceMemoryOnLoadSaysHowMuch) {
   // A fresh registry whose sim0 holds 100000 bytes: five layers of weights
   // (about 1 MB) do not fit.

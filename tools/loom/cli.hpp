@@ -1,6 +1,7 @@
 // Shared pieces of the `loom` command: argument helpers and subcommands.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,23 @@ struct CommonOptions {
 bool take_common_options(std::vector<std::string>& args, CommonOptions* out, std::string* error);
 
 std::unique_ptr<registry::Registry> load_registry(const CommonOptions& opts);
+
+// The model run/bench/plan use when -m is not given: $LOOM_MODEL, else
+// $LOOM_MODELS_DIR/stories260K.gguf, else ../shared/models/stories260K.gguf;
+// "" when none exists (*tried lists what was looked for).
+std::string default_model(std::string* tried);
+// The message for "no -m and no default model" (tried: from default_model).
+std::string no_model_message(const std::string& tried);
+
+// A progress line on stderr for weights copied into device memory: only when
+// stderr is a terminal and the copy is over 100 MB; "\r"-updated per percent,
+// ended with a newline. For llm::LoadOptions::progress.
+std::function<void(size_t, size_t, const std::string&)> load_progress(const char* command);
+
+// The devices of a --device LIST or policy; "" or the error message (which
+// points at 'loom devices').
+std::string select_devices(const registry::Registry& reg, const std::string& spec,
+                           std::vector<registry::Device*>* out);
 
 int cmd_devices(std::vector<std::string> args);
 int cmd_check(std::vector<std::string> args);

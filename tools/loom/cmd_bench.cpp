@@ -31,8 +31,6 @@
 namespace loom::cli {
 namespace {
 
-constexpr char kDefaultModel[] = "stories260K.gguf";
-
 struct BenchOptions {
   std::string model;
   std::string device = "cpu";
@@ -64,25 +62,6 @@ struct Bandwidth {
 double now_s() {
   using clock = std::chrono::steady_clock;
   return std::chrono::duration<double>(clock::now().time_since_epoch()).count();
-}
-
-bool file_exists(const std::string& p) {
-  struct stat st;
-  return ::stat(p.c_str(), &st) == 0;
-}
-
-// Same resolution as `loom run`: $LOOM_MODEL, $LOOM_MODELS_DIR/stories260K.gguf,
-// ../shared/models/stories260K.gguf; "" when none exists.
-std::string default_model(std::string* tried) {
-  std::vector<std::string> candidates;
-  if (const char* m = std::getenv("LOOM_MODEL"); m && *m) candidates.push_back(m);
-  if (const char* d = std::getenv("LOOM_MODELS_DIR"); d && *d) candidates.push_back(std::string(d) + "/" + kDefaultModel);
-  candidates.push_back(std::string("../shared/models/") + kDefaultModel);
-  for (const auto& c : candidates) {
-    if (file_exists(c)) return c;
-    *tried += (tried->empty() ? "" : ", ") + c;
-  }
-  return "";
 }
 
 bool parse_int(const std::string& s, int64_t lo, int64_t hi, int64_t* out) {
@@ -282,20 +261,18 @@ int cmd_bench(std::vector<std::string> args) {
     std::string tried;
     o.model = default_model(&tried);
     if (o.model.empty()) {
-      return fail("no model given and none found (tried " + tried +
-                  "); pass -m FILE.gguf or set LOOM_MODEL. stories260K.gguf is at "
-                  "https://huggingface.co/ggml-org/models (tinyllamas/stories260K.gguf)");
+      return fail(no_model_message(tried));
     }
   }
   auto reg = load_registry(common);
-  auto sel = reg->select(o.device);
-  if (!sel.ok()) return fail(sel.status().message() + " (see 'loom devices')");
-  if (sel->empty()) return fail("--device " + o.device + " selects no device (see 'loom devices')");
+  std::vector<registry::Device*> devices;
+  if (std::string err = select_devices(*reg, o.device, &devices); !err.empty()) return fail(err);
   std::string dev_names;
-  for (registry::Device* d : *sel) dev_names += (dev_names.empty() ? "" : ",") + d->name();
+  for (registry::Device* d : devices) dev_names += (dev_names.empty() ? "" : ",") + d->name();
 
   llm::LoadOptions lo;
-  lo.devices = *sel;
+  lo.devices = devices;
+  lo.progress = load_progress("loom bench");
   auto model = llm::LlamaModel::load(o.model, lo);
   if (!model.ok()) return fail(model.status().message());
   const llm::LlamaModel& m = **model;
@@ -337,10 +314,10 @@ int cmd_bench(std::vector<std::string> args) {
   for (int64_t threads : thread_list) {
     if (threads > 0) {
       // Every CPU-like device of the list takes the thread count.
-      for (registry::Device* d : *sel) {
+      for (registry::Device* d : devices) {
         if (d->info().type != LOOM_DEVICE_TYPE_CPU && d->info().type != LOOM_DEVICE_TYPE_ACCEL) continue;
         Status st = d->set_threads(static_cast<int>(threads));
-        if (!st.ok() && sel->size() == 1) return fail("--threads " + std::to_string(threads) + ": " + st.message());
+        if (!st.ok() && devices.size() == 1) return fail("--threads " + std::to_string(threads) + ": " + st.message());
       }
     }
     // Warm-up (untimed): one batch and one decode step.
@@ -401,7 +378,7 @@ int cmd_bench(std::vector<std::string> args) {
     w.key("model_path").value(o.model);
     w.key("architecture").value(m.architecture());
     w.key("devices").begin_array();
-    for (registry::Device* d : *sel) w.value(d->name());
+    for (registry::Device* d : devices) w.value(d->name());
     w.end_array();
     w.key("size_bytes").value(static_cast<uint64_t>(m.weights_bytes()));
     w.key("type").value(type);

@@ -29,23 +29,6 @@ struct PlanOptions {
   int64_t n_gpu_layers = 0;
 };
 
-bool exists(const std::string& p) {
-  struct stat st;
-  return ::stat(p.c_str(), &st) == 0;
-}
-
-// Same search as `loom run`; "" when none exists.
-std::string find_default_model() {
-  std::vector<std::string> candidates;
-  if (const char* m = std::getenv("LOOM_MODEL"); m && *m) candidates.push_back(m);
-  if (const char* d = std::getenv("LOOM_MODELS_DIR"); d && *d) candidates.push_back(std::string(d) + "/stories260K.gguf");
-  candidates.push_back("../shared/models/stories260K.gguf");
-  for (const auto& c : candidates) {
-    if (exists(c)) return c;
-  }
-  return "";
-}
-
 bool parse_count(const std::string& s, int64_t lo, int64_t* out) {
   if (s.empty()) return false;
   errno = 0;
@@ -126,20 +109,22 @@ int cmd_plan(std::vector<std::string> args) {
     std::fprintf(stderr, "loom plan: %s (try 'loom --help')\n", error.c_str());
     return 2;
   }
-  if (o.model.empty()) o.model = find_default_model();
+  if (o.model.empty()) {
+    std::string tried;
+    o.model = default_model(&tried);
+  }
 
   auto reg = load_registry(common);
-  auto sel = reg->select(o.device);
-  if (!sel.ok()) return fail(sel.status().message() + " (see 'loom devices')");
-  if (sel->empty()) return fail("--device " + o.device + " selects no device (see 'loom devices')");
+  std::vector<registry::Device*> devices;
+  if (std::string err = select_devices(*reg, o.device, &devices); !err.empty()) return fail(err);
 
   StatusOr<std::string> dot = std::string();
   std::unique_ptr<llm::LlamaModel> model;
   if (o.model.empty()) {
-    dot = synthetic_dot(*sel, o.n_batch);
+    dot = synthetic_dot(devices, o.n_batch);
   } else {
     llm::LoadOptions lo;
-    lo.devices = *sel;
+    lo.devices = devices;
     lo.n_gpu_layers = o.n_gpu_layers;
     auto m = llm::LlamaModel::load(o.model, lo);
     if (!m.ok()) return fail(m.status().message());

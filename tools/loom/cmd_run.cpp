@@ -20,8 +20,6 @@
 namespace loom::cli {
 namespace {
 
-constexpr char kDefaultModel[] = "stories260K.gguf";
-
 struct RunOptions {
   std::string model;
   std::string prompt;
@@ -33,25 +31,6 @@ struct RunOptions {
   int64_t n_gpu_layers = 0;
   llm::SamplerOptions sampling;
 };
-
-bool file_exists(const std::string& p) {
-  struct stat st;
-  return ::stat(p.c_str(), &st) == 0;
-}
-
-// $LOOM_MODEL, then $LOOM_MODELS_DIR/stories260K.gguf, then
-// ../shared/models/stories260K.gguf; "" when none exists.
-std::string default_model(std::string* tried) {
-  std::vector<std::string> candidates;
-  if (const char* m = std::getenv("LOOM_MODEL"); m && *m) candidates.push_back(m);
-  if (const char* d = std::getenv("LOOM_MODELS_DIR"); d && *d) candidates.push_back(std::string(d) + "/" + kDefaultModel);
-  candidates.push_back(std::string("../shared/models/") + kDefaultModel);
-  for (const auto& c : candidates) {
-    if (file_exists(c)) return c;
-    *tried += (tried->empty() ? "" : ", ") + c;
-  }
-  return "";
-}
 
 bool parse_int(const std::string& s, int64_t lo, int64_t hi, int64_t* out) {
   if (s.empty()) return false;
@@ -155,26 +134,24 @@ int cmd_run(std::vector<std::string> args) {
     std::string tried;
     o.model = default_model(&tried);
     if (o.model.empty()) {
-      return fail("no model given and none found (tried " + tried +
-                  "); pass -m FILE.gguf or set LOOM_MODEL. stories260K.gguf is at "
-                  "https://huggingface.co/ggml-org/models (tinyllamas/stories260K.gguf)");
+      return fail(no_model_message(tried));
     }
   }
   auto reg = load_registry(common);
-  auto sel = reg->select(o.device);
-  if (!sel.ok()) return fail(sel.status().message() + " (see 'loom devices')");
-  if (sel->empty()) return fail("--device " + o.device + " selects no device (see 'loom devices')");
+  std::vector<registry::Device*> devices;
+  if (std::string err = select_devices(*reg, o.device, &devices); !err.empty()) return fail(err);
   if (o.threads > 0) {
     // Every CPU-like device of the list takes the thread count.
-    for (registry::Device* d : *sel) {
+    for (registry::Device* d : devices) {
       if (d->info().type != LOOM_DEVICE_TYPE_CPU && d->info().type != LOOM_DEVICE_TYPE_ACCEL) continue;
       Status st = d->set_threads(static_cast<int>(o.threads));
-      if (!st.ok() && sel->size() == 1) return fail(st.message());
+      if (!st.ok() && devices.size() == 1) return fail(st.message());
     }
   }
 
   llm::LoadOptions lo;
-  lo.devices = *sel;
+  lo.devices = devices;
+  lo.progress = load_progress("loom run");
   lo.n_gpu_layers = o.n_gpu_layers;
   auto model = llm::LlamaModel::load(o.model, lo);
   if (!model.ok()) return fail(model.status().message());
@@ -204,7 +181,7 @@ int cmd_run(std::vector<std::string> args) {
     return fail(r.status().message());
   }
   std::string names;
-  for (registry::Device* d : *sel) names += (names.empty() ? "" : ",") + d->name();
+  for (registry::Device* d : devices) names += (names.empty() ? "" : ",") + d->name();
   const llm::LlamaSession& ses = **session;
   const double copied_per_token =
       ses.steps() ? static_cast<double>(ses.bytes_copied()) / static_cast<double>(ses.steps()) : 0.0;
@@ -214,7 +191,7 @@ int cmd_run(std::vector<std::string> args) {
     w.begin_object();
     w.key("model").value(o.model);
     w.key("devices").begin_array();
-    for (registry::Device* d : *sel) w.value(d->name());
+    for (registry::Device* d : devices) w.value(d->name());
     w.end_array();
     w.key("n_gpu_layers").value(static_cast<int64_t>((*model)->n_gpu_layers()));
     w.key("prompt_tokens").begin_array();
@@ -244,7 +221,7 @@ int cmd_run(std::vector<std::string> args) {
     std::fprintf(stderr,
                  "\nloom run: device%s %s%s; prompt %zu tokens, %.1f tokens/s; generated %zu tokens, %.1f tokens/s "
                  "(stopped: %s); %zu splits, %.0f bytes copied per step\n",
-                 sel->size() > 1 ? "s" : "", names.c_str(), layers.c_str(), r->prompt_tokens.size(),
+                 devices.size() > 1 ? "s" : "", names.c_str(), layers.c_str(), r->prompt_tokens.size(),
                  r->prompt_tokens_per_s(), r->generated_tokens.size(), r->gen_tokens_per_s(), stop,
                  ses.splits_last(), copied_per_token);
   }

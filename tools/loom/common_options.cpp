@@ -1,5 +1,12 @@
 #include "cli.hpp"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+
 namespace loom::cli {
 
 bool take_common_options(std::vector<std::string>& args, CommonOptions* out, std::string* error) {
@@ -28,6 +35,53 @@ std::unique_ptr<registry::Registry> load_registry(const CommonOptions& opts) {
   registry::Options ro;
   ro.paths = opts.plugin_paths;
   return registry::Registry::load(ro);
+}
+
+std::string default_model(std::string* tried) {
+  constexpr char kDefaultModel[] = "stories260K.gguf";
+  std::vector<std::string> candidates;
+  if (const char* m = std::getenv("LOOM_MODEL"); m && *m) candidates.push_back(m);
+  if (const char* d = std::getenv("LOOM_MODELS_DIR"); d && *d) candidates.push_back(std::string(d) + "/" + kDefaultModel);
+  candidates.push_back(std::string("../shared/models/") + kDefaultModel);
+  for (const auto& c : candidates) {
+    struct stat st;
+    if (::stat(c.c_str(), &st) == 0) return c;
+    *tried += (tried->empty() ? "" : ", ") + c;
+  }
+  return "";
+}
+
+std::string no_model_message(const std::string& tried) {
+  return "no model given and none found (tried " + tried +
+         "); pass -m FILE.gguf or set LOOM_MODEL. stories260K.gguf is at "
+         "https://huggingface.co/ggml-org/models (tinyllamas/stories260K.gguf)";
+}
+
+std::function<void(size_t, size_t, const std::string&)> load_progress(const char* command) {
+  if (!::isatty(2)) return nullptr;
+  auto last = std::make_shared<int>(-1);
+  std::string cmd = command;
+  return [last, cmd](size_t done, size_t total, const std::string& device) {
+    if (total < size_t{100} * 1000 * 1000) return;
+    const int pct = static_cast<int>(100.0 * static_cast<double>(done) / static_cast<double>(total));
+    if (pct == *last) return;
+    *last = pct;
+    std::fprintf(stderr, "\r%s: loading weights to %s: %3d%% (%.1f of %.1f MiB)", cmd.c_str(), device.c_str(), pct,
+                 static_cast<double>(done) / 1048576.0, static_cast<double>(total) / 1048576.0);
+    if (done >= total) {
+      std::fputc('\n', stderr);
+      *last = -1;
+    }
+  };
+}
+
+std::string select_devices(const registry::Registry& reg, const std::string& spec,
+                           std::vector<registry::Device*>* out) {
+  auto sel = reg.select(spec);
+  if (!sel.ok()) return sel.status().message() + " (see 'loom devices')";
+  if (sel->empty()) return "--device " + spec + " selects no device (see 'loom devices')";
+  *out = std::move(sel).value();
+  return "";
 }
 
 }  // namespace loom::cli
