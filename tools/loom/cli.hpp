@@ -34,6 +34,21 @@ std::string no_model_message(const std::string& tried);
 // ended with a newline. For llm::LoadOptions::progress.
 std::function<void(size_t, size_t, const std::string&)> load_progress(const char* command);
 
+// What a model command (run, bench, plan) has once started.
+struct ModelCommand {
+  CommonOptions common;
+  std::unique_ptr<registry::Registry> registry;
+  std::vector<registry::Device*> devices;
+};
+// The start they share: take the common options; parse the command's own
+// (parse gives "" or the error: exit 2); when *model is empty, the default
+// model (none found: an error when need_model, else *model stays empty);
+// load the registry and select *device_spec. Returns -1 to go on, else the
+// exit code, with the message printed as "<command>: ...".
+int start_model_command(const char* command, std::vector<std::string>& args,
+                        const std::function<std::string(const std::vector<std::string>&)>& parse,
+                        std::string* model, const std::string* device_spec, bool need_model, ModelCommand* out);
+
 // The devices of a --device LIST or policy; "" or the error message (which
 // points at 'loom devices').
 std::string select_devices(const registry::Registry& reg, const std::string& spec,

@@ -245,28 +245,14 @@ double weight_bytes_per_token(const llm::LlamaModel& m) {
 }  // namespace
 
 int cmd_bench(std::vector<std::string> args) {
-  CommonOptions common;
-  std::string error;
-  if (!take_common_options(args, &common, &error)) {
-    std::fprintf(stderr, "loom bench: %s\n", error.c_str());
-    return 2;
-  }
   BenchOptions o;
-  error = parse_args(args, &o);
-  if (!error.empty()) {
-    std::fprintf(stderr, "loom bench: %s (try 'loom --help')\n", error.c_str());
-    return 2;
-  }
-  if (o.model.empty()) {
-    std::string tried;
-    o.model = default_model(&tried);
-    if (o.model.empty()) {
-      return fail(no_model_message(tried));
-    }
-  }
-  auto reg = load_registry(common);
-  std::vector<registry::Device*> devices;
-  if (std::string err = select_devices(*reg, o.device, &devices); !err.empty()) return fail(err);
+  ModelCommand mc;
+  const int rc = start_model_command(
+      "loom bench", args, [&](const std::vector<std::string>& a) { return parse_args(a, &o); }, &o.model, &o.device,
+      true, &mc);
+  if (rc >= 0) return rc;
+  const CommonOptions& common = mc.common;
+  const std::vector<registry::Device*>& devices = mc.devices;
   std::string dev_names;
   for (registry::Device* d : devices) dev_names += (dev_names.empty() ? "" : ",") + d->name();
 

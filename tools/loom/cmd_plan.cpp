@@ -97,26 +97,13 @@ StatusOr<std::string> synthetic_dot(const std::vector<registry::Device*>& device
 }  // namespace
 
 int cmd_plan(std::vector<std::string> args) {
-  CommonOptions common;
-  std::string error;
-  if (!take_common_options(args, &common, &error)) {
-    std::fprintf(stderr, "loom plan: %s\n", error.c_str());
-    return 2;
-  }
   PlanOptions o;
-  error = parse_args(args, &o);
-  if (!error.empty()) {
-    std::fprintf(stderr, "loom plan: %s (try 'loom --help')\n", error.c_str());
-    return 2;
-  }
-  if (o.model.empty()) {
-    std::string tried;
-    o.model = default_model(&tried);
-  }
-
-  auto reg = load_registry(common);
-  std::vector<registry::Device*> devices;
-  if (std::string err = select_devices(*reg, o.device, &devices); !err.empty()) return fail(err);
+  ModelCommand mc;
+  const int rc = start_model_command(
+      "loom plan", args, [&](const std::vector<std::string>& a) { return parse_args(a, &o); }, &o.model, &o.device,
+      false, &mc);
+  if (rc >= 0) return rc;
+  const std::vector<registry::Device*>& devices = mc.devices;
 
   StatusOr<std::string> dot = std::string();
   std::unique_ptr<llm::LlamaModel> model;

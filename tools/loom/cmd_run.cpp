@@ -118,28 +118,14 @@ int fail(const std::string& msg) {
 }  // namespace
 
 int cmd_run(std::vector<std::string> args) {
-  CommonOptions common;
-  std::string error;
-  if (!take_common_options(args, &common, &error)) {
-    std::fprintf(stderr, "loom run: %s\n", error.c_str());
-    return 2;
-  }
   RunOptions o;
-  error = parse_args(args, &o);
-  if (!error.empty()) {
-    std::fprintf(stderr, "loom run: %s (try 'loom --help')\n", error.c_str());
-    return 2;
-  }
-  if (o.model.empty()) {
-    std::string tried;
-    o.model = default_model(&tried);
-    if (o.model.empty()) {
-      return fail(no_model_message(tried));
-    }
-  }
-  auto reg = load_registry(common);
-  std::vector<registry::Device*> devices;
-  if (std::string err = select_devices(*reg, o.device, &devices); !err.empty()) return fail(err);
+  ModelCommand mc;
+  const int rc = start_model_command(
+      "loom run", args, [&](const std::vector<std::string>& a) { return parse_args(a, &o); }, &o.model, &o.device,
+      true, &mc);
+  if (rc >= 0) return rc;
+  const CommonOptions& common = mc.common;
+  const std::vector<registry::Device*>& devices = mc.devices;
   if (o.threads > 0) {
     // Every CPU-like device of the list takes the thread count.
     for (registry::Device* d : devices) {

@@ -84,4 +84,33 @@ std::string select_devices(const registry::Registry& reg, const std::string& spe
   return "";
 }
 
+int start_model_command(const char* command, std::vector<std::string>& args,
+                        const std::function<std::string(const std::vector<std::string>&)>& parse,
+                        std::string* model, const std::string* device_spec, bool need_model, ModelCommand* out) {
+  std::string error;
+  if (!take_common_options(args, &out->common, &error)) {
+    std::fprintf(stderr, "%s: %s\n", command, error.c_str());
+    return 2;
+  }
+  error = parse(args);
+  if (!error.empty()) {
+    std::fprintf(stderr, "%s: %s (try 'loom --help')\n", command, error.c_str());
+    return 2;
+  }
+  if (model->empty()) {
+    std::string tried;
+    *model = default_model(&tried);
+    if (model->empty() && need_model) error = no_model_message(tried);
+  }
+  if (error.empty()) {
+    out->registry = load_registry(out->common);
+    error = select_devices(*out->registry, *device_spec, &out->devices);
+  }
+  if (!error.empty()) {
+    std::fprintf(stderr, "%s: %s\n", command, error.c_str());
+    return 1;
+  }
+  return -1;
+}
+
 }  // namespace loom::cli
