@@ -51,7 +51,7 @@ const char kHelp[] =
     "  --batch N              prompt tokens per forward pass (default 32)\n"
     "  --ctx N                context length (default: the model's)\n"
     "  --device LIST          devices, most preferred first (default cpu; e.g.\n"
-    "                         blas,cpu or sim0,cpu): the scheduler splits each\n"
+    "                         blas,cpu or vulkan0,cpu): the scheduler splits each\n"
     "                         step's graph between them\n"
     "  -ngl, --n-gpu-layers N weights and KV cache of the first N layers on the\n"
     "                         first non-CPU device of the list when it has its own\n"
@@ -92,6 +92,12 @@ const char kHelp[] =
     "  LOOM_LOG               log filter, e.g. registry:debug,*:warn\n"
     "  LOOM_MODEL             default model file of 'run'\n"
     "  LOOM_MODELS_DIR        folder searched for stories260K.gguf by 'run'\n"
+    "  LOOM_VULKAN_DEVICES    comma-separated Vulkan device indices to expose\n"
+    "  LOOM_VULKAN_LOADER     Vulkan loader file (default libvulkan.so.1)\n"
+    "  LOOM_SCHED_DEBUG       1: print every split and why each node went where\n"
+    "  LOOM_SCHED_CHECK       1: poison memory a split no longer owns (debug)\n"
+    "  LOOM_SCHED_PIPELINING  input copies in flight per async device (default 1)\n"
+    "  LOOM_CPU_REFERENCE     1: the cpu device runs MUL_MAT on its reference loop\n"
     "\n"
     "exit status: 0 success, 1 the command failed, 2 bad arguments\n";
 
