@@ -86,36 +86,30 @@ Status LlamaSession::eval(const std::vector<TokenId>& tokens, bool all_logits, s
   return Status();
 }
 
+StatusOr<LlamaSession::Step> LlamaSession::build_step(int64_t n, bool all_logits) {
+  const int64_t n_kv = padded_n_kv(n_past_, n, kv_pad_, cache_.n_ctx());
+  LOOM_ASSIGN_OR_RETURN(LlamaBatchGraph g, build_llama_graph(*model_, cache_, n, n_past_, all_logits, n_kv));
+  LOOM_ASSIGN_OR_RETURN(Graph graph, Graph::build({g.logits}));
+  LOOM_RETURN_IF_ERROR(sched_->allocate(graph));
+  return Step{g, std::move(graph)};
+}
+
 StatusOr<std::string> LlamaSession::plan_dot(int64_t n_tokens) {
   if (n_tokens < 1 || n_past_ + n_tokens > cache_.n_ctx()) {
     return invalid_argument("[llm.plan] batch of " + std::to_string(n_tokens) + " tokens does not fit the context of " +
                             std::to_string(cache_.n_ctx()));
   }
-  Context& ctx = model_->context();
-  struct Rollback {
-    Context& c;
-    size_t mark;
-    ~Rollback() { c.rollback(mark); }
-  } rollback{ctx, mark_};
-  const int64_t n_kv = padded_n_kv(n_past_, n_tokens, kv_pad_, cache_.n_ctx());
-  LOOM_ASSIGN_OR_RETURN(LlamaBatchGraph g, build_llama_graph(*model_, cache_, n_tokens, n_past_, false, n_kv));
-  LOOM_ASSIGN_OR_RETURN(Graph graph, Graph::build({g.logits}));
-  LOOM_RETURN_IF_ERROR(sched_->allocate(graph));
-  return sched_->to_dot(graph);
+  StepRollback rollback{model_->context(), mark_};
+  LOOM_ASSIGN_OR_RETURN(Step step, build_step(n_tokens, false));
+  return sched_->to_dot(step.graph);
 }
 
 Status LlamaSession::eval_batch(const TokenId* tokens, int64_t n, bool all_logits, float* out) {
-  Context& ctx = model_->context();
   // Per-step tensors go away whatever happens below.
-  struct Rollback {
-    Context& c;
-    size_t mark;
-    ~Rollback() { c.rollback(mark); }
-  } rollback{ctx, mark_};
-  const int64_t n_kv = padded_n_kv(n_past_, n, kv_pad_, cache_.n_ctx());
-  LOOM_ASSIGN_OR_RETURN(LlamaBatchGraph g, build_llama_graph(*model_, cache_, n, n_past_, all_logits, n_kv));
-  LOOM_ASSIGN_OR_RETURN(Graph graph, Graph::build({g.logits}));
-  LOOM_RETURN_IF_ERROR(sched_->allocate(graph));
+  StepRollback rollback{model_->context(), mark_};
+  LOOM_ASSIGN_OR_RETURN(Step step, build_step(n, all_logits));
+  const LlamaBatchGraph& g = step.batch;
+  Graph& graph = step.graph;
   LlamaBatchInputs in = make_batch_inputs(g, tokens);
   LOOM_RETURN_IF_ERROR(tensor_set(g.tokens, in.tokens.data(), in.tokens.size() * sizeof(int32_t)));
   LOOM_RETURN_IF_ERROR(tensor_set(g.pos, in.pos.data(), in.pos.size() * sizeof(int32_t)));

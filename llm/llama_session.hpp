@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "llm/kv_cache.hpp"
+#include "llm/llama_graph.hpp"
 #include "llm/llama_model.hpp"
 #include "llm/tokenizer.hpp"
 #include "loom/scheduler.hpp"
@@ -79,6 +80,20 @@ class LlamaSession {
         kv_pad_(o.kv_pad),
         mark_(mark) {}
   Status eval_batch(const TokenId* tokens, int64_t n, bool all_logits, float* out);
+  // The graph of a batch of n tokens at the current position, allocated on
+  // the scheduler. Its tensors live in the model's context until the
+  // caller's StepRollback.
+  struct Step {
+    LlamaBatchGraph batch;
+    Graph graph;
+  };
+  StatusOr<Step> build_step(int64_t n, bool all_logits);
+  // Drops the per-step tensors from the model's context when it goes.
+  struct StepRollback {
+    Context& c;
+    size_t mark;
+    ~StepRollback() { c.rollback(mark); }
+  };
 
   LlamaModel* model_;
   KvCache cache_;

@@ -173,19 +173,12 @@ TEST(SchedulerAsync, RandomGraphsMatchCpuAloneWithPipelining1And2) {
         run_cpu(env.dev("cpu"), seed, &want);
         if (HasFatalFailure()) return;
 
-        std::vector<registry::Device*> devices;
-        for (int i = 0; i < n_sim; ++i) devices.push_back(env.dev("sim" + std::to_string(i)));
-        devices.push_back(env.dev("cpu"));
+        const std::vector<registry::Device*> devices = sims_then_cpu(env, n_sim);
         Context ctx;
         RandomGraph rg;
         SCHED_OK(build_random(ctx, seed, &rg));
         std::vector<Buffer> wbufs;
-        for (Tensor* w : rg.weights) {
-          registry::Device* d =
-              devices[std::uniform_int_distribution<size_t>(0, devices.size() - 1)(cfg)];
-          SCHED_ASSIGN(Buffer b, allocate_tensors(*d, {w}));
-          wbufs.push_back(std::move(b));
-        }
+        SCHED_OK(place_randomly(rg.weights, devices, cfg, &wbufs));
         SCHED_ASSIGN(Graph g, Graph::build(rg.outputs));
         SCHED_ASSIGN(auto sched, Scheduler::create(devices));
         SCHED_OK(sched->set_pipelining(pipelining));

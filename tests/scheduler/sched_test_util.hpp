@@ -70,6 +70,26 @@ inline std::vector<float> random_values(size_t n, std::mt19937& rng, float lo = 
   return v;
 }
 
+// sim0 .. sim<n_sim - 1>, then cpu: the device list of the equivalence tests.
+inline std::vector<registry::Device*> sims_then_cpu(SimSetup& env, int n_sim) {
+  std::vector<registry::Device*> devices;
+  for (int i = 0; i < n_sim; ++i) devices.push_back(env.dev("sim" + std::to_string(i)));
+  devices.push_back(env.dev("cpu"));
+  return devices;
+}
+
+// Each weight in its own buffer on a device drawn from rng.
+inline Status place_randomly(const std::vector<Tensor*>& weights, const std::vector<registry::Device*>& devices,
+                             std::mt19937& rng, std::vector<Buffer>* buffers) {
+  for (Tensor* w : weights) {
+    registry::Device* d = devices[std::uniform_int_distribution<size_t>(0, devices.size() - 1)(rng)];
+    StatusOr<Buffer> b = allocate_tensors(*d, {w});
+    if (!b.ok()) return b.status();
+    buffers->push_back(std::move(b).value());
+  }
+  return Status();
+}
+
 inline Status set_f32(Tensor* t, const std::vector<float>& v) {
   return tensor_set(t, v.data(), v.size() * sizeof(float));
 }
