@@ -9,30 +9,17 @@
 #include <string>
 
 #include "cli/mini_json.hpp"
+#include "cli/run_loom.hpp"
 
 namespace fs = std::filesystem;
 
 namespace {
 
-struct BenchResult {
-  int exit_code = -1;
-  std::string out;
-};
+using BenchResult = loom::test::LoomResult;
 
-// `loom bench <args>` with a clean loom environment; stderr kept or dropped.
+// `loom bench <args>`; stderr kept or dropped.
 BenchResult run_bench(const std::string& args, bool merge_stderr) {
-  std::string cmd = "env -u LOOM_PLUGIN_PATH -u LOOM_PLUGINS_SELECT -u LOOM_PLUGINS_DISABLE "
-                    "-u LOOM_DEVICES -u LOOM_LOG -u LOOM_NULL_DEVICES " +
-                    std::string(LOOM_TEST_BIN_DIR) + "/loom bench " + args + (merge_stderr ? " 2>&1" : " 2>/dev/null");
-  BenchResult r;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  int st = pclose(p);
-  r.exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return r;
+  return loom::test::run_loom("bench " + args, "", merge_stderr);
 }
 
 std::string bench_model() {

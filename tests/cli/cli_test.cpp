@@ -10,32 +10,14 @@
 #include <string>
 
 #include "cli/mini_json.hpp"
+#include "cli/run_loom.hpp"
 
 namespace fs = std::filesystem;
 
 namespace {
 
-struct Result {
-  int exit_code = -1;
-  std::string out;  // stdout and stderr together
-};
-
-// Run `loom <args>` with a clean loom environment plus `env` assignments.
-Result run_loom(const std::string& args, const std::string& env = "", bool merge_stderr = true) {
-  std::string cmd = "env -u LOOM_PLUGIN_PATH -u LOOM_PLUGINS_SELECT -u LOOM_PLUGINS_DISABLE "
-                    "-u LOOM_DEVICES -u LOOM_LOG -u LOOM_NULL_DEVICES " +
-                    env + " " + std::string(LOOM_TEST_BIN_DIR) + "/loom " + args +
-                    (merge_stderr ? " 2>&1" : " 2>/dev/null");
-  Result r;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  int st = pclose(p);
-  r.exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return r;
-}
+using Result = loom::test::LoomResult;
+using loom::test::run_loom;
 
 loom::test::Json parse_or_fail(const std::string& text) {
   loom::test::Json j;

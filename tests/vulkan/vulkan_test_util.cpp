@@ -1,5 +1,7 @@
 #include "vulkan_test_util.hpp"
 
+#include "cli/run_loom.hpp"
+
 #include <sys/wait.h>
 
 #include <cstdio>
@@ -67,20 +69,8 @@ Status run_small_graph(registry::Device* dev, std::vector<float>* out) {
 }
 
 ProcResult run_loom(const std::string& args, bool merge_stderr, const std::string& env) {
-  const std::string cmd =
-      "env -u LOOM_PLUGIN_PATH -u LOOM_PLUGINS_SELECT -u LOOM_PLUGINS_DISABLE -u LOOM_DEVICES "
-      "-u LOOM_LOG " +
-      env + " " + std::string(LOOM_TEST_BIN_DIR) + "/loom " + args +
-      (merge_stderr ? " 2>&1" : " 2>/dev/null");
-  ProcResult r;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (p == nullptr) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  const int st = pclose(p);
-  r.exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return r;
+  const test::LoomResult r = test::run_loom(args, env, merge_stderr);
+  return ProcResult{r.exit_code, r.out};
 }
 
 }  // namespace loom::vktest

@@ -1,0 +1,33 @@
+// Test helper: run the built `loom` binary with a clean loom environment
+// (plus `env` assignments) and collect its exit code and output.
+#pragma once
+
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <string>
+
+namespace loom::test {
+
+struct LoomResult {
+  int exit_code = -1;
+  std::string out;  // stdout, and stderr too when merged
+};
+
+inline LoomResult run_loom(const std::string& args, const std::string& env = "", bool merge_stderr = true) {
+  const std::string cmd = "env -u LOOM_PLUGIN_PATH -u LOOM_PLUGINS_SELECT -u LOOM_PLUGINS_DISABLE "
+                          "-u LOOM_DEVICES -u LOOM_LOG -u LOOM_NULL_DEVICES " +
+                          env + " " + std::string(LOOM_TEST_BIN_DIR) + "/loom " + args +
+                          (merge_stderr ? " 2>&1" : " 2>/dev/null");
+  LoomResult r;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (p == nullptr) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  const int st = pclose(p);
+  r.exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return r;
+}
+
+}  // namespace loom::test
