@@ -50,7 +50,8 @@ LlamaModel::LlamaModel(GgufFile file, const LoadOptions& o)
   if (!device_) device_ = devices_.back();
   for (registry::Device* d : devices_) {
     if (d->info().type != LOOM_DEVICE_TYPE_CPU) {
-      if (!reads_host(d) && d != device_) offload_ = d;
+      const bool gpu = d->info().type == LOOM_DEVICE_TYPE_GPU || d->info().type == LOOM_DEVICE_TYPE_IGPU;
+      if ((gpu || !reads_host(d)) && d != device_) offload_ = d;
       break;
     }
   }
@@ -221,64 +222,61 @@ Status LlamaModel::bind_weights() {
 }
 
 Status LlamaModel::place_weights() {
-  const std::string who = "[llm.load] " + file_.name() + ": ";
-  const uint8_t* section = file_.image() + file_.data_offset();
-  const size_t section_size = file_.image_size() - static_cast<size_t>(file_.data_offset());
   std::vector<size_t> offloaded, local;
   for (size_t i = 0; i < file_tensors_.size(); ++i) {
     weights_bytes_ += file_.tensors()[i].nbytes;
     const int64_t il = layer_of(file_.tensors()[i].name);
     (offload_ && il >= 0 && il < n_gpu_layers_ ? offloaded : local).push_back(i);
   }
-  LOOM_RETURN_IF_ERROR(place_offloaded(offloaded));
-  const bool host = reads_host(device_);
-  if (host && section_size > 0) {
+  for (size_t i : offloaded) offloaded_bytes_ += file_.tensors()[i].nbytes;
+  bool copied = false;
+  if (!offloaded.empty()) {
+    Status st = place_on(*offload_, offloaded, &offloaded_, &copied);
+    if (!st.ok()) {
+      std::string avail;
+      if (StatusOr<registry::Device::Memory> m = offload_->memory(); m.ok() && m->total > 0) {
+        avail = "; " + std::to_string(m->free) + " of " + std::to_string(m->total) + " bytes free";
+      }
+      return Status(st.code(), "[llm.load] " + file_.name() + ": weights of " + std::to_string(n_gpu_layers_) +
+                                   " layers need " + std::to_string(offloaded_bytes_) + " bytes on " +
+                                   offload_->name() + avail + ": " + st.message() + " (try fewer --n-gpu-layers)");
+    }
+  }
+  if (!local.empty()) {
+    Status st = place_on(*device_, local, &weights_, &copied);
+    if (!st.ok()) return Status(st.code(), "[llm.load] " + file_.name() + ": weights: " + st.message());
+  }
+  zero_copy_ = !copied;
+  return Status();
+}
+
+Status LlamaModel::place_on(registry::Device& device, const std::vector<size_t>& which, Buffer* out, bool* copied) {
+  const uint8_t* section = file_.image() + file_.data_offset();
+  const size_t section_size = file_.image_size() - static_cast<size_t>(file_.data_offset());
+  if (reads_host(&device) && section_size > 0) {
     // Kernels only read weights, so the read-only mapping can be lent as is.
-    StatusOr<Buffer> b = device_->buffer_from_host_ptr(const_cast<uint8_t*>(section), section_size);
-    if (b.ok() && device_->supports_buffer_type(b->raw()->buffer_type)) {
-      weights_ = std::move(b).value();
-      char* base = static_cast<char*>(weights_.base());
-      loom_buffer_t* raw = weights_.raw();
-      for (size_t i : local) {
+    StatusOr<Buffer> b = device.buffer_from_host_ptr(const_cast<uint8_t*>(section), section_size);
+    if (b.ok() && device.supports_buffer_type(b->raw()->buffer_type)) {
+      *out = std::move(b).value();
+      char* base = static_cast<char*>(out->base());
+      loom_buffer_t* raw = out->raw();
+      for (size_t i : which) {
         Tensor* t = file_tensors_[i];
         t->data = base + file_.tensors()[i].offset;
         t->buffer = raw;
         if (raw->iface->init_tensor) LOOM_RETURN_IF_ERROR(status_from_abi(raw->iface->init_tensor(raw, t)));
       }
-      zero_copy_ = true;
       return Status();
     }
-    if (!b.ok()) LOOM_LOG_DEBUG("llm", "weights copied: " + b.status().message());
+    if (!b.ok()) LOOM_LOG_DEBUG("llm", "weights copied to " + device.name() + ": " + b.status().message());
   }
   std::vector<Tensor*> tensors;
-  for (size_t i : local) tensors.push_back(file_tensors_[i]);
-  if (tensors.empty()) return Status();
-  StatusOr<Buffer> b = allocate_tensors(*device_, tensors);
-  if (!b.ok()) return Status(b.status().code(), who + "weights: " + b.status().message());
-  weights_ = std::move(b).value();
-  return copy_weights(local, *device_);
-}
-
-Status LlamaModel::place_offloaded(const std::vector<size_t>& which) {
-  if (which.empty()) return Status();
-  const std::string who = "[llm.load] " + file_.name() + ": ";
-  std::vector<Tensor*> tensors;
-  for (size_t i : which) {
-    tensors.push_back(file_tensors_[i]);
-    offloaded_bytes_ += file_.tensors()[i].nbytes;
-  }
-  StatusOr<Buffer> b = allocate_tensors(*offload_, tensors);
-  if (!b.ok()) {
-    std::string avail;
-    if (StatusOr<registry::Device::Memory> m = offload_->memory(); m.ok() && m->total > 0) {
-      avail = "; " + std::to_string(m->free) + " of " + std::to_string(m->total) + " bytes free";
-    }
-    return Status(b.status().code(), who + "weights of " + std::to_string(n_gpu_layers_) + " layers need " +
-                                          std::to_string(offloaded_bytes_) + " bytes on " + offload_->name() +
-                                          avail + ": " + b.status().message() + " (try fewer --n-gpu-layers)");
-  }
-  offloaded_ = std::move(b).value();
-  return copy_weights(which, *offload_);
+  for (size_t i : which) tensors.push_back(file_tensors_[i]);
+  StatusOr<Buffer> b = allocate_tensors(device, tensors);
+  if (!b.ok()) return b.status();
+  *out = std::move(b).value();
+  *copied = true;
+  return copy_weights(which, device);
 }
 
 Status LlamaModel::copy_weights(const std::vector<size_t>& which, const registry::Device& device) {

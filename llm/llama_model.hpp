@@ -2,14 +2,16 @@
 // tensors and the buffers holding them on an ordered device list.
 //
 // Placement (LoadOptions): the first n_gpu_layers layers' weights live on the
-// offload device, the first device of the list that is not a CPU and whose
-// memory the host cannot read (none when that device reads host memory, e.g.
-// blas: then every weight stays in host memory and the scheduler moves big
-// matmuls by itself). Everything else lives on the host device: the first
-// CPU device of the list, else the last device. Weights are leafs of the
-// model's Context. When the host device reads host memory and can wrap it,
-// the mmap'd data section of the file becomes its weights buffer (no copy);
-// otherwise the weights are copied into a device buffer. Graphs must be
+// offload device, the first device of the list that is not a CPU, when it is
+// a GPU (discrete or integrated) or its memory the host cannot read (none for
+// an accelerator that reads host memory, e.g. blas: then every weight stays
+// in host memory and the scheduler moves big matmuls by itself). Everything
+// else lives on the host device: the first CPU device of the list, else the
+// last device. Weights are leafs of the model's Context. A device whose
+// memory is host memory (cpu, blas, an integrated GPU or lavapipe through
+// vulkan) and that can wrap host memory gets the mmap'd data section of the
+// file as its weights buffer (no copy); otherwise its weights are copied
+// into a device buffer. Graphs must be
 // built in the same Context (Graph::build refuses mixed contexts): callers
 // mark it after their own long-lived tensors (KV cache) and roll back after
 // each step.
@@ -94,7 +96,7 @@ class LlamaModel {
   size_t offloaded_bytes() const { return offloaded_bytes_; }
   // The context holding the weights; graphs are built in it.
   Context& context() { return ctx_; }
-  // Whether the weights are the file mapping itself (no copy was made).
+  // Whether every weight is the file mapping itself (no copy was made).
   bool zero_copy() const { return zero_copy_; }
   size_t weights_bytes() const { return weights_bytes_; }
 
@@ -109,7 +111,9 @@ class LlamaModel {
   Status make_tensors();
   Status bind_weights();
   Status place_weights();
-  Status place_offloaded(const std::vector<size_t>& which);
+  // Put tensors `which` on `device`: wrap the file mapping when the device
+  // reads host memory and can (no copy), else allocate and copy (*copied).
+  Status place_on(registry::Device& device, const std::vector<size_t>& which, Buffer* out, bool* copied);
   // Copy the file data of tensors `which` into their (allocated) buffers on
   // `device`, reporting progress.
   Status copy_weights(const std::vector<size_t>& which, const registry::Device& device);

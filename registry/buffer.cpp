@@ -114,6 +114,18 @@ Status Stream::set_tensor_async(loom_tensor_t* tensor, const void* data, size_t 
   });
 }
 
+bool Stream::has_get_async() const {
+  return raw_ && raw_->iface->struct_size >= LOOM_STRUCT_END(loom_stream_iface_t, get_tensor_async) &&
+         raw_->iface->get_tensor_async != nullptr;
+}
+
+Status Stream::get_tensor_async(const loom_tensor_t* tensor, void* data, size_t offset, size_t size) {
+  if (!has_get_async()) return unimplemented("[stream.get_tensor_async] not provided");
+  return call_plugin_status("stream.get_tensor_async", "get_tensor_async", [&] {
+    return raw_->iface->get_tensor_async(raw_, tensor, data, offset, size);
+  });
+}
+
 Status Stream::record_event(loom_event_t* event) {
   if (!has_events()) return unimplemented("[stream.record_event] not provided");
   return call_plugin_status("stream.record_event", "record_event",

@@ -58,6 +58,12 @@ bool Device::supports_op(const Tensor* node) const {
   return ok;
 }
 
+bool Device::reads_host_pointers() const {
+  if (info().type == LOOM_DEVICE_TYPE_GPU || info().type == LOOM_DEVICE_TYPE_IGPU) return false;
+  loom_buffer_type_t* own = buffer_type();
+  return own && own->iface->is_host(own);
+}
+
 bool Device::supports_buffer_type(const loom_buffer_type_t* buft) const {
   if (!buft) return false;
   bool ok = false;

@@ -20,7 +20,6 @@ std::string node_signature(const Tensor* t) {
   return s + " -> " + type_name(t->type) + ")";
 }
 
-bool buffer_type_is_host(loom_buffer_type_t* buft) { return buft && buft->iface->is_host(buft); }
 
 size_t align_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
 
@@ -54,7 +53,7 @@ Status Executor::allocate(Graph& graph) {
         return invalid_argument("[executor.allocate] tensor '" + std::string(leaf->name) +
                                 "' lives in a buffer device '" + device_->name() + "' cannot read");
       }
-    } else if (!buffer_type_is_host(device_->buffer_type())) {
+    } else if (!device_->reads_host_pointers()) {
       return invalid_argument("[executor.allocate] tensor '" + std::string(leaf->name) +
                               "' has host data but device '" + device_->name() +
                               "' cannot read host memory");

@@ -79,10 +79,7 @@ loom_buffer_type_t* Builder::location(const Tensor* t, bool* host_data) const {
 bool Builder::readable(size_t d, const Tensor* t) const {
   bool host_data = false;
   loom_buffer_type_t* buft = location(t, &host_data);
-  if (host_data) {
-    loom_buffer_type_t* own = devices_[d]->buffer_type();
-    return own && own->iface->is_host(own);
-  }
+  if (host_data) return devices_[d]->reads_host_pointers();
   return buft && devices_[d]->supports_buffer_type(buft);
 }
 

@@ -63,6 +63,10 @@ class Stream {
   // the stream passes it (synchronize or an event recorded after it).
   // UNIMPLEMENTED when the stream has no set_tensor_async.
   Status set_tensor_async(loom_tensor_t* tensor, const void* data, size_t offset, size_t size);
+  // Queued tensor -> host copy: `data` is written by the time the stream
+  // passes it (synchronize or an event recorded after it).
+  bool has_get_async() const;
+  Status get_tensor_async(const loom_tensor_t* tensor, void* data, size_t offset, size_t size);
   Status record_event(loom_event_t* event);
   Status wait_event(loom_event_t* event);
   void reset();

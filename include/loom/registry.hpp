@@ -78,6 +78,10 @@ class Device {
   bool supports_op(const Tensor* node) const;
   bool supports_buffer_type(const loom_buffer_type_t* buft) const;
   loom_buffer_type_t* buffer_type() const;
+  // Whether kernels take plain host pointers (tensors with data and no
+  // buffer): CPU-like devices whose own memory is host memory. A GPU whose
+  // memory is the host's (integrated, lavapipe) reads only its buffers.
+  bool reads_host_pointers() const;
   StatusOr<Buffer> alloc_buffer(size_t size) const;
   // Memory now (asks the plugin again; info() holds the values at load).
   // {0, 0} when the device does not know.

@@ -59,13 +59,13 @@ const char* type_name(loom_buffer_type_t* t) { return BufferType::from(t)->name(
 loom_status_t* type_alloc(loom_buffer_type_t* t, size_t size, loom_buffer_t** out) {
   return guarded("vulkan.alloc", [&] { return BufferType::from(t)->alloc(size, out); });
 }
-// Offsets are bound whole-buffer, so this only serves vector loads and the
-// allocator's packing; 256 covers every minStorageBufferOffsetAlignment.
+// Serves vector loads and the allocator's packing; 256 covers every
+// minStorageBufferOffsetAlignment.
 size_t type_alignment(loom_buffer_type_t*) { return 256; }
 size_t type_max_size(loom_buffer_type_t* t) {
   return static_cast<size_t>(BufferType::from(t)->device()->max_buffer_size());
 }
-bool type_is_host(loom_buffer_type_t*) { return false; }  // addresses are not host pointers
+bool type_is_host(loom_buffer_type_t* t) { return BufferType::from(t)->host(); }
 
 const loom_buffer_type_iface_t kTypeIface = {
     sizeof(loom_buffer_type_iface_t),
@@ -81,25 +81,26 @@ const loom_buffer_type_iface_t kTypeIface = {
 
 // ------------------------------------------------------------ BufferType
 
-BufferType::BufferType(Device* device, std::string name)
+BufferType::BufferType(Device* device, std::string name, uint32_t memory_type, bool host)
     : raw_{sizeof(loom_buffer_type_t), &kTypeIface, device->handle(), this},
       device_(device),
-      name_(std::move(name)) {}
+      name_(std::move(name)),
+      memory_type_(memory_type),
+      host_(host) {}
 
 bool BufferType::is_ours(const loom_buffer_type_t* t) {
   return t != nullptr && t->iface == &kTypeIface;
 }
 
 loom_status_t* BufferType::alloc(size_t size, loom_buffer_t** out) {
-  const std::string where = "[vulkan.alloc] " + device_->name() + ": ";
+  const std::string where = "[vulkan.alloc] " + name_ + ": ";
   if (out == nullptr)
     return make_status(LOOM_STATUS_INVALID_ARGUMENT, where + "out_buffer is null");
   Device& d = *device_;
   if (size > d.max_buffer_size()) {
     return make_status(LOOM_STATUS_RESOURCE_EXHAUSTED,
                        where + str(size) + " bytes exceed the largest buffer of " +
-                           str(d.max_buffer_size()) + " bytes (maxStorageBufferRange " +
-                           str(d.max_storage_range()) + ", maxMemoryAllocationSize " +
+                           str(d.max_buffer_size()) + " bytes (maxMemoryAllocationSize " +
                            str(d.max_allocation()) + ", device heap " + str(d.heap_size()) + ")");
   }
   auto* b = new Buffer();
@@ -107,58 +108,124 @@ loom_status_t* BufferType::alloc(size_t size, loom_buffer_t** out) {
   b->raw_ = {sizeof(loom_buffer_t), &kBufferIface, &raw_, size, b};
   // Whole words: shaders read 16-bit and byte data through uint loads.
   b->alloc_size_ = (static_cast<uint64_t>(size) + 15) & ~uint64_t{15};
-  b->id_ = d.register_buffer(b);
   if (size == 0) {
+    d.register_buffer(b);
     *out = &b->raw_;
     return nullptr;
   }
-  const DeviceFuncs& vk = d.vk();
-  VkBufferCreateInfo bci{};
-  bci.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO;
-  bci.size = b->alloc_size_;
-  bci.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
-              VK_BUFFER_USAGE_TRANSFER_DST_BIT;
-  bci.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
-  VkResult r = vk.vkCreateBuffer(d.device(), &bci, nullptr, &b->buffer_);
-  if (r != VK_SUCCESS) {
-    b->buffer_ = VK_NULL_HANDLE;
+  if (loom_status_t* st = b->create_vk_buffer(false)) {
     delete b;
-    return vk_status("alloc] " + d.name() + ": " + str(size) + " bytes", "vkCreateBuffer", r);
+    return st;
   }
+  const DeviceFuncs& vk = d.vk();
   VkMemoryRequirements req{};
   vk.vkGetBufferMemoryRequirements(d.device(), b->buffer_, &req);
   VkMemoryAllocateInfo mai{};
   mai.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO;
   mai.allocationSize = req.size;
-  mai.memoryTypeIndex = d.device_memory_type();
+  mai.memoryTypeIndex = memory_type_;
   if ((req.memoryTypeBits & (1u << mai.memoryTypeIndex)) == 0) {
     delete b;
     return make_status(LOOM_STATUS_INTERNAL, where + "buffer of " + str(size) +
-                                                 " bytes cannot live in the device memory type " +
+                                                 " bytes cannot live in memory type " +
                                                  str(mai.memoryTypeIndex));
   }
-  r = vk.vkAllocateMemory(d.device(), &mai, nullptr, &b->memory_);
+  VkResult r = vk.vkAllocateMemory(d.device(), &mai, nullptr, &b->memory_);
   if (r != VK_SUCCESS) {
     b->memory_ = VK_NULL_HANDLE;
     delete b;
     return vk_status(
-        "alloc] " + d.name() + ": " + str(size) + " bytes (heap " + str(d.heap_size()) + ")",
+        "alloc] " + name_ + ": " + str(size) + " bytes (heap " + str(d.heap_size()) + ")",
         "vkAllocateMemory", r);
   }
   r = vk.vkBindBufferMemory(d.device(), b->buffer_, b->memory_, 0);
   if (r != VK_SUCCESS) {
     delete b;
-    return vk_status("alloc] " + d.name(), "vkBindBufferMemory", r);
+    return vk_status("alloc] " + name_, "vkBindBufferMemory", r);
   }
-  if (d.device_memory_mappable()) {
+  if (host_) {
     void* p = nullptr;
     r = vk.vkMapMemory(d.device(), b->memory_, 0, VK_WHOLE_SIZE, 0, &p);
     if (r != VK_SUCCESS) {
       delete b;
-      return vk_status("alloc] " + d.name(), "vkMapMemory", r);
+      return vk_status("alloc] " + name_, "vkMapMemory", r);
     }
     b->mapped_ = static_cast<uint8_t*>(p);
+    b->owns_mapping_ = true;
   }
+  d.register_buffer(b);
+  *out = &b->raw_;
+  return nullptr;
+}
+
+loom_status_t* BufferType::import(void* ptr, size_t size, loom_buffer_t** out) {
+  const std::string where = "[vulkan.buffer_from_host_ptr] " + name_ + ": " + str(size) + " bytes: ";
+  Device& d = *device_;
+  if (out == nullptr || ptr == nullptr || size == 0)
+    return make_status(LOOM_STATUS_INVALID_ARGUMENT, where + "null pointer or empty range");
+  const uint64_t align = d.import_alignment();
+  if (!host_ || align == 0) {
+    return make_status(LOOM_STATUS_UNIMPLEMENTED,
+                       where + "the device cannot import host memory (no VK_EXT_external_memory_host)");
+  }
+  const auto p = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(ptr));
+  const uint64_t first = p & ~(align - 1);
+  const uint64_t last = (p + size + align - 1) & ~(align - 1);
+  if (last - first > d.max_allocation()) {
+    return make_status(LOOM_STATUS_RESOURCE_EXHAUSTED,
+                       where + "more than the largest allocation (maxMemoryAllocationSize " +
+                           str(d.max_allocation()) + ")");
+  }
+  const DeviceFuncs& vk = d.vk();
+  auto* host = reinterpret_cast<void*>(static_cast<uintptr_t>(first));
+  VkMemoryHostPointerPropertiesEXT hp{};
+  hp.sType = VK_STRUCTURE_TYPE_MEMORY_HOST_POINTER_PROPERTIES_EXT;
+  VkResult r = vk.vkGetMemoryHostPointerPropertiesEXT(
+      d.device(), VK_EXTERNAL_MEMORY_HANDLE_TYPE_HOST_ALLOCATION_BIT_EXT, host, &hp);
+  if (r != VK_SUCCESS)
+    return vk_status("buffer_from_host_ptr] " + name_, "vkGetMemoryHostPointerPropertiesEXT", r);
+  auto* b = new Buffer();
+  b->device_ = &d;
+  b->raw_ = {sizeof(loom_buffer_t), &kBufferIface, &raw_, size, b};
+  b->alloc_size_ = last - first;
+  b->lead_ = p - first;
+  if (loom_status_t* st = b->create_vk_buffer(true)) {
+    delete b;
+    return st;
+  }
+  VkMemoryRequirements req{};
+  vk.vkGetBufferMemoryRequirements(d.device(), b->buffer_, &req);
+  const uint32_t bits = req.memoryTypeBits & hp.memoryTypeBits;
+  if (bits == 0 || req.size > b->alloc_size_) {
+    delete b;
+    return make_status(LOOM_STATUS_UNIMPLEMENTED,
+                       where + "no memory type can hold this host memory as a storage buffer");
+  }
+  uint32_t type = 0;
+  while ((bits & (1u << type)) == 0) ++type;
+  VkImportMemoryHostPointerInfoEXT imp{};
+  imp.sType = VK_STRUCTURE_TYPE_IMPORT_MEMORY_HOST_POINTER_INFO_EXT;
+  imp.handleType = VK_EXTERNAL_MEMORY_HANDLE_TYPE_HOST_ALLOCATION_BIT_EXT;
+  imp.pHostPointer = host;
+  VkMemoryAllocateInfo mai{};
+  mai.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO;
+  mai.pNext = &imp;
+  mai.allocationSize = b->alloc_size_;
+  mai.memoryTypeIndex = type;
+  r = vk.vkAllocateMemory(d.device(), &mai, nullptr, &b->memory_);
+  if (r != VK_SUCCESS) {
+    b->memory_ = VK_NULL_HANDLE;
+    delete b;
+    return vk_status("buffer_from_host_ptr] " + name_ + ": " + str(size) + " bytes",
+                     "vkAllocateMemory (import)", r);
+  }
+  r = vk.vkBindBufferMemory(d.device(), b->buffer_, b->memory_, 0);
+  if (r != VK_SUCCESS) {
+    delete b;
+    return vk_status("buffer_from_host_ptr] " + name_, "vkBindBufferMemory", r);
+  }
+  b->mapped_ = static_cast<uint8_t*>(ptr);
+  d.register_buffer(b);
   *out = &b->raw_;
   return nullptr;
 }
@@ -167,18 +234,39 @@ loom_status_t* BufferType::alloc(size_t size, loom_buffer_t** out) {
 
 Buffer::~Buffer() {
   const DeviceFuncs& vk = device_->vk();
-  if (mapped_) vk.vkUnmapMemory(device_->device(), memory_);
+  if (owns_mapping_) vk.vkUnmapMemory(device_->device(), memory_);
   if (buffer_) vk.vkDestroyBuffer(device_->device(), buffer_, nullptr);
   if (memory_) vk.vkFreeMemory(device_->device(), memory_, nullptr);
-  device_->unregister_buffer(id_);
+  if (base_ != 0) device_->unregister_buffer(this);
+}
+
+loom_status_t* Buffer::create_vk_buffer(bool external) {
+  const DeviceFuncs& vk = device_->vk();
+  VkExternalMemoryBufferCreateInfo ext{};
+  ext.sType = VK_STRUCTURE_TYPE_EXTERNAL_MEMORY_BUFFER_CREATE_INFO;
+  ext.handleTypes = VK_EXTERNAL_MEMORY_HANDLE_TYPE_HOST_ALLOCATION_BIT_EXT;
+  VkBufferCreateInfo bci{};
+  bci.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO;
+  bci.pNext = external ? &ext : nullptr;
+  bci.size = alloc_size_;
+  bci.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
+              VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+  bci.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
+  const VkResult r = vk.vkCreateBuffer(device_->device(), &bci, nullptr, &buffer_);
+  if (r != VK_SUCCESS) {
+    buffer_ = VK_NULL_HANDLE;
+    return vk_status("alloc] " + device_->name() + ": " + str(raw_.size) + " bytes",
+                     "vkCreateBuffer", r);
+  }
+  return nullptr;
 }
 
 bool Buffer::is_ours(const loom_buffer_t* b) { return b != nullptr && b->iface == &kBufferIface; }
 
 bool Buffer::offset_of(const void* data, uint64_t* out) const {
   const auto p = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(data));
-  if (p < base() || p - base() > raw_.size) return false;
-  *out = p - base();
+  if (p < base_ || p - base_ > raw_.size) return false;
+  *out = p - base_;
   return true;
 }
 
@@ -201,6 +289,14 @@ loom_status_t* Buffer::range(const char* op, const loom_tensor_t* t, size_t offs
   return nullptr;
 }
 
+loom_status_t* Buffer::span(const char* op, const loom_tensor_t* t, size_t offset, size_t size,
+                            uint64_t* out) {
+  uint64_t at = 0;
+  if (loom_status_t* st = range(op, t, offset, size, &at)) return st;
+  *out = lead_ + at;
+  return nullptr;
+}
+
 loom_status_t* Buffer::set(const loom_tensor_t* t, const void* data, size_t offset, size_t size) {
   uint64_t at = 0;
   if (loom_status_t* st = range("set_tensor", t, offset, size, &at)) return st;
@@ -209,7 +305,7 @@ loom_status_t* Buffer::set(const loom_tensor_t* t, const void* data, size_t offs
     std::memcpy(mapped_ + at, data, size);
     return nullptr;
   }
-  return device_->staged_write(buffer_, at, data, size);
+  return device_->staged_write(buffer_, lead_ + at, data, size);
 }
 
 loom_status_t* Buffer::get(const loom_tensor_t* t, void* data, size_t offset, size_t size) {
@@ -220,13 +316,13 @@ loom_status_t* Buffer::get(const loom_tensor_t* t, void* data, size_t offset, si
     std::memcpy(data, mapped_ + at, size);
     return nullptr;
   }
-  return device_->staged_read(buffer_, at, data, size);
+  return device_->staged_read(buffer_, lead_ + at, data, size);
 }
 
 loom_status_t* Buffer::clear(uint8_t value) {
   if (raw_.size == 0) return nullptr;
   if (mapped_) {
-    std::memset(mapped_, value, alloc_size_);
+    std::memset(mapped_, value, raw_.size);
     return nullptr;
   }
   const uint32_t word = 0x01010101u * value;
@@ -267,7 +363,7 @@ loom_status_t* Buffer::copy_from(const loom_tensor_t* src, const loom_tensor_t* 
   VkBuffer to = buffer_;
   const DeviceFuncs& vk = device_->vk();
   return device_->run_once("copy_tensor", [&](VkCommandBuffer cb) {
-    VkBufferCopy region{soff, doff, bytes};
+    VkBufferCopy region{Buffer::from(sb)->lead_ + soff, lead_ + doff, bytes};
     vk.vkCmdCopyBuffer(cb, from, to, 1, &region);
   });
 }

@@ -57,8 +57,16 @@ bool device_supports_op(loom_device_t* d, const loom_tensor_t* node) {
   if (node != nullptr && dev->op_disabled(node->op)) return false;
   return unsupported_reason(dev->caps(), node) == nullptr;
 }
+loom_buffer_type_t* device_host_buffer_type(loom_device_t* d) {
+  return Device::from(d)->host_buffer_type().handle();
+}
 bool device_supports_buffer_type(loom_device_t* d, const loom_buffer_type_t* t) {
-  return t == Device::from(d)->buffer_type().handle();
+  return Device::from(d)->supports_buffer_type(t);
+}
+loom_status_t* device_buffer_from_host_ptr(loom_device_t* d, void* ptr, size_t size,
+                                           loom_buffer_t** out) {
+  return guarded("vulkan.buffer_from_host_ptr",
+                 [&] { return Device::from(d)->host_buffer_type().import(ptr, size, out); });
 }
 loom_status_t* device_stream_create(loom_device_t* d, loom_stream_t** out) {
   return guarded("vulkan.stream_create", [&]() -> loom_status_t* {
@@ -101,13 +109,13 @@ const loom_device_iface_t kDeviceIface = {
     sizeof(loom_device_iface_t),
     device_get_props,
     device_buffer_type,
-    nullptr,  // host_buffer_type: the host uses plain host memory and set/get
+    device_host_buffer_type,  // host-visible coherent memory the kernels read
     device_supports_op,
     device_supports_buffer_type,
     device_stream_create,
     device_event_create,   // fails when the device has no timeline semaphore (no CAP_EVENTS)
     device_get_extension,  // loom.cost
-    nullptr,               // buffer_from_host_ptr: the host copies instead
+    device_buffer_from_host_ptr,  // UNIMPLEMENTED without VK_EXT_external_memory_host
 };
 
 }  // namespace
@@ -237,7 +245,8 @@ std::string Device::init(const Loader& l, VkPhysicalDevice phys, size_t index) {
            "): compute limits below loom's needs (256 invocations, 16 KiB shared)";
   }
 
-  // Memory: device-local type for buffers; host-visible coherent for staging.
+  // Memory: device-local type for buffers; host-visible coherent for staging
+  // and the host buffer type.
   VkPhysicalDeviceMemoryProperties mp{};
   l.vkGetPhysicalDeviceMemoryProperties(phys, &mp);
   int dev_type = -1;
@@ -257,18 +266,40 @@ std::string Device::init(const Loader& l, VkPhysicalDevice phys, size_t index) {
   device_mem_type_ = static_cast<uint32_t>(dev_type);
   staging_mem_type_ = static_cast<uint32_t>(stage_type);
   const VkMemoryPropertyFlags df = mp.memoryTypes[device_mem_type_].propertyFlags;
-  // Map device memory only where it is the host's own memory (integrated
-  // GPUs, CPU implementations): reads over PCIe would be slow.
-  device_mem_mappable_ =
-      (df & host_flags) == host_flags && type_ != LOOM_DEVICE_TYPE_GPU && !disabled("map");
+  // Device memory is the host's own where the device shares it (integrated
+  // GPUs, CPU implementations) and the type is host visible: then the
+  // device's buffers are host buffers. A discrete GPU's mappable VRAM
+  // (resizable BAR) would be slow for the host to read, so it stays a
+  // device type there.
+  uma_ = (df & host_flags) == host_flags &&
+         (type_ == LOOM_DEVICE_TYPE_IGPU || emulated_) && !disabled("map");
+  if (uma_ && (df & VK_MEMORY_PROPERTY_HOST_CACHED_BIT) == 0 &&
+      (mp.memoryTypes[staging_mem_type_].propertyFlags & VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT)) {
+    device_mem_type_ = staging_mem_type_;  // the cached view of the same memory reads faster
+  }
   device_heap_ = mp.memoryTypes[device_mem_type_].heapIndex;
   heap_size_ = mp.memoryHeaps[device_heap_].size;
   has_budget_ = has_extension(l, phys, VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
   max_storage_range_ = props.limits.maxStorageBufferRange;
-  max_allocation_ = m3.maxMemoryAllocationSize;
-  max_buffer_size_ =
-      std::min({max_storage_range_, max_allocation_ ? max_allocation_ : heap_size_, heap_size_});
-  max_buffer_size_ &= ~uint64_t{255};
+  max_allocation_ = m3.maxMemoryAllocationSize ? m3.maxMemoryAllocationSize : heap_size_;
+  // Buffers may exceed maxStorageBufferRange: shaders bind a window of
+  // them around each tensor (ops/dispatch.cpp).
+  max_buffer_size_ = std::min(max_allocation_, heap_size_) & ~uint64_t{255};
+  caps_.max_range = max_storage_range_ & ~uint64_t{255};
+  caps_.range_align = std::max<uint64_t>(256, props.limits.minStorageBufferOffsetAlignment);
+  // Importing host memory (buffer_from_host_ptr), e.g. a model's mapping.
+  const bool has_import = has_extension(l, phys, VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME) &&
+                          !disabled("import");
+  if (has_import) {
+    VkPhysicalDeviceExternalMemoryHostPropertiesEXT hp{};
+    hp.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_EXTERNAL_MEMORY_HOST_PROPERTIES_EXT;
+    VkPhysicalDeviceProperties2 hp2{};
+    hp2.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2;
+    hp2.pNext = &hp;
+    l.vkGetPhysicalDeviceProperties2(phys, &hp2);
+    import_alignment_ = hp.minImportedHostPointerAlignment;
+    if ((import_alignment_ & (import_alignment_ - 1)) != 0) import_alignment_ = 0;
+  }
 
   // The logical device with one compute queue.
   const float prio = 1.0f;
@@ -285,14 +316,17 @@ std::string Device::init(const Loader& l, VkPhysicalDevice phys, size_t index) {
   VkPhysicalDeviceTimelineSemaphoreFeatures tl_on{};
   tl_on.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_TIMELINE_SEMAPHORE_FEATURES;
   tl_on.timelineSemaphore = VK_TRUE;
-  const char* tl_ext_name = VK_KHR_TIMELINE_SEMAPHORE_EXTENSION_NAME;
+  std::vector<const char*> exts;
   if (want_timeline) {
     dci.pNext = &tl_on;
-    if (tl_ext) {
-      dci.enabledExtensionCount = 1;
-      dci.ppEnabledExtensionNames = &tl_ext_name;
-    }
+    if (tl_ext) exts.push_back(VK_KHR_TIMELINE_SEMAPHORE_EXTENSION_NAME);
   }
+  if (import_alignment_ != 0) {
+    exts.push_back(VK_KHR_EXTERNAL_MEMORY_EXTENSION_NAME);  // core in 1.1; harmless
+    exts.push_back(VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME);
+  }
+  dci.enabledExtensionCount = static_cast<uint32_t>(exts.size());
+  dci.ppEnabledExtensionNames = exts.empty() ? nullptr : exts.data();
   VkResult r = l.vkCreateDevice(phys, &dci, nullptr, &device_);
   if (r != VK_SUCCESS) {
     device_ = VK_NULL_HANDLE;
@@ -301,6 +335,11 @@ std::string Device::init(const Loader& l, VkPhysicalDevice phys, size_t index) {
   const std::string missing = l.load_device(device_, &vk_);
   if (!missing.empty()) return name_ + ": device entry " + missing + " missing";
   vk_.vkGetDeviceQueue(device_, queue_family_, 0, &queue_);
+  if (import_alignment_ != 0) {
+    vk_.vkGetMemoryHostPointerPropertiesEXT = reinterpret_cast<PFN_vkGetMemoryHostPointerPropertiesEXT>(
+        l.vkGetDeviceProcAddr(device_, "vkGetMemoryHostPointerPropertiesEXT"));
+    if (vk_.vkGetMemoryHostPointerPropertiesEXT == nullptr) import_alignment_ = 0;
+  }
   if (want_timeline) {
     vk_.vkWaitSemaphores = reinterpret_cast<PFN_vkWaitSemaphores>(
         l.vkGetDeviceProcAddr(device_, core12 ? "vkWaitSemaphores" : "vkWaitSemaphoresKHR"));
@@ -340,7 +379,8 @@ std::string Device::init(const Loader& l, VkPhysicalDevice phys, size_t index) {
     common::host_services()->status_free(st);
     return name_ + ": pipeline layout creation failed";
   }
-  buffer_type_ = std::make_unique<BufferType>(this, name_);
+  buffer_type_ = std::make_unique<BufferType>(this, name_, device_mem_type_, uma_);
+  if (!uma_) host_type_ = std::make_unique<BufferType>(this, name_ + "_host", staging_mem_type_, true);
   return "";
 }
 
@@ -382,10 +422,11 @@ loom_status_t* Device::get_props(loom_device_props_t* out) {
   std::memcpy(p.uuid, uuid_, 16);
   p.has_uuid = true;
   // With a timeline semaphore compute returns once submitted, and events
-  // exist; no host buffer type. A CPU implementation (lavapipe) is
-  // emulated: automatic device policies skip it.
+  // exist. A CPU implementation (lavapipe) is emulated: automatic device
+  // policies skip it.
   p.caps = (async() ? (LOOM_DEVICE_CAP_ASYNC | LOOM_DEVICE_CAP_EVENTS) : 0u) |
-           (emulated_ ? LOOM_DEVICE_CAP_EMULATED : 0u);
+           (emulated_ ? LOOM_DEVICE_CAP_EMULATED : 0u) | LOOM_DEVICE_CAP_HOST_BUFFER |
+           (import_alignment_ != 0 ? LOOM_DEVICE_CAP_BUFFER_FROM_HOST_PTR : 0u);
   common::write_device_props(p, out);
   return nullptr;
 }
@@ -533,28 +574,42 @@ loom_status_t* Device::staged_read(VkBuffer src, uint64_t offset, void* dst, siz
   return nullptr;
 }
 
-uint64_t Device::register_buffer(Buffer* b) {
-  // Ids are unique across the plugin's devices: a data pointer never maps
-  // to a buffer of another device.
+void Device::register_buffer(Buffer* b) {
+  // Ids are unique across the plugin's devices: a device address never
+  // maps to a buffer of another device.
   static std::atomic<uint64_t> next_id{1};
+  if (b->mapped_ != nullptr) {
+    b->base_ = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(b->mapped_));
+  } else {
+    b->base_ = (uint64_t{1} << 63) | ((next_id.fetch_add(1) & 0x7FFFFFFFu) << 32);
+  }
   std::lock_guard<std::mutex> lock(buffers_mutex_);
-  const uint64_t id = next_id.fetch_add(1);
-  buffers_[id] = b;
-  return id;
+  buffers_.emplace(b->base_, b);
 }
 
-void Device::unregister_buffer(uint64_t id) {
+void Device::unregister_buffer(Buffer* b) {
   {
     std::lock_guard<std::mutex> lock(buffers_mutex_);
-    buffers_.erase(id);
+    auto range = buffers_.equal_range(b->base_);
+    for (auto it = range.first; it != range.second; ++it) {
+      if (it->second == b) {
+        buffers_.erase(it);
+        break;
+      }
+    }
   }
   generation_.fetch_add(1);
 }
 
-Buffer* Device::find_buffer(uint64_t id) {
+Buffer* Device::find_buffer(uint64_t addr) {
   std::lock_guard<std::mutex> lock(buffers_mutex_);
-  auto it = buffers_.find(id);
-  return it == buffers_.end() ? nullptr : it->second;
+  // Buffers never overlap except host buffers wrapping the same memory;
+  // any of those serves.
+  for (auto it = buffers_.upper_bound(addr); it != buffers_.begin();) {
+    --it;
+    if (addr - it->first <= it->second->size()) return it->second;
+  }
+  return nullptr;
 }
 
 }  // namespace loom::vulkan

@@ -47,7 +47,17 @@ class Device {
   const OpCaps& caps() const { return caps_; }
   // Ops refused through LOOM_VULKAN_DISABLE=op:<NAME> (testing splits).
   bool op_disabled(int32_t op) const { return op >= 0 && op < LOOM_OP_COUNT && disabled_ops_[op]; }
+  // The device's own memory; on integrated GPUs and CPU implementations it
+  // is host visible and is_host (then the same object as host_buffer_type).
   BufferType& buffer_type() { return *buffer_type_; }
+  // Host-visible coherent memory the device reads directly (is_host).
+  BufferType& host_buffer_type() { return host_type_ ? *host_type_ : *buffer_type_; }
+  bool supports_buffer_type(const loom_buffer_type_t* t) {
+    return t == buffer_type_->handle() || t == host_buffer_type().handle();
+  }
+  // minImportedHostPointerAlignment with VK_EXT_external_memory_host, else
+  // 0 (no buffer_from_host_ptr).
+  uint64_t import_alignment() const { return import_alignment_; }
   Pipelines& pipelines() { return *pipelines_; }
 
   loom_status_t* get_props(loom_device_props_t* out);
@@ -76,21 +86,23 @@ class Device {
   loom_status_t* staged_write(VkBuffer dst, uint64_t offset, const void* src, size_t size);
   loom_status_t* staged_read(VkBuffer src, uint64_t offset, void* dst, size_t size);
 
-  // Memory: the type index for device memory (host_visible: whether it can
-  // be mapped) and for staging; limits a single buffer must respect.
-  uint32_t device_memory_type() const { return device_mem_type_; }
-  bool device_memory_mappable() const { return device_mem_mappable_; }
+  // Memory: the type index for staging; limits a single buffer must respect
+  // (largest allocation and heap; the shaders bind windows of at most
+  // maxStorageBufferRange bytes of it).
   uint32_t staging_memory_type() const { return staging_mem_type_; }
   uint64_t max_buffer_size() const { return max_buffer_size_; }
   uint64_t max_storage_range() const { return max_storage_range_; }
   uint64_t max_allocation() const { return max_allocation_; }
   uint64_t heap_size() const { return heap_size_; }
 
-  // Live buffers by id (their fake base address is id << 32; ids are unique
-  // in the plugin), for mapping a tensor's data pointer back to a VkBuffer.
-  uint64_t register_buffer(Buffer* b);
-  void unregister_buffer(uint64_t id);
-  Buffer* find_buffer(uint64_t id);
+  // Live buffers by base address, for mapping a tensor's data pointer back
+  // to a VkBuffer. register_buffer sets the base: the mapping of host
+  // buffers, else a non-canonical address (bit 63 set) from an id unique
+  // in the plugin, so it never equals a host pointer or another device's.
+  void register_buffer(Buffer* b);
+  void unregister_buffer(Buffer* b);
+  // The buffer holding data pointer `addr` (one past its end included).
+  Buffer* find_buffer(uint64_t addr);
   // Bumped whenever a buffer is freed: streams drop cached descriptor sets
   // and recorded command buffers when it changed.
   uint64_t buffer_generation() const { return generation_.load(); }
@@ -121,8 +133,9 @@ class Device {
   bool disabled_ops_[LOOM_OP_COUNT] = {};
 
   uint32_t device_mem_type_ = 0;
-  bool device_mem_mappable_ = false;
+  bool uma_ = false;  // device memory is the host's: the own type is host
   uint32_t staging_mem_type_ = 0;
+  uint64_t import_alignment_ = 0;
   uint32_t device_heap_ = 0;
   uint64_t heap_size_ = 0;
   uint64_t max_storage_range_ = 0;
@@ -141,10 +154,11 @@ class Device {
   uint8_t* staging_map_ = nullptr;
 
   std::mutex buffers_mutex_;
-  std::map<uint64_t, Buffer*> buffers_;
+  std::multimap<uint64_t, Buffer*> buffers_;  // by base address
   std::atomic<uint64_t> generation_{0};
 
   std::unique_ptr<BufferType> buffer_type_;
+  std::unique_ptr<BufferType> host_type_;  // null on UMA devices (buffer_type_ is host)
   std::unique_ptr<Pipelines> pipelines_;
 };
 

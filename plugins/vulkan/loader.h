@@ -82,6 +82,8 @@ struct DeviceFuncs {
   // Timeline semaphores (Vulkan 1.2 or VK_KHR_timeline_semaphore); NULL
   // when the device has none.
   PFN_vkWaitSemaphores vkWaitSemaphores = nullptr;
+  // VK_EXT_external_memory_host; NULL when the device has none.
+  PFN_vkGetMemoryHostPointerPropertiesEXT vkGetMemoryHostPointerPropertiesEXT = nullptr;
 };
 
 class Loader {

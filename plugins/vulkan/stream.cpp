@@ -19,6 +19,7 @@ using common::guarded;
 using common::make_status;
 
 constexpr uint32_t kMaxSets = 1024;
+constexpr uint64_t kRingBytes = uint64_t{16} << 20;
 constexpr size_t kMaxRecorded = 8;
 constexpr uint64_t kWaitNs = uint64_t{120} * 1000 * 1000 * 1000;
 
@@ -40,14 +41,24 @@ loom_status_t* stream_record_event(loom_stream_t* s, loom_event_t* e) {
 loom_status_t* stream_wait_event(loom_stream_t* s, loom_event_t* e) {
   return guarded("vulkan.wait_event", [&] { return Stream::from(s)->wait_event(e); });
 }
+loom_status_t* stream_set_async(loom_stream_t* s, loom_tensor_t* t, const void* data,
+                                size_t offset, size_t size) {
+  return guarded("vulkan.set_tensor_async",
+                 [&] { return Stream::from(s)->set_tensor_async(t, data, offset, size); });
+}
+loom_status_t* stream_get_async(loom_stream_t* s, const loom_tensor_t* t, void* data,
+                                size_t offset, size_t size) {
+  return guarded("vulkan.get_tensor_async",
+                 [&] { return Stream::from(s)->get_tensor_async(t, data, offset, size); });
+}
 
 const loom_stream_iface_t kStreamIface = {
     sizeof(loom_stream_iface_t),
     stream_destroy,
     stream_compute,
     stream_synchronize,
-    nullptr,  // set_tensor_async: the host synchronizes and uses the buffer's set_tensor
-    nullptr,  // get_tensor_async
+    stream_set_async,  // through the stream's staging ring
+    stream_get_async,
     stream_record_event,
     stream_wait_event,
 };
@@ -151,8 +162,15 @@ loom_status_t* Stream::init() {
 Stream::~Stream() {
   const DeviceFuncs& vk = device_->vk();
   VkDevice dev = device_->device();
-  // Pending work must finish before its command buffers go.
+  // Pending work must finish before its command buffers and the ring go.
   if (pending_) vk.vkWaitForFences(dev, 1, &fence_, VK_TRUE, kWaitNs);
+  if (!transfers_.empty()) {
+    if (loom_status_t* st = device_->wait_value(transfers_.back().value, "stream_destroy"))
+      common::host_services()->status_free(st);
+  }
+  if (ring_map_) vk.vkUnmapMemory(dev, ring_mem_);
+  if (ring_) vk.vkDestroyBuffer(dev, ring_, nullptr);
+  if (ring_mem_) vk.vkFreeMemory(dev, ring_mem_, nullptr);
   if (deferred_) common::host_services()->status_free(deferred_);
   if (err_map_) vk.vkUnmapMemory(dev, err_mem_);
   if (err_buf_) vk.vkDestroyBuffer(dev, err_buf_, nullptr);
@@ -174,18 +192,34 @@ loom_status_t* Stream::drop_caches() {
 }
 
 std::string Stream::resolve(const loom_tensor_t* t, Location* out) {
-  const auto addr = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(t->data));
-  Buffer* b = device_->find_buffer(addr >> 32);
+  // The tensor's own buffer when it is ours, else whichever buffer of the
+  // device holds the address.
+  Buffer* b = nullptr;
+  uint64_t off = 0;
+  if (Buffer::is_ours(t->buffer) && Buffer::from(t->buffer)->device() == device_ &&
+      Buffer::from(t->buffer)->offset_of(t->data, &off)) {
+    b = Buffer::from(t->buffer);
+  } else {
+    b = device_->find_buffer(static_cast<uint64_t>(reinterpret_cast<uintptr_t>(t->data)));
+    if (b != nullptr && !b->offset_of(t->data, &off)) b = nullptr;
+  }
   if (b == nullptr || b->vk_buffer() == VK_NULL_HANDLE) {
     return "tensor '" + std::string(t->name) + "' is not in " + device_->name() + " memory";
   }
-  uint64_t off = 0;
-  if (!b->offset_of(t->data, &off))
-    return "tensor '" + std::string(t->name) + "' lies outside its buffer";
   out->buffer = b->vk_buffer();
-  out->offset = off;
+  out->offset = b->lead() + off;
   out->buffer_size = b->alloc_size();
   return "";
+}
+
+Stream::SetKey Stream::set_key(const Dispatch& d) {
+  SetKey k{};
+  for (int i = 0; i < 3; ++i) {
+    k[3 * i] = reinterpret_cast<uint64_t>(d.buffers[i]);
+    k[3 * i + 1] = d.bind_offset[i];
+    k[3 * i + 2] = d.bind_range[i];
+  }
+  return k;
 }
 
 loom_status_t* Stream::plan(const loom_graph_t* g, Plan* out) {
@@ -221,7 +255,7 @@ loom_status_t* Stream::plan(const loom_graph_t* g, Plan* out) {
 }
 
 loom_status_t* Stream::descriptor_set(const Dispatch& d, VkDescriptorSet* out) {
-  const std::array<VkBuffer, 3> key{d.buffers[0], d.buffers[1], d.buffers[2]};
+  const SetKey key = set_key(d);
   auto it = sets_.find(key);
   if (it != sets_.end()) {
     *out = it->second;
@@ -241,9 +275,9 @@ loom_status_t* Stream::descriptor_set(const Dispatch& d, VkDescriptorSet* out) {
   if (r != VK_SUCCESS)
     return vk_status("compute] " + device_->name(), "vkAllocateDescriptorSets", r);
   ++desc_used_;
-  VkDescriptorBufferInfo infos[4] = {{key[0], 0, VK_WHOLE_SIZE},
-                                     {key[1], 0, VK_WHOLE_SIZE},
-                                     {key[2], 0, VK_WHOLE_SIZE},
+  VkDescriptorBufferInfo infos[4] = {{d.buffers[0], d.bind_offset[0], d.bind_range[0]},
+                                     {d.buffers[1], d.bind_offset[1], d.bind_range[1]},
+                                     {d.buffers[2], d.bind_offset[2], d.bind_range[2]},
                                      {err_buf_, 0, VK_WHOLE_SIZE}};
   VkWriteDescriptorSet writes[4] = {};
   for (uint32_t i = 0; i < 4; ++i) {
@@ -373,6 +407,7 @@ void Stream::defer(loom_status_t* st) {
 
 loom_status_t* Stream::synchronize() {
   defer(finish());
+  defer(retire_all());
   loom_status_t* st = deferred_;
   deferred_ = nullptr;
   return st;
@@ -383,8 +418,13 @@ loom_status_t* Stream::record_event(loom_event_t* e) {
     return make_status(LOOM_STATUS_INVALID_ARGUMENT,
                        "[vulkan.record_event] " + device_->name() + ": event of another device");
   }
+  // Queued reads land in host memory only when retired: finish them first,
+  // so whoever waits for the event finds the data.
+  bool reads = false;
+  for (const Transfer& t : transfers_) reads = reads || t.host_dst != nullptr;
+  if (reads) defer(retire_all());
   // Done when the timeline reaches this stream's last submission (0: now).
-  Event::from(e)->set_value(pending_ ? last_value_ : 0);
+  Event::from(e)->set_value(pending_ || !transfers_.empty() ? last_value_ : 0);
   return nullptr;
 }
 
@@ -442,13 +482,14 @@ loom_status_t* Stream::compute_graph(const loom_graph_t* g) {
   // What the recorded command buffer depends on: every dispatch's pipeline,
   // buffers, grid and push constants.
   std::vector<uint32_t> sig;
-  sig.reserve(plan.dispatches.size() * 48);
+  sig.reserve(plan.dispatches.size() * 56);
   for (size_t i = 0; i < plan.dispatches.size(); ++i) {
     const Dispatch& d = plan.dispatches[i];
-    uint64_t handles[4] = {
-        reinterpret_cast<uint64_t>(plan.pipelines[i]), reinterpret_cast<uint64_t>(d.buffers[0]),
-        reinterpret_cast<uint64_t>(d.buffers[1]), reinterpret_cast<uint64_t>(d.buffers[2])};
-    for (uint64_t h : handles) {
+    const SetKey key = set_key(d);
+    const auto pipeline = reinterpret_cast<uint64_t>(plan.pipelines[i]);
+    sig.push_back(static_cast<uint32_t>(pipeline));
+    sig.push_back(static_cast<uint32_t>(pipeline >> 32));
+    for (uint64_t h : key) {
       sig.push_back(static_cast<uint32_t>(h));
       sig.push_back(static_cast<uint32_t>(h >> 32));
     }
@@ -471,9 +512,9 @@ loom_status_t* Stream::compute_graph(const loom_graph_t* g) {
   for (int attempt = 0; attempt < 2; ++attempt) {
     // Sets are shared by dispatches over the same buffers: count new ones.
     size_t fresh = 0;
-    std::map<std::array<VkBuffer, 3>, bool> seen;
+    std::map<SetKey, bool> seen;
     for (const Dispatch& d : plan.dispatches) {
-      const std::array<VkBuffer, 3> key{d.buffers[0], d.buffers[1], d.buffers[2]};
+      const SetKey key = set_key(d);
       if (sets_.count(key) == 0 && seen.emplace(key, true).second) ++fresh;
     }
     if (desc_used_ + fresh > kMaxSets) {
@@ -526,6 +567,212 @@ loom_status_t* Stream::compute_graph(const loom_graph_t* g) {
   return make_status(LOOM_STATUS_RESOURCE_EXHAUSTED,
                      "[vulkan.compute] " + device_->name() + ": graph needs more than " +
                          std::to_string(kMaxSets) + " descriptor sets");
+}
+
+// ------------------------------------------------------------ queued copies
+
+loom_status_t* Stream::locate(const char* op, const loom_tensor_t* t, size_t offset, size_t size,
+                              Buffer** out, uint64_t* vk_offset) {
+  const std::string where = std::string("[vulkan.") + op + "] " + device_->name() + ": ";
+  if (t == nullptr) return make_status(LOOM_STATUS_INVALID_ARGUMENT, where + "tensor is null");
+  if (!Buffer::is_ours(t->buffer) || Buffer::from(t->buffer)->device() != device_) {
+    return make_status(LOOM_STATUS_INVALID_ARGUMENT,
+                       where + "tensor '" + t->name + "' is not in " + device_->name() + " memory");
+  }
+  *out = Buffer::from(t->buffer);
+  return (*out)->span(op, t, offset, size, vk_offset);
+}
+
+loom_status_t* Stream::ensure_ring() {
+  if (ring_ != VK_NULL_HANDLE) return nullptr;
+  const DeviceFuncs& vk = device_->vk();
+  VkDevice dev = device_->device();
+  const std::string w = "set_tensor_async] " + device_->name() + " staging ring";
+  VkBufferCreateInfo bci{};
+  bci.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO;
+  bci.size = kRingBytes;
+  bci.usage = VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+  VkResult r = vk.vkCreateBuffer(dev, &bci, nullptr, &ring_);
+  if (r != VK_SUCCESS) {
+    ring_ = VK_NULL_HANDLE;
+    return vk_status(w, "vkCreateBuffer", r);
+  }
+  VkMemoryRequirements req{};
+  vk.vkGetBufferMemoryRequirements(dev, ring_, &req);
+  VkMemoryAllocateInfo mai{};
+  mai.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO;
+  mai.allocationSize = req.size;
+  mai.memoryTypeIndex = device_->staging_memory_type();
+  r = vk.vkAllocateMemory(dev, &mai, nullptr, &ring_mem_);
+  void* p = nullptr;
+  if (r == VK_SUCCESS) r = vk.vkBindBufferMemory(dev, ring_, ring_mem_, 0);
+  if (r == VK_SUCCESS) r = vk.vkMapMemory(dev, ring_mem_, 0, VK_WHOLE_SIZE, 0, &p);
+  if (r != VK_SUCCESS) {
+    if (ring_mem_) vk.vkFreeMemory(dev, ring_mem_, nullptr);
+    vk.vkDestroyBuffer(dev, ring_, nullptr);
+    ring_ = VK_NULL_HANDLE;
+    ring_mem_ = VK_NULL_HANDLE;
+    return vk_status(w, "vkAllocateMemory/vkMapMemory", r);
+  }
+  ring_map_ = static_cast<uint8_t*>(p);
+  return nullptr;
+}
+
+loom_status_t* Stream::retire_one() {
+  Transfer t = transfers_.front();
+  if (loom_status_t* st = device_->wait_value(t.value, "synchronize")) return st;
+  transfers_.pop_front();
+  if (t.host_dst) std::memcpy(t.host_dst, ring_map_ + t.begin, t.end - t.begin);
+  free_copy_cbs_.push_back(t.cb);
+  return nullptr;
+}
+
+loom_status_t* Stream::retire_all() {
+  while (!transfers_.empty()) {
+    if (loom_status_t* st = retire_one()) return st;
+  }
+  return nullptr;
+}
+
+loom_status_t* Stream::reserve(uint64_t n, uint64_t* at) {
+  n = (n + 15) & ~uint64_t{15};
+  for (;;) {
+    const uint64_t cand = ring_head_ + n <= kRingBytes ? ring_head_ : 0;
+    bool busy = false;
+    for (const Transfer& t : transfers_) busy = busy || (cand < t.end && t.begin < cand + n);
+    if (!busy) {
+      ring_head_ = cand + n;
+      *at = cand;
+      return nullptr;
+    }
+    if (loom_status_t* st = retire_one()) return st;
+  }
+}
+
+loom_status_t* Stream::submit_copy(const char* op, uint64_t begin, uint64_t end,
+                                   uint8_t* host_dst,
+                                   const std::function<void(VkCommandBuffer)>& fill) {
+  const DeviceFuncs& vk = device_->vk();
+  const std::string w = std::string(op) + "] " + device_->name();
+  VkCommandBuffer cb = VK_NULL_HANDLE;
+  if (!free_copy_cbs_.empty()) {
+    cb = free_copy_cbs_.back();
+    free_copy_cbs_.pop_back();
+  } else {
+    VkCommandBufferAllocateInfo cai{};
+    cai.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO;
+    cai.commandPool = pool_;
+    cai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+    cai.commandBufferCount = 1;
+    VkResult r = vk.vkAllocateCommandBuffers(device_->device(), &cai, &cb);
+    if (r != VK_SUCCESS) return vk_status(w, "vkAllocateCommandBuffers", r);
+  }
+  VkResult r = vk.vkResetCommandBuffer(cb, 0);
+  VkCommandBufferBeginInfo bi{};
+  bi.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO;
+  bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+  if (r == VK_SUCCESS) r = vk.vkBeginCommandBuffer(cb, &bi);
+  if (r != VK_SUCCESS) {
+    free_copy_cbs_.push_back(cb);
+    return vk_status(w, "vkBeginCommandBuffer", r);
+  }
+  // After every earlier kernel and copy of the queue (reads and writes).
+  barrier(vk, cb,
+          VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT |
+              VK_PIPELINE_STAGE_HOST_BIT,
+          VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT | VK_ACCESS_HOST_WRITE_BIT,
+          VK_PIPELINE_STAGE_TRANSFER_BIT,
+          VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT);
+  fill(cb);
+  barrier(vk, cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
+          VK_PIPELINE_STAGE_HOST_BIT | VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+          VK_ACCESS_HOST_READ_BIT | VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
+  r = vk.vkEndCommandBuffer(cb);
+  if (r != VK_SUCCESS) {
+    free_copy_cbs_.push_back(cb);
+    return vk_status(w, "vkEndCommandBuffer", r);
+  }
+  uint64_t value = 0;
+  r = device_->submit(cb, VK_NULL_HANDLE, &value);
+  if (r != VK_SUCCESS) {
+    free_copy_cbs_.push_back(cb);
+    return vk_status(w, "vkQueueSubmit", r);
+  }
+  last_value_ = value;
+  transfers_.push_back(Transfer{value, begin, end, cb, host_dst});
+  return nullptr;
+}
+
+loom_status_t* Stream::set_tensor_async(loom_tensor_t* t, const void* data, size_t offset,
+                                        size_t size) {
+  Buffer* b = nullptr;
+  uint64_t at = 0;
+  if (loom_status_t* st = locate("set_tensor_async", t, offset, size, &b, &at)) return st;
+  if (size == 0) return nullptr;
+  if (data == nullptr) {
+    return make_status(LOOM_STATUS_INVALID_ARGUMENT,
+                       "[vulkan.set_tensor_async] " + device_->name() + ": data is null");
+  }
+  if (!device_->async()) {
+    // No timeline: every submission waits, so this one may too.
+    defer(finish());
+    return b->set(t, data, offset, size);
+  }
+  if (loom_status_t* st = ensure_ring()) return st;
+  const auto* in = static_cast<const uint8_t*>(data);
+  const VkBuffer dst = b->vk_buffer();
+  const DeviceFuncs& vk = device_->vk();
+  for (size_t done = 0; done < size;) {
+    const uint64_t n = std::min<uint64_t>(size - done, kRingBytes);
+    uint64_t slot = 0;
+    if (loom_status_t* st = reserve(n, &slot)) return st;
+    std::memcpy(ring_map_ + slot, in + done, n);
+    const VkBufferCopy region{slot, at + done, n};
+    VkBuffer ring = ring_;
+    if (loom_status_t* st = submit_copy("set_tensor_async", slot, slot + n, nullptr,
+                                        [&](VkCommandBuffer cb) {
+                                          vk.vkCmdCopyBuffer(cb, ring, dst, 1, &region);
+                                        })) {
+      return st;
+    }
+    done += n;
+  }
+  return nullptr;
+}
+
+loom_status_t* Stream::get_tensor_async(const loom_tensor_t* t, void* data, size_t offset,
+                                        size_t size) {
+  Buffer* b = nullptr;
+  uint64_t at = 0;
+  if (loom_status_t* st = locate("get_tensor_async", t, offset, size, &b, &at)) return st;
+  if (size == 0) return nullptr;
+  if (data == nullptr) {
+    return make_status(LOOM_STATUS_INVALID_ARGUMENT,
+                       "[vulkan.get_tensor_async] " + device_->name() + ": data is null");
+  }
+  if (!device_->async()) {
+    defer(finish());
+    return b->get(t, data, offset, size);
+  }
+  if (loom_status_t* st = ensure_ring()) return st;
+  auto* out = static_cast<uint8_t*>(data);
+  const VkBuffer src = b->vk_buffer();
+  const DeviceFuncs& vk = device_->vk();
+  for (size_t done = 0; done < size;) {
+    const uint64_t n = std::min<uint64_t>(size - done, kRingBytes);
+    uint64_t slot = 0;
+    if (loom_status_t* st = reserve(n, &slot)) return st;
+    const VkBufferCopy region{at + done, slot, n};
+    VkBuffer ring = ring_;
+    if (loom_status_t* st = submit_copy("get_tensor_async", slot, slot + n, out + done,
+                                        [&](VkCommandBuffer cb) {
+                                          vk.vkCmdCopyBuffer(cb, src, ring, 1, &region);
+                                        })) {
+      return st;
+    }
+    done += n;
+  }
+  return nullptr;
 }
 
 }  // namespace loom::vulkan

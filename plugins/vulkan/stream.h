@@ -1,17 +1,23 @@
 // A Vulkan stream: runs a graph as one command buffer (a dispatch per
 // node, barriers only where a dispatch touches memory an earlier one wrote
 // or read), submitted with a fence. On a device with a timeline semaphore
-// compute returns once submitted (one submission in flight per stream; the
-// next compute or synchronize waits for it, errors come back from
-// synchronize) and events mark timeline values; otherwise compute waits. Descriptor sets are cached
-// per combination of buffers; recorded command buffers are kept per graph fingerprint and
-// re-submitted when every dispatch (pipeline, buffers, push constants,
-// grid) is the same, as in a decode loop. Both caches are dropped when any
-// buffer of the device is freed. One thread at a time (ABI stream rule).
+// compute returns once submitted (one graph in flight per stream; the next
+// compute or synchronize waits for it, errors come back from synchronize),
+// host<->tensor copies are queued through the stream's staging ring
+// (set_tensor_async copies the source into the ring at once, so the caller
+// may reuse it; get_tensor_async lands in the caller's memory by
+// synchronize), and events mark timeline values; otherwise everything
+// waits. Descriptor sets are cached per combination of bound windows;
+// recorded command buffers are kept per graph fingerprint and re-submitted
+// when every dispatch (pipeline, windows, push constants, grid) is the
+// same, as in a decode loop. Both caches are dropped when any buffer of the
+// device is freed. One thread at a time (ABI stream rule).
 #pragma once
 
 #include <array>
 #include <cstdint>
+#include <deque>
+#include <functional>
 #include <map>
 #include <string>
 #include <utility>
@@ -23,6 +29,7 @@
 
 namespace loom::vulkan {
 
+class Buffer;
 class Device;
 
 class Stream {
@@ -40,6 +47,8 @@ class Stream {
   loom_status_t* synchronize();
   loom_status_t* record_event(loom_event_t* event);
   loom_status_t* wait_event(loom_event_t* event);
+  loom_status_t* set_tensor_async(loom_tensor_t* t, const void* data, size_t offset, size_t size);
+  loom_status_t* get_tensor_async(const loom_tensor_t* t, void* data, size_t offset, size_t size);
 
   // Submissions that re-used a recorded command buffer (for tests, logs).
   uint64_t reused() const { return reused_; }
@@ -62,7 +71,28 @@ class Stream {
     std::vector<int32_t> node_index;
   };
 
+  // A queued copy through the ring: bytes [begin, end) of the ring are busy
+  // until the timeline reaches `value`; reads land in host_dst then.
+  struct Transfer {
+    uint64_t value = 0;
+    uint64_t begin = 0, end = 0;
+    VkCommandBuffer cb = VK_NULL_HANDLE;
+    uint8_t* host_dst = nullptr;
+  };
+
   loom_status_t* compute_graph(const loom_graph_t* graph);
+  // The tensor's buffer (ours, this device) and the VkBuffer offset.
+  loom_status_t* locate(const char* op, const loom_tensor_t* t, size_t offset, size_t size,
+                        Buffer** out, uint64_t* vk_offset);
+  loom_status_t* ensure_ring();
+  // n bytes of the ring (n <= ring size), waiting for old copies as needed.
+  loom_status_t* reserve(uint64_t n, uint64_t* at);
+  // Record `fill` between full barriers, submit; pushes a Transfer.
+  loom_status_t* submit_copy(const char* op, uint64_t begin, uint64_t end, uint8_t* host_dst,
+                             const std::function<void(VkCommandBuffer)>& fill);
+  // Wait for the oldest / every queued copy and finish it.
+  loom_status_t* retire_one();
+  loom_status_t* retire_all();
   loom_status_t* plan(const loom_graph_t* graph, Plan* out);
   loom_status_t* descriptor_set(const Dispatch& d, VkDescriptorSet* out);
   loom_status_t* record(const Plan& plan, VkCommandBuffer cb);
@@ -83,17 +113,27 @@ class Stream {
   VkFence fence_ = VK_NULL_HANDLE;
   VkDescriptorPool desc_pool_ = VK_NULL_HANDLE;
   uint32_t desc_used_ = 0;
-  std::map<std::array<VkBuffer, 3>, VkDescriptorSet> sets_;
+  // Key: per binding the VkBuffer handle, window offset and range.
+  using SetKey = std::array<uint64_t, 9>;
+  static SetKey set_key(const Dispatch& d);
+  std::map<SetKey, VkDescriptorSet> sets_;
   // Error words the shaders write (bad row index), host visible.
   VkBuffer err_buf_ = VK_NULL_HANDLE;
   VkDeviceMemory err_mem_ = VK_NULL_HANDLE;
   uint32_t* err_map_ = nullptr;
   uint64_t generation_ = 0;
   bool pending_ = false;               // submitted, fence not yet seen signalled
-  uint64_t last_value_ = 0;            // timeline value of the last submission
+  uint64_t last_value_ = 0;            // timeline value of the last submission (graph or copy)
   loom_status_t* deferred_ = nullptr;  // first error of async work
   std::vector<std::pair<int32_t, std::string>> pending_nodes_;  // row ops of the pending graph
   std::vector<Recorded> recorded_;
+  // Staging ring for queued copies (host visible, mapped), made on first use.
+  VkBuffer ring_ = VK_NULL_HANDLE;
+  VkDeviceMemory ring_mem_ = VK_NULL_HANDLE;
+  uint8_t* ring_map_ = nullptr;
+  uint64_t ring_head_ = 0;
+  std::deque<Transfer> transfers_;
+  std::vector<VkCommandBuffer> free_copy_cbs_;
   uint64_t clock_ = 0;
   uint64_t reused_ = 0;
 };

@@ -50,6 +50,26 @@ TEST_F(VulkanStories, Vulkan0AloneMatchesCpu) {
   EXPECT_EQ(r.out, cpu_.out);
 }
 
+TEST_F(VulkanStories, WeightsAreWrappedNotCopiedWhereDeviceMemoryIsHostMemory) {
+  auto reg = load_registry();
+  registry::Device* vk = reg->device("vulkan0");
+  loom_buffer_type_t* own = vk->buffer_type();
+  const bool host = own->iface->is_host(own) &&
+                    (vk->info().caps & LOOM_DEVICE_CAP_BUFFER_FROM_HOST_PTR) != 0;
+  for (const char* devices : {"vulkan0", "vulkan0,cpu --n-gpu-layers 3"}) {
+    ProcResult r = run_loom("run -m " + model_path() + " -n 2 --json --device " + devices);
+    ASSERT_EQ(r.exit_code, 0) << r.out;
+    EXPECT_NE(r.out.find(host ? "\"weights_zero_copy\":true" : "\"weights_zero_copy\":false"),
+              std::string::npos)
+        << devices << ": " << r.out;
+  }
+  // Device memory that is not host memory: every weight is copied.
+  ProcResult staged = run_loom("run -m " + model_path() + " -n 2 --json --device vulkan0", false,
+                               "LOOM_VULKAN_DISABLE=map");
+  ASSERT_EQ(staged.exit_code, 0) << staged.out;
+  EXPECT_NE(staged.out.find("\"weights_zero_copy\":false"), std::string::npos) << staged.out;
+}
+
 TEST_F(VulkanStories, Vulkan0WithCpuMatchesCpu) {
   // All 5 layers (weights and KV cache) on vulkan0, then 3 of them.
   ProcResult all = generate("vulkan0,cpu", "--n-gpu-layers 5");

@@ -109,23 +109,57 @@ class Planner {
              ", " + std::to_string(loc.offset + extent) + ") of a " +
              std::to_string(loc.buffer_size) + "-byte buffer";
     }
+    uint64_t win = 0;
+    uint64_t range = loc.buffer_size;
+    if (!window(loc, extent, &win, &range)) {
+      return "tensor '" + std::string(t->name) + "' spans " + std::to_string(extent) +
+             " bytes, more than one storage binding holds (maxStorageBufferRange " +
+             std::to_string(caps_.max_range) + ")";
+    }
     TensorDesc& td = d_->pc.t[k];
-    td.off = static_cast<uint32_t>(loc.offset);
+    td.off = static_cast<uint32_t>(loc.offset - win);
     for (int i = 0; i < 4; ++i) {
       td.ne[i] = static_cast<uint32_t>(t->ne[i]);
       td.nb[i] = static_cast<uint32_t>(t->nb[i]);
     }
     d_->buffers[k] = loc.buffer;
+    d_->bind_offset[k] = win;
+    d_->bind_range[k] = range;
     d_->begin[k] = loc.offset;
     d_->end[k] = loc.offset + extent;
     d_->pc.p[0] |= static_cast<uint32_t>(t->type) << (8 * k);
     return "";
   }
 
-  // Slot k unused: bind the destination's buffer with an empty range.
+  // Slot k unused: bind the destination's window with an empty range.
   void unused(int k) {
     d_->buffers[k] = d_->buffers[0];
+    d_->bind_offset[k] = d_->bind_offset[0];
+    d_->bind_range[k] = d_->bind_range[0];
     d_->begin[k] = d_->end[k] = 0;
+  }
+
+  // The window [*win, *win + *range) of the buffer to bind for bytes
+  // [loc.offset, loc.offset + extent): the whole buffer when it fits one
+  // binding; else a window starting on a multiple of half the largest
+  // binding (few distinct windows: descriptor sets are shared), or, for a
+  // tensor that straddles those, one starting just below it. False when
+  // the tensor is larger than any binding.
+  bool window(const Location& loc, uint64_t extent, uint64_t* win, uint64_t* range) const {
+    const uint64_t max = caps_.max_range;
+    if (loc.buffer_size <= max) {
+      *win = 0;
+      *range = loc.buffer_size;
+      return true;
+    }
+    const uint64_t a = caps_.range_align;
+    const uint64_t step = std::max<uint64_t>(a, (max / 2) / a * a);
+    uint64_t w = loc.offset / step * step;
+    if (loc.offset + extent - w > max) w = loc.offset / a * a;
+    if (loc.offset + extent - w > max) return false;
+    *win = w;
+    *range = std::min(max, loc.buffer_size - w);
+    return true;
   }
 
   // A 1-D grid of `items` invocations in workgroups of wg (wrapping into y).

@@ -19,6 +19,10 @@ struct OpCaps {
   bool f64 = false;           // shaderFloat64: ROPE forms theta in double
   bool subgroup_add = false;  // subgroup arithmetic in compute: mat-vec reduction
   uint32_t max_groups[3] = {65535, 65535, 65535};
+  // Storage bindings: at most max_range bytes (maxStorageBufferRange), at
+  // offsets that are multiples of range_align.
+  uint64_t max_range = uint64_t{1} << 27;
+  uint64_t range_align = 256;
   // Speed class for loom.cost estimates.
   enum class Speed { kDiscrete, kIntegrated, kEmulated };
   Speed speed = Speed::kDiscrete;
@@ -42,8 +46,8 @@ static_assert(sizeof(PushConstants) == 128, "push constants must fit the guarant
 // Where a tensor's bytes live: a buffer of this device and the offset.
 struct Location {
   VkBuffer buffer = VK_NULL_HANDLE;
-  uint64_t offset = 0;
-  uint64_t buffer_size = 0;
+  uint64_t offset = 0;       // in the VkBuffer
+  uint64_t buffer_size = 0;  // bytes of the VkBuffer
 };
 // Resolves a tensor's data pointer; "" or why it cannot (not our memory).
 using Resolver = std::function<std::string(const loom_tensor_t*, Location*)>;
@@ -55,8 +59,13 @@ struct Dispatch {
   uint32_t n_spec = 1;
   PushConstants pc{};
   VkBuffer buffers[3] = {VK_NULL_HANDLE, VK_NULL_HANDLE, VK_NULL_HANDLE};
+  // The bound window of each buffer: the whole buffer (offset 0, range =
+  // its size) when it fits maxStorageBufferRange, else a window around the
+  // tensor; TensorDesc offsets are relative to it.
+  uint64_t bind_offset[3] = {0, 0, 0};
+  uint64_t bind_range[3] = {0, 0, 0};
   uint32_t groups[3] = {1, 1, 1};
-  // Byte ranges [begin, end) per binding, for barriers between dispatches.
+  // Byte ranges [begin, end) of each buffer, for barriers between dispatches.
   uint64_t begin[3] = {0, 0, 0};
   uint64_t end[3] = {0, 0, 0};
 };
