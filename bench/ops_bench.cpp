@@ -1,6 +1,7 @@
-// Micro-benchmarks of the CPU plugin: MUL_MAT with F32, Q8_0 and Q4_0
-// weights (activations F32), next to OpenBLAS cblas_sgemm on the same shapes
-// when OpenBLAS was found, and a multi-threaded memory read-bandwidth probe.
+// Micro-benchmarks of MUL_MAT with F32, Q8_0 and Q4_0 weights (activations
+// F32) on one device (the CPU plugin; LOOM_BENCH_DEVICE=<name> picks another,
+// e.g. vulkan0), next to OpenBLAS cblas_sgemm on the same shapes when
+// OpenBLAS was found, and a multi-threaded memory read-bandwidth probe.
 //
 // Shapes: weights [K, M] (M rows of K), activations [K, N], out [M, N].
 // Counters: FLOP/s (2*M*N*K per iteration) and, for loom, blas_time_ratio =
@@ -15,6 +16,7 @@
 #include <map>
 #include <memory>
 #include <random>
+#include <string>
 #include <thread>
 #include <tuple>
 #include <vector>
@@ -35,14 +37,20 @@ double now_s() {
   return std::chrono::duration<double>(clock::now().time_since_epoch()).count();
 }
 
-// The registry with the build tree's plugins, loaded once.
-loom::registry::Device* cpu_device() {
+const char* device_name() {
+  const char* env = std::getenv("LOOM_BENCH_DEVICE");
+  return env != nullptr && *env != '\0' ? env : "cpu";
+}
+
+// The registry with the build tree's plugins, loaded once; the device named
+// by LOOM_BENCH_DEVICE (default cpu).
+loom::registry::Device* bench_device() {
   static std::unique_ptr<loom::registry::Registry> reg = [] {
     loom::registry::Options o;
     o.paths.push_back(LOOM_BENCH_PLUGIN_DIR);
     return loom::registry::Registry::load(o);
   }();
-  return reg ? reg->device("cpu") : nullptr;
+  return reg ? reg->device(device_name()) : nullptr;
 }
 
 std::vector<float> random_floats(size_t n, uint32_t seed) {
@@ -96,12 +104,14 @@ void BM_blas_sgemm(benchmark::State& state) {
 }
 #endif
 
-// MUL_MAT on the CPU plugin with `type` weights.
+// MUL_MAT on the bench device with `type` weights.
 void BM_loom_mul_mat(benchmark::State& state, loom_type_t type) {
   const int64_t k = state.range(0), m = state.range(1), n = state.range(2);
-  loom::registry::Device* dev = cpu_device();
+  loom::registry::Device* dev = bench_device();
   if (!dev) {
-    state.SkipWithError("no cpu device (plugins not found under " LOOM_BENCH_PLUGIN_DIR ")");
+    const std::string why = std::string("no device '") + device_name() +
+                            "' (plugins under " LOOM_BENCH_PLUGIN_DIR "; see 'loom devices')";
+    state.SkipWithError(why.c_str());
     return;
   }
   loom::Context ctx;

@@ -82,6 +82,22 @@ TEST_F(MatMulTest, EveryLayoutPair) {
   }
 }
 
+TEST_F(MatMulTest, DecodeShapesEveryTypeAndLayout) {
+  // Rows of 128 and more with up to 8 columns: the decode kernels of GPU
+  // plugins (a workgroup per row; one column with contiguous B has its own
+  // path), with B dense and strided.
+  const MatCase cases[] = {{256, 40, 1, 1, 1, 1, 1}, {160, 7, 3, 2, 1, 2, 1}, {1024, 9, 1, 1, 2, 2, 2},
+                           {128, 5, 8, 1, 1, 1, 1}};
+  int k = 0;
+  for (loom_type_t t : kATypes) {
+    for (const MatCase& c : cases) {
+      check(t, c, Layout::kDense, Layout::kDense);
+      check(t, c, layouts_for(t)[1 + k % (layouts_for(t).size() - 1)], layouts_for(LOOM_TYPE_F32)[1 + k % 3]);
+      ++k;
+    }
+  }
+}
+
 TEST_F(MatMulTest, LargerProductStaysAccurate) {
   seed(404);
   check(LOOM_TYPE_Q4_0, {256, 48, 9, 1, 1, 1, 1}, Layout::kDense, Layout::kDense);

@@ -137,6 +137,43 @@ LOOM_DEFINE_LOADS(ld_a, a_data)
 LOOM_DEFINE_LOADS(ld_b, b_data)
 LOOM_DEFINE_LOADS(ld_d, d_data)
 
+// Quantized word i (4 quants) of the block at byte b of A: quants start 2
+// bytes into a block, so a word may straddle two (funnel shift); words past
+// the block's last byte are never read.
+uint ld_a_qword(uint b, uint i) {
+  uint q = b + 2u + 4u * i;
+  uint w = q >> 2;
+  uint sh = (q & 3u) * 8u;
+  return sh == 0u ? a_data[w] : (a_data[w] >> sh) | (a_data[w + 1u] << (32u - sh));
+}
+vec4 ld_b_vec4(uint w) {
+  return vec4(uintBitsToFloat(b_data[w]), uintBitsToFloat(b_data[w + 1u]),
+              uintBitsToFloat(b_data[w + 2u]), uintBitsToFloat(b_data[w + 3u]));
+}
+// Dot product of the Q8_0 / Q4_0 block at byte b of A with the 32 floats of
+// B starting at word bw (B contiguous): d * sum(q * x).
+float block_dot(uint t, uint b, uint bw) {
+  float s = 0.0;
+  if (t == TYPE_Q8_0) {
+    for (uint i = 0u; i < 8u; ++i) {
+      uint q = ld_a_qword(b, i);
+      vec4 qv = vec4(float(int(q << 24) >> 24), float(int(q << 16) >> 24),
+                     float(int(q << 8) >> 24), float(int(q) >> 24));
+      s += dot(qv, ld_b_vec4(bw + 4u * i));
+    }
+  } else {
+    for (uint i = 0u; i < 4u; ++i) {
+      uint q = ld_a_qword(b, i);
+      vec4 lo = vec4(float(q & 15u), float((q >> 8) & 15u), float((q >> 16) & 15u),
+                     float((q >> 24) & 15u)) - 8.0;
+      vec4 hi = vec4(float((q >> 4) & 15u), float((q >> 12) & 15u), float((q >> 20) & 15u),
+                     float(q >> 28)) - 8.0;
+      s += dot(lo, ld_b_vec4(bw + 4u * i)) + dot(hi, ld_b_vec4(bw + 16u + 4u * i));
+    }
+  }
+  return f16_to_f32(ld_a_u16(b)) * s;
+}
+
 // Stores into the destination. 16-bit and byte stores touch only their bits.
 void st_u16(uint off, uint v) {
   uint w = off >> 2;

@@ -1,8 +1,9 @@
 #version 450
 // MUL_MAT for short rows (small K, e.g. attention over a head dimension):
 // one invocation per output element, a serial dot product over k, no
-// shared memory or barriers. Spec constant 1: A's type. Invocations run
-// over (m, n, batch) flattened, m fastest.
+// shared memory or barriers (also decode on CPU implementations, where
+// barriers cost more than they share). Spec constant 1: A's type.
+// Invocations run over (m, n, batch) flattened, m fastest.
 #include "common.glsl"
 
 layout(constant_id = 1) const uint A_TYPE = 0u;
@@ -25,8 +26,21 @@ void main() {
   uint anb0 = pc.t[1].nb[0];
   uint bnb0 = pc.t[2].nb[0];
   float acc = 0.0;
-  for (uint k = 0u; k < K; ++k) {
-    acc = fma(ld_a_row_elem(A_TYPE, arow, k, anb0), uintBitsToFloat(ld_b_u32(brow + k * bnb0)), acc);
+  if ((A_TYPE == TYPE_Q8_0 || A_TYPE == TYPE_Q4_0) && bnb0 == 4u) {
+    // Whole blocks: quant words and B as vec4.
+    for (uint blk = 0u; blk < K / 32u; ++blk) acc += block_dot(A_TYPE, arow + blk * anb0, (brow >> 2) + blk * 32u);
+  } else if (A_TYPE == TYPE_F32 && anb0 == 4u && bnb0 == 4u && (K & 3u) == 0u) {
+    uint aw = arow >> 2;
+    uint bw = brow >> 2;
+    for (uint k = 0u; k < K; k += 4u) {
+      vec4 av = vec4(uintBitsToFloat(a_data[aw + k]), uintBitsToFloat(a_data[aw + k + 1u]),
+                     uintBitsToFloat(a_data[aw + k + 2u]), uintBitsToFloat(a_data[aw + k + 3u]));
+      acc += dot(av, ld_b_vec4(bw + k));
+    }
+  } else {
+    for (uint k = 0u; k < K; ++k) {
+      acc = fma(ld_a_row_elem(A_TYPE, arow, k, anb0), uintBitsToFloat(ld_b_u32(brow + k * bnb0)), acc);
+    }
   }
   st_u32(offset4(0, m, n, i2, i3), floatBitsToUint(acc));
 }

@@ -33,7 +33,17 @@ void main() {
   float acc[MAX_N];
   for (uint n = 0u; n < MAX_N; ++n) acc[n] = 0.0;
   uint bnb0 = pc.t[2].nb[0];
-  if (A_TYPE == TYPE_Q8_0 || A_TYPE == TYPE_Q4_0) {
+  if (N == 1u && (A_TYPE == TYPE_Q8_0 || A_TYPE == TYPE_Q4_0) && bnb0 == 4u) {
+    // Decode: one column, B contiguous; whole quant words, one register
+    // accumulator.
+    uint nblk = K / 32u;
+    uint bw = offset4(2, 0u, 0u, i2, i3) >> 2;
+    float sum = 0.0;
+    for (uint blk = l; blk < nblk; blk += wg) {
+      sum += block_dot(A_TYPE, arow + blk * pc.t[1].nb[0], bw + blk * 32u);
+    }
+    acc[0] = sum;
+  } else if (A_TYPE == TYPE_Q8_0 || A_TYPE == TYPE_Q4_0) {
     uint nblk = K / 32u;
     for (uint blk = l; blk < nblk; blk += wg) {
       uint b = arow + blk * pc.t[1].nb[0];
