@@ -181,7 +181,7 @@ std::string Device::init(const Loader& l, VkPhysicalDevice phys, size_t index) {
       type_ = LOOM_DEVICE_TYPE_GPU;
       emulated_ = true;
       caps_.speed = OpCaps::Speed::kEmulated;
-      caps_.decode_rows = !disabled("rows");
+      caps_.matmul_rows = !disabled("rows");
       kind = "CPU implementation, emulated";
       break;
     default:

@@ -126,6 +126,19 @@ TEST_F(VulkanDevice, Properties) {
   loom_buffer_type_t* bt = dev_->buffer_type();
   EXPECT_TRUE(dev_->supports_buffer_type(bt));
   // Buffer types, host memory and wrapping: vulkan_memory_test.cpp.
+
+  // `loom devices` says when free memory is unknown (no VK_EXT_memory_budget)
+  // instead of printing 0 free.
+  ProcResult listed = run_loom("devices");
+  ASSERT_EQ(listed.exit_code, 0) << listed.out;
+  const size_t line = listed.out.find("memory:", listed.out.find("  vulkan0 "));
+  ASSERT_NE(line, std::string::npos) << listed.out;
+  const std::string mem = listed.out.substr(line, listed.out.find('\n', line) - line);
+  if (info.memory_free == 0) {
+    EXPECT_NE(mem.find("free unknown"), std::string::npos) << mem;
+  } else {
+    EXPECT_EQ(mem.find("free unknown"), std::string::npos) << mem;
+  }
 }
 
 TEST_F(VulkanDevice, AllocationOverTheLimitsIsAClearErrorAndThePluginStaysUsable) {

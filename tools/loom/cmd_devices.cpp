@@ -115,7 +115,9 @@ void print_text(const registry::Registry& reg) {
     const auto& i = d->info();
     std::printf("  %-8s %-6s %s (plugin %s)\n", i.name.c_str(), registry::device_type_name(i.type),
                 i.description.c_str(), i.plugin.c_str());
-    std::string mem = i.memory_total ? gib(i.memory_total) + " total, " + gib(i.memory_free) + " free"
+    // memory_free 0 means unknown (ABI: "0 if unknown"), not full.
+    std::string mem = i.memory_total ? gib(i.memory_total) + " total, " +
+                                           (i.memory_free ? gib(i.memory_free) + " free" : std::string("free unknown"))
                                      : std::string("unknown");
     std::string ident;
     if (!i.pci_bus_id.empty()) ident += "pci " + i.pci_bus_id;

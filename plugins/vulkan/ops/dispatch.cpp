@@ -195,10 +195,10 @@ std::string plan_mul_mat(const OpCaps& caps, const loom_tensor_t* n, Planner& p,
   const uint64_t batch = static_cast<uint64_t>(b->ne[2] * b->ne[3]);
   d->spec[1] = static_cast<uint32_t>(a->type);
   d->n_spec = 2;
-  // Short rows (attention over a head dimension, tiny models) and decode on
-  // CPU implementations: one invocation per output, no barriers. Decode:
-  // one workgroup per row of A. Prefill: the tiled kernel.
-  if (a->ne[0] < kShortK || (caps.decode_rows && b->ne[1] <= kMatVecMaxN)) {
+  // Short rows (attention over a head dimension, tiny models) and every
+  // matmul on CPU implementations: one invocation per output, no barriers.
+  // Decode: one workgroup per row of A. Prefill: the tiled kernel.
+  if (a->ne[0] < kShortK || caps.matmul_rows) {
     d->shader = "mul_mat_rows";
     LOOM_VK_TRY(p.grid(m * static_cast<uint64_t>(b->ne[1]) * batch, 64));
     return "";

@@ -26,10 +26,10 @@ struct OpCaps {
   // Speed class for loom.cost estimates.
   enum class Speed { kDiscrete, kIntegrated, kEmulated };
   Speed speed = Speed::kDiscrete;
-  // Decode matmuls one invocation per output (mul_mat_rows) instead of a
-  // workgroup per row: CPU implementations, where barriers cost more than
+  // Every matmul one invocation per output (mul_mat_rows) instead of the
+  // workgroup kernels: CPU implementations, where barriers cost more than
   // they share (LOOM_VULKAN_DISABLE=rows turns it off, for tests).
-  bool decode_rows = false;
+  bool matmul_rows = false;
 };
 
 // One tensor as the shaders see it (shaders/common.glsl TensorDesc).

@@ -1,7 +1,7 @@
 #version 450
 // MUL_MAT for short rows (small K, e.g. attention over a head dimension):
 // one invocation per output element, a serial dot product over k, no
-// shared memory or barriers (also decode on CPU implementations, where
+// shared memory or barriers (every matmul on CPU implementations, where
 // barriers cost more than they share). Spec constant 1: A's type.
 // Invocations run over (m, n, batch) flattened, m fastest.
 #include "common.glsl"
