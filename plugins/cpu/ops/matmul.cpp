@@ -6,9 +6,13 @@
 // path (B rows contiguous, the usual case) dequantizes blocks of kRowBlock
 // rows of A and dots each with every row of B in f32 with 8 independent
 // accumulators (vectorizable), so one row of B is read from cache once per
-// block instead of once per row. LOOM_CPU_REFERENCE=1 forces the reference
+// block instead of once per row. With AVX2 (the cpu-avx2 variant) and Q8_0 /
+// Q4_0 A times at most kFusedMaxN columns (decode), blocks are dequantized
+// in registers inside the dot instead (no f32 copy of the row): the scale
+// multiplies each block's sum. B stays f32 (activations are not quantized),
+// so results keep f32 accuracy. LOOM_CPU_REFERENCE=1 forces the reference
 // path (for comparisons).
-#ifdef __F16C__
+#if defined(__F16C__) || defined(__AVX2__)
 #include <immintrin.h>
 #endif
 
@@ -64,6 +68,77 @@ inline float dot_f32(const float* a, const float* b, int64_t n) {
   for (; k < n; ++k) s += a[k] * b[k];
   return s;
 }
+
+#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+constexpr bool kFusedQuant = true;
+constexpr int64_t kFusedMaxN = 4;
+
+inline float hsum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+// 8 signed bytes (the low half of q) as 8 floats.
+inline __m256 bytes_to_ps(__m128i q) { return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)); }
+
+// sum_k A[k] * b[k] over one row of nblk quantized blocks.
+inline float dot_q8_0(const loom_block_q8_0_t* blk, const float* b, int64_t nblk) {
+  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+  for (int64_t i = 0; i < nblk; ++i) {
+    const __m128i q0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk[i].qs));
+    const __m128i q1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk[i].qs + 16));
+    const float* x = b + i * LOOM_QK8_0;
+    __m256 s0 = _mm256_mul_ps(bytes_to_ps(q0), _mm256_loadu_ps(x));
+    __m256 s1 = _mm256_mul_ps(bytes_to_ps(_mm_unpackhi_epi64(q0, q0)), _mm256_loadu_ps(x + 8));
+    s0 = _mm256_fmadd_ps(bytes_to_ps(q1), _mm256_loadu_ps(x + 16), s0);
+    s1 = _mm256_fmadd_ps(bytes_to_ps(_mm_unpackhi_epi64(q1, q1)), _mm256_loadu_ps(x + 24), s1);
+    const __m256 d = _mm256_set1_ps(_cvtsh_ss(blk[i].d));
+    if (i & 1) {
+      acc1 = _mm256_fmadd_ps(d, _mm256_add_ps(s0, s1), acc1);
+    } else {
+      acc0 = _mm256_fmadd_ps(d, _mm256_add_ps(s0, s1), acc0);
+    }
+  }
+  return hsum(_mm256_add_ps(acc0, acc1));
+}
+
+inline float dot_q4_0(const loom_block_q4_0_t* blk, const float* b, int64_t nblk) {
+  const __m128i low4 = _mm_set1_epi8(0x0F);
+  const __m128i eight = _mm_set1_epi8(8);
+  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+  for (int64_t i = 0; i < nblk; ++i) {
+    const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk[i].qs));
+    const __m128i lo = _mm_sub_epi8(_mm_and_si128(q, low4), eight);                      // k 0..15
+    const __m128i hi = _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(q, 4), low4), eight);  // k 16..31
+    const float* x = b + i * LOOM_QK4_0;
+    __m256 s0 = _mm256_mul_ps(bytes_to_ps(lo), _mm256_loadu_ps(x));
+    __m256 s1 = _mm256_mul_ps(bytes_to_ps(_mm_unpackhi_epi64(lo, lo)), _mm256_loadu_ps(x + 8));
+    s0 = _mm256_fmadd_ps(bytes_to_ps(hi), _mm256_loadu_ps(x + 16), s0);
+    s1 = _mm256_fmadd_ps(bytes_to_ps(_mm_unpackhi_epi64(hi, hi)), _mm256_loadu_ps(x + 24), s1);
+    const __m256 d = _mm256_set1_ps(_cvtsh_ss(blk[i].d));
+    if (i & 1) {
+      acc1 = _mm256_fmadd_ps(d, _mm256_add_ps(s0, s1), acc1);
+    } else {
+      acc0 = _mm256_fmadd_ps(d, _mm256_add_ps(s0, s1), acc0);
+    }
+  }
+  return hsum(_mm256_add_ps(acc0, acc1));
+}
+
+// Row i1 of quantized A dotted with b (k_len floats).
+inline float dot_quant_row(const loom_tensor_t* a, int64_t i1, int64_t i2, int64_t i3, const float* b) {
+  const char* row = row_ptr(a, i1, i2, i3);
+  if (a->type == LOOM_TYPE_Q8_0)
+    return dot_q8_0(reinterpret_cast<const loom_block_q8_0_t*>(row), b, a->ne[0] / LOOM_QK8_0);
+  return dot_q4_0(reinterpret_cast<const loom_block_q4_0_t*>(row), b, a->ne[0] / LOOM_QK4_0);
+}
+#else
+constexpr bool kFusedQuant = false;
+constexpr int64_t kFusedMaxN = 0;
+inline float dot_quant_row(const loom_tensor_t*, int64_t, int64_t, int64_t, const float*) { return 0.0f; }
+#endif
 
 // Row i1 of A as f32: a pointer into A itself for contiguous f32 rows,
 // else widened into `scratch` — inline here (not common::to_float_row) so
@@ -133,7 +208,10 @@ void mul_mat_fast(const loom_tensor_t* dst, int ith, int nth) {
   const int64_t m_blocks = (m_len + kRowBlock - 1) / kRowBlock;
   int64_t w0, w1;
   common::split_range(m_blocks * b->ne[2] * b->ne[3], ith, nth, &w0, &w1);
-  std::vector<float> rows(static_cast<size_t>(kRowBlock * k_len));
+  // Decode with quantized A: dequantize inside the dot (no scratch rows).
+  const bool fused =
+      kFusedQuant && n_len <= kFusedMaxN && (a->type == LOOM_TYPE_Q8_0 || a->type == LOOM_TYPE_Q4_0);
+  std::vector<float> rows(fused ? 0 : static_cast<size_t>(kRowBlock * k_len));
   const bool dst_dense = dst->nb[0] == sizeof(float);
   for (int64_t w = w0; w < w1; ++w) {
     const int64_t mb = w % m_blocks;
@@ -142,12 +220,14 @@ void mul_mat_fast(const loom_tensor_t* dst, int ith, int nth) {
     const int64_t m0 = mb * kRowBlock;
     const int64_t nr = std::min(kRowBlock, m_len - m0);
     const float* arows[kRowBlock];
-    for (int64_t r = 0; r < nr; ++r) arows[r] = widen_row(a, m0 + r, i2 / r2, i3 / r3, rows.data() + r * k_len);
+    if (!fused) {
+      for (int64_t r = 0; r < nr; ++r) arows[r] = widen_row(a, m0 + r, i2 / r2, i3 / r3, rows.data() + r * k_len);
+    }
     for (int64_t n = 0; n < n_len; ++n) {
       const auto* brow = reinterpret_cast<const float*>(row_ptr(b, n, i2, i3));
       char* out = elem_ptr(dst, m0, n, i2, i3);
       for (int64_t r = 0; r < nr; ++r) {
-        const float v = dot_f32(arows[r], brow, k_len);
+        const float v = fused ? dot_quant_row(a, m0 + r, i2 / r2, i3 / r3, brow) : dot_f32(arows[r], brow, k_len);
         if (dst_dense) {
           reinterpret_cast<float*>(out)[r] = v;
         } else {
