@@ -4,9 +4,9 @@
 // each row of A is dequantized once into a f32 scratch and dotted with every
 // column n of B through B's byte strides, accumulating in double. The fast
 // path (B rows contiguous, the usual case) dequantizes blocks of kRowBlock
-// rows of A and dots each with every row of B in f32 with 8 independent
-// accumulators (vectorizable), so one row of B is read from cache once per
-// block instead of once per row. With AVX2 (the cpu-avx2 variant) and Q8_0 /
+// rows of A and dots them with the rows of B in f32, kTileM rows of A by
+// kTileN rows of B at a time (register tiles: each loaded vector serves
+// several products), so B is read from cache once per block of A. With AVX2 (the cpu-avx2 variant) and Q8_0 /
 // Q4_0 A times at most kFusedMaxN columns (decode), blocks are dequantized
 // in registers inside the dot instead (no f32 copy of the row): the scale
 // multiplies each block's sum. B stays f32 (activations are not quantized),
@@ -140,6 +140,36 @@ constexpr int64_t kFusedMaxN = 0;
 inline float dot_quant_row(const loom_tensor_t*, int64_t, int64_t, int64_t, const float*) { return 0.0f; }
 #endif
 
+// out[r][c] = dot(a[r], b[c]) over n floats for a kTileM x kTileN tile:
+// every loaded vector of A is used kTileN times and of B kTileM times
+// (register blocking), against once per multiply in dot_f32.
+constexpr int kTileM = 4;
+constexpr int kTileN = 3;
+inline void dot_tile(const float* const* a, const float* const* b, int64_t n, float out[kTileM][kTileN]) {
+  vf acc[kTileM][kTileN] = {};
+  int64_t k = 0;
+  for (; k + kLanes <= n; k += kLanes) {
+    vf bv[kTileN];
+    for (int c = 0; c < kTileN; ++c) bv[c] = loadv(b[c] + k);
+    for (int r = 0; r < kTileM; ++r) {
+      const vf av = loadv(a[r] + k);
+      for (int c = 0; c < kTileN; ++c) acc[r][c] += av * bv[c];
+    }
+  }
+  for (int r = 0; r < kTileM; ++r) {
+    for (int c = 0; c < kTileN; ++c) {
+      float s = 0.0f;
+      for (int j = 0; j < kLanes; ++j) s += acc[r][c][j];
+      for (int64_t kk = k; kk < n; ++kk) s += a[r][kk] * b[c][kk];
+      out[r][c] = s;
+    }
+  }
+}
+
+inline void store_out(const loom_tensor_t* dst, int64_t m, int64_t n, int64_t i2, int64_t i3, float v) {
+  std::memcpy(elem_ptr(dst, m, n, i2, i3), &v, 4);
+}
+
 // Row i1 of A as f32: a pointer into A itself for contiguous f32 rows,
 // else widened into `scratch` — inline here (not common::to_float_row) so
 // the AVX2 build vectorizes it, with F16C conversion where available.
@@ -223,7 +253,26 @@ void mul_mat_fast(const loom_tensor_t* dst, int ith, int nth) {
     if (!fused) {
       for (int64_t r = 0; r < nr; ++r) arows[r] = widen_row(a, m0 + r, i2 / r2, i3 / r3, rows.data() + r * k_len);
     }
-    for (int64_t n = 0; n < n_len; ++n) {
+    int64_t n = 0;
+    if (!fused) {
+      // Whole tiles of kTileN columns: register-blocked dots.
+      for (; n + kTileN <= n_len; n += kTileN) {
+        const float* bcols[kTileN];
+        for (int c = 0; c < kTileN; ++c) bcols[c] = reinterpret_cast<const float*>(row_ptr(b, n + c, i2, i3));
+        int64_t r = 0;
+        for (; r + kTileM <= nr; r += kTileM) {
+          float t[kTileM][kTileN];
+          dot_tile(arows + r, bcols, k_len, t);
+          for (int i = 0; i < kTileM; ++i) {
+            for (int c = 0; c < kTileN; ++c) store_out(dst, m0 + r + i, n + c, i2, i3, t[i][c]);
+          }
+        }
+        for (; r < nr; ++r) {
+          for (int c = 0; c < kTileN; ++c) store_out(dst, m0 + r, n + c, i2, i3, dot_f32(arows[r], bcols[c], k_len));
+        }
+      }
+    }
+    for (; n < n_len; ++n) {
       const auto* brow = reinterpret_cast<const float*>(row_ptr(b, n, i2, i3));
       char* out = elem_ptr(dst, m0, n, i2, i3);
       for (int64_t r = 0; r < nr; ++r) {
