@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "common/fp16.h"
+#include "common/quant.h"
 #include "ops/ops.h"
 
 namespace loom::cpu {
@@ -287,15 +288,77 @@ void mul_mat_fast(const loom_tensor_t* dst, int ith, int nth) {
   }
 }
 
+// y[0..n) += s * x[0..n), in vector lanes.
+inline void axpy(float* y, const float* x, float s, int64_t n) {
+  vf sv;
+  for (int j = 0; j < kLanes; ++j) sv[j] = s;
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    vf yv = loadv(y + i);
+    yv += sv * loadv(x + i);
+    std::memcpy(y + i, &yv, sizeof yv);
+  }
+  for (; i < n; ++i) y[i] += s * x[i];
+}
+
+// A whose columns are contiguous (nb[1] = element size: a transposed view,
+// like attention's V^T over the KV cache): dst[:, n] = sum_k B[k, n] * A[k, :],
+// one contiguous vector of A per k, instead of gathering each strided row of
+// A. f32 sums over runs of kRun rows of A, added up in double.
+bool columns_contiguous(const loom_tensor_t* a) {
+  return (a->type == LOOM_TYPE_F32 && a->nb[1] == sizeof(float)) || (a->type == LOOM_TYPE_F16 && a->nb[1] == 2);
+}
+
+void mul_mat_columns(const loom_tensor_t* dst, int ith, int nth) {
+  constexpr int64_t kRun = 32;
+  const loom_tensor_t* a = dst->src[0];
+  const loom_tensor_t* b = dst->src[1];
+  const int64_t k_len = a->ne[0];
+  const int64_t m_len = a->ne[1];
+  const int64_t n_len = b->ne[1];
+  const int64_t r2 = b->ne[2] / a->ne[2];
+  const int64_t r3 = b->ne[3] / a->ne[3];
+  int64_t w0, w1;
+  common::split_range(n_len * b->ne[2] * b->ne[3], ith, nth, &w0, &w1);
+  std::vector<float> run(static_cast<size_t>(m_len)), col(static_cast<size_t>(m_len));
+  std::vector<double> total(static_cast<size_t>(m_len));
+  for (int64_t w = w0; w < w1; ++w) {
+    const int64_t n = w % n_len;
+    const int64_t i2 = (w / n_len) % b->ne[2];
+    const int64_t i3 = w / (n_len * b->ne[2]);
+    const auto* brow = reinterpret_cast<const float*>(row_ptr(b, n, i2, i3));
+    std::fill(total.begin(), total.end(), 0.0);
+    for (int64_t k0 = 0; k0 < k_len; k0 += kRun) {
+      std::fill(run.begin(), run.end(), 0.0f);
+      for (int64_t k = k0; k < std::min(k_len, k0 + kRun); ++k) {
+        const char* ak = static_cast<const char*>(a->data) + k * static_cast<int64_t>(a->nb[0]) +
+                         (i2 / r2) * static_cast<int64_t>(a->nb[2]) + (i3 / r3) * static_cast<int64_t>(a->nb[3]);
+        const float* av = reinterpret_cast<const float*>(ak);
+        if (a->type == LOOM_TYPE_F16 || reinterpret_cast<uintptr_t>(ak) % alignof(float) != 0) {
+          common::to_float_row(a->type, ak, col.data(), m_len);
+          av = col.data();
+        }
+        axpy(run.data(), av, brow[k], m_len);
+      }
+      for (int64_t m = 0; m < m_len; ++m) total[m] += run[m];
+    }
+    for (int64_t m = 0; m < m_len; ++m) store_out(dst, m, n, i2, i3, static_cast<float>(total[m]));
+  }
+}
+
 }  // namespace
 
 void kernel_mul_mat(const loom_tensor_t* dst, int ith, int nth) {
-  // B rows of contiguous, 4-byte-aligned f32: the fast path.
+  // B rows of contiguous, 4-byte-aligned f32: the fast paths.
   const loom_tensor_t* bsrc = dst->src[1];
   if (!force_reference() && bsrc->type == LOOM_TYPE_F32 && bsrc->nb[0] == sizeof(float) &&
       reinterpret_cast<uintptr_t>(bsrc->data) % alignof(float) == 0 && bsrc->nb[1] % sizeof(float) == 0 &&
       bsrc->nb[2] % sizeof(float) == 0 && bsrc->nb[3] % sizeof(float) == 0) {
-    mul_mat_fast(dst, ith, nth);
+    if (columns_contiguous(dst->src[0]) && dst->src[0]->nb[0] != dst->src[0]->nb[1]) {
+      mul_mat_columns(dst, ith, nth);
+    } else {
+      mul_mat_fast(dst, ith, nth);
+    }
     return;
   }
   const loom_tensor_t* a = dst->src[0];
