@@ -389,9 +389,7 @@ Device::~Device() {
   if (device_ == VK_NULL_HANDLE) return;
   if (vk_.vkDeviceWaitIdle) vk_.vkDeviceWaitIdle(device_);
   pipelines_.reset();
-  if (staging_map_) vk_.vkUnmapMemory(device_, staging_mem_);
-  if (staging_) vk_.vkDestroyBuffer(device_, staging_, nullptr);
-  if (staging_mem_) vk_.vkFreeMemory(device_, staging_mem_, nullptr);
+  free_mapped(&staging_);
   if (once_fence_) vk_.vkDestroyFence(device_, once_fence_, nullptr);
   if (timeline_) vk_.vkDestroySemaphore(device_, timeline_, nullptr);
   if (once_pool_) vk_.vkDestroyCommandPool(device_, once_pool_, nullptr);
@@ -508,37 +506,46 @@ loom_status_t* Device::run_once_locked(const char* where,
   return nullptr;
 }
 
-loom_status_t* Device::ensure_staging(const char* where) {
-  if (staging_) return nullptr;
-  const std::string w = std::string(where) + "] " + name_ + " staging";
+loom_status_t* Device::make_mapped(VkDeviceSize size, VkBufferUsageFlags usage,
+                                   const std::string& where, MappedBuffer* out) {
   VkBufferCreateInfo bci{};
   bci.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO;
-  bci.size = kStagingBytes;
-  bci.usage = VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
-  VkResult r = vk_.vkCreateBuffer(device_, &bci, nullptr, &staging_);
-  if (r != VK_SUCCESS) {
-    staging_ = VK_NULL_HANDLE;
-    return vk_status(w, "vkCreateBuffer", r);
-  }
+  bci.size = size;
+  bci.usage = usage;
+  MappedBuffer b;
+  VkResult r = vk_.vkCreateBuffer(device_, &bci, nullptr, &b.buffer);
+  if (r != VK_SUCCESS) return vk_status(where, "vkCreateBuffer", r);
   VkMemoryRequirements req{};
-  vk_.vkGetBufferMemoryRequirements(device_, staging_, &req);
+  vk_.vkGetBufferMemoryRequirements(device_, b.buffer, &req);
   VkMemoryAllocateInfo mai{};
   mai.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO;
   mai.allocationSize = req.size;
   mai.memoryTypeIndex = staging_mem_type_;
-  r = vk_.vkAllocateMemory(device_, &mai, nullptr, &staging_mem_);
+  r = vk_.vkAllocateMemory(device_, &mai, nullptr, &b.memory);
+  if (r != VK_SUCCESS) b.memory = VK_NULL_HANDLE;
   void* p = nullptr;
-  if (r == VK_SUCCESS) r = vk_.vkBindBufferMemory(device_, staging_, staging_mem_, 0);
-  if (r == VK_SUCCESS) r = vk_.vkMapMemory(device_, staging_mem_, 0, VK_WHOLE_SIZE, 0, &p);
+  if (r == VK_SUCCESS) r = vk_.vkBindBufferMemory(device_, b.buffer, b.memory, 0);
+  if (r == VK_SUCCESS) r = vk_.vkMapMemory(device_, b.memory, 0, VK_WHOLE_SIZE, 0, &p);
   if (r != VK_SUCCESS) {
-    if (staging_mem_) vk_.vkFreeMemory(device_, staging_mem_, nullptr);
-    vk_.vkDestroyBuffer(device_, staging_, nullptr);
-    staging_ = VK_NULL_HANDLE;
-    staging_mem_ = VK_NULL_HANDLE;
-    return vk_status(w, "vkAllocateMemory/vkMapMemory", r);
+    free_mapped(&b);
+    return vk_status(where, "vkAllocateMemory/vkMapMemory", r);
   }
-  staging_map_ = static_cast<uint8_t*>(p);
+  b.map = static_cast<uint8_t*>(p);
+  *out = b;
   return nullptr;
+}
+
+void Device::free_mapped(MappedBuffer* b) {
+  if (b->map) vk_.vkUnmapMemory(device_, b->memory);
+  if (b->buffer) vk_.vkDestroyBuffer(device_, b->buffer, nullptr);
+  if (b->memory) vk_.vkFreeMemory(device_, b->memory, nullptr);
+  *b = MappedBuffer{};
+}
+
+loom_status_t* Device::ensure_staging(const char* where) {
+  if (staging_.buffer) return nullptr;
+  return make_mapped(kStagingBytes, VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT,
+                     std::string(where) + "] " + name_ + " staging", &staging_);
 }
 
 loom_status_t* Device::staged_write(VkBuffer dst, uint64_t offset, const void* src, size_t size) {
@@ -547,10 +554,10 @@ loom_status_t* Device::staged_write(VkBuffer dst, uint64_t offset, const void* s
   const auto* in = static_cast<const uint8_t*>(src);
   for (size_t done = 0; done < size;) {
     const size_t n = std::min<size_t>(size - done, kStagingBytes);
-    std::memcpy(staging_map_, in + done, n);
+    std::memcpy(staging_.map, in + done, n);
     VkBufferCopy region{0, offset + done, n};
     loom_status_t* st = run_once_locked("set_tensor", [&](VkCommandBuffer cb) {
-      vk_.vkCmdCopyBuffer(cb, staging_, dst, 1, &region);
+      vk_.vkCmdCopyBuffer(cb, staging_.buffer, dst, 1, &region);
     });
     if (st) return st;
     done += n;
@@ -566,10 +573,10 @@ loom_status_t* Device::staged_read(VkBuffer src, uint64_t offset, void* dst, siz
     const size_t n = std::min<size_t>(size - done, kStagingBytes);
     VkBufferCopy region{offset + done, 0, n};
     loom_status_t* st = run_once_locked("get_tensor", [&](VkCommandBuffer cb) {
-      vk_.vkCmdCopyBuffer(cb, src, staging_, 1, &region);
+      vk_.vkCmdCopyBuffer(cb, src, staging_.buffer, 1, &region);
     });
     if (st) return st;
-    std::memcpy(out + done, staging_map_, n);
+    std::memcpy(out + done, staging_.map, n);
     done += n;
   }
   return nullptr;

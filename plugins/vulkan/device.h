@@ -26,6 +26,15 @@ namespace loom::vulkan {
 // RESOURCE_EXHAUSTED for out-of-memory results).
 loom_status_t* vk_status(const std::string& where, const char* call, VkResult r);
 
+// A buffer in host-visible coherent memory, mapped for its lifetime
+// (staging, the streams' copy rings, error words). Made and freed by the
+// device; all members null until made.
+struct MappedBuffer {
+  VkBuffer buffer = VK_NULL_HANDLE;
+  VkDeviceMemory memory = VK_NULL_HANDLE;
+  uint8_t* map = nullptr;
+};
+
 class Device {
  public:
   // Opens physical device `phys` as "vulkan<index>"; nullptr and *why when
@@ -80,6 +89,12 @@ class Device {
   // The same with once_mutex_ already held.
   loom_status_t* run_once_locked(const char* where,
                                  const std::function<void(VkCommandBuffer)>& fill);
+
+  // A mapped host-visible buffer of `size` bytes for `usage` (on failure a
+  // status naming `where`, and *out left empty); free_mapped releases it.
+  loom_status_t* make_mapped(VkDeviceSize size, VkBufferUsageFlags usage, const std::string& where,
+                             MappedBuffer* out);
+  void free_mapped(MappedBuffer* b);
 
   // Host <-> device copies through the staging buffer (devices whose
   // memory cannot be mapped), in chunks, waiting for each.
@@ -149,9 +164,7 @@ class Device {
 
   // Staging (host visible, mapped), guarded by once_mutex_.
   loom_status_t* ensure_staging(const char* where);
-  VkBuffer staging_ = VK_NULL_HANDLE;
-  VkDeviceMemory staging_mem_ = VK_NULL_HANDLE;
-  uint8_t* staging_map_ = nullptr;
+  MappedBuffer staging_;
 
   std::mutex buffers_mutex_;
   std::multimap<uint64_t, Buffer*> buffers_;  // by base address

@@ -129,32 +129,9 @@ loom_status_t* Stream::init() {
   r = vk.vkCreateDescriptorPool(dev, &dci, nullptr, &desc_pool_);
   if (r != VK_SUCCESS) return vk_status(w, "vkCreateDescriptorPool", r);
 
-  VkBufferCreateInfo bci{};
-  bci.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO;
-  bci.size = 256;
-  bci.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT;
-  r = vk.vkCreateBuffer(dev, &bci, nullptr, &err_buf_);
-  if (r != VK_SUCCESS) {
-    err_buf_ = VK_NULL_HANDLE;
-    return vk_status(w, "vkCreateBuffer", r);
-  }
-  VkMemoryRequirements req{};
-  vk.vkGetBufferMemoryRequirements(dev, err_buf_, &req);
-  VkMemoryAllocateInfo mai{};
-  mai.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO;
-  mai.allocationSize = req.size;
-  mai.memoryTypeIndex = device_->staging_memory_type();
-  r = vk.vkAllocateMemory(dev, &mai, nullptr, &err_mem_);
-  if (r != VK_SUCCESS) {
-    err_mem_ = VK_NULL_HANDLE;
-    return vk_status(w, "vkAllocateMemory", r);
-  }
-  r = vk.vkBindBufferMemory(dev, err_buf_, err_mem_, 0);
-  if (r != VK_SUCCESS) return vk_status(w, "vkBindBufferMemory", r);
-  void* p = nullptr;
-  r = vk.vkMapMemory(dev, err_mem_, 0, VK_WHOLE_SIZE, 0, &p);
-  if (r != VK_SUCCESS) return vk_status(w, "vkMapMemory", r);
-  err_map_ = static_cast<uint32_t*>(p);
+  if (loom_status_t* st = device_->make_mapped(256, VK_BUFFER_USAGE_STORAGE_BUFFER_BIT, w + " error words", &err_))
+    return st;
+  err_map_ = reinterpret_cast<uint32_t*>(err_.map);
   generation_ = device_->buffer_generation();
   return nullptr;
 }
@@ -168,13 +145,9 @@ Stream::~Stream() {
     if (loom_status_t* st = device_->wait_value(transfers_.back().value, "stream_destroy"))
       common::host_services()->status_free(st);
   }
-  if (ring_map_) vk.vkUnmapMemory(dev, ring_mem_);
-  if (ring_) vk.vkDestroyBuffer(dev, ring_, nullptr);
-  if (ring_mem_) vk.vkFreeMemory(dev, ring_mem_, nullptr);
+  device_->free_mapped(&ring_);
   if (deferred_) common::host_services()->status_free(deferred_);
-  if (err_map_) vk.vkUnmapMemory(dev, err_mem_);
-  if (err_buf_) vk.vkDestroyBuffer(dev, err_buf_, nullptr);
-  if (err_mem_) vk.vkFreeMemory(dev, err_mem_, nullptr);
+  device_->free_mapped(&err_);
   if (desc_pool_) vk.vkDestroyDescriptorPool(dev, desc_pool_, nullptr);
   if (fence_) vk.vkDestroyFence(dev, fence_, nullptr);
   if (pool_) vk.vkDestroyCommandPool(dev, pool_, nullptr);  // frees every command buffer
@@ -278,7 +251,7 @@ loom_status_t* Stream::descriptor_set(const Dispatch& d, VkDescriptorSet* out) {
   VkDescriptorBufferInfo infos[4] = {{d.buffers[0], d.bind_offset[0], d.bind_range[0]},
                                      {d.buffers[1], d.bind_offset[1], d.bind_range[1]},
                                      {d.buffers[2], d.bind_offset[2], d.bind_range[2]},
-                                     {err_buf_, 0, VK_WHOLE_SIZE}};
+                                     {err_.buffer, 0, VK_WHOLE_SIZE}};
   VkWriteDescriptorSet writes[4] = {};
   for (uint32_t i = 0; i < 4; ++i) {
     writes[i].sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET;
@@ -584,45 +557,16 @@ loom_status_t* Stream::locate(const char* op, const loom_tensor_t* t, size_t off
 }
 
 loom_status_t* Stream::ensure_ring() {
-  if (ring_ != VK_NULL_HANDLE) return nullptr;
-  const DeviceFuncs& vk = device_->vk();
-  VkDevice dev = device_->device();
-  const std::string w = "set_tensor_async] " + device_->name() + " staging ring";
-  VkBufferCreateInfo bci{};
-  bci.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO;
-  bci.size = kRingBytes;
-  bci.usage = VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
-  VkResult r = vk.vkCreateBuffer(dev, &bci, nullptr, &ring_);
-  if (r != VK_SUCCESS) {
-    ring_ = VK_NULL_HANDLE;
-    return vk_status(w, "vkCreateBuffer", r);
-  }
-  VkMemoryRequirements req{};
-  vk.vkGetBufferMemoryRequirements(dev, ring_, &req);
-  VkMemoryAllocateInfo mai{};
-  mai.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO;
-  mai.allocationSize = req.size;
-  mai.memoryTypeIndex = device_->staging_memory_type();
-  r = vk.vkAllocateMemory(dev, &mai, nullptr, &ring_mem_);
-  void* p = nullptr;
-  if (r == VK_SUCCESS) r = vk.vkBindBufferMemory(dev, ring_, ring_mem_, 0);
-  if (r == VK_SUCCESS) r = vk.vkMapMemory(dev, ring_mem_, 0, VK_WHOLE_SIZE, 0, &p);
-  if (r != VK_SUCCESS) {
-    if (ring_mem_) vk.vkFreeMemory(dev, ring_mem_, nullptr);
-    vk.vkDestroyBuffer(dev, ring_, nullptr);
-    ring_ = VK_NULL_HANDLE;
-    ring_mem_ = VK_NULL_HANDLE;
-    return vk_status(w, "vkAllocateMemory/vkMapMemory", r);
-  }
-  ring_map_ = static_cast<uint8_t*>(p);
-  return nullptr;
+  if (ring_.buffer != VK_NULL_HANDLE) return nullptr;
+  return device_->make_mapped(kRingBytes, VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT,
+                              "set_tensor_async] " + device_->name() + " staging ring", &ring_);
 }
 
 loom_status_t* Stream::retire_one() {
   Transfer t = transfers_.front();
   if (loom_status_t* st = device_->wait_value(t.value, "synchronize")) return st;
   transfers_.pop_front();
-  if (t.host_dst) std::memcpy(t.host_dst, ring_map_ + t.begin, t.end - t.begin);
+  if (t.host_dst) std::memcpy(t.host_dst, ring_.map + t.begin, t.end - t.begin);
   free_copy_cbs_.push_back(t.cb);
   return nullptr;
 }
@@ -726,9 +670,9 @@ loom_status_t* Stream::set_tensor_async(loom_tensor_t* t, const void* data, size
     const uint64_t n = std::min<uint64_t>(size - done, kRingBytes);
     uint64_t slot = 0;
     if (loom_status_t* st = reserve(n, &slot)) return st;
-    std::memcpy(ring_map_ + slot, in + done, n);
+    std::memcpy(ring_.map + slot, in + done, n);
     const VkBufferCopy region{slot, at + done, n};
-    VkBuffer ring = ring_;
+    VkBuffer ring = ring_.buffer;
     if (loom_status_t* st = submit_copy("set_tensor_async", slot, slot + n, nullptr,
                                         [&](VkCommandBuffer cb) {
                                           vk.vkCmdCopyBuffer(cb, ring, dst, 1, &region);
@@ -763,7 +707,7 @@ loom_status_t* Stream::get_tensor_async(const loom_tensor_t* t, void* data, size
     uint64_t slot = 0;
     if (loom_status_t* st = reserve(n, &slot)) return st;
     const VkBufferCopy region{at + done, slot, n};
-    VkBuffer ring = ring_;
+    VkBuffer ring = ring_.buffer;
     if (loom_status_t* st = submit_copy("get_tensor_async", slot, slot + n, out + done,
                                         [&](VkCommandBuffer cb) {
                                           vk.vkCmdCopyBuffer(cb, src, ring, 1, &region);

@@ -23,6 +23,7 @@
 #include <utility>
 #include <vector>
 
+#include "device.h"  // MappedBuffer
 #include "loader.h"
 #include "loom/plugin.h"
 #include "ops/ops.h"
@@ -118,9 +119,8 @@ class Stream {
   static SetKey set_key(const Dispatch& d);
   std::map<SetKey, VkDescriptorSet> sets_;
   // Error words the shaders write (bad row index), host visible.
-  VkBuffer err_buf_ = VK_NULL_HANDLE;
-  VkDeviceMemory err_mem_ = VK_NULL_HANDLE;
-  uint32_t* err_map_ = nullptr;
+  MappedBuffer err_;
+  uint32_t* err_map_ = nullptr;  // err_.map as words
   uint64_t generation_ = 0;
   bool pending_ = false;               // submitted, fence not yet seen signalled
   uint64_t last_value_ = 0;            // timeline value of the last submission (graph or copy)
@@ -128,9 +128,7 @@ class Stream {
   std::vector<std::pair<int32_t, std::string>> pending_nodes_;  // row ops of the pending graph
   std::vector<Recorded> recorded_;
   // Staging ring for queued copies (host visible, mapped), made on first use.
-  VkBuffer ring_ = VK_NULL_HANDLE;
-  VkDeviceMemory ring_mem_ = VK_NULL_HANDLE;
-  uint8_t* ring_map_ = nullptr;
+  MappedBuffer ring_;
   uint64_t ring_head_ = 0;
   std::deque<Transfer> transfers_;
   std::vector<VkCommandBuffer> free_copy_cbs_;

@@ -22,13 +22,7 @@ constexpr double kMacPerUs = 10000.0;  // fast-path multiply-adds per thread
 constexpr double kSpeedup = 1.0;
 constexpr double kMacPerUs = 4000.0;
 #endif
-#ifdef __AVX2__
-constexpr double kFusedMacPerUs = 6000.0;  // quantized A, dequantized in the dot (matmul.cpp)
-constexpr int64_t kFusedMaxN = 4;
-#else
-constexpr double kFusedMacPerUs = 0.0;
-constexpr int64_t kFusedMaxN = 0;
-#endif
+constexpr double kFusedMacPerUs = 6000.0;  // quantized A dequantized in the dot (kFusedQuantMaxN)
 
 double widen_per_us(int32_t type) {
   return kSpeedup * [&] {
@@ -62,7 +56,7 @@ double op_time_us(const loom_tensor_t* node, int threads) {
   if (node->op == LOOM_OP_MUL_MAT) {
     if (!fast_mul_mat(node)) return wake_us + work / (800.0 * nth);
     const loom_tensor_t* a = node->src[0];
-    if ((a->type == LOOM_TYPE_Q8_0 || a->type == LOOM_TYPE_Q4_0) && node->ne[1] <= kFusedMaxN)
+    if ((a->type == LOOM_TYPE_Q8_0 || a->type == LOOM_TYPE_Q4_0) && node->ne[1] <= kFusedQuantMaxN)
       return wake_us + work / (kFusedMacPerUs * nth);
     // Each weight row is widened once per (row, batch) slice of the result.
     const double widened = static_cast<double>(a->ne[0]) * static_cast<double>(a->ne[1]) *

@@ -7,7 +7,7 @@
 // rows of A and dots them with the rows of B in f32, kTileM rows of A by
 // kTileN rows of B at a time (register tiles: each loaded vector serves
 // several products), so B is read from cache once per block of A. With AVX2 (the cpu-avx2 variant) and Q8_0 /
-// Q4_0 A times at most kFusedMaxN columns (decode), blocks are dequantized
+// Q4_0 A times at most kFusedQuantMaxN columns (decode), blocks are dequantized
 // in registers inside the dot instead (no f32 copy of the row): the scale
 // multiplies each block's sum. B stays f32 (activations are not quantized),
 // so results keep f32 accuracy. LOOM_CPU_REFERENCE=1 forces the reference
@@ -70,9 +70,7 @@ inline float dot_f32(const float* a, const float* b, int64_t n) {
   return s;
 }
 
-#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
-constexpr bool kFusedQuant = true;
-constexpr int64_t kFusedMaxN = 4;
+#if LOOM_CPU_FUSED_QUANT
 
 inline float hsum(__m256 v) {
   __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -84,48 +82,40 @@ inline float hsum(__m256 v) {
 // 8 signed bytes (the low half of q) as 8 floats.
 inline __m256 bytes_to_ps(__m128i q) { return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)); }
 
-// sum_k A[k] * b[k] over one row of nblk quantized blocks.
-inline float dot_q8_0(const loom_block_q8_0_t* blk, const float* b, int64_t nblk) {
-  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+// sum_k A[k] * b[k] over one row of nblk quantized blocks of 32: unpack(block,
+// &q0, &q1) gives the block's quants as signed bytes, k 0..15 and 16..31;
+// each block's sum is scaled by its d. Two accumulators over alternate blocks.
+template <typename Block, typename Unpack>
+inline float dot_blocks(const Block* blk, const float* b, int64_t nblk, Unpack unpack) {
+  __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
   for (int64_t i = 0; i < nblk; ++i) {
-    const __m128i q0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk[i].qs));
-    const __m128i q1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk[i].qs + 16));
-    const float* x = b + i * LOOM_QK8_0;
+    __m128i q0, q1;
+    unpack(blk[i], &q0, &q1);
+    const float* x = b + i * 32;
     __m256 s0 = _mm256_mul_ps(bytes_to_ps(q0), _mm256_loadu_ps(x));
     __m256 s1 = _mm256_mul_ps(bytes_to_ps(_mm_unpackhi_epi64(q0, q0)), _mm256_loadu_ps(x + 8));
     s0 = _mm256_fmadd_ps(bytes_to_ps(q1), _mm256_loadu_ps(x + 16), s0);
     s1 = _mm256_fmadd_ps(bytes_to_ps(_mm_unpackhi_epi64(q1, q1)), _mm256_loadu_ps(x + 24), s1);
-    const __m256 d = _mm256_set1_ps(_cvtsh_ss(blk[i].d));
-    if (i & 1) {
-      acc1 = _mm256_fmadd_ps(d, _mm256_add_ps(s0, s1), acc1);
-    } else {
-      acc0 = _mm256_fmadd_ps(d, _mm256_add_ps(s0, s1), acc0);
-    }
+    acc[i & 1] = _mm256_fmadd_ps(_mm256_set1_ps(_cvtsh_ss(blk[i].d)), _mm256_add_ps(s0, s1), acc[i & 1]);
   }
-  return hsum(_mm256_add_ps(acc0, acc1));
+  return hsum(_mm256_add_ps(acc[0], acc[1]));
+}
+
+inline float dot_q8_0(const loom_block_q8_0_t* blk, const float* b, int64_t nblk) {
+  return dot_blocks(blk, b, nblk, [](const loom_block_q8_0_t& q, __m128i* q0, __m128i* q1) {
+    *q0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q.qs));
+    *q1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q.qs + 16));
+  });
 }
 
 inline float dot_q4_0(const loom_block_q4_0_t* blk, const float* b, int64_t nblk) {
   const __m128i low4 = _mm_set1_epi8(0x0F);
   const __m128i eight = _mm_set1_epi8(8);
-  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-  for (int64_t i = 0; i < nblk; ++i) {
-    const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk[i].qs));
-    const __m128i lo = _mm_sub_epi8(_mm_and_si128(q, low4), eight);                      // k 0..15
-    const __m128i hi = _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(q, 4), low4), eight);  // k 16..31
-    const float* x = b + i * LOOM_QK4_0;
-    __m256 s0 = _mm256_mul_ps(bytes_to_ps(lo), _mm256_loadu_ps(x));
-    __m256 s1 = _mm256_mul_ps(bytes_to_ps(_mm_unpackhi_epi64(lo, lo)), _mm256_loadu_ps(x + 8));
-    s0 = _mm256_fmadd_ps(bytes_to_ps(hi), _mm256_loadu_ps(x + 16), s0);
-    s1 = _mm256_fmadd_ps(bytes_to_ps(_mm_unpackhi_epi64(hi, hi)), _mm256_loadu_ps(x + 24), s1);
-    const __m256 d = _mm256_set1_ps(_cvtsh_ss(blk[i].d));
-    if (i & 1) {
-      acc1 = _mm256_fmadd_ps(d, _mm256_add_ps(s0, s1), acc1);
-    } else {
-      acc0 = _mm256_fmadd_ps(d, _mm256_add_ps(s0, s1), acc0);
-    }
-  }
-  return hsum(_mm256_add_ps(acc0, acc1));
+  return dot_blocks(blk, b, nblk, [&](const loom_block_q4_0_t& q, __m128i* q0, __m128i* q1) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q.qs));
+    *q0 = _mm_sub_epi8(_mm_and_si128(v, low4), eight);                      // k 0..15
+    *q1 = _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(v, 4), low4), eight);  // k 16..31
+  });
 }
 
 // Row i1 of quantized A dotted with b (k_len floats).
@@ -136,8 +126,6 @@ inline float dot_quant_row(const loom_tensor_t* a, int64_t i1, int64_t i2, int64
   return dot_q4_0(reinterpret_cast<const loom_block_q4_0_t*>(row), b, a->ne[0] / LOOM_QK4_0);
 }
 #else
-constexpr bool kFusedQuant = false;
-constexpr int64_t kFusedMaxN = 0;
 inline float dot_quant_row(const loom_tensor_t*, int64_t, int64_t, int64_t, const float*) { return 0.0f; }
 #endif
 
@@ -241,7 +229,7 @@ void mul_mat_fast(const loom_tensor_t* dst, int ith, int nth) {
   common::split_range(m_blocks * b->ne[2] * b->ne[3], ith, nth, &w0, &w1);
   // Decode with quantized A: dequantize inside the dot (no scratch rows).
   const bool fused =
-      kFusedQuant && n_len <= kFusedMaxN && (a->type == LOOM_TYPE_Q8_0 || a->type == LOOM_TYPE_Q4_0);
+      n_len <= kFusedQuantMaxN && (a->type == LOOM_TYPE_Q8_0 || a->type == LOOM_TYPE_Q4_0);
   std::vector<float> rows(fused ? 0 : static_cast<size_t>(kRowBlock * k_len));
   const bool dst_dense = dst->nb[0] == sizeof(float);
   for (int64_t w = w0; w < w1; ++w) {

@@ -20,6 +20,17 @@ class KernelError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// MUL_MAT with Q8_0 / Q4_0 A and at most kFusedQuantMaxN columns of B
+// dequantizes inside the dot (matmul.cpp) in builds with AVX2 + FMA + F16C
+// (the cpu-avx2 variant); 0 elsewhere. The cost hint (cost.cpp) follows it.
+#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+#define LOOM_CPU_FUSED_QUANT 1
+inline constexpr int64_t kFusedQuantMaxN = 4;
+#else
+#define LOOM_CPU_FUSED_QUANT 0
+inline constexpr int64_t kFusedQuantMaxN = 0;
+#endif
+
 // A kernel computes its share [ith of nth] of node `dst`; sources are dst->src.
 using Kernel = void (*)(const loom_tensor_t* dst, int ith, int nth);
 
