@@ -315,12 +315,12 @@ void mul_mat_columns(const loom_tensor_t* dst, int ith, int nth) {
     const int64_t i2 = (w / n_len) % b->ne[2];
     const int64_t i3 = w / (n_len * b->ne[2]);
     const auto* brow = reinterpret_cast<const float*>(row_ptr(b, n, i2, i3));
+    const char* a0 = row_ptr(a, 0, i2 / r2, i3 / r3);  // A[0, 0]; A[k, :] is k * nb[0] further
     std::fill(total.begin(), total.end(), 0.0);
     for (int64_t k0 = 0; k0 < k_len; k0 += kRun) {
       std::fill(run.begin(), run.end(), 0.0f);
       for (int64_t k = k0; k < std::min(k_len, k0 + kRun); ++k) {
-        const char* ak = static_cast<const char*>(a->data) + k * static_cast<int64_t>(a->nb[0]) +
-                         (i2 / r2) * static_cast<int64_t>(a->nb[2]) + (i3 / r3) * static_cast<int64_t>(a->nb[3]);
+        const char* ak = a0 + k * static_cast<int64_t>(a->nb[0]);
         const float* av = reinterpret_cast<const float*>(ak);
         if (a->type == LOOM_TYPE_F16 || reinterpret_cast<uintptr_t>(ak) % alignof(float) != 0) {
           common::to_float_row(a->type, ak, col.data(), m_len);
