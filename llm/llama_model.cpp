@@ -1,5 +1,6 @@
 #include "llm/llama_model.hpp"
 
+#include <algorithm>
 #include <string>
 
 #include "loom/executor.hpp"
@@ -243,7 +244,10 @@ Status LlamaModel::place_weights() {
     }
   }
   if (!local.empty()) {
-    Status st = place_on(*device_, local, &weights_, &copied);
+    Status st = relayout(*device_, &local);
+    if (!st.ok()) return Status(st.code(), "[llm.load] " + file_.name() + ": weights: " + st.message());
+    copied = relaid_bytes_ > 0;
+    st = place_on(*device_, local, &weights_, &copied);
     if (!st.ok()) return Status(st.code(), "[llm.load] " + file_.name() + ": weights: " + st.message());
   }
   zero_copy_ = !copied;
@@ -277,6 +281,37 @@ Status LlamaModel::place_on(registry::Device& device, const std::vector<size_t>&
   *out = std::move(b).value();
   *copied = true;
   return copy_weights(which, device);
+}
+
+Status LlamaModel::relayout(registry::Device& device, std::vector<size_t>* which) {
+  // Only matrices every graph reads as a whole MUL_MAT A (not the embedding
+  // table, which GET_ROWS reads, even when the output head shares it).
+  std::vector<const Tensor*> matmul_only;
+  for (const LlamaLayer& l : layers) {
+    for (Tensor* t : {l.wq, l.wk, l.wv, l.wo, l.ffn_gate, l.ffn_up, l.ffn_down}) matmul_only.push_back(t);
+  }
+  if (output != tok_embd) matmul_only.push_back(output);
+  loom_buffer_type_t* buft = nullptr;
+  std::vector<size_t> relaid, rest;
+  for (size_t i : *which) {
+    Tensor* t = file_tensors_[i];
+    const bool only_a = std::find(matmul_only.begin(), matmul_only.end(), t) != matmul_only.end();
+    loom_buffer_type_t* bt = only_a ? device.weight_buffer_type(t) : nullptr;
+    if (bt && (!buft || bt == buft)) {
+      buft = bt;
+      relaid.push_back(i);
+    } else {
+      rest.push_back(i);
+    }
+  }
+  if (relaid.empty()) return Status();
+  std::vector<Tensor*> tensors;
+  for (size_t i : relaid) tensors.push_back(file_tensors_[i]);
+  LOOM_ASSIGN_OR_RETURN(relaid_, allocate_tensors(device, tensors, buft));
+  LOOM_RETURN_IF_ERROR(copy_weights(relaid, device));
+  for (size_t i : relaid) relaid_bytes_ += file_.tensors()[i].nbytes;
+  *which = std::move(rest);
+  return Status();
 }
 
 Status LlamaModel::copy_weights(const std::vector<size_t>& which, const registry::Device& device) {

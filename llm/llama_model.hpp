@@ -99,6 +99,9 @@ class LlamaModel {
   // Whether every weight is the file mapping itself (no copy was made).
   bool zero_copy() const { return zero_copy_; }
   size_t weights_bytes() const { return weights_bytes_; }
+  // Bytes of weights held in a layout of the host device's own choosing
+  // (loom.weight_layout: e.g. the cpu plugin's repacked Q8_0 / Q4_0).
+  size_t relaid_bytes() const { return relaid_bytes_; }
 
   Tensor* tok_embd = nullptr;
   Tensor* output_norm = nullptr;
@@ -117,6 +120,9 @@ class LlamaModel {
   // Copy the file data of tensors `which` into their (allocated) buffers on
   // `device`, reporting progress.
   Status copy_weights(const std::vector<size_t>& which, const registry::Device& device);
+  // Move the matrices of `which` that the device wants in its own layout
+  // (read only as MUL_MAT A) out of `which` into their own buffer.
+  Status relayout(registry::Device& device, std::vector<size_t>* which);
 
   GgufFile file_;
   registry::Device* device_ = nullptr;
@@ -130,6 +136,8 @@ class LlamaModel {
   Context ctx_;
   std::vector<Tensor*> file_tensors_;  // one per GGUF tensor, in file order
   Buffer weights_;
+  Buffer relaid_;  // weights in the device's own layout (relayout)
+  size_t relaid_bytes_ = 0;
   bool zero_copy_ = false;
   size_t weights_bytes_ = 0;
   std::function<void(size_t, size_t, const std::string&)> progress_;

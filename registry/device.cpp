@@ -94,9 +94,11 @@ StatusOr<Device::Memory> Device::memory() const {
   return Memory{props.memory_total, props.memory_free};
 }
 
-StatusOr<Buffer> Device::alloc_buffer(size_t size) const {
+StatusOr<Buffer> Device::alloc_buffer(size_t size) const { return alloc_buffer(size, nullptr); }
+
+StatusOr<Buffer> Device::alloc_buffer(size_t size, loom_buffer_type_t* buft) const {
   const std::string who = "[device.alloc_buffer] " + name() + ": " + std::to_string(size) + " bytes: ";
-  loom_buffer_type_t* buft = buffer_type();
+  if (!buft) buft = buffer_type();
   if (!buft) return internal_error(who + "the device has no buffer type");
   loom_buffer_t* b = nullptr;
   Status st = call_plugin_status("device.alloc_buffer", name(), [&] { return buft->iface->alloc(buft, size, &b); });
@@ -181,6 +183,28 @@ const void* Device::extension(const char* id, uint32_t version) const {
     return nullptr;
   }
   return ext;
+}
+
+loom_buffer_type_t* Device::weight_buffer_type(const Tensor* weight) const {
+  const auto* ext =
+      static_cast<const loom_ext_weight_layout_t*>(extension(LOOM_EXT_WEIGHT_LAYOUT, LOOM_EXT_WEIGHT_LAYOUT_VERSION));
+  if (!ext || !weight || ext->struct_size < LOOM_STRUCT_END(loom_ext_weight_layout_t, weight_buffer_type) ||
+      !ext->weight_buffer_type) {
+    return nullptr;
+  }
+  loom_buffer_type_t* bt = nullptr;
+  std::string err = call_plugin([&] { bt = ext->weight_buffer_type(raw_, weight); });
+  if (!err.empty()) {
+    LOOM_LOG_WARN("registry", "[device.weight_buffer_type] " + name() + ": " + err);
+    return nullptr;
+  }
+  // Only a type the device itself reads, with the ABI table a buffer type needs.
+  if (bt && (bt->struct_size < sizeof(loom_buffer_type_t) || !bt->iface || !bt->iface->alloc ||
+             !bt->iface->alignment || !supports_buffer_type(bt))) {
+    LOOM_LOG_WARN("registry", "[device.weight_buffer_type] " + name() + ": ignored a buffer type the device does not read");
+    return nullptr;
+  }
+  return bt;
 }
 
 double Device::op_time_us(const Tensor* node) const {

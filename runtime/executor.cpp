@@ -96,8 +96,9 @@ Status Executor::compute(Graph& graph) {
   return Status();
 }
 
-StatusOr<Buffer> allocate_tensors(registry::Device& device, const std::vector<Tensor*>& tensors) {
-  loom_buffer_type_t* buft = device.buffer_type();
+StatusOr<Buffer> allocate_tensors(registry::Device& device, const std::vector<Tensor*>& tensors,
+                                  loom_buffer_type_t* buft) {
+  if (!buft) buft = device.buffer_type();
   size_t alignment = buft->iface->alignment(buft);
   size_t total = 0;
   std::vector<size_t> offsets;
@@ -113,7 +114,7 @@ StatusOr<Buffer> allocate_tensors(registry::Device& device, const std::vector<Te
     if (total + size < total) return invalid_argument("[executor.allocate_tensors] size overflow");
     total = align_up(total + size, alignment);
   }
-  LOOM_ASSIGN_OR_RETURN(Buffer buffer, device.alloc_buffer(total));
+  LOOM_ASSIGN_OR_RETURN(Buffer buffer, device.alloc_buffer(total, buft));
   char* base = static_cast<char*>(buffer.base());
   for (size_t i = 0; i < tensors.size(); ++i) {
     tensors[i]->data = base + offsets[i];

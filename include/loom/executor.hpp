@@ -42,8 +42,10 @@ class Executor {
 };
 
 // Place tensors (typically weights) in a new buffer of the device, packed at
-// the buffer type's alignment. Tensors must have no data yet.
-StatusOr<Buffer> allocate_tensors(registry::Device& device, const std::vector<Tensor*>& tensors);
+// the buffer type's alignment. Tensors must have no data yet. `buft`: one of
+// the device's buffer types (nullptr: its default).
+StatusOr<Buffer> allocate_tensors(registry::Device& device, const std::vector<Tensor*>& tensors,
+                                  loom_buffer_type_t* buft = nullptr);
 
 // Host <-> tensor copies through the tensor's buffer. offset/size in bytes
 // within the tensor's dense data; the tensor must be contiguous.

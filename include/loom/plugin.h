@@ -474,6 +474,26 @@ typedef struct loom_ext_cost {
   double (*op_time_us)(loom_device_t *device, const loom_tensor_t *node);
 } loom_ext_cost_t;
 
+/* Weights in a layout the device's kernels read faster (device-level
+ * extension), e.g. rows of a quantized matrix interleaved for a GEMV tile.
+ * The host asks it once per weight that is read only as MUL_MAT's src0 and
+ * that it will place on this device; it allocates such weights in the
+ * returned buffer type. That type's set_tensor / get_tensor take and give
+ * the canonical bytes (GGUF's), in whole quant blocks; its is_host() is
+ * false, so no other device reads the memory through tensor->data (the host
+ * copies through get_tensor instead). The device reads the type
+ * (supports_buffer_type) and declines, in supports_op, nodes that read such
+ * a tensor other than as a whole MUL_MAT src0. */
+#define LOOM_EXT_WEIGHT_LAYOUT "loom.weight_layout"
+#define LOOM_EXT_WEIGHT_LAYOUT_VERSION 1u
+typedef struct loom_ext_weight_layout {
+  size_t struct_size;
+  /* The buffer type to hold `tensor` (not yet allocated: type, ne, nb and
+   * name are set) or NULL to keep the device's default buffer type.
+   * Borrowed; lives as long as the device. Must not block. */
+  loom_buffer_type_t *(*weight_buffer_type)(loom_device_t *device, const loom_tensor_t *tensor);
+} loom_ext_weight_layout_t;
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

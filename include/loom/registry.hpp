@@ -83,6 +83,12 @@ class Device {
   // memory is the host's (integrated, lavapipe) reads only its buffers.
   bool reads_host_pointers() const;
   StatusOr<Buffer> alloc_buffer(size_t size) const;
+  // The same in another of the device's buffer types (e.g. from
+  // weight_buffer_type); nullptr means buffer_type().
+  StatusOr<Buffer> alloc_buffer(size_t size, loom_buffer_type_t* buft) const;
+  // Through loom.weight_layout: the buffer type the device wants `weight`
+  // (read only as a whole MUL_MAT src0) in, or nullptr for the default.
+  loom_buffer_type_t* weight_buffer_type(const Tensor* weight) const;
   // Memory now (asks the plugin again; info() holds the values at load).
   // {0, 0} when the device does not know.
   struct Memory {

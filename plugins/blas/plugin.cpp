@@ -22,6 +22,7 @@ struct Traits {
   using Stream = blas::Stream;
   static bool supports_op(const loom_tensor_t* node) { return blas::supports_op(node); }
   static double op_time_us(Device& d, const loom_tensor_t* node) { return blas::op_time_us(node, d.threads()); }
+  static const void* extension(Device&, const char*, uint32_t) { return nullptr; }
 };
 using Tables = common::HostPlugin<Traits>;
 

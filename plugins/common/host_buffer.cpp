@@ -61,13 +61,35 @@ class HostBuffer {
 
   loom_status_t* set_tensor(loom_tensor_t* t, const void* data, size_t offset, size_t size) {
     if (loom_status_t* st = check_range("set_tensor", t, offset, size)) return st;
-    if (size > 0) std::memcpy(static_cast<char*>(t->data) + offset, data, size);
+    if (size == 0) return nullptr;
+    if (const HostLayout* layout = type_->config().layout) {
+      if (loom_status_t* st = check_blocks("set_tensor", t, offset, size)) return st;
+      layout->store(t, data, offset, size);
+      return nullptr;
+    }
+    std::memcpy(static_cast<char*>(t->data) + offset, data, size);
     return nullptr;
   }
 
   loom_status_t* get_tensor(const loom_tensor_t* t, void* data, size_t offset, size_t size) {
     if (loom_status_t* st = check_range("get_tensor", t, offset, size)) return st;
-    if (size > 0) std::memcpy(data, static_cast<const char*>(t->data) + offset, size);
+    if (size == 0) return nullptr;
+    if (const HostLayout* layout = type_->config().layout) {
+      if (loom_status_t* st = check_blocks("get_tensor", t, offset, size)) return st;
+      layout->load(t, data, offset, size);
+      return nullptr;
+    }
+    std::memcpy(data, static_cast<const char*>(t->data) + offset, size);
+    return nullptr;
+  }
+
+  loom_status_t* init_tensor(loom_tensor_t* t) {
+    const HostLayout* layout = type_->config().layout;
+    if (t == nullptr || layout == nullptr) return nullptr;
+    if (const char* why = layout->unsupported(t)) {
+      return error(LOOM_STATUS_INVALID_ARGUMENT, *type_, "init_tensor",
+                   std::string("tensor '") + t->name + "' cannot be stored as " + type_->config().name + ": " + why);
+    }
     return nullptr;
   }
 
@@ -111,6 +133,23 @@ class HostBuffer {
     return nullptr;
   }
 
+  // A layout converts whole blocks within the tensor: offset and size must
+  // be multiples of the block's bytes and end inside the tensor.
+  loom_status_t* check_blocks(const char* op, const loom_tensor_t* t, size_t offset, size_t size) const {
+    const size_t bs = type_traits(t->type).type_size;
+    size_t nbytes = bs;
+    for (int d = 0; d < LOOM_MAX_DIMS; ++d) {
+      nbytes *= static_cast<size_t>(d == 0 ? t->ne[0] / type_traits(t->type).block_size : t->ne[d]);
+    }
+    if (bs == 0 || offset % bs != 0 || size % bs != 0 || offset > nbytes || size > nbytes - offset) {
+      return error(LOOM_STATUS_INVALID_ARGUMENT, *type_, op,
+                   std::string("tensor '") + t->name + "': range [" + std::to_string(offset) + ", " +
+                       std::to_string(offset + size) + ") is not whole blocks of " + std::to_string(bs) +
+                       " bytes within its " + std::to_string(nbytes) + " bytes");
+    }
+    return nullptr;
+  }
+
   HostBufferType* type_;  // not owned; outlives its buffers
   loom_buffer_t handle_;
   void* base_;
@@ -143,6 +182,11 @@ loom_status_t* buffer_copy_tensor(loom_buffer_t* b, const loom_tensor_t* src, lo
   return guarded(hb->category().c_str(), "copy_tensor", [&] { return hb->copy_tensor(src, dst); });
 }
 
+loom_status_t* buffer_init_tensor(loom_buffer_t* b, loom_tensor_t* t) {
+  HostBuffer* hb = HostBuffer::from(b);
+  return guarded(hb->category().c_str(), "init_tensor", [&] { return hb->init_tensor(t); });
+}
+
 const loom_buffer_iface_t kBufferIface = {
     sizeof(loom_buffer_iface_t), buffer_free,  buffer_base,        buffer_set_tensor,
     buffer_get_tensor,           buffer_clear, /*init_tensor=*/nullptr, buffer_copy_tensor,
@@ -154,7 +198,14 @@ const loom_buffer_iface_t kBufferIfaceNoCopy = {
     buffer_get_tensor,           buffer_clear, /*init_tensor=*/nullptr, /*copy_tensor=*/nullptr,
 };
 
+// For a layout of the plugin's own: init_tensor checks each tensor fits it.
+const loom_buffer_iface_t kBufferIfaceLayout = {
+    sizeof(loom_buffer_iface_t), buffer_free,  buffer_base,        buffer_set_tensor,
+    buffer_get_tensor,           buffer_clear, buffer_init_tensor, /*copy_tensor=*/nullptr,
+};
+
 const loom_buffer_iface_t* buffer_iface(const HostBufferType& type) {
+  if (type.config().layout != nullptr) return &kBufferIfaceLayout;
   return type.config().direct_copy ? &kBufferIface : &kBufferIfaceNoCopy;
 }
 
@@ -166,7 +217,8 @@ loom_status_t* buft_alloc(loom_buffer_type_t* bt, size_t size, loom_buffer_t** o
   return guarded(type->config().category.c_str(), "buffer_alloc", [&] { return type->alloc(size, out); });
 }
 size_t buft_alignment(loom_buffer_type_t* bt) { return HostBufferType::from(bt)->config().alignment; }
-bool buft_is_host(loom_buffer_type_t*) { return true; }
+// Memory in a layout of the plugin's own must not be read as canonical bytes.
+bool buft_is_host(loom_buffer_type_t* bt) { return HostBufferType::from(bt)->config().layout == nullptr; }
 
 const loom_buffer_type_iface_t kBufferTypeIface = {
     sizeof(loom_buffer_type_iface_t), buft_name, buft_alloc, buft_alignment,

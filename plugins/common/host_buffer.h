@@ -15,12 +15,27 @@
 
 namespace loom::common {
 
+// Tensors kept in a layout of the plugin's own instead of the canonical
+// bytes (loom.weight_layout in plugin.h): set_tensor / get_tensor convert,
+// ranges in whole quant blocks. A type with a layout is not is_host() and
+// makes no direct copies.
+struct HostLayout {
+  // nullptr when tensor `t` can be stored in this layout, else why not
+  // (init_tensor refuses it with that reason).
+  const char* (*unsupported)(const loom_tensor_t* t);
+  // Canonical bytes [offset, offset + size) of t: from src into t->data, and
+  // from t->data into dst. offset and size are whole blocks.
+  void (*store)(const loom_tensor_t* t, const void* src, size_t offset, size_t size);
+  void (*load)(const loom_tensor_t* t, void* dst, size_t offset, size_t size);
+};
+
 // What makes one plugin's host buffer type its own.
 struct HostBufferConfig {
   std::string name;          // the buffer type's name, e.g. "cpu"
   std::string category;      // error-message prefix: "cpu" gives "[cpu.set_tensor] ..."
   size_t alignment = 64;     // of every owned allocation
   bool direct_copy = true;   // offer copy_tensor (dense copies from host buffers)
+  const HostLayout* layout = nullptr;  // static; nullptr: canonical bytes
 };
 
 // A buffer type owned by its device (`device` must outlive it); lives until

@@ -13,6 +13,7 @@
 //                        // handle(), compute(graph) (synchronous)
 //   static bool supports_op(const loom_tensor_t* node);
 //   static double op_time_us(Device&, const loom_tensor_t* node);  // loom.cost
+//   static const void* extension(Device&, const char* id, uint32_t version);  // others, or nullptr
 #pragma once
 
 #include <cstring>
@@ -88,14 +89,14 @@ struct HostPlugin {
       return nullptr;
     });
   }
-  static const void* device_get_extension(loom_device_t*, const char* id, uint32_t version) {
+  static const void* device_get_extension(loom_device_t* d, const char* id, uint32_t version) {
     if (id != nullptr && std::strcmp(id, LOOM_EXT_THREADS) == 0 && version == LOOM_EXT_THREADS_VERSION) {
       return &kThreadsExt;
     }
     if (id != nullptr && std::strcmp(id, LOOM_EXT_COST) == 0 && version == LOOM_EXT_COST_VERSION) {
       return &kCostExt;
     }
-    return nullptr;
+    return Traits::extension(*Device::from(d), id, version);
   }
   static loom_status_t* device_buffer_from_host_ptr(loom_device_t* d, void* ptr, size_t size,
                                                     loom_buffer_t** out) {

@@ -19,14 +19,6 @@ namespace {
 // between two nodes of a graph, so a busy graph never pays a futex wake-up.
 constexpr int kSpinIterations = 4000;
 
-inline void cpu_relax() {
-#if defined(__x86_64__) || defined(__i386__)
-  _mm_pause();
-#else
-  std::this_thread::yield();
-#endif
-}
-
 // Spin until pred() holds or the budget runs out; true when it holds.
 template <typename Pred>
 bool spin_until(Pred pred) {
@@ -37,6 +29,14 @@ bool spin_until(Pred pred) {
   return pred();
 }
 }  // namespace
+
+void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  _mm_pause();
+#else
+  std::this_thread::yield();
+#endif
+}
 
 ThreadPool::ThreadPool(int n_threads) { start(std::max(1, n_threads)); }
 

@@ -50,6 +50,9 @@ class ThreadPool {
   std::exception_ptr error_;  // guarded by mu_
 };
 
+// A spin-wait hint (pause on x86).
+void cpu_relax();
+
 // Split [0, n) into nth near-equal ranges; range of thread ith.
 inline void split_range(int64_t n, int ith, int nth, int64_t* begin, int64_t* end) {
   int64_t per = (n + nth - 1) / nth;

@@ -5,16 +5,19 @@
 #include "common/glue.h"
 #include "common/host_info.h"
 #include "ops/ops.h"
+#include "weight_layout.h"
 
 namespace loom::cpu {
 
 Device::Device(const loom_device_iface_t* iface)
     : buffer_type_(&handle_, buffer_config()),
+      weight_type_(&handle_, weight_buffer_config()),
       description_(common::cpu_model_name()),
       n_threads_(common::default_thread_count()) {
   handle_.struct_size = sizeof(handle_);
   handle_.iface = iface;
   handle_.context = this;
+  set_weight_buffer_type(weight_type_.handle());
 }
 
 loom_status_t* Device::get_props(loom_device_props_t* p) const {
@@ -25,7 +28,7 @@ loom_status_t* Device::get_props(loom_device_props_t* p) const {
 }
 
 bool Device::supports_buffer_type(const loom_buffer_type_t* bt) const {
-  return common::is_host_buffer_type(bt);
+  return common::is_host_buffer_type(bt) || (bt != nullptr && bt->context == &weight_type_);
 }
 
 loom_status_t* Device::set_threads(int32_t n_threads) {
@@ -51,7 +54,7 @@ loom_status_t* Device::compute(const loom_graph_t* graph) {
     pool_->resize(n_threads_);
   }
   for (int32_t i = 0; i < graph->n_nodes; ++i) {
-    if (loom_status_t* st = run_node(*pool_, graph->nodes[i])) return st;
+    if (loom_status_t* st = run_node(*pool_, scratch_, graph->nodes[i])) return st;
   }
   return nullptr;
 }

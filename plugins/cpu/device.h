@@ -7,6 +7,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "buffer.h"
 #include "common/thread_pool.h"
@@ -22,6 +23,9 @@ class Device {
 
   loom_device_t* handle() { return &handle_; }
   BufferType& buffer_type() { return buffer_type_; }
+  // "cpu_weights": Q8_0 / Q4_0 weights repacked for the int8 kernels
+  // (weight_layout.h), offered through loom.weight_layout.
+  BufferType& weight_buffer_type() { return weight_type_; }
   // Writes only the fields that end within out_props->struct_size.
   loom_status_t* get_props(loom_device_props_t* out_props) const;
   // Whether the kernels can read/write memory of this buffer type.
@@ -36,10 +40,12 @@ class Device {
  private:
   loom_device_t handle_;
   BufferType buffer_type_;
+  BufferType weight_type_;
   std::string description_;
   mutable std::mutex mu_;  // guards n_threads_ and pool_, held through compute
   int n_threads_;
   std::unique_ptr<common::ThreadPool> pool_;  // made on first compute
+  std::vector<uint8_t> scratch_;              // kernels' shared scratch (ops/ops.h Exec)
 };
 
 }  // namespace loom::cpu

@@ -1,12 +1,15 @@
 // The CPU plugin's exported entry and its plugin table; the device, stream
 // and buffer tables are the shared host-device ones (common/host_plugin.h,
 // common/host_buffer.h) over this plugin's Device and Stream.
+#include <cstring>
+
 #include "common/glue.h"
 #include "common/host_plugin.h"
 #include "device.h"
 #include "loom/plugin.h"
 #include "ops/ops.h"
 #include "stream.h"
+#include "weight_layout.h"
 
 #ifndef LOOM_CPU_VERSION
 #define LOOM_CPU_VERSION "0.0.0"
@@ -22,6 +25,20 @@ struct Traits {
   using Stream = cpu::Stream;
   static bool supports_op(const loom_tensor_t* node) { return cpu::supports_op(node); }
   static double op_time_us(Device& d, const loom_tensor_t* node) { return cpu::op_time_us(node, d.threads()); }
+  static const void* extension(Device&, const char* id, uint32_t version) {
+    if (std::strcmp(id, LOOM_EXT_WEIGHT_LAYOUT) == 0 && version == LOOM_EXT_WEIGHT_LAYOUT_VERSION) return &kWeightExt;
+    return nullptr;
+  }
+  // loom.weight_layout: Q8_0 / Q4_0 matrices go to cpu_weights (weight_layout.h).
+  static loom_buffer_type_t* weight_buffer_type(loom_device_t* d, const loom_tensor_t* t) {
+    try {
+      if (!weight_layout_enabled() || weight_layout_unsupported(t) != nullptr) return nullptr;
+      return Device::from(d)->weight_buffer_type().handle();
+    } catch (...) {
+      return nullptr;
+    }
+  }
+  static inline const loom_ext_weight_layout_t kWeightExt = {sizeof(loom_ext_weight_layout_t), weight_buffer_type};
 };
 using Tables = common::HostPlugin<Traits>;
 

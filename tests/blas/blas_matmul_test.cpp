@@ -51,7 +51,9 @@ void reference(const Operand& a, const Operand& b, const MatCase& c, std::vector
 class BlasMatMulTest : public BlasTest {
  protected:
   // One MUL_MAT on cpu then blas; both checked against the reference, and
-  // blas against cpu (twice the tolerance: both sides round).
+  // blas against cpu (twice the tolerance: both sides round). With quantized
+  // A the cpu plugin's int8 path rounds B to 8 bits (its own op suite checks
+  // that); blas keeps f32 B, so only blas is held to the f32 reference then.
   void check(loom_type_t ta, const MatCase& c, Layout la, Layout lb) {
     const Shape sa{c.k, c.m, c.a2, c.a3};
     const Shape sb{c.k, c.n, c.b2, c.b3};
@@ -69,6 +71,10 @@ class BlasMatMulTest : public BlasTest {
     reference(a, b, c, &ref, &tol);
     const Shape so{c.m, c.n, c.b2, c.b3};
     expect_close(got, ref, tol, so, "blas vs reference");
+    if (optest::is_quant(ta)) {
+      ++n_checked_;
+      return;
+    }
     expect_close(got_cpu, ref, tol, so, "cpu vs reference");
     std::vector<double> tol2(tol.size());
     for (size_t i = 0; i < tol.size(); ++i) tol2[i] = 2.0 * tol[i];

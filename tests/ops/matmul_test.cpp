@@ -1,5 +1,10 @@
 // MUL_MAT: A in F32/F16/BF16/Q8_0/Q4_0, B F32, broadcast over dims 2 and 3,
 // odd sizes, strided A and B, 1 vs 3 threads.
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+
+#include "loom/executor.hpp"
 #include "loom/ops.hpp"
 #include "op_test_util.hpp"
 
@@ -12,6 +17,37 @@ struct MatCase {
   int64_t k, m, n;
   int64_t a2, a3, b2, b3;
 };
+
+// Whether the device under test rounds B to 8-bit blocks when A is
+// quantized (the CPU plugin's int8 path; the suite of each variant with it
+// sets LOOM_TEST_ACT_Q8=1) and B's rows are dense f32 (the path's other
+// condition; other layouts take the f32 path). The reference then rounds B the same way
+// (matmul.h's ActBlock rule) and the tolerance stays the f32 one, so an
+// error beyond that rounding still fails.
+bool rounds_b_to_q8(loom_type_t ta, const Tensor* b) {
+  const char* e = std::getenv("LOOM_TEST_ACT_Q8");
+  const char* ref = std::getenv("LOOM_CPU_REFERENCE");
+  const bool dense_rows = b->nb[0] == sizeof(float) && b->nb[1] % 4 == 0 && b->nb[2] % 4 == 0 && b->nb[3] % 4 == 0;
+  return is_quant(ta) && dense_rows && e != nullptr && e[0] == '1' && !(ref != nullptr && ref[0] == '1');
+}
+
+// B column (n, i2, i3) as the int8 path sees it: per block of 32 along k,
+// d = max|b| / 127, q = nearbyint(b * (1 / d)), b' = d * q.
+std::vector<double> q8_column(const HostView& b, int64_t n, int64_t i2, int64_t i3) {
+  const int64_t k_len = b.ne[0];
+  std::vector<double> out(static_cast<size_t>(k_len));
+  for (int64_t k0 = 0; k0 < k_len; k0 += 32) {
+    float amax = 0.0f;
+    for (int64_t k = k0; k < k0 + 32; ++k) amax = std::max(amax, std::fabs(static_cast<float>(b.at(k, n, i2, i3))));
+    const float d = amax / 127.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    for (int64_t k = k0; k < k0 + 32; ++k) {
+      const float q = std::nearbyint(static_cast<float>(b.at(k, n, i2, i3)) * id);
+      out[static_cast<size_t>(k)] = static_cast<double>(d) * static_cast<double>(q);
+    }
+  }
+  return out;
+}
 
 class MatMulTest : public OpTest {
  protected:
@@ -27,11 +63,14 @@ class MatMulTest : public OpTest {
     const Shape so{c.m, c.n, c.b2, c.b3};
     const int64_t r2 = c.b2 / c.a2;
     const int64_t r3 = c.b3 / c.a3;
+    const bool q8 = rounds_b_to_q8(ta, b.t);
     std::vector<double> ref, tol;
     for_each_index(so, [&](int64_t m, int64_t n, int64_t i2, int64_t i3) {
       double sum = 0.0, mag = 0.0;
+      const std::vector<double> bq = q8 ? q8_column(b.h, n, i2, i3) : std::vector<double>();
       for (int64_t k = 0; k < c.k; ++k) {
-        const double p = a.h.at(k, m, i2 / r2, i3 / r3) * b.h.at(k, n, i2, i3);
+        const double bv = q8 ? bq[static_cast<size_t>(k)] : b.h.at(k, n, i2, i3);
+        const double p = a.h.at(k, m, i2 / r2, i3 / r3) * bv;
         sum += p;
         mag += std::fabs(p);
       }
@@ -102,6 +141,72 @@ TEST_F(MatMulTest, LargerProductStaysAccurate) {
   seed(404);
   check(LOOM_TYPE_Q4_0, {256, 48, 9, 1, 1, 1, 1}, Layout::kDense, Layout::kDense);
   check(LOOM_TYPE_F16, {255, 33, 17, 1, 1, 1, 1}, Layout::kDense, Layout::kPermuted);
+  // Prefill-sized B (more rows than the int8 path quantizes per thread):
+  // rows split over threads, then a barrier.
+  check(LOOM_TYPE_Q8_0, {256, 37, 19, 1, 1, 1, 1}, Layout::kDense, Layout::kDense);
+  check(LOOM_TYPE_Q4_0, {96, 9, 6, 1, 2, 2, 2}, Layout::kDense, Layout::kDense);
+}
+
+// Weights in the device's own layout (loom.weight_layout; the cpu plugin's
+// repacked Q8_0 / Q4_0): MUL_MAT over them computes what it computes over
+// the canonical bytes, get_tensor gives those bytes back, and ops other
+// than MUL_MAT's A do not read them in place.
+class WeightLayoutTest : public MatMulTest {
+ protected:
+  // A copy of `a` (canonical, graph-allocated) in the weight buffer type,
+  // or nullptr when the device offers none for it.
+  Tensor* relaid_copy(const Operand& a, Buffer* keep) {
+    Tensor* t = unwrap(ctx_.new_tensor(static_cast<loom_type_t>(a.t->type), {a.t->ne[0], a.t->ne[1]}, "relaid"), "new_tensor");
+    loom_buffer_type_t* bt = dev_->weight_buffer_type(t);
+    if (bt == nullptr) return nullptr;
+    *keep = unwrap(allocate_tensors(*dev_, {t}, bt), "allocate_tensors");
+    const std::vector<uint8_t>& bytes = a.h.base->bytes;
+    EXPECT_TRUE(tensor_set(t, bytes.data(), bytes.size()).ok());
+    return t;
+  }
+};
+
+TEST_F(WeightLayoutTest, MatMulMatchesCanonicalAndBytesRoundTrip) {
+  seed(405);
+  int ran = 0;
+  for (loom_type_t ta : {LOOM_TYPE_Q8_0, LOOM_TYPE_Q4_0}) {
+    for (int64_t n : {1, 3, 4, 9}) {
+      const int64_t k = 96, m = 24;
+      SCOPED_TRACE(type_str(ta) + " N " + std::to_string(n));
+      Operand a = input(ta, {k, m, 1, 1});
+      Operand b = input(LOOM_TYPE_F32, {k, n, 1, 1});
+      Buffer keep;
+      Tensor* ar = relaid_copy(a, &keep);
+      if (ar == nullptr) continue;
+      ++ran;
+      std::vector<uint8_t> back(a.h.base->bytes.size());
+      LOOM_ASSERT_OK(tensor_get(ar, back.data(), back.size()));
+      EXPECT_EQ(back, a.h.base->bytes) << "get_tensor must give the canonical bytes back";
+      Tensor* out = unwrap(op::mul_mat(ctx_, ar, b.t), "mul_mat");
+      Tensor* twin = unwrap(op::mul_mat(ctx_, a.t, b.t), "mul_mat");
+      LOOM_ASSERT_OK(run_threads({out, twin}));
+      const bool q8 = rounds_b_to_q8(ta, b.t);
+      std::vector<double> ref, tol;
+      for_each_index({m, n, 1, 1}, [&](int64_t mi, int64_t ni, int64_t, int64_t) {
+        const std::vector<double> bq = q8 ? q8_column(b.h, ni, 0, 0) : std::vector<double>();
+        double sum = 0.0, mag = 0.0;
+        for (int64_t kk = 0; kk < k; ++kk) {
+          const double p = a.h.at(kk, mi) * (q8 ? bq[static_cast<size_t>(kk)] : b.h.at(kk, ni));
+          sum += p;
+          mag += std::fabs(p);
+        }
+        ref.push_back(sum);
+        tol.push_back(tol_for(LOOM_TYPE_F32, sum, mag, k));
+      });
+      expect_close(read(out), ref, tol, {m, n, 1, 1}, "mul_mat over relaid A");
+      expect_close(read(twin), ref, tol, {m, n, 1, 1}, "mul_mat over canonical A");
+      // Other readers (here GET_ROWS) are declined, not fed the relaid bytes.
+      Operand idx = input_ints(LOOM_TYPE_I32, {2, 1, 1, 1}, {0, 5});
+      Tensor* rows = unwrap(op::get_rows(ctx_, ar, idx.t), "get_rows");
+      EXPECT_FALSE(dev_->supports_op(rows));
+    }
+  }
+  if (ran == 0) GTEST_SKIP() << test_device_name() << " offers no weight layout for Q8_0/Q4_0 (baseline build or another plugin)";
 }
 
 }  // namespace

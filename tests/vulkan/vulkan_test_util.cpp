@@ -55,7 +55,11 @@ Status run_small_graph(registry::Device* dev, std::vector<float>* out) {
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
   std::vector<float> av(64 * 24), bv(64 * 5);
   for (float& v : av) v = dist(rng);
-  for (float& v : bv) v = dist(rng);
+  // B on the 8-bit grid of each block of 32 (k/127, one of them 127/127): a
+  // device that rounds B to 8 bits for quantized A (the cpu plugin's int8
+  // path) computes the same products as one that keeps it f32.
+  std::uniform_int_distribution<int> q(-127, 127);
+  for (size_t i = 0; i < bv.size(); ++i) bv[i] = (i % 32 == 0 ? 127 : q(rng)) / 127.0f;
   std::vector<uint8_t> aq(34 * 2 * 24);
   loom::from_float(LOOM_TYPE_Q8_0, av.data(), aq.data(), static_cast<int64_t>(av.size()));
   LOOM_ASSIGN_OR_RETURN(Graph g, Graph::build({y}));

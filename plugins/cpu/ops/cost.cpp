@@ -22,7 +22,7 @@ constexpr double kMacPerUs = 10000.0;  // fast-path multiply-adds per thread
 constexpr double kSpeedup = 1.0;
 constexpr double kMacPerUs = 4000.0;
 #endif
-constexpr double kFusedMacPerUs = 6000.0;  // quantized A dequantized in the dot (kFusedQuantMaxN)
+constexpr double kInt8MacPerUs = 12000.0;  // Q8_0 / Q4_0 A on the int8 path (LOOM_CPU_INT8_DOT)
 
 double widen_per_us(int32_t type) {
   return kSpeedup * [&] {
@@ -56,8 +56,8 @@ double op_time_us(const loom_tensor_t* node, int threads) {
   if (node->op == LOOM_OP_MUL_MAT) {
     if (!fast_mul_mat(node)) return wake_us + work / (800.0 * nth);
     const loom_tensor_t* a = node->src[0];
-    if ((a->type == LOOM_TYPE_Q8_0 || a->type == LOOM_TYPE_Q4_0) && node->ne[1] <= kFusedQuantMaxN)
-      return wake_us + work / (kFusedMacPerUs * nth);
+    if (LOOM_CPU_INT8_DOT && (a->type == LOOM_TYPE_Q8_0 || a->type == LOOM_TYPE_Q4_0))
+      return wake_us + work / (kInt8MacPerUs * nth);
     // Each weight row is widened once per (row, batch) slice of the result.
     const double widened = static_cast<double>(a->ne[0]) * static_cast<double>(a->ne[1]) *
                            static_cast<double>(node->ne[2] * node->ne[3]);

@@ -10,6 +10,7 @@
 #include "common/op_check.h"
 #include "common/type_traits.h"
 #include "ops/ops.h"
+#include "weight_layout.h"
 
 namespace loom::cpu {
 
@@ -29,7 +30,6 @@ Kernel kernel_for(int32_t op) {
     case LOOM_OP_SWIGLU: return kernel_swiglu;
     case LOOM_OP_RMS_NORM:
     case LOOM_OP_NORM: return kernel_norm;
-    case LOOM_OP_MUL_MAT: return kernel_mul_mat;
     case LOOM_OP_ROPE: return kernel_rope;
     case LOOM_OP_SOFT_MAX: return kernel_soft_max;
     case LOOM_OP_CPY:
@@ -46,6 +46,14 @@ Kernel kernel_for(int32_t op) {
 const char* unsupported_reason(const loom_tensor_t* node) {
   if (node == nullptr) return "null node";
   if (node->op == LOOM_OP_NONE || is_view_op(node->op)) return nullptr;
+  // Repacked weights (cpu_weights) are read only as a whole MUL_MAT A.
+  for (int i = 0; i < LOOM_MAX_SRC; ++i) {
+    const loom_tensor_t* s = node->src[i];
+    if (s == nullptr || !is_repacked(s)) continue;
+    if (node->op != LOOM_OP_MUL_MAT || i != 0 || weight_layout_unsupported(s) != nullptr) {
+      return "reads a repacked cpu_weights tensor other than as a whole MUL_MAT src0";
+    }
+  }
   return common::check_node(node);
 }
 
@@ -73,7 +81,20 @@ int64_t work_estimate(const loom_tensor_t* node) {
   return n;
 }
 
-loom_status_t* run_node(common::ThreadPool& pool, const loom_tensor_t* node) {
+void Exec::barrier(int nth) {
+  if (nth <= 1) return;
+  arrived_.fetch_add(1, std::memory_order_acq_rel);
+  while (arrived_.load(std::memory_order_acquire) < nth) common::cpu_relax();
+}
+
+void* Exec::scratch(size_t bytes) {
+  constexpr size_t kAlign = 64;
+  if (scratch_.size() < bytes + kAlign) scratch_.resize(bytes + kAlign);
+  const auto p = reinterpret_cast<uintptr_t>(scratch_.data());
+  return scratch_.data() + ((kAlign - p % kAlign) % kAlign);
+}
+
+loom_status_t* run_node(common::ThreadPool& pool, std::vector<uint8_t>& scratch, const loom_tensor_t* node) {
   if (node == nullptr) return common::make_status(LOOM_STATUS_INVALID_ARGUMENT, "[cpu.compute] null node");
   if (node->op == LOOM_OP_NONE || is_view_op(node->op)) return nullptr;
   if (const char* why = unsupported_reason(node)) {
@@ -82,14 +103,15 @@ loom_status_t* run_node(common::ThreadPool& pool, const loom_tensor_t* node) {
   }
   if (nelements(node) == 0) return nullptr;
   if (loom_status_t* st = common::check_node_memory("cpu.compute", node, LOOM_MAX_SRC)) return st;
-  const Kernel kernel = kernel_for(node->op);
   try {
     // Waking the pool costs microseconds; tiny nodes (decode-size norms,
     // adds) finish sooner on the calling thread alone.
-    if (work_estimate(node) < parallel_min_work()) {
-      kernel(node, 0, 1);
+    Exec ex(pool, work_estimate(node) >= parallel_min_work(), scratch);
+    if (node->op == LOOM_OP_MUL_MAT) {
+      run_mul_mat(node, ex);
     } else {
-      pool.run([&](int ith, int nth) { kernel(node, ith, nth); });
+      const Kernel kernel = kernel_for(node->op);
+      ex.run([&](int ith, int nth) { kernel(node, ith, nth); });
     }
   } catch (const KernelError& e) {
     return common::make_status(LOOM_STATUS_INVALID_ARGUMENT,

@@ -23,7 +23,9 @@
 
 #include "common/fp16.h"
 #include "common/quant.h"
+#include "ops/matmul.h"
 #include "ops/ops.h"
+#include "weight_layout.h"
 
 namespace loom::cpu {
 
@@ -70,65 +72,6 @@ inline float dot_f32(const float* a, const float* b, int64_t n) {
   return s;
 }
 
-#if LOOM_CPU_FUSED_QUANT
-
-inline float hsum(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
-
-// 8 signed bytes (the low half of q) as 8 floats.
-inline __m256 bytes_to_ps(__m128i q) { return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)); }
-
-// sum_k A[k] * b[k] over one row of nblk quantized blocks of 32: unpack(block,
-// &q0, &q1) gives the block's quants as signed bytes, k 0..15 and 16..31;
-// each block's sum is scaled by its d. Two accumulators over alternate blocks.
-template <typename Block, typename Unpack>
-inline float dot_blocks(const Block* blk, const float* b, int64_t nblk, Unpack unpack) {
-  __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
-  for (int64_t i = 0; i < nblk; ++i) {
-    __m128i q0, q1;
-    unpack(blk[i], &q0, &q1);
-    const float* x = b + i * 32;
-    __m256 s0 = _mm256_mul_ps(bytes_to_ps(q0), _mm256_loadu_ps(x));
-    __m256 s1 = _mm256_mul_ps(bytes_to_ps(_mm_unpackhi_epi64(q0, q0)), _mm256_loadu_ps(x + 8));
-    s0 = _mm256_fmadd_ps(bytes_to_ps(q1), _mm256_loadu_ps(x + 16), s0);
-    s1 = _mm256_fmadd_ps(bytes_to_ps(_mm_unpackhi_epi64(q1, q1)), _mm256_loadu_ps(x + 24), s1);
-    acc[i & 1] = _mm256_fmadd_ps(_mm256_set1_ps(_cvtsh_ss(blk[i].d)), _mm256_add_ps(s0, s1), acc[i & 1]);
-  }
-  return hsum(_mm256_add_ps(acc[0], acc[1]));
-}
-
-inline float dot_q8_0(const loom_block_q8_0_t* blk, const float* b, int64_t nblk) {
-  return dot_blocks(blk, b, nblk, [](const loom_block_q8_0_t& q, __m128i* q0, __m128i* q1) {
-    *q0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q.qs));
-    *q1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q.qs + 16));
-  });
-}
-
-inline float dot_q4_0(const loom_block_q4_0_t* blk, const float* b, int64_t nblk) {
-  const __m128i low4 = _mm_set1_epi8(0x0F);
-  const __m128i eight = _mm_set1_epi8(8);
-  return dot_blocks(blk, b, nblk, [&](const loom_block_q4_0_t& q, __m128i* q0, __m128i* q1) {
-    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q.qs));
-    *q0 = _mm_sub_epi8(_mm_and_si128(v, low4), eight);                      // k 0..15
-    *q1 = _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(v, 4), low4), eight);  // k 16..31
-  });
-}
-
-// Row i1 of quantized A dotted with b (k_len floats).
-inline float dot_quant_row(const loom_tensor_t* a, int64_t i1, int64_t i2, int64_t i3, const float* b) {
-  const char* row = row_ptr(a, i1, i2, i3);
-  if (a->type == LOOM_TYPE_Q8_0)
-    return dot_q8_0(reinterpret_cast<const loom_block_q8_0_t*>(row), b, a->ne[0] / LOOM_QK8_0);
-  return dot_q4_0(reinterpret_cast<const loom_block_q4_0_t*>(row), b, a->ne[0] / LOOM_QK4_0);
-}
-#else
-inline float dot_quant_row(const loom_tensor_t*, int64_t, int64_t, int64_t, const float*) { return 0.0f; }
-#endif
-
 // out[r][c] = dot(a[r], b[c]) over n floats for a kTileM x kTileN tile:
 // every loaded vector of A is used kTileN times and of B kTileM times
 // (register blocking), against once per multiply in dot_f32.
@@ -162,7 +105,23 @@ inline void store_out(const loom_tensor_t* dst, int64_t m, int64_t n, int64_t i2
 // Row i1 of A as f32: a pointer into A itself for contiguous f32 rows,
 // else widened into `scratch` — inline here (not common::to_float_row) so
 // the AVX2 build vectorizes it, with F16C conversion where available.
+// Row i1 of A (any layout, also repacked weights) as ne[0] floats.
+void load_a_row(const loom_tensor_t* a, int64_t i1, int64_t i2, int64_t i3, float* out) {
+  if (is_repacked(a)) {  // 2-D, dense: gather the row's blocks back first
+    thread_local std::vector<uint8_t> canon;
+    canon.resize(static_cast<size_t>(a->nb[1]));
+    repacked_row(a, i1, canon.data());
+    common::to_float_row(a->type, canon.data(), out, a->ne[0]);
+    return;
+  }
+  load_row(a, i1, i2, i3, out);
+}
+
 const float* widen_row(const loom_tensor_t* a, int64_t i1, int64_t i2, int64_t i3, float* scratch) {
+  if (is_repacked(a)) {
+    load_a_row(a, i1, i2, i3, scratch);
+    return scratch;
+  }
   const char* row = row_ptr(a, i1, i2, i3);
   const int64_t n = a->ne[0];
   switch (a->type) {
@@ -227,10 +186,7 @@ void mul_mat_fast(const loom_tensor_t* dst, int ith, int nth) {
   const int64_t m_blocks = (m_len + kRowBlock - 1) / kRowBlock;
   int64_t w0, w1;
   common::split_range(m_blocks * b->ne[2] * b->ne[3], ith, nth, &w0, &w1);
-  // Decode with quantized A: dequantize inside the dot (no scratch rows).
-  const bool fused =
-      n_len <= kFusedQuantMaxN && (a->type == LOOM_TYPE_Q8_0 || a->type == LOOM_TYPE_Q4_0);
-  std::vector<float> rows(fused ? 0 : static_cast<size_t>(kRowBlock * k_len));
+  std::vector<float> rows(static_cast<size_t>(kRowBlock * k_len));
   const bool dst_dense = dst->nb[0] == sizeof(float);
   for (int64_t w = w0; w < w1; ++w) {
     const int64_t mb = w % m_blocks;
@@ -239,11 +195,9 @@ void mul_mat_fast(const loom_tensor_t* dst, int ith, int nth) {
     const int64_t m0 = mb * kRowBlock;
     const int64_t nr = std::min(kRowBlock, m_len - m0);
     const float* arows[kRowBlock];
-    if (!fused) {
-      for (int64_t r = 0; r < nr; ++r) arows[r] = widen_row(a, m0 + r, i2 / r2, i3 / r3, rows.data() + r * k_len);
-    }
+    for (int64_t r = 0; r < nr; ++r) arows[r] = widen_row(a, m0 + r, i2 / r2, i3 / r3, rows.data() + r * k_len);
     int64_t n = 0;
-    if (!fused) {
+    {
       // Whole tiles of kTileN columns: register-blocked dots.
       for (; n + kTileN <= n_len; n += kTileN) {
         const float* bcols[kTileN];
@@ -265,7 +219,7 @@ void mul_mat_fast(const loom_tensor_t* dst, int ith, int nth) {
       const auto* brow = reinterpret_cast<const float*>(row_ptr(b, n, i2, i3));
       char* out = elem_ptr(dst, m0, n, i2, i3);
       for (int64_t r = 0; r < nr; ++r) {
-        const float v = fused ? dot_quant_row(a, m0 + r, i2 / r2, i3 / r3, brow) : dot_f32(arows[r], brow, k_len);
+        const float v = dot_f32(arows[r], brow, k_len);
         if (dst_dense) {
           reinterpret_cast<float*>(out)[r] = v;
         } else {
@@ -334,14 +288,16 @@ void mul_mat_columns(const loom_tensor_t* dst, int ith, int nth) {
   }
 }
 
-}  // namespace
+// B rows of contiguous, 4-byte-aligned f32: the fast paths.
+bool b_rows_dense(const loom_tensor_t* dst) {
+  const loom_tensor_t* bsrc = dst->src[1];
+  return !force_reference() && bsrc->type == LOOM_TYPE_F32 && bsrc->nb[0] == sizeof(float) &&
+         reinterpret_cast<uintptr_t>(bsrc->data) % alignof(float) == 0 && bsrc->nb[1] % sizeof(float) == 0 &&
+         bsrc->nb[2] % sizeof(float) == 0 && bsrc->nb[3] % sizeof(float) == 0;
+}
 
 void kernel_mul_mat(const loom_tensor_t* dst, int ith, int nth) {
-  // B rows of contiguous, 4-byte-aligned f32: the fast paths.
-  const loom_tensor_t* bsrc = dst->src[1];
-  if (!force_reference() && bsrc->type == LOOM_TYPE_F32 && bsrc->nb[0] == sizeof(float) &&
-      reinterpret_cast<uintptr_t>(bsrc->data) % alignof(float) == 0 && bsrc->nb[1] % sizeof(float) == 0 &&
-      bsrc->nb[2] % sizeof(float) == 0 && bsrc->nb[3] % sizeof(float) == 0) {
+  if (b_rows_dense(dst)) {
     if (columns_contiguous(dst->src[0]) && dst->src[0]->nb[0] != dst->src[0]->nb[1]) {
       mul_mat_columns(dst, ith, nth);
     } else {
@@ -364,7 +320,7 @@ void kernel_mul_mat(const loom_tensor_t* dst, int ith, int nth) {
     const int64_t m = w % m_len;
     const int64_t i2 = (w / m_len) % b->ne[2];
     const int64_t i3 = w / (m_len * b->ne[2]);
-    load_row(a, m, i2 / r2, i3 / r3, arow.data());
+    load_a_row(a, m, i2 / r2, i3 / r3, arow.data());
     for (int64_t n = 0; n < n_len; ++n) {
       const char* brow = row_ptr(b, n, i2, i3);
       double sum = 0.0;
@@ -377,6 +333,21 @@ void kernel_mul_mat(const loom_tensor_t* dst, int ith, int nth) {
       std::memcpy(elem_ptr(dst, m, n, i2, i3), &out, 4);
     }
   }
+}
+
+}  // namespace
+
+bool int8_path(const loom_tensor_t* dst) {
+  const int32_t ta = dst->src[0]->type;
+  return LOOM_CPU_INT8_DOT && (ta == LOOM_TYPE_Q8_0 || ta == LOOM_TYPE_Q4_0) && b_rows_dense(dst);
+}
+
+void run_mul_mat(const loom_tensor_t* dst, Exec& ex) {
+  if (int8_path(dst)) {
+    run_mul_mat_int8(dst, ex);
+    return;
+  }
+  ex.run([&](int ith, int nth) { kernel_mul_mat(dst, ith, nth); });
 }
 
 }  // namespace loom::cpu

@@ -4,8 +4,10 @@
 // compute in f32 with double accumulation for reductions.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <stdexcept>
+#include <vector>
 
 #include "common/op_info.h"
 #include "common/thread_pool.h"
@@ -20,16 +22,18 @@ class KernelError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// MUL_MAT with Q8_0 / Q4_0 A and at most kFusedQuantMaxN columns of B
-// dequantizes inside the dot (matmul.cpp) in builds with AVX2 + FMA + F16C
-// (the cpu-avx2 variant); 0 elsewhere. The cost hint (cost.cpp) follows it.
+// MUL_MAT with Q8_0 / Q4_0 A quantizes B to 8-bit blocks and uses integer
+// dot products (matmul_int8.cpp) in builds with AVX2 + FMA + F16C (the
+// cpu-avx2 and cpu-avx512 variants); 0 elsewhere. The cost hint follows it.
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
-#define LOOM_CPU_FUSED_QUANT 1
-inline constexpr int64_t kFusedQuantMaxN = 4;
+#define LOOM_CPU_INT8_DOT 1
 #else
-#define LOOM_CPU_FUSED_QUANT 0
-inline constexpr int64_t kFusedQuantMaxN = 0;
+#define LOOM_CPU_INT8_DOT 0
 #endif
+
+// LOOM_CPU_INT8_DOT of the build the kernels were compiled in (plugin.cpp
+// and weight_layout.cpp are baseline code and ask this).
+bool int8_dot_built();
 
 // A kernel computes its share [ith of nth] of node `dst`; sources are dst->src.
 using Kernel = void (*)(const loom_tensor_t* dst, int ith, int nth);
@@ -55,7 +59,38 @@ int64_t parallel_min_work();
 // views, < 0 for nodes this plugin does not run (cost.cpp).
 double op_time_us(const loom_tensor_t* node, int threads);
 
-loom_status_t* run_node(common::ThreadPool& pool, const loom_tensor_t* node);
+// How one node's work is run: on every thread of the pool, or on the calling
+// thread alone for small nodes, with scratch memory the node's threads share.
+class Exec {
+ public:
+  Exec(common::ThreadPool& pool, bool parallel, std::vector<uint8_t>& scratch)
+      : pool_(pool), parallel_(parallel), scratch_(scratch) {}
+  int threads() const { return parallel_ ? pool_.size() : 1; }
+  // fn(ith, nth) on each of threads() threads; returns when all are done.
+  template <typename Fn>
+  void run(Fn&& fn) {
+    arrived_.store(0, std::memory_order_relaxed);
+    if (!parallel_ || pool_.size() == 1) {
+      fn(0, 1);
+    } else {
+      pool_.run([&](int ith, int nth) { fn(ith, nth); });
+    }
+  }
+  // Inside run(): waits until all nth threads reached it (once per run).
+  void barrier(int nth);
+  // At least `bytes` of 64-byte aligned memory, valid until the next node;
+  // call before run(), not inside.
+  void* scratch(size_t bytes);
+
+ private:
+  common::ThreadPool& pool_;
+  bool parallel_;
+  std::vector<uint8_t>& scratch_;
+  std::atomic<int> arrived_{0};
+};
+
+// Run one node; `scratch` is the device's, reused across nodes.
+loom_status_t* run_node(common::ThreadPool& pool, std::vector<uint8_t>& scratch, const loom_tensor_t* node);
 
 // ------------------------------------------------------------ tensor access
 
@@ -95,7 +130,7 @@ void kernel_binary(const loom_tensor_t* dst, int ith, int nth);    // ADD SUB MU
 void kernel_unary(const loom_tensor_t* dst, int ith, int nth);     // SILU GELU RELU SCALE
 void kernel_swiglu(const loom_tensor_t* dst, int ith, int nth);
 void kernel_norm(const loom_tensor_t* dst, int ith, int nth);      // NORM RMS_NORM
-void kernel_mul_mat(const loom_tensor_t* dst, int ith, int nth);
+void run_mul_mat(const loom_tensor_t* dst, Exec& ex);  // quantizes B first on the int8 path
 void kernel_rope(const loom_tensor_t* dst, int ith, int nth);
 void kernel_soft_max(const loom_tensor_t* dst, int ith, int nth);
 void kernel_copy(const loom_tensor_t* dst, int ith, int nth);      // CPY CONT

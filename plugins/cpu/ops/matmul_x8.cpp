@@ -1,0 +1,174 @@
+// MUL_MAT with A repacked in groups of 8 rows (weight_layout.h) against B
+// quantized to ActBlocks: the 8 lanes of one accumulator are the 8 rows of
+// a group, so each 32-byte load of A serves 8 rows x 4 quants and each
+// activation group of 4 bytes is broadcast once: per block and column, 8
+// integer dot instructions (AVX512-VNNI / AVX-VNNI dpbusd; AVX2 maddubs +
+// madd) and 3 f32 operations for 8 rows x 32 products.
+//
+// A's quants are read as unsigned bytes u = q + offset (Q4_0's nibbles as
+// stored: offset 8; Q8_0 xor 0x80: offset 128), so
+//   sum_k a_k b_k = d_a d_b (sum_k u_k qb_k - offset sum_k qb_k)
+// with sum_k qb_k from the ActBlock, the difference taken in integers. Without VNNI, Q8_0 uses the
+// sign trick instead (|q| times sign(q) * qb: maddubs would saturate on
+// u = q + 128). Integer sums are exact; only the f32 accumulation over
+// blocks rounds.
+#include "ops/matmul.h"
+#include "weight_layout.h"
+
+#if LOOM_CPU_INT8_DOT
+
+#include <immintrin.h>
+
+#include <cstring>
+
+namespace loom::cpu {
+namespace {
+
+constexpr int kBlock = 32;
+#ifdef __AVX512VL__
+constexpr int kCols = 4;  // columns per pass: 32 vector registers
+#else
+constexpr int kCols = 2;
+#endif
+
+#if (defined(__AVX512VNNI__) && defined(__AVX512VL__)) || defined(__AVXVNNI__)
+constexpr bool kVnni = true;
+#else
+constexpr bool kVnni = false;
+#endif
+
+// acc + per lane: sum of 4 products u8 (u) x s8 (s).
+inline __m256i dot4(__m256i acc, __m256i u, __m256i s) {
+#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
+  return _mm256_dpbusd_epi32(acc, u, s);
+#elif defined(__AVXVNNI__)
+  return _mm256_dpbusd_avx_epi32(acc, u, s);
+#else
+  return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1)));
+#endif
+}
+
+inline __m256i bcast4(const int8_t* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return _mm256_set1_epi32(v);
+}
+
+// One superblock of A unpacked: kN vectors of 8 rows x 4 quant bytes and the
+// activation byte offset each pairs with.
+template <int32_t kType>
+struct Super;
+
+template <>
+struct Super<LOOM_TYPE_Q4_0> {
+  static constexpr int kN = 8;
+  static constexpr int32_t kOffset = 8;
+  static constexpr size_t kBytes = 8 * sizeof(loom_block_q4_0_t);
+  __m256i u[kN];
+  static constexpr int yoff(int j) { return j < 4 ? 4 * j : 16 + 4 * (j - 4); }
+  void load(const uint8_t* sb) {
+    const __m256i low4 = _mm256_set1_epi8(0x0F);
+    for (int t = 0; t < 4; ++t) {
+      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(sb + 16 + 32 * t));
+      u[t] = _mm256_and_si256(v, low4);                          // quants 4t .. 4t+3
+      u[t + 4] = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);  // quants 16+4t ..
+    }
+  }
+  __m256i dot(const ActBlock& y) const {
+    __m256i acc = _mm256_setzero_si256();
+    for (int j = 0; j < kN; ++j) acc = dot4(acc, u[j], bcast4(y.qs + yoff(j)));
+    return acc;
+  }
+};
+
+template <>
+struct Super<LOOM_TYPE_Q8_0> {
+  static constexpr int kN = 8;
+  static constexpr int32_t kOffset = kVnni ? 128 : 0;
+  static constexpr size_t kBytes = 8 * sizeof(loom_block_q8_0_t);
+  __m256i u[kN];  // VNNI: q ^ 0x80; else: q itself (signed)
+  static constexpr int yoff(int j) { return 4 * j; }
+  void load(const uint8_t* sb) {
+    for (int t = 0; t < kN; ++t) {
+      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(sb + 16 + 32 * t));
+      u[t] = kVnni ? _mm256_xor_si256(v, _mm256_set1_epi8(static_cast<char>(0x80))) : v;
+    }
+  }
+  __m256i dot(const ActBlock& y) const {
+    __m256i acc = _mm256_setzero_si256();
+    for (int j = 0; j < kN; ++j) {
+      if (kVnni) {
+        acc = dot4(acc, u[j], bcast4(y.qs + yoff(j)));
+      } else {
+        acc = dot4(acc, _mm256_abs_epi8(u[j]), _mm256_sign_epi8(bcast4(y.qs + yoff(j)), u[j]));
+      }
+    }
+    return acc;
+  }
+};
+
+// Columns [n0, n0 + NC) (flat over B's rows) for rows m0 .. m0+7.
+template <int32_t kType, int NC>
+void group_cols(const loom_tensor_t* dst, const uint8_t* group, int64_t nblk, const ActBlock* act, int64_t n0,
+                int64_t m0) {
+  using S = Super<kType>;
+  __m256 acc[NC];
+  for (int c = 0; c < NC; ++c) acc[c] = _mm256_setzero_ps();
+  S a;
+  for (int64_t i = 0; i < nblk; ++i) {
+    const uint8_t* sb = group + static_cast<size_t>(i) * S::kBytes;
+    a.load(sb);
+    const __m256 da = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sb)));
+    for (int c = 0; c < NC; ++c) {
+      const ActBlock& y = act[(n0 + c) * nblk + i];
+      __m256i isum = a.dot(y);
+      if (S::kOffset != 0) isum = _mm256_sub_epi32(isum, _mm256_set1_epi32(S::kOffset * y.sum));
+      const __m256 v = _mm256_mul_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(y.d));
+      acc[c] = _mm256_fmadd_ps(da, v, acc[c]);
+    }
+  }
+  for (int c = 0; c < NC; ++c) {
+    int64_t i1, i2, i3;  // B's batches are more columns: flat index -> dst's
+    unravel_row(dst, n0 + c, &i1, &i2, &i3);
+    if (dst->nb[0] == sizeof(float)) {
+      _mm256_storeu_ps(reinterpret_cast<float*>(elem_ptr(dst, m0, i1, i2, i3)), acc[c]);
+    } else {
+      alignas(32) float v[8];
+      _mm256_store_ps(v, acc[c]);
+      for (int r = 0; r < 8; ++r) std::memcpy(elem_ptr(dst, m0 + r, i1, i2, i3), &v[r], 4);
+    }
+  }
+}
+
+template <int32_t kType>
+void mul_mat_type(const loom_tensor_t* dst, const ActBlock* act, int ith, int nth) {
+  using S = Super<kType>;
+  const loom_tensor_t* a = dst->src[0];
+  const int64_t nblk = a->ne[0] / kBlock;
+  const int64_t n_len = nrows(dst);  // A is 2-D: every batch of B shares it
+  const int64_t groups = a->ne[1] / kWeightGroupRows;
+  int64_t g0, g1;
+  common::split_range(groups, ith, nth, &g0, &g1);
+  const auto* base = static_cast<const uint8_t*>(a->data);
+  for (int64_t g = g0; g < g1; ++g) {
+    const uint8_t* group = base + static_cast<size_t>(g * nblk) * S::kBytes;
+    const int64_t m0 = g * kWeightGroupRows;
+    int64_t n = 0;
+    for (; n + kCols <= n_len; n += kCols) group_cols<kType, kCols>(dst, group, nblk, act, n, m0);
+    for (; n < n_len; ++n) group_cols<kType, 1>(dst, group, nblk, act, n, m0);
+  }
+}
+
+}  // namespace
+
+void mul_mat_x8(const loom_tensor_t* dst, const ActBlock* act, int ith, int nth) {
+  if (dst->src[0]->type == LOOM_TYPE_Q8_0) {
+    mul_mat_type<LOOM_TYPE_Q8_0>(dst, act, ith, nth);
+  } else {
+    mul_mat_type<LOOM_TYPE_Q4_0>(dst, act, ith, nth);
+  }
+}
+
+}  // namespace loom::cpu
+
+#endif  // LOOM_CPU_INT8_DOT
