@@ -37,6 +37,7 @@ Kernel kernel_for(int32_t op) {
     case LOOM_OP_SET_ROWS: return kernel_set_rows;
     case LOOM_OP_ARGMAX: return kernel_argmax;
     case LOOM_OP_SUM_ROWS: return kernel_sum_rows;
+    case LOOM_OP_ATTENTION: return kernel_attention;
     default: return nullptr;
   }
 }
@@ -63,10 +64,16 @@ int64_t parallel_min_work() {
   return value;
 }
 
-// Rough work of a node: multiply-adds for MUL_MAT, elements touched otherwise.
+// Rough work of a node: multiply-adds for MUL_MAT and ATTENTION, elements
+// touched otherwise.
 int64_t work_estimate(const loom_tensor_t* node) {
   int64_t n = nelements(node);
   if (node->op == LOOM_OP_MUL_MAT && node->src[0] != nullptr) return n * node->src[0]->ne[0];
+  if (node->op == LOOM_OP_ATTENTION && node->src[0] != nullptr && node->src[1] != nullptr) {
+    // (h, t) pairs x n_kv keys x (D for the score + Dv for the values)
+    const loom_tensor_t* q = node->src[0];
+    return q->ne[1] * q->ne[2] * node->src[1]->ne[1] * (q->ne[0] + node->ne[0]);
+  }
   for (int i = 0; i < LOOM_MAX_SRC; ++i) {
     if (node->src[i] != nullptr) n = std::max(n, nelements(node->src[i]));
   }
