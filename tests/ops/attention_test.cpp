@@ -21,6 +21,23 @@ struct AttnCase {
 
 class AttentionTest : public OpTest {
  protected:
+  // Devices that do not run the op yet (vulkan: plugins/vulkan/README.md)
+  // are skipped with the reason; the CPU plugin must run it.
+  void SetUp() override {
+    OpTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    Context probe;
+    Tensor* q = unwrap(probe.new_tensor(LOOM_TYPE_F32, {8, 2, 1}, "q"));
+    Tensor* k = unwrap(probe.new_tensor(LOOM_TYPE_F32, {8, 4, 2}, "k"));
+    Tensor* vis = unwrap(probe.new_tensor(LOOM_TYPE_I32, {1}, "vis"));
+    Tensor* node = unwrap(op::attention(probe, q, k, k, vis, 1.0f), "attention");
+    if (testing_reference_device()) {
+      ASSERT_TRUE(dev_->supports_op(node));
+    } else if (!dev_->supports_op(node)) {
+      GTEST_SKIP() << dev_->name() << " does not run ATTENTION (its plugin README says why)";
+    }
+  }
+
   // K or V of one layer as the llama graph sees it: a view [dim, n_kv, Hkv]
   // of a cache [dim * Hkv, n_ctx] with n_ctx > n_kv (row stride covers all
   // heads, head stride dim elements).

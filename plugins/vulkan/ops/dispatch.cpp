@@ -52,7 +52,7 @@ const char* vulkan_limits(const OpCaps& caps, const loom_tensor_t* n) {
     case LOOM_OP_ROPE:
       return n->op_params[0] > 0xFFFF ? "n_dims" : nullptr;
     case LOOM_OP_ATTENTION:
-      return "op";  // no shader yet
+      return "op";  // four sources: needs bindings beyond the three (README "Ops and types")
     default:
       return nullptr;
   }
