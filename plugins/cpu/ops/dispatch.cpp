@@ -64,16 +64,13 @@ int64_t parallel_min_work() {
   return value;
 }
 
-// Rough work of a node: multiply-adds for MUL_MAT and ATTENTION, elements
-// touched otherwise.
+// Rough work of a node: multiply-adds for MUL_MAT, elements touched
+// otherwise. ATTENTION counts elements too (K's, for decode): its real work
+// follows `visible`, data the estimate cannot see, and a padded n_kv would
+// wake the pool for decode steps that attend over a few rows.
 int64_t work_estimate(const loom_tensor_t* node) {
   int64_t n = nelements(node);
   if (node->op == LOOM_OP_MUL_MAT && node->src[0] != nullptr) return n * node->src[0]->ne[0];
-  if (node->op == LOOM_OP_ATTENTION && node->src[0] != nullptr && node->src[1] != nullptr) {
-    // (h, t) pairs x n_kv keys x (D for the score + Dv for the values)
-    const loom_tensor_t* q = node->src[0];
-    return q->ne[1] * q->ne[2] * node->src[1]->ne[1] * (q->ne[0] + node->ne[0]);
-  }
   for (int i = 0; i < LOOM_MAX_SRC; ++i) {
     if (node->src[i] != nullptr) n = std::max(n, nelements(node->src[i]));
   }
