@@ -5,6 +5,7 @@
 #include <string>
 
 #include "loom/ops.hpp"
+#include "loom/registry.hpp"
 
 namespace loom::llm {
 namespace {
@@ -15,10 +16,86 @@ Tensor* named(Tensor* t, const std::string& name) {
   return t;
 }
 
+// One layer's attention inputs: Q [hd, n_head, T] after RoPE and the cache
+// tensors after this batch's SET_ROWS (the views hang off those nodes so the
+// graph orders the writes before the reads).
+struct LayerAttention {
+  Tensor* q;
+  Tensor* k_stored;
+  Tensor* v_stored;
+  const Tensor* kc;
+  const Tensor* vc;
+  std::string sfx;  // ".<layer>"
+};
+
+// The fused form: one ATTENTION node over K and V views [hd, n_kv, n_head_kv]
+// of the cache (V not transposed). Result [hd, n_head, T].
+StatusOr<Tensor*> attention_fused(Context& ctx, const LlamaHparams& h, const LayerAttention& a, int64_t n_kv,
+                                  Tensor* visible, float scale) {
+  const int64_t hd = h.head_dim();
+  const size_t es = a.kc->nb[0];
+  LOOM_ASSIGN_OR_RETURN(Tensor * k, ctx.view(a.k_stored, {hd, n_kv, h.n_head_kv}, {a.kc->nb[1], es * hd}, 0));
+  LOOM_ASSIGN_OR_RETURN(Tensor * v, ctx.view(a.v_stored, {hd, n_kv, h.n_head_kv}, {a.vc->nb[1], es * hd}, 0));
+  LOOM_ASSIGN_OR_RETURN(Tensor * out, op::attention(ctx, a.q, k, v, visible, scale));
+  return named(out, "attn_fused" + a.sfx);
+}
+
+// The unfused form: K Q, SOFT_MAX with the -inf mask over all n_kv rows,
+// V^T times the weights. Result [hd, n_head, T] (contiguous).
+StatusOr<Tensor*> attention_unfused(Context& ctx, const LlamaHparams& h, const LayerAttention& a, int64_t n_kv,
+                                    Tensor* mask, float scale) {
+  const int64_t hd = h.head_dim();
+  const size_t es = a.kc->nb[0];
+  // K as [hd, n_kv, n_head_kv]; V^T as [n_kv, hd, n_head_kv] (strided).
+  LOOM_ASSIGN_OR_RETURN(Tensor * kv_k, ctx.view(a.k_stored, {hd, n_kv, h.n_head_kv}, {a.kc->nb[1], es * hd}, 0));
+  LOOM_ASSIGN_OR_RETURN(Tensor * kv_v, ctx.view(a.v_stored, {hd, h.n_head_kv, n_kv}, {es * hd, a.vc->nb[1]}, 0));
+  LOOM_ASSIGN_OR_RETURN(kv_v, ctx.permute(kv_v, 1, 2, 0, 3));
+  // Query head i uses kv head i / (n_head / n_head_kv): MUL_MAT's dim-2
+  // broadcast with heads as dim 2.
+  LOOM_ASSIGN_OR_RETURN(Tensor * qh, ctx.permute(a.q, 0, 2, 1, 3));  // [hd, T, n_head]
+  LOOM_ASSIGN_OR_RETURN(Tensor * kq, op::mul_mat(ctx, kv_k, qh));    // [n_kv, T, n_head]
+  LOOM_ASSIGN_OR_RETURN(kq, op::soft_max(ctx, kq, mask, scale));
+  named(kq, "kq_soft_max" + a.sfx);
+  LOOM_ASSIGN_OR_RETURN(Tensor * kqv, op::mul_mat(ctx, kv_v, kq));  // [hd, T, n_head]
+  LOOM_ASSIGN_OR_RETURN(kqv, ctx.permute(kqv, 0, 2, 1, 3));         // [hd, n_head, T]
+  return op::cont(ctx, kqv);
+}
+
+// An I32/I64/F32 graph input, flagged INPUT.
+StatusOr<Tensor*> graph_input(Context& ctx, loom_type_t type, std::initializer_list<int64_t> ne, const char* name) {
+  LOOM_ASSIGN_OR_RETURN(Tensor * t, ctx.new_tensor(type, ne, name));
+  t->flags |= LOOM_TENSOR_FLAG_INPUT;
+  return t;
+}
+
+// Layer il's attention in the fused form when allowed and its device runs
+// the node, else unfused; makes g.visible / g.mask on first use.
+StatusOr<Tensor*> layer_attention(Context& ctx, LlamaModel& model, int64_t il, const LayerAttention& a,
+                                  bool fused, float scale, LlamaBatchGraph* g) {
+  const LlamaHparams& h = model.hparams();
+  if (fused) {
+    const bool had_visible = g->visible != nullptr;
+    if (!had_visible) {
+      LOOM_ASSIGN_OR_RETURN(g->visible, graph_input(ctx, LOOM_TYPE_I32, {g->n_tokens}, "inp_visible"));
+    }
+    LOOM_ASSIGN_OR_RETURN(Tensor * out, attention_fused(ctx, h, a, g->n_kv, g->visible, scale));
+    registry::Device* dev = model.layer_device(il);
+    if (dev != nullptr && dev->supports_op(out)) {
+      ++g->fused_layers;
+      return out;
+    }
+    if (!had_visible) g->visible = nullptr;  // unused: must not be uploaded
+  }
+  if (g->mask == nullptr) {
+    LOOM_ASSIGN_OR_RETURN(g->mask, graph_input(ctx, LOOM_TYPE_F32, {g->n_kv, g->n_tokens}, "inp_mask"));
+  }
+  return attention_unfused(ctx, h, a, g->n_kv, g->mask, scale);
+}
+
 }  // namespace
 
 StatusOr<LlamaBatchGraph> build_llama_graph(LlamaModel& model, const KvCache& cache, int64_t n_tokens,
-                                            int64_t n_past, bool all_logits, int64_t n_kv) {
+                                            int64_t n_past, bool all_logits, int64_t n_kv, bool fused_attention) {
   const LlamaHparams& h = model.hparams();
   Context& ctx = model.context();
   if (n_kv == 0) n_kv = n_past + n_tokens;
@@ -33,11 +110,9 @@ StatusOr<LlamaBatchGraph> build_llama_graph(LlamaModel& model, const KvCache& ca
   g.n_tokens = n_tokens;
   g.n_past = n_past;
   g.n_kv = n_kv;
-  LOOM_ASSIGN_OR_RETURN(g.tokens, ctx.new_tensor(LOOM_TYPE_I32, {n_tokens}, "inp_tokens"));
-  LOOM_ASSIGN_OR_RETURN(g.pos, ctx.new_tensor(LOOM_TYPE_I32, {n_tokens}, "inp_pos"));
-  LOOM_ASSIGN_OR_RETURN(g.kv_rows, ctx.new_tensor(LOOM_TYPE_I64, {n_tokens}, "inp_kv_rows"));
-  LOOM_ASSIGN_OR_RETURN(g.mask, ctx.new_tensor(LOOM_TYPE_F32, {n_kv, n_tokens}, "inp_mask"));
-  for (Tensor* t : {g.tokens, g.pos, g.kv_rows, g.mask}) t->flags |= LOOM_TENSOR_FLAG_INPUT;
+  LOOM_ASSIGN_OR_RETURN(g.tokens, graph_input(ctx, LOOM_TYPE_I32, {n_tokens}, "inp_tokens"));
+  LOOM_ASSIGN_OR_RETURN(g.pos, graph_input(ctx, LOOM_TYPE_I32, {n_tokens}, "inp_pos"));
+  LOOM_ASSIGN_OR_RETURN(g.kv_rows, graph_input(ctx, LOOM_TYPE_I64, {n_tokens}, "inp_kv_rows"));
 
   LOOM_ASSIGN_OR_RETURN(Tensor * x, op::get_rows(ctx, model.tok_embd, g.tokens));
   const float kq_scale = 1.0f / std::sqrt(static_cast<float>(hd));
@@ -64,27 +139,13 @@ StatusOr<LlamaBatchGraph> build_llama_graph(LlamaModel& model, const KvCache& ca
     LOOM_ASSIGN_OR_RETURN(Tensor * v, op::mul_mat(ctx, l.wv, cur));
     named(v, "v" + sfx);
 
-    // Store this batch's rows; the attention views hang off the SET_ROWS
-    // nodes so the graph orders the writes before the reads.
+    // Store this batch's rows, then attend over the cache.
     Tensor* kc = cache.k(il);
     Tensor* vc = cache.v(il);
     LOOM_ASSIGN_OR_RETURN(Tensor * k_stored, op::set_rows(ctx, kc, k, g.kv_rows));
     LOOM_ASSIGN_OR_RETURN(Tensor * v_stored, op::set_rows(ctx, vc, v, g.kv_rows));
-    const size_t es = kc->nb[0];
-    // K as [hd, n_kv, n_head_kv]; V^T as [n_kv, hd, n_head_kv] (strided).
-    LOOM_ASSIGN_OR_RETURN(Tensor * kv_k, ctx.view(k_stored, {hd, n_kv, h.n_head_kv}, {kc->nb[1], es * hd}, 0));
-    LOOM_ASSIGN_OR_RETURN(Tensor * kv_v, ctx.view(v_stored, {hd, h.n_head_kv, n_kv}, {es * hd, vc->nb[1]}, 0));
-    LOOM_ASSIGN_OR_RETURN(kv_v, ctx.permute(kv_v, 1, 2, 0, 3));
-
-    // Query head i uses kv head i / (n_head / n_head_kv): MUL_MAT's dim-2
-    // broadcast with heads as dim 2.
-    LOOM_ASSIGN_OR_RETURN(Tensor * qh, ctx.permute(q, 0, 2, 1, 3));  // [hd, T, n_head]
-    LOOM_ASSIGN_OR_RETURN(Tensor * kq, op::mul_mat(ctx, kv_k, qh));  // [n_kv, T, n_head]
-    LOOM_ASSIGN_OR_RETURN(kq, op::soft_max(ctx, kq, g.mask, kq_scale));
-    named(kq, "kq_soft_max" + sfx);
-    LOOM_ASSIGN_OR_RETURN(Tensor * kqv, op::mul_mat(ctx, kv_v, kq));  // [hd, T, n_head]
-    LOOM_ASSIGN_OR_RETURN(kqv, ctx.permute(kqv, 0, 2, 1, 3));         // [hd, n_head, T]
-    LOOM_ASSIGN_OR_RETURN(kqv, op::cont(ctx, kqv));
+    const LayerAttention la{q, k_stored, v_stored, kc, vc, sfx};
+    LOOM_ASSIGN_OR_RETURN(Tensor * kqv, layer_attention(ctx, model, il, la, fused_attention, kq_scale, &g));
     LOOM_ASSIGN_OR_RETURN(kqv, ctx.reshape(kqv, {h.n_embd, n_tokens}));
     LOOM_ASSIGN_OR_RETURN(Tensor * attn, op::mul_mat(ctx, l.wo, kqv));
     LOOM_ASSIGN_OR_RETURN(x, op::add(ctx, x, attn));
@@ -127,11 +188,17 @@ LlamaBatchInputs make_batch_inputs(const LlamaBatchGraph& g, const int32_t* toke
     in.kv_rows[i] = g.n_past + static_cast<int64_t>(i);
   }
   // Causal: token i (at n_past + i) sees cache rows [0, n_past + i].
-  const float neg_inf = -std::numeric_limits<float>::infinity();
-  in.mask.assign(n * static_cast<size_t>(g.n_kv), neg_inf);
-  for (size_t i = 0; i < n; ++i) {
-    const auto visible = static_cast<size_t>(g.n_past) + i + 1;
-    for (size_t j = 0; j < visible; ++j) in.mask[i * static_cast<size_t>(g.n_kv) + j] = 0.0f;
+  if (g.visible != nullptr) {
+    in.visible.resize(n);
+    for (size_t i = 0; i < n; ++i) in.visible[i] = static_cast<int32_t>(g.n_past + static_cast<int64_t>(i) + 1);
+  }
+  if (g.mask != nullptr) {
+    const float neg_inf = -std::numeric_limits<float>::infinity();
+    in.mask.assign(n * static_cast<size_t>(g.n_kv), neg_inf);
+    for (size_t i = 0; i < n; ++i) {
+      const auto visible = static_cast<size_t>(g.n_past) + i + 1;
+      for (size_t j = 0; j < visible; ++j) in.mask[i * static_cast<size_t>(g.n_kv) + j] = 0.0f;
+    }
   }
   return in;
 }

@@ -1,11 +1,17 @@
 // The llama forward graph for one batch: n_tokens new tokens at positions
 // [n_past, n_past + n_tokens), attending to the KV cache rows [0, n_kv)
 // where n_kv >= n_past + n_tokens (default: exactly that); rows past
-// n_past + n_tokens are hidden by the mask. A fixed n_kv (padded) keeps the
-// graph's shapes, hence the scheduler's fingerprint, the same from one
-// decode step to the next: only input values change. Builds tensors in the model's Context; the caller places the
-// graph (Executor::allocate), uploads the inputs, computes and rolls the
-// context back.
+// n_past + n_tokens are hidden. A fixed n_kv (padded) keeps the graph's
+// shapes, hence the scheduler's fingerprint, the same from one decode step
+// to the next: only input values change. Builds tensors in the model's
+// Context; the caller places the graph (Executor::allocate), uploads the
+// inputs, computes and rolls the context back.
+//
+// Attention per layer takes one of two forms. Fused: one ATTENTION node
+// reading the cache rows [0, visible[t]) (work follows the real context, not
+// n_kv), used when `fused_attention` and the layer's device
+// (model.layer_device(il)) supports the node. Unfused: MUL_MAT (K Q) +
+// SOFT_MAX with the -inf mask + MUL_MAT (V^T), for every other device.
 #pragma once
 
 #include <cstdint>
@@ -21,16 +27,20 @@ struct LlamaBatchGraph {
   Tensor* tokens = nullptr;  // I32 [n_tokens]
   Tensor* pos = nullptr;     // I32 [n_tokens]: n_past + i
   Tensor* kv_rows = nullptr; // I64 [n_tokens]: cache rows written (== pos)
-  Tensor* mask = nullptr;    // F32 [n_kv, n_tokens]: 0 where visible, -inf elsewhere
+  // Made only when some layer uses the form that reads it (else nullptr).
+  Tensor* mask = nullptr;    // F32 [n_kv, n_tokens]: 0 where visible, -inf elsewhere (unfused)
+  Tensor* visible = nullptr; // I32 [n_tokens]: n_past + i + 1 (fused)
   // Output: F32 [n_vocab, n_out], n_out = n_tokens (all_logits) or 1 (last).
   Tensor* logits = nullptr;
   int64_t n_tokens = 0;
   int64_t n_past = 0;
   int64_t n_kv = 0;
+  int64_t fused_layers = 0;  // layers built with the ATTENTION node
 };
 
 StatusOr<LlamaBatchGraph> build_llama_graph(LlamaModel& model, const KvCache& cache, int64_t n_tokens,
-                                            int64_t n_past, bool all_logits, int64_t n_kv = 0);
+                                            int64_t n_past, bool all_logits, int64_t n_kv = 0,
+                                            bool fused_attention = true);
 
 // The attended KV length for a batch: n_past + n_tokens rounded up to a
 // multiple of pad (pad <= 1: no padding), at most n_ctx.
@@ -41,7 +51,8 @@ int64_t padded_n_kv(int64_t n_past, int64_t n_tokens, int64_t pad, int64_t n_ctx
 struct LlamaBatchInputs {
   std::vector<int32_t> tokens, pos;
   std::vector<int64_t> kv_rows;
-  std::vector<float> mask;
+  std::vector<float> mask;        // empty when g.mask is null
+  std::vector<int32_t> visible;   // empty when g.visible is null
 };
 LlamaBatchInputs make_batch_inputs(const LlamaBatchGraph& g, const int32_t* tokens);
 

@@ -1,6 +1,7 @@
 #include "llm/llama_session.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <string>
 
 #include "llm/llama_graph.hpp"
@@ -20,6 +21,12 @@ bool writes_cache(const registry::Device& dev, loom_type_t type, int64_t kv_dim)
   if (!dst.ok() || !src.ok() || !rows.ok()) return false;
   StatusOr<Tensor*> node = op::set_rows(ctx, *dst, *src, *rows);
   return node.ok() && dev.supports_op(*node);
+}
+
+// LOOM_LLM_FUSED_ATTN=0 turns the fused attention op off.
+bool fused_attention_allowed() {
+  const char* env = std::getenv("LOOM_LLM_FUSED_ATTN");
+  return env == nullptr || std::string(env) != "0";
 }
 
 }  // namespace
@@ -45,8 +52,10 @@ StatusOr<std::unique_ptr<LlamaSession>> LlamaSession::create(LlamaModel* model, 
   LOOM_ASSIGN_OR_RETURN(KvCache cache, KvCache::create(ctx, kv_devices, h.kv_dim(), n_ctx, options.kv_type));
   LOOM_ASSIGN_OR_RETURN(auto sched, Scheduler::create(model->devices()));
   const size_t mark = ctx.checkpoint();
+  SessionOptions o = options;
+  o.fused_attention = options.fused_attention && fused_attention_allowed();
   return std::unique_ptr<LlamaSession>(
-      new LlamaSession(model, std::move(cache), std::move(kv_devices), std::move(sched), options, mark));
+      new LlamaSession(model, std::move(cache), std::move(kv_devices), std::move(sched), o, mark));
 }
 
 LlamaSession::~LlamaSession() = default;
@@ -88,7 +97,8 @@ Status LlamaSession::eval(const std::vector<TokenId>& tokens, bool all_logits, s
 
 StatusOr<LlamaSession::Step> LlamaSession::build_step(int64_t n, bool all_logits) {
   const int64_t n_kv = padded_n_kv(n_past_, n, kv_pad_, cache_.n_ctx());
-  LOOM_ASSIGN_OR_RETURN(LlamaBatchGraph g, build_llama_graph(*model_, cache_, n, n_past_, all_logits, n_kv));
+  LOOM_ASSIGN_OR_RETURN(LlamaBatchGraph g, build_llama_graph(*model_, cache_, n, n_past_, all_logits, n_kv,
+                                                                  fused_attention_));
   LOOM_ASSIGN_OR_RETURN(Graph graph, Graph::build({g.logits}));
   LOOM_RETURN_IF_ERROR(sched_->allocate(graph));
   return Step{g, std::move(graph)};
@@ -114,7 +124,8 @@ Status LlamaSession::eval_batch(const TokenId* tokens, int64_t n, bool all_logit
   LOOM_RETURN_IF_ERROR(tensor_set(g.tokens, in.tokens.data(), in.tokens.size() * sizeof(int32_t)));
   LOOM_RETURN_IF_ERROR(tensor_set(g.pos, in.pos.data(), in.pos.size() * sizeof(int32_t)));
   LOOM_RETURN_IF_ERROR(tensor_set(g.kv_rows, in.kv_rows.data(), in.kv_rows.size() * sizeof(int64_t)));
-  LOOM_RETURN_IF_ERROR(tensor_set(g.mask, in.mask.data(), in.mask.size() * sizeof(float)));
+  if (g.mask) LOOM_RETURN_IF_ERROR(tensor_set(g.mask, in.mask.data(), in.mask.size() * sizeof(float)));
+  if (g.visible) LOOM_RETURN_IF_ERROR(tensor_set(g.visible, in.visible.data(), in.visible.size() * sizeof(int32_t)));
   LOOM_RETURN_IF_ERROR(sched_->compute(graph));
   ++steps_;
   bytes_copied_ += sched_->last_stats().bytes_copied;

@@ -33,6 +33,11 @@ struct SessionOptions {
   loom_type_t kv_type = LOOM_TYPE_F32;
   // Attended KV length rounded up to a multiple of this (1: no padding).
   int64_t kv_pad = 256;
+  // Use the fused ATTENTION op on the devices that run it (work follows the
+  // real context length, not kv_pad); false builds the unfused MUL_MAT +
+  // SOFT_MAX + MUL_MAT form everywhere. LOOM_LLM_FUSED_ATTN=0 in the
+  // environment forces false.
+  bool fused_attention = true;
 };
 
 class LlamaSession {
@@ -56,6 +61,8 @@ class LlamaSession {
   int64_t n_past() const { return n_past_; }
   int64_t n_ctx() const { return cache_.n_ctx(); }
   int64_t n_batch() const { return n_batch_; }
+  // Whether graphs may use the fused ATTENTION op (options and environment).
+  bool fused_attention() const { return fused_attention_; }
   const LlamaModel& model() const { return *model_; }
   // Compute buffers of every device, summed.
   size_t compute_buffer_size() const;
@@ -78,6 +85,7 @@ class LlamaSession {
         sched_(std::move(sched)),
         n_batch_(o.n_batch),
         kv_pad_(o.kv_pad),
+        fused_attention_(o.fused_attention),
         mark_(mark) {}
   Status eval_batch(const TokenId* tokens, int64_t n, bool all_logits, float* out);
   // The graph of a batch of n tokens at the current position, allocated on
@@ -101,6 +109,7 @@ class LlamaSession {
   std::unique_ptr<Scheduler> sched_;
   int64_t n_batch_;
   int64_t kv_pad_;
+  bool fused_attention_;
   size_t steps_ = 0;
   size_t bytes_copied_ = 0;
   size_t mark_;  // the model's Context size after the cache tensors

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <string>
 
+#include "common/op_info.h"
 #include "loom/log.hpp"
 #include "loom/registry.hpp"
 #include "loom/tensor.hpp"
@@ -49,6 +50,8 @@ std::string check_buffer(const loom_buffer_t* b, size_t size) {
 
 bool Device::supports_op(const Tensor* node) const {
   if (!node) return false;
+  // Host rule 15: never ask about an op added after the plugin's minor.
+  if (plugin_ && !common::plugin_knows_op(plugin_->table()->abi_version, node->op)) return false;
   bool ok = false;
   std::string err = call_plugin([&] { ok = raw_->iface->supports_op(raw_, static_cast<const loom_tensor_t*>(node)); });
   if (!err.empty()) {

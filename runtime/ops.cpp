@@ -295,6 +295,43 @@ StatusOr<Tensor*> sum_rows(Context& ctx, Tensor* a) {
   return node(ctx, "sum_rows", LOOM_OP_SUM_ROWS, LOOM_TYPE_F32, ne, {a});
 }
 
+StatusOr<Tensor*> attention(Context& ctx, Tensor* q, Tensor* k, Tensor* v, Tensor* visible, float scale) {
+  const char* op = "attention";
+  LOOM_RETURN_IF_ERROR(check_src(op, ctx, q, "q"));
+  LOOM_RETURN_IF_ERROR(check_src(op, ctx, k, "k"));
+  LOOM_RETURN_IF_ERROR(check_src(op, ctx, v, "v"));
+  LOOM_RETURN_IF_ERROR(check_src(op, ctx, visible, "visible"));
+  LOOM_RETURN_IF_ERROR(need_float(op, q, "q"));
+  LOOM_RETURN_IF_ERROR(need_float(op, k, "k"));
+  LOOM_RETURN_IF_ERROR(need_float(op, v, "v"));
+  LOOM_RETURN_IF_ERROR(need_type(op, visible, "visible", LOOM_TYPE_I32));
+  const int64_t d = q->ne[0], n_head = q->ne[1], n_tok = q->ne[2];
+  const int64_t n_kv = k->ne[1], n_head_kv = k->ne[2];
+  if (q->ne[3] != 1 || k->ne[0] != d || k->ne[3] != 1 || n_kv < 1 || n_head_kv < 1) {
+    return invalid_argument(tag(op) + "q " + q->describe() + " and k " + k->describe() +
+                            " must be [D, H, T] and [D, n_kv >= 1, Hkv >= 1]");
+  }
+  if (v->ne[1] != n_kv || v->ne[2] != n_head_kv || v->ne[3] != 1) {
+    return invalid_argument(tag(op) + "v " + v->describe() + " must be [Dv, " + std::to_string(n_kv) + ", " +
+                            std::to_string(n_head_kv) + "] like k " + k->describe());
+  }
+  if (n_head % n_head_kv != 0) {
+    return invalid_argument(tag(op) + "q's " + std::to_string(n_head) + " heads are not a multiple of k's " +
+                            std::to_string(n_head_kv) + " (q " + q->describe() + ", k " + k->describe() + ")");
+  }
+  if (!is_vector(visible) || visible->ne[0] != n_tok) {
+    return invalid_argument(tag(op) + "visible " + visible->describe() + " must be [" + std::to_string(n_tok) +
+                            "] (one length per query of q " + q->describe() + ")");
+  }
+  if (!std::isfinite(scale)) {
+    return invalid_argument(tag(op) + "scale " + std::to_string(scale) + " must be finite");
+  }
+  const int64_t ne[4] = {v->ne[0], n_head, n_tok, 1};
+  LOOM_ASSIGN_OR_RETURN(Tensor * t, node(ctx, op, LOOM_OP_ATTENTION, LOOM_TYPE_F32, ne, {q, k, v, visible}));
+  t->set_param<float>(0, scale);
+  return t;
+}
+
 // In-place contract for plugins: when the allocator gives a node its first
 // source's memory (dst->data == src[0]->data, same type, shape and dense
 // layout), the kernel must still be correct. That holds when every output
@@ -305,7 +342,7 @@ StatusOr<Tensor*> sum_rows(Context& ctx, Tensor* a) {
 // x[i] -> y[i]. Kernels must therefore not assume dst and src[0] are
 // disjoint (no __restrict on that pair), and threads split work by rows.
 // Ops that read other elements after writing (MUL_MAT, GET_ROWS, CONT of a
-// view, CPY, ARGMAX, SUM_ROWS) or change shape are never in place.
+// view, CPY, ARGMAX, SUM_ROWS, ATTENTION) or change shape are never in place.
 bool op_can_be_inplace(int32_t op) {
   switch (op) {
     case LOOM_OP_ADD:

@@ -3,6 +3,7 @@
 #include <cctype>
 #include <string>
 
+#include "common/op_info.h"
 #include "common/quant.h"
 #include "common/type_traits.h"
 
@@ -29,13 +30,7 @@ StatusOr<loom_type_t> type_from_name(std::string_view name) {
 void to_float(int32_t type, const void* src, float* dst, int64_t n) { common::to_float_row(type, src, dst, n); }
 void from_float(int32_t type, const float* src, void* dst, int64_t n) { common::from_float_row(type, src, dst, n); }
 
-const char* op_name(int32_t op) {
-  static const char* const kNames[LOOM_OP_COUNT] = {
-      "NONE", "RESHAPE", "VIEW", "PERMUTE", "TRANSPOSE", "GET_ROWS", "ADD", "SUB", "MUL",
-      "DIV", "SCALE", "RMS_NORM", "NORM", "MUL_MAT", "ROPE", "SOFT_MAX", "CPY", "CONT",
-      "SET_ROWS", "SILU", "GELU", "RELU", "SWIGLU", "ARGMAX", "SUM_ROWS"};
-  if (op < 0 || op >= LOOM_OP_COUNT) return "INVALID";
-  return kNames[op];
-}
+// The op names are one table, shared with the plugins (common/op_info.h).
+const char* op_name(int32_t op) { return common::op_name(op); }
 
 }  // namespace loom

@@ -26,7 +26,7 @@ extern "C" {
 /* ---------------------------------------------------------------- versions */
 
 #define LOOM_ABI_VERSION_MAJOR 1u
-#define LOOM_ABI_VERSION_MINOR 0u
+#define LOOM_ABI_VERSION_MINOR 1u
 /* Packed version: major in the high 16 bits, minor in the low 16 bits. */
 #define LOOM_ABI_MAKE_VERSION(major, minor) ((uint32_t)(((major) << 16) | ((minor) & 0xFFFFu)))
 #define LOOM_ABI_VERSION LOOM_ABI_MAKE_VERSION(LOOM_ABI_VERSION_MAJOR, LOOM_ABI_VERSION_MINOR)
@@ -188,7 +188,18 @@ typedef enum loom_op {
   LOOM_OP_ARGMAX = 23,
   /* Sum of each row: float [ne0, ne1, ne2, ne3] -> F32 [1, ne1, ne2, ne3]. */
   LOOM_OP_SUM_ROWS = 24,
-  LOOM_OP_COUNT = 25 /* number of op ids in this ABI version */
+  /* (ABI 1.1) Fused attention over a KV cache, one pass. src0 Q float
+   * [D, H, T] (any strides); src1 K float [D, n_kv, Hkv] and src2 V float
+   * [Dv, n_kv, Hkv] (F32, F16 or BF16, any strides: views of the cache; V is
+   * NOT transposed, row j of KV head g is V[:, j, g]); src3 I32 [T] visible:
+   * query t attends to KV rows [0, visible[t]). H % Hkv == 0; query head h
+   * uses KV head h / (H / Hkv). f32 param [0] scale. Result F32 [Dv, H, T]:
+   * dst[:, h, t] = sum_{j < visible[t]} softmax_j(scale * Q[:, h, t] . K[:, j, g]) V[:, j, g].
+   * visible[t] == 0 gives a zero row; a value outside [0, n_kv] fails the
+   * node with INVALID_ARGUMENT. The host never asks a plugin built for
+   * ABI 1.0 about this op (docs/plugin-abi.md, host rule 15). */
+  LOOM_OP_ATTENTION = 25,
+  LOOM_OP_COUNT = 26 /* number of op ids in this ABI version */
 } loom_op_t;
 
 #define LOOM_ROPE_MODE_NORMAL 0

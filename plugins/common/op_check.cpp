@@ -1,5 +1,8 @@
 #include "common/op_check.h"
 
+#include <cmath>
+#include <cstring>
+
 #include "common/type_traits.h"
 
 namespace loom::common {
@@ -54,6 +57,8 @@ int op_source_count_impl(int32_t op) {
       return 2;
     case LOOM_OP_SET_ROWS:
       return 3;
+    case LOOM_OP_ATTENTION:
+      return 4;
     case LOOM_OP_SOFT_MAX:  // the mask (src1) is optional
     default:
       return 1;
@@ -71,6 +76,28 @@ const char* check_cpy(const loom_tensor_t* dst, const loom_tensor_t* a, const lo
   if (is_quant(ta) && is_float(tb)) return nullptr;
   if (ta == tb && a->ne[0] == b->ne[0]) return nullptr;  // quant rows copied as blocks
   return "type combination";
+}
+
+// Q [D, H, T], K [D, n_kv, Hkv], V [Dv, n_kv, Hkv], visible I32 [T] ->
+// F32 [Dv, H, T]; H a multiple of Hkv; a finite scale.
+const char* check_attention(const loom_tensor_t* n) {
+  const loom_tensor_t* q = n->src[0];
+  const loom_tensor_t* k = n->src[1];
+  const loom_tensor_t* v = n->src[2];
+  const loom_tensor_t* vis = n->src[3];
+  if (!is_float(q->type) || !is_float(k->type) || !is_float(v->type) || vis->type != LOOM_TYPE_I32 ||
+      n->type != LOOM_TYPE_F32) {
+    return "types";
+  }
+  const int64_t d = q->ne[0], h = q->ne[1], t = q->ne[2], n_kv = k->ne[1], hkv = k->ne[2];
+  if (q->ne[3] != 1 || !shape_is(k, d, n_kv, hkv, 1) || !shape_is(v, v->ne[0], n_kv, hkv, 1) ||
+      !shape_is(vis, t, 1, 1, 1) || !shape_is(n, v->ne[0], h, t, 1)) {
+    return "shapes";
+  }
+  if (d < 1 || n_kv < 1 || hkv < 1 || h % hkv != 0) return "heads";
+  float scale;
+  std::memcpy(&scale, &n->op_params[0], sizeof scale);
+  return std::isfinite(scale) ? nullptr : "scale";
 }
 
 const char* check_op(const loom_tensor_t* n) {
@@ -155,6 +182,8 @@ const char* check_op(const loom_tensor_t* n) {
     case LOOM_OP_SUM_ROWS:
       if (!is_float(ta) || !is_float(n->type)) return "types";
       return shape_is(n, 1, a->ne[1], a->ne[2], a->ne[3]) ? nullptr : "shapes";
+    case LOOM_OP_ATTENTION:
+      return check_attention(n);
     default:
       return "op";
   }

@@ -10,8 +10,26 @@ const char* op_name(int32_t op) {
       "NONE", "RESHAPE",  "VIEW",   "PERMUTE", "TRANSPOSE", "GET_ROWS", "ADD",
       "SUB",  "MUL",      "DIV",    "SCALE",   "RMS_NORM",  "NORM",     "MUL_MAT",
       "ROPE", "SOFT_MAX", "CPY",    "CONT",    "SET_ROWS",  "SILU",     "GELU",
-      "RELU", "SWIGLU",   "ARGMAX", "SUM_ROWS"};
+      "RELU", "SWIGLU",   "ARGMAX", "SUM_ROWS", "ATTENTION"};
   return op >= 0 && op < LOOM_OP_COUNT ? kNames[op] : "INVALID";
+}
+
+uint32_t op_abi_minor(int32_t op) {
+  // One row per minor that added ops: the first op id it added.
+  static const struct {
+    int32_t first_op;
+    uint32_t minor;
+  } kAdded[] = {{LOOM_OP_ATTENTION, 1}};
+  uint32_t minor = 0;
+  for (const auto& a : kAdded) {
+    if (op >= a.first_op) minor = a.minor;
+  }
+  return minor;
+}
+
+bool plugin_knows_op(uint32_t plugin_abi_version, int32_t op) {
+  return op >= 0 && op < LOOM_OP_COUNT && LOOM_ABI_MAJOR(plugin_abi_version) == LOOM_ABI_VERSION_MAJOR &&
+         LOOM_ABI_MINOR(plugin_abi_version) >= op_abi_minor(op);
 }
 
 std::string describe_node(const loom_tensor_t* n) {

@@ -13,6 +13,13 @@ namespace loom::common {
 // "MUL_MAT" etc.; "INVALID" out of range. Static storage, never freed.
 const char* op_name(int32_t op);
 
+// The ABI minor (of this major) that added op id `op` (0 for the 1.0 ops,
+// 1 for ATTENTION). The one table behind host rule 15 (docs/plugin-abi.md).
+uint32_t op_abi_minor(int32_t op);
+// Whether a plugin built for `plugin_abi_version` (packed) knows op id `op`:
+// a valid id of this header, same major, minor >= op_abi_minor(op).
+bool plugin_knows_op(uint32_t plugin_abi_version, int32_t op);
+
 // Ops that only reinterpret their source's memory (no kernel runs).
 inline bool is_view_op(int32_t op) {
   return op == LOOM_OP_RESHAPE || op == LOOM_OP_VIEW || op == LOOM_OP_PERMUTE || op == LOOM_OP_TRANSPOSE;

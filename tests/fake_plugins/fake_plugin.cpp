@@ -50,6 +50,9 @@
 #ifndef FAKE_DEVICE_TYPE
 #define FAKE_DEVICE_TYPE LOOM_DEVICE_TYPE_ACCEL
 #endif
+#ifndef FAKE_SUPPORTS_ALL
+#define FAKE_SUPPORTS_ALL 0  // 1: supports_op answers true for every node, known op or not
+#endif
 #ifndef FAKE_UUID_TAG
 #define FAKE_UUID_TAG FAKE_NAME
 #endif
@@ -78,6 +81,11 @@ loom_status_t* throwing_get_props(loom_device_t*, loom_device_props_t*) {
 #define FAKE_PATCHED_GET_PROPS nullptr
 #endif
 
+#if FAKE_SUPPORTS_ALL
+// A careless plugin: claims every node, even op ids its ABI minor predates.
+bool supports_everything(loom_device_t*, const loom_tensor_t*) { return true; }
+#endif
+
 loom_status_t* fake_init([[maybe_unused]] void** out_context) {
 #if FAKE_KIND == FAKE_THROW_INIT
   throw std::runtime_error("fake init exploded");  // deliberately not guarded
@@ -98,6 +106,11 @@ loom_status_t* fake_init([[maybe_unused]] void** out_context) {
 #if FAKE_KIND == FAKE_THROW_PROPS || FAKE_KIND == FAKE_BAD_IFACE
     ctx->iface = *ctx->devices[0]->raw()->iface;
     ctx->iface.get_props = FAKE_PATCHED_GET_PROPS;
+    for (auto& d : ctx->devices) d->raw()->iface = &ctx->iface;
+#endif
+#if FAKE_SUPPORTS_ALL
+    ctx->iface = *ctx->devices[0]->raw()->iface;
+    ctx->iface.supports_op = supports_everything;
     for (auto& d : ctx->devices) d->raw()->iface = &ctx->iface;
 #endif
     *out_context = ctx.release();

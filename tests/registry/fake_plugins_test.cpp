@@ -1,6 +1,7 @@
 // Every fake plugin ends in the expected record; the good ones still work.
 #include <gtest/gtest.h>
 
+#include "loom/ops.hpp"
 #include "registry_test_util.hpp"
 
 namespace loom::test {
@@ -46,7 +47,9 @@ TEST_F(FakePlugins, WrongMajorIsRefusedWithBothVersions) {
   const auto& c = get("wrongmajor");
   EXPECT_EQ(c.fate, Fate::kFailed);
   EXPECT_EQ(c.stage, Stage::kOpened);
-  EXPECT_TRUE(contains(c.reason, "[registry.load] libloom-wrongmajor.so: needs ABI 2.x, host has 1.0")) << c.reason;
+  EXPECT_TRUE(contains(c.reason, "[registry.load] libloom-wrongmajor.so: needs ABI 2.x, host has " +
+                                   std::to_string(LOOM_ABI_VERSION_MAJOR) + "." +
+                                   std::to_string(LOOM_ABI_VERSION_MINOR))) << c.reason;
   EXPECT_EQ(LOOM_ABI_MAJOR(c.abi_version), 2u);
 }
 
@@ -64,6 +67,28 @@ TEST_F(FakePlugins, NewerMinorLoadsAndWorks) {
   ASSERT_TRUE(buf.ok()) << buf.status().to_string();
   EXPECT_TRUE(buf->is_host());
   EXPECT_TRUE(buf->clear(7).ok());
+}
+
+// Host rule 15: an op id added after the plugin's ABI minor is never offered
+// to it, even when its supports_op would say yes to anything.
+TEST_F(FakePlugins, OpsNewerThanThePluginsMinorAreNotOffered) {
+  const auto& c = get("oldminor");
+  ASSERT_EQ(c.fate, Fate::kReady) << c.reason;
+  EXPECT_EQ(LOOM_ABI_MINOR(c.abi_version), 0u);
+  registry::Device* old_dev = reg_->device("oldminor0");
+  registry::Device* new_dev = reg_->device("allops0");
+  ASSERT_NE(old_dev, nullptr) << describe(*reg_);
+  ASSERT_NE(new_dev, nullptr) << describe(*reg_);
+  Context ctx;
+  Tensor* q = ctx.new_tensor(LOOM_TYPE_F32, {8, 2, 1}, "q").value();
+  Tensor* k = ctx.new_tensor(LOOM_TYPE_F32, {8, 4, 2}, "k").value();
+  Tensor* v = ctx.new_tensor(LOOM_TYPE_F32, {8, 4, 2}, "v").value();
+  Tensor* vis = ctx.new_tensor(LOOM_TYPE_I32, {1}, "vis").value();
+  Tensor* attn = op::attention(ctx, q, k, v, vis, 1.0f).value();
+  Tensor* add = op::add(ctx, q, q).value();
+  EXPECT_TRUE(old_dev->supports_op(add));    // a 1.0 op: the plugin is asked
+  EXPECT_FALSE(old_dev->supports_op(attn));  // op 25 is 1.1: the host answers
+  EXPECT_TRUE(new_dev->supports_op(attn));   // a 1.1 plugin is asked
 }
 
 TEST_F(FakePlugins, MissingEntrySymbol) {

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <limits>
 
 #include "loom/ops.hpp"
 #include "loom/tensor.hpp"
@@ -244,6 +245,32 @@ TEST_F(Ops, ContSwigluArgmaxSumRows) {
   EXPECT_TRUE(fails_with(op::cont(other_, a), {"[op.cont]", "another context"}));
 }
 
+TEST_F(Ops, AttentionShapesAndChecks) {
+  Tensor* q = make(LOOM_TYPE_F32, {16, 8, 3}, "q");
+  Tensor* k = make(LOOM_TYPE_F16, {16, 40, 2}, "k");
+  Tensor* v = make(LOOM_TYPE_F16, {12, 40, 2}, "v");
+  Tensor* vis = make(LOOM_TYPE_I32, {3}, "vis");
+  Tensor* o = must(op::attention(ctx_, q, k, v, vis, 0.25f));
+  EXPECT_EQ(o->op, LOOM_OP_ATTENTION);
+  EXPECT_EQ(o->type, LOOM_TYPE_F32);
+  EXPECT_EQ(shape(o), (Ne{12, 8, 3, 1}));
+  EXPECT_EQ(o->param<float>(0), 0.25f);
+  EXPECT_EQ(o->src[3], vis);
+  EXPECT_TRUE(fails_with(op::attention(ctx_, q, k, v, make(LOOM_TYPE_I64, {3}, "v64"), 1.0f),
+                         {"[op.attention]", "visible", "i32"}));
+  EXPECT_TRUE(fails_with(op::attention(ctx_, q, k, v, make(LOOM_TYPE_I32, {2}, "v2"), 1.0f),
+                         {"[op.attention]", "must be [3]"}));
+  EXPECT_TRUE(fails_with(op::attention(ctx_, q, make(LOOM_TYPE_F32, {16, 40, 3}, "k3"),
+                                       make(LOOM_TYPE_F32, {12, 40, 3}, "v3"), vis, 1.0f),
+                         {"[op.attention]", "8 heads", "3"}));
+  EXPECT_TRUE(fails_with(op::attention(ctx_, q, k, make(LOOM_TYPE_F32, {12, 39, 2}, "v39"), vis, 1.0f),
+                         {"[op.attention]", "[Dv, 40, 2]"}));
+  EXPECT_TRUE(fails_with(op::attention(ctx_, q, make(LOOM_TYPE_F32, {15, 40, 2}, "k15"), v, vis, 1.0f),
+                         {"[op.attention]", "[D, H, T]"}));
+  EXPECT_TRUE(fails_with(op::attention(ctx_, q, k, v, vis, std::numeric_limits<float>::infinity()), {"[op.attention]", "scale"}));
+  EXPECT_TRUE(fails_with(op::attention(ctx_, q, k, v, nullptr, 1.0f), {"[op.attention]", "visible", "null"}));
+}
+
 TEST_F(Ops, InplaceSet) {
   for (int op : {LOOM_OP_ADD, LOOM_OP_SUB, LOOM_OP_MUL, LOOM_OP_DIV, LOOM_OP_SCALE, LOOM_OP_SILU,
                  LOOM_OP_GELU, LOOM_OP_RELU, LOOM_OP_SWIGLU, LOOM_OP_SOFT_MAX, LOOM_OP_RMS_NORM,
@@ -253,7 +280,7 @@ TEST_F(Ops, InplaceSet) {
   const int32_t never[] = {LOOM_OP_NONE,   LOOM_OP_RESHAPE,  LOOM_OP_VIEW,    LOOM_OP_PERMUTE,
                            LOOM_OP_TRANSPOSE, LOOM_OP_GET_ROWS, LOOM_OP_MUL_MAT, LOOM_OP_CPY,
                            LOOM_OP_CONT,   LOOM_OP_SET_ROWS, LOOM_OP_ARGMAX,  LOOM_OP_SUM_ROWS,
-                           LOOM_OP_COUNT,  -1};
+                           LOOM_OP_ATTENTION, LOOM_OP_COUNT, -1};
   for (int32_t op : never) {
     EXPECT_FALSE(op::op_can_be_inplace(op)) << op;
   }

@@ -7,6 +7,7 @@
 #include <limits>
 #include <vector>
 
+#include "common/op_info.h"
 #include "loom/types.hpp"
 
 namespace loom {
@@ -49,6 +50,14 @@ TEST(Types, Facts) {
   EXPECT_FALSE(type_from_name("q5_k").ok());
   EXPECT_STREQ(op_name(LOOM_OP_MUL_MAT), "MUL_MAT");
   EXPECT_STREQ(op_name(LOOM_OP_COUNT), "INVALID");
+  EXPECT_STREQ(op_name(LOOM_OP_ATTENTION), "ATTENTION");
+  // The ABI minor that added each op (host rule 15 of docs/plugin-abi.md).
+  EXPECT_EQ(common::op_abi_minor(LOOM_OP_SUM_ROWS), 0u);
+  EXPECT_EQ(common::op_abi_minor(LOOM_OP_ATTENTION), 1u);
+  EXPECT_FALSE(common::plugin_knows_op(LOOM_ABI_MAKE_VERSION(1, 0), LOOM_OP_ATTENTION));
+  EXPECT_TRUE(common::plugin_knows_op(LOOM_ABI_MAKE_VERSION(1, 0), LOOM_OP_SUM_ROWS));
+  EXPECT_TRUE(common::plugin_knows_op(LOOM_ABI_MAKE_VERSION(1, 1), LOOM_OP_ATTENTION));
+  EXPECT_FALSE(common::plugin_knows_op(LOOM_ABI_MAKE_VERSION(1, 1), LOOM_OP_COUNT));
 }
 
 TEST(Types, Q8_0BlockByHand) {

@@ -37,6 +37,7 @@ Kernel kernel_for(int32_t op) {
     case LOOM_OP_SET_ROWS: return kernel_set_rows;
     case LOOM_OP_ARGMAX: return kernel_argmax;
     case LOOM_OP_SUM_ROWS: return kernel_sum_rows;
+    case LOOM_OP_ATTENTION: return kernel_attention;
     default: return nullptr;
   }
 }
@@ -71,7 +72,10 @@ int64_t parallel_min_work() {
   return value;
 }
 
-// Rough work of a node: multiply-adds for MUL_MAT, elements touched otherwise.
+// Rough work of a node: multiply-adds for MUL_MAT, elements touched
+// otherwise. ATTENTION counts elements too (K's, for decode): its real work
+// follows `visible`, data the estimate cannot see, and a padded n_kv would
+// wake the pool for decode steps that attend over a few rows.
 int64_t work_estimate(const loom_tensor_t* node) {
   int64_t n = nelements(node);
   if (node->op == LOOM_OP_MUL_MAT && node->src[0] != nullptr) return n * node->src[0]->ne[0];

@@ -49,7 +49,8 @@ inline bool supports_op(const loom_tensor_t* node) { return unsupported_reason(n
 
 // Run one node on the pool (views and NONE are no-ops). Returns NULL or a
 // status naming the op, the node and its types. Not thread-safe per pool.
-// Rough work of a node: multiply-adds for MUL_MAT, elements touched otherwise.
+// Rough work of a node: multiply-adds for MUL_MAT, elements touched otherwise
+// (ATTENTION included: its real work depends on `visible`, which is data).
 int64_t work_estimate(const loom_tensor_t* node);
 // Nodes with less work than this run on the calling thread alone
 // (LOOM_CPU_PARALLEL_MIN_WORK, default 16384).
@@ -138,5 +139,6 @@ void kernel_get_rows(const loom_tensor_t* dst, int ith, int nth);
 void kernel_set_rows(const loom_tensor_t* dst, int ith, int nth);
 void kernel_argmax(const loom_tensor_t* dst, int ith, int nth);
 void kernel_sum_rows(const loom_tensor_t* dst, int ith, int nth);
+void kernel_attention(const loom_tensor_t* dst, int ith, int nth);
 
 }  // namespace loom::cpu

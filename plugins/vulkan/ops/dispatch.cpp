@@ -51,6 +51,8 @@ const char* vulkan_limits(const OpCaps& caps, const loom_tensor_t* n) {
       return static_cast<uint64_t>(b->ne[2] * b->ne[3]) > caps.max_groups[2] ? "batch count" : nullptr;
     case LOOM_OP_ROPE:
       return n->op_params[0] > 0xFFFF ? "n_dims" : nullptr;
+    case LOOM_OP_ATTENTION:
+      return "op";  // four sources: needs bindings beyond the three (README "Ops and types")
     default:
       return nullptr;
   }

@@ -1,0 +1,193 @@
+// ATTENTION: softmax(scale * q . k_j) v_j over KV rows j < visible[t], against
+// a double-precision reference written here. Head sizes 1..128, 1..7
+// queries, padded KV views of a cache (visible < n_kv), GQA, F16/BF16 K/V,
+// a non-contiguous Q, a zero-length row, out-of-range lengths (a status, not
+// a crash), 1 vs 3 threads identical.
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "loom/ops.hpp"
+#include "op_test_util.hpp"
+
+namespace loom::optest {
+namespace {
+
+struct AttnCase {
+  int64_t d, dv, n_head, n_head_kv, n_tok, n_kv;
+  loom_type_t kv_type;
+  bool q_permuted;  // Q stored as [D, T, H] and permuted to [D, H, T]
+};
+
+class AttentionTest : public OpTest {
+ protected:
+  // Devices that do not run the op yet (vulkan: plugins/vulkan/README.md)
+  // are skipped with the reason; the CPU plugin must run it.
+  void SetUp() override {
+    OpTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    Context probe;
+    Tensor* q = unwrap(probe.new_tensor(LOOM_TYPE_F32, {8, 2, 1}, "q"));
+    Tensor* k = unwrap(probe.new_tensor(LOOM_TYPE_F32, {8, 4, 2}, "k"));
+    Tensor* vis = unwrap(probe.new_tensor(LOOM_TYPE_I32, {1}, "vis"));
+    Tensor* node = unwrap(op::attention(probe, q, k, k, vis, 1.0f), "attention");
+    if (testing_reference_device()) {
+      ASSERT_TRUE(dev_->supports_op(node));
+    } else if (!dev_->supports_op(node)) {
+      GTEST_SKIP() << dev_->name() << " does not run ATTENTION (its plugin README says why)";
+    }
+  }
+
+  // K or V of one layer as the llama graph sees it: a view [dim, n_kv, Hkv]
+  // of a cache [dim * Hkv, n_ctx] with n_ctx > n_kv (row stride covers all
+  // heads, head stride dim elements).
+  Operand cache_view(loom_type_t t, int64_t dim, int64_t n_kv, int64_t n_head_kv) {
+    const int64_t n_ctx = n_kv + 5;
+    Operand base = input(t, {dim * n_head_kv, n_ctx, 1, 1}, -1.0f, 1.0f);
+    const size_t es = block_bytes(t);
+    const size_t row = es * static_cast<size_t>(dim * n_head_kv);
+    return view(base, {dim, n_kv, n_head_kv, 1}, {row, es * static_cast<size_t>(dim), row * n_ctx}, 0);
+  }
+
+  Operand make_q(const AttnCase& c) {
+    if (!c.q_permuted) return input(LOOM_TYPE_F32, {c.d, c.n_head, c.n_tok, 1}, -2.0f, 2.0f);
+    Operand q = input(LOOM_TYPE_F32, {c.d, c.n_tok, c.n_head, 1}, -2.0f, 2.0f);
+    return permute(q, 0, 2, 1, 3);
+  }
+
+  // The reference and its tolerance. In f32 a score s_j is off by about
+  // u * sqrt(D) * |scale| * sum|q k_j|, exp(s_j - m) by u * |s_j - m| more,
+  // and the sums over j by u * sqrt(n); each relative error of p_j carries
+  // p_j |v_j| into the output.
+  void reference(const AttnCase& c, const Operand& q, const Operand& k, const Operand& v,
+                 const std::vector<int64_t>& vis, float scale, std::vector<double>* ref,
+                 std::vector<double>* tol) {
+    const int64_t group = c.n_head / c.n_head_kv;
+    ref->assign(static_cast<size_t>(c.dv * c.n_head * c.n_tok), 0.0);
+    tol->assign(ref->size(), 0.0);
+    for (int64_t t = 0; t < c.n_tok; ++t) {
+      for (int64_t h = 0; h < c.n_head; ++h) {
+        const int64_t g = h / group;
+        const int64_t n = vis[static_cast<size_t>(t)];
+        std::vector<double> s(static_cast<size_t>(n)), err(static_cast<size_t>(n));
+        double m = -INFINITY;
+        for (int64_t j = 0; j < n; ++j) {
+          double dot = 0.0, absdot = 0.0;
+          for (int64_t i = 0; i < c.d; ++i) {
+            const double x = q.h.at(i, h, t) * k.h.at(i, j, g);
+            dot += x;
+            absdot += std::fabs(x);
+          }
+          s[j] = scale * dot;
+          err[j] = std::sqrt(static_cast<double>(c.d)) * std::fabs(scale) * absdot;
+          m = std::max(m, s[j]);
+        }
+        double sum = 0.0;
+        for (int64_t j = 0; j < n; ++j) sum += std::exp(s[j] - m);
+        for (int64_t i = 0; i < c.dv; ++i) {
+          double o = 0.0, mag = 0.0;
+          for (int64_t j = 0; j < n; ++j) {
+            const double p = std::exp(s[j] - m) / sum;
+            o += p * v.h.at(i, j, g);
+            mag += p * std::fabs(v.h.at(i, j, g)) * (2.0 + err[j] + std::fabs(s[j] - m) + std::sqrt(double(n)));
+          }
+          const size_t at = static_cast<size_t>(flat({c.dv, c.n_head, c.n_tok, 1}, i, h, t, 0));
+          (*ref)[at] = o;
+          (*tol)[at] = n == 0 ? 0.0 : tol_for(LOOM_TYPE_F32, o, mag, 1);
+        }
+      }
+    }
+  }
+
+  void check(const AttnCase& c, const std::vector<int64_t>& vis) {
+    SCOPED_TRACE("attention D " + std::to_string(c.d) + " Dv " + std::to_string(c.dv) + " H " +
+                 std::to_string(c.n_head) + "/" + std::to_string(c.n_head_kv) + " T " + std::to_string(c.n_tok) +
+                 " n_kv " + std::to_string(c.n_kv) + " kv " + type_str(c.kv_type) +
+                 (c.q_permuted ? " q permuted" : ""));
+    Operand q = make_q(c);
+    Operand k = cache_view(c.kv_type, c.d, c.n_kv, c.n_head_kv);
+    Operand v = cache_view(c.kv_type, c.dv, c.n_kv, c.n_head_kv);
+    Operand visible = input_ints(LOOM_TYPE_I32, {c.n_tok, 1, 1, 1}, vis);
+    const float scale = 1.0f / std::sqrt(static_cast<float>(c.d));
+    Tensor* out = unwrap(op::attention(ctx_, q.t, k.t, v.t, visible.t, scale), "attention");
+    LOOM_ASSERT_OK(run_threads({out}));
+    std::vector<double> ref, tol;
+    reference(c, q, k, v, vis, scale, &ref, &tol);
+    expect_close(read(out), ref, tol, {c.dv, c.n_head, c.n_tok, 1}, "attention result");
+  }
+
+  // Causal lengths of a batch at position n_past: n_past + t + 1.
+  static std::vector<int64_t> causal(int64_t n_past, int64_t n_tok) {
+    std::vector<int64_t> v;
+    for (int64_t t = 0; t < n_tok; ++t) v.push_back(n_past + t + 1);
+    return v;
+  }
+};
+
+TEST_F(AttentionTest, HeadSizesAndBatchesOverPaddedCache) {
+  seed(1101);
+  for (int64_t d : {1, 17, 64, 128}) {
+    for (int64_t t : {1, 3, 7}) {
+      const int64_t n_kv = d == 128 ? 300 : 64 + 7 * t;
+      check({d, d, 4, 4, t, n_kv, LOOM_TYPE_F32, false}, causal(n_kv / 2 - t, t));
+    }
+  }
+}
+
+TEST_F(AttentionTest, GroupedQueryHeads) {
+  seed(1102);
+  check({64, 64, 8, 2, 3, 300, LOOM_TYPE_F32, false}, causal(250, 3));
+  check({16, 24, 8, 2, 7, 40, LOOM_TYPE_F32, false}, {1, 5, 9, 13, 17, 39, 40});
+  check({8, 8, 8, 1, 1, 256, LOOM_TYPE_F32, false}, {100});
+}
+
+TEST_F(AttentionTest, HalfAndBfloatCache) {
+  seed(1103);
+  check({64, 64, 8, 2, 3, 300, LOOM_TYPE_F16, false}, causal(200, 3));
+  check({17, 17, 4, 4, 7, 50, LOOM_TYPE_F16, false}, causal(20, 7));
+  check({128, 128, 4, 2, 1, 257, LOOM_TYPE_BF16, false}, {257});
+}
+
+TEST_F(AttentionTest, NonContiguousQuery) {
+  seed(1104);
+  check({64, 64, 8, 2, 7, 100, LOOM_TYPE_F32, true}, causal(40, 7));
+  check({17, 17, 4, 4, 3, 33, LOOM_TYPE_F16, true}, causal(0, 3));
+}
+
+TEST_F(AttentionTest, ZeroLengthRowIsZero) {
+  seed(1105);
+  check({16, 16, 4, 2, 3, 20, LOOM_TYPE_F32, false}, {0, 7, 20});
+}
+
+// Scores far apart (large scale): the online softmax must not overflow.
+TEST_F(AttentionTest, LargeScoresStayFinite) {
+  seed(1106);
+  const AttnCase c{32, 32, 2, 2, 2, 70, LOOM_TYPE_F32, false};
+  Operand q = input(LOOM_TYPE_F32, {c.d, c.n_head, c.n_tok, 1}, -30.0f, 30.0f);
+  Operand k = cache_view(c.kv_type, c.d, c.n_kv, c.n_head_kv);
+  Operand v = cache_view(c.kv_type, c.dv, c.n_kv, c.n_head_kv);
+  const std::vector<int64_t> vis = {70, 33};
+  Operand visible = input_ints(LOOM_TYPE_I32, {c.n_tok, 1, 1, 1}, vis);
+  Tensor* out = unwrap(op::attention(ctx_, q.t, k.t, v.t, visible.t, 4.0f), "attention");
+  LOOM_ASSERT_OK(run_threads({out}));
+  std::vector<double> ref, tol;
+  reference(c, q, k, v, vis, 4.0f, &ref, &tol);
+  expect_close(read(out), ref, tol, {c.dv, c.n_head, c.n_tok, 1}, "attention result");
+}
+
+TEST_F(AttentionTest, OutOfRangeLengthIsAnError) {
+  seed(1107);
+  for (int64_t bad : {int64_t{21}, int64_t{-1}}) {
+    Operand q = input(LOOM_TYPE_F32, {8, 2, 2, 1});
+    Operand k = cache_view(LOOM_TYPE_F32, 8, 20, 2);
+    Operand v = cache_view(LOOM_TYPE_F32, 8, 20, 2);
+    Operand visible = input_ints(LOOM_TYPE_I32, {2, 1, 1, 1}, {3, bad});
+    Tensor* out = unwrap(op::attention(ctx_, q.t, k.t, v.t, visible.t, 1.0f), "attention");
+    const Status st = run({out});
+    EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << st.to_string();
+    EXPECT_NE(st.message().find("visible[1] = " + std::to_string(bad)), std::string::npos) << st.to_string();
+  }
+}
+
+}  // namespace
+}  // namespace loom::optest
