@@ -61,6 +61,46 @@ std::vector<float> random_floats(size_t n, uint32_t seed) {
   return v;
 }
 
+// Sum of a slice of buf (4 independent chains), for the bandwidth probes.
+uint64_t sum_slice(const std::vector<uint64_t>& buf, size_t lo, size_t hi) {
+  uint64_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+  size_t i = lo;
+  for (; i + 4 <= hi; i += 4) {
+    a0 += buf[i];
+    a1 += buf[i + 1];
+    a2 += buf[i + 2];
+    a3 += buf[i + 3];
+  }
+  for (; i < hi; ++i) a0 += buf[i];
+  return a0 + a1 + a2 + a3;
+}
+
+// Read bandwidth in GB/s with `threads` threads over a 256 MiB buffer, best
+// of 5 passes; measured once per run for the bw_fraction counters.
+double measured_bandwidth_gbs(int threads = 2) {
+  static const double gbs = [threads] {
+    const size_t n = (size_t{256} << 20) / sizeof(uint64_t);
+    std::vector<uint64_t> buf(n);
+    for (size_t i = 0; i < n; ++i) buf[i] = i;
+    std::vector<uint64_t> sums(static_cast<size_t>(threads) * 8);
+    double best = 1e30;
+    for (int rep = 0; rep < 5; ++rep) {
+      const double t0 = now_s();
+      std::vector<std::thread> pool;
+      for (int t = 0; t < threads; ++t) {
+        pool.emplace_back([&, t] {
+          sums[static_cast<size_t>(t) * 8] += sum_slice(buf, n * t / threads, n * (t + 1) / threads);
+        });
+      }
+      for (auto& th : pool) th.join();
+      best = std::min(best, now_s() - t0);
+    }
+    benchmark::DoNotOptimize(sums.data());
+    return static_cast<double>(n * sizeof(uint64_t)) / best / 1e9;
+  }();
+  return gbs;
+}
+
 #ifdef LOOM_BENCH_HAVE_OPENBLAS
 // Seconds per cblas_sgemm of out[N][M] = x[N][K] * w[M][K]^T, best of a few.
 double blas_seconds(int64_t k, int64_t m, int64_t n) {
@@ -128,7 +168,18 @@ void BM_loom_mul_mat(benchmark::State& state, loom_type_t type) {
     state.SkipWithError(!g.ok() ? g.status().message().c_str() : ex.status().message().c_str());
     return;
   }
-  loom::Status st = (*ex)->allocate(*g);
+  // Weights where a model load puts them: the device's weight layout when it
+  // offers one (loom.weight_layout; LOOM_BENCH_CANONICAL=1 keeps GGUF bytes).
+  loom::Status st;
+  loom::Buffer weights;
+  const char* canonical = std::getenv("LOOM_BENCH_CANONICAL");
+  loom_buffer_type_t* wbt = canonical != nullptr && canonical[0] == '1' ? nullptr : dev->weight_buffer_type(*w);
+  if (wbt != nullptr) {
+    auto wb = loom::allocate_tensors(*dev, {*w}, wbt);
+    if (wb.ok()) weights = std::move(wb).value();
+    st = wb.status();
+  }
+  if (st.ok()) st = (*ex)->allocate(*g);
   // Weights: random floats quantized row by row to `type`.
   std::vector<float> wf = random_floats(static_cast<size_t>(k * m), 1);
   std::vector<uint8_t> wq(loom::type_row_size(type, k) * static_cast<size_t>(m));
@@ -158,10 +209,15 @@ void BM_loom_mul_mat(benchmark::State& state, loom_type_t type) {
   state.counters["FLOP/s"] =
       benchmark::Counter(2.0 * static_cast<double>(k * m * n), benchmark::Counter::kIsIterationInvariantRate);
   state.counters["weight_bytes"] = static_cast<double>(wq.size());
+  state.counters["relaid"] = wbt != nullptr ? 1 : 0;
+  // Weight bytes read per second, and that over the read bandwidth measured
+  // once per run (2 threads, 256 MiB): ~1 is the memory bound of a GEMV
+  // whose weights are not in cache (small ones are, and can exceed 1).
+  const double gbs = static_cast<double>(wq.size()) / per_iter / 1e9;
+  state.counters["weight_GB/s"] = gbs;
+  state.counters["bw_fraction"] = gbs / measured_bandwidth_gbs();
 #ifdef LOOM_BENCH_HAVE_OPENBLAS
   if (blas > 0) state.counters["blas_time_ratio"] = per_iter / blas;
-#else
-  (void)per_iter;
 #endif
 }
 
@@ -187,16 +243,7 @@ void BM_memory_read(benchmark::State& state) {
   auto slice = [&](int t) {
     const size_t lo = n * static_cast<size_t>(t) / static_cast<size_t>(threads);
     const size_t hi = n * static_cast<size_t>(t + 1) / static_cast<size_t>(threads);
-    uint64_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
-    size_t i = lo;
-    for (; i + 4 <= hi; i += 4) {
-      a0 += buf[i];
-      a1 += buf[i + 1];
-      a2 += buf[i + 2];
-      a3 += buf[i + 3];
-    }
-    for (; i < hi; ++i) a0 += buf[i];
-    sums[static_cast<size_t>(t) * 8] += a0 + a1 + a2 + a3;
+    sums[static_cast<size_t>(t) * 8] += sum_slice(buf, lo, hi);
   };
   for (auto _ : state) {
     std::vector<std::thread> pool;
@@ -208,8 +255,57 @@ void BM_memory_read(benchmark::State& state) {
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(n * sizeof(uint64_t)));
 }
 
+// Dispatch cost: a chain of range(0) tiny nodes (ADD of 16 floats, each
+// reading the previous result) run as one graph on the bench device;
+// s_per_node = time per graph / nodes (printed with an SI prefix: 500n = 500 ns).
+void BM_dispatch(benchmark::State& state) {
+  const int64_t nodes = state.range(0);
+  loom::registry::Device* dev = bench_device();
+  if (!dev) {
+    state.SkipWithError("no bench device");
+    return;
+  }
+  loom::Context ctx;
+  auto x = ctx.new_tensor(LOOM_TYPE_F32, {16}, "x");
+  auto one = x.ok() ? ctx.new_tensor(LOOM_TYPE_F32, {16}, "one") : x;
+  if (!one.ok()) {
+    state.SkipWithError(one.status().message().c_str());
+    return;
+  }
+  loom::Tensor* cur = *x;
+  for (int64_t i = 0; i < nodes; ++i) {
+    auto next = loom::op::add(ctx, cur, *one);
+    if (!next.ok()) {
+      state.SkipWithError(next.status().message().c_str());
+      return;
+    }
+    cur = *next;
+  }
+  auto g = loom::Graph::build({cur});
+  auto ex = loom::Executor::create(dev);
+  loom::Status st = g.ok() && ex.ok() ? (*ex)->allocate(*g) : loom::Status();
+  std::vector<float> v(16, 1.0f);
+  if (st.ok() && g.ok() && ex.ok()) st = loom::tensor_set(*x, v.data(), 64);
+  if (st.ok() && g.ok() && ex.ok()) st = loom::tensor_set(*one, v.data(), 64);
+  if (!g.ok() || !ex.ok() || !st.ok()) {
+    state.SkipWithError("setup failed");
+    return;
+  }
+  for (auto _ : state) {
+    st = (*ex)->compute(*g);
+    if (!st.ok()) {
+      state.SkipWithError(st.message().c_str());
+      break;
+    }
+  }
+  state.counters["s_per_node"] = benchmark::Counter(static_cast<double>(nodes),
+                                                     benchmark::Counter::kIsIterationInvariantRate |
+                                                         benchmark::Counter::kInvert);
+}
+
 }  // namespace
 
+BENCHMARK(BM_dispatch)->Arg(1000)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK_CAPTURE(BM_loom_mul_mat, f32, LOOM_TYPE_F32)->Apply(mul_mat_args);
 BENCHMARK_CAPTURE(BM_loom_mul_mat, q8_0, LOOM_TYPE_Q8_0)->Apply(mul_mat_args);
 BENCHMARK_CAPTURE(BM_loom_mul_mat, q4_0, LOOM_TYPE_Q4_0)->Apply(mul_mat_args);

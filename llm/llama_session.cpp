@@ -58,7 +58,7 @@ StatusOr<std::unique_ptr<LlamaSession>> LlamaSession::create(LlamaModel* model, 
       new LlamaSession(model, std::move(cache), std::move(kv_devices), std::move(sched), o, mark));
 }
 
-LlamaSession::~LlamaSession() = default;
+LlamaSession::~LlamaSession() { drop_step(); }
 
 size_t LlamaSession::compute_buffer_size() const {
   size_t n = 0;
@@ -109,17 +109,38 @@ StatusOr<std::string> LlamaSession::plan_dot(int64_t n_tokens) {
     return invalid_argument("[llm.plan] batch of " + std::to_string(n_tokens) + " tokens does not fit the context of " +
                             std::to_string(cache_.n_ctx()));
   }
+  drop_step();
   StepRollback rollback{model_->context(), mark_};
   LOOM_ASSIGN_OR_RETURN(Step step, build_step(n_tokens, false));
   return sched_->to_dot(step.graph);
 }
 
+void LlamaSession::drop_step() {
+  cached_.reset();
+  model_->context().rollback(mark_);
+}
+
 Status LlamaSession::eval_batch(const TokenId* tokens, int64_t n, bool all_logits, float* out) {
-  // Per-step tensors go away whatever happens below.
-  StepRollback rollback{model_->context(), mark_};
-  LOOM_ASSIGN_OR_RETURN(Step step, build_step(n, all_logits));
-  const LlamaBatchGraph& g = step.batch;
-  Graph& graph = step.graph;
+  Status st = run_step(tokens, n, all_logits, out);
+  // A failed step leaves nothing behind (its tensors and graph go).
+  if (!st.ok()) drop_step();
+  return st;
+}
+
+Status LlamaSession::run_step(const TokenId* tokens, int64_t n, bool all_logits, float* out) {
+  // Decode steps of one padded KV length have the same graph: reuse it and
+  // only write the new inputs (the scheduler then reuses its plan too).
+  const int64_t n_kv = padded_n_kv(n_past_, n, kv_pad_, cache_.n_ctx());
+  if (!cached_ || cached_->batch.n_tokens != n || cached_->batch.n_kv != n_kv || cached_all_logits_ != all_logits) {
+    drop_step();
+    LOOM_ASSIGN_OR_RETURN(Step built, build_step(n, all_logits));
+    cached_ = std::make_unique<Step>(std::move(built));
+    cached_all_logits_ = all_logits;
+    ++steps_built_;
+  }
+  LlamaBatchGraph& g = cached_->batch;
+  Graph& graph = cached_->graph;
+  g.n_past = n_past_;
   LlamaBatchInputs in = make_batch_inputs(g, tokens);
   LOOM_RETURN_IF_ERROR(tensor_set(g.tokens, in.tokens.data(), in.tokens.size() * sizeof(int32_t)));
   LOOM_RETURN_IF_ERROR(tensor_set(g.pos, in.pos.data(), in.pos.size() * sizeof(int32_t)));

@@ -5,12 +5,14 @@
 // tokens through the model in batches and returns logits.
 //
 // Graph reuse: the attended KV length is padded (kv_pad), so consecutive
-// decode steps build graphs of identical shapes that differ only in input
-// values; the scheduler reuses its plan (scheduler().plans_built() counts
-// the distinct shapes seen).
+// decode steps have graphs of identical shapes that differ only in input
+// values; the session keeps the last step's graph and only writes the new
+// inputs while the shape fits (steps_built() counts graphs built), and the
+// scheduler reuses its plan (scheduler().plans_built()).
 //
 // One session per model at a time: the session marks the model's Context
-// after its cache tensors and rolls back to that mark after every step.
+// after its cache tensors; the kept step's tensors sit above that mark until
+// a step of another shape, plan_dot() or the session's end rolls them back.
 // The model and device must outlive the session. Not thread-safe.
 #pragma once
 
@@ -72,6 +74,8 @@ class LlamaSession {
   registry::Device* kv_device(int64_t il) const { return kv_devices_[static_cast<size_t>(il)]; }
   // Scheduler counters summed over the eval() calls since the last reset_stats().
   size_t steps() const { return steps_; }
+  // Step graphs built since the session began (decode reuses one per padded KV length).
+  size_t steps_built() const { return steps_built_; }
   size_t bytes_copied() const { return bytes_copied_; }
   size_t splits_last() const { return sched_->last_stats().splits; }
   void reset_stats() { steps_ = bytes_copied_ = 0; }
@@ -88,6 +92,7 @@ class LlamaSession {
         fused_attention_(o.fused_attention),
         mark_(mark) {}
   Status eval_batch(const TokenId* tokens, int64_t n, bool all_logits, float* out);
+  Status run_step(const TokenId* tokens, int64_t n, bool all_logits, float* out);
   // The graph of a batch of n tokens at the current position, allocated on
   // the scheduler. Its tensors live in the model's context until the
   // caller's StepRollback.
@@ -96,6 +101,8 @@ class LlamaSession {
     Graph graph;
   };
   StatusOr<Step> build_step(int64_t n, bool all_logits);
+  // Forget the kept step graph and roll its tensors out of the model's context.
+  void drop_step();
   // Drops the per-step tensors from the model's context when it goes.
   struct StepRollback {
     Context& c;
@@ -110,6 +117,9 @@ class LlamaSession {
   int64_t n_batch_;
   int64_t kv_pad_;
   bool fused_attention_;
+  std::unique_ptr<Step> cached_;  // the last step's graph, reused while its shape fits
+  bool cached_all_logits_ = false;
+  size_t steps_built_ = 0;
   size_t steps_ = 0;
   size_t bytes_copied_ = 0;
   size_t mark_;  // the model's Context size after the cache tensors

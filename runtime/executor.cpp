@@ -80,15 +80,20 @@ Status Executor::compute(Graph& graph) {
   for (Tensor* t : graph.nodes()) placed = placed && t->data != nullptr;
   for (Tensor* t : graph.leafs()) placed = placed && t->data != nullptr;
   if (!placed) LOOM_RETURN_IF_ERROR(allocate(graph));
-  for (Tensor* t : graph.nodes()) {
-    if (is_view_op(t->op)) continue;
-    if (!device_->supports_op(t)) {
-      return unimplemented("[executor.compute] device '" + device_->name() + "' does not support node " +
-                           node_signature(t));
+  const uint64_t fp = graph.fingerprint();
+  // A graph of the same structure as the last one checked needs no new check.
+  if (!checked_ || fp != checked_fingerprint_) {
+    for (Tensor* t : graph.nodes()) {
+      if (is_view_op(t->op)) continue;
+      if (!device_->supports_op(t)) {
+        return unimplemented("[executor.compute] device '" + device_->name() + "' does not support node " +
+                             node_signature(t));
+      }
     }
+    checked_ = true;
+    checked_fingerprint_ = fp;
   }
-  loom_graph_t g = graph.as_abi();
-  g.fingerprint = graph.fingerprint();
+  loom_graph_t g = graph.as_abi(fp);
   Status st = stream_.compute(g);
   if (!st.ok()) return st.with_context("executor.compute on " + device_->name());
   st = stream_.synchronize();

@@ -5,6 +5,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "word_hash.hpp"
+
 namespace loom {
 namespace {
 
@@ -18,20 +20,6 @@ Tensor* child(const Tensor* t, int i) {
 constexpr int kChildren = LOOM_MAX_SRC + 1;
 
 // FNV-1a, 64 bit.
-struct Fnv {
-  uint64_t h = 1469598103934665603ull;
-  void bytes(const void* p, size_t n) {
-    const auto* b = static_cast<const unsigned char*>(p);
-    for (size_t i = 0; i < n; ++i) {
-      h ^= b[i];
-      h *= 1099511628211ull;
-    }
-  }
-  template <typename T>
-  void value(const T& v) {
-    bytes(&v, sizeof(v));
-  }
-};
 
 }  // namespace
 
@@ -105,27 +93,33 @@ StatusOr<Graph> Graph::build(const std::vector<Tensor*>& outputs) {
     g.outputs_.push_back(out);
   }
   g.abi_nodes_.assign(g.nodes_.begin(), g.nodes_.end());
-  return g;
-}
-
-uint64_t Graph::fingerprint() const {
-  // Sources are named by position: leafs as -(i+1), nodes as i.
+  // Positions of every source, once: fingerprints run on every compute.
   std::unordered_map<const loom_tensor_t*, int64_t> index;
-  for (size_t i = 0; i < leafs_.size(); ++i) index[leafs_[i]] = -static_cast<int64_t>(i) - 1;
-  for (size_t i = 0; i < nodes_.size(); ++i) index[nodes_[i]] = static_cast<int64_t>(i);
+  for (size_t i = 0; i < g.leafs_.size(); ++i) index[g.leafs_[i]] = -static_cast<int64_t>(i) - 1;
+  for (size_t i = 0; i < g.nodes_.size(); ++i) index[g.nodes_[i]] = static_cast<int64_t>(i);
   auto ref = [&](const loom_tensor_t* t) -> int64_t {
     if (!t) return INT64_MIN;
     auto it = index.find(t);
     return it == index.end() ? INT64_MIN + 1 : it->second;
   };
-  auto shape = [](Fnv& f, const Tensor* t) {
+  g.refs_.reserve(g.nodes_.size() * kRefsPerNode);
+  for (const Tensor* t : g.nodes_) {
+    for (int s = 0; s < LOOM_MAX_SRC; ++s) g.refs_.push_back(ref(t->src[s]));
+    g.refs_.push_back(ref(t->view_src));
+  }
+  for (const Tensor* t : g.outputs_) g.out_refs_.push_back(ref(t));
+  return g;
+}
+
+uint64_t Graph::fingerprint() const {
+  auto shape = [](WordHash& f, const Tensor* t) {
     f.value(t->type);
     f.value(t->op);
     for (int d = 0; d < LOOM_MAX_DIMS; ++d) f.value(t->ne[d]);
     for (int d = 0; d < LOOM_MAX_DIMS; ++d) f.value(t->nb[d]);
     f.value(t->flags);
   };
-  Fnv f;
+  WordHash f;
   f.value(static_cast<uint64_t>(leafs_.size()));
   f.value(static_cast<uint64_t>(nodes_.size()));
   for (const Tensor* t : leafs_) {
@@ -135,24 +129,24 @@ uint64_t Graph::fingerprint() const {
     f.value(static_cast<uint8_t>(t->data != nullptr));
     f.value(reinterpret_cast<uintptr_t>(t->buffer));
   }
-  for (const Tensor* t : nodes_) {
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    const Tensor* t = nodes_[i];
     shape(f, t);
     f.bytes(t->op_params, sizeof(t->op_params));
-    for (int s = 0; s < LOOM_MAX_SRC; ++s) f.value(ref(t->src[s]));
-    f.value(ref(t->view_src));
+    for (size_t r = 0; r < kRefsPerNode; ++r) f.value(refs_[i * kRefsPerNode + r]);
     f.value(static_cast<uint64_t>(t->view_offset));
   }
-  for (const Tensor* t : outputs_) f.value(ref(t));
+  for (int64_t r : out_refs_) f.value(r);
   return f.h;
 }
 
-loom_graph_t Graph::as_abi() const {
+loom_graph_t Graph::as_abi(uint64_t fingerprint) const {
   loom_graph_t g;
   std::memset(&g, 0, sizeof(g));
   g.struct_size = sizeof(loom_graph_t);
   g.n_nodes = static_cast<int32_t>(abi_nodes_.size());
   g.nodes = abi_nodes_.data();
-  g.fingerprint = fingerprint();
+  g.fingerprint = fingerprint;
   return g;
 }
 

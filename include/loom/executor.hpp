@@ -38,6 +38,8 @@ class Executor {
   Buffer buffer_;
   Stream stream_;
   uint64_t allocated_fingerprint_ = 0;
+  uint64_t checked_fingerprint_ = 0;  // every node of this structure is supported
+  bool checked_ = false;
   bool allocated_ = false;
 };
 

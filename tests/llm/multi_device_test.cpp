@@ -119,8 +119,31 @@ TEST_F(MultiDevice, UnpaddedKvReplansEveryStep) {
   SessionOptions padded;
   auto p = LlamaSession::create(m->get(), padded);
   ASSERT_TRUE(p.ok()) << p.status().to_string();
-  for (TokenId t : {1, 400, 261, 378, 299}) ASSERT_TRUE((*p)->eval({t}, false, &logits).ok());
+  std::vector<std::vector<float>> reused;
+  for (TokenId t : {1, 400, 261, 378, 299}) {
+    ASSERT_TRUE((*p)->eval({t}, false, &logits).ok());
+    reused.push_back(logits);
+  }
   EXPECT_EQ((*p)->scheduler().plans_built(), 1u);
+  // ... and one step graph, rebuilt neither per token nor per plan.
+  EXPECT_EQ((*p)->steps_built(), 1u);
+  {
+    // The kept graph computes what freshly built ones do: a session whose
+    // steps alternate shapes (a 2-token batch between) rebuilds every time.
+    (*p).reset();  // one session per model at a time
+    auto q = LlamaSession::create(m->get(), padded);
+    ASSERT_TRUE(q.ok()) << q.status().to_string();
+    ASSERT_TRUE((*q)->eval({1}, false, &logits).ok());
+    EXPECT_EQ(logits, reused[0]);
+    ASSERT_TRUE((*q)->eval({400, 261}, true, &logits).ok());
+    std::vector<float> last(logits.end() - static_cast<std::ptrdiff_t>(reused[2].size()), logits.end());
+    for (size_t i = 0; i < last.size(); ++i) EXPECT_NEAR(last[i], reused[2][i], 1e-4f) << "logit " << i;
+    EXPECT_EQ((*q)->steps_built(), 2u);
+    (*q).reset();
+    p = LlamaSession::create(m->get(), padded);
+    ASSERT_TRUE(p.ok()) << p.status().to_string();
+    for (TokenId t : {1, 400, 261, 378, 299}) ASSERT_TRUE((*p)->eval({t}, false, &logits).ok());
+  }
   if ((*p)->n_ctx() > 256) {
     std::vector<TokenId> fill(251, 300);
     ASSERT_TRUE((*p)->eval(fill, false, &logits).ok());  // batches of 32: new shapes
