@@ -6,6 +6,9 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <cctype>
+#include <cstdint>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 
@@ -70,6 +73,19 @@ void skip(Candidate& c, const std::string& why) {
   LOOM_LOG_DEBUG("registry", c.path + ": skipped, " + why);
 }
 
+void fail(Candidate& c, const std::string& why) {
+  c.fate = Fate::kFailed;
+  c.reason = why;
+  LOOM_LOG_DEBUG("registry", c.path + ": failed, " + why);
+}
+
+// "LOOM_<PLUGIN>_VARIANT" for a plugin name (upper case, '-' -> '_').
+std::string variant_env_name(const std::string& plugin) {
+  std::string v = "LOOM_";
+  for (char ch : plugin) v += ch == '-' ? '_' : static_cast<char>(::toupper(static_cast<unsigned char>(ch)));
+  return v + "_VARIANT";
+}
+
 // Same physical device: equal PCI bus id or equal UUID (both known).
 bool same_device(const DeviceInfo& a, const DeviceInfo& b) {
   if (!a.pci_bus_id.empty() && !b.pci_bus_id.empty()) {
@@ -85,6 +101,48 @@ bool same_device(const DeviceInfo& a, const DeviceInfo& b) {
 
 Device::Device(loom_device_t* raw, DeviceInfo info, std::shared_ptr<PluginHandle> plugin)
     : raw_(raw), info_(std::move(info)), plugin_(std::move(plugin)) {}
+
+// LOOM_<PLUGIN>_VARIANT (e.g. LOOM_CPU_VARIANT=avx2; "baseline" is the
+// build without a variant suffix) keeps only that variant of the plugin in
+// *group; the others are skipped. False when the named variant is absent or
+// cannot run here (score 0): then every variant of the plugin fails with a
+// reason that lists the variants and their scores.
+static bool force_variant(const std::string& plugin, std::vector<Candidate>& cands,
+                          std::vector<NegotiatedPlugin>& negotiated, std::vector<size_t>* group) {
+  const std::string env = variant_env_name(plugin);
+  const char* want = std::getenv(env.c_str());
+  if (want == nullptr || *want == '\0') return true;
+  const std::string name = std::string(want) == "baseline" ? "" : want;
+  std::string listing;
+  size_t chosen = SIZE_MAX;
+  for (size_t k : *group) {
+    const Candidate& c = cands[negotiated[k].candidate];
+    listing += (listing.empty() ? "" : ", ") + (c.variant.empty() ? std::string("baseline") : c.variant) +
+               " (score " + std::to_string(c.score) + ")";
+    if (c.variant == name) chosen = k;
+  }
+  const std::string setting = env + "=" + want;
+  std::string why;
+  if (chosen == SIZE_MAX) {
+    why = setting + " names no variant of " + plugin + "; found: " + listing;
+  } else if (cands[negotiated[chosen].candidate].score == 0) {
+    why = setting + ": this CPU or OS cannot run that variant (score 0); found: " + listing;
+  }
+  for (size_t k : *group) {
+    Candidate& c = cands[negotiated[k].candidate];
+    if (!why.empty()) {
+      fail(c, why);
+    } else if (k != chosen) {
+      skip(c, "not the variant " + setting + " names");
+    } else {
+      continue;
+    }
+    discard_plugin(c, negotiated[k]);
+  }
+  if (!why.empty()) return false;
+  *group = {chosen};
+  return true;
+}
 
 std::unique_ptr<Registry> Registry::load(const Options& options) {
   std::unique_ptr<Registry> reg(new Registry());
@@ -130,6 +188,7 @@ std::unique_ptr<Registry> Registry::load(const Options& options) {
     std::stable_sort(group.begin(), group.end(), [&](size_t a, size_t b) {
       return cands[negotiated[a].candidate].score > cands[negotiated[b].candidate].score;
     });
+    if (options.use_env && !force_variant(plugin, cands, negotiated, &group)) continue;
     const Candidate* winner = nullptr;
     for (size_t k : group) {
       NegotiatedPlugin& n = negotiated[k];

@@ -79,8 +79,16 @@ StatusOr<std::vector<Device*>> Registry::select(std::string_view spec_in) const 
     if (name.empty()) continue;
     Device* d = device(name);
     if (!d) {
+      // A plugin of that name that did not load says why (e.g. a forced variant).
+      std::string why;
+      for (const Candidate& c : candidates()) {
+        if (c.fate == Fate::kFailed && !c.reason.empty() && name.rfind(c.plugin, 0) == 0) {
+          why = "; plugin " + c.plugin + " failed: " + c.reason;
+          break;
+        }
+      }
       return not_found("[registry.select] device '" + name + "' not found; devices: " + names_of(all) +
-                       " (policies: auto, gpu-first, cpu-only)");
+                       " (policies: auto, gpu-first, cpu-only)" + why);
     }
     if (std::find(out.begin(), out.end(), d) == out.end()) out.push_back(d);
   }

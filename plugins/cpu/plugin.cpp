@@ -3,6 +3,7 @@
 // common/host_buffer.h) over this plugin's Device and Stream.
 #include <cstring>
 
+#include "common/cpu_features.h"
 #include "common/glue.h"
 #include "common/host_plugin.h"
 #include "device.h"
@@ -42,16 +43,15 @@ struct Traits {
 };
 using Tables = common::HostPlugin<Traits>;
 
-// Variant score (baseline code only, plugin rule 7): the AVX2 build wins
-// where the CPU has AVX2, FMA and F16C and cannot run elsewhere.
-#ifdef LOOM_CPU_VARIANT_AVX2
+// Variant score (baseline code only, plugin rule 7): CPUID and the OS's
+// register state (XGETBV) say whether this build's instructions can run;
+// the best build that can wins (common/cpu_features.h).
+#if defined(LOOM_CPU_VARIANT_AVX512)
+constexpr const char* kVariant = "avx512";
+int32_t score() { return common::cpu_features().runs_avx512() ? 30 : 0; }
+#elif defined(LOOM_CPU_VARIANT_AVX2)
 constexpr const char* kVariant = "avx2";
-int32_t score() {
-  __builtin_cpu_init();
-  const bool ok = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-                  __builtin_cpu_supports("f16c");
-  return ok ? 20 : 0;
-}
+int32_t score() { return common::cpu_features().runs_avx2() ? 20 : 0; }
 #else
 constexpr const char* kVariant = "";
 int32_t score() { return 10; }

@@ -26,11 +26,15 @@ loom::test::Json parse_or_fail(const std::string& text) {
   return j;
 }
 
+// The record of plugin `name`: its ready variant when one is, else the first.
 const loom::test::Json* find_plugin(const loom::test::Json& j, const std::string& name) {
+  const loom::test::Json* first = nullptr;
   for (const auto& p : j["plugins"].arr) {
-    if (p["plugin"].str == name) return &p;
+    if (p["plugin"].str != name) continue;
+    if (p["fate"].str == "ready") return &p;
+    if (!first) first = &p;
   }
-  return nullptr;
+  return first;
 }
 
 bool has_device(const loom::test::Json& j, const std::string& name) {
@@ -185,6 +189,50 @@ namespace {
 std::string stories_model() {
   const char* env = std::getenv("LOOM_MODELS_DIR");
   return std::string(env && *env ? env : LOOM_TEST_SOURCE_DIR "/../shared/models") + "/stories260K.gguf";
+}
+
+// The cpu plugin's variants: the best one this CPU and OS run is loaded;
+// LOOM_CPU_VARIANT forces one; a variant the CPU cannot run is never loaded
+// (LOOM_CPU_MASK makes its features read as absent, as on an older CPU).
+TEST(Cli, CpuVariantsFollowTheCpuAndTheForcedChoice) {
+  Result all = run_loom("devices --json", "", /*merge_stderr=*/false);
+  ASSERT_EQ(all.exit_code, 0) << all.out;
+  loom::test::Json j = parse_or_fail(all.out);
+  std::vector<std::string> ready, runnable;
+  for (const auto& p : j["plugins"].arr) {
+    if (p["plugin"].str != "cpu") continue;
+    const std::string v = p["variant"].str.empty() ? "baseline" : p["variant"].str;
+    if (p["fate"].str == "ready") ready.push_back(v);
+    if (p["reason"].str.find("score 0") == std::string::npos) runnable.push_back(v);
+  }
+  ASSERT_EQ(ready.size(), 1u) << all.out;
+  const std::string model = stories_model();
+  if (!fs::exists(model)) GTEST_SKIP() << model << " not found (set LOOM_MODELS_DIR)";
+  const std::string run = "run -m " + model + " -n 4";
+  // Each runnable variant can be forced and then runs a model.
+  for (const std::string& v : runnable) {
+    SCOPED_TRACE(v);
+    Result r = run_loom(run + " --threads 2", "LOOM_CPU_VARIANT=" + v);
+    EXPECT_EQ(r.exit_code, 0) << r.out;
+    Result d = run_loom("devices", "LOOM_CPU_VARIANT=" + v);
+    EXPECT_NE(d.out.find("not the variant LOOM_CPU_VARIANT=" + v), std::string::npos) << d.out;
+  }
+  // Masked features: the variants that need them score 0 and never load.
+  Result masked = run_loom("devices", "LOOM_CPU_MASK=avx512,avx2");
+  EXPECT_EQ(masked.exit_code, 0) << masked.out;
+  if (masked.out.find("cpu-avx2 ") != std::string::npos) {
+    EXPECT_NE(masked.out.find("cannot run here (score 0)"), std::string::npos) << masked.out;
+  }
+  Result forced = run_loom(run, "LOOM_CPU_MASK=avx512,avx2 LOOM_CPU_VARIANT=avx2");
+  if (masked.out.find("cpu-avx2 ") != std::string::npos) {
+    EXPECT_EQ(forced.exit_code, 1) << forced.out;
+    EXPECT_NE(forced.out.find("LOOM_CPU_VARIANT=avx2: this CPU or OS cannot run that variant"), std::string::npos)
+        << forced.out;
+    EXPECT_NE(forced.out.find("baseline (score 10)"), std::string::npos) << forced.out;
+  }
+  Result unknown = run_loom(run, "LOOM_CPU_VARIANT=nosuch");
+  EXPECT_EQ(unknown.exit_code, 1) << unknown.out;
+  EXPECT_NE(unknown.out.find("LOOM_CPU_VARIANT=nosuch names no variant of cpu"), std::string::npos) << unknown.out;
 }
 
 }  // namespace

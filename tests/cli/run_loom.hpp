@@ -16,7 +16,7 @@ struct LoomResult {
 
 inline LoomResult run_loom(const std::string& args, const std::string& env = "", bool merge_stderr = true) {
   const std::string cmd = "env -u LOOM_PLUGIN_PATH -u LOOM_PLUGINS_SELECT -u LOOM_PLUGINS_DISABLE "
-                          "-u LOOM_DEVICES -u LOOM_LOG -u LOOM_NULL_DEVICES " +
+                          "-u LOOM_DEVICES -u LOOM_LOG -u LOOM_NULL_DEVICES -u LOOM_CPU_VARIANT -u LOOM_CPU_MASK " +
                           env + " " + std::string(LOOM_TEST_BIN_DIR) + "/loom " + args +
                           (merge_stderr ? " 2>&1" : " 2>/dev/null");
   LoomResult r;
