@@ -137,6 +137,23 @@ TEST_F(MatMulTest, DecodeShapesEveryTypeAndLayout) {
   }
 }
 
+TEST_F(MatMulTest, PrefillShapesEveryFloatType) {
+  // Many columns: the CPU's packed GEMM (k in blocks of 256, tiles of up to
+  // 32 rows x 12 columns) with every edge: k past one block, rows and
+  // columns not multiples of the tile, broadcast batches, strided A rows.
+  seed(406);
+  const MatCase cases[] = {{300, 45, 29, 1, 1, 1, 1}, {600, 70, 13, 2, 1, 4, 1}, {64, 33, 40, 1, 1, 1, 1},
+                           {17, 9, 8, 1, 2, 1, 2}};
+  int k = 0;
+  for (loom_type_t t : {LOOM_TYPE_F32, LOOM_TYPE_F16, LOOM_TYPE_BF16}) {
+    for (const MatCase& c : cases) {
+      check(t, c, Layout::kDense, Layout::kDense);
+      check(t, c, layouts_for(t)[1 + k % 2], Layout::kDense);
+      ++k;
+    }
+  }
+}
+
 TEST_F(MatMulTest, LargerProductStaysAccurate) {
   seed(404);
   check(LOOM_TYPE_Q4_0, {256, 48, 9, 1, 1, 1, 1}, Layout::kDense, Layout::kDense);

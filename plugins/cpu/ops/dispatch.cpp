@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <new>
 #include <string>
+#include <thread>
 
 #include "common/glue.h"
 #include "common/op_check.h"
@@ -88,7 +89,15 @@ int64_t work_estimate(const loom_tensor_t* node) {
 void Exec::barrier(int nth) {
   if (nth <= 1) return;
   arrived_.fetch_add(1, std::memory_order_acq_rel);
-  while (arrived_.load(std::memory_order_acquire) < nth) common::cpu_relax();
+  // Spin briefly, then yield: a thread descheduled by another process's load
+  // must not cost the others a whole time slice each.
+  for (int spins = 0; arrived_.load(std::memory_order_acquire) < nth; ++spins) {
+    if (spins < 2000) {
+      common::cpu_relax();
+    } else {
+      std::this_thread::yield();
+    }
+  }
 }
 
 void* Exec::scratch(size_t bytes) {

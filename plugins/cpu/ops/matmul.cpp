@@ -300,6 +300,8 @@ void kernel_mul_mat(const loom_tensor_t* dst, int ith, int nth) {
   if (b_rows_dense(dst)) {
     if (columns_contiguous(dst->src[0]) && dst->src[0]->nb[0] != dst->src[0]->nb[1]) {
       mul_mat_columns(dst, ith, nth);
+    } else if (!is_repacked(dst->src[0]) && gemm_path(dst)) {
+      mul_mat_gemm(dst, ith, nth);
     } else {
       mul_mat_fast(dst, ith, nth);
     }

@@ -8,6 +8,22 @@
 
 namespace loom::cpu {
 
+// The packed GEMM (matmul_gemm.cpp): built with AVX2 + FMA (+ AVX-512).
+#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+#define LOOM_CPU_GEMM 1
+#else
+#define LOOM_CPU_GEMM 0
+#endif
+// Fewer columns of B than this take the row-dot path (decode).
+constexpr int64_t kGemmMinN = 8;
+
+// Whether the node (B rows dense f32, checked by the caller) runs on the
+// packed GEMM: F32 / F16 / BF16 A with contiguous rows, dense dst rows, at
+// least kGemmMinN columns, a build with LOOM_CPU_GEMM.
+bool gemm_path(const loom_tensor_t* dst);
+// The share of thread ith of nth of a GEMM-path node.
+void mul_mat_gemm(const loom_tensor_t* dst, int ith, int nth);
+
 // One block of 32 activations quantized to 8 bits: x[i] ~= d * qs[i], with
 // d = max|x| / 127 and qs[i] = round-to-nearest-even(x[i] * (1 / d)) (0 when
 // d = 0; d is NaN when the block holds a NaN, so the NaN reaches the result).

@@ -1,0 +1,188 @@
+// MUL_MAT for prefill-sized B with F32 / F16 / BF16 A: a packed GEMM in the
+// BLIS style. Per block of kKc values of k, a block of kMc rows of A is
+// packed (widened to f32) as micro-panels [k][kMr], and kNr columns of B at a
+// time as [k][kNr]; the micro-kernel keeps a kMr x kNr tile of the result in
+// vector registers (kMr rows of A = two vectors, times kNr broadcast B
+// values) and adds it to dst after the first k block. Register tiles per
+// ISA: AVX-512 32 x 12 (24 of 32 zmm accumulators), AVX2 16 x 6 (12 of 16).
+// Work is split over (batch, block of kMc rows); every thread packs what it
+// reads. Results are f32 sums in a fixed order per element (independent of
+// the thread count).
+#include "ops/matmul.h"
+
+#if LOOM_CPU_GEMM
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "common/fp16.h"
+
+namespace loom::cpu {
+namespace {
+
+#ifdef __AVX512F__
+constexpr int kVl = 16;
+constexpr int kNr = 12;
+typedef float vec __attribute__((vector_size(64)));
+#else
+constexpr int kVl = 8;
+constexpr int kNr = 6;
+typedef float vec __attribute__((vector_size(32)));
+#endif
+constexpr int kMr = 2 * kVl;
+constexpr int64_t kKc = 256;
+constexpr int64_t kMc = 8 * kMr;
+
+inline vec loadv(const float* p) {
+  vec v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+inline void storev(float* p, vec v) { std::memcpy(p, &v, sizeof v); }
+
+// n elements of a float row (F32 / F16 / BF16, contiguous) from element k0, as f32.
+void widen(int32_t type, const char* row, int64_t k0, int64_t n, float* out) {
+  if (type == LOOM_TYPE_F32) {
+    std::memcpy(out, row + 4 * k0, static_cast<size_t>(n) * 4);
+    return;
+  }
+  const char* p = row + 2 * k0;
+  int64_t k = 0;
+  if (type == LOOM_TYPE_F16) {
+    for (; k + 8 <= n; k += 8) {
+      _mm256_storeu_ps(out + k, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 2 * k))));
+    }
+  }
+  for (; k < n; ++k) {
+    uint16_t h;
+    std::memcpy(&h, p + 2 * k, 2);
+    out[k] = type == LOOM_TYPE_F16 ? common::f16_to_f32(h) : common::bf16_to_f32(h);
+  }
+}
+
+// The micro-kernel: c[j] (column j of the tile, kMr floats) (+)= sum_k
+// ap[k][:] * bp[k][j]. `c` is the tile's top-left in dst, ldc the byte
+// distance between columns; rows / cols below kMr / kNr mark an edge tile.
+void micro(const float* ap, const float* bp, int64_t kc, char* c, int64_t ldc, int rows, int cols, bool add) {
+  vec acc0[kNr] = {}, acc1[kNr] = {};
+  for (int64_t k = 0; k < kc; ++k) {
+    const vec a0 = loadv(ap + k * kMr);
+    const vec a1 = loadv(ap + k * kMr + kVl);
+    const float* b = bp + k * kNr;
+    for (int j = 0; j < kNr; ++j) {
+      acc0[j] += a0 * b[j];
+      acc1[j] += a1 * b[j];
+    }
+  }
+  for (int j = 0; j < cols; ++j) {
+    auto* col = reinterpret_cast<float*>(c + j * ldc);
+    if (rows == kMr) {
+      storev(col, add ? loadv(col) + acc0[j] : acc0[j]);
+      storev(col + kVl, add ? loadv(col + kVl) + acc1[j] : acc1[j]);
+    } else {
+      alignas(64) float t[kMr];
+      storev(t, acc0[j]);
+      storev(t + kVl, acc1[j]);
+      for (int r = 0; r < rows; ++r) col[r] = add ? col[r] + t[r] : t[r];
+    }
+  }
+}
+
+struct Panels {
+  std::vector<float> a, b, row;
+};
+
+// Rows [m0, m0 + mc) of A (batch a2, a3), k in [k0, k0 + kc), into
+// micro-panels [k][kMr], zero rows past the end.
+void pack_a(const loom_tensor_t* a, int64_t m0, int64_t mc, int64_t a2, int64_t a3, int64_t k0, int64_t kc,
+            Panels* p) {
+  const int64_t panels = (mc + kMr - 1) / kMr;
+  p->a.assign(static_cast<size_t>(panels * kMr * kc), 0.0f);
+  p->row.resize(static_cast<size_t>(kc));
+  for (int64_t r = 0; r < mc; ++r) {
+    widen(a->type, row_ptr(a, m0 + r, a2, a3), k0, kc, p->row.data());
+    float* dst = p->a.data() + (r / kMr) * kMr * kc + (r % kMr);
+    for (int64_t k = 0; k < kc; ++k) dst[k * kMr] = p->row[static_cast<size_t>(k)];
+  }
+}
+
+// Columns [n0, n0 + cols) of B (batch i2, i3), k in [k0, k0 + kc), as [k][kNr].
+void pack_b(const loom_tensor_t* b, int64_t n0, int cols, int64_t i2, int64_t i3, int64_t k0, int64_t kc,
+            float* out) {
+  if (cols < kNr) std::fill(out, out + kc * kNr, 0.0f);
+  for (int j = 0; j < cols; ++j) {
+    const float* src = reinterpret_cast<const float*>(row_ptr(b, n0 + j, i2, i3)) + k0;
+    for (int64_t k = 0; k < kc; ++k) out[k * kNr + j] = src[k];
+  }
+}
+
+}  // namespace
+
+bool gemm_path(const loom_tensor_t* dst) {
+  const loom_tensor_t* a = dst->src[0];
+  const int32_t t = a->type;
+  const bool float_a = (t == LOOM_TYPE_F32 && a->nb[0] == 4) ||
+                       ((t == LOOM_TYPE_F16 || t == LOOM_TYPE_BF16) && a->nb[0] == 2);
+  return float_a && dst->nb[0] == 4 && dst->src[1]->ne[1] >= kGemmMinN;
+}
+
+void mul_mat_gemm(const loom_tensor_t* dst, int ith, int nth) {
+  const loom_tensor_t* a = dst->src[0];
+  const loom_tensor_t* b = dst->src[1];
+  const int64_t k_len = a->ne[0];
+  const int64_t m_len = a->ne[1];
+  const int64_t n_len = b->ne[1];
+  const int64_t n_panels = (n_len + kNr - 1) / kNr;
+  const int64_t r2 = b->ne[2] / a->ne[2];
+  const int64_t r3 = b->ne[3] / a->ne[3];
+  const int64_t m_blocks = (m_len + kMc - 1) / kMc;
+  int64_t w0, w1;
+  common::split_range(m_blocks * b->ne[2] * b->ne[3], ith, nth, &w0, &w1);
+  thread_local Panels p;
+  const auto ldc = static_cast<int64_t>(dst->nb[1]);
+  // Runs of work items of one batch: B is packed once per block of k for
+  // the whole run, A once per block of rows.
+  for (int64_t ws = w0; ws < w1;) {
+    const int64_t batch = ws / m_blocks;
+    const int64_t we = std::min(w1, (batch + 1) * m_blocks);
+    const int64_t i2 = batch % b->ne[2];
+    const int64_t i3 = batch / b->ne[2];
+    for (int64_t k0 = 0; k0 < k_len; k0 += kKc) {
+      const int64_t kc = std::min(kKc, k_len - k0);
+      p.b.resize(static_cast<size_t>(n_panels * kNr * kc));
+      for (int64_t np = 0; np < n_panels; ++np) {
+        const int cols = static_cast<int>(std::min<int64_t>(kNr, n_len - np * kNr));
+        pack_b(b, np * kNr, cols, i2, i3, k0, kc, p.b.data() + np * kNr * kc);
+      }
+      for (int64_t w = ws; w < we; ++w) {
+        const int64_t m0 = (w % m_blocks) * kMc;
+        const int64_t mc = std::min(kMc, m_len - m0);
+        pack_a(a, m0, mc, i2 / r2, i3 / r3, k0, kc, &p);
+        for (int64_t np = 0; np < n_panels; ++np) {
+          const int64_t n0 = np * kNr;
+          const int cols = static_cast<int>(std::min<int64_t>(kNr, n_len - n0));
+          for (int64_t r0 = 0; r0 < mc; r0 += kMr) {
+            const int rows = static_cast<int>(std::min<int64_t>(kMr, mc - r0));
+            micro(p.a.data() + (r0 / kMr) * kMr * kc, p.b.data() + np * kNr * kc, kc,
+                  elem_ptr(dst, m0 + r0, n0, i2, i3), ldc, rows, cols, k0 > 0);
+          }
+        }
+      }
+    }
+    ws = we;
+  }
+}
+
+}  // namespace loom::cpu
+
+#else
+
+namespace loom::cpu {
+bool gemm_path(const loom_tensor_t*) { return false; }
+void mul_mat_gemm(const loom_tensor_t*, int, int) {}
+}  // namespace loom::cpu
+
+#endif
