@@ -10,7 +10,8 @@
 // fixed order, so results do not depend on the thread count.
 //
 // Precision: dots, exp, the running sum and the accumulator are f32 (the
-// dots in vector lanes); F16/BF16 K/V rows are widened exactly to f32 first.
+// dots in vector lanes, exp per block in lanes: simd_exp, < 2e-7 relative);
+// F16/BF16 K/V rows are widened exactly to f32 first.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -50,53 +51,79 @@ std::vector<int64_t> load_visible(const loom_tensor_t* vis, int64_t n_kv) {
   return out;
 }
 
-// Per-thread buffers for one (h, t) pair.
-struct Scratch {
-  std::vector<float> q, k, v, acc;
-  float s[kBlock];
-  Scratch(int64_t d, int64_t dv)
-      : q(static_cast<size_t>(d)), k(static_cast<size_t>(d)), v(static_cast<size_t>(dv)), acc(static_cast<size_t>(dv)) {}
+// Running softmax state of one query head: max m, sum l, output acc.
+struct HeadState {
+  float m = -std::numeric_limits<float>::infinity();
+  float l = 0.0f;
+  float* acc = nullptr;  // dv floats
+  const float* q = nullptr;
 };
 
-// out[0, Dv) = attention of query (h, t) over KV rows [0, n) of head g.
-void attend_one(const loom_tensor_t* dst, int64_t h, int64_t t, int64_t g, int64_t n, float scale, Scratch& sc,
-                float* out) {
+// Queries (h, t) for h in [h0, h1) over their visible KV rows [0, n):
+// blocks of kBlock keys outer, heads inner, so each block of cache rows is
+// read once while it is in cache (the heads of a row are side by side).
+void attend_heads(const loom_tensor_t* dst, int64_t t, int64_t h0, int64_t h1, int64_t n, float scale,
+                  int64_t group) {
   const loom_tensor_t* q = dst->src[0];
   const loom_tensor_t* k = dst->src[1];
   const loom_tensor_t* v = dst->src[2];
   const int64_t d = q->ne[0];
   const int64_t dv = v->ne[0];
-  std::fill(sc.acc.begin(), sc.acc.end(), 0.0f);
-  if (n == 0) {
-    std::copy(sc.acc.begin(), sc.acc.end(), out);
-    return;
+  const int64_t nh = h1 - h0;
+  thread_local std::vector<float> buf;
+  // Per head: q (d), acc (dv); then one K and one V row of scratch.
+  buf.assign(static_cast<size_t>(nh * (d + dv) + d + dv), 0.0f);
+  float* kscratch = buf.data() + nh * (d + dv);
+  float* vscratch = kscratch + d;
+  std::vector<HeadState> st(static_cast<size_t>(nh));
+  for (int64_t i = 0; i < nh; ++i) {
+    float* qi = buf.data() + i * (d + dv);
+    load_row(q, h0 + i, t, 0, qi);
+    st[static_cast<size_t>(i)].q = qi;
+    st[static_cast<size_t>(i)].acc = qi + d;
   }
-  load_row(q, h, t, 0, sc.q.data());
-  float m = -std::numeric_limits<float>::infinity();
-  float l = 0.0f;
+  float s[kBlock];
   for (int64_t j0 = 0; j0 < n; j0 += kBlock) {
     const int64_t nb = std::min(kBlock, n - j0);
-    float bm = -std::numeric_limits<float>::infinity();
-    for (int64_t jj = 0; jj < nb; ++jj) {
-      sc.s[jj] = scale * simd_dot(sc.q.data(), f32_row(k, j0 + jj, g, sc.k.data()), d);
-      bm = std::max(bm, sc.s[jj]);
-    }
-    if (bm > m) {
-      const float c = std::exp(m - bm);  // 0 on the first block
-      l *= c;
-      simd_scale(sc.acc.data(), c, dv);
-      m = bm;
-    }
-    for (int64_t jj = 0; jj < nb; ++jj) {
-      const float p = std::exp(sc.s[jj] - m);
-      l += p;
-      simd_axpy(sc.acc.data(), p, f32_row(v, j0 + jj, g, sc.v.data()), dv);
+    for (int64_t i = 0; i < nh; ++i) {
+      HeadState& hs = st[static_cast<size_t>(i)];
+      const int64_t g = (h0 + i) / group;
+      float bm = -std::numeric_limits<float>::infinity();
+      for (int64_t jj = 0; jj < nb; ++jj) {
+        s[jj] = scale * simd_dot(hs.q, f32_row(k, j0 + jj, g, kscratch), d);
+        bm = std::max(bm, s[jj]);
+      }
+      if (bm > hs.m) {
+        const float c = std::exp(hs.m - bm);  // 0 on the first block
+        hs.l *= c;
+        simd_scale(hs.acc, c, dv);
+        hs.m = bm;
+      }
+      for (int64_t jj = 0; jj < nb; ++jj) s[jj] -= hs.m;
+      simd_exp_inplace(s, nb);
+      for (int64_t jj = 0; jj < nb; ++jj) {
+        hs.l += s[jj];
+        simd_axpy(hs.acc, s[jj], f32_row(v, j0 + jj, g, vscratch), dv);
+      }
     }
   }
-  for (int64_t i = 0; i < dv; ++i) out[i] = sc.acc[static_cast<size_t>(i)] / l;
+  std::vector<float> out(static_cast<size_t>(dv));
+  for (int64_t i = 0; i < nh; ++i) {
+    const HeadState& hs = st[static_cast<size_t>(i)];
+    for (int64_t e = 0; e < dv; ++e) out[static_cast<size_t>(e)] = n == 0 ? 0.0f : hs.acc[e] / hs.l;
+    store_row(dst, h0 + i, t, 0, out.data());
+  }
 }
 
 }  // namespace
+
+int64_t attention_work(const loom_tensor_t* node) {
+  // Multiply-adds over the visible rows (the data is there at run time).
+  const loom_tensor_t* vis = node->src[3];
+  int64_t keys = 0;
+  for (int64_t t = 0; t < vis->ne[0]; ++t) keys += std::max<int64_t>(0, load_index(vis, t, 0, 0));
+  return keys * node->src[0]->ne[1] * (node->src[0]->ne[0] + node->ne[0]);
+}
 
 void kernel_attention(const loom_tensor_t* dst, int ith, int nth) {
   const loom_tensor_t* q = dst->src[0];
@@ -108,14 +135,13 @@ void kernel_attention(const loom_tensor_t* dst, int ith, int nth) {
   const std::vector<int64_t> visible = load_visible(dst->src[3], k->ne[1]);
   int64_t p0, p1;
   common::split_range(n_head * q->ne[2], ith, nth, &p0, &p1);
-  if (p0 >= p1) return;
-  Scratch sc(q->ne[0], dst->ne[0]);
-  std::vector<float> out(static_cast<size_t>(dst->ne[0]));
-  for (int64_t p = p0; p < p1; ++p) {
-    const int64_t h = p % n_head;
+  // Pairs p = t * n_head + h: one run of heads per query t.
+  for (int64_t p = p0; p < p1;) {
     const int64_t t = p / n_head;
-    attend_one(dst, h, t, h / group, visible[static_cast<size_t>(t)], scale, sc, out.data());
-    store_row(dst, h, t, 0, out.data());
+    const int64_t h0 = p % n_head;
+    const int64_t h1 = std::min(n_head, h0 + (p1 - p));
+    attend_heads(dst, t, h0, h1, visible[static_cast<size_t>(t)], scale, group);
+    p += h1 - h0;
   }
 }
 

@@ -119,7 +119,8 @@ loom_status_t* run_node(common::ThreadPool& pool, std::vector<uint8_t>& scratch,
   try {
     // Waking the pool costs microseconds; tiny nodes (decode-size norms,
     // adds) finish sooner on the calling thread alone.
-    Exec ex(pool, work_estimate(node) >= parallel_min_work(), scratch);
+    const int64_t work = node->op == LOOM_OP_ATTENTION ? attention_work(node) : work_estimate(node);
+    Exec ex(pool, work >= parallel_min_work(), scratch);
     if (node->op == LOOM_OP_MUL_MAT) {
       run_mul_mat(node, ex);
     } else {

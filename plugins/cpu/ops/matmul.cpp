@@ -302,6 +302,8 @@ void kernel_mul_mat(const loom_tensor_t* dst, int ith, int nth) {
       mul_mat_columns(dst, ith, nth);
     } else if (!is_repacked(dst->src[0]) && gemm_path(dst)) {
       mul_mat_gemm(dst, ith, nth);
+    } else if (!is_repacked(dst->src[0]) && gemv_path(dst)) {
+      mul_mat_gemv(dst, ith, nth);
     } else {
       mul_mat_fast(dst, ith, nth);
     }

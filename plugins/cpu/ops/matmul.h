@@ -23,6 +23,10 @@ constexpr int64_t kGemmMinN = 8;
 bool gemm_path(const loom_tensor_t* dst);
 // The share of thread ith of nth of a GEMM-path node.
 void mul_mat_gemm(const loom_tensor_t* dst, int ith, int nth);
+// Decode with float A (contiguous rows, at most 4 columns of B, LOOM_CPU_GEMM
+// builds): A converted in registers, no widened copy.
+bool gemv_path(const loom_tensor_t* dst);
+void mul_mat_gemv(const loom_tensor_t* dst, int ith, int nth);
 
 // One block of 32 activations quantized to 8 bits: x[i] ~= d * qs[i], with
 // d = max|x| / 127 and qs[i] = round-to-nearest-even(x[i] * (1 / d)) (0 when

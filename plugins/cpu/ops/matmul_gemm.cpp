@@ -1,4 +1,6 @@
-// MUL_MAT for prefill-sized B with F32 / F16 / BF16 A: a packed GEMM in the
+// MUL_MAT with F32 / F16 / BF16 A: for at most 4 columns of B (decode) a
+// GEMV that converts A in registers (row_dots); for prefill-sized B a
+// packed GEMM in the
 // BLIS style. Per block of kKc values of k, a block of kMc rows of A is
 // packed (widened to f32) as micro-panels [k][kMr], and kNr columns of B at a
 // time as [k][kNr]; the micro-kernel keeps a kMr x kNr tile of the result in
@@ -119,7 +121,90 @@ void pack_b(const loom_tensor_t* b, int64_t n0, int cols, int64_t i2, int64_t i3
   }
 }
 
+// 8 elements of a float row from element k as f32 lanes.
+inline __m256 load8(int32_t type, const char* row, int64_t k) {
+  if (type == LOOM_TYPE_F32) return _mm256_loadu_ps(reinterpret_cast<const float*>(row) + k);
+  const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 2 * k));
+  if (type == LOOM_TYPE_F16) return _mm256_cvtph_ps(h);
+  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));  // BF16
+}
+
+inline float hsum8(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+// Row `row` of float A dotted with NC columns of B: A converted in
+// registers (no widened copy), two accumulators per column.
+template <int NC>
+void row_dots(int32_t type, const char* row, const float* const* b, int64_t k_len, float* out) {
+  __m256 acc0[NC], acc1[NC];
+  for (int c = 0; c < NC; ++c) acc0[c] = acc1[c] = _mm256_setzero_ps();
+  int64_t k = 0;
+  for (; k + 16 <= k_len; k += 16) {
+    const __m256 a0 = load8(type, row, k);
+    const __m256 a1 = load8(type, row, k + 8);
+    for (int c = 0; c < NC; ++c) {
+      acc0[c] = _mm256_fmadd_ps(a0, _mm256_loadu_ps(b[c] + k), acc0[c]);
+      acc1[c] = _mm256_fmadd_ps(a1, _mm256_loadu_ps(b[c] + k + 8), acc1[c]);
+    }
+  }
+  for (int c = 0; c < NC; ++c) {
+    float sum = hsum8(_mm256_add_ps(acc0[c], acc1[c]));
+    for (int64_t kk = k; kk < k_len; ++kk) {
+      float av;
+      if (type == LOOM_TYPE_F32) {
+        std::memcpy(&av, row + 4 * kk, 4);
+      } else {
+        uint16_t h;
+        std::memcpy(&h, row + 2 * kk, 2);
+        av = type == LOOM_TYPE_F16 ? common::f16_to_f32(h) : common::bf16_to_f32(h);
+      }
+      sum += av * b[c][kk];
+    }
+    out[c] = sum;
+  }
+}
+
 }  // namespace
+
+bool gemv_path(const loom_tensor_t* dst) {
+  const loom_tensor_t* a = dst->src[0];
+  const int32_t t = a->type;
+  const bool float_a = (t == LOOM_TYPE_F32 && a->nb[0] == 4) ||
+                       ((t == LOOM_TYPE_F16 || t == LOOM_TYPE_BF16) && a->nb[0] == 2);
+  return float_a && dst->src[1]->ne[1] <= 4;
+}
+
+void mul_mat_gemv(const loom_tensor_t* dst, int ith, int nth) {
+  const loom_tensor_t* a = dst->src[0];
+  const loom_tensor_t* b = dst->src[1];
+  const int64_t k_len = a->ne[0];
+  const int64_t m_len = a->ne[1];
+  const int64_t n_len = b->ne[1];
+  const int64_t r2 = b->ne[2] / a->ne[2];
+  const int64_t r3 = b->ne[3] / a->ne[3];
+  int64_t w0, w1;
+  common::split_range(m_len * b->ne[2] * b->ne[3], ith, nth, &w0, &w1);
+  for (int64_t w = w0; w < w1; ++w) {
+    const int64_t m = w % m_len;
+    const int64_t i2 = (w / m_len) % b->ne[2];
+    const int64_t i3 = w / (m_len * b->ne[2]);
+    const float* bc[4];
+    for (int64_t c = 0; c < n_len; ++c) bc[c] = reinterpret_cast<const float*>(row_ptr(b, c, i2, i3));
+    const char* row = row_ptr(a, m, i2 / r2, i3 / r3);
+    float out[4];
+    switch (n_len) {
+      case 1: row_dots<1>(a->type, row, bc, k_len, out); break;
+      case 2: row_dots<2>(a->type, row, bc, k_len, out); break;
+      case 3: row_dots<3>(a->type, row, bc, k_len, out); break;
+      default: row_dots<4>(a->type, row, bc, k_len, out); break;
+    }
+    for (int64_t c = 0; c < n_len; ++c) std::memcpy(elem_ptr(dst, m, c, i2, i3), &out[c], 4);
+  }
+}
 
 bool gemm_path(const loom_tensor_t* dst) {
   const loom_tensor_t* a = dst->src[0];
@@ -183,6 +268,8 @@ void mul_mat_gemm(const loom_tensor_t* dst, int ith, int nth) {
 namespace loom::cpu {
 bool gemm_path(const loom_tensor_t*) { return false; }
 void mul_mat_gemm(const loom_tensor_t*, int, int) {}
+bool gemv_path(const loom_tensor_t*) { return false; }
+void mul_mat_gemv(const loom_tensor_t*, int, int) {}
 }  // namespace loom::cpu
 
 #endif

@@ -52,6 +52,9 @@ inline bool supports_op(const loom_tensor_t* node) { return unsupported_reason(n
 // Rough work of a node: multiply-adds for MUL_MAT, elements touched otherwise
 // (ATTENTION included: its real work depends on `visible`, which is data).
 int64_t work_estimate(const loom_tensor_t* node);
+// ATTENTION's multiply-adds over the rows its `visible` input says (read at
+// run time, when the data is there; plans use work_estimate).
+int64_t attention_work(const loom_tensor_t* node);
 // Nodes with less work than this run on the calling thread alone
 // (LOOM_CPU_PARALLEL_MIN_WORK, default 16384).
 int64_t parallel_min_work();

@@ -21,17 +21,29 @@ void kernel_rope(const loom_tensor_t* dst, int ith, int nth) {
   int64_t r0, r1;
   common::split_range(nrows(dst), ith, nth, &r0, &r1);
   std::vector<float> x(static_cast<size_t>(a->ne[0]));
+  // cos / sin per position, reused by the rows (heads) that share it.
+  std::vector<double> cs(static_cast<size_t>(2 * half));
+  bool have = false;
+  int32_t have_p = 0;
   for (int64_t r = r0; r < r1; ++r) {
     int64_t i1, i2, i3;
     unravel_row(dst, r, &i1, &i2, &i3);
     load_row(a, i1, i2, i3, x.data());
     int32_t p;
     std::memcpy(&p, elem_ptr(pos, i2, 0, 0, 0), 4);
+    if (!have || p != have_p) {
+      for (int64_t i = 0; i < half; ++i) {
+        const double theta = static_cast<double>(p) * freq_scale *
+                             std::pow(static_cast<double>(freq_base), -2.0 * static_cast<double>(i) / n_dims);
+        cs[static_cast<size_t>(2 * i)] = std::cos(theta);
+        cs[static_cast<size_t>(2 * i + 1)] = std::sin(theta);
+      }
+      have = true;
+      have_p = p;
+    }
     for (int64_t i = 0; i < half; ++i) {
-      const double theta = static_cast<double>(p) * freq_scale *
-                           std::pow(static_cast<double>(freq_base), -2.0 * static_cast<double>(i) / n_dims);
-      const double c = std::cos(theta);
-      const double s = std::sin(theta);
+      const double c = cs[static_cast<size_t>(2 * i)];
+      const double s = cs[static_cast<size_t>(2 * i + 1)];
       const int64_t j0 = neox ? i : 2 * i;
       const int64_t j1 = neox ? i + half : 2 * i + 1;
       const double x0 = x[j0];

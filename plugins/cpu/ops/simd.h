@@ -15,9 +15,11 @@ namespace {
 #ifdef __AVX__
 constexpr int kSimdLanes = 8;
 typedef float simd_f __attribute__((vector_size(32)));
+typedef int32_t simd_i __attribute__((vector_size(32)));
 #else
 constexpr int kSimdLanes = 4;
 typedef float simd_f __attribute__((vector_size(16)));
+typedef int32_t simd_i __attribute__((vector_size(16)));
 #endif
 
 inline simd_f simd_load(const float* p) {
@@ -50,6 +52,49 @@ inline void simd_axpy(float* y, float a, const float* x, int64_t n) {
   int64_t k = 0;
   for (; k + kSimdLanes <= n; k += kSimdLanes) simd_store(y + k, simd_load(y + k) + a * simd_load(x + k));
   for (; k < n; ++k) y[k] += a * x[k];
+}
+
+// e^x per lane, |relative error| < 2e-7 (Cephes' expf: x = n ln2 + r with
+// ln2 in two parts, a degree-6 polynomial for e^r, 2^n through the exponent
+// bits); 0 below -87.3 (and for -inf), +inf above 88.7, NaN stays NaN.
+inline simd_f simd_exp(simd_f x) {
+  const simd_f hi = x > 88.72283f ? simd_f{} + __builtin_inff() : simd_f{};
+  const simd_i under = x < -87.33654f;
+  const simd_i over = x > 88.72283f;
+  simd_f c = x;
+  c = c < -87.33654f ? simd_f{} - 87.33654f : c;
+  c = c > 88.72283f ? simd_f{} + 88.72283f : c;
+  const simd_f fx = c * 1.44269504088896341f + 0.5f;
+  simd_i n = __builtin_convertvector(fx, simd_i);
+  n += __builtin_convertvector(n, simd_f) > fx;  // floor: a true comparison is -1
+  const simd_f nf = __builtin_convertvector(n, simd_f);
+  simd_f r = c - nf * 0.693359375f;
+  r = r - nf * -2.12194440e-4f;
+  simd_f y = 1.9875691500e-4f * r + 1.3981999507e-3f;
+  y = y * r + 8.3334519073e-3f;
+  y = y * r + 4.1665795894e-2f;
+  y = y * r + 1.6666665459e-1f;
+  y = y * r + 5.0000001201e-1f;
+  y = y * (r * r) + r + 1.0f;
+  simd_i bits = (n + 127) << 23;
+  simd_f pow2;
+  std::memcpy(&pow2, &bits, sizeof pow2);
+  simd_f e = y * pow2;
+  e = under ? simd_f{} : e;
+  e = over ? hi : e;
+  return x != x ? x : e;
+}
+
+// x[k] = e^x[k] for k < n (scalar tail through the same lanes).
+inline void simd_exp_inplace(float* x, int64_t n) {
+  int64_t k = 0;
+  for (; k + kSimdLanes <= n; k += kSimdLanes) simd_store(x + k, simd_exp(simd_load(x + k)));
+  if (k < n) {
+    simd_f t = {};
+    std::memcpy(&t, x + k, static_cast<size_t>(n - k) * sizeof(float));
+    t = simd_exp(t);
+    std::memcpy(x + k, &t, static_cast<size_t>(n - k) * sizeof(float));
+  }
 }
 
 // y[k] *= c for k < n.
