@@ -57,6 +57,9 @@ TEST(CliBench, JsonHasPositiveRates) {
   EXPECT_EQ((*tg)["device"].str, "cpu");
   EXPECT_GT(j["bandwidth"]["read_gb_per_s"].num, 0) << r.out;
   EXPECT_GT(j["gen_bound"]["tokens_per_s"].num, 0) << r.out;
+  // The bound counts the KV cache a step attends over as well as the weights.
+  EXPECT_GT(j["gen_bound"]["kv_bytes_per_token"].num, 0) << r.out;
+  EXPECT_GT(j["gen_bound"]["weights_only_tokens_per_s"].num, j["gen_bound"]["tokens_per_s"].num) << r.out;
 }
 
 TEST(CliBench, TableHasPpAndTgRows) {

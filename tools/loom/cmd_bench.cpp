@@ -242,6 +242,15 @@ double weight_bytes_per_token(const llm::LlamaModel& m) {
   return b;
 }
 
+// K and V cache bytes one decode step reads, averaged over the tg run:
+// every layer reads visible rows of K and of V (f32 rows of kv_dim), and the
+// context grows from n_prompt + 1 to n_prompt + n_gen.
+double kv_bytes_per_token(const llm::LlamaModel& m, int64_t n_prompt, int64_t n_gen) {
+  const llm::LlamaHparams& h = m.hparams();
+  const double avg_ctx = static_cast<double>(n_prompt) + static_cast<double>(n_gen + 1) / 2.0;
+  return 2.0 * static_cast<double>(h.n_layer) * avg_ctx * static_cast<double>(h.kv_dim()) * sizeof(float);
+}
+
 }  // namespace
 
 int cmd_bench(std::vector<std::string> args) {
@@ -350,8 +359,13 @@ int cmd_bench(std::vector<std::string> args) {
   int bw_threads = static_cast<int>(*std::max_element(thread_list.begin(), thread_list.end()));
   if (bw_threads <= 0) bw_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   const Bandwidth bw = measure_bandwidth(size_t{256} << 20, bw_threads, 5);
-  const double bytes_per_token = weight_bytes_per_token(m);
+  // The bound counts every byte a decode step must read: the weights and
+  // the KV cache it attends over (which grows with the context).
+  const double weight_bytes = weight_bytes_per_token(m);
+  const double kv_bytes = kv_bytes_per_token(m, o.n_prompt, o.n_gen);
+  const double bytes_per_token = weight_bytes + kv_bytes;
   const double bound = bw.gb_per_s > 0 && bytes_per_token > 0 ? bw.gb_per_s * 1e9 / bytes_per_token : 0;
+  const double weights_bound = bw.gb_per_s > 0 && weight_bytes > 0 ? bw.gb_per_s * 1e9 / weight_bytes : 0;
 
   const std::string model_name = base_name(o.model);
   const std::string size = human_size(static_cast<double>(m.weights_bytes()));
@@ -402,8 +416,10 @@ int cmd_bench(std::vector<std::string> args) {
     w.key("passes").value(bw.passes);
     w.end_object();
     w.key("gen_bound").begin_object();
-    w.key("weight_bytes_per_token").value(bytes_per_token);
+    w.key("weight_bytes_per_token").value(weight_bytes);
+    w.key("kv_bytes_per_token").value(kv_bytes);
     w.key("tokens_per_s").value(bound);
+    w.key("weights_only_tokens_per_s").value(weights_bound);
     w.end_object();
     w.end_object();
     std::printf("%s\n", w.str().c_str());
@@ -419,9 +435,12 @@ int cmd_bench(std::vector<std::string> args) {
   std::fflush(stdout);
   std::fprintf(stderr,
                "\nloom bench: memory read bandwidth %.2f GB/s (best of %d passes over %s, %d threads); "
-               "weights read per generated token %s -> generation bound %.2f tokens/s\n",
+               "read per generated token: weights %s + KV cache %s (mean over contexts %lld..%lld) -> "
+               "generation bound %.2f tokens/s (weights alone: %.2f)\n",
                bw.gb_per_s, bw.passes, human_size(static_cast<double>(bw.bytes)).c_str(), bw.threads,
-               human_size(bytes_per_token).c_str(), bound);
+               human_size(weight_bytes).c_str(), human_size(kv_bytes).c_str(),
+               static_cast<long long>(o.n_prompt + 1), static_cast<long long>(o.n_prompt + o.n_gen), bound,
+               weights_bound);
   for (const Row& r : rows) {
     if (r.test[0] != 't' || bound <= 0) continue;
     std::fprintf(stderr, "loom bench: %s threads %s: %s %.2f tokens/s = %.1f%% of the bound\n", r.device.c_str(),

@@ -47,9 +47,10 @@ bool int8_path(const loom_tensor_t* dst);
 // dots against A's blocks in register tiles (matmul_int8.cpp).
 void run_mul_mat_int8(const loom_tensor_t* dst, Exec& ex);
 
-// The share of thread ith of nth of a MUL_MAT whose A is repacked
+// A MUL_MAT whose A is repacked
 // (weight_layout.h), B already quantized into act: [n_len][nblk] blocks
 // (matmul_x8.cpp).
-void mul_mat_x8(const loom_tensor_t* dst, const ActBlock* act, int ith, int nth);
+// Rows are claimed in chunks through ex.next_chunk() (call inside ex.run).
+void mul_mat_x8(const loom_tensor_t* dst, const ActBlock* act, Exec& ex);
 
 }  // namespace loom::cpu

@@ -219,7 +219,7 @@ void run_mul_mat_int8(const loom_tensor_t* dst, Exec& ex) {
       ex.barrier(nth);
     }
     if (repacked) {
-      mul_mat_x8(dst, act, ith, nth);
+      mul_mat_x8(dst, act, ex);
     } else if (q8) {
       mul_mat_blocks<loom_block_q8_0_t>(dst, act, ith, nth);
     } else {
@@ -235,7 +235,7 @@ void run_mul_mat_int8(const loom_tensor_t* dst, Exec& ex) {
 namespace loom::cpu {
 bool int8_dot_built() { return false; }
 void run_mul_mat_int8(const loom_tensor_t*, Exec&) {}
-void mul_mat_x8(const loom_tensor_t*, const ActBlock*, int, int) {}
+void mul_mat_x8(const loom_tensor_t*, const ActBlock*, Exec&) {}
 }  // namespace loom::cpu
 
 #endif

@@ -19,6 +19,7 @@
 
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstring>
 
 namespace loom::cpu {
@@ -70,7 +71,7 @@ struct Super<LOOM_TYPE_Q4_0> {
     const __m256i low4 = _mm256_set1_epi8(0x0F);
     for (int t = 0; t < 4; ++t) {
       const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(sb + 16 + 32 * t));
-      u[t] = _mm256_and_si256(v, low4);                          // quants 4t .. 4t+3
+      u[t] = _mm256_and_si256(v, low4);                            // quants 4t .. 4t+3
       u[t + 4] = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);  // quants 16+4t ..
     }
   }
@@ -109,8 +110,8 @@ struct Super<LOOM_TYPE_Q8_0> {
 
 // Columns [n0, n0 + NC) (flat over B's rows) for rows m0 .. m0+7.
 template <int32_t kType, int NC>
-void group_cols(const loom_tensor_t* dst, const uint8_t* group, int64_t nblk, const ActBlock* act, int64_t n0,
-                int64_t m0) {
+void group_cols(const loom_tensor_t* dst, const uint8_t* group, int64_t nblk, const ActBlock* act,
+                int64_t n0, int64_t m0) {
   using S = Super<kType>;
   __m256 acc[NC];
   for (int c = 0; c < NC; ++c) acc[c] = _mm256_setzero_ps();
@@ -140,32 +141,35 @@ void group_cols(const loom_tensor_t* dst, const uint8_t* group, int64_t nblk, co
   }
 }
 
+// Groups of 8 rows per claimed chunk.
+constexpr int64_t kChunkGroups = 4;
+
 template <int32_t kType>
-void mul_mat_type(const loom_tensor_t* dst, const ActBlock* act, int ith, int nth) {
+void mul_mat_type(const loom_tensor_t* dst, const ActBlock* act, Exec& ex) {
   using S = Super<kType>;
   const loom_tensor_t* a = dst->src[0];
   const int64_t nblk = a->ne[0] / kBlock;
   const int64_t n_len = nrows(dst);  // A is 2-D: every batch of B shares it
   const int64_t groups = a->ne[1] / kWeightGroupRows;
-  int64_t g0, g1;
-  common::split_range(groups, ith, nth, &g0, &g1);
   const auto* base = static_cast<const uint8_t*>(a->data);
-  for (int64_t g = g0; g < g1; ++g) {
-    const uint8_t* group = base + static_cast<size_t>(g * nblk) * S::kBytes;
-    const int64_t m0 = g * kWeightGroupRows;
-    int64_t n = 0;
-    for (; n + kCols <= n_len; n += kCols) group_cols<kType, kCols>(dst, group, nblk, act, n, m0);
-    for (; n < n_len; ++n) group_cols<kType, 1>(dst, group, nblk, act, n, m0);
+  for (int64_t c = ex.next_chunk(); c * kChunkGroups < groups; c = ex.next_chunk()) {
+    for (int64_t g = c * kChunkGroups; g < std::min(groups, (c + 1) * kChunkGroups); ++g) {
+      const uint8_t* group = base + static_cast<size_t>(g * nblk) * S::kBytes;
+      const int64_t m0 = g * kWeightGroupRows;
+      int64_t n = 0;
+      for (; n + kCols <= n_len; n += kCols) group_cols<kType, kCols>(dst, group, nblk, act, n, m0);
+      for (; n < n_len; ++n) group_cols<kType, 1>(dst, group, nblk, act, n, m0);
+    }
   }
 }
 
 }  // namespace
 
-void mul_mat_x8(const loom_tensor_t* dst, const ActBlock* act, int ith, int nth) {
+void mul_mat_x8(const loom_tensor_t* dst, const ActBlock* act, Exec& ex) {
   if (dst->src[0]->type == LOOM_TYPE_Q8_0) {
-    mul_mat_type<LOOM_TYPE_Q8_0>(dst, act, ith, nth);
+    mul_mat_type<LOOM_TYPE_Q8_0>(dst, act, ex);
   } else {
-    mul_mat_type<LOOM_TYPE_Q4_0>(dst, act, ith, nth);
+    mul_mat_type<LOOM_TYPE_Q4_0>(dst, act, ex);
   }
 }
 

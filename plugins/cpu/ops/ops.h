@@ -74,6 +74,7 @@ class Exec {
   template <typename Fn>
   void run(Fn&& fn) {
     arrived_.store(0, std::memory_order_relaxed);
+    chunk_.store(0, std::memory_order_relaxed);
     if (!parallel_ || pool_.size() == 1) {
       fn(0, 1);
     } else {
@@ -82,6 +83,10 @@ class Exec {
   }
   // Inside run(): waits until all nth threads reached it (once per run).
   void barrier(int nth);
+  // Inside run(): the next unclaimed chunk index (0, 1, 2, ... across all
+  // threads), so a thread that starts late or runs slow takes fewer chunks.
+  // Which thread computes a chunk does not change its result.
+  int64_t next_chunk() { return chunk_.fetch_add(1, std::memory_order_relaxed); }
   // At least `bytes` of 64-byte aligned memory, valid until the next node;
   // call before run(), not inside.
   void* scratch(size_t bytes);
@@ -91,6 +96,7 @@ class Exec {
   bool parallel_;
   std::vector<uint8_t>& scratch_;
   std::atomic<int> arrived_{0};
+  std::atomic<int64_t> chunk_{0};
 };
 
 // Run one node; `scratch` is the device's, reused across nodes.
