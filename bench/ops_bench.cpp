@@ -303,8 +303,60 @@ void BM_dispatch(benchmark::State& state) {
                                                          benchmark::Counter::kInvert);
 }
 
+// Decode attention over a KV cache: ATTENTION of one query token, H heads
+// of D, over `visible` rows of a cache laid out as the llama graph does
+// (rows of H*D floats, n_kv = 512). bytes_per_second counts the K and V
+// bytes read (visible * H * D * 4 * 2).
+void BM_attention(benchmark::State& state) {
+  const int64_t visible = state.range(0), h = 12, d = 64, n_kv = 512;
+  loom::registry::Device* dev = bench_device();
+  if (!dev) {
+    state.SkipWithError("no bench device");
+    return;
+  }
+  loom::Context ctx;
+  auto q = ctx.new_tensor(LOOM_TYPE_F32, {d, h, 1}, "q");
+  auto kc = ctx.new_tensor(LOOM_TYPE_F32, {d * h, n_kv}, "k_cache");
+  auto vc = ctx.new_tensor(LOOM_TYPE_F32, {d * h, n_kv}, "v_cache");
+  auto vis = ctx.new_tensor(LOOM_TYPE_I32, {1}, "visible");
+  if (!q.ok() || !kc.ok() || !vc.ok() || !vis.ok()) {
+    state.SkipWithError("tensors");
+    return;
+  }
+  auto kv = ctx.view(*kc, {d, n_kv, h}, {(*kc)->nb[1], static_cast<size_t>(d) * 4}, 0);
+  auto vv = ctx.view(*vc, {d, n_kv, h}, {(*vc)->nb[1], static_cast<size_t>(d) * 4}, 0);
+  auto out = kv.ok() && vv.ok() ? loom::op::attention(ctx, *q, *kv, *vv, *vis, 0.125f) : kv;
+  if (!out.ok()) {
+    state.SkipWithError(out.status().message().c_str());
+    return;
+  }
+  auto g = loom::Graph::build({*out});
+  auto ex = loom::Executor::create(dev);
+  loom::Status st = g.ok() && ex.ok() ? (*ex)->allocate(*g) : loom::Status();
+  std::vector<float> qv = random_floats(static_cast<size_t>(d * h), 3);
+  std::vector<float> cache = random_floats(static_cast<size_t>(d * h * n_kv), 4);
+  const int32_t nv = static_cast<int32_t>(visible);
+  if (st.ok() && g.ok() && ex.ok()) st = loom::tensor_set(*q, qv.data(), qv.size() * 4);
+  if (st.ok() && g.ok() && ex.ok()) st = loom::tensor_set(*kc, cache.data(), cache.size() * 4);
+  if (st.ok() && g.ok() && ex.ok()) st = loom::tensor_set(*vc, cache.data(), cache.size() * 4);
+  if (st.ok() && g.ok() && ex.ok()) st = loom::tensor_set(*vis, &nv, 4);
+  if (!g.ok() || !ex.ok() || !st.ok()) {
+    state.SkipWithError("setup failed");
+    return;
+  }
+  for (auto _ : state) {
+    st = (*ex)->compute(*g);
+    if (!st.ok()) {
+      state.SkipWithError(st.message().c_str());
+      break;
+    }
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * visible * h * d * 4 * 2);
+}
+
 }  // namespace
 
+BENCHMARK(BM_attention)->Arg(64)->Arg(300)->Arg(512)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_dispatch)->Arg(1000)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK_CAPTURE(BM_loom_mul_mat, f32, LOOM_TYPE_F32)->Apply(mul_mat_args);
 BENCHMARK_CAPTURE(BM_loom_mul_mat, q8_0, LOOM_TYPE_Q8_0)->Apply(mul_mat_args);

@@ -53,6 +53,15 @@ loom_status_t* Device::compute(const loom_graph_t* graph) {
   } else if (pool_->size() != n_threads_) {
     pool_->resize(n_threads_);
   }
+  if (profile_.on()) {
+    for (int32_t i = 0; i < graph->n_nodes; ++i) {
+      const auto t0 = std::chrono::steady_clock::now();
+      if (loom_status_t* st = run_node(*pool_, scratch_, graph->nodes[i])) return st;
+      profile_.add(graph->nodes[i], std::chrono::steady_clock::now() - t0);
+    }
+    profile_.computed();
+    return nullptr;
+  }
   for (int32_t i = 0; i < graph->n_nodes; ++i) {
     if (loom_status_t* st = run_node(*pool_, scratch_, graph->nodes[i])) return st;
   }

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "buffer.h"
+#include "profile.h"
 #include "common/thread_pool.h"
 #include "loom/plugin.h"
 
@@ -45,7 +46,8 @@ class Device {
   mutable std::mutex mu_;  // guards n_threads_ and pool_, held through compute
   int n_threads_;
   std::unique_ptr<common::ThreadPool> pool_;  // made on first compute
-  std::vector<uint8_t> scratch_;              // kernels' shared scratch (ops/ops.h Exec)
+  std::vector<uint8_t> scratch_;
+  Profile profile_;  // LOOM_CPU_PROFILE              // kernels' shared scratch (ops/ops.h Exec)
 };
 
 }  // namespace loom::cpu

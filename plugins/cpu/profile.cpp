@@ -1,0 +1,65 @@
+#include "profile.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+#include "common/glue.h"
+#include "common/op_info.h"
+#include "common/type_traits.h"
+
+namespace loom::cpu {
+namespace {
+
+// "MUL_MAT q4_0 n=1" / "MUL_MAT f32 n>4" / "ADD".
+std::string kind_of(const loom_tensor_t* node) {
+  std::string k = common::op_name(node->op);
+  if (node->op == LOOM_OP_MUL_MAT && node->src[0] != nullptr && node->src[1] != nullptr) {
+    k += std::string(" ") + common::type_traits(node->src[0]->type).name;
+    k += node->src[1]->ne[1] <= 4 ? " n<=4" : " n>4";
+  }
+  return k;
+}
+
+}  // namespace
+
+Profile::Profile() {
+  const char* e = std::getenv("LOOM_CPU_PROFILE");
+  on_ = e != nullptr && e[0] == '1';
+}
+
+Profile::~Profile() {
+  if (on_ && computes_ > 0) report();
+}
+
+void Profile::add(const loom_tensor_t* node, std::chrono::nanoseconds t) {
+  Entry& e = by_kind_[kind_of(node)];
+  ++e.calls;
+  e.ns += t.count();
+}
+
+void Profile::computed() {
+  if (++computes_ % 1000 == 0) report();
+}
+
+void Profile::report() const {
+  int64_t total = 0;
+  for (const auto& [k, e] : by_kind_) total += e.ns;
+  std::vector<std::pair<int64_t, std::string>> rows;
+  for (const auto& [k, e] : by_kind_) {
+    char line[160];
+    std::snprintf(line, sizeof line, "%-24s %9lld calls %10.3f ms %5.1f%% %8.2f us/call", k.c_str(),
+                  static_cast<long long>(e.calls), static_cast<double>(e.ns) / 1e6,
+                  total > 0 ? 100.0 * static_cast<double>(e.ns) / static_cast<double>(total) : 0.0,
+                  static_cast<double>(e.ns) / 1e3 / static_cast<double>(e.calls));
+    rows.emplace_back(e.ns, line);
+  }
+  std::sort(rows.rbegin(), rows.rend());
+  std::string text = "profile after " + std::to_string(computes_) + " computes (" +
+                     std::to_string(static_cast<double>(total) / 1e6) + " ms in nodes):";
+  for (const auto& r : rows) text += "\n  " + r.second;
+  common::plugin_log(LOOM_LOG_LEVEL_INFO, "cpu", text);
+}
+
+}  // namespace loom::cpu
