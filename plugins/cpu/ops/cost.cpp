@@ -1,28 +1,37 @@
 // loom.cost for the CPU plugin: the time of its kernels, calibrated with
-// bench/ (loom_ops_bench, 2 threads on a 2-core Debian VM, 2026-11-23).
-// MUL_MAT's fast path (B rows contiguous f32): widening each weight element
-// to f32 (per thread: ~2000/us for F32, 1500 for F16/BF16, 1200 for Q8_0,
-// 600 for Q4_0 — what bounds decode) plus ~4000 multiply-adds/us; the
-// reference path ~800 multiply-adds/us. Other ops ~1 ns per element. The
-// AVX2 variant (this file compiled with -mavx2) widens ~2x and multiplies
-// ~2.5x faster, and runs Q8_0 / Q4_0 times at most 4 columns without
-// widening (dequantized inside the dot): ~6000 multiply-adds/us per thread.
+// bench/ (loom_ops_bench on a 2-core Zen 4 VM, 2026-11-24; per thread):
+//  - int8 path (Q8_0 / Q4_0 weights, LOOM_CPU_INT8_DOT builds): ~50k
+//    multiply-adds/us with many columns; with at most 4 columns (decode)
+//    bound by reading the weights, ~15 GB/s per thread from memory;
+//  - float weights (LOOM_CPU_GEMM builds): the packed GEMM ~45k
+//    multiply-adds/us; the decode GEMV bound by reading the weights;
+//  - other float MUL_MAT paths: widening each weight element to f32 (~2000
+//    F32 .. 600 Q4_0 elements/us, x2 in AVX builds) plus ~4000 (x2.5)
+//    multiply-adds/us; the reference path ~800 multiply-adds/us;
+//  - ATTENTION: the (D + Dv) multiply-adds of each key at ~half the GEMV
+//    rate (strided cache rows), half the padded KV length visible on
+//    average (the real length is data, unseen when planning);
+//  - other ops ~1 ns per element.
 // Only the ranking against other devices matters.
 #include <algorithm>
 
-#include "ops.h"
+#include "common/type_traits.h"
+#include "ops/matmul.h"
+#include "ops/ops.h"
 
 namespace loom::cpu {
 namespace {
 
 #ifdef __AVX__
 constexpr double kSpeedup = 2.0;       // widening
-constexpr double kMacPerUs = 10000.0;  // fast-path multiply-adds per thread
+constexpr double kMacPerUs = 10000.0;  // row-dot multiply-adds per thread
 #else
 constexpr double kSpeedup = 1.0;
 constexpr double kMacPerUs = 4000.0;
 #endif
-constexpr double kInt8MacPerUs = 12000.0;  // Q8_0 / Q4_0 A on the int8 path (LOOM_CPU_INT8_DOT)
+constexpr double kInt8MacPerUs = 50000.0;   // int8 path, many columns
+constexpr double kGemmMacPerUs = 45000.0;   // packed GEMM
+constexpr double kReadBytesPerUs = 15000.0;  // weights streamed from memory, per thread
 
 double widen_per_us(int32_t type) {
   return kSpeedup * [&] {
@@ -45,6 +54,35 @@ bool fast_mul_mat(const loom_tensor_t* node) {
   return b->type == LOOM_TYPE_F32 && b->nb[0] == sizeof(float);
 }
 
+double weight_bytes(const loom_tensor_t* a) {
+  return static_cast<double>(common::type_traits(a->type).type_size) * static_cast<double>(a->ne[0]) /
+         static_cast<double>(common::type_traits(a->type).block_size) * static_cast<double>(a->ne[1] * a->ne[2] * a->ne[3]);
+}
+
+double mul_mat_us(const loom_tensor_t* node, double work, int nth) {
+  if (!fast_mul_mat(node)) return work / (800.0 * nth);
+  const loom_tensor_t* a = node->src[0];
+  const bool decode = node->ne[1] <= 4;
+  const double read = weight_bytes(a) / (kReadBytesPerUs * nth);
+  if (LOOM_CPU_INT8_DOT && (a->type == LOOM_TYPE_Q8_0 || a->type == LOOM_TYPE_Q4_0)) {
+    return std::max(read, work / (kInt8MacPerUs * nth));
+  }
+  const bool float_a = a->type == LOOM_TYPE_F32 || a->type == LOOM_TYPE_F16 || a->type == LOOM_TYPE_BF16;
+  if (LOOM_CPU_GEMM && float_a && (decode || node->ne[1] >= kGemmMinN)) {
+    return decode ? std::max(read, work / (kMacPerUs * nth)) : work / (kGemmMacPerUs * nth);
+  }
+  // Each weight row is widened once per (row, batch) slice of the result.
+  const double widened = static_cast<double>(a->ne[0]) * static_cast<double>(a->ne[1]) *
+                         static_cast<double>(node->ne[2] * node->ne[3]);
+  return widened / (widen_per_us(a->type) * nth) + work / (kMacPerUs * nth);
+}
+
+double attention_us(const loom_tensor_t* node, int nth) {
+  const loom_tensor_t* q = node->src[0];
+  const double keys = static_cast<double>(q->ne[1] * q->ne[2]) * static_cast<double>(node->src[1]->ne[1]) * 0.5;
+  return keys * static_cast<double>(q->ne[0] + node->ne[0]) / (0.5 * kMacPerUs * nth);
+}
+
 }  // namespace
 
 double op_time_us(const loom_tensor_t* node, int threads) {
@@ -53,16 +91,8 @@ double op_time_us(const loom_tensor_t* node, int threads) {
   const auto work = static_cast<double>(work_estimate(node));
   const int nth = work < static_cast<double>(parallel_min_work()) ? 1 : std::max(threads, 1);
   const double wake_us = nth > 1 ? 3.0 : 0.5;  // waking the pool vs the calling thread alone
-  if (node->op == LOOM_OP_MUL_MAT) {
-    if (!fast_mul_mat(node)) return wake_us + work / (800.0 * nth);
-    const loom_tensor_t* a = node->src[0];
-    if (LOOM_CPU_INT8_DOT && (a->type == LOOM_TYPE_Q8_0 || a->type == LOOM_TYPE_Q4_0))
-      return wake_us + work / (kInt8MacPerUs * nth);
-    // Each weight row is widened once per (row, batch) slice of the result.
-    const double widened = static_cast<double>(a->ne[0]) * static_cast<double>(a->ne[1]) *
-                           static_cast<double>(node->ne[2] * node->ne[3]);
-    return wake_us + widened / (widen_per_us(a->type) * nth) + work / (kMacPerUs * nth);
-  }
+  if (node->op == LOOM_OP_MUL_MAT) return wake_us + mul_mat_us(node, work, nth);
+  if (node->op == LOOM_OP_ATTENTION) return wake_us + attention_us(node, std::max(threads, 1));
   return wake_us + work / (1000.0 * nth);
 }
 
