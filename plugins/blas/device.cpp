@@ -30,16 +30,7 @@ std::string openblas_description() {
 
 }  // namespace
 
-int default_blas_threads() {
-  if (const char* env = std::getenv("LOOM_BLAS_THREADS")) {
-    char* end = nullptr;
-    const long n = std::strtol(env, &end, 10);
-    if (end != env && *end == '\0' && n >= 1 && n <= common::kMaxThreads)
-      return static_cast<int>(n);
-  }
-  const unsigned hw = std::thread::hardware_concurrency();
-  return hw == 0 ? 1 : static_cast<int>(hw);
-}
+int default_blas_threads() { return common::thread_count_from_env("LOOM_BLAS_THREADS"); }
 
 Device::Device(const loom_device_iface_t* iface)
     : buffer_type_(&handle_, buffer_config()),

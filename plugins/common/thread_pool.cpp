@@ -4,13 +4,20 @@
 #include <cerrno>
 #include <cstdlib>
 #include <exception>
+#include <fstream>
+#include <set>
 #include <string>
+#include <utility>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #endif
 
 #include "common/glue.h"
+
+#ifdef __linux__
+#include <sched.h>
+#endif
 
 namespace loom::common {
 
@@ -140,16 +147,41 @@ void ThreadPool::worker(int ith) {
   }
 }
 
-int default_thread_count() {
-  if (const char* env = std::getenv("LOOM_CPU_THREADS")) {
+int physical_core_count() {
+#ifdef __linux__
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0) {
+    std::set<std::pair<long, long>> cores;
+    for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+      if (!CPU_ISSET(cpu, &set)) continue;
+      const std::string dir = "/sys/devices/system/cpu/cpu" + std::to_string(cpu) + "/topology/";
+      long pkg = -1, core = -1;
+      std::ifstream p(dir + "physical_package_id"), c(dir + "core_id");
+      if (!(p >> pkg) || !(c >> core)) {
+        cores.clear();
+        break;  // no topology: fall back below
+      }
+      cores.emplace(pkg, core);
+    }
+    if (!cores.empty()) return static_cast<int>(cores.size());
+  }
+#endif
+  const unsigned hw = std::thread::hardware_concurrency();
+  return hw == 0 ? 1 : static_cast<int>(hw);
+}
+
+int thread_count_from_env(const char* name) {
+  if (const char* env = std::getenv(name)) {
     char* end = nullptr;
     errno = 0;
     const long v = std::strtol(env, &end, 10);
-    // Only a whole positive number counts; anything else falls back silently.
     if (errno == 0 && end != env && *end == '\0' && v >= 1 && v <= kMaxThreads) return static_cast<int>(v);
+    plugin_log(LOOM_LOG_LEVEL_WARN, "threads",
+               std::string(name) + "=" + env + " is not a whole number in [1, " + std::to_string(kMaxThreads) +
+                   "]; using " + std::to_string(physical_core_count()) + " (physical cores)");
   }
-  const unsigned hw = std::thread::hardware_concurrency();
-  return hw == 0 ? 1 : static_cast<int>(hw);
+  static const int cores = physical_core_count();
+  return cores;
 }
 
 loom_status_t* check_thread_count(const char* category, int32_t n_threads) {

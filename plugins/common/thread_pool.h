@@ -60,9 +60,19 @@ inline void split_range(int64_t n, int ith, int nth, int64_t* begin, int64_t* en
   *end = *begin + per < n ? *begin + per : n;
 }
 
-// Default thread count: LOOM_CPU_THREADS if set and valid, else the number
-// of hardware threads.
-int default_thread_count();
+// Physical cores this process may run on: distinct (package, core) pairs
+// of the CPUs in its affinity mask, from sysfs topology; the number of
+// hardware threads when that cannot be read. SMT siblings share one core's
+// execution units and memory bandwidth, so kernels gain nothing from both.
+int physical_core_count();
+
+// Thread count from the environment variable `env` (a whole number in
+// [1, kMaxThreads]), else physical_core_count().
+int thread_count_from_env(const char* env);
+
+// Default thread count of the CPU device: LOOM_CPU_THREADS, else physical
+// cores.
+inline int default_thread_count() { return thread_count_from_env("LOOM_CPU_THREADS"); }
 
 // The most threads a device takes (absurd counts would exhaust the OS).
 constexpr int32_t kMaxThreads = 4096;
