@@ -9,6 +9,10 @@
 // measured once per shape, f32 operands, before the loom loop).
 #include <benchmark/benchmark.h>
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -354,8 +358,90 @@ void BM_attention(benchmark::State& state) {
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * visible * h * d * 4 * 2);
 }
 
+// Peak arithmetic measured on the spot, per thread and for range(0)
+// threads: independent chains of 256-bit FMAs (f32 multiply-adds) and of
+// 8-bit multiply-adds (AVX512-VNNI vpdpbusd where the CPU has it, else AVX2
+// vpmaddubsw + vpmaddwd), enough chains to cover latency. Counters:
+// multiply-adds per second over all threads (MAC/s), the ceiling the
+// kernels' FLOP/s rows compare with (FLOP = 2 MAC).
+#if defined(__x86_64__)
+__attribute__((target("avx2,fma"))) double fma_loop(int64_t iters) {
+  __m256 acc[10];
+  for (int i = 0; i < 10; ++i) acc[i] = _mm256_set1_ps(static_cast<float>(i) * 1e-3f);
+  const __m256 a = _mm256_set1_ps(0.999999f), b = _mm256_set1_ps(1e-7f);
+  for (int64_t it = 0; it < iters; ++it) {
+    for (int i = 0; i < 10; ++i) acc[i] = _mm256_fmadd_ps(acc[i], a, b);
+  }
+  __m256 s = acc[0];
+  for (int i = 1; i < 10; ++i) s = _mm256_add_ps(s, acc[i]);
+  float out[8];
+  _mm256_storeu_ps(out, s);
+  benchmark::DoNotOptimize(out);
+  return static_cast<double>(iters) * 10 * 8;
+}
+
+__attribute__((target("avx2"))) double int8_loop_avx2(int64_t iters) {
+  __m256i acc[10];
+  for (int i = 0; i < 10; ++i) acc[i] = _mm256_set1_epi32(i);
+  const __m256i a = _mm256_set1_epi8(3), b = _mm256_set1_epi8(-2), one = _mm256_set1_epi16(1);
+  for (int64_t it = 0; it < iters; ++it) {
+    for (int i = 0; i < 10; ++i) {
+      acc[i] = _mm256_add_epi32(acc[i], _mm256_madd_epi16(_mm256_maddubs_epi16(a, b), one));
+    }
+  }
+  __m256i s = acc[0];
+  for (int i = 1; i < 10; ++i) s = _mm256_add_epi32(s, acc[i]);
+  benchmark::DoNotOptimize(s);
+  return static_cast<double>(iters) * 10 * 32;
+}
+
+__attribute__((target("avx2,avx512f,avx512vl,avx512vnni"))) double int8_loop_vnni(int64_t iters) {
+  __m256i acc[10];
+  for (int i = 0; i < 10; ++i) acc[i] = _mm256_set1_epi32(i);
+  const __m256i a = _mm256_set1_epi8(3), b = _mm256_set1_epi8(-2);
+  for (int64_t it = 0; it < iters; ++it) {
+    for (int i = 0; i < 10; ++i) acc[i] = _mm256_dpbusd_epi32(acc[i], a, b);
+  }
+  __m256i s = acc[0];
+  for (int i = 1; i < 10; ++i) s = _mm256_add_epi32(s, acc[i]);
+  benchmark::DoNotOptimize(s);
+  return static_cast<double>(iters) * 10 * 32;
+}
+
+void peak(benchmark::State& state, bool int8) {
+  __builtin_cpu_init();
+  if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) {
+    state.SkipWithError("no AVX2/FMA");
+    return;
+  }
+  const bool vnni = __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512vl");
+  const int threads = static_cast<int>(state.range(0));
+  constexpr int64_t kIters = 1 << 22;
+  double macs = 0;
+  for (auto _ : state) {
+    std::vector<double> per(static_cast<size_t>(threads));
+    std::vector<std::thread> pool;
+    for (int t = 0; t < threads; ++t) {
+      pool.emplace_back([&, t] {
+        per[static_cast<size_t>(t)] = int8 ? (vnni ? int8_loop_vnni(kIters) : int8_loop_avx2(kIters)) : fma_loop(kIters);
+      });
+    }
+    for (auto& th : pool) th.join();
+    for (double m : per) macs += m;
+  }
+  state.counters["MAC/s"] = benchmark::Counter(macs, benchmark::Counter::kIsRate);
+  state.SetLabel(int8 ? (vnni ? "int8 vpdpbusd (ymm)" : "int8 vpmaddubsw+vpmaddwd") : "f32 vfmadd (ymm)");
+}
+void BM_peak_fma(benchmark::State& state) { peak(state, false); }
+void BM_peak_int8(benchmark::State& state) { peak(state, true); }
+#endif
+
 }  // namespace
 
+#if defined(__x86_64__)
+BENCHMARK(BM_peak_fma)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_peak_int8)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
+#endif
 BENCHMARK(BM_attention)->Arg(64)->Arg(300)->Arg(512)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_dispatch)->Arg(1000)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK_CAPTURE(BM_loom_mul_mat, f32, LOOM_TYPE_F32)->Apply(mul_mat_args);
