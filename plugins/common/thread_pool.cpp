@@ -26,12 +26,19 @@ namespace {
 // between two nodes of a graph, so a busy graph never pays a futex wake-up.
 constexpr int kSpinIterations = 4000;
 
-// Spin until pred() holds or the budget runs out; true when it holds.
+// Spin until pred() holds or the budget runs out; true when it holds. Every
+// kYieldEvery pauses the thread yields, so when the machine is busy (another
+// process on our core) the thread we wait for gets the core sooner.
+constexpr int kYieldEvery = 256;
 template <typename Pred>
 bool spin_until(Pred pred) {
-  for (int i = 0; i < kSpinIterations; ++i) {
+  for (int i = 1; i <= kSpinIterations; ++i) {
     if (pred()) return true;
-    cpu_relax();
+    if (i % kYieldEvery == 0) {
+      std::this_thread::yield();
+    } else {
+      cpu_relax();
+    }
   }
   return pred();
 }
