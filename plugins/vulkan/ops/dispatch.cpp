@@ -1,7 +1,7 @@
 // The Vulkan support table (the op set's rules, common/op_check.h, minus
-// GET_ROWS from I64 and sizes past 32-bit addressing) and node -> dispatch planning: which
-// shader variant, push constants (offsets, extents, strides, parameters) and
-// how many workgroups.
+// GET_ROWS from I64, ATTENTION with a non-F32 Q and sizes past 32-bit
+// addressing) and node -> dispatch planning: which shader variant, push
+// constants (offsets, extents, strides, parameters) and how many workgroups.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -20,6 +20,9 @@ constexpr uint32_t kElemWg = 256;   // elementwise shaders
 constexpr int64_t kMatVecMaxN = 8;  // mul_mat_vec.comp MAX_N
 constexpr int64_t kShortK = 128;    // rows shorter than this: mul_mat_rows.comp
 constexpr uint64_t kMaxU32 = 0xFFFFFFFFull;
+// attention.comp: keys scored per step = workgroup size; at most its shared
+// arrays (MAX_WG) and within Vulkan's guaranteed 128 invocations.
+constexpr uint32_t kAttnWg = 64;
 
 bool is_quant(int32_t t) { return t == LOOM_TYPE_Q8_0 || t == LOOM_TYPE_Q4_0; }
 
@@ -52,7 +55,8 @@ const char* vulkan_limits(const OpCaps& caps, const loom_tensor_t* n) {
     case LOOM_OP_ROPE:
       return n->op_params[0] > 0xFFFF ? "n_dims" : nullptr;
     case LOOM_OP_ATTENTION:
-      return "op";  // four sources: needs bindings beyond the three (README "Ops and types")
+      // Q is read as F32 only; K and V as any float type (op_check).
+      return a->type != LOOM_TYPE_F32 ? "types" : nullptr;
     default:
       return nullptr;
   }
@@ -87,8 +91,25 @@ class Planner {
   Planner(const OpCaps& caps, const Resolver& resolve, Dispatch* out)
       : caps_(caps), resolve_(resolve), d_(out) {}
 
-  // Describe tensor t at slot k (0 = destination); "" or the error.
+  // Describe tensor t at slot k (0..2: t[k] of the common push constants,
+  // 0 = destination); "" or the error.
   std::string bind(int k, const loom_tensor_t* t) {
+    uint32_t off = 0;
+    std::string err = bind_buffer(k, t, &off);
+    if (!err.empty()) return err;
+    TensorDesc& td = d_->pc.t[k];
+    td.off = off;
+    for (int i = 0; i < 4; ++i) {
+      td.ne[i] = static_cast<uint32_t>(t->ne[i]);
+      td.nb[i] = static_cast<uint32_t>(t->nb[i]);
+    }
+    d_->pc.p[0] |= static_cast<uint32_t>(t->type) << (8 * k);
+    return "";
+  }
+
+  // Bind tensor t's buffer at slot k (< kSlots) and set its barrier range;
+  // *off = t's byte offset in the bound window. "" or the error.
+  std::string bind_buffer(int k, const loom_tensor_t* t, uint32_t* off) {
     Location loc;
     std::string err = resolve_(t, &loc);
     if (!err.empty()) return err;
@@ -118,22 +139,17 @@ class Planner {
              " bytes, more than one storage binding holds (maxStorageBufferRange " +
              std::to_string(caps_.max_range) + ")";
     }
-    TensorDesc& td = d_->pc.t[k];
-    td.off = static_cast<uint32_t>(loc.offset - win);
-    for (int i = 0; i < 4; ++i) {
-      td.ne[i] = static_cast<uint32_t>(t->ne[i]);
-      td.nb[i] = static_cast<uint32_t>(t->nb[i]);
-    }
+    *off = static_cast<uint32_t>(loc.offset - win);
     d_->buffers[k] = loc.buffer;
     d_->bind_offset[k] = win;
     d_->bind_range[k] = range;
     d_->begin[k] = loc.offset;
     d_->end[k] = loc.offset + extent;
-    d_->pc.p[0] |= static_cast<uint32_t>(t->type) << (8 * k);
     return "";
   }
 
   // Slot k unused: bind the destination's window with an empty range.
+  // (plan_node does this for every slot a kernel left empty.)
   void unused(int k) {
     d_->buffers[k] = d_->buffers[0];
     d_->bind_offset[k] = d_->bind_offset[0];
@@ -245,6 +261,38 @@ std::string plan_rope(const OpCaps& caps, const loom_tensor_t* n, Planner& p, Di
   return p.grid(per_row * static_cast<uint64_t>(nrows(a)), kElemWg);
 }
 
+// One workgroup per (h, t); AttnPushConstants replace the common block.
+std::string plan_attention(const loom_tensor_t* n, uint32_t node_id, Planner& p, Dispatch* d) {
+  const loom_tensor_t* q = n->src[0];
+  const loom_tensor_t* k = n->src[1];
+  const loom_tensor_t* v = n->src[2];
+  const loom_tensor_t* vis = n->src[3];
+  AttnPushConstants a{};
+  const auto row = [&p](int slot, const loom_tensor_t* t, AttnRowDesc* out) {
+    for (int i = 0; i < 3; ++i) out->nb[i] = static_cast<uint32_t>(t->nb[i]);
+    return p.bind_buffer(slot, t, &out->off);
+  };
+  LOOM_VK_TRY(row(0, n, &a.dst));
+  LOOM_VK_TRY(row(1, q, &a.q));
+  LOOM_VK_TRY(row(2, k, &a.k));
+  LOOM_VK_TRY(row(3, v, &a.v));
+  LOOM_VK_TRY(p.bind_buffer(4, vis, &a.vis_off));
+  a.vis_nb0 = static_cast<uint32_t>(vis->nb[0]);
+  a.d = static_cast<uint32_t>(q->ne[0]);
+  a.dv = static_cast<uint32_t>(v->ne[0]);
+  a.n_head = static_cast<uint32_t>(q->ne[1]);
+  a.n_tok = static_cast<uint32_t>(q->ne[2]);
+  a.n_kv = static_cast<uint32_t>(k->ne[1]);
+  a.group = static_cast<uint32_t>(q->ne[1] / k->ne[2]);
+  a.types = static_cast<uint32_t>(k->type) | static_cast<uint32_t>(v->type) << 8;
+  a.scale = f32_bits(param_f32(n, 0));
+  a.node_id = node_id;
+  d->pc = PushConstants{};
+  std::memcpy(&d->pc, &a, sizeof a);
+  d->shader = "attention";
+  return p.groups(static_cast<uint64_t>(q->ne[1] * q->ne[2]), kAttnWg);
+}
+
 std::string plan_copy(const loom_tensor_t* n, Planner& p, Dispatch* d) {
   const loom_tensor_t* a = n->src[0];
   d->shader = "copy";
@@ -274,10 +322,11 @@ const char* unsupported_reason(const OpCaps& caps, const loom_tensor_t* node) {
   return vulkan_limits(caps, node);
 }
 
-std::string plan_node(const OpCaps& caps, const loom_tensor_t* n, uint32_t node_id,
-                      const Resolver& resolve, Dispatch* d) {
-  *d = Dispatch{};
-  Planner p(caps, resolve, d);
+namespace {
+
+// The kernel's bindings, push constants and grid (plan_node fills the rest).
+std::string plan_kernel(const OpCaps& caps, const loom_tensor_t* n, uint32_t node_id, Planner& p,
+                        Dispatch* d) {
   const loom_tensor_t* a = n->src[0];
   const loom_tensor_t* b = n->src[1];
   LOOM_VK_TRY(p.bind(0, n));
@@ -314,11 +363,7 @@ std::string plan_node(const OpCaps& caps, const loom_tensor_t* n, uint32_t node_
     case LOOM_OP_RELU:
     case LOOM_OP_SWIGLU:
       LOOM_VK_TRY(p.bind(1, a));
-      if (n->op == LOOM_OP_SWIGLU) {
-        LOOM_VK_TRY(p.bind(2, b));
-      } else {
-        p.unused(2);
-      }
+      if (n->op == LOOM_OP_SWIGLU) LOOM_VK_TRY(p.bind(2, b));
       d->shader = "unary";
       d->pc.p[1] = static_cast<uint32_t>(n->op);
       if (n->op == LOOM_OP_SCALE) {
@@ -329,18 +374,13 @@ std::string plan_node(const OpCaps& caps, const loom_tensor_t* n, uint32_t node_
     case LOOM_OP_RMS_NORM:
     case LOOM_OP_NORM:
       LOOM_VK_TRY(p.bind(1, a));
-      p.unused(2);
       d->shader = "norm";
       d->pc.p[1] = static_cast<uint32_t>(n->op);
       d->pc.p[2] = f32_bits(param_f32(n, 0));
       return p.groups(static_cast<uint64_t>(nrows(a)), row_wg(a->ne[0]));
     case LOOM_OP_SOFT_MAX:
       LOOM_VK_TRY(p.bind(1, a));
-      if (b != nullptr) {
-        LOOM_VK_TRY(p.bind(2, b));
-      } else {
-        p.unused(2);
-      }
+      if (b != nullptr) LOOM_VK_TRY(p.bind(2, b));
       d->shader = "softmax";
       d->pc.p[1] = b != nullptr ? 1 : 0;
       d->pc.p[2] = f32_bits(param_f32(n, 0));
@@ -356,18 +396,32 @@ std::string plan_node(const OpCaps& caps, const loom_tensor_t* n, uint32_t node_
     case LOOM_OP_CPY:
     case LOOM_OP_CONT:
       LOOM_VK_TRY(p.bind(1, a));
-      p.unused(2);
       return plan_copy(n, p, d);
     case LOOM_OP_ARGMAX:
     case LOOM_OP_SUM_ROWS:
       LOOM_VK_TRY(p.bind(1, a));
-      p.unused(2);
       d->shader = "reduce";
       d->pc.p[1] = n->op == LOOM_OP_ARGMAX ? 0 : 1;
       return p.groups(static_cast<uint64_t>(nrows(a)), row_wg(a->ne[0]));
+    case LOOM_OP_ATTENTION:
+      return plan_attention(n, node_id, p, d);
     default:
       return std::string("no kernel for op ") + common::op_name(n->op);
   }
+}
+
+}  // namespace
+
+std::string plan_node(const OpCaps& caps, const loom_tensor_t* n, uint32_t node_id,
+                      const Resolver& resolve, Dispatch* d) {
+  *d = Dispatch{};
+  Planner p(caps, resolve, d);
+  std::string err = plan_kernel(caps, n, node_id, p, d);
+  if (!err.empty()) return err;
+  for (int k = 1; k < kSlots; ++k) {
+    if (d->buffers[k] == VK_NULL_HANDLE) p.unused(k);
+  }
+  return "";
 }
 
 }  // namespace loom::vulkan
