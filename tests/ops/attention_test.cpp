@@ -21,8 +21,8 @@ struct AttnCase {
 
 class AttentionTest : public OpTest {
  protected:
-  // Devices that do not run the op yet (vulkan: plugins/vulkan/README.md)
-  // are skipped with the reason; the CPU plugin must run it.
+  // Devices that do not run the op (a plugin built before ABI 1.1, a third
+  // party's) are skipped with the reason; the CPU and Vulkan plugins run it.
   void SetUp() override {
     OpTest::SetUp();
     if (IsSkipped() || HasFatalFailure()) return;
