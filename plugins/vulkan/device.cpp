@@ -181,7 +181,8 @@ std::string Device::init(const Loader& l, VkPhysicalDevice phys, size_t index) {
       type_ = LOOM_DEVICE_TYPE_GPU;
       emulated_ = true;
       caps_.speed = OpCaps::Speed::kEmulated;
-      caps_.matmul_rows = !disabled("rows");
+      caps_.rows_kernels = !disabled("rows");
+      caps_.loop_budget = 60000;  // lavapipe's 65535, with a margin
       kind = "CPU implementation, emulated";
       break;
     default:

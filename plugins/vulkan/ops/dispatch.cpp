@@ -20,9 +20,14 @@ constexpr uint32_t kElemWg = 256;   // elementwise shaders
 constexpr int64_t kMatVecMaxN = 8;  // mul_mat_vec.comp MAX_N
 constexpr int64_t kShortK = 128;    // rows shorter than this: mul_mat_rows.comp
 constexpr uint64_t kMaxU32 = 0xFFFFFFFFull;
-// attention.comp: keys scored per step = workgroup size; at most its shared
-// arrays (MAX_WG) and within Vulkan's guaranteed 128 invocations.
+// attention.comp: keys scored per step = workgroup size (a power of two);
+// at most its shared arrays (MAX_WG) and within Vulkan's guaranteed 128
+// invocations.
 constexpr uint32_t kAttnWg = 64;
+// attention_rows: query rows (h, t) per workgroup, one invocation each, and
+// keys per chunk (ROWS_CHUNK).
+constexpr uint32_t kAttnRowsWg = 8;
+constexpr uint64_t kAttnRowsChunk = 32;
 
 bool is_quant(int32_t t) { return t == LOOM_TYPE_Q8_0 || t == LOOM_TYPE_Q4_0; }
 
@@ -36,6 +41,34 @@ bool fits_u32(const loom_tensor_t* t) {
     if (static_cast<uint64_t>(t->ne[d]) > kMaxU32 || t->nb[d] > kMaxU32) return false;
   }
   return static_cast<uint64_t>(nelements(t)) < (uint64_t{1} << 31);
+}
+
+// Loop iterations one invocation of attention.comp runs at most (visible is
+// clamped to n_kv), counted from the shader's loops: a loop over n elements
+// four at a time takes n / 4 + 3 + 1 (remainder, exit).
+uint64_t unrolled(uint64_t n) { return n / 4 + 4; }
+uint64_t attention_loops(const loom_tensor_t* n, bool rows) {
+  const uint64_t d = static_cast<uint64_t>(n->src[0]->ne[0]);
+  const uint64_t dv = static_cast<uint64_t>(n->ne[0]);
+  const uint64_t n_kv = static_cast<uint64_t>(n->src[1]->ne[1]);
+  if (rows) {
+    const uint64_t c = kAttnRowsChunk;
+    const uint64_t per_chunk = 1 + (c + 1) * (1 + unrolled(d)) + (c + 1) + (dv + 1) * (1 + unrolled(c));
+    return 2 * (dv + 1) + (n_kv + c - 1) / c * per_chunk;
+  }
+  const uint64_t w = kAttnWg;
+  const uint64_t mine = (dv + w - 1) / w + 1;  // result elements l, l + w, ... (+ exit)
+  const uint64_t per_chunk = 1 + unrolled(d) + unrolled(w) + mine * (1 + unrolled(w));
+  return 2 * mine + 8 + (n_kv + w - 1) / w * per_chunk;
+}
+
+// The attention.comp variant for node n: attention_rows on CPU
+// implementations, else the workgroup kernel; nullptr when the device ends
+// loops early (caps.loop_budget) and neither fits.
+const char* attention_kernel(const OpCaps& caps, const loom_tensor_t* n) {
+  const auto fits = [&](bool rows) { return caps.loop_budget == 0 || attention_loops(n, rows) <= caps.loop_budget; };
+  if (caps.rows_kernels && fits(true)) return "attention_rows";
+  return fits(false) ? "attention" : nullptr;
 }
 
 // This plugin's own limits on a well-formed node; nullptr when none bites.
@@ -56,7 +89,8 @@ const char* vulkan_limits(const OpCaps& caps, const loom_tensor_t* n) {
       return n->op_params[0] > 0xFFFF ? "n_dims" : nullptr;
     case LOOM_OP_ATTENTION:
       // Q is read as F32 only; K and V as any float type (op_check).
-      return a->type != LOOM_TYPE_F32 ? "types" : nullptr;
+      if (a->type != LOOM_TYPE_F32) return "types";
+      return attention_kernel(caps, n) == nullptr ? "KV length over the device's loop budget" : nullptr;
     default:
       return nullptr;
   }
@@ -216,7 +250,7 @@ std::string plan_mul_mat(const OpCaps& caps, const loom_tensor_t* n, Planner& p,
   // Short rows (attention over a head dimension, tiny models) and every
   // matmul on CPU implementations: one invocation per output, no barriers.
   // Decode: one workgroup per row of A. Prefill: the tiled kernel.
-  if (a->ne[0] < kShortK || caps.matmul_rows) {
+  if (a->ne[0] < kShortK || caps.rows_kernels) {
     d->shader = "mul_mat_rows";
     LOOM_VK_TRY(p.grid(m * static_cast<uint64_t>(b->ne[1]) * batch, 64));
     return "";
@@ -261,8 +295,11 @@ std::string plan_rope(const OpCaps& caps, const loom_tensor_t* n, Planner& p, Di
   return p.grid(per_row * static_cast<uint64_t>(nrows(a)), kElemWg);
 }
 
-// One workgroup per (h, t); AttnPushConstants replace the common block.
-std::string plan_attention(const loom_tensor_t* n, uint32_t node_id, Planner& p, Dispatch* d) {
+// One workgroup per (h, t), or one invocation (attention_rows: CPU
+// implementations, when it fits the loop budget); AttnPushConstants
+// replace the common block.
+std::string plan_attention(const OpCaps& caps, const loom_tensor_t* n, uint32_t node_id, Planner& p,
+                           Dispatch* d) {
   const loom_tensor_t* q = n->src[0];
   const loom_tensor_t* k = n->src[1];
   const loom_tensor_t* v = n->src[2];
@@ -289,8 +326,10 @@ std::string plan_attention(const loom_tensor_t* n, uint32_t node_id, Planner& p,
   a.node_id = node_id;
   d->pc = PushConstants{};
   std::memcpy(&d->pc, &a, sizeof a);
-  d->shader = "attention";
-  return p.groups(static_cast<uint64_t>(q->ne[1] * q->ne[2]), kAttnWg);
+  const uint64_t pairs = static_cast<uint64_t>(q->ne[1] * q->ne[2]);
+  d->shader = attention_kernel(caps, n);
+  if (d->shader == nullptr) return "KV length over the device's loop budget";
+  return std::strcmp(d->shader, "attention_rows") == 0 ? p.grid(pairs, kAttnRowsWg) : p.groups(pairs, kAttnWg);
 }
 
 std::string plan_copy(const loom_tensor_t* n, Planner& p, Dispatch* d) {
@@ -404,7 +443,7 @@ std::string plan_kernel(const OpCaps& caps, const loom_tensor_t* n, uint32_t nod
       d->pc.p[1] = n->op == LOOM_OP_ARGMAX ? 0 : 1;
       return p.groups(static_cast<uint64_t>(nrows(a)), row_wg(a->ne[0]));
     case LOOM_OP_ATTENTION:
-      return plan_attention(n, node_id, p, d);
+      return plan_attention(caps, n, node_id, p, d);
     default:
       return std::string("no kernel for op ") + common::op_name(n->op);
   }

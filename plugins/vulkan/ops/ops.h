@@ -26,10 +26,16 @@ struct OpCaps {
   // Speed class for loom.cost estimates.
   enum class Speed { kDiscrete, kIntegrated, kEmulated };
   Speed speed = Speed::kDiscrete;
-  // Every matmul one invocation per output (mul_mat_rows) instead of the
-  // workgroup kernels: CPU implementations, where barriers cost more than
-  // they share (LOOM_VULKAN_DISABLE=rows turns it off, for tests).
-  bool matmul_rows = false;
+  // Barrier-free kernels instead of the workgroup ones: every matmul one
+  // invocation per output (mul_mat_rows), ATTENTION one invocation per
+  // query row (attention_rows). CPU implementations, where barriers cost
+  // more than they share (LOOM_VULKAN_DISABLE=rows turns it off, for tests).
+  bool rows_kernels = false;
+  // Loop iterations one invocation may run in all, 0 for no limit: lavapipe
+  // (llvmpipe) silently ends every loop of an invocation after 65535
+  // (LP_MAX_TGSI_LOOP_ITERATIONS, shared by all loops of a shader). Kernels
+  // whose loops grow with the data (ATTENTION over n_kv) are refused past it.
+  uint64_t loop_budget = 0;
 };
 
 // One tensor as the shaders see it (shaders/common.glsl TensorDesc).
