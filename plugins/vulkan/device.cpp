@@ -181,7 +181,8 @@ std::string Device::init(const Loader& l, VkPhysicalDevice phys, size_t index) {
       type_ = LOOM_DEVICE_TYPE_GPU;
       emulated_ = true;
       caps_.speed = OpCaps::Speed::kEmulated;
-      caps_.matmul_rows = !disabled("rows");
+      caps_.rows_kernels = !disabled("rows");
+      caps_.loop_budget = 60000;  // lavapipe's 65535, with a margin
       kind = "CPU implementation, emulated";
       break;
     default:
@@ -240,10 +241,11 @@ std::string Device::init(const Loader& l, VkPhysicalDevice phys, size_t index) {
                        !disabled("subgroup");
   for (int i = 0; i < 3; ++i)
     caps_.max_groups[i] = std::min<uint32_t>(props.limits.maxComputeWorkGroupCount[i], 65535);
-  if (props.limits.maxComputeWorkGroupInvocations < 256 ||
+  // The row shaders run workgroups of up to 256 invocations in x.
+  if (props.limits.maxComputeWorkGroupInvocations < 256 || props.limits.maxComputeWorkGroupSize[0] < 256 ||
       props.limits.maxComputeSharedMemorySize < 16384 || props.limits.maxPushConstantsSize < 128) {
     return name_ + " (" + props.deviceName +
-           "): compute limits below loom's needs (256 invocations, 16 KiB shared)";
+           "): compute limits below loom's needs (workgroups of 256 invocations in x, 16 KiB shared)";
   }
 
   // Memory: device-local type for buffers; host-visible coherent for staging

@@ -1,6 +1,7 @@
 #include "pipeline.h"
 
 #include "common/glue.h"
+#include "ops/ops.h"
 #include "shaders.h"
 
 namespace loom::vulkan {
@@ -25,8 +26,8 @@ Pipelines::~Pipelines() {
 
 loom_status_t* Pipelines::init(const std::string& device_name) {
   device_name_ = device_name;
-  VkDescriptorSetLayoutBinding bindings[4] = {};
-  for (uint32_t i = 0; i < 4; ++i) {
+  VkDescriptorSetLayoutBinding bindings[kBindings] = {};
+  for (uint32_t i = 0; i < kBindings; ++i) {
     bindings[i].binding = i;
     bindings[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
     bindings[i].descriptorCount = 1;
@@ -34,7 +35,7 @@ loom_status_t* Pipelines::init(const std::string& device_name) {
   }
   VkDescriptorSetLayoutCreateInfo sci{};
   sci.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO;
-  sci.bindingCount = 4;
+  sci.bindingCount = kBindings;
   sci.pBindings = bindings;
   VkResult r = vk_.vkCreateDescriptorSetLayout(device_, &sci, nullptr, &set_layout_);
   if (r != VK_SUCCESS) return fail(device_name_, "vkCreateDescriptorSetLayout", r);

@@ -1,5 +1,6 @@
 // Compute pipelines of one device: the one descriptor-set layout every
-// shader uses (bindings 0..3: destination, two sources, error words), the
+// shader uses (bindings 0..5: destination, two sources, error words, two
+// more sources; ops/ops.h kSlots), the
 // pipeline layout (128 bytes of push constants), and a cache of pipelines
 // keyed by shader variant and specialization constants. Lives as long as
 // its device; get() is thread-safe.

@@ -22,6 +22,10 @@ constexpr uint32_t kMaxSets = 1024;
 constexpr uint64_t kRingBytes = uint64_t{16} << 20;
 constexpr size_t kMaxRecorded = 8;
 constexpr uint64_t kWaitNs = uint64_t{120} * 1000 * 1000 * 1000;
+// Error words (shaders/common.glsl report_bad_value): node, value (2),
+// limit, kind, position; kinds BAD_ROW_INDEX = 0, BAD_VISIBLE = 1.
+constexpr size_t kErrorWords = 6;
+constexpr uint32_t kBadVisible = 1;
 
 void stream_destroy(loom_stream_t* s) {
   try {
@@ -120,7 +124,7 @@ loom_status_t* Stream::init() {
   fci.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO;
   r = vk.vkCreateFence(dev, &fci, nullptr, &fence_);
   if (r != VK_SUCCESS) return vk_status(w, "vkCreateFence", r);
-  VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, kMaxSets * 4};
+  VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, kMaxSets * kBindings};
   VkDescriptorPoolCreateInfo dci{};
   dci.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO;
   dci.maxSets = kMaxSets;
@@ -187,7 +191,7 @@ std::string Stream::resolve(const loom_tensor_t* t, Location* out) {
 
 Stream::SetKey Stream::set_key(const Dispatch& d) {
   SetKey k{};
-  for (int i = 0; i < 3; ++i) {
+  for (int i = 0; i < kSlots; ++i) {
     k[3 * i] = reinterpret_cast<uint64_t>(d.buffers[i]);
     k[3 * i + 1] = d.bind_offset[i];
     k[3 * i + 2] = d.bind_range[i];
@@ -248,12 +252,12 @@ loom_status_t* Stream::descriptor_set(const Dispatch& d, VkDescriptorSet* out) {
   if (r != VK_SUCCESS)
     return vk_status("compute] " + device_->name(), "vkAllocateDescriptorSets", r);
   ++desc_used_;
-  VkDescriptorBufferInfo infos[4] = {{d.buffers[0], d.bind_offset[0], d.bind_range[0]},
-                                     {d.buffers[1], d.bind_offset[1], d.bind_range[1]},
-                                     {d.buffers[2], d.bind_offset[2], d.bind_range[2]},
-                                     {err_.buffer, 0, VK_WHOLE_SIZE}};
-  VkWriteDescriptorSet writes[4] = {};
-  for (uint32_t i = 0; i < 4; ++i) {
+  VkDescriptorBufferInfo infos[kBindings] = {};
+  VkWriteDescriptorSet writes[kBindings] = {};
+  for (int k = 0; k < kSlots; ++k)
+    infos[slot_binding(k)] = {d.buffers[k], d.bind_offset[k], d.bind_range[k]};
+  infos[kErrorBinding] = {err_.buffer, 0, VK_WHOLE_SIZE};
+  for (uint32_t i = 0; i < kBindings; ++i) {
     writes[i].sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET;
     writes[i].dstSet = set;
     writes[i].dstBinding = i;
@@ -261,7 +265,7 @@ loom_status_t* Stream::descriptor_set(const Dispatch& d, VkDescriptorSet* out) {
     writes[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
     writes[i].pBufferInfo = &infos[i];
   }
-  vk.vkUpdateDescriptorSets(device_->device(), 4, writes, 0, nullptr);
+  vk.vkUpdateDescriptorSets(device_->device(), kBindings, writes, 0, nullptr);
   sets_[key] = set;
   *out = set;
   return nullptr;
@@ -292,7 +296,7 @@ loom_status_t* Stream::record(const Plan& plan, VkCommandBuffer cb) {
     bool hazard = false;
     for (const Range& x : written) hazard = hazard || x.overlaps(dst);
     for (const Range& x : read) hazard = hazard || x.overlaps(dst);
-    for (int k = 1; k < 3 && !hazard; ++k) {
+    for (int k = 1; k < kSlots && !hazard; ++k) {
       const Range src{d.buffers[k], d.begin[k], d.end[k]};
       for (const Range& x : written) hazard = hazard || x.overlaps(src);
     }
@@ -305,7 +309,7 @@ loom_status_t* Stream::record(const Plan& plan, VkCommandBuffer cb) {
       read.clear();
     }
     written.push_back(dst);
-    for (int k = 1; k < 3; ++k) read.push_back({d.buffers[k], d.begin[k], d.end[k]});
+    for (int k = 1; k < kSlots; ++k) read.push_back({d.buffers[k], d.begin[k], d.end[k]});
     VkDescriptorSet set = VK_NULL_HANDLE;
     if (loom_status_t* st = descriptor_set(d, &set)) return st;
     if (plan.pipelines[i] != bound) {
@@ -330,13 +334,13 @@ loom_status_t* Stream::record(const Plan& plan, VkCommandBuffer cb) {
 loom_status_t* Stream::submit(VkCommandBuffer cb, const loom_graph_t* g, const Plan& plan) {
   const DeviceFuncs& vk = device_->vk();
   const std::string w = "compute] " + device_->name();
-  std::memset(err_map_, 0, 16);
-  // Names of the nodes that can report a bad row index, for the message
-  // (the graph lives only for this call).
+  std::memset(err_map_, 0, kErrorWords * 4);
+  // Names of the nodes that can report a bad index or length, for the
+  // message (the graph lives only for this call).
   pending_nodes_.clear();
   for (int32_t i : plan.node_index) {
     const int32_t op = g->nodes[i]->op;
-    if (op == LOOM_OP_GET_ROWS || op == LOOM_OP_SET_ROWS)
+    if (op == LOOM_OP_GET_ROWS || op == LOOM_OP_SET_ROWS || op == LOOM_OP_ATTENTION)
       pending_nodes_.emplace_back(i, describe_node(g->nodes[i]));
   }
   VkResult r = vk.vkResetFences(device_->device(), 1, &fence_);
@@ -353,20 +357,23 @@ loom_status_t* Stream::finish() {
   VkResult r = device_->vk().vkWaitForFences(device_->device(), 1, &fence_, VK_TRUE, kWaitNs);
   if (r != VK_SUCCESS) return vk_status(w, "vkWaitForFences", r);
   pending_ = false;
-  if (err_map_[0] != 0) {
-    const int32_t idx = static_cast<int32_t>(err_map_[0] - 1);
-    const int64_t value =
-        static_cast<int64_t>((static_cast<uint64_t>(err_map_[2]) << 32) | err_map_[1]);
-    std::string node = "#" + std::to_string(idx);
-    for (const auto& kv : pending_nodes_) {
-      if (kv.first == idx) node = kv.second;
-    }
-    return make_status(LOOM_STATUS_INVALID_ARGUMENT,
-                       "[vulkan.compute] " + device_->name() + ": node " + node + ": row index " +
-                           std::to_string(value) + " out of range [0, " +
-                           std::to_string(err_map_[3]) + ")");
+  if (err_map_[0] == 0) return nullptr;
+  const int32_t idx = static_cast<int32_t>(err_map_[0] - 1);
+  const int64_t value =
+      static_cast<int64_t>((static_cast<uint64_t>(err_map_[2]) << 32) | err_map_[1]);
+  const std::string limit = std::to_string(err_map_[3]);
+  std::string node = "#" + std::to_string(idx);
+  for (const auto& kv : pending_nodes_) {
+    if (kv.first == idx) node = kv.second;
   }
-  return nullptr;
+  // The kinds of shaders/common.glsl report_bad_value.
+  const std::string what =
+      err_map_[4] == kBadVisible
+          ? "visible[" + std::to_string(err_map_[5]) + "] = " + std::to_string(value) +
+                " outside [0, " + limit + "] (n_kv " + limit + ")"
+          : "row index " + std::to_string(value) + " out of range [0, " + limit + ")";
+  return make_status(LOOM_STATUS_INVALID_ARGUMENT,
+                     "[vulkan.compute] " + device_->name() + ": node " + node + ": " + what);
 }
 
 void Stream::defer(loom_status_t* st) {
@@ -455,7 +462,7 @@ loom_status_t* Stream::compute_graph(const loom_graph_t* g) {
   // What the recorded command buffer depends on: every dispatch's pipeline,
   // buffers, grid and push constants.
   std::vector<uint32_t> sig;
-  sig.reserve(plan.dispatches.size() * 56);
+  sig.reserve(plan.dispatches.size() * (2 + 6 * kSlots + 3 + sizeof(PushConstants) / 4));
   for (size_t i = 0; i < plan.dispatches.size(); ++i) {
     const Dispatch& d = plan.dispatches[i];
     const SetKey key = set_key(d);

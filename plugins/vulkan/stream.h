@@ -99,7 +99,7 @@ class Stream {
   loom_status_t* record(const Plan& plan, VkCommandBuffer cb);
   loom_status_t* submit(VkCommandBuffer cb, const loom_graph_t* graph, const Plan& plan);
   loom_status_t* submit_and_finish(VkCommandBuffer cb, const loom_graph_t* graph, const Plan& plan);
-  // Wait for the pending submission; its error (bad row index) or NULL.
+  // Wait for the pending submission; its error (bad row index, bad visible length) or NULL.
   loom_status_t* finish();
   // Keep the first error of asynchronous work for synchronize.
   void defer(loom_status_t* st);
@@ -115,17 +115,17 @@ class Stream {
   VkDescriptorPool desc_pool_ = VK_NULL_HANDLE;
   uint32_t desc_used_ = 0;
   // Key: per binding the VkBuffer handle, window offset and range.
-  using SetKey = std::array<uint64_t, 9>;
+  using SetKey = std::array<uint64_t, 3 * kSlots>;
   static SetKey set_key(const Dispatch& d);
   std::map<SetKey, VkDescriptorSet> sets_;
-  // Error words the shaders write (bad row index), host visible.
+  // Error words the shaders write (bad row index or visible length), host visible.
   MappedBuffer err_;
   uint32_t* err_map_ = nullptr;  // err_.map as words
   uint64_t generation_ = 0;
   bool pending_ = false;               // submitted, fence not yet seen signalled
   uint64_t last_value_ = 0;            // timeline value of the last submission (graph or copy)
   loom_status_t* deferred_ = nullptr;  // first error of async work
-  std::vector<std::pair<int32_t, std::string>> pending_nodes_;  // row ops of the pending graph
+  std::vector<std::pair<int32_t, std::string>> pending_nodes_;  // nodes of the pending graph that report errors
   std::vector<Recorded> recorded_;
   // Staging ring for queued copies (host visible, mapped), made on first use.
   MappedBuffer ring_;

@@ -1,6 +1,6 @@
 // ATTENTION: softmax(scale * q . k_j) v_j over KV rows j < visible[t], against
 // a double-precision reference written here. Head sizes 1..128, 1..7
-// queries, padded KV views of a cache (visible < n_kv), GQA, F16/BF16 K/V,
+// queries, padded KV views of a cache (visible < n_kv), 2000 KV rows, GQA, F16/BF16 K/V,
 // a non-contiguous Q, a zero-length row, out-of-range lengths (a status, not
 // a crash), 1 vs 3 threads identical.
 #include <cmath>
@@ -21,8 +21,8 @@ struct AttnCase {
 
 class AttentionTest : public OpTest {
  protected:
-  // Devices that do not run the op yet (vulkan: plugins/vulkan/README.md)
-  // are skipped with the reason; the CPU plugin must run it.
+  // Devices that do not run the op (a plugin built before ABI 1.1, a third
+  // party's) are skipped with the reason; the CPU and Vulkan plugins run it.
   void SetUp() override {
     OpTest::SetUp();
     if (IsSkipped() || HasFatalFailure()) return;
@@ -146,6 +146,14 @@ TEST_F(AttentionTest, HalfAndBfloatCache) {
   check({64, 64, 8, 2, 3, 300, LOOM_TYPE_F16, false}, causal(200, 3));
   check({17, 17, 4, 4, 7, 50, LOOM_TYPE_F16, false}, causal(20, 7));
   check({128, 128, 4, 2, 1, 257, LOOM_TYPE_BF16, false}, {257});
+}
+
+// Long KV rows: devices may change kernels with the length (vulkan on a
+// CPU implementation: attention_rows for short rows, the workgroup kernel
+// here, plugins/vulkan/README.md).
+TEST_F(AttentionTest, LongKvRows) {
+  seed(1108);
+  check({128, 128, 4, 2, 2, 2000, LOOM_TYPE_F16, false}, {2000, 1001});
 }
 
 TEST_F(AttentionTest, NonContiguousQuery) {

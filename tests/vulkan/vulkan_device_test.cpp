@@ -1,6 +1,7 @@
 // The Vulkan plugin as a device: loading without a loader, properties of
 // the device (lavapipe here), allocation limits and what follows a failed
-// allocation, bad row indices, and the same small graph on vulkan0 and cpu.
+// allocation, bad row indices, ATTENTION past lavapipe's loop budget, and
+// the same small graph on vulkan0 and cpu.
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -139,6 +140,23 @@ TEST_F(VulkanDevice, Properties) {
   } else {
     EXPECT_EQ(mem.find("free unknown"), std::string::npos) << mem;
   }
+}
+
+// lavapipe ends an invocation's loops after 65535 iterations in all: on a
+// CPU implementation an ATTENTION node whose KV length could run past that
+// is refused (the llama graph then builds its unfused form, or the
+// scheduler places the node elsewhere); shorter ones are taken.
+TEST_F(VulkanDevice, AttentionPastTheLoopBudgetIsRefusedOnCpuImplementations) {
+  Context ctx;
+  const auto node = [&](int64_t n_kv) {
+    Tensor* q = ctx.new_tensor(LOOM_TYPE_F32, {128, 8, 1}, "q").value();
+    Tensor* k = ctx.new_tensor(LOOM_TYPE_F16, {128, n_kv, 2}, "k").value();
+    Tensor* vis = ctx.new_tensor(LOOM_TYPE_I32, {1}, "vis").value();
+    return op::attention(ctx, q, k, k, vis, 0.125f).value();
+  };
+  EXPECT_TRUE(dev_->supports_op(node(4096)));
+  const bool emulated = (dev_->info().caps & LOOM_DEVICE_CAP_EMULATED) != 0;
+  EXPECT_EQ(dev_->supports_op(node(int64_t{1} << 20)), !emulated);
 }
 
 TEST_F(VulkanDevice, AllocationOverTheLimitsIsAClearErrorAndThePluginStaysUsable) {

@@ -1,7 +1,7 @@
 // The Vulkan support table (the op set's rules, common/op_check.h, minus
-// GET_ROWS from I64 and sizes past 32-bit addressing) and node -> dispatch planning: which
-// shader variant, push constants (offsets, extents, strides, parameters) and
-// how many workgroups.
+// GET_ROWS from I64, ATTENTION with a non-F32 Q and sizes past 32-bit
+// addressing) and node -> dispatch planning: which shader variant, push
+// constants (offsets, extents, strides, parameters) and how many workgroups.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -20,6 +20,14 @@ constexpr uint32_t kElemWg = 256;   // elementwise shaders
 constexpr int64_t kMatVecMaxN = 8;  // mul_mat_vec.comp MAX_N
 constexpr int64_t kShortK = 128;    // rows shorter than this: mul_mat_rows.comp
 constexpr uint64_t kMaxU32 = 0xFFFFFFFFull;
+// attention.comp: keys scored per step = workgroup size (a power of two);
+// at most its shared arrays (MAX_WG) and within Vulkan's guaranteed 128
+// invocations.
+constexpr uint32_t kAttnWg = 64;
+// attention_rows: query rows (h, t) per workgroup, one invocation each, and
+// keys per chunk (ROWS_CHUNK).
+constexpr uint32_t kAttnRowsWg = 8;
+constexpr uint64_t kAttnRowsChunk = 32;
 
 bool is_quant(int32_t t) { return t == LOOM_TYPE_Q8_0 || t == LOOM_TYPE_Q4_0; }
 
@@ -33,6 +41,34 @@ bool fits_u32(const loom_tensor_t* t) {
     if (static_cast<uint64_t>(t->ne[d]) > kMaxU32 || t->nb[d] > kMaxU32) return false;
   }
   return static_cast<uint64_t>(nelements(t)) < (uint64_t{1} << 31);
+}
+
+// Loop iterations one invocation of attention.comp runs at most (visible is
+// clamped to n_kv), counted from the shader's loops: a loop over n elements
+// four at a time takes n / 4 + 3 + 1 (remainder, exit).
+uint64_t unrolled(uint64_t n) { return n / 4 + 4; }
+uint64_t attention_loops(const loom_tensor_t* n, bool rows) {
+  const uint64_t d = static_cast<uint64_t>(n->src[0]->ne[0]);
+  const uint64_t dv = static_cast<uint64_t>(n->ne[0]);
+  const uint64_t n_kv = static_cast<uint64_t>(n->src[1]->ne[1]);
+  if (rows) {
+    const uint64_t c = kAttnRowsChunk;
+    const uint64_t per_chunk = 1 + (c + 1) * (1 + unrolled(d)) + (c + 1) + (dv + 1) * (1 + unrolled(c));
+    return 2 * (dv + 1) + (n_kv + c - 1) / c * per_chunk;
+  }
+  const uint64_t w = kAttnWg;
+  const uint64_t mine = (dv + w - 1) / w + 1;  // result elements l, l + w, ... (+ exit)
+  const uint64_t per_chunk = 1 + unrolled(d) + unrolled(w) + mine * (1 + unrolled(w));
+  return 2 * mine + 8 + (n_kv + w - 1) / w * per_chunk;
+}
+
+// The attention.comp variant for node n: attention_rows on CPU
+// implementations, else the workgroup kernel; nullptr when the device ends
+// loops early (caps.loop_budget) and neither fits.
+const char* attention_kernel(const OpCaps& caps, const loom_tensor_t* n) {
+  const auto fits = [&](bool rows) { return caps.loop_budget == 0 || attention_loops(n, rows) <= caps.loop_budget; };
+  if (caps.rows_kernels && fits(true)) return "attention_rows";
+  return fits(false) ? "attention" : nullptr;
 }
 
 // This plugin's own limits on a well-formed node; nullptr when none bites.
@@ -52,7 +88,9 @@ const char* vulkan_limits(const OpCaps& caps, const loom_tensor_t* n) {
     case LOOM_OP_ROPE:
       return n->op_params[0] > 0xFFFF ? "n_dims" : nullptr;
     case LOOM_OP_ATTENTION:
-      return "op";  // four sources: needs bindings beyond the three (README "Ops and types")
+      // Q is read as F32 only; K and V as any float type (op_check).
+      if (a->type != LOOM_TYPE_F32) return "types";
+      return attention_kernel(caps, n) == nullptr ? "KV length over the device's loop budget" : nullptr;
     default:
       return nullptr;
   }
@@ -87,8 +125,25 @@ class Planner {
   Planner(const OpCaps& caps, const Resolver& resolve, Dispatch* out)
       : caps_(caps), resolve_(resolve), d_(out) {}
 
-  // Describe tensor t at slot k (0 = destination); "" or the error.
+  // Describe tensor t at slot k (0..2: t[k] of the common push constants,
+  // 0 = destination); "" or the error.
   std::string bind(int k, const loom_tensor_t* t) {
+    uint32_t off = 0;
+    std::string err = bind_buffer(k, t, &off);
+    if (!err.empty()) return err;
+    TensorDesc& td = d_->pc.t[k];
+    td.off = off;
+    for (int i = 0; i < 4; ++i) {
+      td.ne[i] = static_cast<uint32_t>(t->ne[i]);
+      td.nb[i] = static_cast<uint32_t>(t->nb[i]);
+    }
+    d_->pc.p[0] |= static_cast<uint32_t>(t->type) << (8 * k);
+    return "";
+  }
+
+  // Bind tensor t's buffer at slot k (< kSlots) and set its barrier range;
+  // *off = t's byte offset in the bound window. "" or the error.
+  std::string bind_buffer(int k, const loom_tensor_t* t, uint32_t* off) {
     Location loc;
     std::string err = resolve_(t, &loc);
     if (!err.empty()) return err;
@@ -118,22 +173,17 @@ class Planner {
              " bytes, more than one storage binding holds (maxStorageBufferRange " +
              std::to_string(caps_.max_range) + ")";
     }
-    TensorDesc& td = d_->pc.t[k];
-    td.off = static_cast<uint32_t>(loc.offset - win);
-    for (int i = 0; i < 4; ++i) {
-      td.ne[i] = static_cast<uint32_t>(t->ne[i]);
-      td.nb[i] = static_cast<uint32_t>(t->nb[i]);
-    }
+    *off = static_cast<uint32_t>(loc.offset - win);
     d_->buffers[k] = loc.buffer;
     d_->bind_offset[k] = win;
     d_->bind_range[k] = range;
     d_->begin[k] = loc.offset;
     d_->end[k] = loc.offset + extent;
-    d_->pc.p[0] |= static_cast<uint32_t>(t->type) << (8 * k);
     return "";
   }
 
   // Slot k unused: bind the destination's window with an empty range.
+  // (plan_node does this for every slot a kernel left empty.)
   void unused(int k) {
     d_->buffers[k] = d_->buffers[0];
     d_->bind_offset[k] = d_->bind_offset[0];
@@ -200,7 +250,7 @@ std::string plan_mul_mat(const OpCaps& caps, const loom_tensor_t* n, Planner& p,
   // Short rows (attention over a head dimension, tiny models) and every
   // matmul on CPU implementations: one invocation per output, no barriers.
   // Decode: one workgroup per row of A. Prefill: the tiled kernel.
-  if (a->ne[0] < kShortK || caps.matmul_rows) {
+  if (a->ne[0] < kShortK || caps.rows_kernels) {
     d->shader = "mul_mat_rows";
     LOOM_VK_TRY(p.grid(m * static_cast<uint64_t>(b->ne[1]) * batch, 64));
     return "";
@@ -245,6 +295,43 @@ std::string plan_rope(const OpCaps& caps, const loom_tensor_t* n, Planner& p, Di
   return p.grid(per_row * static_cast<uint64_t>(nrows(a)), kElemWg);
 }
 
+// One workgroup per (h, t), or one invocation (attention_rows: CPU
+// implementations, when it fits the loop budget); AttnPushConstants
+// replace the common block.
+std::string plan_attention(const OpCaps& caps, const loom_tensor_t* n, uint32_t node_id, Planner& p,
+                           Dispatch* d) {
+  const loom_tensor_t* q = n->src[0];
+  const loom_tensor_t* k = n->src[1];
+  const loom_tensor_t* v = n->src[2];
+  const loom_tensor_t* vis = n->src[3];
+  AttnPushConstants a{};
+  const auto row = [&p](int slot, const loom_tensor_t* t, AttnRowDesc* out) {
+    for (int i = 0; i < 3; ++i) out->nb[i] = static_cast<uint32_t>(t->nb[i]);
+    return p.bind_buffer(slot, t, &out->off);
+  };
+  LOOM_VK_TRY(row(0, n, &a.dst));
+  LOOM_VK_TRY(row(1, q, &a.q));
+  LOOM_VK_TRY(row(2, k, &a.k));
+  LOOM_VK_TRY(row(3, v, &a.v));
+  LOOM_VK_TRY(p.bind_buffer(4, vis, &a.vis_off));
+  a.vis_nb0 = static_cast<uint32_t>(vis->nb[0]);
+  a.d = static_cast<uint32_t>(q->ne[0]);
+  a.dv = static_cast<uint32_t>(v->ne[0]);
+  a.n_head = static_cast<uint32_t>(q->ne[1]);
+  a.n_tok = static_cast<uint32_t>(q->ne[2]);
+  a.n_kv = static_cast<uint32_t>(k->ne[1]);
+  a.group = static_cast<uint32_t>(q->ne[1] / k->ne[2]);
+  a.types = static_cast<uint32_t>(k->type) | static_cast<uint32_t>(v->type) << 8;
+  a.scale = f32_bits(param_f32(n, 0));
+  a.node_id = node_id;
+  d->pc = PushConstants{};
+  std::memcpy(&d->pc, &a, sizeof a);
+  const uint64_t pairs = static_cast<uint64_t>(q->ne[1] * q->ne[2]);
+  d->shader = attention_kernel(caps, n);
+  if (d->shader == nullptr) return "KV length over the device's loop budget";
+  return std::strcmp(d->shader, "attention_rows") == 0 ? p.grid(pairs, kAttnRowsWg) : p.groups(pairs, kAttnWg);
+}
+
 std::string plan_copy(const loom_tensor_t* n, Planner& p, Dispatch* d) {
   const loom_tensor_t* a = n->src[0];
   d->shader = "copy";
@@ -274,10 +361,11 @@ const char* unsupported_reason(const OpCaps& caps, const loom_tensor_t* node) {
   return vulkan_limits(caps, node);
 }
 
-std::string plan_node(const OpCaps& caps, const loom_tensor_t* n, uint32_t node_id,
-                      const Resolver& resolve, Dispatch* d) {
-  *d = Dispatch{};
-  Planner p(caps, resolve, d);
+namespace {
+
+// The kernel's bindings, push constants and grid (plan_node fills the rest).
+std::string plan_kernel(const OpCaps& caps, const loom_tensor_t* n, uint32_t node_id, Planner& p,
+                        Dispatch* d) {
   const loom_tensor_t* a = n->src[0];
   const loom_tensor_t* b = n->src[1];
   LOOM_VK_TRY(p.bind(0, n));
@@ -314,11 +402,7 @@ std::string plan_node(const OpCaps& caps, const loom_tensor_t* n, uint32_t node_
     case LOOM_OP_RELU:
     case LOOM_OP_SWIGLU:
       LOOM_VK_TRY(p.bind(1, a));
-      if (n->op == LOOM_OP_SWIGLU) {
-        LOOM_VK_TRY(p.bind(2, b));
-      } else {
-        p.unused(2);
-      }
+      if (n->op == LOOM_OP_SWIGLU) LOOM_VK_TRY(p.bind(2, b));
       d->shader = "unary";
       d->pc.p[1] = static_cast<uint32_t>(n->op);
       if (n->op == LOOM_OP_SCALE) {
@@ -329,18 +413,13 @@ std::string plan_node(const OpCaps& caps, const loom_tensor_t* n, uint32_t node_
     case LOOM_OP_RMS_NORM:
     case LOOM_OP_NORM:
       LOOM_VK_TRY(p.bind(1, a));
-      p.unused(2);
       d->shader = "norm";
       d->pc.p[1] = static_cast<uint32_t>(n->op);
       d->pc.p[2] = f32_bits(param_f32(n, 0));
       return p.groups(static_cast<uint64_t>(nrows(a)), row_wg(a->ne[0]));
     case LOOM_OP_SOFT_MAX:
       LOOM_VK_TRY(p.bind(1, a));
-      if (b != nullptr) {
-        LOOM_VK_TRY(p.bind(2, b));
-      } else {
-        p.unused(2);
-      }
+      if (b != nullptr) LOOM_VK_TRY(p.bind(2, b));
       d->shader = "softmax";
       d->pc.p[1] = b != nullptr ? 1 : 0;
       d->pc.p[2] = f32_bits(param_f32(n, 0));
@@ -356,18 +435,32 @@ std::string plan_node(const OpCaps& caps, const loom_tensor_t* n, uint32_t node_
     case LOOM_OP_CPY:
     case LOOM_OP_CONT:
       LOOM_VK_TRY(p.bind(1, a));
-      p.unused(2);
       return plan_copy(n, p, d);
     case LOOM_OP_ARGMAX:
     case LOOM_OP_SUM_ROWS:
       LOOM_VK_TRY(p.bind(1, a));
-      p.unused(2);
       d->shader = "reduce";
       d->pc.p[1] = n->op == LOOM_OP_ARGMAX ? 0 : 1;
       return p.groups(static_cast<uint64_t>(nrows(a)), row_wg(a->ne[0]));
+    case LOOM_OP_ATTENTION:
+      return plan_attention(caps, n, node_id, p, d);
     default:
       return std::string("no kernel for op ") + common::op_name(n->op);
   }
+}
+
+}  // namespace
+
+std::string plan_node(const OpCaps& caps, const loom_tensor_t* n, uint32_t node_id,
+                      const Resolver& resolve, Dispatch* d) {
+  *d = Dispatch{};
+  Planner p(caps, resolve, d);
+  std::string err = plan_kernel(caps, n, node_id, p, d);
+  if (!err.empty()) return err;
+  for (int k = 1; k < kSlots; ++k) {
+    if (d->buffers[k] == VK_NULL_HANDLE) p.unused(k);
+  }
+  return "";
 }
 
 }  // namespace loom::vulkan

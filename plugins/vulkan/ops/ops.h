@@ -26,10 +26,16 @@ struct OpCaps {
   // Speed class for loom.cost estimates.
   enum class Speed { kDiscrete, kIntegrated, kEmulated };
   Speed speed = Speed::kDiscrete;
-  // Every matmul one invocation per output (mul_mat_rows) instead of the
-  // workgroup kernels: CPU implementations, where barriers cost more than
-  // they share (LOOM_VULKAN_DISABLE=rows turns it off, for tests).
-  bool matmul_rows = false;
+  // Barrier-free kernels instead of the workgroup ones: every matmul one
+  // invocation per output (mul_mat_rows), ATTENTION one invocation per
+  // query row (attention_rows). CPU implementations, where barriers cost
+  // more than they share (LOOM_VULKAN_DISABLE=rows turns it off, for tests).
+  bool rows_kernels = false;
+  // Loop iterations one invocation may run in all, 0 for no limit: lavapipe
+  // (llvmpipe) silently ends every loop of an invocation after 65535
+  // (LP_MAX_TGSI_LOOP_ITERATIONS, shared by all loops of a shader). Kernels
+  // whose loops grow with the data (ATTENTION over n_kv) are refused past it.
+  uint64_t loop_budget = 0;
 };
 
 // One tensor as the shaders see it (shaders/common.glsl TensorDesc).
@@ -47,6 +53,30 @@ struct PushConstants {
 };
 static_assert(sizeof(PushConstants) == 128, "push constants must fit the guaranteed 128 bytes");
 
+// ATTENTION's own push-constant block (shaders/attention.comp AttnPush),
+// pushed over the same 128 bytes: byte offset and strides of dims 0..2 of
+// Q, K, V and the result; visible's offset and element stride; the sizes
+// (D, Dv, H, T, n_kv, H / Hkv); K and V type ids (byte each); scale (f32
+// bits); the node id for error words.
+struct AttnRowDesc {
+  uint32_t off;
+  uint32_t nb[3];
+};
+struct AttnPushConstants {
+  AttnRowDesc q, k, v, dst;
+  uint32_t vis_off, vis_nb0;
+  uint32_t d, dv, n_head, n_tok, n_kv, group;
+  uint32_t types, scale, node_id;
+};
+static_assert(sizeof(AttnPushConstants) <= sizeof(PushConstants), "attention push constants over 128 bytes");
+
+// Tensor slots of a dispatch: 0 destination, 1 and 2 sources (bindings 0..2)
+// and 3, 4 two more sources (bindings 4, 5: binding 3 is the error words).
+constexpr int kSlots = 5;
+constexpr uint32_t slot_binding(int k) { return k < 3 ? static_cast<uint32_t>(k) : static_cast<uint32_t>(k) + 1; }
+constexpr uint32_t kErrorBinding = 3;
+constexpr uint32_t kBindings = kSlots + 1;
+
 // Where a tensor's bytes live: a buffer of this device and the offset.
 struct Location {
   VkBuffer buffer = VK_NULL_HANDLE;
@@ -61,17 +91,20 @@ struct Dispatch {
   const char* shader = nullptr;  // variant name in the shader table
   uint32_t spec[2] = {0, 0};     // constant_id 0: workgroup size; 1: shader specific
   uint32_t n_spec = 1;
+  // Pushed as is (128 bytes); attention.comp reads AttnPushConstants there.
   PushConstants pc{};
-  VkBuffer buffers[3] = {VK_NULL_HANDLE, VK_NULL_HANDLE, VK_NULL_HANDLE};
+  // Per slot (kSlots): the buffer; an unused slot binds the destination's
+  // window with an empty byte range.
+  VkBuffer buffers[kSlots] = {};
   // The bound window of each buffer: the whole buffer (offset 0, range =
   // its size) when it fits maxStorageBufferRange, else a window around the
   // tensor; TensorDesc offsets are relative to it.
-  uint64_t bind_offset[3] = {0, 0, 0};
-  uint64_t bind_range[3] = {0, 0, 0};
+  uint64_t bind_offset[kSlots] = {};
+  uint64_t bind_range[kSlots] = {};
   uint32_t groups[3] = {1, 1, 1};
   // Byte ranges [begin, end) of each buffer, for barriers between dispatches.
-  uint64_t begin[3] = {0, 0, 0};
-  uint64_t end[3] = {0, 0, 0};
+  uint64_t begin[kSlots] = {};
+  uint64_t end[kSlots] = {};
 };
 
 // nullptr when the kernels can run `node`, else a static reason. Never
@@ -84,7 +117,7 @@ const char* unsupported_reason(const OpCaps& caps, const loom_tensor_t* node);
 double op_time_us(const OpCaps& caps, const loom_tensor_t* node);
 
 // Fill *out for `node` (not a view, not NONE, supported, elements > 0).
-// node_id is echoed in error words (bad row index). Returns "" or an error
+// node_id is echoed in error words (bad row index, bad visible length). Returns "" or an error
 // text (a status INVALID_ARGUMENT naming the node is made by the caller).
 std::string plan_node(const OpCaps& caps, const loom_tensor_t* node, uint32_t node_id,
                       const Resolver& resolve, Dispatch* out);

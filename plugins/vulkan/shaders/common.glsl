@@ -8,7 +8,9 @@
 
 layout(local_size_x_id = 0, local_size_y = 1, local_size_z = 1) in;
 
-// Bindings: 0 destination, 1 and 2 sources, 3 the stream's error words.
+// Bindings: 0 destination, 1 and 2 sources, 3 the stream's error words, 4
+// and 5 two more sources (ATTENTION's V and visible; the shaders that use
+// them declare them).
 layout(std430, binding = 0) buffer BufD { uint d_data[]; };
 layout(std430, binding = 1) readonly buffer BufA { uint a_data[]; };
 layout(std430, binding = 2) readonly buffer BufB { uint b_data[]; };
@@ -21,12 +23,16 @@ struct TensorDesc {
   uint nb[4];
 };
 
+#ifndef LOOM_OWN_PUSH_CONSTANTS
 // t[0] destination, t[1] first source, t[2] second source; p[0] packs the
-// three type ids (byte each), p[1..4] are the op's parameters.
+// three type ids (byte each), p[1..4] are the op's parameters. A shader with
+// a block of its own (attention.comp) defines LOOM_OWN_PUSH_CONSTANTS first
+// and gets none of the helpers over pc below.
 layout(push_constant, std430) uniform PushConstants {
   TensorDesc t[3];
   uint p[5];
 } pc;
+#endif
 
 const uint TYPE_F32 = 0u;
 const uint TYPE_F16 = 1u;
@@ -36,14 +42,15 @@ const uint TYPE_I32 = 26u;
 const uint TYPE_I64 = 27u;
 const uint TYPE_BF16 = 30u;
 
-uint type_d() { return pc.p[0] & 0xFFu; }
-uint type_a() { return (pc.p[0] >> 8) & 0xFFu; }
-uint type_b() { return (pc.p[0] >> 16) & 0xFFu; }
-
 // Flat invocation index over a 2-D grid of 1-D workgroups (grids wider than
 // maxComputeWorkGroupCount[0] wrap into y).
 uint flat_group() { return gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x; }
 uint flat_index() { return flat_group() * gl_WorkGroupSize.x + gl_LocalInvocationID.x; }
+
+#ifndef LOOM_OWN_PUSH_CONSTANTS
+uint type_d() { return pc.p[0] & 0xFFu; }
+uint type_a() { return (pc.p[0] >> 8) & 0xFFu; }
+uint type_b() { return (pc.p[0] >> 16) & 0xFFu; }
 
 uint nrows(uint k) { return pc.t[k].ne[1] * pc.t[k].ne[2] * pc.t[k].ne[3]; }
 uint nelems(uint k) { return pc.t[k].ne[0] * nrows(k); }
@@ -57,6 +64,7 @@ uint row_offset(uint k, uint r) {
 uint offset4(uint k, uint i0, uint i1, uint i2, uint i3) {
   return pc.t[k].off + i0 * pc.t[k].nb[0] + i1 * pc.t[k].nb[1] + i2 * pc.t[k].nb[2] + i3 * pc.t[k].nb[3];
 }
+#endif
 
 bool is_quant(uint t) { return t == TYPE_Q8_0 || t == TYPE_Q4_0; }
 uint block_size(uint t) { return is_quant(t) ? 32u : 1u; }
@@ -228,12 +236,20 @@ void st_block(uint t, uint off, float x[32]) {
   }
 }
 
-// Report a bad index once per submission: e[0] = 1 + node id, e[1..2] the
-// index (low, high words), e[3] the row count it had to be below.
-void report_bad_index(uint node_id, uint lo, uint hi, uint limit) {
+// Report a bad value once per submission (the stream's error words, read
+// by Stream::finish): e[0] = 1 + node id, e[1..2] the value (low, high
+// words), e[3] its limit, e[4] the kind, e[5] where it was read.
+const uint BAD_ROW_INDEX = 0u;  // row index outside [0, e[3])
+const uint BAD_VISIBLE = 1u;    // visible[e[5]] outside [0, e[3]]
+void report_bad_value(uint node_id, uint kind, uint pos, uint lo, uint hi, uint limit) {
   if (atomicCompSwap(e_data[0], 0u, node_id + 1u) == 0u) {
     e_data[1] = lo;
     e_data[2] = hi;
     e_data[3] = limit;
+    e_data[4] = kind;
+    e_data[5] = pos;
   }
+}
+void report_bad_index(uint node_id, uint lo, uint hi, uint limit) {
+  report_bad_value(node_id, BAD_ROW_INDEX, 0u, lo, hi, limit);
 }

@@ -1,0 +1,210 @@
+#version 450
+// ATTENTION: dst[:, h, t] = sum_{j < visible[t]} softmax_j(scale * q . k_j) v_j
+// with q = Q[:, h, t], k_j = K[:, j, g], v_j = V[:, j, g], g = h / group.
+//
+// Keys go in chunks with an online softmax, so any visible[t] up to n_kv
+// works with fixed arrays: a chunk's scores first, then the running max m
+// moves to the chunk's max (running sum and accumulators scaled by
+// exp(m_old - m_new)) and p_j = exp(s_j - m) v_j is added. Accumulators live
+// in the destination row itself (no bound on Dv); no subgroup operations.
+//
+// Default: one workgroup per (h, t) (flat group = t * H + h); invocation l
+// scores key j0 + l into shared memory, every invocation adds the chunk for
+// its share of Dv (elements l, l + WG, ...); two barriers per chunk.
+// LOOM_ROWS (attention_rows, CPU implementations): one invocation per
+// (h, t), chunks of ROWS_CHUNK keys in private memory, no barriers (on
+// lavapipe a workgroup's barriers and idle lanes cost more than they share).
+//
+// Inner loops take four elements per iteration: lavapipe ends every loop of
+// an invocation after 65535 iterations in all, so dispatch.cpp
+// (attention_loops) counts this file's loop iterations per invocation and
+// refuses nodes over its budget there; keep the two in step.
+//
+// Bindings: 0 dst F32, 1 Q F32, 2 K, 4 V (F32, F16 or BF16), 5 visible I32.
+// visible[t] outside [0, n_kv] is clamped and reported (BAD_VISIBLE, the
+// node fails); visible[t] == 0 gives a zero row.
+#define LOOM_OWN_PUSH_CONSTANTS
+#include "common.glsl"
+
+layout(std430, binding = 4) readonly buffer BufC { uint c_data[]; };
+layout(std430, binding = 5) readonly buffer BufI { uint i_data[]; };
+LOOM_DEFINE_LOADS(ld_c, c_data)
+
+// Mirrors AttnPushConstants in ops/ops.h: byte offset and strides of dims
+// 0..2 of each tensor.
+struct RowDesc {
+  uint off;
+  uint nb[3];
+};
+layout(push_constant, std430) uniform AttnPush {
+  RowDesc q, k, v, d;
+  uint vis_off, vis_nb0;
+  uint n_embd_k, n_embd_v, n_head, n_tok, n_kv, group;
+  uint types;  // K type | V type << 8
+  uint scale;  // f32 bits
+  uint node_id;
+} pc;
+
+float neg_inf() { return uintBitsToFloat(0xFF800000u); }
+
+// visible[t] clamped to [0, n_kv]; a value outside is reported when `report`.
+uint visible_len(uint t, bool report) {
+  int vis = int(i_data[(pc.vis_off + t * pc.vis_nb0) >> 2]);
+  if (vis >= 0 && uint(vis) <= pc.n_kv) return uint(vis);
+  if (report) report_bad_value(pc.node_id, BAD_VISIBLE, t, uint(vis), vis < 0 ? 0xFFFFFFFFu : 0u, pc.n_kv);
+  return vis < 0 ? 0u : pc.n_kv;
+}
+
+// scale * Q[:, h, t] . K[:, j, g]
+float score(uint qrow, uint krow, uint tk) {
+  uint qs = pc.q.nb[0];
+  uint ks = pc.k.nb[0];
+  float s = 0.0;
+  uint i = 0u;
+  for (; i + 4u <= pc.n_embd_k; i += 4u) {
+    uint qo = qrow + i * qs;
+    uint ko = krow + i * ks;
+    s += uintBitsToFloat(a_data[qo >> 2]) * ld_b_elem(tk, ko) +
+         uintBitsToFloat(a_data[(qo + qs) >> 2]) * ld_b_elem(tk, ko + ks) +
+         uintBitsToFloat(a_data[(qo + 2u * qs) >> 2]) * ld_b_elem(tk, ko + 2u * ks) +
+         uintBitsToFloat(a_data[(qo + 3u * qs) >> 2]) * ld_b_elem(tk, ko + 3u * ks);
+  }
+  for (; i < pc.n_embd_k; ++i) s += uintBitsToFloat(a_data[(qrow + i * qs) >> 2]) * ld_b_elem(tk, krow + i * ks);
+  return uintBitsToFloat(pc.scale) * s;
+}
+
+// Byte offsets of the rows of query pair (h, t): Q, K and V of row 0 of
+// its KV head, the result.
+struct Rows {
+  uint q, k, v, d;
+};
+Rows rows_of(uint h, uint t) {
+  uint g = h / pc.group;
+  return Rows(pc.q.off + h * pc.q.nb[1] + t * pc.q.nb[2], pc.k.off + g * pc.k.nb[2],
+              pc.v.off + g * pc.v.nb[2], pc.d.off + h * pc.d.nb[1] + t * pc.d.nb[2]);
+}
+
+#ifdef LOOM_ROWS
+const uint ROWS_CHUNK = 32u;  // dispatch.cpp kAttnRowsChunk
+float s_p[ROWS_CHUNK];        // private: this invocation's chunk weights
+#else
+const uint MAX_WG = 128u;  // dispatch.cpp kAttnWg <= this
+shared float s_score[MAX_WG];
+shared float s_p[MAX_WG];  // the chunk's weights, one per invocation
+#endif
+
+// Result element i of r: scaled by c, plus sum_jj s_p[jj] V[i, j0 + jj].
+void add_chunk(Rows r, uint i, float c, uint j0, uint nb, uint tv) {
+  uint o = (r.d + i * pc.d.nb[0]) >> 2;
+  uint vs = pc.v.nb[1];
+  uint vrow = r.v + i * pc.v.nb[0] + j0 * vs;
+  float acc = uintBitsToFloat(d_data[o]) * c;
+  uint jj = 0u;
+  for (; jj + 4u <= nb; jj += 4u) {
+    uint vo = vrow + jj * vs;
+    acc += s_p[jj] * ld_c_elem(tv, vo) + s_p[jj + 1u] * ld_c_elem(tv, vo + vs) +
+           s_p[jj + 2u] * ld_c_elem(tv, vo + 2u * vs) + s_p[jj + 3u] * ld_c_elem(tv, vo + 3u * vs);
+  }
+  for (; jj < nb; ++jj) acc += s_p[jj] * ld_c_elem(tv, vrow + jj * vs);
+  d_data[o] = floatBitsToUint(acc);
+}
+
+void divide_row(Rows r, uint first, uint step, float sum) {
+  for (uint i = first; i < pc.n_embd_v; i += step) {
+    uint o = (r.d + i * pc.d.nb[0]) >> 2;
+    d_data[o] = floatBitsToUint(uintBitsToFloat(d_data[o]) / sum);
+  }
+}
+
+#ifdef LOOM_ROWS
+void main() {
+  uint pair = flat_index();
+  if (pair >= pc.n_head * pc.n_tok) return;
+  uint h = pair % pc.n_head;
+  uint t = pair / pc.n_head;
+  uint tk = pc.types & 0xFFu;
+  uint tv = (pc.types >> 8) & 0xFFu;
+  uint n = visible_len(t, h == 0u);
+  Rows r = rows_of(h, t);
+  for (uint i = 0u; i < pc.n_embd_v; ++i) d_data[(r.d + i * pc.d.nb[0]) >> 2] = 0u;
+  float m = neg_inf();
+  float sum = 0.0;
+  for (uint j0 = 0u; j0 < n; j0 += ROWS_CHUNK) {
+    uint nb = min(ROWS_CHUNK, n - j0);
+    float bm = neg_inf();
+    for (uint jj = 0u; jj < nb; ++jj) {
+      s_p[jj] = score(r.q, r.k + (j0 + jj) * pc.k.nb[1], tk);
+      bm = max(bm, s_p[jj]);
+    }
+    float c = 1.0;
+    if (bm > m) {
+      c = exp(m - bm);  // 0 on the first chunk
+      m = bm;
+    }
+    sum *= c;
+    for (uint jj = 0u; jj < nb; ++jj) {
+      s_p[jj] = exp(s_p[jj] - m);
+      sum += s_p[jj];
+    }
+    for (uint i = 0u; i < pc.n_embd_v; ++i) add_chunk(r, i, c, j0, nb, tv);
+  }
+  if (n != 0u) divide_row(r, 0u, 1u, sum);
+}
+
+#else
+// Max of s_score[0, nb), four per iteration.
+float chunk_max(uint nb) {
+  float bm = neg_inf();
+  uint jj = 0u;
+  for (; jj + 4u <= nb; jj += 4u)
+    bm = max(max(bm, s_score[jj]), max(max(s_score[jj + 1u], s_score[jj + 2u]), s_score[jj + 3u]));
+  for (; jj < nb; ++jj) bm = max(bm, s_score[jj]);
+  return bm;
+}
+
+void main() {
+  uint pair = flat_group();
+  if (pair >= pc.n_head * pc.n_tok) return;  // whole workgroups: barriers stay uniform
+  uint wg = gl_WorkGroupSize.x;
+  uint l = gl_LocalInvocationID.x;
+  uint h = pair % pc.n_head;
+  uint t = pair / pc.n_head;
+  uint tk = pc.types & 0xFFu;
+  uint tv = (pc.types >> 8) & 0xFFu;
+  uint n = visible_len(t, l == 0u);
+  Rows r = rows_of(h, t);
+  for (uint i = l; i < pc.n_embd_v; i += wg) d_data[(r.d + i * pc.d.nb[0]) >> 2] = 0u;
+  float m = neg_inf();
+  float part = 0.0;  // this invocation's keys' share of the running sum
+  for (uint j0 = 0u; j0 < n; j0 += wg) {
+    uint nb = min(wg, n - j0);
+    if (l < nb) s_score[l] = score(r.q, r.k + (j0 + l) * pc.k.nb[1], tk);
+    barrier();
+    float bm = chunk_max(nb);
+    float c = 1.0;
+    if (bm > m) {
+      c = exp(m - bm);  // 0 on the first chunk
+      m = bm;
+    }
+    part *= c;
+    if (l < nb) {
+      float p = exp(s_score[l] - m);
+      s_p[l] = p;
+      part += p;
+    }
+    barrier();
+    // s_score is free for the next chunk now; s_p is rewritten only after
+    // the next chunk's first barrier, which every reader below has passed.
+    for (uint i = l; i < pc.n_embd_v; i += wg) add_chunk(r, i, c, j0, nb, tv);
+  }
+  if (n == 0u) return;  // uniform: the whole workgroup leaves
+  // The running sum: the invocations' shares added in a tree (wg a power of 2).
+  s_score[l] = part;
+  barrier();
+  for (uint st = wg / 2u; st > 0u; st >>= 1) {
+    if (l < st) s_score[l] += s_score[l + st];
+    barrier();
+  }
+  divide_row(r, l, wg, s_score[0]);
+}
+#endif
