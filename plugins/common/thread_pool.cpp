@@ -29,7 +29,7 @@ constexpr int kSpinIterations = 4000;
 // Spin until pred() holds or the budget runs out; true when it holds. Every
 // kYieldEvery pauses the thread yields, so when the machine is busy (another
 // process on our core) the thread we wait for gets the core sooner.
-constexpr int kYieldEvery = 256;
+constexpr int kYieldEvery = 1024;
 template <typename Pred>
 bool spin_until(Pred pred) {
   for (int i = 1; i <= kSpinIterations; ++i) {

@@ -17,6 +17,24 @@ float apply(int32_t op, float x, float y) {
   }
 }
 
+// x[i] = x[i] op y[i], one loop per op so each vectorizes.
+void apply_row(int32_t op, float* x, const float* y, int64_t n) {
+  switch (op) {
+    case LOOM_OP_ADD:
+      for (int64_t i = 0; i < n; ++i) x[i] += y[i];
+      break;
+    case LOOM_OP_SUB:
+      for (int64_t i = 0; i < n; ++i) x[i] -= y[i];
+      break;
+    case LOOM_OP_MUL:
+      for (int64_t i = 0; i < n; ++i) x[i] *= y[i];
+      break;
+    default:
+      for (int64_t i = 0; i < n; ++i) x[i] /= y[i];
+      break;
+  }
+}
+
 }  // namespace
 
 void kernel_binary(const loom_tensor_t* dst, int ith, int nth) {
@@ -33,7 +51,11 @@ void kernel_binary(const loom_tensor_t* dst, int ith, int nth) {
     unravel_row(dst, r, &i1, &i2, &i3);
     load_row(a, i1, i2, i3, x.data());
     load_row(b, i1 % b->ne[1], i2 % b->ne[2], i3 % b->ne[3], y.data());
-    for (int64_t i = 0; i < a->ne[0]; ++i) x[i] = apply(dst->op, x[i], y[i % nb0]);
+    if (nb0 == a->ne[0]) {
+      apply_row(dst->op, x.data(), y.data(), nb0);  // the usual case: no broadcast within a row
+    } else {
+      for (int64_t i = 0; i < a->ne[0]; ++i) x[i] = apply(dst->op, x[i], y[i % nb0]);
+    }
     store_row(dst, i1, i2, i3, x.data());
   }
 }

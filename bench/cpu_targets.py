@@ -1,0 +1,212 @@
+#!/usr/bin/python3
+"""The CPU speed targets of loom in one markdown table (bench/README.md).
+
+Runs, on this machine and in one session, for each build given (the current
+one, and optionally an older one for before/after ratios), alternating the
+builds row by row so both see the same machine state:
+
+  - `loom bench` decode (tg) and prefill (pp) tokens/s on synthetic
+    768-dim x 12-layer models (F32, F16, Q8_0, Q4_0), a 2048-dim x 16-layer
+    Q4_0 model (weights larger than L3), and stories260K decode, each as the
+    median of --reps repetitions with the min..max spread, and tg as a
+    fraction of the bound the same run measures (weights + KV cache read per
+    token / memory bandwidth);
+  - loom_ops_bench: 1024^3 F32 GEMM against OpenBLAS cblas_sgemm in the
+    same run, the dispatch cost per tiny node, decode GEMV weight GB/s, and
+    the peak f32 FMA / int8 multiply-add rates measured on the spot.
+
+Usage:
+  bench/cpu_targets.py [--build build/release] [--before OLD_BUILD]
+                       [--threads 2] [--reps 3] [--models DIR]
+
+Synthetic models are made once with ../shared/tools/make_synth_gguf.py
+(python3-numpy) into --models (default $LOOM_BENCH_MODELS or
+/tmp/loom-bench-models). A build needs -DLOOM_BUILD_BENCH=ON for the
+loom_ops_bench rows (skipped with a note otherwise). OpenBLAS's
+OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE are unset together for the ops rows so
+it uses the kernels for this CPU (the table says so).
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+SHARED = os.path.join(os.path.dirname(ROOT), "shared")
+
+SYNTH = [
+    # name, dim, layers, heads, ffn, type
+    ("s768-f32", 768, 12, 12, 2048, "f32"),
+    ("s768-f16", 768, 12, 12, 2048, "f16"),
+    ("s768-q8_0", 768, 12, 12, 2048, "q8_0"),
+    ("s768-q4_0", 768, 12, 12, 2048, "q4_0"),
+    ("s2048-q4_0", 2048, 16, 16, 5632, "q4_0"),
+]
+
+
+def log(msg):
+    print(msg, file=sys.stderr, flush=True)
+
+
+def make_models(folder):
+    os.makedirs(folder, exist_ok=True)
+    tool = os.path.join(SHARED, "tools", "make_synth_gguf.py")
+    tok = os.path.join(SHARED, "models", "stories260K.gguf")
+    for name, dim, layers, heads, ffn, typ in SYNTH:
+        path = os.path.join(folder, name + ".gguf")
+        if os.path.exists(path):
+            continue
+        log(f"cpu_targets: making {path}")
+        subprocess.run(["/usr/bin/python3", tool, "--tokenizer-from", tok, "--dim", str(dim), "--layers",
+                        str(layers), "--heads", str(heads), "--ffn", str(ffn), "--type", typ, path],
+                       check=True, stdout=subprocess.DEVNULL)
+
+
+def env_for(build):
+    env = dict(os.environ)
+    lib = os.path.join(build, "lib")
+    env["LD_LIBRARY_PATH"] = lib + (":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
+    for k in ("LOOM_PLUGIN_PATH", "LOOM_CPU_VARIANT", "LOOM_CPU_MASK", "LOOM_CPU_THREADS", "LOOM_DEVICES"):
+        env.pop(k, None)
+    return env
+
+
+def loom_bench(build, model, p, n, reps, threads):
+    cmd = [os.path.join(build, "bin", "loom"), "bench", "-m", model, "-p", str(p), "-n", str(n), "-r", str(reps),
+           "--threads", str(threads), "--json"]
+    out = subprocess.run(cmd, env=env_for(build), capture_output=True, text=True)
+    if out.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed: {out.stderr.strip()[-400:]}")
+    return json.loads(out.stdout)
+
+
+def ops_bench(build, filt):
+    exe = os.path.join(build, "bin", "loom_ops_bench")
+    if not os.path.exists(exe):
+        return None
+    env = env_for(build)
+    env.pop("OPENBLAS_CORETYPE", None)
+    env.pop("OPENBLAS_L2_SIZE", None)
+    out = subprocess.run([exe, "--benchmark_filter=" + filt, "--benchmark_format=json",
+                          "--benchmark_min_time=0.5"], env=env, capture_output=True, text=True)
+    if out.returncode != 0:
+        return None
+    return {b["name"]: b for b in json.loads(out.stdout)["benchmarks"]}
+
+
+def spread(samples):
+    med = statistics.median(samples)
+    return med, min(samples), max(samples)
+
+
+def fmt(med, lo, hi, digits=0):
+    return f"{med:.{digits}f} ({lo:.{digits}f}..{hi:.{digits}f})"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--build", default=os.path.join(ROOT, "build", "release"))
+    ap.add_argument("--before", default=None, help="an older build folder for before/after ratios")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--models", default=os.environ.get("LOOM_BENCH_MODELS", "/tmp/loom-bench-models"))
+    a = ap.parse_args()
+    builds = [("after", os.path.abspath(a.build))]
+    if a.before:
+        builds.insert(0, ("before", os.path.abspath(a.before)))
+    make_models(a.models)
+    stories = os.path.join(SHARED, "models", "stories260K.gguf")
+
+    rows = []  # (target, {build: text}, ratio text)
+    runs = [
+        ("s768-f32", 256, 64), ("s768-f16", 256, 64), ("s768-q8_0", 256, 64), ("s768-q4_0", 256, 64),
+        ("s2048-q4_0", 64, 32),
+    ]
+    pp_f32 = {}
+    for name, p, n in runs:
+        model = os.path.join(a.models, name + ".gguf")
+        res = {}
+        for label, build in builds:
+            log(f"cpu_targets: {label}: {name} -p {p} -n {n}")
+            res[label] = loom_bench(build, model, p, n, a.reps, a.threads)
+        for test in ("pp", "tg"):
+            cells, meds = {}, {}
+            for label, _ in builds:
+                r = next(x for x in res[label]["results"] if x["test"].startswith(test))
+                med, lo, hi = spread(r["samples_ts"])
+                meds[label] = med
+                text = fmt(med, lo, hi)
+                if test == "tg":
+                    # Weights + KV bytes per token (this build's JSON, or the
+                    # newest's when an old one lacks the KV count) over the
+                    # bandwidth this build's run measured.
+                    g = res[label]["gen_bound"]
+                    if "kv_bytes_per_token" not in g:
+                        g = res[builds[-1][0]]["gen_bound"]
+                    per_token = g["weight_bytes_per_token"] + g.get("kv_bytes_per_token", 0)
+                    bound = res[label]["bandwidth"]["read_gb_per_s"] * 1e9 / per_token
+                    text += f" = {100 * med / bound:.0f}% of bound" if bound > 0 else ""
+                cells[label] = text
+            if test == "pp" and name == "s768-f32":
+                pp_f32 = meds
+            extra = ""
+            if test == "pp" and name in ("s768-q8_0", "s768-q4_0") and pp_f32:
+                extra = "; vs own F32 pp: " + ", ".join(f"{k} {meds[k] / pp_f32[k]:.2f}x" for k in meds)
+            ratio = f"{meds['after'] / meds['before']:.2f}x" if "before" in meds and meds["before"] > 0 else ""
+            rows.append((f"{name} {test}{p if test == 'pp' else n} t/s", cells, ratio + extra))
+    res = {}
+    for label, build in builds:
+        log(f"cpu_targets: {label}: stories260K")
+        res[label] = loom_bench(build, stories, 16, 64, max(a.reps, 5), a.threads)
+    cells, meds = {}, {}
+    for label, _ in builds:
+        r = next(x for x in res[label]["results"] if x["test"].startswith("tg"))
+        med, lo, hi = spread(r["samples_ts"])
+        meds[label] = med
+        cells[label] = fmt(med, lo, hi) + f" = {1e6 / med:.0f} us/token"
+    ratio = f"{meds['after'] / meds['before']:.2f}x" if "before" in meds else ""
+    rows.append(("stories260K tg64 t/s", cells, ratio))
+
+    for label, build in builds:
+        log(f"cpu_targets: {label}: loom_ops_bench")
+        ops = ops_bench(build, "f32/K:1024|sgemm/K:1024|dispatch|peak|mul_mat/q4_0/K:768/M:2048/N:1/")
+        if ops is None:
+            rows.append((f"ops rows ({label})", {label: "loom_ops_bench not built (-DLOOM_BUILD_BENCH=ON)"}, ""))
+            continue
+
+        def get(prefix):
+            return next((v for k, v in ops.items() if k.startswith(prefix)), None)
+
+        gemm, blas = get("BM_loom_mul_mat/f32/K:1024"), get("BM_blas_sgemm/K:1024")
+        if gemm and blas:
+            rows.append(("F32 GEMM 1024^3 vs OpenBLAS (speed ratio)",
+                         {label: f"{gemm['FLOP/s'] / 1e9:.0f} GFLOP/s vs {blas['FLOP/s'] / 1e9:.0f}"},
+                         f"{blas['real_time'] / gemm['real_time']:.2f}x OpenBLAS"))
+        disp = get("BM_dispatch/1000")
+        if disp:
+            rows.append(("dispatch, 1000 tiny nodes", {label: f"{disp['s_per_node'] * 1e9:.0f} ns/node"}, ""))
+        gemv = get("BM_loom_mul_mat/q4_0/K:768/M:2048/N:1")
+        if gemv:
+            rows.append(("Q4_0 GEMV 768x2048 (in cache)", {label: f"{gemv['weight_GB/s']:.1f} GB/s weights"},
+                         f"{gemv['bw_fraction']:.2f}x DRAM bandwidth"))
+        for name in ("BM_peak_fma/2", "BM_peak_int8/2"):
+            pk = get(name)
+            if pk:
+                rows.append((f"peak {pk.get('label', name)} x{a.threads}",
+                             {label: f"{pk['MAC/s'] / 1e9:.0f} G multiply-adds/s"}, ""))
+
+    labels = [l for l, _ in builds]
+    print(f"threads {a.threads}, {a.reps} repetitions per row (median (min..max)); OpenBLAS rows with "
+          f"OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset")
+    print()
+    print("| target | " + " | ".join(labels) + " | after / before |")
+    print("| --- | " + " | ".join("---:" for _ in labels) + " | --- |")
+    for target, cells, ratio in rows:
+        print(f"| {target} | " + " | ".join(cells.get(l, "") for l in labels) + f" | {ratio} |")
+
+
+if __name__ == "__main__":
+    main()
