@@ -181,20 +181,20 @@ def main():
             return next((v for k, v in ops.items() if k.startswith(prefix)), None)
 
         gemm, blas = get("BM_loom_mul_mat/f32/K:1024"), get("BM_blas_sgemm/K:1024")
-        if gemm and blas:
+        if gemm and blas and "FLOP/s" in gemm:
             rows.append(("F32 GEMM 1024^3 vs OpenBLAS (speed ratio)",
                          {label: f"{gemm['FLOP/s'] / 1e9:.0f} GFLOP/s vs {blas['FLOP/s'] / 1e9:.0f}"},
                          f"{blas['real_time'] / gemm['real_time']:.2f}x OpenBLAS"))
         disp = get("BM_dispatch/1000")
-        if disp:
+        if disp and "s_per_node" in disp:
             rows.append(("dispatch, 1000 tiny nodes", {label: f"{disp['s_per_node'] * 1e9:.0f} ns/node"}, ""))
         gemv = get("BM_loom_mul_mat/q4_0/K:768/M:2048/N:1")
-        if gemv:
+        if gemv and "weight_GB/s" in gemv:
             rows.append(("Q4_0 GEMV 768x2048 (in cache)", {label: f"{gemv['weight_GB/s']:.1f} GB/s weights"},
                          f"{gemv['bw_fraction']:.2f}x DRAM bandwidth"))
         for name in ("BM_peak_fma/2", "BM_peak_int8/2"):
             pk = get(name)
-            if pk:
+            if pk and "MAC/s" in pk:
                 rows.append((f"peak {pk.get('label', name)} x{a.threads}",
                              {label: f"{pk['MAC/s'] / 1e9:.0f} G multiply-adds/s"}, ""))
 

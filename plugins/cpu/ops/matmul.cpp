@@ -25,6 +25,7 @@
 #include "common/quant.h"
 #include "ops/matmul.h"
 #include "ops/ops.h"
+#include "ops/simd.h"
 #include "weight_layout.h"
 
 namespace loom::cpu {
@@ -41,57 +42,26 @@ bool force_reference() {
   return on;
 }
 
-// 8 lanes as two 4-float vectors (GCC/Clang vector extensions: SSE on
-// x86-64, NEON on arm64), so the dot vectorizes at any -O level; the AVX2
-// variant of the plugin uses two 8-float vectors (16 lanes).
-#ifdef __AVX__
-constexpr int kLanes = 8;
-typedef float vf __attribute__((vector_size(32)));
-#else
-constexpr int kLanes = 4;
-typedef float vf __attribute__((vector_size(16)));
-#endif
-
-inline vf loadv(const float* p) {
-  vf v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-
-inline float dot_f32(const float* a, const float* b, int64_t n) {
-  vf acc0 = {}, acc1 = {};
-  int64_t k = 0;
-  for (; k + 2 * kLanes <= n; k += 2 * kLanes) {
-    acc0 += loadv(a + k) * loadv(b + k);
-    acc1 += loadv(a + k + kLanes) * loadv(b + k + kLanes);
-  }
-  const vf acc = acc0 + acc1;
-  float s = 0.0f;
-  for (int j = 0; j < kLanes; ++j) s += acc[j];
-  for (; k < n; ++k) s += a[k] * b[k];
-  return s;
-}
-
 // out[r][c] = dot(a[r], b[c]) over n floats for a kTileM x kTileN tile:
 // every loaded vector of A is used kTileN times and of B kTileM times
 // (register blocking), against once per multiply in dot_f32.
 constexpr int kTileM = 4;
 constexpr int kTileN = 3;
 inline void dot_tile(const float* const* a, const float* const* b, int64_t n, float out[kTileM][kTileN]) {
-  vf acc[kTileM][kTileN] = {};
+  simd_f acc[kTileM][kTileN] = {};
   int64_t k = 0;
-  for (; k + kLanes <= n; k += kLanes) {
-    vf bv[kTileN];
-    for (int c = 0; c < kTileN; ++c) bv[c] = loadv(b[c] + k);
+  for (; k + kSimdLanes <= n; k += kSimdLanes) {
+    simd_f bv[kTileN];
+    for (int c = 0; c < kTileN; ++c) bv[c] = simd_load(b[c] + k);
     for (int r = 0; r < kTileM; ++r) {
-      const vf av = loadv(a[r] + k);
+      const simd_f av = simd_load(a[r] + k);
       for (int c = 0; c < kTileN; ++c) acc[r][c] += av * bv[c];
     }
   }
   for (int r = 0; r < kTileM; ++r) {
     for (int c = 0; c < kTileN; ++c) {
       float s = 0.0f;
-      for (int j = 0; j < kLanes; ++j) s += acc[r][c][j];
+      for (int j = 0; j < kSimdLanes; ++j) s += acc[r][c][j];
       for (int64_t kk = k; kk < n; ++kk) s += a[r][kk] * b[c][kk];
       out[r][c] = s;
     }
@@ -178,20 +148,12 @@ const float* widen_row(const loom_tensor_t* a, int64_t i1, int64_t i2, int64_t i
 void mul_mat_fast(const loom_tensor_t* dst, int ith, int nth) {
   const loom_tensor_t* a = dst->src[0];
   const loom_tensor_t* b = dst->src[1];
-  const int64_t k_len = a->ne[0];
-  const int64_t m_len = a->ne[1];
-  const int64_t n_len = b->ne[1];
-  const int64_t r2 = b->ne[2] / a->ne[2];
-  const int64_t r3 = b->ne[3] / a->ne[3];
+  const MatDims d(dst);
+  const int64_t k_len = d.k, m_len = d.m, n_len = d.n, r2 = d.r2, r3 = d.r3;
   const int64_t m_blocks = (m_len + kRowBlock - 1) / kRowBlock;
-  int64_t w0, w1;
-  common::split_range(m_blocks * b->ne[2] * b->ne[3], ith, nth, &w0, &w1);
   std::vector<float> rows(static_cast<size_t>(kRowBlock * k_len));
   const bool dst_dense = dst->nb[0] == sizeof(float);
-  for (int64_t w = w0; w < w1; ++w) {
-    const int64_t mb = w % m_blocks;
-    const int64_t i2 = (w / m_blocks) % b->ne[2];
-    const int64_t i3 = w / (m_blocks * b->ne[2]);
+  for_share(d, m_blocks, ith, nth, [&](int64_t mb, int64_t i2, int64_t i3) {
     const int64_t m0 = mb * kRowBlock;
     const int64_t nr = std::min(kRowBlock, m_len - m0);
     const float* arows[kRowBlock];
@@ -211,7 +173,7 @@ void mul_mat_fast(const loom_tensor_t* dst, int ith, int nth) {
           }
         }
         for (; r < nr; ++r) {
-          for (int c = 0; c < kTileN; ++c) store_out(dst, m0 + r, n + c, i2, i3, dot_f32(arows[r], bcols[c], k_len));
+          for (int c = 0; c < kTileN; ++c) store_out(dst, m0 + r, n + c, i2, i3, simd_dot(arows[r], bcols[c], k_len));
         }
       }
     }
@@ -219,7 +181,7 @@ void mul_mat_fast(const loom_tensor_t* dst, int ith, int nth) {
       const auto* brow = reinterpret_cast<const float*>(row_ptr(b, n, i2, i3));
       char* out = elem_ptr(dst, m0, n, i2, i3);
       for (int64_t r = 0; r < nr; ++r) {
-        const float v = dot_f32(arows[r], brow, k_len);
+        const float v = simd_dot(arows[r], brow, k_len);
         if (dst_dense) {
           reinterpret_cast<float*>(out)[r] = v;
         } else {
@@ -227,20 +189,7 @@ void mul_mat_fast(const loom_tensor_t* dst, int ith, int nth) {
         }
       }
     }
-  }
-}
-
-// y[0..n) += s * x[0..n), in vector lanes.
-inline void axpy(float* y, const float* x, float s, int64_t n) {
-  vf sv;
-  for (int j = 0; j < kLanes; ++j) sv[j] = s;
-  int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes) {
-    vf yv = loadv(y + i);
-    yv += sv * loadv(x + i);
-    std::memcpy(y + i, &yv, sizeof yv);
-  }
-  for (; i < n; ++i) y[i] += s * x[i];
+  });
 }
 
 // A whose columns are contiguous (nb[1] = element size: a transposed view,
@@ -255,19 +204,11 @@ void mul_mat_columns(const loom_tensor_t* dst, int ith, int nth) {
   constexpr int64_t kRun = 32;
   const loom_tensor_t* a = dst->src[0];
   const loom_tensor_t* b = dst->src[1];
-  const int64_t k_len = a->ne[0];
-  const int64_t m_len = a->ne[1];
-  const int64_t n_len = b->ne[1];
-  const int64_t r2 = b->ne[2] / a->ne[2];
-  const int64_t r3 = b->ne[3] / a->ne[3];
-  int64_t w0, w1;
-  common::split_range(n_len * b->ne[2] * b->ne[3], ith, nth, &w0, &w1);
+  const MatDims d(dst);
+  const int64_t k_len = d.k, m_len = d.m, r2 = d.r2, r3 = d.r3;
   std::vector<float> run(static_cast<size_t>(m_len)), col(static_cast<size_t>(m_len));
   std::vector<double> total(static_cast<size_t>(m_len));
-  for (int64_t w = w0; w < w1; ++w) {
-    const int64_t n = w % n_len;
-    const int64_t i2 = (w / n_len) % b->ne[2];
-    const int64_t i3 = w / (n_len * b->ne[2]);
+  for_share(d, d.n, ith, nth, [&](int64_t n, int64_t i2, int64_t i3) {
     const auto* brow = reinterpret_cast<const float*>(row_ptr(b, n, i2, i3));
     const char* a0 = row_ptr(a, 0, i2 / r2, i3 / r3);  // A[0, 0]; A[k, :] is k * nb[0] further
     std::fill(total.begin(), total.end(), 0.0);
@@ -280,12 +221,12 @@ void mul_mat_columns(const loom_tensor_t* dst, int ith, int nth) {
           common::to_float_row(a->type, ak, col.data(), m_len);
           av = col.data();
         }
-        axpy(run.data(), av, brow[k], m_len);
+        simd_axpy(run.data(), brow[k], av, m_len);
       }
       for (int64_t m = 0; m < m_len; ++m) total[m] += run[m];
     }
     for (int64_t m = 0; m < m_len; ++m) store_out(dst, m, n, i2, i3, static_cast<float>(total[m]));
-  }
+  });
 }
 
 // B rows of contiguous, 4-byte-aligned f32: the fast paths.
@@ -311,20 +252,12 @@ void kernel_mul_mat(const loom_tensor_t* dst, int ith, int nth) {
   }
   const loom_tensor_t* a = dst->src[0];
   const loom_tensor_t* b = dst->src[1];
-  const int64_t k_len = a->ne[0];
-  const int64_t m_len = a->ne[1];
-  const int64_t n_len = b->ne[1];
-  const int64_t r2 = b->ne[2] / a->ne[2];
-  const int64_t r3 = b->ne[3] / a->ne[3];
+  const MatDims d(dst);
+  const int64_t k_len = d.k, n_len = d.n;
   const int64_t bs0 = static_cast<int64_t>(b->nb[0]);
-  int64_t w0, w1;
-  common::split_range(m_len * b->ne[2] * b->ne[3], ith, nth, &w0, &w1);
   std::vector<float> arow(static_cast<size_t>(k_len));
-  for (int64_t w = w0; w < w1; ++w) {
-    const int64_t m = w % m_len;
-    const int64_t i2 = (w / m_len) % b->ne[2];
-    const int64_t i3 = w / (m_len * b->ne[2]);
-    load_a_row(a, m, i2 / r2, i3 / r3, arow.data());
+  for_share(d, d.m, ith, nth, [&](int64_t m, int64_t i2, int64_t i3) {
+    load_a_row(a, m, i2 / d.r2, i3 / d.r3, arow.data());
     for (int64_t n = 0; n < n_len; ++n) {
       const char* brow = row_ptr(b, n, i2, i3);
       double sum = 0.0;
@@ -336,7 +269,7 @@ void kernel_mul_mat(const loom_tensor_t* dst, int ith, int nth) {
       const float out = static_cast<float>(sum);
       std::memcpy(elem_ptr(dst, m, n, i2, i3), &out, 4);
     }
-  }
+  });
 }
 
 }  // namespace

@@ -8,6 +8,36 @@
 
 namespace loom::cpu {
 
+// Extents of a MUL_MAT node: A [k, m, a2, a3], B [k, n, b2, b3]; B's batch
+// (i2, i3) reads A's batch (i2 / r2, i3 / r3).
+struct MatDims {
+  int64_t k, m, n, b2, b3, r2, r3;
+  explicit MatDims(const loom_tensor_t* dst)
+      : k(dst->src[0]->ne[0]),
+        m(dst->src[0]->ne[1]),
+        n(dst->src[1]->ne[1]),
+        b2(dst->src[1]->ne[2]),
+        b3(dst->src[1]->ne[3]),
+        r2(b2 / dst->src[0]->ne[2]),
+        r3(b3 / dst->src[0]->ne[3]) {}
+};
+
+// fn(unit, i2, i3) over thread ith's contiguous share of the work items
+// units x b2 x b3 (unit fastest): each item is done by one thread, so
+// results do not depend on the thread count.
+template <typename Fn>
+void for_share(const MatDims& d, int64_t units, int ith, int nth, Fn&& fn) {
+  int64_t w0, w1;
+  common::split_range(units * d.b2 * d.b3, ith, nth, &w0, &w1);
+  for (int64_t w = w0; w < w1; ++w) fn(w % units, (w / units) % d.b2, w / (units * d.b2));
+}
+
+// Whether A's rows are contiguous F32 / F16 / BF16 (what the GEMM and GEMV read).
+inline bool float_rows(const loom_tensor_t* a) {
+  return (a->type == LOOM_TYPE_F32 && a->nb[0] == 4) ||
+         ((a->type == LOOM_TYPE_F16 || a->type == LOOM_TYPE_BF16) && a->nb[0] == 2);
+}
+
 // The packed GEMM (matmul_gemm.cpp): built with AVX2 + FMA (+ AVX-512).
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 #define LOOM_CPU_GEMM 1

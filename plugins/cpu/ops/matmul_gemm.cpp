@@ -170,48 +170,29 @@ void row_dots(int32_t type, const char* row, const float* const* b, int64_t k_le
 
 }  // namespace
 
-bool gemv_path(const loom_tensor_t* dst) {
-  const loom_tensor_t* a = dst->src[0];
-  const int32_t t = a->type;
-  const bool float_a = (t == LOOM_TYPE_F32 && a->nb[0] == 4) ||
-                       ((t == LOOM_TYPE_F16 || t == LOOM_TYPE_BF16) && a->nb[0] == 2);
-  return float_a && dst->src[1]->ne[1] <= 4;
-}
+bool gemv_path(const loom_tensor_t* dst) { return float_rows(dst->src[0]) && dst->src[1]->ne[1] <= 4; }
 
 void mul_mat_gemv(const loom_tensor_t* dst, int ith, int nth) {
   const loom_tensor_t* a = dst->src[0];
   const loom_tensor_t* b = dst->src[1];
-  const int64_t k_len = a->ne[0];
-  const int64_t m_len = a->ne[1];
-  const int64_t n_len = b->ne[1];
-  const int64_t r2 = b->ne[2] / a->ne[2];
-  const int64_t r3 = b->ne[3] / a->ne[3];
-  int64_t w0, w1;
-  common::split_range(m_len * b->ne[2] * b->ne[3], ith, nth, &w0, &w1);
-  for (int64_t w = w0; w < w1; ++w) {
-    const int64_t m = w % m_len;
-    const int64_t i2 = (w / m_len) % b->ne[2];
-    const int64_t i3 = w / (m_len * b->ne[2]);
+  const MatDims d(dst);
+  for_share(d, d.m, ith, nth, [&](int64_t m, int64_t i2, int64_t i3) {
     const float* bc[4];
-    for (int64_t c = 0; c < n_len; ++c) bc[c] = reinterpret_cast<const float*>(row_ptr(b, c, i2, i3));
-    const char* row = row_ptr(a, m, i2 / r2, i3 / r3);
+    for (int64_t c = 0; c < d.n; ++c) bc[c] = reinterpret_cast<const float*>(row_ptr(b, c, i2, i3));
+    const char* row = row_ptr(a, m, i2 / d.r2, i3 / d.r3);
     float out[4];
-    switch (n_len) {
-      case 1: row_dots<1>(a->type, row, bc, k_len, out); break;
-      case 2: row_dots<2>(a->type, row, bc, k_len, out); break;
-      case 3: row_dots<3>(a->type, row, bc, k_len, out); break;
-      default: row_dots<4>(a->type, row, bc, k_len, out); break;
+    switch (d.n) {
+      case 1: row_dots<1>(a->type, row, bc, d.k, out); break;
+      case 2: row_dots<2>(a->type, row, bc, d.k, out); break;
+      case 3: row_dots<3>(a->type, row, bc, d.k, out); break;
+      default: row_dots<4>(a->type, row, bc, d.k, out); break;
     }
-    for (int64_t c = 0; c < n_len; ++c) std::memcpy(elem_ptr(dst, m, c, i2, i3), &out[c], 4);
-  }
+    for (int64_t c = 0; c < d.n; ++c) std::memcpy(elem_ptr(dst, m, c, i2, i3), &out[c], 4);
+  });
 }
 
 bool gemm_path(const loom_tensor_t* dst) {
-  const loom_tensor_t* a = dst->src[0];
-  const int32_t t = a->type;
-  const bool float_a = (t == LOOM_TYPE_F32 && a->nb[0] == 4) ||
-                       ((t == LOOM_TYPE_F16 || t == LOOM_TYPE_BF16) && a->nb[0] == 2);
-  return float_a && dst->nb[0] == 4 && dst->src[1]->ne[1] >= kGemmMinN;
+  return float_rows(dst->src[0]) && dst->nb[0] == 4 && dst->src[1]->ne[1] >= kGemmMinN;
 }
 
 void mul_mat_gemm(const loom_tensor_t* dst, int ith, int nth) {

@@ -161,28 +161,19 @@ void rows_times_b(const loom_tensor_t* dst, const loom_tensor_t* a, int64_t m0, 
 template <typename Block>
 void mul_mat_blocks(const loom_tensor_t* dst, const ActBlock* act, int ith, int nth) {
   const loom_tensor_t* a = dst->src[0];
-  const loom_tensor_t* b = dst->src[1];
-  const int64_t nblk = a->ne[0] / kBlock;
-  const int64_t m_len = a->ne[1];
-  const int64_t n_len = b->ne[1];
-  const int64_t r2 = b->ne[2] / a->ne[2];
-  const int64_t r3 = b->ne[3] / a->ne[3];
-  const int64_t m_tiles = (m_len + kTileRows - 1) / kTileRows;
-  int64_t w0, w1;
-  common::split_range(m_tiles * b->ne[2] * b->ne[3], ith, nth, &w0, &w1);
-  for (int64_t w = w0; w < w1; ++w) {
-    const int64_t mt = w % m_tiles;
-    const int64_t i2 = (w / m_tiles) % b->ne[2];
-    const int64_t i3 = w / (m_tiles * b->ne[2]);
-    const ActBlock* batch = act + ((i3 * b->ne[2] + i2) * n_len) * nblk;
+  const MatDims d(dst);
+  const int64_t nblk = d.k / kBlock;
+  const int64_t m_tiles = (d.m + kTileRows - 1) / kTileRows;
+  for_share(d, m_tiles, ith, nth, [&](int64_t mt, int64_t i2, int64_t i3) {
+    const ActBlock* batch = act + ((i3 * d.b2 + i2) * d.n) * nblk;
     auto act_row = [&](int64_t n) { return batch + n * nblk; };
     const int64_t m0 = mt * kTileRows;
-    if (m0 + kTileRows <= m_len) {
-      rows_times_b<Block, kTileRows>(dst, a, m0, i2, i3, i2 / r2, i3 / r3, act_row);
+    if (m0 + kTileRows <= d.m) {
+      rows_times_b<Block, kTileRows>(dst, a, m0, i2, i3, i2 / d.r2, i3 / d.r3, act_row);
     } else {
-      for (int64_t m = m0; m < m_len; ++m) rows_times_b<Block, 1>(dst, a, m, i2, i3, i2 / r2, i3 / r3, act_row);
+      for (int64_t m = m0; m < d.m; ++m) rows_times_b<Block, 1>(dst, a, m, i2, i3, i2 / d.r2, i3 / d.r3, act_row);
     }
-  }
+  });
 }
 
 // B's rows [r0, r1) (flat over n, i2, i3) into act.

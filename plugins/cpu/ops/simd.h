@@ -1,9 +1,8 @@
 // Portable f32 vector helpers for CPU kernels: GCC/Clang vector extensions,
 // so loops vectorize at any -O level on any ISA (SSE / NEON 4 lanes in the
-// baseline build, AVX 8 lanes in the cpu-avx2 variant). Header-only, in an
+// baseline build, AVX 8 lanes in the x86-64 variants). Header-only, in an
 // unnamed namespace: each kernel file gets the helpers of the ISA it is
-// compiled for. (matmul.cpp predates this header and keeps its own copy of
-// vf / loadv / dot_f32.)
+// compiled for.
 #pragma once
 
 #include <cstdint>
