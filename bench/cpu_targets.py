@@ -170,7 +170,10 @@ def main():
     ratio = f"{meds['after'] / meds['before']:.2f}x" if "before" in meds else ""
     rows.append(("stories260K tg64 t/s", cells, ratio))
 
-    for label, build in builds:
+    # The ops rows of the current build only: a bench binary loads the plugins
+    # of the build folder it was configured in, so an older copy would
+    # measure the current plugins.
+    for label, build in builds[-1:]:
         log(f"cpu_targets: {label}: loom_ops_bench")
         ops = ops_bench(build, "f32/K:1024|sgemm/K:1024|dispatch|peak|mul_mat/q4_0/K:768/M:2048/N:1/")
         if ops is None:

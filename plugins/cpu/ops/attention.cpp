@@ -88,10 +88,21 @@ void block_scores(const float* q, const float* const* k, int64_t nb, int64_t d, 
   for (; jj < nb; ++jj) s[jj] = scale * simd_dot(q, k[jj], d);
 }
 
-// acc[e] += sum_jj p[jj] * v[jj][e]: each lane group of acc stays in a
-// register over the block's rows.
+// acc[e] += sum_jj p[jj] * v[jj][e]: up to kGroups lane groups of acc stay
+// in registers over the block's rows, independent chains so the FMAs do not
+// wait on each other's latency.
 void block_axpy(float* acc, const float* p, const float* const* v, int64_t nb, int64_t dv) {
+  constexpr int kGroups = 8;
   int64_t e = 0;
+  for (; e + kGroups * kSimdLanes <= dv; e += kGroups * kSimdLanes) {
+    simd_f a[kGroups];
+    for (int g = 0; g < kGroups; ++g) a[g] = simd_load(acc + e + g * kSimdLanes);
+    for (int64_t jj = 0; jj < nb; ++jj) {
+      const float* vr = v[jj] + e;
+      for (int g = 0; g < kGroups; ++g) a[g] += p[jj] * simd_load(vr + g * kSimdLanes);
+    }
+    for (int g = 0; g < kGroups; ++g) simd_store(acc + e + g * kSimdLanes, a[g]);
+  }
   for (; e + kSimdLanes <= dv; e += kSimdLanes) {
     simd_f a = simd_load(acc + e);
     for (int64_t jj = 0; jj < nb; ++jj) a += p[jj] * simd_load(v[jj] + e);
