@@ -56,7 +56,7 @@ int64_t work_estimate(const loom_tensor_t* node);
 // run time, when the data is there; plans use work_estimate).
 int64_t attention_work(const loom_tensor_t* node);
 // Nodes with less work than this run on the calling thread alone
-// (LOOM_CPU_PARALLEL_MIN_WORK, default 16384).
+// (LOOM_CPU_PARALLEL_MIN_WORK, default 100000).
 int64_t parallel_min_work();
 
 // loom.cost: estimated microseconds for node with `threads` threads; 0 for
