@@ -9,8 +9,8 @@ builds row by row so both see the same machine state:
     768-dim x 12-layer models (F32, F16, Q8_0, Q4_0), a 2048-dim x 16-layer
     Q4_0 model (weights larger than L3), and stories260K decode, each as the
     median of --reps repetitions with the min..max spread, and tg as a
-    fraction of the bound the same run measures (weights + KV cache read per
-    token / memory bandwidth);
+    fraction of the bound (weights + KV cache read per token / the median
+    of the read bandwidths every loom bench of the run measured);
   - loom_ops_bench: 1024^3 F32 GEMM against OpenBLAS cblas_sgemm in the
     same run, the dispatch cost per tiny node, decode GEMV weight GB/s, and
     the peak f32 FMA / int8 multiply-add rates measured on the spot.
@@ -126,12 +126,19 @@ def main():
         ("s2048-q4_0", 64, 32),
     ]
     pp_f32 = {}
+    all_res = []
     for name, p, n in runs:
         model = os.path.join(a.models, name + ".gguf")
         res = {}
         for label, build in builds:
             log(f"cpu_targets: {label}: {name} -p {p} -n {n}")
             res[label] = loom_bench(build, model, p, n, a.reps, a.threads)
+        all_res.append((name, p, n, res))
+    # One bandwidth for every bound: the median of the probes of all runs
+    # (each loom bench measures its own; single probes swing with the host).
+    bws = [r["bandwidth"]["read_gb_per_s"] for _, _, _, res in all_res for r in res.values()]
+    bw = statistics.median(bws)
+    for name, p, n, res in all_res:
         for test in ("pp", "tg"):
             cells, meds = {}, {}
             for label, _ in builds:
@@ -147,7 +154,7 @@ def main():
                     if "kv_bytes_per_token" not in g:
                         g = res[builds[-1][0]]["gen_bound"]
                     per_token = g["weight_bytes_per_token"] + g.get("kv_bytes_per_token", 0)
-                    bound = res[label]["bandwidth"]["read_gb_per_s"] * 1e9 / per_token
+                    bound = bw * 1e9 / per_token
                     text += f" = {100 * med / bound:.0f}% of bound" if bound > 0 else ""
                 cells[label] = text
             if test == "pp" and name == "s768-f32":
@@ -202,8 +209,9 @@ def main():
                              {label: f"{pk['MAC/s'] / 1e9:.0f} G multiply-adds/s"}, ""))
 
     labels = [l for l, _ in builds]
-    print(f"threads {a.threads}, {a.reps} repetitions per row (median (min..max)); OpenBLAS rows with "
-          f"OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset")
+    print(f"threads {a.threads}, {a.reps} repetitions per row (median (min..max)); bound = (weights + KV "
+          f"cache bytes per token) / {bw:.1f} GB/s, the median of the run's {len(bws)} bandwidth probes "
+          f"({min(bws):.1f}..{max(bws):.1f}); OpenBLAS rows with OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset")
     print()
     print("| target | " + " | ".join(labels) + " | after / before |")
     print("| --- | " + " | ".join("---:" for _ in labels) + " | --- |")
