@@ -259,6 +259,35 @@ void BM_memory_read(benchmark::State& state) {
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(n * sizeof(uint64_t)));
 }
 
+// One input's bytes for time_graph.
+struct Upload {
+  loom::Tensor* t;
+  const void* data;
+  size_t bytes;
+};
+
+// Builds the graph of `outputs` on dev, uploads the inputs, then computes it
+// once per benchmark iteration; a failure skips the benchmark with the reason.
+void time_graph(benchmark::State& state, loom::registry::Device* dev, const std::vector<loom::Tensor*>& outputs,
+                const std::vector<Upload>& inputs) {
+  auto g = loom::Graph::build(outputs);
+  if (!g.ok()) {
+    state.SkipWithError(g.status().message().c_str());
+    return;
+  }
+  auto ex = loom::Executor::create(dev);
+  if (!ex.ok()) {
+    state.SkipWithError(ex.status().message().c_str());
+    return;
+  }
+  loom::Status st = (*ex)->allocate(*g);
+  for (const Upload& u : inputs) {
+    if (st.ok()) st = loom::tensor_set(u.t, u.data, u.bytes);
+  }
+  while (st.ok() && state.KeepRunning()) st = (*ex)->compute(*g);
+  if (!st.ok()) state.SkipWithError(st.message().c_str());
+}
+
 // Dispatch cost: a chain of range(0) tiny nodes (ADD of 16 floats, each
 // reading the previous result) run as one graph on the bench device;
 // s_per_node = time per graph / nodes (printed with an SI prefix: 500n = 500 ns).
@@ -285,23 +314,8 @@ void BM_dispatch(benchmark::State& state) {
     }
     cur = *next;
   }
-  auto g = loom::Graph::build({cur});
-  auto ex = loom::Executor::create(dev);
-  loom::Status st = g.ok() && ex.ok() ? (*ex)->allocate(*g) : loom::Status();
   std::vector<float> v(16, 1.0f);
-  if (st.ok() && g.ok() && ex.ok()) st = loom::tensor_set(*x, v.data(), 64);
-  if (st.ok() && g.ok() && ex.ok()) st = loom::tensor_set(*one, v.data(), 64);
-  if (!g.ok() || !ex.ok() || !st.ok()) {
-    state.SkipWithError("setup failed");
-    return;
-  }
-  for (auto _ : state) {
-    st = (*ex)->compute(*g);
-    if (!st.ok()) {
-      state.SkipWithError(st.message().c_str());
-      break;
-    }
-  }
+  time_graph(state, dev, {cur}, {{*x, v.data(), 64}, {*one, v.data(), 64}});
   state.counters["s_per_node"] = benchmark::Counter(static_cast<double>(nodes),
                                                      benchmark::Counter::kIsIterationInvariantRate |
                                                          benchmark::Counter::kInvert);
@@ -334,27 +348,12 @@ void BM_attention(benchmark::State& state) {
     state.SkipWithError(out.status().message().c_str());
     return;
   }
-  auto g = loom::Graph::build({*out});
-  auto ex = loom::Executor::create(dev);
-  loom::Status st = g.ok() && ex.ok() ? (*ex)->allocate(*g) : loom::Status();
   std::vector<float> qv = random_floats(static_cast<size_t>(d * h), 3);
   std::vector<float> cache = random_floats(static_cast<size_t>(d * h * n_kv), 4);
   const int32_t nv = static_cast<int32_t>(visible);
-  if (st.ok() && g.ok() && ex.ok()) st = loom::tensor_set(*q, qv.data(), qv.size() * 4);
-  if (st.ok() && g.ok() && ex.ok()) st = loom::tensor_set(*kc, cache.data(), cache.size() * 4);
-  if (st.ok() && g.ok() && ex.ok()) st = loom::tensor_set(*vc, cache.data(), cache.size() * 4);
-  if (st.ok() && g.ok() && ex.ok()) st = loom::tensor_set(*vis, &nv, 4);
-  if (!g.ok() || !ex.ok() || !st.ok()) {
-    state.SkipWithError("setup failed");
-    return;
-  }
-  for (auto _ : state) {
-    st = (*ex)->compute(*g);
-    if (!st.ok()) {
-      state.SkipWithError(st.message().c_str());
-      break;
-    }
-  }
+  time_graph(state, dev, {*out},
+             {{*q, qv.data(), qv.size() * 4}, {*kc, cache.data(), cache.size() * 4},
+              {*vc, cache.data(), cache.size() * 4}, {*vis, &nv, 4}});
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * visible * h * d * 4 * 2);
 }
 

@@ -12,27 +12,18 @@
 #include <string>
 #include <vector>
 
+#include "llm_test_util.hpp"
 #include "llm/generate.hpp"
 #include "llm/llama_model.hpp"
 #include "llm/llama_session.hpp"
 #include "loom/ops.hpp"
 #include "loom/registry.hpp"
 
-#ifndef LOOM_MODELS_DIR_DEFAULT
-#define LOOM_MODELS_DIR_DEFAULT "../shared/models"
-#endif
-
 namespace loom::llm {
 namespace {
 
-const char kPublished[] =
-    "Once upon a time, there was a little girl named Lily. She loved to play outside in the park. One day, "
-    "she saw a big, red ball. She wanted to play with it, but it was too high.";
-
-std::string stories_path() {
-  const char* env = std::getenv("LOOM_MODELS_DIR");
-  return std::string(env && *env ? env : LOOM_MODELS_DIR_DEFAULT) + "/stories260K.gguf";
-}
+using test::kPublished;
+using test::stories_path;
 
 // Whether dev runs an ATTENTION node of the model's shapes.
 bool runs_attention(const registry::Device& dev, const LlamaHparams& h) {

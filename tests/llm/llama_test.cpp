@@ -11,27 +11,18 @@
 #include <memory>
 #include <string>
 
+#include "llm_test_util.hpp"
 #include "gguf/gguf_writer.hpp"
 #include "llm/generate.hpp"
 #include "llm/llama_model.hpp"
 #include "llm/llama_session.hpp"
 #include "loom/registry.hpp"
 
-#ifndef LOOM_MODELS_DIR_DEFAULT
-#define LOOM_MODELS_DIR_DEFAULT "../shared/models"
-#endif
-
 namespace loom::llm {
 namespace {
 
-const char kOnceUponATime[] =
-    "Once upon a time, there was a little girl named Lily. She loved to play outside in the park. One day, "
-    "she saw a big, red ball. She wanted to play with it, but it was too high.";
-
-std::string stories_path() {
-  const char* env = std::getenv("LOOM_MODELS_DIR");
-  return std::string(env && *env ? env : LOOM_MODELS_DIR_DEFAULT) + "/stories260K.gguf";
-}
+using test::kPublished;
+using test::stories_path;
 
 registry::Device* cpu_device(registry::Registry& reg) { return reg.device("cpu"); }
 
@@ -88,7 +79,7 @@ TEST_F(StoriesModel, GreedyFromBosTellsTheStory) {
   auto r = generate(**s, *tok_, "", opt);
   ASSERT_TRUE(r.ok()) << r.status().to_string();
   EXPECT_EQ(r->prompt_tokens, std::vector<TokenId>{1});
-  EXPECT_EQ(r->text.rfind(kOnceUponATime, 0), 0u) << r->text;
+  EXPECT_EQ(r->text.rfind(kPublished, 0), 0u) << r->text;
 }
 
 TEST_F(StoriesModel, F16KvCacheTellsTheSameStart) {

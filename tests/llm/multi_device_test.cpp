@@ -11,41 +11,32 @@
 #include <string>
 #include <vector>
 
+#include "llm_test_util.hpp"
 #include "llm/generate.hpp"
 #include "llm/llama_model.hpp"
 #include "llm/llama_session.hpp"
 #include "loom/registry.hpp"
 #include "registry/registry_test_util.hpp"
 
-#ifndef LOOM_MODELS_DIR_DEFAULT
-#define LOOM_MODELS_DIR_DEFAULT "../shared/models"
-#endif
-
 namespace loom::llm {
 namespace {
 
-using test::ScopedEnv;
+using test::kPublished;
+using test::stories_path;
 
-const char kPublished[] =
-    "Once upon a time, there was a little girl named Lily. She loved to play outside in the park. One day, "
-    "she saw a big, red ball. She wanted to play with it, but it was too high.";
+using test::ScopedEnv;
 
 // Ops the simulated device runs in these tests (no ROPE, SET_ROWS, SWIGLU:
 // those stay on the cpu, so the plan has several splits per layer).
 const char kSimOps[] = "MUL_MAT,ADD,MUL,RMS_NORM,SOFT_MAX,SILU,GET_ROWS,CONT,CPY,SCALE";
-
-std::string model_path() {
-  const char* env = std::getenv("LOOM_MODELS_DIR");
-  return std::string(env && *env ? env : LOOM_MODELS_DIR_DEFAULT) + "/stories260K.gguf";
-}
 
 // A registry of cpu, sim (one device, limited ops, own memory) and blas
 // when built; the sim variables are read at load and restored after.
 class MultiDevice : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!std::ifstream(model_path()).good()) {
-      GTEST_SKIP() << model_path() << " not found (set LOOM_MODELS_DIR to the folder holding stories260K.gguf)";
+    if (!std::ifstream(stories_path()).good()) {
+      GTEST_SKIP() << stories_path() << " not found (set LOOM_MODELS_DIR to the folder holding stories260K.gguf)";
     }
     ScopedEnv n("LOOM_SIM_DEVICES", std::optional<std::string>("1"));
     ScopedEnv ops("LOOM_SIM_OPS_0", std::optional<std::string>(kSimOps));
@@ -68,7 +59,7 @@ class MultiDevice : public ::testing::Test {
       lo.devices.push_back(d);
     }
     lo.n_gpu_layers = n_gpu_layers;
-    auto m = LlamaModel::load(model_path(), lo);
+    auto m = LlamaModel::load(stories_path(), lo);
     ASSERT_TRUE(m.ok()) << m.status().to_string();
     model_ = std::move(m).value();
     auto t = Tokenizer::from_gguf(model_->file());
@@ -104,7 +95,7 @@ TEST_F(MultiDevice, DecodeStepsReuseOnePlan) {
 TEST_F(MultiDevice, UnpaddedKvReplansEveryStep) {
   // Without padding every step has a new KV length, hence a new shape: the
   // count shows the fingerprint follows shapes, not values.
-  auto m = LlamaModel::load(model_path(), reg_->device("cpu"));
+  auto m = LlamaModel::load(stories_path(), reg_->device("cpu"));
   ASSERT_TRUE(m.ok()) << m.status().to_string();
   SessionOptions so;
   so.kv_pad = 1;
@@ -212,7 +203,7 @@ TEST_F(MultiDevice, LoadProgressCountsCopiedWeights) {
     done.push_back(d);
     total = t;
   };
-  auto m = LlamaModel::load(model_path(), lo);
+  auto m = LlamaModel::load(stories_path(), lo);
   ASSERT_TRUE(m.ok()) << m.status().to_string();
   ASSERT_FALSE(done.empty());
   for (size_t i = 1; i < done.size(); ++i) EXPECT_GT(done[i], done[i - 1]);
@@ -232,7 +223,7 @@ TEST_F(MultiDevice, OutOfDeviceMemoryOnLoadSaysHowMuch) {
   LoadOptions lo;
   lo.devices = {reg->device("sim0"), reg->device("cpu")};
   lo.n_gpu_layers = 5;
-  auto m = LlamaModel::load(model_path(), lo);
+  auto m = LlamaModel::load(stories_path(), lo);
   ASSERT_FALSE(m.ok());
   const std::string msg = m.status().message();
   EXPECT_EQ(m.status().code(), StatusCode::kResourceExhausted) << msg;
@@ -241,7 +232,7 @@ TEST_F(MultiDevice, OutOfDeviceMemoryOnLoadSaysHowMuch) {
   EXPECT_NE(msg.find("try fewer --n-gpu-layers"), std::string::npos) << msg;
   // The same devices still load the model with no layers offloaded.
   lo.n_gpu_layers = 0;
-  EXPECT_TRUE(LlamaModel::load(model_path(), lo).ok());
+  EXPECT_TRUE(LlamaModel::load(stories_path(), lo).ok());
 }
 
 }  // namespace

@@ -21,27 +21,21 @@
 #include <string>
 #include <vector>
 
+#include "llm_test_util.hpp"
 #include "llm/generate.hpp"
 #include "llm/llama_model.hpp"
 #include "llm/llama_session.hpp"
 #include "loom/registry.hpp"
 
-#ifndef LOOM_MODELS_DIR_DEFAULT
-#define LOOM_MODELS_DIR_DEFAULT "../shared/models"
-#endif
-
 namespace loom::llm {
 namespace {
+
+using test::models_dir;
 
 namespace fs = std::filesystem;
 
 constexpr char kPython[] = "/usr/bin/python3";
 constexpr int kHeads = 8;
-
-std::string models_dir() {
-  const char* env = std::getenv("LOOM_MODELS_DIR");
-  return env && *env ? env : LOOM_MODELS_DIR_DEFAULT;
-}
 
 std::string tool_path() {
   const char* env = std::getenv("LOOM_SYNTH_TOOL");

@@ -1,6 +1,7 @@
 // SPM tokenizer: a small synthetic vocab (always runs) for the merge order,
 // byte fallback and decode rules; stories260K's vocab (skipped when absent)
 // for ids checked by hand, and seeded random round trips.
+#include "llm_test_util.hpp"
 #include "llm/tokenizer.hpp"
 
 #include <gtest/gtest.h>
@@ -10,12 +11,10 @@
 #include <memory>
 #include <random>
 
-#ifndef LOOM_MODELS_DIR_DEFAULT
-#define LOOM_MODELS_DIR_DEFAULT "../shared/models"
-#endif
-
 namespace loom::llm {
 namespace {
+
+using test::stories_path;
 
 const std::string kSp = "\xe2\x96\x81";  // U+2581
 
@@ -116,15 +115,10 @@ TEST(TokenizerToy, BadVocabs) {
 
 // ------------------------------------------------------------- stories260K
 
-std::string model_path() {
-  const char* env = std::getenv("LOOM_MODELS_DIR");
-  return std::string(env && *env ? env : LOOM_MODELS_DIR_DEFAULT) + "/stories260K.gguf";
-}
-
 class Stories : public ::testing::Test {
  protected:
   void SetUp() override {
-    const std::string path = model_path();
+    const std::string path = stories_path();
     if (!std::ifstream(path).good()) GTEST_SKIP() << path << " not found (set LOOM_MODELS_DIR to the models folder)";
     auto f = GgufFile::open(path);
     ASSERT_TRUE(f.ok()) << f.status().to_string();
