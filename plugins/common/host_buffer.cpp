@@ -137,10 +137,7 @@ class HostBuffer {
   // be multiples of the block's bytes and end inside the tensor.
   loom_status_t* check_blocks(const char* op, const loom_tensor_t* t, size_t offset, size_t size) const {
     const size_t bs = type_traits(t->type).type_size;
-    size_t nbytes = bs;
-    for (int d = 0; d < LOOM_MAX_DIMS; ++d) {
-      nbytes *= static_cast<size_t>(d == 0 ? t->ne[0] / type_traits(t->type).block_size : t->ne[d]);
-    }
+    const size_t nbytes = row_size(t->type, t->ne[0]) * static_cast<size_t>(t->ne[1] * t->ne[2] * t->ne[3]);
     if (bs == 0 || offset % bs != 0 || size % bs != 0 || offset > nbytes || size > nbytes - offset) {
       return error(LOOM_STATUS_INVALID_ARGUMENT, *type_, op,
                    std::string("tensor '") + t->name + "': range [" + std::to_string(offset) + ", " +

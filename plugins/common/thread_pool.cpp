@@ -26,19 +26,12 @@ namespace {
 // between two nodes of a graph, so a busy graph never pays a futex wake-up.
 constexpr int kSpinIterations = 4000;
 
-// Spin until pred() holds or the budget runs out; true when it holds. Every
-// kYieldEvery pauses the thread yields, so when the machine is busy (another
-// process on our core) the thread we wait for gets the core sooner.
-constexpr int kYieldEvery = 1024;
+// Spin until pred() holds or the budget runs out; true when it holds.
 template <typename Pred>
 bool spin_until(Pred pred) {
   for (int i = 1; i <= kSpinIterations; ++i) {
     if (pred()) return true;
-    if (i % kYieldEvery == 0) {
-      std::this_thread::yield();
-    } else {
-      cpu_relax();
-    }
+    spin_pause(i);
   }
   return pred();
 }
@@ -50,6 +43,15 @@ void cpu_relax() {
 #else
   std::this_thread::yield();
 #endif
+}
+
+void spin_pause(int iteration) {
+  constexpr int kYieldEvery = 1024;
+  if (iteration % kYieldEvery == 0) {
+    std::this_thread::yield();
+  } else {
+    cpu_relax();
+  }
 }
 
 ThreadPool::ThreadPool(int n_threads) { start(std::max(1, n_threads)); }

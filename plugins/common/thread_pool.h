@@ -53,6 +53,11 @@ class ThreadPool {
 // A spin-wait hint (pause on x86).
 void cpu_relax();
 
+// One step of a spin-wait, `iteration` counting from 1: a pause, and every
+// 1024th step a yield, so that when another process holds our core the
+// thread being waited for gets it sooner.
+void spin_pause(int iteration);
+
 // Split [0, n) into nth near-equal ranges; range of thread ith.
 inline void split_range(int64_t n, int ith, int nth, int64_t* begin, int64_t* end) {
   int64_t per = (n + nth - 1) / nth;

@@ -55,8 +55,7 @@ bool fast_mul_mat(const loom_tensor_t* node) {
 }
 
 double weight_bytes(const loom_tensor_t* a) {
-  return static_cast<double>(common::type_traits(a->type).type_size) * static_cast<double>(a->ne[0]) /
-         static_cast<double>(common::type_traits(a->type).block_size) * static_cast<double>(a->ne[1] * a->ne[2] * a->ne[3]);
+  return static_cast<double>(common::row_size(a->type, a->ne[0])) * static_cast<double>(a->ne[1] * a->ne[2] * a->ne[3]);
 }
 
 double mul_mat_us(const loom_tensor_t* node, double work, int nth) {

@@ -5,7 +5,6 @@
 #include <cstdlib>
 #include <new>
 #include <string>
-#include <thread>
 
 #include "common/glue.h"
 #include "common/op_check.h"
@@ -61,10 +60,10 @@ const char* unsupported_reason(const loom_tensor_t* node) {
 
 // Below this many multiply-adds / element updates a node runs on one thread;
 // LOOM_CPU_PARALLEL_MIN_WORK overrides it (0: always use the pool, as the op
-// tests do to exercise the threaded paths on small shapes).
-// ~100k multiply-adds take a few microseconds on one thread: about what
-// handing work to the pool and waiting for it costs (much more when another
-// process holds a core). 16384 made stories260K decode 25-30% slower.
+// tests do to exercise the threaded paths on small shapes). ~100k
+// multiply-adds take a few microseconds on one thread, about what handing
+// work to the pool and waiting for it costs (more when another process holds
+// a core); 16384 made stories260K decode 25-30% slower.
 constexpr int64_t kDefaultParallelMinWork = 100000;
 
 int64_t parallel_min_work() {
@@ -94,15 +93,7 @@ int64_t work_estimate(const loom_tensor_t* node) {
 void Exec::barrier(int nth) {
   if (nth <= 1) return;
   arrived_.fetch_add(1, std::memory_order_acq_rel);
-  // Spin briefly, then yield: a thread descheduled by another process's load
-  // must not cost the others a whole time slice each.
-  for (int spins = 0; arrived_.load(std::memory_order_acquire) < nth; ++spins) {
-    if (spins < 2000) {
-      common::cpu_relax();
-    } else {
-      std::this_thread::yield();
-    }
-  }
+  for (int i = 1; arrived_.load(std::memory_order_acquire) < nth; ++i) common::spin_pause(i);
 }
 
 void* Exec::scratch(size_t bytes) {

@@ -1,20 +1,15 @@
 // MUL_MAT: dst[m, n, i2, i3] = sum_k A[k, m, i2/r2, i3/r3] * B[k, n, i2, i3].
 //
-// Two paths. The reference path (any layout) splits work over (m, i2, i3):
-// each row of A is dequantized once into a f32 scratch and dotted with every
-// column n of B through B's byte strides, accumulating in double. The fast
-// path (B rows contiguous, the usual case) dequantizes blocks of kRowBlock
-// rows of A and dots them with the rows of B in f32, kTileM rows of A by
-// kTileN rows of B at a time (register tiles: each loaded vector serves
-// several products), so B is read from cache once per block of A. With AVX2 (the cpu-avx2 variant) and Q8_0 /
-// Q4_0 A times at most kFusedQuantMaxN columns (decode), blocks are dequantized
-// in registers inside the dot instead (no f32 copy of the row): the scale
-// multiplies each block's sum. B stays f32 (activations are not quantized),
-// so results keep f32 accuracy. LOOM_CPU_REFERENCE=1 forces the reference
-// path (for comparisons).
-#if defined(__F16C__) || defined(__AVX2__)
-#include <immintrin.h>
-#endif
+// Dispatch (run_mul_mat) and the paths every build has. When B's rows are
+// dense f32 (the usual case), the x86-64 builds' fast paths come first:
+// Q8_0 / Q4_0 A on the int8 path (matmul_int8.cpp, matmul_x8.cpp), float A
+// on the packed GEMM or the decode GEMV (matmul_gemm.cpp). Otherwise: A with
+// contiguous columns (attention's V^T) is summed column-wise; the row-dot
+// path widens blocks of kRowBlock rows of A to f32 and dots them with the
+// rows of B, kTileM x kTileN at a time in vector registers. B with strided
+// rows, and every MUL_MAT under LOOM_CPU_REFERENCE=1, take the reference
+// loop: each row of A widened once, dotted with every column of B through
+// its byte strides in double.
 
 #include <algorithm>
 #include <cstdlib>
@@ -101,18 +96,9 @@ const float* widen_row(const loom_tensor_t* a, int64_t i1, int64_t i2, int64_t i
       }
       break;
     case LOOM_TYPE_F16:
+    case LOOM_TYPE_BF16:
       if (a->nb[0] == 2) {
-        int64_t k = 0;
-#ifdef __F16C__
-        for (; k + 8 <= n; k += 8) {
-          _mm256_storeu_ps(scratch + k, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 2 * k))));
-        }
-#endif
-        for (; k < n; ++k) {
-          uint16_t h;
-          std::memcpy(&h, row + 2 * k, 2);
-          scratch[k] = common::f16_to_f32(h);
-        }
+        widen_range(a->type, row, 0, n, scratch);
         return scratch;
       }
       break;
@@ -159,22 +145,20 @@ void mul_mat_fast(const loom_tensor_t* dst, int ith, int nth) {
     const float* arows[kRowBlock];
     for (int64_t r = 0; r < nr; ++r) arows[r] = widen_row(a, m0 + r, i2 / r2, i3 / r3, rows.data() + r * k_len);
     int64_t n = 0;
-    {
-      // Whole tiles of kTileN columns: register-blocked dots.
-      for (; n + kTileN <= n_len; n += kTileN) {
-        const float* bcols[kTileN];
-        for (int c = 0; c < kTileN; ++c) bcols[c] = reinterpret_cast<const float*>(row_ptr(b, n + c, i2, i3));
-        int64_t r = 0;
-        for (; r + kTileM <= nr; r += kTileM) {
-          float t[kTileM][kTileN];
-          dot_tile(arows + r, bcols, k_len, t);
-          for (int i = 0; i < kTileM; ++i) {
-            for (int c = 0; c < kTileN; ++c) store_out(dst, m0 + r + i, n + c, i2, i3, t[i][c]);
-          }
+    // Whole tiles of kTileN columns: register-blocked dots.
+    for (; n + kTileN <= n_len; n += kTileN) {
+      const float* bcols[kTileN];
+      for (int c = 0; c < kTileN; ++c) bcols[c] = reinterpret_cast<const float*>(row_ptr(b, n + c, i2, i3));
+      int64_t r = 0;
+      for (; r + kTileM <= nr; r += kTileM) {
+        float t[kTileM][kTileN];
+        dot_tile(arows + r, bcols, k_len, t);
+        for (int i = 0; i < kTileM; ++i) {
+          for (int c = 0; c < kTileN; ++c) store_out(dst, m0 + r + i, n + c, i2, i3, t[i][c]);
         }
-        for (; r < nr; ++r) {
-          for (int c = 0; c < kTileN; ++c) store_out(dst, m0 + r, n + c, i2, i3, simd_dot(arows[r], bcols[c], k_len));
-        }
+      }
+      for (; r < nr; ++r) {
+        for (int c = 0; c < kTileN; ++c) store_out(dst, m0 + r, n + c, i2, i3, simd_dot(arows[r], bcols[c], k_len));
       }
     }
     for (; n < n_len; ++n) {

@@ -3,6 +3,13 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
+
+#ifdef __F16C__
+#include <immintrin.h>
+#endif
+
+#include "common/fp16.h"
 
 #include "ops/ops.h"
 
@@ -30,6 +37,29 @@ void for_share(const MatDims& d, int64_t units, int ith, int nth, Fn&& fn) {
   int64_t w0, w1;
   common::split_range(units * d.b2 * d.b3, ith, nth, &w0, &w1);
   for (int64_t w = w0; w < w1; ++w) fn(w % units, (w / units) % d.b2, w / (units * d.b2));
+}
+
+// n elements of a contiguous float row (F32 / F16 / BF16) from element k0,
+// as f32 (F16 through F16C where the build has it). Exact.
+inline void widen_range(int32_t type, const char* row, int64_t k0, int64_t n, float* out) {
+  if (type == LOOM_TYPE_F32) {
+    std::memcpy(out, row + 4 * k0, static_cast<size_t>(n) * 4);
+    return;
+  }
+  const char* p = row + 2 * k0;
+  int64_t k = 0;
+#ifdef __F16C__
+  if (type == LOOM_TYPE_F16) {
+    for (; k + 8 <= n; k += 8) {
+      _mm256_storeu_ps(out + k, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 2 * k))));
+    }
+  }
+#endif
+  for (; k < n; ++k) {
+    uint16_t h;
+    std::memcpy(&h, p + 2 * k, 2);
+    out[k] = type == LOOM_TYPE_F16 ? common::f16_to_f32(h) : common::bf16_to_f32(h);
+  }
 }
 
 // Whether A's rows are contiguous F32 / F16 / BF16 (what the GEMM and GEMV read).

@@ -14,7 +14,7 @@
 
 #if LOOM_CPU_GEMM
 
-#include <immintrin.h>
+#include "ops/avx.h"
 
 #include <algorithm>
 #include <cstring>
@@ -44,26 +44,6 @@ inline vec loadv(const float* p) {
   return v;
 }
 inline void storev(float* p, vec v) { std::memcpy(p, &v, sizeof v); }
-
-// n elements of a float row (F32 / F16 / BF16, contiguous) from element k0, as f32.
-void widen(int32_t type, const char* row, int64_t k0, int64_t n, float* out) {
-  if (type == LOOM_TYPE_F32) {
-    std::memcpy(out, row + 4 * k0, static_cast<size_t>(n) * 4);
-    return;
-  }
-  const char* p = row + 2 * k0;
-  int64_t k = 0;
-  if (type == LOOM_TYPE_F16) {
-    for (; k + 8 <= n; k += 8) {
-      _mm256_storeu_ps(out + k, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 2 * k))));
-    }
-  }
-  for (; k < n; ++k) {
-    uint16_t h;
-    std::memcpy(&h, p + 2 * k, 2);
-    out[k] = type == LOOM_TYPE_F16 ? common::f16_to_f32(h) : common::bf16_to_f32(h);
-  }
-}
 
 // The micro-kernel: c[j] (column j of the tile, kMr floats) (+)= sum_k
 // ap[k][:] * bp[k][j]. `c` is the tile's top-left in dst, ldc the byte
@@ -105,7 +85,7 @@ void pack_a(const loom_tensor_t* a, int64_t m0, int64_t mc, int64_t a2, int64_t 
   p->a.assign(static_cast<size_t>(panels * kMr * kc), 0.0f);
   p->row.resize(static_cast<size_t>(kc));
   for (int64_t r = 0; r < mc; ++r) {
-    widen(a->type, row_ptr(a, m0 + r, a2, a3), k0, kc, p->row.data());
+    widen_range(a->type, row_ptr(a, m0 + r, a2, a3), k0, kc, p->row.data());
     float* dst = p->a.data() + (r / kMr) * kMr * kc + (r % kMr);
     for (int64_t k = 0; k < kc; ++k) dst[k * kMr] = p->row[static_cast<size_t>(k)];
   }
@@ -129,13 +109,6 @@ inline __m256 load8(int32_t type, const char* row, int64_t k) {
   return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));  // BF16
 }
 
-inline float hsum8(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
-
 // Row `row` of float A dotted with NC columns of B: A converted in
 // registers (no widened copy), two accumulators per column.
 template <int NC>
@@ -152,7 +125,7 @@ void row_dots(int32_t type, const char* row, const float* const* b, int64_t k_le
     }
   }
   for (int c = 0; c < NC; ++c) {
-    float sum = hsum8(_mm256_add_ps(acc0[c], acc1[c]));
+    float sum = hsum_ps(_mm256_add_ps(acc0[c], acc1[c]));
     for (int64_t kk = k; kk < k_len; ++kk) {
       float av;
       if (type == LOOM_TYPE_F32) {

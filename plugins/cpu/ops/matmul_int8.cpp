@@ -16,7 +16,7 @@
 
 #if LOOM_CPU_INT8_DOT
 
-#include <immintrin.h>
+#include "ops/avx.h"
 
 #include <algorithm>
 #include <cstring>
@@ -32,31 +32,6 @@ constexpr int kTileCols = 4;  // 32 vector registers: 16 accumulators
 #else
 constexpr int kTileCols = 2;  // 16 vector registers: 8 accumulators
 #endif
-
-// 8 int32 lanes, each the sum of 4 products ax[i] (unsigned) * sy[i] (signed).
-inline __m256i dot_u8s8(__m256i ax, __m256i sy) {
-#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
-  return _mm256_dpbusd_epi32(_mm256_setzero_si256(), ax, sy);
-#elif defined(__AVXVNNI__)
-  return _mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), ax, sy);
-#else
-  return _mm256_madd_epi16(_mm256_maddubs_epi16(ax, sy), _mm256_set1_epi16(1));
-#endif
-}
-
-inline float hsum(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
-
-inline int32_t hsum_i32(__m256i v) {
-  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4E));
-  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xB1));
-  return _mm_cvtsi128_si32(s);
-}
 
 // A block's 32 quants as signed bytes in element order, and its scale.
 inline __m256i unpack(const loom_block_q8_0_t& b, float* d) {
@@ -87,13 +62,13 @@ inline void tile(const Block* const* a, const ActBlock* const* b, int64_t nblk, 
       for (int c = 0; c < NR; ++c) {
         const ActBlock& y = b[c][i];
         const __m256i sy = _mm256_sign_epi8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(y.qs)), x);
-        const __m256 p = _mm256_cvtepi32_ps(dot_u8s8(ax, sy));
+        const __m256 p = _mm256_cvtepi32_ps(dot_u8s8(_mm256_setzero_si256(), ax, sy));
         acc[r][c] = _mm256_fmadd_ps(p, _mm256_mul_ps(dav, _mm256_broadcast_ss(&y.d)), acc[r][c]);
       }
     }
   }
   for (int r = 0; r < MR; ++r)
-    for (int c = 0; c < NR; ++c) out[r][c] = hsum(acc[r][c]);
+    for (int c = 0; c < NR; ++c) out[r][c] = hsum_ps(acc[r][c]);
 }
 
 // k floats (k % 32 == 0) -> k / 32 blocks.
@@ -121,7 +96,7 @@ void quantize_row(const float* x, int64_t k, ActBlock* out) {
     __m256i q[4];
     for (int j = 0; j < 4; ++j) q[j] = _mm256_cvtps_epi32(_mm256_mul_ps(v[j], idv));
     const __m256i qsum = _mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3]));
-    out[i].sum = hsum_i32(qsum);
+    out[i].sum = hsum_epi32(qsum);
     const __m256i q01 = _mm256_packs_epi32(q[0], q[1]);
     const __m256i q23 = _mm256_packs_epi32(q[2], q[3]);
     const __m256i q8 = _mm256_permutevar8x32_epi32(_mm256_packs_epi16(q01, q23), order);

@@ -17,7 +17,7 @@
 
 #if LOOM_CPU_INT8_DOT
 
-#include <immintrin.h>
+#include "ops/avx.h"
 
 #include <algorithm>
 #include <cstring>
@@ -37,17 +37,6 @@ constexpr bool kVnni = true;
 #else
 constexpr bool kVnni = false;
 #endif
-
-// acc + per lane: sum of 4 products u8 (u) x s8 (s).
-inline __m256i dot4(__m256i acc, __m256i u, __m256i s) {
-#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
-  return _mm256_dpbusd_epi32(acc, u, s);
-#elif defined(__AVXVNNI__)
-  return _mm256_dpbusd_avx_epi32(acc, u, s);
-#else
-  return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1)));
-#endif
-}
 
 inline __m256i bcast4(const int8_t* p) {
   int32_t v;
@@ -77,7 +66,7 @@ struct Super<LOOM_TYPE_Q4_0> {
   }
   __m256i dot(const ActBlock& y) const {
     __m256i acc = _mm256_setzero_si256();
-    for (int j = 0; j < kN; ++j) acc = dot4(acc, u[j], bcast4(y.qs + yoff(j)));
+    for (int j = 0; j < kN; ++j) acc = dot_u8s8(acc, u[j], bcast4(y.qs + yoff(j)));
     return acc;
   }
 };
@@ -99,9 +88,9 @@ struct Super<LOOM_TYPE_Q8_0> {
     __m256i acc = _mm256_setzero_si256();
     for (int j = 0; j < kN; ++j) {
       if (kVnni) {
-        acc = dot4(acc, u[j], bcast4(y.qs + yoff(j)));
+        acc = dot_u8s8(acc, u[j], bcast4(y.qs + yoff(j)));
       } else {
-        acc = dot4(acc, _mm256_abs_epi8(u[j]), _mm256_sign_epi8(bcast4(y.qs + yoff(j)), u[j]));
+        acc = dot_u8s8(acc, _mm256_abs_epi8(u[j]), _mm256_sign_epi8(bcast4(y.qs + yoff(j)), u[j]));
       }
     }
     return acc;
