@@ -5,6 +5,7 @@
 
 #include "loom/executor.hpp"
 #include "loom/log.hpp"
+#include "loom/plugin_calls.hpp"
 #include "loom/types.hpp"
 
 namespace loom::llm {
@@ -21,8 +22,7 @@ bool weight_type_ok(int32_t t) {
 }
 
 bool reads_host(const registry::Device* d) {
-  loom_buffer_type_t* buft = d->buffer_type();
-  return buft && buft->iface->is_host(buft);
+  return registry::buffer_type_is_host(d->buffer_type());
 }
 
 // "blk.<i>." -> i; -1 for tensors outside the layers.
@@ -268,7 +268,7 @@ Status LlamaModel::place_on(registry::Device& device, const std::vector<size_t>&
         Tensor* t = file_tensors_[i];
         t->data = base + file_.tensors()[i].offset;
         t->buffer = raw;
-        if (raw->iface->init_tensor) LOOM_RETURN_IF_ERROR(status_from_abi(raw->iface->init_tensor(raw, t)));
+        LOOM_RETURN_IF_ERROR(registry::buffer_init_tensor(raw, t));
       }
       return Status();
     }

@@ -135,9 +135,11 @@ StatusOr<Buffer> Device::buffer_from_host_ptr(void* ptr, size_t size) const {
   return Buffer(b, plugin_);
 }
 
+bool Device::has_events() const { return raw_->iface->event_create != nullptr; }
+
 StatusOr<Event> Device::create_event() const {
   const std::string who = "[device.create_event] " + name() + ": ";
-  if (!raw_->iface->event_create) return unimplemented(who + "the device has no events");
+  if (!has_events()) return unimplemented(who + "the device has no events");
   loom_event_t* e = nullptr;
   Status st = call_plugin_status("device.create_event", name(),
                                  [&] { return raw_->iface->event_create(raw_, &e); });

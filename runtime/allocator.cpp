@@ -5,13 +5,14 @@
 #include <vector>
 
 #include "loom/ops.hpp"
-#include "loom/buffer.hpp"  // status_from_abi
+#include "common/align.h"
 #include "runtime/free_list.hpp"
 
 namespace loom {
 namespace {
 
-size_t align_up(size_t v, size_t a) { return (v + a - 1) & ~(a - 1); }
+using common::align_up;
+
 
 // Views own no memory: the reshape family, and CPY/SET_ROWS whose result
 // aliases their destination (view_src set by the builder).
@@ -156,16 +157,6 @@ class Planner {
   size_t live_ = 0;
 };
 
-Status init_tensor(loom_buffer_t* buffer, Tensor* t) {
-  const loom_buffer_iface_t* iface = buffer->iface;
-  if (iface->struct_size < LOOM_STRUCT_END(loom_buffer_iface_t, init_tensor) || !iface->init_tensor) {
-    return Status();
-  }
-  Status st = status_from_abi(iface->init_tensor(buffer, t));
-  if (!st.ok()) return st.with_context("allocator.apply: init_tensor of '" + std::string(t->name) + "'");
-  return st;
-}
-
 }  // namespace
 
 StatusOr<AllocPlan> GraphAllocator::plan(const Graph& graph, size_t alignment) {
@@ -176,15 +167,21 @@ StatusOr<AllocPlan> GraphAllocator::plan(const Graph& graph, size_t alignment) {
   return Planner(graph, alignment).run();
 }
 
-Status GraphAllocator::apply(const Graph& graph, const AllocPlan& plan, loom_buffer_t* buffer) {
-  if (!buffer || !buffer->iface) return invalid_argument("[allocator.apply] buffer is null");
+Status GraphAllocator::apply(const Graph& graph, const AllocPlan& plan, loom_buffer_t* buffer, void* base_ptr,
+                             const PlacedFn& placed) {
+  if (!buffer) return invalid_argument("[allocator.apply] buffer is null");
   if (buffer->size < plan.buffer_size) {
     return invalid_argument("[allocator.apply] buffer has " + std::to_string(buffer->size) +
                             " bytes, the plan needs " + std::to_string(plan.buffer_size));
   }
-  char* base = plan.buffer_size > 0 ? static_cast<char*>(buffer->iface->base(buffer)) : nullptr;
+  char* base = plan.buffer_size > 0 ? static_cast<char*>(base_ptr) : nullptr;
   if (plan.buffer_size > 0 && !base) return internal_error("[allocator.apply] buffer base is null");
   // Bases first (leafs, then nodes in order), then views, which derive.
+  auto init = [&](Tensor* t) -> Status {
+    if (!placed) return Status();
+    Status st = placed(t);
+    return st.ok() ? st : st.with_context("allocator.apply: '" + std::string(t->name) + "'");
+  };
   auto place = [&](Tensor* t) -> Status {
     auto it = plan.offsets.find(t);
     if (it == plan.offsets.end()) return Status();
@@ -199,7 +196,7 @@ Status GraphAllocator::apply(const Graph& graph, const AllocPlan& plan, loom_buf
     }
     t->data = base + it->second;
     t->buffer = buffer;
-    return init_tensor(buffer, t);
+    return init(t);
   };
   for (Tensor* t : graph.leafs()) LOOM_RETURN_IF_ERROR(place(t));
   for (Tensor* t : graph.nodes()) LOOM_RETURN_IF_ERROR(place(t));
@@ -208,7 +205,7 @@ Status GraphAllocator::apply(const Graph& graph, const AllocPlan& plan, loom_buf
     Tensor* b = t->base();
     if (!b->data) continue;  // base placed elsewhere later; update_view then
     LOOM_RETURN_IF_ERROR(update_view(t));
-    if (b->buffer == buffer) LOOM_RETURN_IF_ERROR(init_tensor(buffer, t));
+    if (b->buffer == buffer) LOOM_RETURN_IF_ERROR(init(t));
   }
   return Status();
 }

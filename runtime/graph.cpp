@@ -5,7 +5,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "word_hash.hpp"
+#include "runtime/word_hash.hpp"
 
 namespace loom {
 namespace {

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <unordered_map>
 
 #include "loom/graph.hpp"
@@ -32,10 +33,17 @@ class GraphAllocator {
   // size by default).
   static StatusOr<AllocPlan> plan(const Graph& graph, size_t alignment);
 
-  // Point every planned tensor (and every view of one) at base + offset of
-  // `buffer`, and call the buffer's init_tensor. The buffer must be at least
-  // plan.buffer_size bytes.
-  static Status apply(const Graph& graph, const AllocPlan& plan, loom_buffer_t* buffer);
+  // Called for every tensor placed in the buffer (and every view of one):
+  // the caller's hook, e.g. the buffer's init_tensor through the registry's
+  // door (loom/plugin_calls.hpp). The runtime itself never calls a plugin.
+  using PlacedFn = std::function<Status(Tensor*)>;
+
+  // Point every planned tensor (and every view of one) at base + offset,
+  // owned by `buffer` (recorded in tensor->buffer), then call `placed` on
+  // it. `buffer` must be at least plan.buffer_size bytes; `base` is its base
+  // address (may be null only when the plan needs no bytes).
+  static Status apply(const Graph& graph, const AllocPlan& plan, loom_buffer_t* buffer, void* base,
+                      const PlacedFn& placed = {});
 };
 
 // Recompute data pointers of views from their bases (after bases moved).

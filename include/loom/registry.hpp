@@ -102,6 +102,8 @@ class Device {
   // read weights, so read-only memory is fine for weights.
   StatusOr<Buffer> buffer_from_host_ptr(void* ptr, size_t size) const;
   StatusOr<Stream> create_stream() const;
+  // Whether the device makes events (device.event_create is present).
+  bool has_events() const;
   // An event (device.event_create); UNIMPLEMENTED when the device has none.
   StatusOr<Event> create_event() const;
   // A typed extension table or nullptr.

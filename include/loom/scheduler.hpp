@@ -30,8 +30,8 @@
 namespace loom {
 
 namespace sched {
-struct Plan;      // internal (runtime/scheduler_plan.hpp)
-class Ordering;  // internal (runtime/scheduler_sync.hpp)
+struct Plan;      // internal (sched/scheduler_plan.hpp)
+class Ordering;  // internal (sched/scheduler_sync.hpp)
 }
 
 // One split of the current plan, for inspection and tests.

@@ -464,37 +464,31 @@ TEST(Allocator, RandomDagsNeverOverlapLiveTensors) {
 
 // ------------------------------------------------------------ apply
 
+// A buffer as the allocator sees it: an identity, memory and a hook that
+// counts placements (the registry's init_tensor door in real use).
 struct FakeBuffer {
   loom_buffer_t buf{};
   std::vector<char> mem;
   int inits = 0;
   bool fail = false;
+  GraphAllocator::PlacedFn hook() {
+    return [this](Tensor* t) -> Status {
+      inits++;
+      char* p = static_cast<char*>(t->data);
+      EXPECT_TRUE(p >= mem.data() && p + t->nbytes() <= mem.data() + mem.size());
+      if (fail) return resource_exhausted("no room for extras");
+      return Status();
+    };
+  }
+  Status apply(const Graph& g, const AllocPlan& p) {
+    return GraphAllocator::apply(g, p, &buf, mem.data(), hook());
+  }
 };
 
-FakeBuffer* fake(loom_buffer_t* b) { return static_cast<FakeBuffer*>(b->context); }
-void fake_free(loom_buffer_t*) {}
-void* fake_base(loom_buffer_t* b) { return fake(b)->mem.data(); }
-loom_status_t* fake_init(loom_buffer_t* b, loom_tensor_t* t) {
-  FakeBuffer* f = fake(b);
-  f->inits++;
-  char* p = static_cast<char*>(t->data);
-  EXPECT_TRUE(p >= f->mem.data() && p + static_cast<Tensor*>(t)->nbytes() <= f->mem.data() + f->mem.size());
-  if (f->fail) return new loom_status{LOOM_STATUS_RESOURCE_EXHAUSTED, "no room for extras"};
-  return nullptr;
-}
-
-const loom_buffer_iface_t kFakeIface = {sizeof(loom_buffer_iface_t), fake_free, fake_base, nullptr,
-                                        nullptr, nullptr, fake_init, nullptr};
-// An older plugin whose table ends before init_tensor: never called.
-const loom_buffer_iface_t kOldIface = {offsetof(loom_buffer_iface_t, init_tensor), fake_free, fake_base,
-                                       nullptr, nullptr, nullptr, fake_init, nullptr};
-
-void make_fake(FakeBuffer& f, size_t size, const loom_buffer_iface_t* iface = &kFakeIface) {
+void make_fake(FakeBuffer& f, size_t size) {
   f.mem.assign(size, 0);
   f.buf.struct_size = sizeof(loom_buffer_t);
-  f.buf.iface = iface;
   f.buf.size = size;
-  f.buf.context = &f;
 }
 
 TEST(Allocator, ApplyPlacesBasesAndViews) {
@@ -513,12 +507,12 @@ TEST(Allocator, ApplyPlacesBasesAndViews) {
 
   FakeBuffer small;
   make_fake(small, p.buffer_size - 1);
-  EXPECT_TRUE(fails_with(GraphAllocator::apply(g, p, &small.buf), {"[allocator.apply]", "the plan needs"}));
-  EXPECT_TRUE(fails_with(GraphAllocator::apply(g, p, nullptr), {"[allocator.apply]", "null"}));
+  EXPECT_TRUE(fails_with(small.apply(g, p), {"[allocator.apply]", "the plan needs"}));
+  EXPECT_TRUE(fails_with(GraphAllocator::apply(g, p, nullptr, nullptr), {"[allocator.apply]", "null"}));
 
   FakeBuffer f;
   make_fake(f, p.buffer_size);
-  ASSERT_TRUE(GraphAllocator::apply(g, p, &f.buf).ok());
+  ASSERT_TRUE(f.apply(g, p).ok());
   int views_in_buffer = 0;
   for (const auto& kv : p.offsets) {
     EXPECT_EQ(kv.first->data, f.mem.data() + kv.second) << kv.first->name;
@@ -547,28 +541,29 @@ TEST(Allocator, ApplyPlacesBasesAndViews) {
   // Another buffer's tensors are not silently moved.
   FakeBuffer f2;
   make_fake(f2, p.buffer_size);
-  EXPECT_TRUE(fails_with(GraphAllocator::apply(g, p, &f2.buf), {"another buffer"}));
+  EXPECT_TRUE(fails_with(f2.apply(g, p), {"another buffer"}));
 }
 
-TEST(Allocator, ApplyReportsInitTensorAndSkipsOldTables) {
+TEST(Allocator, ApplyReportsTheHooksError) {
   auto ch = chain(false);
   Graph g = must(Graph::build({ch->d}));
   AllocPlan p = must(GraphAllocator::plan(g, 64));
   FakeBuffer f;
   make_fake(f, p.buffer_size);
   f.fail = true;
-  Status st = GraphAllocator::apply(g, p, &f.buf);
+  Status st = f.apply(g, p);
   EXPECT_EQ(st.code(), StatusCode::kResourceExhausted);
   EXPECT_TRUE(fails_with(st, {"allocator.apply", "no room for extras"}));
 
+  // Without a hook the tensors are placed all the same.
   auto ch2 = chain(false);
   Graph g2 = must(Graph::build({ch2->d}));
   AllocPlan p2 = must(GraphAllocator::plan(g2, 64));
-  FakeBuffer old;
-  make_fake(old, p2.buffer_size, &kOldIface);
-  ASSERT_TRUE(GraphAllocator::apply(g2, p2, &old.buf).ok());
-  EXPECT_EQ(old.inits, 0);
-  EXPECT_EQ(ch2->d->buffer, &old.buf);
+  FakeBuffer plain;
+  make_fake(plain, p2.buffer_size);
+  ASSERT_TRUE(GraphAllocator::apply(g2, p2, &plain.buf, plain.mem.data()).ok());
+  EXPECT_EQ(plain.inits, 0);
+  EXPECT_EQ(ch2->d->buffer, &plain.buf);
 }
 
 }  // namespace

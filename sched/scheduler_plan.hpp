@@ -57,9 +57,6 @@ struct Plan {
   Context ctx;                                  // owns the copy tensors
 };
 
-bool is_pure_view(int32_t op);
-// "'name' (OP f32, f32 -> f32)" for messages.
-std::string node_signature(const Tensor* t);
 
 using PinMap = std::unordered_map<std::string, size_t>;  // node name -> device
 // The device node t is pinned to, or -1.

@@ -2,7 +2,7 @@
 // no device reads memory before its producer finished or overwrites memory
 // another device may still read (scheduler_sync.hpp; docs/scheduler.md,
 // "Execution and concurrency model").
-#include "scheduler_sync.hpp"
+#include "sched/scheduler_sync.hpp"
 
 #include <algorithm>
 #include <utility>

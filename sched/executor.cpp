@@ -2,26 +2,18 @@
 
 #include <string>
 
+#include "common/align.h"
+#include "common/op_info.h"
 #include "loom/log.hpp"
+#include "loom/plugin_calls.hpp"
 #include "loom/types.hpp"
 
 namespace loom {
 namespace {
 
-bool is_view_op(int32_t op) {
-  return op == LOOM_OP_RESHAPE || op == LOOM_OP_VIEW || op == LOOM_OP_PERMUTE || op == LOOM_OP_TRANSPOSE;
-}
-
-std::string node_signature(const Tensor* t) {
-  std::string s = "'" + std::string(t->name) + "' (" + op_name(t->op);
-  for (int i = 0; i < LOOM_MAX_SRC; ++i) {
-    if (t->src[i]) s += std::string(i == 0 ? " " : ", ") + type_name(t->src[i]->type);
-  }
-  return s + " -> " + type_name(t->type) + ")";
-}
-
-
-size_t align_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
+using common::align_up;
+using common::describe_node;
+using common::is_view_op;
 
 // Forget placements in `buffer` so the graph can be planned again.
 void unplace(const Graph& graph, loom_buffer_t* buffer) {
@@ -60,8 +52,7 @@ Status Executor::allocate(Graph& graph) {
     }
   }
   unplace(graph, buffer_.raw());
-  loom_buffer_type_t* buft = device_->buffer_type();
-  size_t alignment = buft->iface->alignment(buft);
+  LOOM_ASSIGN_OR_RETURN(const size_t alignment, registry::buffer_type_alignment(device_->buffer_type()));
   LOOM_ASSIGN_OR_RETURN(AllocPlan plan, GraphAllocator::plan(graph, alignment));
   if (!buffer_ || buffer_.size() < plan.buffer_size) {
     buffer_.reset();
@@ -69,7 +60,9 @@ Status Executor::allocate(Graph& graph) {
     LOOM_LOG_DEBUG("executor", "compute buffer on " + device_->name() + ": " +
                                    std::to_string(plan.buffer_size) + " bytes");
   }
-  LOOM_RETURN_IF_ERROR(GraphAllocator::apply(graph, plan, buffer_.raw()));
+  loom_buffer_t* raw = buffer_.raw();
+  LOOM_RETURN_IF_ERROR(GraphAllocator::apply(graph, plan, raw, buffer_.base(),
+                                             [raw](Tensor* t) { return registry::buffer_init_tensor(raw, t); }));
   allocated_fingerprint_ = graph.fingerprint();
   allocated_ = true;
   return Status();
@@ -87,7 +80,7 @@ Status Executor::compute(Graph& graph) {
       if (is_view_op(t->op)) continue;
       if (!device_->supports_op(t)) {
         return unimplemented("[executor.compute] device '" + device_->name() + "' does not support node " +
-                             node_signature(t));
+                             describe_node(t));
       }
     }
     checked_ = true;
@@ -104,7 +97,7 @@ Status Executor::compute(Graph& graph) {
 StatusOr<Buffer> allocate_tensors(registry::Device& device, const std::vector<Tensor*>& tensors,
                                   loom_buffer_type_t* buft) {
   if (!buft) buft = device.buffer_type();
-  size_t alignment = buft->iface->alignment(buft);
+  LOOM_ASSIGN_OR_RETURN(const size_t alignment, registry::buffer_type_alignment(buft));
   size_t total = 0;
   std::vector<size_t> offsets;
   for (Tensor* t : tensors) {
@@ -113,8 +106,7 @@ StatusOr<Buffer> allocate_tensors(registry::Device& device, const std::vector<Te
       return invalid_argument("[executor.allocate_tensors] tensor '" + std::string(t->name) +
                               "' already has memory or is a view");
     }
-    size_t size = t->nbytes();
-    if (buft->iface->alloc_size) size = buft->iface->alloc_size(buft, t);
+    LOOM_ASSIGN_OR_RETURN(const size_t size, registry::buffer_type_alloc_size(buft, t));
     offsets.push_back(total);
     if (total + size < total) return invalid_argument("[executor.allocate_tensors] size overflow");
     total = align_up(total + size, alignment);
@@ -124,11 +116,7 @@ StatusOr<Buffer> allocate_tensors(registry::Device& device, const std::vector<Te
   for (size_t i = 0; i < tensors.size(); ++i) {
     tensors[i]->data = base + offsets[i];
     tensors[i]->buffer = buffer.raw();
-    loom_buffer_t* raw = buffer.raw();
-    if (raw->iface->struct_size >= LOOM_STRUCT_END(loom_buffer_iface_t, init_tensor) &&
-        raw->iface->init_tensor) {
-      LOOM_RETURN_IF_ERROR(status_from_abi(raw->iface->init_tensor(raw, tensors[i])));
-    }
+    LOOM_RETURN_IF_ERROR(registry::buffer_init_tensor(buffer.raw(), tensors[i]));
   }
   return buffer;
 }
@@ -157,13 +145,13 @@ Status check_io(const char* op, const Tensor* t, size_t size, size_t offset) {
 Status tensor_set(Tensor* t, const void* data, size_t size, size_t offset) {
   LOOM_RETURN_IF_ERROR(check_io("tensor.set", t, size, offset));
   loom_buffer_t* b = t->buffer;
-  return status_from_abi(b->iface->set_tensor(b, t, data, offset, size));
+  return registry::buffer_set_tensor(b, t, data, offset, size);
 }
 
 Status tensor_get(const Tensor* t, void* data, size_t size, size_t offset) {
   LOOM_RETURN_IF_ERROR(check_io("tensor.get", t, size, offset));
   loom_buffer_t* b = t->buffer;
-  return status_from_abi(b->iface->get_tensor(b, t, data, offset, size));
+  return registry::buffer_get_tensor(b, t, data, offset, size);
 }
 
 }  // namespace loom

@@ -4,8 +4,8 @@
 #include <cstring>
 #include <vector>
 
-#include "scheduler_plan.hpp"
-#include "word_hash.hpp"
+#include "sched/scheduler_plan.hpp"
+#include "runtime/word_hash.hpp"
 
 namespace loom::sched {
 namespace {

@@ -7,15 +7,11 @@
 #include <cstdio>
 #include <string>
 
+#include "common/op_info.h"
 #include "loom/types.hpp"
-#include "scheduler_plan.hpp"
+#include "sched/scheduler_plan.hpp"
 
 namespace loom::sched {
-
-bool is_pure_view(int32_t op) {
-  return op == LOOM_OP_RESHAPE || op == LOOM_OP_VIEW || op == LOOM_OP_PERMUTE ||
-         op == LOOM_OP_TRANSPOSE;
-}
 
 namespace {
 std::string us_text(double us) {
@@ -25,13 +21,6 @@ std::string us_text(double us) {
 }
 }  // namespace
 
-std::string node_signature(const Tensor* t) {
-  std::string s = "'" + std::string(t->name) + "' (" + op_name(t->op);
-  for (int i = 0; i < LOOM_MAX_SRC; ++i) {
-    if (t->src[i]) s += std::string(i == 0 ? " " : ", ") + type_name(t->src[i]->type);
-  }
-  return s + " -> " + type_name(t->type) + ")";
-}
 
 int32_t pinned_device(const PinMap& pins, const Tensor* t) {
   if (pins.empty()) return -1;
@@ -114,16 +103,16 @@ Status Builder::place() {
   // Pass 1: pins, writes into pre-allocated memory, weights.
   for (size_t i = 0; i < n; ++i) {
     const Tensor* t = nodes[i];
-    if (is_pure_view(t->op)) continue;
+    if (common::is_view_op(t->op)) continue;
     if (const int32_t p = pinned_device(pins_, t); p >= 0) {
       const auto pd = static_cast<size_t>(p);
       if (!supports(pd, t)) {
-        return unimplemented("[sched.place] node " + node_signature(t) + " is pinned to '" +
+        return unimplemented("[sched.place] node " + common::describe_node(t) + " is pinned to '" +
                              devices_[pd]->name() + "', which does not support it");
       }
       const Tensor* vb = static_cast<const Tensor*>(t->view_src);
       if (vb && !needs_memory(vb) && !readable(pd, vb)) {
-        return unimplemented("[sched.place] node " + node_signature(t) + " is pinned to '" +
+        return unimplemented("[sched.place] node " + common::describe_node(t) + " is pinned to '" +
                              devices_[pd]->name() + "', which cannot write into '" + vb->name +
                              "' where it lives");
       }
@@ -144,7 +133,7 @@ Status Builder::place() {
         if (fits(static_cast<int32_t>(k))) owner = static_cast<int32_t>(k);
       }
       if (owner < 0) {
-        return unimplemented("[sched.place] node " + node_signature(t) + " writes into '" +
+        return unimplemented("[sched.place] node " + common::describe_node(t) + " writes into '" +
                              base->name + "', and no device among [" + device_list() +
                              "] both reads that memory and runs the op");
       }
@@ -179,7 +168,7 @@ Status Builder::place() {
   // Pass 2: grow regions forward, then backward.
   auto grow = [&](size_t i, int32_t& cur) {
     const Tensor* t = nodes[i];
-    if (is_pure_view(t->op)) return;
+    if (common::is_view_op(t->op)) return;
     if (dev[i] >= 0) {
       cur = dev[i];
     } else if (cur >= 0 && supports(static_cast<size_t>(cur), t)) {
@@ -193,13 +182,13 @@ Status Builder::place() {
   // Pass 3: fill by support, in device order.
   for (size_t i = 0; i < n; ++i) {
     const Tensor* t = nodes[i];
-    if (is_pure_view(t->op) || dev[i] >= 0) continue;
+    if (common::is_view_op(t->op) || dev[i] >= 0) continue;
     for (size_t d = 0; d < n_dev && dev[i] < 0; ++d) {
       if (supports(d, t))
         set(i, d, d == 0 ? "first device" : "fallback: earlier devices lack the op");
     }
     if (dev[i] < 0) {
-      return unimplemented("[sched.place] no device runs node " + node_signature(t) +
+      return unimplemented("[sched.place] no device runs node " + common::describe_node(t) +
                            "; asked: " + device_list());
     }
   }
@@ -220,14 +209,14 @@ Status Builder::place() {
   };
   for (size_t i = 0; i < n; ++i) {
     const Tensor* t = nodes[i];
-    if (is_pure_view(t->op)) continue;
+    if (common::is_view_op(t->op)) continue;
     if (t->view_src && needs_memory(static_cast<const Tensor*>(t->view_src))) {
       // CPY/SET_ROWS into a tensor the scheduler places: follow that tensor.
       const Tensor* base = static_cast<const Tensor*>(t->view_src);
       int32_t bd = plan_->mem_device[static_cast<size_t>(id(base))];
       if (bd >= 0 && bd != dev[i]) {
         if (!supports(static_cast<size_t>(bd), t)) {
-          return unimplemented("[sched.place] node " + node_signature(t) + " writes into '" +
+          return unimplemented("[sched.place] node " + common::describe_node(t) + " writes into '" +
                                base->name + "' on '" + devices_[static_cast<size_t>(bd)]->name() +
                                "', which does not support it");
         }

@@ -12,7 +12,8 @@
 
 #include "loom/allocator.hpp"
 #include "loom/log.hpp"
-#include "scheduler_plan.hpp"
+#include "loom/plugin_calls.hpp"
+#include "sched/scheduler_plan.hpp"
 
 namespace loom {
 namespace {
@@ -23,15 +24,6 @@ std::string hex(uint64_t v) {
   return b;
 }
 
-Status init_tensor(loom_buffer_t* buffer, Tensor* t) {
-  const loom_buffer_iface_t* iface = buffer->iface;
-  if (iface->struct_size < LOOM_STRUCT_END(loom_buffer_iface_t, init_tensor) || !iface->init_tensor)
-    return Status();
-  Status st = status_from_abi(iface->init_tensor(buffer, t));
-  if (!st.ok())
-    return st.with_context("sched.apply: init_tensor of '" + std::string(t->name) + "'");
-  return st;
-}
 
 }  // namespace
 
@@ -86,7 +78,7 @@ StatusOr<std::unique_ptr<Scheduler>> Scheduler::create(std::vector<registry::Dev
     s->async_.push_back((caps & LOOM_DEVICE_CAP_ASYNC) != 0);
     s->async_copy_.push_back((caps & LOOM_DEVICE_CAP_ASYNC) != 0 && st.has_set_async());
     s->use_events_.push_back((caps & LOOM_DEVICE_CAP_EVENTS) != 0 && st.has_events() &&
-                             d->raw()->iface->event_create != nullptr);
+                             d->has_events());
   }
   s->events_.resize(s->devices_.size());
   s->slots_.resize(s->devices_.size());
@@ -188,9 +180,10 @@ Status Scheduler::apply(Graph& graph) {
     loom_buffer_t* b = buffers_[d].raw();
     if (!b)
       return internal_error("[sched.apply] no compute buffer on '" + devices_[d]->name() + "'");
-    t->data = static_cast<char*>(b->iface->base(b)) + offset;
+    t->data = static_cast<char*>(buffers_[d].base()) + offset;
     t->buffer = b;
-    return init_tensor(b, t);
+    Status st = registry::buffer_init_tensor(b, t);
+    return st.ok() ? st : st.with_context("sched.apply");
   };
   for (size_t id = 0; id < plan.mem_device.size(); ++id) {
     const int32_t d = plan.mem_device[id];
@@ -203,7 +196,7 @@ Status Scheduler::apply(Graph& graph) {
   for (Tensor* t : nodes) {
     if (!t->view_src || !t->base()->data) continue;
     LOOM_RETURN_IF_ERROR(update_view(t));
-    if (owns_buffer(t->buffer)) LOOM_RETURN_IF_ERROR(init_tensor(t->buffer, t));
+    if (owns_buffer(t->buffer)) LOOM_RETURN_IF_ERROR(registry::buffer_init_tensor(t->buffer, t));
   }
   return Status();
 }

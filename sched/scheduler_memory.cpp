@@ -8,13 +8,17 @@
 #include <climits>
 #include <vector>
 
+#include "common/align.h"
+#include "common/op_info.h"
+#include "loom/plugin_calls.hpp"
 #include "runtime/free_list.hpp"
-#include "scheduler_plan.hpp"
+#include "sched/scheduler_plan.hpp"
 
 namespace loom::sched {
 namespace {
 
-size_t align_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
+using common::align_up;
+
 
 // One allocation: a graph tensor (id >= 0) or a copy (copy >= 0).
 struct Item {
@@ -53,7 +57,7 @@ Status Builder::plan_memory() {
   }
   for (int32_t i = 0; i < n; ++i) {
     const Tensor* t = nodes[static_cast<size_t>(i)];
-    if (is_pure_view(t->op)) continue;
+    if (common::is_view_op(t->op)) continue;
     if (t->view_src) use(base_id(t), i);  // writes into its base
     use(i, i);                            // a result nobody reads dies at once
     const auto& sw = swapped[static_cast<size_t>(i)];
@@ -80,11 +84,15 @@ Status Builder::plan_memory() {
   plan_->buffer_size.assign(devices_.size(), 0);
   for (size_t d = 0; d < devices_.size(); ++d) {
     loom_buffer_type_t* buft = devices_[d]->buffer_type();
-    const size_t alignment = buft->iface->alignment(buft);
-    auto size_of = [&](const Tensor* t) {
-      size_t sz = t->nbytes();
-      if (buft->iface->alloc_size) sz = buft->iface->alloc_size(buft, t);
-      return align_up(std::max<size_t>(sz, 1), alignment);
+    LOOM_ASSIGN_OR_RETURN(const size_t alignment, registry::buffer_type_alignment(buft));
+    Status size_error;
+    auto size_of = [&](const Tensor* t) -> size_t {
+      StatusOr<size_t> sz = registry::buffer_type_alloc_size(buft, t);
+      if (!sz.ok()) {
+        if (size_error.ok()) size_error = sz.status();
+        return alignment;
+      }
+      return align_up(std::max<size_t>(*sz, 1), alignment);
     };
     std::vector<Item> items;
     for (size_t tid = 0; tid < n_ids; ++tid) {
@@ -110,6 +118,7 @@ Status Builder::plan_memory() {
       plan_->copy_death[c] = it.death;
       items.push_back(it);
     }
+    LOOM_RETURN_IF_ERROR(size_error);
     if (items.empty()) continue;
     // Sweep the steps: allocate what is born at a step, then free what dies there.
     std::vector<size_t> by_birth(items.size()), by_death(items.size());

@@ -8,7 +8,8 @@
 #include <utility>
 #include <vector>
 
-#include "scheduler_plan.hpp"
+#include "common/op_info.h"
+#include "sched/scheduler_plan.hpp"
 
 namespace loom::sched {
 
@@ -20,7 +21,7 @@ Status Builder::build_splits() {
   for (size_t i = 0; i < nodes.size(); ++i) {
     const Tensor* t = nodes[i];
     const int32_t d = plan_->node_device[i];
-    if (is_pure_view(t->op) || d < 0) continue;
+    if (common::is_view_op(t->op) || d < 0) continue;
     const size_t dev = static_cast<size_t>(d);
     if (plan_->splits.empty() || plan_->splits.back().device != dev) {
       plan_->splits.emplace_back();
@@ -36,13 +37,13 @@ Status Builder::build_splits() {
       loom_buffer_type_t* where = location(s, &host_data);
       if (host_data || !where) {
         return invalid_argument("[sched.split] source '" + std::string(s->name) + "' of node " +
-                                node_signature(t) + " is host data without a buffer, and '" +
+                                common::describe_node(t) + " is host data without a buffer, and '" +
                                 devices_[dev]->name() + "' cannot read host memory");
       }
       const int32_t sid = id(s);
       if (sid < 0) {
         return invalid_argument("[sched.split] source '" + std::string(s->name) + "' of node " +
-                                node_signature(t) + " is not part of the graph");
+                                common::describe_node(t) + " is not part of the graph");
       }
       auto key = std::make_pair(sid, dev);
       auto it = copy_of.find(key);

@@ -15,9 +15,10 @@
 #include <vector>
 
 #include "loom/log.hpp"
+#include "loom/plugin_calls.hpp"
 #include "loom/scheduler.hpp"
-#include "scheduler_plan.hpp"
-#include "scheduler_sync.hpp"
+#include "sched/scheduler_plan.hpp"
+#include "sched/scheduler_sync.hpp"
 
 namespace loom {
 namespace {
@@ -26,19 +27,16 @@ namespace {
 // span) into dst, which has the same layout. Synchronous.
 Status copy_bytes(const Tensor* src, Tensor* dst, std::vector<unsigned char>& staging) {
   loom_buffer_t* db = dst->buffer;
-  const loom_buffer_iface_t* di = db->iface;
-  if (di->struct_size >= LOOM_STRUCT_END(loom_buffer_iface_t, copy_tensor) && di->copy_tensor) {
-    Status st = status_from_abi(di->copy_tensor(db, src, dst));
-    if (st.code() != StatusCode::kUnimplemented) return st;
-  }
+  Status st = registry::buffer_copy_tensor(db, src, dst);
+  if (st.code() != StatusCode::kUnimplemented) return st;
   const size_t bytes = src->nbytes();
   staging.resize(bytes);
   if (loom_buffer_t* sb = src->buffer) {
-    LOOM_RETURN_IF_ERROR(status_from_abi(sb->iface->get_tensor(sb, src, staging.data(), 0, bytes)));
+    LOOM_RETURN_IF_ERROR(registry::buffer_get_tensor(sb, src, staging.data(), 0, bytes));
   } else {
     std::memcpy(staging.data(), src->data, bytes);  // host data without a buffer
   }
-  return status_from_abi(di->set_tensor(db, dst, staging.data(), 0, bytes));
+  return registry::buffer_set_tensor(db, dst, staging.data(), 0, bytes);
 }
 
 // src's bytes into host memory (the source must be complete).
@@ -46,7 +44,7 @@ Status read_bytes(const Tensor* src, std::vector<unsigned char>& out) {
   const size_t bytes = src->nbytes();
   out.resize(bytes);
   if (loom_buffer_t* sb = src->buffer)
-    return status_from_abi(sb->iface->get_tensor(sb, src, out.data(), 0, bytes));
+    return registry::buffer_get_tensor(sb, src, out.data(), 0, bytes);
   std::memcpy(out.data(), src->data, bytes);
   return Status();
 }
@@ -67,8 +65,7 @@ Status Scheduler::compute(Graph& graph) {
     for (registry::Device* d : devices_) {
       if (d->buffer_type() == t->buffer->buffer_type) return d->name();
     }
-    loom_buffer_type_t* b = t->buffer->buffer_type;
-    return b->iface->name(b);
+    return registry::buffer_type_name(t->buffer->buffer_type);
   };
   LOOM_RETURN_IF_ERROR(allocate(graph));
   const sched::Plan& plan = *plan_;
@@ -297,7 +294,7 @@ Status Scheduler::poison_dead(const Graph& graph, size_t split, sched::Ordering&
   std::vector<Range> dead, live;
   auto add = [&](size_t d, Tensor* t, int32_t birth, int32_t death) {
     const size_t begin = static_cast<size_t>(static_cast<char*>(t->data) -
-                                             static_cast<char*>(t->buffer->iface->base(t->buffer)));
+                                             static_cast<char*>(registry::buffer_base(t->buffer)));
     Range r{d, begin, begin + t->nbytes(), t};
     if (death >= from && death < next) {
       dead.push_back(r);
@@ -322,8 +319,7 @@ Status Scheduler::poison_dead(const Graph& graph, size_t split, sched::Ordering&
     LOOM_RETURN_IF_ERROR(order.host_after_domain(order.domain(r.t)));
     staging_.assign(r.end - r.begin, 0xFF);
     loom_buffer_t* b = r.t->buffer;
-    LOOM_RETURN_IF_ERROR(
-        status_from_abi(b->iface->set_tensor(b, r.t, staging_.data(), 0, staging_.size())));
+    LOOM_RETURN_IF_ERROR(registry::buffer_set_tensor(b, r.t, staging_.data(), 0, staging_.size()));
   }
   return Status();
 }

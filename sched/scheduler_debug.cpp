@@ -3,8 +3,10 @@
 #include <string>
 #include <unordered_map>
 
+#include "loom/plugin_calls.hpp"
 #include "loom/types.hpp"
-#include "scheduler_plan.hpp"
+#include "common/op_info.h"
+#include "sched/scheduler_plan.hpp"
 
 namespace loom::sched {
 namespace {
@@ -49,8 +51,7 @@ std::string describe_plan(const Plan& p, const Graph& g,
         return devices[static_cast<size_t>(p.mem_device[nodes.size() + j])]->name();
       }
     }
-    return b->buffer ? b->buffer->buffer_type->iface->name(b->buffer->buffer_type)
-                     : std::string("host");
+    return b->buffer ? registry::buffer_type_name(b->buffer->buffer_type) : std::string("host");
   };
   std::string s = "[sched] plan: " + std::to_string(p.n_nodes) + " nodes, " +
                   std::to_string(p.splits.size()) + " splits, " + std::to_string(p.copies.size()) +
@@ -68,7 +69,7 @@ std::string describe_plan(const Plan& p, const Graph& g,
     for (int32_t i : sp.nodes) {
       const std::string& why = p.reason[static_cast<size_t>(i)];
       s += "[sched]   node " + std::to_string(i) + " " +
-           node_signature(nodes[static_cast<size_t>(i)]) + ": " + why + "\n";
+           common::describe_node(nodes[static_cast<size_t>(i)]) + ": " + why + "\n";
     }
   }
   for (size_t d = 0; d < devices.size(); ++d) {

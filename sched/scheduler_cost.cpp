@@ -4,7 +4,7 @@
 // sources would need (bytes over a link bandwidth, plus a fixed latency per
 // copy). Crude on purpose: it only has to rank candidates, and it is what
 // decides offload (docs/scheduler.md, "Costs").
-#include "scheduler_plan.hpp"
+#include "sched/scheduler_plan.hpp"
 
 namespace loom::sched {
 namespace {
