@@ -1,6 +1,7 @@
 // The host's side of loom_status_t: the struct behind the opaque pointer the
 // plugin ABI passes around, and the constructors the host services lend to
-// plugins. Internal to libloom (runtime: the allocator and the registry both take plugin statuses).
+// plugins. Internal to libloom (the status conversion lives in the base
+// layer; the registry lends these constructors to plugins).
 #pragma once
 
 #include <string>
@@ -19,4 +20,4 @@ namespace loom {
 loom_status_t* abi_status_new(loom_status_code_t code, const char* message);
 void abi_status_free(loom_status_t* status);
 
-}  // namespace loom::registry
+}  // namespace loom
