@@ -1,5 +1,7 @@
 #include "registry/discovery.hpp"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
@@ -8,6 +10,7 @@
 #include <system_error>
 
 #include "loom/log.hpp"
+#include "registry/secure_env.hpp"
 
 #ifndef LOOM_INSTALL_PLUGIN_DIR
 #define LOOM_INSTALL_PLUGIN_DIR ""
@@ -38,20 +41,35 @@ std::vector<std::string> split(const std::string& s, char sep) {
   return out;
 }
 
-std::vector<SearchRoot> search_roots(const Options& options) {
+constexpr const char* kLibraryOrigin = "library folder";
+constexpr const char* kInstallOrigin = "install folder";
+
+std::vector<SearchRoot> search_roots(const Options& options, std::vector<std::string>* warnings) {
   std::vector<SearchRoot> roots;
-  for (const auto& p : options.paths) roots.push_back({p, "application"});
+  auto add = [&](const std::string& p, const char* origin) {
+    if (!p.empty() && p[0] == '/') {
+      roots.push_back({p, origin});
+      return;
+    }
+    warnings->push_back(std::string("[registry.discover] search path '") + p + "' (" + origin +
+                        ") is relative and was not searched: a plugin folder must not depend on the current "
+                        "directory");
+  };
+  for (const auto& p : options.paths) add(p, "application");
   if (options.use_env) {
-    if (const char* env = std::getenv("LOOM_PLUGIN_PATH")) {
-      for (const auto& p : split(env, ':')) roots.push_back({p, "LOOM_PLUGIN_PATH"});
+    if (const char* env = loom_getenv("LOOM_PLUGIN_PATH")) {
+      for (const auto& p : split(env, ':')) add(p, "LOOM_PLUGIN_PATH");
+    } else if (secure_execution() && std::getenv("LOOM_PLUGIN_PATH")) {
+      warnings->push_back("[registry.discover] LOOM_PLUGIN_PATH is ignored: this process runs with raised "
+                          "privileges (secure execution)");
     }
   }
   if (options.search_library_dir) {
     std::string dir = library_dir();
-    if (!dir.empty()) roots.push_back({dir, "library folder"});
+    if (!dir.empty()) roots.push_back({dir, kLibraryOrigin});
   }
   if (options.search_install_dir && *LOOM_INSTALL_PLUGIN_DIR) {
-    roots.push_back({LOOM_INSTALL_PLUGIN_DIR, "install folder"});
+    roots.push_back({LOOM_INSTALL_PLUGIN_DIR, kInstallOrigin});
   }
   return roots;
 }
@@ -63,6 +81,17 @@ std::string canonical_or_same(const std::string& path) {
   std::string s = c.string();
   while (s.size() > 1 && s.back() == '/') s.pop_back();  // "dir/" and "dir" are one folder
   return s;
+}
+
+std::string file_kind(const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) return "cannot stat it";
+  if (S_ISFIFO(st.st_mode)) return "a FIFO";
+  if (S_ISCHR(st.st_mode)) return "a character device";
+  if (S_ISBLK(st.st_mode)) return "a block device";
+  if (S_ISSOCK(st.st_mode)) return "a socket";
+  if (S_ISDIR(st.st_mode)) return "a folder";
+  return "not a regular file";
 }
 
 // Plugin files directly inside a folder, sorted by name for a stable order.
@@ -99,7 +128,9 @@ bool parse_plugin_file_name(const std::string& file_name, std::string* plugin,
   return true;
 }
 
-std::vector<Candidate> discover(const Options& options) {
+bool is_builtin_origin(const std::string& origin) { return origin == kLibraryOrigin || origin == kInstallOrigin; }
+
+std::vector<Candidate> discover(const Options& options, std::vector<std::string>* warnings) {
   std::vector<Candidate> out;
   std::map<std::string, std::string> first_by_name;  // file name -> path that won
   std::set<std::string> searched;                      // canonical folders and files
@@ -118,6 +149,15 @@ std::vector<Candidate> discover(const Options& options) {
       out.push_back(std::move(c));
       return;
     }
+    // dlopen of a FIFO or a device blocks or reads forever: regular files only.
+    struct stat st;
+    if (::stat(c.path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
+      c.fate = Fate::kFailed;
+      c.reason = "[registry.discover] " + file_name + ": not a regular file (" + file_kind(c.path) +
+                 "), not loaded";
+      out.push_back(std::move(c));
+      return;
+    }
     auto it = first_by_name.find(file_name);
     if (it != first_by_name.end()) {
       c.fate = Fate::kSkipped;
@@ -130,7 +170,7 @@ std::vector<Candidate> discover(const Options& options) {
     out.push_back(std::move(c));
   };
 
-  for (const auto& root : search_roots(options)) {
+  for (const auto& root : search_roots(options, warnings)) {
     std::error_code ec;
     fs::file_status st = fs::status(root.path, ec);
     if (ec || !fs::exists(st)) {

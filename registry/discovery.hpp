@@ -20,7 +20,15 @@ bool parse_plugin_file_name(const std::string& file_name, std::string* plugin,
 
 // Every candidate file in search order, as records at Stage::kFound (fate
 // kFailed and an empty reason until loaded), with duplicates already marked
-// skipped.
-std::vector<Candidate> discover(const Options& options);
+// skipped and files that are not regular files (a FIFO, a device) failed.
+// Search-path entries that are refused (relative: they would depend on the
+// current directory; LOOM_PLUGIN_PATH under secure execution) are reported
+// in *warnings.
+std::vector<Candidate> discover(const Options& options, std::vector<std::string>* warnings);
+
+// Whether a candidate came from loom's own folders (the folder of libloom
+// or the install folder) rather than from the application or
+// LOOM_PLUGIN_PATH.
+bool is_builtin_origin(const std::string& origin);
 
 }  // namespace loom::registry

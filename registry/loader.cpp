@@ -12,6 +12,11 @@ namespace {
 
 constexpr size_t kMaxDevices = 4096;  // more than this is a broken device_count
 
+StepHook g_step_hook = nullptr;
+void step(const char* name) {
+  if (g_step_hook) g_step_hook(name);
+}
+
 std::string file_name(const std::string& path) {
   return std::filesystem::path(path).filename().string();
 }
@@ -111,12 +116,15 @@ std::string check_device(loom_device_t* dev, size_t index, ListedDevice* out) {
 
 }  // namespace
 
+void set_step_hook(StepHook hook) { g_step_hook = hook; }
+
 std::string load_prefix(const Candidate& c) { return "[registry.load] " + file_name(c.path) + ": "; }
 
 bool negotiate_candidate(Candidate& c, size_t index, NegotiatedPlugin* out) {
   const std::string host = abi_version_text(LOOM_ABI_VERSION);
   DynamicLibrary lib;
   std::string err;
+  step("open");
   if (!lib.open(c.path, &err)) {
     fail(c, "dlopen failed: " + err);
     return false;
@@ -133,6 +141,7 @@ bool negotiate_candidate(Candidate& c, size_t index, NegotiatedPlugin* out) {
   if (!sym) return give_up("no " LOOM_PLUGIN_QUERY_SYMBOL " symbol (" + err + ")");
   auto query = reinterpret_cast<loom_plugin_query_fn>(sym);
   const loom_plugin_t* t = nullptr;
+  step("query");
   err = call_plugin([&] { t = query(LOOM_ABI_VERSION, host_services()); });
   if (!err.empty()) return give_up(LOOM_PLUGIN_QUERY_SYMBOL " " + err);
   if (!t) return give_up(LOOM_PLUGIN_QUERY_SYMBOL " returned NULL (the plugin cannot serve host ABI " + host + ")");
@@ -165,6 +174,7 @@ bool negotiate_candidate(Candidate& c, size_t index, NegotiatedPlugin* out) {
 
   int32_t score = 1;
   if (t->score) {
+    step("score");
     err = call_plugin([&] { score = t->score(); });
     if (!err.empty()) return give_up("score " + err);
   }
@@ -186,6 +196,7 @@ std::shared_ptr<PluginHandle> start_plugin(Candidate& c, NegotiatedPlugin& n,
   const loom_plugin_t* t = n.table;
   void* context = nullptr;
   loom_status_t* raw = nullptr;
+  step("init");
   std::string err = call_plugin([&] { raw = t->init(&context); });
   if (!err.empty()) {
     fail(c, "init " + err);
@@ -216,6 +227,7 @@ std::shared_ptr<PluginHandle> start_plugin(Candidate& c, NegotiatedPlugin& n,
     return nullptr;
   };
   size_t count = 0;
+  step("devices");
   err = call_plugin([&] { count = t->device_count(context); });
   if (!err.empty()) return stop("device_count " + err);
   if (count > kMaxDevices) return stop("device_count " + std::to_string(count) + " is implausible");

@@ -52,6 +52,13 @@ std::shared_ptr<PluginHandle> start_plugin(Candidate& c, NegotiatedPlugin& n,
 // Close a negotiated library that will not be started.
 void discard_plugin(Candidate& c, NegotiatedPlugin& n);
 
+// A hook told the name of each step before it runs ("open", "query",
+// "score", "init", "devices"): the probe child reports its progress with
+// it, so a crash or hang is named by step. nullptr (the default): none.
+// Set once before loading; not thread-safe.
+using StepHook = void (*)(const char* step);
+void set_step_hook(StepHook hook);
+
 // "[registry.load] <file>: " for messages about a candidate.
 std::string load_prefix(const Candidate& c);
 

@@ -17,6 +17,7 @@
 #include "registry/filters.hpp"
 #include "registry/loader.hpp"
 #include "registry/plugin_handle.hpp"
+#include "registry/probe.hpp"
 
 namespace loom::registry {
 
@@ -144,29 +145,78 @@ static bool force_variant(const std::string& plugin, std::vector<Candidate>& can
   return true;
 }
 
+// A variant from outside loom's folders (application paths,
+// LOOM_PLUGIN_PATH) that won over one of loom's own: allowed, never silent.
+static void warn_outside_variant(const Candidate& winner, const std::vector<size_t>& group,
+                                 const std::vector<Candidate>& cands,
+                                 const std::vector<NegotiatedPlugin>& negotiated,
+                                 std::vector<std::string>* warnings) {
+  if (is_builtin_origin(winner.origin)) return;
+  for (size_t k : group) {
+    const Candidate& c = cands[negotiated[k].candidate];
+    if (&c == &winner || !is_builtin_origin(c.origin)) continue;
+    warnings->push_back("plugin " + winner.plugin + ": variant " + label(winner) + " from " + winner.origin +
+                        " (" + winner.path + ", score " + std::to_string(winner.score) +
+                        ") is used instead of loom's own " + label(c) + " (score " + std::to_string(c.score) +
+                        ")");
+    LOOM_LOG_WARN("registry", warnings->back());
+    return;
+  }
+}
+
 std::unique_ptr<Registry> Registry::load(const Options& options) {
   std::unique_ptr<Registry> reg(new Registry());
   std::vector<Candidate>& cands = reg->candidates_;
-  // The first plugin in search order keeps a physical device (or a name)
-  // that a later plugin shows again.
-  auto add_device = [&](loom_device_t* raw, DeviceInfo info, const std::shared_ptr<PluginHandle>& handle) {
-    for (const Device* d : reg->device_ptrs_) {
-      std::string why;
+  std::vector<bool> builtin_device;  // per entry of device_ptrs_
+  // The first plugin in search order keeps a physical device that a later
+  // plugin shows again. A device name stays with its first holder, except
+  // that loom's own plugins keep their names against plugins from
+  // elsewhere; every such clash is a visible warning.
+  auto add_device = [&](loom_device_t* raw, DeviceInfo info, const std::shared_ptr<PluginHandle>& handle,
+                        const Candidate& from) {
+    const bool builtin = is_builtin_origin(from.origin);
+    for (size_t k = 0; k < reg->device_ptrs_.size(); ++k) {
+      const Device* d = reg->device_ptrs_[k];
       if (same_device(d->info(), info)) {
-        why = info.name + " (same device as " + d->name() + ")";
-      } else if (d->name() == info.name) {
-        why = info.name + " (name already taken by plugin " + d->info().plugin + ")";
+        const std::string why = info.name + " (same device as " + d->name() + ")";
+        LOOM_LOG_DEBUG("registry", "hiding device " + why);
+        reg->duplicates_.push_back(why);
+        return;
       }
-      if (why.empty()) continue;
-      LOOM_LOG_DEBUG("registry", "hiding device " + why);
-      reg->duplicates_.push_back(why);
+      if (d->name() != info.name) continue;
+      if (builtin && !builtin_device[k]) {
+        const std::string why = "device name '" + info.name + "' of plugin " + d->info().plugin +
+                                " is loom's own plugin " + info.plugin + "'s; the " + d->info().plugin +
+                                " device is hidden";
+        LOOM_LOG_WARN("registry", why);
+        reg->warnings_.push_back(why);
+        reg->duplicates_.push_back(d->name() + " (name taken back by plugin " + info.plugin + ")");
+        reg->device_ptrs_[k] = nullptr;
+        continue;
+      }
+      const std::string why = "device name '" + info.name + "' of plugin " + info.plugin + " (" + from.path +
+                              ") is already taken by plugin " + d->info().plugin + "; that device is hidden";
+      LOOM_LOG_WARN("registry", why);
+      reg->warnings_.push_back(why);
+      reg->duplicates_.push_back(info.name + " (name already taken by plugin " + d->info().plugin + ")");
       return;
     }
     reg->devices_.push_back(std::make_unique<Device>(raw, std::move(info), handle));
     reg->device_ptrs_.push_back(reg->devices_.back().get());
+    builtin_device.push_back(builtin);
+    for (size_t k = 0; k < reg->device_ptrs_.size();) {
+      if (reg->device_ptrs_[k]) {
+        ++k;
+        continue;
+      }
+      reg->device_ptrs_.erase(reg->device_ptrs_.begin() + static_cast<std::ptrdiff_t>(k));
+      builtin_device.erase(builtin_device.begin() + static_cast<std::ptrdiff_t>(k));
+    }
   };
-  cands = discover(options);
+  cands = discover(options, &reg->warnings_);
   if (options.use_env) apply_env_filters(cands);
+  const ProbeSettings probe = probe_settings(options, &reg->warnings_);
+  if (probe.isolated) probe_candidates(cands, options, probe);
 
   // Negotiate every remaining candidate; group survivors by plugin name in
   // search order so variants compete.
@@ -211,8 +261,9 @@ std::unique_ptr<Registry> Registry::load(const Options& options) {
       if (c.fate == Fate::kFailed) continue;
       winner = &c;
       if (!handle) continue;
+      warn_outside_variant(c, group, cands, negotiated, &reg->warnings_);
       reg->plugins_.push_back(handle);
-      for (auto& d : listed) add_device(d.raw, std::move(d.info), handle);
+      for (auto& d : listed) add_device(d.raw, std::move(d.info), handle, c);
     }
   }
   LOOM_LOG_DEBUG("registry", std::to_string(cands.size()) + " candidate(s), " +

@@ -9,6 +9,13 @@
 // plugin names) filter candidates. Variants of one plugin are ranked by
 // their score; the best that fits runs.
 //
+// Before a file is loaded into the process it is probed in a short-lived
+// child (ProbeMode::kIsolated, the default): a plugin that crashes, exits
+// or hangs there becomes a failed record and never runs here. Results are
+// cached per file version (LOOM_CACHE_DIR, else ~/.cache/loom). Under
+// secure execution (setuid/setgid) LOOM_PLUGIN_PATH and the probe and cache
+// variables are ignored; relative search paths are never searched.
+//
 // A Registry is not thread-safe to mutate; its const accessors are.
 #pragma once
 
@@ -122,11 +129,24 @@ class Device {
   mutable bool cost_ext_asked_ = false;
 };
 
+// How a plugin file is tried before it is loaded into this process.
+enum class ProbeMode {
+  kDefault,   // LOOM_PLUGIN_PROBE (isolated|inline) when use_env, else isolated
+  kIsolated,  // first in a short-lived child (loom-probe), results cached
+  kInline,    // straight into this process (a crashing plugin takes it down)
+};
+
 struct Options {
-  std::vector<std::string> paths;  // searched first: folders or plugin files
+  std::vector<std::string> paths;  // searched first: folders or plugin files (absolute)
   bool use_env = true;             // LOOM_PLUGIN_PATH and the filter variables
   bool search_library_dir = true;
   bool search_install_dir = true;
+  ProbeMode probe = ProbeMode::kDefault;
+  // Device names the caller means to use (e.g. from --device cpu). When
+  // set and probing is isolated, only plugins whose probed devices include
+  // one of them are loaded into this process; the others are recorded as
+  // skipped ("not loaded: its devices ... are not among the requested").
+  std::vector<std::string> wanted_devices;
 };
 
 class Registry {
@@ -143,6 +163,10 @@ class Registry {
   const std::vector<Device*>& devices() const { return device_ptrs_; }
   // Devices hidden as duplicates: "name (same device as other)".
   const std::vector<std::string>& duplicates() const { return duplicates_; }
+  // Things a user should see (loom devices prints them): refused search
+  // paths, a device name a plugin could not take, a variant from outside
+  // loom's folders chosen over a built-in one, a missing probe helper.
+  const std::vector<std::string>& warnings() const { return warnings_; }
   Device* device(std::string_view name) const;
 
   // spec: a comma list of device names (all must exist, else NOT_FOUND
@@ -166,6 +190,7 @@ class Registry {
   std::vector<std::unique_ptr<Device>> devices_;
   std::vector<Device*> device_ptrs_;
   std::vector<std::string> duplicates_;
+  std::vector<std::string> warnings_;
   std::vector<std::shared_ptr<PluginHandle>> plugins_;
   bool shut_down_ = false;
 };

@@ -20,7 +20,10 @@ struct CommonOptions {
 // malformed option.
 bool take_common_options(std::vector<std::string>& args, CommonOptions* out, std::string* error);
 
-std::unique_ptr<registry::Registry> load_registry(const CommonOptions& opts);
+// The registry with --plugin-path folders (made absolute: they are the
+// user's own words on the command line). A device_spec that names devices
+// (not a policy) loads only the plugins that serve them.
+std::unique_ptr<registry::Registry> load_registry(const CommonOptions& opts, const std::string& device_spec = "");
 
 // The model run/bench/plan use when -m is not given: $LOOM_MODEL, else
 // $LOOM_MODELS_DIR/stories260K.gguf, else ../shared/models/stories260K.gguf;

@@ -88,6 +88,9 @@ void print_json(const registry::Registry& reg) {
   w.key("duplicates").begin_array();
   for (const auto& s : reg.duplicates()) w.value(s);
   w.end_array();
+  w.key("warnings").begin_array();
+  for (const auto& s : reg.warnings()) w.value(s);
+  w.end_array();
   w.end_object();
   std::printf("%s\n", w.str().c_str());
 }
@@ -127,6 +130,8 @@ void print_text(const registry::Registry& reg) {
                 caps_text(i.caps).c_str());
   }
   for (const auto& s : reg.duplicates()) std::printf("  hidden duplicate: %s\n", s.c_str());
+  if (!reg.warnings().empty()) std::printf("\nwarnings:\n");
+  for (const auto& s : reg.warnings()) std::printf("  %s\n", s.c_str());
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <memory>
 
 namespace loom::cli {
@@ -31,9 +32,24 @@ bool take_common_options(std::vector<std::string>& args, CommonOptions* out, std
   return true;
 }
 
-std::unique_ptr<registry::Registry> load_registry(const CommonOptions& opts) {
+std::unique_ptr<registry::Registry> load_registry(const CommonOptions& opts, const std::string& device_spec) {
   registry::Options ro;
-  ro.paths = opts.plugin_paths;
+  for (const auto& p : opts.plugin_paths) {
+    std::error_code ec;
+    std::filesystem::path abs = std::filesystem::absolute(p, ec);
+    ro.paths.push_back(ec ? p : abs.string());
+  }
+  const bool policy = device_spec.empty() || device_spec == "auto" || device_spec == "gpu-first" ||
+                      device_spec == "cpu-only";
+  if (!policy) {
+    size_t pos = 0;
+    while (pos <= device_spec.size()) {
+      size_t comma = device_spec.find(',', pos);
+      if (comma == std::string::npos) comma = device_spec.size();
+      if (comma > pos) ro.wanted_devices.push_back(device_spec.substr(pos, comma - pos));
+      pos = comma + 1;
+    }
+  }
   return registry::Registry::load(ro);
 }
 
@@ -103,7 +119,7 @@ int start_model_command(const char* command, std::vector<std::string>& args,
     if (model->empty() && need_model) error = no_model_message(tried);
   }
   if (error.empty()) {
-    out->registry = load_registry(out->common);
+    out->registry = load_registry(out->common, *device_spec);
     error = select_devices(*out->registry, *device_spec, &out->devices);
   }
   if (!error.empty()) {
