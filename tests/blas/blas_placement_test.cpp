@@ -56,7 +56,9 @@ TEST_P(BlasPlacement, CostDecides) {
   EXPECT_GT(on_cpu, 0.0);
   EXPECT_LT(blas->op_time_us(*post), 0.0) << "blas gives no estimate for an op it does not run";
   const bool want_blas = c.want == Want::kCheaper && on_blas < on_cpu;
-  if (c.want == Want::kCpu) EXPECT_LT(on_cpu, on_blas) << "decode-size and tiny products are cheaper on the cpu";
+  if (c.want == Want::kCpu) {
+    EXPECT_LT(on_cpu, on_blas) << "decode-size and tiny products are cheaper on the cpu";
+  }
 
   auto g = Graph::build({*post});
   ASSERT_TRUE(g.ok());

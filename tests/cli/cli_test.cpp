@@ -1,6 +1,7 @@
 // Runs the built `loom` binary as a user would and checks its output.
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <cstdio>
@@ -348,3 +349,35 @@ TEST(Cli, PlanWritesDot) {
   EXPECT_EQ(dev.exit_code, 1);
   EXPECT_NE(dev.out.find("nosuch"), std::string::npos) << dev.out;
 }
+
+namespace {
+
+// Issue 11's check: a folder of plugins that segfault, abort, exit or hang,
+// and a FIFO named like a plugin: each is a record with its reason, and the
+// built-in cpu and blas devices are still ready.
+TEST(Cli, HostilePluginsAreRecordsAndBuiltinsStayReady) {
+  TempDir dir;
+  ASSERT_EQ(mkfifo((dir.path() + "/libloom-fifo.so").c_str(), 0600), 0);
+  const std::string env = "LOOM_CACHE_DIR=" + dir.path() + "/cache LOOM_PLUGIN_PROBE_TIMEOUT=2 LOOM_PLUGIN_PATH=" +
+                          std::string(LOOM_TEST_HOSTILE_DIR) + ":" + dir.path();
+  Result r = run_loom("devices --json", env, false);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  loom::test::Json j = parse_or_fail(r.out);
+  for (const char* name : {"segvctor", "segvquery", "segvscore", "segvinit", "segvcount", "segvprops",
+                           "abortinit", "exitinit", "hanginit", "fifo"}) {
+    const auto* p = find_plugin(j, name);
+    ASSERT_NE(p, nullptr) << name << "\n" << r.out;
+    EXPECT_EQ((*p)["fate"].str, "failed") << name;
+    EXPECT_FALSE((*p)["reason"].str.empty()) << name;
+  }
+  EXPECT_NE(find_plugin(j, "hanginit")->operator[]("reason").str.find("no answer in 2 s"), std::string::npos);
+  EXPECT_TRUE(has_device(j, "cpu")) << r.out;
+  if (std::ifstream(std::string(LOOM_TEST_PLUGIN_DIR) + "/libloom-blas.so")) {
+    EXPECT_TRUE(has_device(j, "blas")) << r.out;
+  }
+  // Still a working cpu, and the second run reads the cached verdicts.
+  Result c = run_loom("check --device cpu", env);
+  EXPECT_EQ(c.exit_code, 0) << c.out;
+}
+
+}  // namespace

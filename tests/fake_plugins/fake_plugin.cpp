@@ -1,7 +1,8 @@
 // One source, many broken (or odd) plugins: each build of this file in
 // CMakeLists.txt sets FAKE_KIND and friends to exercise one registry path.
-// The devices, buffers and streams are the null plugin's pieces. None of
-// these fakes may crash the process: tests/cli loads the whole folder.
+// The devices, buffers and streams are the null plugin's pieces. The
+// hostile kinds (10 and up) crash, exit or hang in one entry each; they are
+// built into their own folder and must only ever run in a probe child.
 #include <cstdlib>
 #include <memory>
 #include <stdexcept>
@@ -22,6 +23,17 @@
 #define FAKE_NULL_QUERY 7   // loom_plugin_query returns NULL
 #define FAKE_MISSING_DEP 8  // linked against a library dlopen cannot find
 #define FAKE_BAD_IFACE 9    // a device table with a NULL required entry
+// Hostile: FAKE_HOSTILE_AT names the entry (FAKE_AT_*) that misbehaves.
+#define FAKE_SEGV 10   // raises SIGSEGV there
+#define FAKE_ABORT 11  // calls abort() there
+#define FAKE_EXIT 12   // calls exit(0) there
+#define FAKE_HANG 13   // never returns from there
+#define FAKE_AT_CTOR 0
+#define FAKE_AT_QUERY 1
+#define FAKE_AT_SCORE 2
+#define FAKE_AT_INIT 3
+#define FAKE_AT_COUNT 4
+#define FAKE_AT_PROPS 5
 
 #ifndef FAKE_KIND
 #error "FAKE_KIND must be set"
@@ -61,6 +73,32 @@
 extern "C" int loomfake_dep_answer(void);
 #endif
 
+#if FAKE_KIND >= FAKE_SEGV
+#include <signal.h>
+#include <unistd.h>
+// Misbehave if this is the entry FAKE_HOSTILE_AT names.
+#define FAKE_HOSTILE(at) \
+  do {                   \
+    if ((at) == FAKE_HOSTILE_AT) misbehave(); \
+  } while (0)
+namespace {
+[[maybe_unused]] void misbehave() {
+#if FAKE_KIND == FAKE_SEGV
+  raise(SIGSEGV);
+#elif FAKE_KIND == FAKE_ABORT
+  std::abort();
+#elif FAKE_KIND == FAKE_EXIT
+  std::exit(0);
+#else
+  for (;;) pause();
+#endif
+}
+__attribute__((constructor)) void fake_ctor() { FAKE_HOSTILE(FAKE_AT_CTOR); }
+}  // namespace
+#else
+#define FAKE_HOSTILE(at) ((void)0)
+#endif
+
 namespace {
 
 using loom::common::guarded;
@@ -86,7 +124,17 @@ loom_status_t* throwing_get_props(loom_device_t*, loom_device_props_t*) {
 bool supports_everything(loom_device_t*, const loom_tensor_t*) { return true; }
 #endif
 
+#if FAKE_KIND >= FAKE_SEGV && FAKE_HOSTILE_AT == FAKE_AT_PROPS
+loom_status_t* hostile_get_props(loom_device_t*, loom_device_props_t*) {
+  misbehave();
+  return nullptr;
+}
+#undef FAKE_PATCHED_GET_PROPS
+#define FAKE_PATCHED_GET_PROPS hostile_get_props
+#endif
+
 loom_status_t* fake_init([[maybe_unused]] void** out_context) {
+  FAKE_HOSTILE(FAKE_AT_INIT);
 #if FAKE_KIND == FAKE_THROW_INIT
   throw std::runtime_error("fake init exploded");  // deliberately not guarded
 #else
@@ -103,7 +151,8 @@ loom_status_t* fake_init([[maybe_unused]] void** out_context) {
       config.description = "fake device of libloom-" FAKE_NAME;
       ctx->devices.push_back(std::make_unique<Device>(std::move(config)));
     }
-#if FAKE_KIND == FAKE_THROW_PROPS || FAKE_KIND == FAKE_BAD_IFACE
+#if FAKE_KIND == FAKE_THROW_PROPS || FAKE_KIND == FAKE_BAD_IFACE || \
+    (FAKE_KIND >= FAKE_SEGV && FAKE_HOSTILE_AT == FAKE_AT_PROPS)
     ctx->iface = *ctx->devices[0]->raw()->iface;
     ctx->iface.get_props = FAKE_PATCHED_GET_PROPS;
     for (auto& d : ctx->devices) d->raw()->iface = &ctx->iface;
@@ -122,15 +171,23 @@ loom_status_t* fake_init([[maybe_unused]] void** out_context) {
 
 void fake_shutdown(void* context) { delete static_cast<FakeContext*>(context); }
 
-size_t fake_device_count(void* context) { return static_cast<FakeContext*>(context)->devices.size(); }
+size_t fake_device_count(void* context) {
+  FAKE_HOSTILE(FAKE_AT_COUNT);
+  return static_cast<FakeContext*>(context)->devices.size();
+}
 
 loom_device_t* fake_device_get(void* context, size_t index) {
   auto* ctx = static_cast<FakeContext*>(context);
   return index < ctx->devices.size() ? ctx->devices[index]->raw() : nullptr;
 }
 
+#if FAKE_KIND >= FAKE_SEGV && FAKE_HOSTILE_AT == FAKE_AT_SCORE && FAKE_SCORE < 0
+#undef FAKE_SCORE
+#define FAKE_SCORE 1
+#endif
 #if FAKE_SCORE >= 0 || FAKE_KIND == FAKE_MISSING_DEP
 int32_t fake_score(void) {
+  FAKE_HOSTILE(FAKE_AT_SCORE);
 #if FAKE_KIND == FAKE_MISSING_DEP
   return loomfake_dep_answer() > 0 ? 1 : 0;  // the reference keeps the dependency linked
 #else
@@ -171,6 +228,7 @@ const loom_plugin_t kPlugin = {
 extern "C" LOOM_PLUGIN_EXPORT const loom_plugin_t* FAKE_QUERY_NAME(uint32_t host_abi_version,
                                                                    const loom_host_services_t* services) {
   (void)host_abi_version;
+  FAKE_HOSTILE(FAKE_AT_QUERY);
   loom::common::set_host_services(services);
 #if FAKE_KIND == FAKE_NULL_QUERY
   return nullptr;
