@@ -42,7 +42,8 @@ Loader::~Loader() {
 }
 
 std::string Loader::open() {
-  const char* env = std::getenv("LOOM_VULKAN_LOADER");
+  // A loader path loads code: ignored under secure execution (setuid/setgid).
+  const char* env = secure_getenv("LOOM_VULKAN_LOADER");
   const std::string file = (env && *env) ? env : "libvulkan.so.1";
   const std::set<std::string> before = loaded_objects();
   lib_ = dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL);

@@ -381,3 +381,27 @@ TEST(Cli, HostilePluginsAreRecordsAndBuiltinsStayReady) {
 }
 
 }  // namespace
+
+namespace {
+
+// The build tree's loom once had a RUNPATH ending in an empty entry, which
+// makes ld.so search the current directory: a libm.so.6 there was loaded
+// before main. A bogus one must now be ignored.
+TEST(Cli, LibrariesInTheCurrentDirectoryAreNotLoaded) {
+  TempDir dir;
+  for (const char* lib : {"libm.so.6", "libloom.so.0", "libstdc++.so.6"}) {
+    std::ofstream(dir.path() + "/" + lib) << "not a library\n";
+  }
+  const std::string cmd = "cd " + dir.path() + " && " + std::string(LOOM_TEST_BIN_DIR) + "/loom --version 2>&1";
+  std::string out;
+  FILE* p = popen(cmd.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  const int st = pclose(p);
+  EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << out;
+  EXPECT_NE(out.find("loom " LOOM_VERSION_STRING_FOR_TEST), std::string::npos) << out;
+}
+
+}  // namespace
