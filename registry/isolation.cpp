@@ -103,7 +103,7 @@ void probe_candidates(std::vector<Candidate>& cands, const Options& options, con
       records[i] = std::move(got[k]);
       have[i] = true;
       // A helper that could not even start says nothing about the file.
-      if (records[i].finished || !records[i].step.empty()) probe_cache_write(settings.cache_dir, keys[i], records[i]);
+      if (!records[i].helper_failed) probe_cache_write(settings.cache_dir, keys[i], records[i]);
     }
   }
   for (size_t i = 0; i < cands.size(); ++i) {
@@ -111,7 +111,7 @@ void probe_candidates(std::vector<Candidate>& cands, const Options& options, con
     Candidate& c = cands[i];
     const ProbeRecord& r = records[i];
     if (!r.finished) {
-      if (r.step.empty() && r.failure.rfind("could not start", 0) == 0) {
+      if (r.helper_failed) {
         LOOM_LOG_WARN("registry", load_prefix(c) + r.failure + "; loading it without isolation");
         continue;
       }

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -44,7 +45,8 @@ std::string signal_text(int sig) {
 }
 
 std::string step_text(const std::string& step) {
-  if (step.empty() || step == "open") return "while loading the library (dlopen, its constructors)";
+  if (step.empty() || step == "start") return "before loading the library";
+  if (step == "open") return "while loading the library (dlopen, its constructors)";
   if (step == "query") return "in " LOOM_PLUGIN_QUERY_SYMBOL;
   if (step == "devices") return "while listing devices (device_count, device_get, get_props)";
   return "in " + step;
@@ -136,6 +138,18 @@ ProbeRecord finish(const Child& c, double timeout_s) {
   ProbeRecord r = parse_probe_record(c.out_text, &complete);
   const std::string where = step_text(r.step);
   std::string failure;
+  if (r.step.empty()) {
+    // Not even the first line: the helper failed before it touched the file.
+    ProbeRecord bad;
+    bad.helper_failed = true;
+    bad.failure = "the probe helper did not run (" +
+                  (WIFSIGNALED(c.status) ? signal_text(WTERMSIG(c.status))
+                                         : "exit status " + std::to_string(WEXITSTATUS(c.status))) +
+                  ")";
+    std::string tail = last_line(c.err_text);
+    if (!tail.empty()) bad.failure += ": " + tail.substr(0, 300);
+    return bad;
+  }
   if (c.timed_out) {
     char t[32];
     std::snprintf(t, sizeof t, "%g", timeout_s);
@@ -185,6 +199,7 @@ std::vector<ProbeRecord> probe_in_children(const std::string& helper, const std:
       Child c;
       c.index = next;
       if (!spawn(helper, paths[next], timeout_s, &c)) {
+        out[next].helper_failed = true;
         out[next].failure = "could not start the probe helper " + helper;
       } else {
         running.push_back(std::move(c));
@@ -217,7 +232,15 @@ std::vector<ProbeRecord> probe_in_children(const std::string& helper, const std:
     now = std::chrono::steady_clock::now();
     for (size_t k = 0; k < running.size();) {
       Child& c = running[k];
-      if (!c.reaped && ::waitpid(c.pid, &c.status, WNOHANG) == c.pid) c.reaped = true;
+      if (!c.reaped) {
+        const pid_t w = ::waitpid(c.pid, &c.status, WNOHANG);
+        if (w == c.pid) {
+          c.reaped = true;
+        } else if (w < 0 && errno == ECHILD) {
+          c.reaped = true;  // the host ignores SIGCHLD: reaped already, status unknown
+          c.status = 0;
+        }
+      }
       if (!c.reaped && now >= c.deadline) {
         ::kill(-c.pid, SIGKILL);  // the whole group
         ::kill(c.pid, SIGKILL);
@@ -272,6 +295,7 @@ int probe_child_main(int argc, char** argv) {
   if (!parse_plugin_file_name(std::filesystem::path(path).filename().string(), &c.plugin, &c.variant)) {
     c.plugin = std::filesystem::path(path).stem().string();
   }
+  report_step("start");
   set_step_hook(report_step);
   ProbeRecord r;
   NegotiatedPlugin n;

@@ -29,6 +29,9 @@ struct ProbeRecord {
   int32_t score = -1;
   std::string plugin_version;
   std::vector<std::string> devices;  // names of the devices it listed
+  // The helper itself did not start or run (says nothing about the file;
+  // never cached).
+  bool helper_failed = false;
 };
 
 // The record as text (ends with "end\n").

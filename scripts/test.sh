@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
 # Set up, build and run the whole test suite: a release build, then the same
 # suite under AddressSanitizer + UndefinedBehaviorSanitizer.
-# Usage: scripts/test.sh [--no-asan]
+# Then a ThreadSanitizer pass over the thread pool, scheduler and registry
+# tests (scripts/tsan.sh).
+# Usage: scripts/test.sh [--no-asan] [--no-tsan]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 asan=1
+tsan=1
 for a in "$@"; do
   case "$a" in
     --no-asan) asan=0 ;;
+    --no-tsan) tsan=0 ;;
     *) echo "test.sh: unknown option $a" >&2; exit 2 ;;
   esac
 done
@@ -32,5 +36,8 @@ if [ "$asan" = 1 ]; then
   # scan) read as leaks: the asan test preset sets LSAN_OPTIONS to
   # tests/vulkan/lsan_mesa.supp, which suppresses frames inside the driver only.
   ctest --preset asan -j "$jobs"
+fi
+if [ "$tsan" = 1 ]; then
+  LOOM_JOBS="$jobs" scripts/tsan.sh
 fi
 echo "== all tests passed"

@@ -405,3 +405,20 @@ TEST(Cli, LibrariesInTheCurrentDirectoryAreNotLoaded) {
 }
 
 }  // namespace
+
+namespace {
+
+// Naming devices loads only the plugins that serve them (after the probe,
+// which lists every plugin's devices without loading it in the process).
+TEST(Cli, NamedDeviceLoadsOnlyItsPlugin) {
+  TempDir dir;
+  Result r = run_loom("check --device cpu", "LOOM_CACHE_DIR=" + dir.path() + " LOOM_LOG=registry:debug");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  if (std::ifstream(std::string(LOOM_TEST_PLUGIN_DIR) + "/libloom-blas.so")) {
+    EXPECT_NE(r.out.find("libloom-blas.so: not loaded: its devices (blas) are not among the requested cpu"),
+              std::string::npos)
+        << r.out;
+  }
+}
+
+}  // namespace

@@ -17,10 +17,10 @@ namespace {
 using registry::Fate;
 using registry::Registry;
 
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool kAsan = true;  // ASan's own SIGSEGV handler turns the signal into exit status 1
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr bool kSanitizer = true;  // the sanitizer's own SIGSEGV handler turns the signal into an exit status
 #else
-constexpr bool kAsan = false;
+constexpr bool kSanitizer = false;
 #endif
 
 std::string hostile_dir() { return LOOM_TEST_HOSTILE_DIR; }
@@ -70,7 +70,7 @@ TEST_F(Isolation, HostilePluginsBecomeRecordsAndTheHostLivesOn) {
       EXPECT_TRUE(contains(c->reason, "probed in a child")) << c->reason;
     }
     if (std::string(w.plugin).rfind("segv", 0) == 0) {
-      EXPECT_TRUE(contains(c->reason, kAsan ? "status" : "crashed with SIGSEGV")) << c->reason;
+      EXPECT_TRUE(contains(c->reason, kSanitizer ? "status" : "crashed with SIGSEGV")) << c->reason;
     }
   }
   // The good plugin beside them is loaded and usable.

@@ -124,7 +124,7 @@ int cmd_check(std::vector<std::string> args) {
       return 2;
     }
   }
-  auto reg = load_registry(opts);
+  auto reg = load_registry(opts, device_name);
   registry::Device* dev = nullptr;
   if (!device_name.empty()) {
     auto sel = reg->select(device_name);
