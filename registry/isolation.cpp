@@ -123,12 +123,7 @@ void probe_candidates(std::vector<Candidate>& cands, const Options& options, con
     }
     if (!options.wanted_devices.empty() && r.fate != Fate::kReady) {
       // Not needed either way; its record from the child says why it would not serve.
-      c.stage = r.stage;
-      c.fate = r.fate;
-      c.reason = r.reason;
-      c.score = r.score;
-      c.abi_version = r.abi_version;
-      c.plugin_version = r.plugin_version;
+      apply_outcome(r, &c);
       continue;
     }
     if (!options.wanted_devices.empty() && !serves_any(r, options.wanted_devices)) {

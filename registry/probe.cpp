@@ -315,12 +315,7 @@ int probe_child_main(int argc, char** argv) {
     }
   }
   r.finished = true;
-  r.stage = c.stage;
-  r.fate = c.fate;
-  r.reason = c.reason;
-  r.abi_version = c.abi_version;
-  r.score = c.score;
-  r.plugin_version = c.plugin_version;
+  record_outcome(c, &r);
   write_all(format_probe_record(r));
   std::fflush(nullptr);
   ::_exit(0);  // no static destructors of whatever was loaded

@@ -35,6 +35,24 @@ const Fate kFates[] = {Fate::kReady, Fate::kUnavailable, Fate::kFailed, Fate::kS
 
 }  // namespace
 
+namespace {
+
+// Candidate and ProbeRecord name their outcome fields alike.
+template <typename From, typename To>
+void copy_outcome(const From& from, To* to) {
+  to->stage = from.stage;
+  to->fate = from.fate;
+  to->reason = from.reason;
+  to->abi_version = from.abi_version;
+  to->score = from.score;
+  to->plugin_version = from.plugin_version;
+}
+
+}  // namespace
+
+void record_outcome(const Candidate& from, ProbeRecord* to) { copy_outcome(from, to); }
+void apply_outcome(const ProbeRecord& from, Candidate* to) { copy_outcome(from, to); }
+
 std::string format_probe_step(const char* step) { return std::string("step ") + step + "\n"; }
 
 std::string format_probe_record(const ProbeRecord& r) {

@@ -34,6 +34,11 @@ struct ProbeRecord {
   bool helper_failed = false;
 };
 
+// The candidate's outcome fields (stage, fate, reason, ABI, score,
+// version) into a record, and back.
+void record_outcome(const Candidate& from, ProbeRecord* to);
+void apply_outcome(const ProbeRecord& from, Candidate* to);
+
 // The record as text (ends with "end\n").
 std::string format_probe_record(const ProbeRecord& r);
 // Parse text written by format_probe_record or by a child that stopped
