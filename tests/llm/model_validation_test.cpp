@@ -4,7 +4,6 @@
 // LOOM_CHECK_FINITE=1 naming the first node that produced one.
 #include <gtest/gtest.h>
 
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -16,21 +15,16 @@
 #include "llm/llama_model.hpp"
 #include "llm/llama_session.hpp"
 #include "loom/registry.hpp"
+#include "peak_rss.hpp"
 #include "tiny_llama.hpp"
 
 namespace loom::llm {
 namespace {
 
+using test::peak_rss_bytes;
 using test::TinyLlama;
 
 bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
-
-// Peak resident memory of this process so far, bytes.
-size_t peak_rss() {
-  struct rusage ru {};
-  getrusage(RUSAGE_SELF, &ru);
-  return static_cast<size_t>(ru.ru_maxrss) * 1024;
-}
 
 class ModelValidation : public ::testing::Test {
  protected:
@@ -79,7 +73,7 @@ TEST_F(ModelValidation, HugeBlockCountIsAnErrorNamingKeyValueAndBound) {
 // refused from the tensor count before anything is sized by it (before, the
 // layer table alone took about 1.2 GB).
 TEST_F(ModelValidation, BlockCountBeyondTheFileIsRefusedBeforeAllocating) {
-  const size_t before = peak_rss();
+  const size_t before = peak_rss_bytes();
   const std::string e = key_error("block_count", 4000);
   EXPECT_TRUE(has(e, "llama.block_count = 4000: 4000 layers need 36000 tensors, the file has 11")) << e;
   TinyLlama m;
@@ -87,7 +81,7 @@ TEST_F(ModelValidation, BlockCountBeyondTheFileIsRefusedBeforeAllocating) {
   auto r = load(m);
   ASSERT_FALSE(r.ok());
   EXPECT_TRUE(has(r.status().message(), "llama.block_count = 16777216")) << r.status().message();
-  EXPECT_LT(peak_rss() - before, size_t{64} << 20) << "loading grew the peak RSS by " << (peak_rss() - before);
+  EXPECT_LT(peak_rss_bytes() - before, size_t{64} << 20) << "loading grew the peak RSS by " << (peak_rss_bytes() - before);
 }
 
 TEST_F(ModelValidation, EveryDimensionIsBounded) {
