@@ -27,8 +27,8 @@ bool writes_cache(const registry::Device& dev, loom_type_t type, int64_t kv_dim)
   return node.ok() && dev.supports_op(*node);
 }
 
-// Logits of token `row` of a batch at n_past (all_logits: every token, else
-// only the last) must be finite; else an error naming the position.
+// n_rows rows of n_vocab logits, of the tokens at positions first_pos,
+// first_pos + 1, ...: each must be finite, else an error naming the position.
 Status check_logits(const float* logits, int64_t n_rows, int64_t n_vocab, int64_t first_pos) {
   for (int64_t r = 0; r < n_rows; ++r) {
     const float* row = logits + r * n_vocab;

@@ -48,6 +48,8 @@ struct SessionOptions {
 
 class LlamaSession {
  public:
+  // A KV cache larger than the memory a device reports (free, else total)
+  // is RESOURCE_EXHAUSTED naming the context, the bytes and the device.
   static StatusOr<std::unique_ptr<LlamaSession>> create(LlamaModel* model, const SessionOptions& options);
   ~LlamaSession();
   LlamaSession(const LlamaSession&) = delete;

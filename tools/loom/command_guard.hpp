@@ -13,23 +13,27 @@
 
 namespace loom::cli {
 
-// Runs fn() (returning an exit code); `command` names it in messages ("run").
-template <typename Fn>
-int run_guarded(const std::string& command, Fn&& fn) noexcept {
-  const char* what = nullptr;
-  try {
-    return fn();
-  } catch (const std::bad_alloc&) {
-    what = "out of memory (std::bad_alloc)";
-  } catch (const std::exception& e) {
-    what = e.what();
-  } catch (...) {
-    what = "an exception of unknown type";
-  }
+// Prints the message for an exception that escaped `command`; returns 1.
+inline int report_escaped(const std::string& command, const char* what) noexcept {
   std::fflush(stdout);
   std::fprintf(stderr, "\nloom %s: [cli.%s] stopped by an unexpected exception: %s (please report this)\n",
                command.c_str(), command.c_str(), what);
   return 1;
+}
+
+// Runs fn() (returning an exit code); `command` names it in messages ("run").
+// The message is printed inside each handler: what() dies with the exception.
+template <typename Fn>
+int run_guarded(const std::string& command, Fn&& fn) noexcept {
+  try {
+    return fn();
+  } catch (const std::bad_alloc&) {
+    return report_escaped(command, "out of memory (std::bad_alloc)");
+  } catch (const std::exception& e) {
+    return report_escaped(command, e.what());
+  } catch (...) {
+    return report_escaped(command, "an exception of unknown type");
+  }
 }
 
 }  // namespace loom::cli
