@@ -34,6 +34,10 @@ StatusOr<GenerateResult> generate(LlamaSession& session, const Tokenizer& tokeni
                             " tokens, more than the context of " + std::to_string(session.n_ctx()));
   }
   const int32_t n_vocab = static_cast<int32_t>(session.model().hparams().n_vocab);
+  if (tokenizer.n_vocab() != n_vocab) {
+    return invalid_argument("[llm.generate] the tokenizer has " + std::to_string(tokenizer.n_vocab()) +
+                            " tokens, the model's vocabulary " + std::to_string(n_vocab) + ": they must match");
+  }
   session.reset();
   std::vector<float> logits;
   auto t0 = std::chrono::steady_clock::now();

@@ -94,54 +94,8 @@ Status LlamaModel::read_hparams() {
   if (arch_ != "llama") {
     return unimplemented(who + "unsupported architecture '" + arch_ + "' (supported: llama)");
   }
-  auto get = [&](const char* key, int64_t* out, bool required, int64_t fallback) -> Status {
-    const std::string k = arch_ + "." + key;
-    if (!file_.has(k)) {
-      if (required) return not_found(who + "missing metadata key " + k);
-      *out = fallback;
-      return Status();
-    }
-    StatusOr<int64_t> v = file_.get_int(k);
-    if (!v.ok()) return Status(v.status().code(), who + v.status().message());
-    if (*v < 1) return invalid_argument(who + k + " = " + std::to_string(*v) + " must be >= 1");
-    *out = *v;
-    return Status();
-  };
-  auto get_f = [&](const char* key, float* out) -> Status {
-    const std::string k = arch_ + "." + key;
-    if (!file_.has(k)) return Status();  // keep the default
-    StatusOr<float> v = file_.get_f32(k);
-    if (!v.ok()) return Status(v.status().code(), who + v.status().message());
-    *out = *v;
-    return Status();
-  };
-  LlamaHparams& h = hparams_;
-  LOOM_RETURN_IF_ERROR(get("embedding_length", &h.n_embd, true, 0));
-  LOOM_RETURN_IF_ERROR(get("block_count", &h.n_layer, true, 0));
-  LOOM_RETURN_IF_ERROR(get("attention.head_count", &h.n_head, true, 0));
-  LOOM_RETURN_IF_ERROR(get("attention.head_count_kv", &h.n_head_kv, false, h.n_head));
-  LOOM_RETURN_IF_ERROR(get("feed_forward_length", &h.n_ff, true, 0));
-  LOOM_RETURN_IF_ERROR(get("context_length", &h.n_ctx_train, false, 2048));
-  if (h.n_embd % h.n_head != 0) {
-    return invalid_argument(who + "embedding_length " + std::to_string(h.n_embd) +
-                            " is not a multiple of head_count " + std::to_string(h.n_head));
-  }
-  if (h.n_head % h.n_head_kv != 0) {
-    return invalid_argument(who + "head_count " + std::to_string(h.n_head) +
-                            " is not a multiple of head_count_kv " + std::to_string(h.n_head_kv));
-  }
-  LOOM_RETURN_IF_ERROR(get("rope.dimension_count", &h.n_rot, false, h.head_dim()));
-  if (h.n_rot % 2 != 0 || h.n_rot > h.head_dim()) {
-    return invalid_argument(who + "rope.dimension_count " + std::to_string(h.n_rot) +
-                            " must be even and <= head dim " + std::to_string(h.head_dim()));
-  }
-  LOOM_RETURN_IF_ERROR(get_f("rope.freq_base", &h.rope_freq_base));
-  LOOM_RETURN_IF_ERROR(get_f("attention.layer_norm_rms_epsilon", &h.rms_eps));
-  if (!(h.rope_freq_base > 0.0f) || !(h.rms_eps >= 0.0f)) {
-    return invalid_argument(who + "rope.freq_base " + std::to_string(h.rope_freq_base) +
-                            " must be > 0 and rms epsilon " + std::to_string(h.rms_eps) + " >= 0");
-  }
-  return Status();
+  LOOM_RETURN_IF_ERROR(read_llama_hparams(file_, arch_, &hparams_));
+  return read_llama_vocab(file_, &hparams_);
 }
 
 Status LlamaModel::make_tensors() {
@@ -183,9 +137,6 @@ Status LlamaModel::bind_weights() {
     *out = t;
     return Status();
   };
-  const GgufTensorInfo* emb = file_.find_tensor("token_embd.weight");
-  if (!emb) return not_found(who + "missing tensor 'token_embd.weight'");
-  h.n_vocab = emb->ne[1];
   LOOM_RETURN_IF_ERROR(need("token_embd.weight", {h.n_embd, h.n_vocab}, true, &tok_embd));
   LOOM_RETURN_IF_ERROR(need("output_norm.weight", {h.n_embd}, true, &output_norm));
   LOOM_RETURN_IF_ERROR(need("output.weight", {h.n_embd, h.n_vocab}, false, &output));

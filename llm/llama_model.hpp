@@ -26,28 +26,13 @@
 #include <string>
 #include <vector>
 
+#include "llm/llama_hparams.hpp"
 #include "loom/buffer.hpp"
 #include "loom/gguf.hpp"
 #include "loom/registry.hpp"
 #include "loom/tensor.hpp"
 
 namespace loom::llm {
-
-struct LlamaHparams {
-  int64_t n_vocab = 0;
-  int64_t n_embd = 0;
-  int64_t n_layer = 0;
-  int64_t n_head = 0;
-  int64_t n_head_kv = 0;
-  int64_t n_ff = 0;
-  int64_t n_ctx_train = 0;
-  int64_t n_rot = 0;  // rotated dims per head
-  float rope_freq_base = 10000.0f;
-  float rms_eps = 1e-5f;
-
-  int64_t head_dim() const { return n_embd / n_head; }
-  int64_t kv_dim() const { return head_dim() * n_head_kv; }
-};
 
 struct LlamaLayer {
   Tensor* attn_norm = nullptr;

@@ -2,11 +2,15 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <map>
 #include <string>
 
+#include "llm/finite_check.hpp"
 #include "llm/llama_graph.hpp"
 #include "loom/executor.hpp"
 #include "loom/ops.hpp"
+#include "loom/types.hpp"
+#include "runtime/env.hpp"
 
 namespace loom::llm {
 namespace {
@@ -23,10 +27,44 @@ bool writes_cache(const registry::Device& dev, loom_type_t type, int64_t kv_dim)
   return node.ok() && dev.supports_op(*node);
 }
 
-// LOOM_LLM_FUSED_ATTN=0 turns the fused attention op off.
-bool fused_attention_allowed() {
-  const char* env = std::getenv("LOOM_LLM_FUSED_ATTN");
-  return env == nullptr || std::string(env) != "0";
+// n_rows rows of n_vocab logits, of the tokens at positions first_pos,
+// first_pos + 1, ...: each must be finite, else an error naming the position.
+Status check_logits(const float* logits, int64_t n_rows, int64_t n_vocab, int64_t first_pos) {
+  for (int64_t r = 0; r < n_rows; ++r) {
+    const float* row = logits + r * n_vocab;
+    const size_t bad = first_non_finite(row, static_cast<size_t>(n_vocab));
+    if (bad == static_cast<size_t>(n_vocab)) continue;
+    return internal_error("[llm.eval] logits of the token at position " + std::to_string(first_pos + r) +
+                          " are not finite: " + non_finite_name(row[bad]) + " at vocab id " + std::to_string(bad) +
+                          " of " + std::to_string(n_vocab) +
+                          " (bad weights or a device error; LOOM_CHECK_FINITE=1 names the first graph node that "
+                          "produces one)");
+  }
+  return Status();
+}
+
+// The KV cache must fit the free memory of each device holding layers of
+// it: a context from the file header (context_length) must not exhaust the
+// machine. Devices that report no memory figures are not checked.
+Status check_cache_fits(const std::vector<registry::Device*>& kv_devices, int64_t kv_dim, int64_t n_ctx,
+                        loom_type_t type, bool ctx_from_file) {
+  const double per_layer = 2.0 * static_cast<double>(type_row_size(type, kv_dim)) * static_cast<double>(n_ctx);
+  std::map<registry::Device*, double> need_of;
+  for (registry::Device* d : kv_devices) need_of[d] += per_layer;
+  for (const auto& [d, need] : need_of) {
+    StatusOr<registry::Device::Memory> m = d->memory();
+    if (!m.ok() || m->total == 0) continue;
+    // Some drivers report no free figure (0): the total bounds it then.
+    const uint64_t avail = m->free > 0 ? m->free : m->total;
+    if (need <= static_cast<double>(avail)) continue;
+    return resource_exhausted("[llm.session] the KV cache of " + std::to_string(n_ctx) + " tokens" +
+                              (ctx_from_file ? " (the model's context_length)" : "") + " needs " +
+                              std::to_string(static_cast<uint64_t>(need)) + " bytes on " + d->name() + ", which has " +
+                              (m->free > 0 ? std::to_string(m->free) + " of " + std::to_string(m->total) + " bytes free"
+                                           : std::to_string(m->total) + " bytes") +
+                              "; use a smaller context (--ctx N)");
+  }
+  return Status();
 }
 
 }  // namespace
@@ -48,12 +86,14 @@ StatusOr<std::unique_ptr<LlamaSession>> LlamaSession::create(LlamaModel* model, 
     registry::Device* d = model->layer_device(il);
     kv_devices.push_back(d == off && !off_writes ? model->device() : d);
   }
+  LOOM_RETURN_IF_ERROR(check_cache_fits(kv_devices, h.kv_dim(), n_ctx, options.kv_type, options.n_ctx <= 0));
   Context& ctx = model->context();
   LOOM_ASSIGN_OR_RETURN(KvCache cache, KvCache::create(ctx, kv_devices, h.kv_dim(), n_ctx, options.kv_type));
   LOOM_ASSIGN_OR_RETURN(auto sched, Scheduler::create(model->devices()));
   const size_t mark = ctx.checkpoint();
   SessionOptions o = options;
-  o.fused_attention = options.fused_attention && fused_attention_allowed();
+  o.fused_attention = options.fused_attention && env_flag("LOOM_LLM_FUSED_ATTN", true);
+  o.check_finite_nodes = options.check_finite_nodes || env_flag("LOOM_CHECK_FINITE", false);
   return std::unique_ptr<LlamaSession>(
       new LlamaSession(model, std::move(cache), std::move(kv_devices), std::move(sched), o, mark));
 }
@@ -100,6 +140,9 @@ StatusOr<LlamaSession::Step> LlamaSession::build_step(int64_t n, bool all_logits
   LOOM_ASSIGN_OR_RETURN(LlamaBatchGraph g, build_llama_graph(*model_, cache_, n, n_past_, all_logits, n_kv,
                                                                   fused_attention_));
   LOOM_ASSIGN_OR_RETURN(Graph graph, Graph::build({g.logits}));
+  if (check_nodes_) {
+    LOOM_ASSIGN_OR_RETURN(graph, keep_every_node(graph));
+  }
   LOOM_RETURN_IF_ERROR(sched_->allocate(graph));
   return Step{g, std::move(graph)};
 }
@@ -150,9 +193,16 @@ Status LlamaSession::run_step(const TokenId* tokens, int64_t n, bool all_logits,
   LOOM_RETURN_IF_ERROR(sched_->compute(graph));
   ++steps_;
   bytes_copied_ += sched_->last_stats().bytes_copied;
+  const int64_t first = n_past_;
   n_past_ += n;
-  if (out) LOOM_RETURN_IF_ERROR(tensor_get(g.logits, out, g.logits->nbytes()));
-  return Status();
+  if (check_nodes_) {
+    LOOM_RETURN_IF_ERROR(check_nodes_finite(
+        graph, *sched_, "step at positions [" + std::to_string(first) + ", " + std::to_string(n_past_) + ")"));
+  }
+  if (!out) return Status();
+  LOOM_RETURN_IF_ERROR(tensor_get(g.logits, out, g.logits->nbytes()));
+  const int64_t rows = g.logits->ne[1];
+  return check_logits(out, rows, g.logits->ne[0], n_past_ - rows);
 }
 
 }  // namespace loom::llm

@@ -40,10 +40,16 @@ struct SessionOptions {
   // SOFT_MAX + MUL_MAT form everywhere. LOOM_LLM_FUSED_ATTN=0 in the
   // environment forces false.
   bool fused_attention = true;
+  // Debug aid: keep every node's result and, after each step, name the
+  // first node that produced a NaN or infinity (slow). LOOM_CHECK_FINITE=1
+  // in the environment forces true.
+  bool check_finite_nodes = false;
 };
 
 class LlamaSession {
  public:
+  // A KV cache larger than the memory a device reports (free, else total)
+  // is RESOURCE_EXHAUSTED naming the context, the bytes and the device.
   static StatusOr<std::unique_ptr<LlamaSession>> create(LlamaModel* model, const SessionOptions& options);
   ~LlamaSession();
   LlamaSession(const LlamaSession&) = delete;
@@ -52,7 +58,9 @@ class LlamaSession {
   // Feed tokens at positions [n_past, n_past + n), in batches of n_batch.
   // logits gets n_vocab floats per token when all_logits, else those of
   // the last token only. A batch past the context is an error naming both
-  // numbers; nothing is evaluated then.
+  // numbers; nothing is evaluated then. Logits holding a NaN or infinity
+  // are an error naming the token's position (with check_finite_nodes, the
+  // first node that produced one).
   Status eval(const std::vector<TokenId>& tokens, bool all_logits, std::vector<float>* logits);
   // Plan (without computing) the graph of a batch of n_tokens at the current
   // position and return the scheduler's plan as Graphviz DOT.
@@ -65,6 +73,8 @@ class LlamaSession {
   int64_t n_batch() const { return n_batch_; }
   // Whether graphs may use the fused ATTENTION op (options and environment).
   bool fused_attention() const { return fused_attention_; }
+  // Whether every node's result is checked for NaN and infinity (options and environment).
+  bool check_finite_nodes() const { return check_nodes_; }
   const LlamaModel& model() const { return *model_; }
   // Compute buffers of every device, summed.
   size_t compute_buffer_size() const;
@@ -90,6 +100,7 @@ class LlamaSession {
         n_batch_(o.n_batch),
         kv_pad_(o.kv_pad),
         fused_attention_(o.fused_attention),
+        check_nodes_(o.check_finite_nodes),
         mark_(mark) {}
   Status eval_batch(const TokenId* tokens, int64_t n, bool all_logits, float* out);
   Status run_step(const TokenId* tokens, int64_t n, bool all_logits, float* out);
@@ -117,6 +128,7 @@ class LlamaSession {
   int64_t n_batch_;
   int64_t kv_pad_;
   bool fused_attention_;
+  bool check_nodes_;
   std::unique_ptr<Step> cached_;  // the last step's graph, reused while its shape fits
   bool cached_all_logits_ = false;
   size_t steps_built_ = 0;

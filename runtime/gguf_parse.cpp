@@ -51,6 +51,16 @@ std::string quoted(std::string_view s) {
 
 std::string u64s(uint64_t v) { return std::to_string(v); }
 
+// What a non-regular file is, for messages.
+const char* file_kind(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "a special file";
+}
+
 }  // namespace
 
 // Reads one image front to back. Friend of GgufFile and GgufValue.
@@ -153,9 +163,11 @@ Status GgufParser::read_array(GgufValue* out, int depth, std::string_view key) {
   }
   switch (out->elem_type_) {
     case GgufType::kString:
-      out->strs_.resize(count);
+      // Grown as parsed: a claimed count only costs memory once its bytes are read.
       for (uint64_t i = 0; i < count; ++i) {
-        LOOM_RETURN_IF_ERROR(read_string(&out->strs_[i], ctx + " element " + u64s(i)));
+        std::string_view str;
+        LOOM_RETURN_IF_ERROR(read_string(&str, ctx + " element " + u64s(i)));
+        out->strs_.push_back(str);
       }
       break;
     case GgufType::kArray:
@@ -308,14 +320,16 @@ Status GgufParser::run(GgufFile* f) {
     f->alignment_ = static_cast<uint32_t>(a);
   }
 
-  f->tensors_.resize(tensor_count);
+  // Grown as parsed (a GgufTensorInfo is ~3x its minimum encoding).
   for (uint64_t i = 0; i < tensor_count; ++i) {
-    LOOM_RETURN_IF_ERROR(read_tensor_info(&f->tensors_[i], i));
-    auto ins = f->tensor_index_.emplace(f->tensors_[i].name, i);
+    GgufTensorInfo t;
+    LOOM_RETURN_IF_ERROR(read_tensor_info(&t, i));
+    auto ins = f->tensor_index_.emplace(t.name, i);
     if (!ins.second) {
-      return fail("duplicate tensor name " + quoted(f->tensors_[i].name) + " (tensors " +
-                  u64s(ins.first->second) + " and " + u64s(i) + ")");
+      return fail("duplicate tensor name " + quoted(t.name) + " (tensors " + u64s(ins.first->second) + " and " +
+                  u64s(i) + ")");
     }
+    f->tensors_.push_back(std::move(t));
   }
   return place_tensors(f);
 }
@@ -334,13 +348,23 @@ StatusOr<GgufFile> GgufFile::parse(const void* data, size_t size, std::string na
 
 StatusOr<GgufFile> GgufFile::open(const std::string& path) {
   const std::string ctx = "[gguf.open] " + path + ": ";
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // Refuse FIFOs, devices and folders before open(): opening a FIFO blocks
+  // until a writer appears, and /dev/zero would map endless zeros.
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) {
+    const int err = errno;
+    std::string m = ctx + "cannot open: " + std::strerror(err);
+    return err == ENOENT ? not_found(m) : invalid_argument(m);
+  }
+  if (!S_ISREG(st.st_mode)) return invalid_argument(ctx + "is " + file_kind(st.st_mode) + ", not a regular file");
+  // O_NONBLOCK: should the path become a FIFO between stat and open, open
+  // returns at once instead of waiting for a writer (the fstat below refuses it).
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
   if (fd < 0) {
     const int err = errno;
     std::string m = ctx + "cannot open: " + std::strerror(err);
     return err == ENOENT ? not_found(m) : invalid_argument(m);
   }
-  struct stat st;
   if (fstat(fd, &st) != 0) {
     const int err = errno;
     ::close(fd);
@@ -348,7 +372,7 @@ StatusOr<GgufFile> GgufFile::open(const std::string& path) {
   }
   if (!S_ISREG(st.st_mode)) {
     ::close(fd);
-    return invalid_argument(ctx + "not a regular file");
+    return invalid_argument(ctx + "is " + file_kind(st.st_mode) + ", not a regular file");
   }
   if (st.st_size == 0) {
     ::close(fd);

@@ -12,6 +12,7 @@
 
 #include "loom/allocator.hpp"
 #include "loom/log.hpp"
+#include "runtime/env.hpp"
 #include "loom/plugin_calls.hpp"
 #include "sched/scheduler_plan.hpp"
 
@@ -34,20 +35,9 @@ Status sched::Builder::build() {
 }
 
 Scheduler::Scheduler(std::vector<registry::Device*> devices) : devices_(std::move(devices)) {
-  const char* env = std::getenv("LOOM_SCHED_DEBUG");
-  debug_ = env && *env && std::strcmp(env, "0") != 0;
-  const char* check = std::getenv("LOOM_SCHED_CHECK");
-  check_ = check && *check && std::strcmp(check, "0") != 0;
-  if (const char* pipe = std::getenv("LOOM_SCHED_PIPELINING"); pipe && *pipe) {
-    char* end = nullptr;
-    const long n = std::strtol(pipe, &end, 10);
-    if (*end == '\0' && n >= 1 && n <= 64) {
-      pipelining_ = static_cast<int>(n);
-    } else {
-      LOOM_LOG_WARN("sched", std::string("LOOM_SCHED_PIPELINING='") + pipe +
-                                 "' is not an integer in [1, 64]; using 1");
-    }
-  }
+  debug_ = env_flag("LOOM_SCHED_DEBUG", false);
+  check_ = env_flag("LOOM_SCHED_CHECK", false);
+  pipelining_ = static_cast<int>(env_int("LOOM_SCHED_PIPELINING", 1, 64, 1));
 }
 
 Scheduler::~Scheduler() = default;

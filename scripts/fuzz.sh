@@ -1,22 +1,65 @@
 #!/usr/bin/env bash
-# Fuzz the GGUF reader with libFuzzer for a bounded time (default 60 s).
-# Needs clang (apt-get install clang). Usage: scripts/fuzz.sh [seconds]
+# Fuzz the GGUF reader and the tokenizer with libFuzzer, each for a bounded
+# time (default 60 s each). Needs clang with libFuzzer (apt-get install
+# clang; installed when missing unless --no-install).
+# Usage: scripts/fuzz.sh [--no-install] [seconds] [target...]
+#   targets: gguf_fuzz tokenizer_fuzz (default both)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+install=1
+if [ "${1:-}" = "--no-install" ]; then install=0; shift; fi
 secs=${1:-60}
+[ $# -gt 0 ] && shift
+targets=("$@")
+[ ${#targets[@]} -eq 0 ] && targets=(gguf_fuzz tokenizer_fuzz)
 if ! command -v clang++ >/dev/null 2>&1; then
-  scripts/deps.sh clang
+  if [ "$install" = 1 ]; then scripts/deps.sh clang; else echo "fuzz: clang++ not found" >&2; exit 1; fi
 fi
 CC=clang CXX=clang++ cmake -S . -B build/fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DLOOM_BUILD_FUZZ=ON -DLOOM_BUILD_TESTS=OFF >/dev/null
-cmake --build build/fuzz --target gguf_fuzz -j "${LOOM_JOBS:-$(nproc)}"
-corpus=build/fuzz/corpus
-mkdir -p "$corpus"
-# Seeds: the valid files the GGUF tests write, plus the metadata of the tiny model.
-if [ -x build/release/bin/test_gguf ]; then
-  LOOM_GGUF_SEED_DIR="$corpus" build/release/bin/test_gguf --gtest_filter='*WriteFuzzSeeds*' >/dev/null || true
-fi
+cmake --build build/fuzz --target "${targets[@]}" -j "${LOOM_JOBS:-$(nproc)}"
+
 model="${LOOM_MODELS_DIR:-../shared/models}/stories260K.gguf"
-if [ -f "$model" ]; then head -c 16384 "$model" > "$corpus/stories260K-head.gguf"; fi
-echo "fuzz: running gguf_fuzz for ${secs} s"
-build/fuzz/bin/gguf_fuzz -max_total_time="$secs" -rss_limit_mb=2048 "$corpus"
+gguf_seeds() {  # $1: folder; the valid files the GGUF tests write, the tiny model's metadata
+  if [ -x build/release/bin/test_gguf ]; then
+    LOOM_GGUF_SEED_DIR="$1" build/release/bin/test_gguf --gtest_filter='*WriteFuzzSeeds*' >/dev/null || true
+  fi
+  if [ -f "$model" ]; then
+    head -c 16384 "$model" > "$1/stories260K-head.gguf"
+    # The same metadata with a tensor count of 0: parses whole (vocabulary included).
+    { head -c 8 "$model"; printf '\0\0\0\0\0\0\0\0'; head -c 16384 "$model" | tail -c +17; } > "$1/stories260K-meta.gguf"
+  fi
+}
+# Tokenizer inputs: a mode byte (0 encode text, 1 decode ids, 2 vocab from a
+# GGUF image), then the data.
+tokenizer_seeds() {  # $1: folder
+  local d=$1 tmp
+  printf '\000Once upon a time, there was a little girl named Lily.' > "$d/text-story"
+  printf '\000  two  spaces, tabs\tand\nnewlines ' > "$d/text-spaces"
+  printf '\000caf\303\251 \342\226\201 \360\237\230\200 \377\376 <s> </s>' > "$d/text-utf8"
+  printf '\001\001\000\000\000\002\000\000\000\377\377\377\377\000\002\000\000' > "$d/ids"
+  tmp=$(mktemp -d)
+  gguf_seeds "$tmp"
+  for f in "$tmp"/*; do [ -f "$f" ] && { printf '\002'; cat "$f"; } > "$d/gguf-$(basename "$f")"; done
+  rm -rf "$tmp"
+}
+[ -f "$model" ] && export LOOM_FUZZ_VOCAB="$model"
+for t in "${targets[@]}"; do
+  corpus=build/fuzz/corpus-${t%_fuzz}
+  mkdir -p "$corpus"
+  case "$t" in
+    gguf_fuzz) gguf_seeds "$corpus" ;;
+    tokenizer_fuzz) tokenizer_seeds "$corpus" ;;
+    *) echo "fuzz: unknown target $t" >&2; exit 2 ;;
+  esac
+  echo "fuzz: running $t for ${secs} s"
+  log=build/fuzz/$t.log
+  if build/fuzz/bin/$t -max_total_time="$secs" -rss_limit_mb=2048 -artifact_prefix=build/fuzz/ -print_final_stats=1 "$corpus" >"$log" 2>&1; then
+    runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
+    echo "fuzz: $t: ${runs:-?} inputs in ${secs} s, no failure (corpus $corpus, log $log)"
+  else
+    tail -n 60 "$log"
+    echo "fuzz: $t found a failure (full log: $log; the input is saved as build/fuzz/crash-*, leak-* or oom-*)" >&2
+    exit 1
+  fi
+done

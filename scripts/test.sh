@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Set up, build and run the whole test suite: a release build, then the same
-# suite under AddressSanitizer + UndefinedBehaviorSanitizer.
-# Then a ThreadSanitizer pass over the thread pool, scheduler and registry
-# tests (scripts/tsan.sh).
+# Set up, build and run the whole test suite: a release build, a short run of
+# the libFuzzer targets (when clang has libFuzzer), then the same suite under
+# AddressSanitizer + UndefinedBehaviorSanitizer, then a ThreadSanitizer pass
+# over the thread pool, scheduler and registry tests (scripts/tsan.sh).
 # Usage: scripts/test.sh [--no-asan] [--no-tsan]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,6 +26,18 @@ echo "== release build and tests"
 cmake --preset release
 cmake --build --preset release -j "$jobs"
 ctest --preset release -j "$jobs"
+
+# Both libFuzzer targets (GGUF reader, tokenizer) for a short time each, when
+# this machine's clang has libFuzzer (scripts/fuzz.sh runs them longer).
+fuzz_secs=${LOOM_FUZZ_SECONDS:-25}
+if command -v clang++ >/dev/null 2>&1 &&
+   echo 'extern "C" int LLVMFuzzerTestOneInput(const char*, unsigned long) { return 0; }' |
+     clang++ -fsanitize=fuzzer -x c++ - -o /dev/null >/dev/null 2>&1; then
+  echo "== fuzzing (${fuzz_secs} s per target)"
+  LOOM_JOBS="$jobs" scripts/fuzz.sh --no-install "$fuzz_secs"
+else
+  echo "== fuzzing skipped: clang++ with libFuzzer not found (apt-get install clang; then scripts/fuzz.sh)"
+fi
 
 if [ "$asan" = 1 ]; then
   echo "== ASan + UBSan build and tests"

@@ -14,10 +14,14 @@ struct LoomResult {
   std::string out;  // stdout, and stderr too when merged
 };
 
-inline LoomResult run_loom(const std::string& args, const std::string& env = "", bool merge_stderr = true) {
+// timeout_s > 0: killed after that many seconds (exit code 124, like timeout(1)).
+inline LoomResult run_loom(const std::string& args, const std::string& env = "", bool merge_stderr = true,
+                           int timeout_s = 0) {
+  const std::string limit = timeout_s > 0 ? "timeout -k 5 " + std::to_string(timeout_s) + " " : "";
   const std::string cmd = "env -u LOOM_PLUGIN_PATH -u LOOM_PLUGINS_SELECT -u LOOM_PLUGINS_DISABLE "
-                          "-u LOOM_DEVICES -u LOOM_LOG -u LOOM_NULL_DEVICES -u LOOM_CPU_VARIANT -u LOOM_CPU_MASK " +
-                          env + " " + std::string(LOOM_TEST_BIN_DIR) + "/loom " + args +
+                          "-u LOOM_DEVICES -u LOOM_LOG -u LOOM_NULL_DEVICES -u LOOM_CPU_VARIANT -u LOOM_CPU_MASK "
+                          "-u LOOM_CHECK_FINITE -u LOOM_LLM_FUSED_ATTN " +
+                          env + " " + limit + std::string(LOOM_TEST_BIN_DIR) + "/loom " + args +
                           (merge_stderr ? " 2>&1" : " 2>/dev/null");
   LoomResult r;
   FILE* p = popen(cmd.c_str(), "r");

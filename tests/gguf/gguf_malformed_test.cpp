@@ -5,8 +5,10 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <vector>
 
 #include "gguf_writer.hpp"
+#include "peak_rss.hpp"
 #include "loom/gguf.hpp"
 
 namespace loom {
@@ -113,6 +115,32 @@ TEST(GgufMalformed, AbsurdArrayLengths) {
   sarr.u32(t::kStr).u64(1u << 30);
   s.kv_raw("k.strs", t::kArr, sarr);
   expect_error(s.build(), {"key 'k.strs'", "array of 1073741824 string elements", "needs at least 8589934592"});
+}
+
+// Counts that the file size allows are still only claims: the parser grows
+// its tables as entries are read, so a 64 MiB image claiming two million
+// tensor infos (or eight million strings) that fails at the first entry
+// costs next to nothing (resizing for the claim first took ~200 MiB).
+TEST(GgufMalformed, ClaimedCountsCostNothingBeforeTheirBytesAreRead) {
+  constexpr size_t kImage = size_t{64} << 20;
+  GgufBuilder tensors;
+  tensors.tensor_count_override = (kImage - 64) / 32;  // just what the size allows
+  std::vector<uint8_t> a = tensors.build();
+  a.resize(kImage, 0);  // zeros: the first tensor info has n_dims 0
+  GgufBuilder strings;
+  Bytes sarr;
+  sarr.u32(t::kStr).u64((kImage - 128) / 8);
+  strings.kv_raw("k.strs", t::kArr, sarr);
+  std::vector<uint8_t> b = strings.build();
+  b.resize(kImage, 0xff);  // an early string length runs past the end
+  const size_t before = test::peak_rss_bytes();
+  auto fa = GgufFile::parse(a.data(), a.size(), "a.gguf");
+  EXPECT_FALSE(fa.ok());
+  EXPECT_NE(fa.status().message().find("n_dims 0 outside 1..4"), std::string::npos) << fa.status().message();
+  auto fb = GgufFile::parse(b.data(), b.size(), "b.gguf");
+  EXPECT_FALSE(fb.ok());
+  EXPECT_NE(fb.status().message().find("past the end of the file"), std::string::npos) << fb.status().message();
+  EXPECT_LT(test::peak_rss_bytes() - before, size_t{16} << 20);
 }
 
 TEST(GgufMalformed, StringLengthsPastTheEnd) {

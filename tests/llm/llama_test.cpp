@@ -12,6 +12,7 @@
 #include <string>
 
 #include "llm_test_util.hpp"
+#include "tiny_llama.hpp"
 #include "gguf/gguf_writer.hpp"
 #include "llm/generate.hpp"
 #include "llm/llama_model.hpp"
@@ -191,36 +192,14 @@ TEST(Sampler, GreedyTopKAndSeeds) {
 
 using loom::testing::GgufBuilder;
 
-// A tiny llama: n_embd 4, 1 layer, 2 heads, 1 kv head, n_ff 8, vocab 6.
+// The tiny llama of tiny_llama.hpp (vocab 6, no tokenizer).
 GgufBuilder tiny_llama(const std::string& arch = "llama", const std::string& skip = "",
                        const std::string& bad_shape = "") {
-  GgufBuilder b;
-  b.kv_str("general.architecture", arch);
-  b.kv(arch + ".embedding_length", testing::kU32, uint32_t{4});
-  b.kv(arch + ".block_count", testing::kU32, uint32_t{1});
-  b.kv(arch + ".attention.head_count", testing::kU32, uint32_t{2});
-  b.kv(arch + ".attention.head_count_kv", testing::kU32, uint32_t{1});
-  b.kv(arch + ".feed_forward_length", testing::kU32, uint32_t{8});
-  b.kv(arch + ".context_length", testing::kU32, uint32_t{16});
-  auto add = [&](const std::string& name, std::vector<uint64_t> dims) {
-    if (name == skip) return;
-    if (name == bad_shape) dims[0] += 1;
-    uint64_t n = 1;
-    for (uint64_t d : dims) n *= d;
-    b.tensor(name, dims, 0 /* f32 */, std::vector<uint8_t>(n * 4, 0));
-  };
-  add("token_embd.weight", {4, 6});
-  add("output_norm.weight", {4});
-  add("blk.0.attn_norm.weight", {4});
-  add("blk.0.attn_q.weight", {4, 4});
-  add("blk.0.attn_k.weight", {4, 2});
-  add("blk.0.attn_v.weight", {4, 2});
-  add("blk.0.attn_output.weight", {4, 4});
-  add("blk.0.ffn_norm.weight", {4});
-  add("blk.0.ffn_gate.weight", {4, 8});
-  add("blk.0.ffn_up.weight", {4, 8});
-  add("blk.0.ffn_down.weight", {8, 4});
-  return b;
+  test::TinyLlama t;
+  t.arch = arch;
+  t.skip = skip;
+  t.bad_shape = bad_shape;
+  return t.build();
 }
 
 class LoaderErrors : public ::testing::Test {

@@ -46,15 +46,16 @@ struct ModelCommand {
 // The start they share: take the common options; parse the command's own
 // (parse gives "" or the error: exit 2); when *model is empty, the default
 // model (none found: an error when need_model, else *model stays empty);
-// load the registry and select *device_spec. Returns -1 to go on, else the
-// exit code, with the message printed as "<command>: ...".
+// load the registry and select_devices(*device_spec). Returns -1 to go on,
+// else the exit code, with the message printed as "<command>: ...".
 int start_model_command(const char* command, std::vector<std::string>& args,
                         const std::function<std::string(const std::vector<std::string>&)>& parse,
                         std::string* model, const std::string* device_spec, bool need_model, ModelCommand* out);
 
-// The devices of a --device LIST or policy; "" or the error message (which
-// points at 'loom devices').
-std::string select_devices(const registry::Registry& reg, const std::string& spec,
+// The devices a model command uses: `given` (--device LIST or policy) when
+// not empty, else $LOOM_DEVICES when set, else cpu. "" or the error message,
+// which names where the list came from and points at 'loom devices'.
+std::string select_devices(const registry::Registry& reg, const std::string& given,
                            std::vector<registry::Device*>* out);
 
 int cmd_devices(std::vector<std::string> args);

@@ -33,7 +33,7 @@ namespace {
 
 struct BenchOptions {
   std::string model;
-  std::string device = "cpu";
+  std::string device;  // "": LOOM_DEVICES, else cpu
   int64_t n_prompt = 256;
   int64_t n_gen = 64;
   int64_t reps = 3;
@@ -114,6 +114,7 @@ std::string parse_args(const std::vector<std::string>& args, BenchOptions* o) {
     if (a == "-m" || a == "--model") {
       o->model = v;
     } else if (a == "--device") {
+      if (v.empty()) return "--device needs a device name (see 'loom devices')";
       o->device = v;
     } else if (a == "-p" || a == "--n-prompt") {
       if (!parse_int(v, 0, kMaxInt, &o->n_prompt)) return bad("an integer >= 0");
@@ -127,7 +128,6 @@ std::string parse_args(const std::vector<std::string>& args, BenchOptions* o) {
       if (!parse_int_list(v, 1, 1024, &o->threads)) return bad("an integer in [1, 1024] or a list like 1,2,4");
     }
   }
-  if (o->device.empty()) return "--device needs a device name (see 'loom devices')";
   if (o->n_prompt == 0 && o->n_gen == 0) return "-p and -n are both 0: nothing to measure";
   if (o->n_prompt + o->n_gen > kMaxInt) return "-p plus -n is too large";
   return "";

@@ -23,7 +23,7 @@ namespace {
 
 struct PlanOptions {
   std::string model;
-  std::string device = "cpu";
+  std::string device;  // "": LOOM_DEVICES, else cpu
   std::string output;  // "" : stdout
   int64_t n_batch = 1;
   int64_t n_gpu_layers = 0;
@@ -58,6 +58,7 @@ std::string parse_args(const std::vector<std::string>& args, PlanOptions* o) {
     if (a == "-m" || a == "--model") {
       o->model = v;
     } else if (a == "--device") {
+      if (v.empty()) return "--device needs a device name (see 'loom devices')";
       o->device = v;
     } else if (a == "-o" || a == "--output") {
       o->output = v;
@@ -67,7 +68,6 @@ std::string parse_args(const std::vector<std::string>& args, PlanOptions* o) {
       return a + " '" + v + "': expected an integer >= 0";
     }
   }
-  if (o->device.empty()) return "--device needs a device name (see 'loom devices')";
   return "";
 }
 

@@ -23,7 +23,7 @@ namespace {
 struct RunOptions {
   std::string model;
   std::string prompt;
-  std::string device = "cpu";
+  std::string device;  // "": LOOM_DEVICES, else cpu
   int64_t n_predict = 200;
   int64_t n_batch = 32;
   int64_t n_ctx = 0;  // 0: the model's
@@ -81,6 +81,7 @@ std::string parse_args(std::vector<std::string> args, RunOptions* o) {
     } else if (a == "-p" || a == "--prompt") {
       o->prompt = v;
     } else if (a == "--device") {
+      if (v.empty()) return "--device needs a device name (see 'loom devices')";
       o->device = v;
     } else if (a == "-n" || a == "--n-predict") {
       if (!parse_int(v, 0, kMaxInt, &o->n_predict)) return bad("an integer >= 0");
@@ -106,7 +107,6 @@ std::string parse_args(std::vector<std::string> args, RunOptions* o) {
       o->sampling.top_p = static_cast<float>(f);
     }
   }
-  if (o->device.empty()) return "--device needs a device name (see 'loom devices')";
   return "";
 }
 

@@ -91,11 +91,31 @@ std::function<void(size_t, size_t, const std::string&)> load_progress(const char
   };
 }
 
-std::string select_devices(const registry::Registry& reg, const std::string& spec,
+namespace {
+
+// --device, else LOOM_DEVICES, else cpu; *origin says which, for messages.
+std::string device_spec(const std::string& given, std::string* origin) {
+  if (!given.empty()) {
+    *origin = "--device " + given;
+    return given;
+  }
+  if (const char* env = std::getenv("LOOM_DEVICES"); env && *env) {
+    *origin = std::string("LOOM_DEVICES=") + env;
+    return env;
+  }
+  *origin = "the default device cpu";
+  return "cpu";
+}
+
+}  // namespace
+
+std::string select_devices(const registry::Registry& reg, const std::string& given,
                            std::vector<registry::Device*>* out) {
+  std::string origin;
+  const std::string spec = device_spec(given, &origin);
   auto sel = reg.select(spec);
-  if (!sel.ok()) return sel.status().message() + " (see 'loom devices')";
-  if (sel->empty()) return "--device " + spec + " selects no device (see 'loom devices')";
+  if (!sel.ok()) return origin + ": " + sel.status().message() + " (see 'loom devices')";
+  if (sel->empty()) return origin + " selects no device (see 'loom devices')";
   *out = std::move(sel).value();
   return "";
 }

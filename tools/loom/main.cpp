@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "cli.hpp"
+#include "command_guard.hpp"
 #include "loom/plugin.h"
 
 namespace {
@@ -50,9 +51,10 @@ const char kHelp[] =
     "  --seed S               random seed for sampling (default 42)\n"
     "  --batch N              prompt tokens per forward pass (default 32)\n"
     "  --ctx N                context length (default: the model's)\n"
-    "  --device LIST          devices, most preferred first (default cpu; e.g.\n"
-    "                         blas,cpu or vulkan0,cpu): the scheduler splits each\n"
-    "                         step's graph between them\n"
+    "  --device LIST          devices, most preferred first, or a policy (default:\n"
+    "                         $LOOM_DEVICES, else cpu; e.g. blas,cpu or\n"
+    "                         vulkan0,cpu): the scheduler splits each step's graph\n"
+    "                         between them\n"
     "  -ngl, --n-gpu-layers N weights and KV cache of the first N layers on the\n"
     "                         first non-CPU device of the list when it has its own\n"
     "                         memory (default 0: all on the CPU; ignored for\n"
@@ -64,7 +66,7 @@ const char kHelp[] =
     "  -m, --model FILE       GGUF model (default as for run; without one, a\n"
     "                         synthetic graph of two matmuls)\n"
     "  --batch N              tokens in the planned step (default 1: a decode step)\n"
-    "  --device LIST          devices as for run (default cpu)\n"
+    "  --device LIST          devices as for run (default: $LOOM_DEVICES, else cpu)\n"
     "  -ngl, --n-gpu-layers N as for run\n"
     "  -o, --output FILE      write the DOT there instead of stdout\n"
     "options (bench):\n"
@@ -73,7 +75,8 @@ const char kHelp[] =
     "  -n, --n-gen N          single-token decode steps after the prompt (default 64)\n"
     "  -r, --repetitions R    repetitions, each from an empty KV cache (default 3)\n"
     "  --batch N              prompt tokens per forward pass (default 256, at most -p)\n"
-    "  --device LIST          devices as for run, e.g. cpu or blas,cpu (default cpu)\n"
+    "  --device LIST          devices as for run, e.g. cpu or blas,cpu (default:\n"
+    "                         $LOOM_DEVICES, else cpu)\n"
     "  --threads N[,N...]     threads of the device; a list gives one row per count\n"
     "  --json                 one JSON object: per-test samples, mean, stddev,\n"
     "                         measured read bandwidth and the generation bound\n"
@@ -86,6 +89,8 @@ const char kHelp[] =
     "  LOOM_PLUGINS_SELECT    comma-separated globs: load only matching plugins\n"
     "  LOOM_PLUGINS_DISABLE   comma-separated globs: never load matching plugins\n"
     "  LOOM_DEVICES           device list or policy (cpu, cuda0,cpu, auto, cpu-only)\n"
+    "                         of run, plan, bench and check when --device is not\n"
+    "                         given\n"
     "  LOOM_CPU_THREADS       threads of the cpu device (default: physical cores)\n"
     "  LOOM_BLAS_THREADS      threads of the blas device (default: physical cores)\n"
     "  LOOM_CPU_VARIANT       force a cpu plugin build: baseline, avx2, avx512\n"
@@ -94,6 +99,8 @@ const char kHelp[] =
     "  LOOM_CPU_PROFILE       1: time every cpu node per op; report at log level info\n"
     "                         (LOOM_LOG=cpu:info)\n"
     "  LOOM_LLM_FUSED_ATTN    0: build attention unfused (MUL_MAT, SOFT_MAX, MUL_MAT)\n"
+    "  LOOM_CHECK_FINITE      1: after each step, name the first graph node whose\n"
+    "                         result holds a NaN or infinity (slow; a debug aid)\n"
     "  LOOM_NULL_DEVICES      number of devices the null (skeleton) plugin exposes\n"
     "  LOOM_LOG               log filter, e.g. registry:debug,*:warn\n"
     "  LOOM_MODEL             default model file of 'run'\n"
@@ -132,11 +139,16 @@ int main(int argc, char** argv) {
       return 0;
     }
   }
-  if (cmd == "devices") return loom::cli::cmd_devices(args);
-  if (cmd == "check") return loom::cli::cmd_check(args);
-  if (cmd == "run") return loom::cli::cmd_run(args);
-  if (cmd == "plan") return loom::cli::cmd_plan(args);
-  if (cmd == "bench") return loom::cli::cmd_bench(args);
-  std::fprintf(stderr, "loom: unknown command '%s' (try 'loom --help')\n", cmd.c_str());
-  return 2;
+  using Command = int (*)(std::vector<std::string>);
+  Command fn = cmd == "devices" ? loom::cli::cmd_devices
+               : cmd == "check" ? loom::cli::cmd_check
+               : cmd == "run"   ? loom::cli::cmd_run
+               : cmd == "plan"  ? loom::cli::cmd_plan
+               : cmd == "bench" ? loom::cli::cmd_bench
+                                : nullptr;
+  if (fn == nullptr) {
+    std::fprintf(stderr, "loom: unknown command '%s' (try 'loom --help')\n", cmd.c_str());
+    return 2;
+  }
+  return loom::cli::run_guarded(cmd, [&] { return fn(std::move(args)); });
 }

@@ -1,0 +1,61 @@
+// Hyper-parameters of a llama-architecture model and their validation.
+//
+// Every value a GGUF header gives is checked against the bounds below (and
+// the layer count against the tensors the file holds) before anything is
+// sized by it, so a hostile or corrupt header is an error naming the key,
+// its value and the bound instead of a huge allocation.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "loom/gguf.hpp"
+#include "loom/status.hpp"
+
+namespace loom::llm {
+
+struct LlamaHparams {
+  int64_t n_vocab = 0;
+  int64_t n_embd = 0;
+  int64_t n_layer = 0;
+  int64_t n_head = 0;
+  int64_t n_head_kv = 0;
+  int64_t n_ff = 0;
+  int64_t n_ctx_train = 0;
+  int64_t n_rot = 0;  // rotated dims per head
+  float rope_freq_base = 10000.0f;
+  float rms_eps = 1e-5f;
+
+  int64_t head_dim() const { return n_embd / n_head; }
+  int64_t kv_dim() const { return head_dim() * n_head_kv; }
+};
+
+// Upper bounds on header values: far above any published model, far below
+// sizes whose products could overflow or whose bookkeeping alone would
+// exhaust memory.
+struct LlamaLimits {
+  static constexpr int64_t kMaxLayers = 4096;
+  static constexpr int64_t kMaxEmbd = int64_t{1} << 20;
+  static constexpr int64_t kMaxHeads = 4096;
+  static constexpr int64_t kMaxHeadDim = 4096;
+  static constexpr int64_t kMaxFf = int64_t{1} << 22;
+  static constexpr int64_t kMaxContext = int64_t{1} << 24;
+  static constexpr int64_t kMaxVocab = int64_t{1} << 24;
+  // Tensors every layer needs (attention: norm, q, k, v, output; ffn: norm,
+  // gate, up, down).
+  static constexpr int64_t kTensorsPerLayer = 9;
+};
+
+// Reads <arch>.{embedding_length, block_count, attention.head_count[_kv],
+// feed_forward_length, context_length, rope.*, attention.layer_norm_rms_epsilon}
+// into *out (n_vocab stays 0: see read_llama_vocab). Errors are
+// "[llm.load] <file>: <key> = <value>: <why>" with the bound.
+Status read_llama_hparams(const GgufFile& file, const std::string& arch, LlamaHparams* out);
+
+// Sets out->n_vocab from the rows of token_embd.weight, bounded, and checks
+// it against the tokenizer's vocabulary (tokenizer.ggml.tokens, when the
+// file has one): a mismatch is an error at load rather than a token id out
+// of range in the middle of a generation.
+Status read_llama_vocab(const GgufFile& file, LlamaHparams* out);
+
+}  // namespace loom::llm
