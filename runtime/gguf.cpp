@@ -7,6 +7,8 @@
 #include <cstring>
 #include <limits>
 
+#include "common/type_traits.h"
+
 namespace loom {
 
 const char* gguf_type_name(GgufType type) {
@@ -41,32 +43,6 @@ size_t gguf_type_size(GgufType type) {
 
 namespace {
 
-struct TensorTypeInfo {
-  uint32_t id;
-  const char* name;
-  int64_t block_size;
-  size_t type_size;
-};
-
-// The types loom has kernels and block layouts for (plugin.h). Kept local so
-// the reader does not depend on plugins/common; values must agree with it.
-constexpr TensorTypeInfo kTensorTypes[] = {
-    {LOOM_TYPE_F32, "f32", 1, 4},
-    {LOOM_TYPE_F16, "f16", 1, 2},
-    {LOOM_TYPE_Q4_0, "q4_0", LOOM_QK4_0, sizeof(loom_block_q4_0_t)},
-    {LOOM_TYPE_Q8_0, "q8_0", LOOM_QK8_0, sizeof(loom_block_q8_0_t)},
-    {LOOM_TYPE_I32, "i32", 1, 4},
-    {LOOM_TYPE_I64, "i64", 1, 8},
-    {LOOM_TYPE_BF16, "bf16", 1, 2},
-};
-
-const TensorTypeInfo* tensor_type(uint32_t id) {
-  for (const auto& t : kTensorTypes) {
-    if (t.id == id) return &t;
-  }
-  return nullptr;
-}
-
 template <typename T>
 T load(const uint8_t* p) {
   T v;
@@ -83,18 +59,19 @@ bool is_unsigned_int(GgufType t) {
 
 }  // namespace
 
-bool gguf_tensor_type_known(uint32_t type) { return tensor_type(type) != nullptr; }
+// Tensor types are loom's (plugin.h ids equal GGUF's): one table for the
+// reader, the runtime and every plugin (plugins/common/type_traits).
+bool gguf_tensor_type_known(uint32_t type) {
+  return type < static_cast<uint32_t>(LOOM_TYPE_COUNT) && common::type_is_valid(static_cast<int32_t>(type));
+}
 int64_t gguf_tensor_type_block_size(uint32_t type) {
-  const TensorTypeInfo* t = tensor_type(type);
-  return t ? t->block_size : 0;
+  return gguf_tensor_type_known(type) ? common::type_traits(static_cast<int32_t>(type)).block_size : 0;
 }
 size_t gguf_tensor_type_size(uint32_t type) {
-  const TensorTypeInfo* t = tensor_type(type);
-  return t ? t->type_size : 0;
+  return gguf_tensor_type_known(type) ? common::type_traits(static_cast<int32_t>(type)).type_size : 0;
 }
 const char* gguf_tensor_type_name(uint32_t type) {
-  const TensorTypeInfo* t = tensor_type(type);
-  return t ? t->name : "unknown";
+  return gguf_tensor_type_known(type) ? common::type_traits(static_cast<int32_t>(type)).name : "unknown";
 }
 
 // ---------------------------------------------------------------- GgufValue
