@@ -4,6 +4,7 @@
 #include <string>
 
 #include "common/op_info.h"
+#include "common/type_traits.h"
 #include "loom/log.hpp"
 #include "loom/registry.hpp"
 #include "loom/tensor.hpp"
@@ -52,6 +53,14 @@ bool Device::supports_op(const Tensor* node) const {
   if (!node) return false;
   // Host rule 15: never ask about an op added after the plugin's minor.
   if (plugin_ && !common::plugin_knows_op(plugin_->table()->abi_version, node->op)) return false;
+  // The same for types: a 1.1 plugin never sees a Q4_K tensor.
+  if (plugin_) {
+    const uint32_t v = plugin_->table()->abi_version;
+    if (!common::plugin_knows_type(v, node->type)) return false;
+    for (int i = 0; i < LOOM_MAX_SRC; ++i) {
+      if (node->src[i] && !common::plugin_knows_type(v, node->src[i]->type)) return false;
+    }
+  }
   bool ok = false;
   std::string err = call_plugin([&] { ok = raw_->iface->supports_op(raw_, static_cast<const loom_tensor_t*>(node)); });
   if (!err.empty()) {

@@ -26,7 +26,7 @@ extern "C" {
 /* ---------------------------------------------------------------- versions */
 
 #define LOOM_ABI_VERSION_MAJOR 1u
-#define LOOM_ABI_VERSION_MINOR 1u
+#define LOOM_ABI_VERSION_MINOR 2u
 /* Packed version: major in the high 16 bits, minor in the low 16 bits. */
 #define LOOM_ABI_MAKE_VERSION(major, minor) ((uint32_t)(((major) << 16) | ((minor) & 0xFFFFu)))
 #define LOOM_ABI_VERSION LOOM_ABI_MAKE_VERSION(LOOM_ABI_VERSION_MAJOR, LOOM_ABI_VERSION_MINOR)
@@ -94,7 +94,16 @@ typedef enum loom_type {
   LOOM_TYPE_F32 = 0,
   LOOM_TYPE_F16 = 1,
   LOOM_TYPE_Q4_0 = 2,
+  LOOM_TYPE_Q4_1 = 3,   /* ABI 1.2 */
+  LOOM_TYPE_Q5_0 = 6,   /* ABI 1.2 */
+  LOOM_TYPE_Q5_1 = 7,   /* ABI 1.2 */
   LOOM_TYPE_Q8_0 = 8,
+  LOOM_TYPE_Q2_K = 10,  /* ABI 1.2 */
+  LOOM_TYPE_Q3_K = 11,  /* ABI 1.2 */
+  LOOM_TYPE_Q4_K = 12,  /* ABI 1.2 */
+  LOOM_TYPE_Q5_K = 13,  /* ABI 1.2 */
+  LOOM_TYPE_Q6_K = 14,  /* ABI 1.2 */
+  LOOM_TYPE_IQ4_NL = 20, /* ABI 1.2 */
   LOOM_TYPE_I32 = 26,
   LOOM_TYPE_I64 = 27,
   LOOM_TYPE_BF16 = 30,
@@ -119,6 +128,88 @@ typedef struct loom_block_q8_0 {
 
 typedef char loom_check_q4_0_size[sizeof(loom_block_q4_0_t) == 18 ? 1 : -1];
 typedef char loom_check_q8_0_size[sizeof(loom_block_q8_0_t) == 34 ? 1 : -1];
+
+/* ABI 1.2: the other common GGUF weight types, 32-element blocks. With
+ * q(i) the 4-bit value of element i (low nibbles hold 0..15, high 16..31)
+ * and h(i) bit i of qh (little-endian 32-bit word):
+ * Q4_1:   x[i] = d * q(i) + m
+ * Q5_0:   x[i] = d * (q(i) + 16 h(i) - 16)
+ * Q5_1:   x[i] = d * (q(i) + 16 h(i)) + m
+ * IQ4_NL: x[i] = d * kvalues[q(i)], kvalues = {-127, -104, -83, -65, -49,
+ *         -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113} */
+#define LOOM_QK4_1 32
+typedef struct loom_block_q4_1 {
+  uint16_t d, m;
+  uint8_t qs[LOOM_QK4_1 / 2];
+} loom_block_q4_1_t; /* 20 bytes */
+
+#define LOOM_QK5_0 32
+typedef struct loom_block_q5_0 {
+  uint16_t d;
+  uint8_t qh[4];
+  uint8_t qs[LOOM_QK5_0 / 2];
+} loom_block_q5_0_t; /* 22 bytes */
+
+#define LOOM_QK5_1 32
+typedef struct loom_block_q5_1 {
+  uint16_t d, m;
+  uint8_t qh[4];
+  uint8_t qs[LOOM_QK5_1 / 2];
+} loom_block_q5_1_t; /* 24 bytes */
+
+#define LOOM_QK4_NL 32
+typedef struct loom_block_iq4_nl {
+  uint16_t d;
+  uint8_t qs[LOOM_QK4_NL / 2];
+} loom_block_iq4_nl_t; /* 18 bytes */
+
+/* ABI 1.2: K-quants, 256-element super-blocks of 16 or 8 sub-blocks with
+ * their own quantized scales (and mins), exactly ggml's layouts; the
+ * decoding of each is written out in plugins/common/quant_k.cpp and
+ * docs/plugin-abi.md. */
+#define LOOM_QK_K 256
+typedef struct loom_block_q2_k {
+  uint8_t scales[LOOM_QK_K / 16]; /* low 4 bits scale, high 4 bits min */
+  uint8_t qs[LOOM_QK_K / 4];      /* 2-bit values */
+  uint16_t d, dmin;
+} loom_block_q2_k_t; /* 84 bytes */
+
+typedef struct loom_block_q3_k {
+  uint8_t hmask[LOOM_QK_K / 8]; /* high bit of each value */
+  uint8_t qs[LOOM_QK_K / 4];    /* low 2 bits */
+  uint8_t scales[12];           /* 16 6-bit scales */
+  uint16_t d;
+} loom_block_q3_k_t; /* 110 bytes */
+
+typedef struct loom_block_q4_k {
+  uint16_t d, dmin;
+  uint8_t scales[12]; /* 8 6-bit scales and 8 6-bit mins */
+  uint8_t qs[LOOM_QK_K / 2];
+} loom_block_q4_k_t; /* 144 bytes */
+
+typedef struct loom_block_q5_k {
+  uint16_t d, dmin;
+  uint8_t scales[12];
+  uint8_t qh[LOOM_QK_K / 8];
+  uint8_t qs[LOOM_QK_K / 2];
+} loom_block_q5_k_t; /* 176 bytes */
+
+typedef struct loom_block_q6_k {
+  uint8_t ql[LOOM_QK_K / 2]; /* low 4 bits */
+  uint8_t qh[LOOM_QK_K / 4]; /* high 2 bits */
+  int8_t scales[LOOM_QK_K / 16];
+  uint16_t d;
+} loom_block_q6_k_t; /* 210 bytes */
+
+typedef char loom_check_q4_1_size[sizeof(loom_block_q4_1_t) == 20 ? 1 : -1];
+typedef char loom_check_q5_0_size[sizeof(loom_block_q5_0_t) == 22 ? 1 : -1];
+typedef char loom_check_q5_1_size[sizeof(loom_block_q5_1_t) == 24 ? 1 : -1];
+typedef char loom_check_iq4_nl_size[sizeof(loom_block_iq4_nl_t) == 18 ? 1 : -1];
+typedef char loom_check_q2_k_size[sizeof(loom_block_q2_k_t) == 84 ? 1 : -1];
+typedef char loom_check_q3_k_size[sizeof(loom_block_q3_k_t) == 110 ? 1 : -1];
+typedef char loom_check_q4_k_size[sizeof(loom_block_q4_k_t) == 144 ? 1 : -1];
+typedef char loom_check_q5_k_size[sizeof(loom_block_q5_k_t) == 176 ? 1 : -1];
+typedef char loom_check_q6_k_size[sizeof(loom_block_q6_k_t) == 210 ? 1 : -1];
 
 /* --------------------------------------------------------------------- ops */
 

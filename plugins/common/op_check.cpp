@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "common/quant.h"
 #include "common/type_traits.h"
 
 namespace loom::common {
@@ -11,7 +12,10 @@ namespace {
 int64_t nelements(const loom_tensor_t* t) { return t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3]; }
 
 bool is_float(int32_t t) { return t == LOOM_TYPE_F32 || t == LOOM_TYPE_F16 || t == LOOM_TYPE_BF16; }
-bool is_quant(int32_t t) { return t == LOOM_TYPE_Q8_0 || t == LOOM_TYPE_Q4_0; }
+bool is_quant(int32_t t) { return type_is_valid(t) && type_traits(t).is_quantized; }
+// Quantized types the op set can write (CPY from float, SET_ROWS): the others
+// (ABI 1.2 weight types) are read-only.
+bool is_writable_quant(int32_t t) { return is_quant(t) && can_quantize(t); }
 bool is_index(int32_t t) { return t == LOOM_TYPE_I32 || t == LOOM_TYPE_I64; }
 
 bool same_shape(const loom_tensor_t* a, const loom_tensor_t* b) {
@@ -72,7 +76,7 @@ const char* check_cpy(const loom_tensor_t* dst, const loom_tensor_t* a, const lo
   const int32_t tb = b->type;
   if (ta == tb && !is_quant(ta)) return nullptr;  // plain copy, any plain type
   if (is_float(ta) && is_float(tb)) return nullptr;
-  if (is_float(ta) && is_quant(tb)) return nullptr;  // tensor_ok: contiguous blocks
+  if (is_float(ta) && is_writable_quant(tb)) return nullptr;  // tensor_ok: contiguous blocks
   if (is_quant(ta) && is_float(tb)) return nullptr;
   if (ta == tb && a->ne[0] == b->ne[0]) return nullptr;  // quant rows copied as blocks
   return "type combination";
@@ -167,7 +171,7 @@ const char* check_op(const loom_tensor_t* n) {
       if (n->type != ta) return "types";
       return same_shape(n, a) ? nullptr : "shapes";
     case LOOM_OP_SET_ROWS:
-      if (n->type != ta || !(is_float(ta) || is_quant(ta)) || b->type != LOOM_TYPE_F32 ||
+      if (n->type != ta || !(is_float(ta) || is_writable_quant(ta)) || b->type != LOOM_TYPE_F32 ||
           !is_index(c->type)) {
         return "types";
       }

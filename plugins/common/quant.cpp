@@ -94,6 +94,22 @@ void to_float_row(int32_t type, const void* src, float* dst, int64_t n) {
       for (int64_t i = 0; i < n / LOOM_QK4_0; ++i) dequantize_block_q4_0(b + i, dst + i * LOOM_QK4_0);
       break;
     }
+#define LOOM_DEQUANT_CASE(TYPE, block_t, QK, fn)                                             \
+  case TYPE: {                                                                               \
+    const auto* b = static_cast<const block_t*>(src);                                        \
+    for (int64_t i = 0; i < n / (QK); ++i) fn(b + i, dst + i * (QK));                        \
+    break;                                                                                   \
+  }
+      LOOM_DEQUANT_CASE(LOOM_TYPE_Q4_1, loom_block_q4_1_t, LOOM_QK4_1, dequantize_block_q4_1)
+      LOOM_DEQUANT_CASE(LOOM_TYPE_Q5_0, loom_block_q5_0_t, LOOM_QK5_0, dequantize_block_q5_0)
+      LOOM_DEQUANT_CASE(LOOM_TYPE_Q5_1, loom_block_q5_1_t, LOOM_QK5_1, dequantize_block_q5_1)
+      LOOM_DEQUANT_CASE(LOOM_TYPE_IQ4_NL, loom_block_iq4_nl_t, LOOM_QK4_NL, dequantize_block_iq4_nl)
+      LOOM_DEQUANT_CASE(LOOM_TYPE_Q2_K, loom_block_q2_k_t, LOOM_QK_K, dequantize_block_q2_k)
+      LOOM_DEQUANT_CASE(LOOM_TYPE_Q3_K, loom_block_q3_k_t, LOOM_QK_K, dequantize_block_q3_k)
+      LOOM_DEQUANT_CASE(LOOM_TYPE_Q4_K, loom_block_q4_k_t, LOOM_QK_K, dequantize_block_q4_k)
+      LOOM_DEQUANT_CASE(LOOM_TYPE_Q5_K, loom_block_q5_k_t, LOOM_QK_K, dequantize_block_q5_k)
+      LOOM_DEQUANT_CASE(LOOM_TYPE_Q6_K, loom_block_q6_k_t, LOOM_QK_K, dequantize_block_q6_k)
+#undef LOOM_DEQUANT_CASE
     case LOOM_TYPE_I32: {
       const auto* s = static_cast<const int32_t*>(src);
       for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<float>(s[i]);
@@ -106,6 +122,16 @@ void to_float_row(int32_t type, const void* src, float* dst, int64_t n) {
     }
     default:
       break;  // invalid type: callers validate types first
+  }
+}
+
+bool can_quantize(int32_t type) {
+  switch (type) {
+    case LOOM_TYPE_F32: case LOOM_TYPE_F16: case LOOM_TYPE_BF16: case LOOM_TYPE_Q8_0:
+    case LOOM_TYPE_Q4_0: case LOOM_TYPE_I32: case LOOM_TYPE_I64:
+      return true;
+    default:
+      return false;
   }
 }
 

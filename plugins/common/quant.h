@@ -24,4 +24,25 @@ void quantize_block_q4_0(const float* x, loom_block_q4_0_t* out);
 void dequantize_block_q8_0(const loom_block_q8_0_t* b, float* out);
 void dequantize_block_q4_0(const loom_block_q4_0_t* b, float* out);
 
+// The ABI 1.2 types (quant_k.cpp): one block each, ggml's exact decoding.
+void dequantize_block_q4_1(const loom_block_q4_1_t* b, float* out);
+void dequantize_block_q5_0(const loom_block_q5_0_t* b, float* out);
+void dequantize_block_q5_1(const loom_block_q5_1_t* b, float* out);
+void dequantize_block_iq4_nl(const loom_block_iq4_nl_t* b, float* out);
+void dequantize_block_q2_k(const loom_block_q2_k_t* b, float* out);
+void dequantize_block_q3_k(const loom_block_q3_k_t* b, float* out);
+void dequantize_block_q4_k(const loom_block_q4_k_t* b, float* out);
+void dequantize_block_q5_k(const loom_block_q5_k_t* b, float* out);
+void dequantize_block_q6_k(const loom_block_q6_k_t* b, float* out);
+// IQ4_NL's 16 levels.
+extern const int8_t kIq4nlValues[16];
+// Q4_K / Q5_K: the 6-bit scale and min of sub-block j (0..7) from the
+// 12 packed bytes.
+void k_scale_min(int j, const uint8_t* packed, uint8_t* scale, uint8_t* min);
+// Q3_K: the 16 signed scales (already minus 32) from the 12 packed bytes.
+void q3_k_scales(const uint8_t packed[12], int8_t out[16]);
+// Whether from_float_row can write `type` (F32/F16/BF16, Q8_0, Q4_0,
+// I32/I64; the ABI 1.2 weight types are read-only here).
+bool can_quantize(int32_t type);
+
 }  // namespace loom::common

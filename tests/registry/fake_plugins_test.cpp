@@ -91,6 +91,26 @@ TEST_F(FakePlugins, OpsNewerThanThePluginsMinorAreNotOffered) {
   EXPECT_TRUE(new_dev->supports_op(attn));   // a 1.1 plugin is asked
 }
 
+// Host rule 15 for types: a tensor of a type added after the plugin's minor
+// (ABI 1.2: Q4_K and the other K-quants) is never offered to it.
+TEST_F(FakePlugins, TypesNewerThanThePluginsMinorAreNotOffered) {
+  registry::Device* v11 = reg_->device("minor1");
+  registry::Device* v12 = reg_->device("allops0");
+  v11 = v11 ? v11 : reg_->device("minor10");
+  ASSERT_NE(v11, nullptr) << describe(*reg_);
+  ASSERT_NE(v12, nullptr) << describe(*reg_);
+  EXPECT_EQ(LOOM_ABI_MINOR(get("minor1").abi_version), 1u);
+  Context ctx;
+  Tensor* w = ctx.new_tensor(LOOM_TYPE_Q4_K, {256, 4}, "w").value();
+  Tensor* w0 = ctx.new_tensor(LOOM_TYPE_Q4_0, {256, 4}, "w0").value();
+  Tensor* x = ctx.new_tensor(LOOM_TYPE_F32, {256, 2}, "x").value();
+  Tensor* mm = op::mul_mat(ctx, w, x).value();
+  Tensor* mm0 = op::mul_mat(ctx, w0, x).value();
+  EXPECT_FALSE(v11->supports_op(mm));  // Q4_K is 1.2: the host answers
+  EXPECT_TRUE(v11->supports_op(mm0));  // Q4_0 is 1.0: the plugin is asked
+  EXPECT_TRUE(v12->supports_op(mm));
+}
+
 TEST_F(FakePlugins, MissingEntrySymbol) {
   const auto& c = get("nosymbol");
   EXPECT_EQ(c.fate, Fate::kFailed);

@@ -139,7 +139,7 @@ TEST_F(Isolation, RelativeSearchPathsAreRefused) {
 TEST_F(Isolation, LoomsOwnPluginKeepsItsDeviceName) {
   ScopedEnv null_devices("LOOM_NULL_DEVICES", "1");
   ScopedEnv select("LOOM_PLUGINS_SELECT", "clash,null");
-  registry::Options o = only({fake_dir() + "/libloom-clash.so"}, true);
+  registry::Options o = only({std::string(LOOM_TEST_CLASH_PLUGIN)}, true);
   o.search_library_dir = true;
   auto reg = Registry::load(o);
   const std::string all = describe(*reg);
