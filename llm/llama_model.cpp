@@ -17,8 +17,16 @@ std::string dims_str(const int64_t* ne, int n) {
   return s + "]";
 }
 
-bool weight_type_ok(int32_t t) {
-  return t == LOOM_TYPE_F32 || t == LOOM_TYPE_F16 || t == LOOM_TYPE_Q8_0 || t == LOOM_TYPE_Q4_0;
+// Weights: any float or quantized type of the ABI (the devices say which
+// they run; the cpu plugin runs them all).
+bool weight_type_ok(int32_t t) { return type_is_valid(t) && (type_is_float(t) || type_is_quantized(t)); }
+
+std::string weight_types_text() {
+  std::string s;
+  for (int32_t t = 0; t < LOOM_TYPE_COUNT; ++t) {
+    if (weight_type_ok(t)) s += (s.empty() ? "" : ", ") + std::string(type_name(t));
+  }
+  return s;
 }
 
 bool reads_host(const registry::Device* d) {
@@ -132,7 +140,7 @@ Status LlamaModel::bind_weights() {
     }
     if (!weight_type_ok(t->type)) {
       return unimplemented(who + "tensor '" + name + "' has type " + type_name(t->type) +
-                           " (supported: f32, f16, q8_0, q4_0)");
+                           " (supported: " + weight_types_text() + ")");
     }
     *out = t;
     return Status();

@@ -199,8 +199,8 @@ TEST(GgufMalformed, DuplicateKeys) {
 
 TEST(GgufMalformed, UnknownTensorType) {
   GgufBuilder b;
-  b.tensor("blk.0.ffn_up.weight", {32}, 14u /* Q6_K */, std::vector<uint8_t>(210));
-  expect_error(b.build(), {"tensor 'blk.0.ffn_up.weight'", "unknown or unsupported tensor type id 14"});
+  b.tensor("blk.0.ffn_up.weight", {256}, 15u /* Q8_K: GGUF has it, loom does not */, std::vector<uint8_t>(292));
+  expect_error(b.build(), {"tensor 'blk.0.ffn_up.weight'", "unknown or unsupported tensor type id 15"});
   GgufBuilder c;
   c.tensor("t", {4}, 999u, std::vector<uint8_t>(16));
   expect_error(c.build(), {"tensor 't'", "type id 999"});

@@ -73,7 +73,7 @@ TEST(Tensor, BadShapesAreStatuses) {
   EXPECT_TRUE(fails_with(ctx.new_tensor(LOOM_TYPE_F32, {-3}), {"[tensor.new]", "-3"}));
   EXPECT_TRUE(fails_with(ctx.new_tensor(LOOM_TYPE_F32, std::vector<int64_t>{}), {"[tensor.new]", "0 dims"}));
   EXPECT_TRUE(fails_with(ctx.new_tensor(LOOM_TYPE_F32, {1, 1, 1, 1, 1}), {"[tensor.new]", "5 dims"}));
-  EXPECT_TRUE(fails_with(ctx.new_tensor(static_cast<loom_type_t>(3), {4}), {"[tensor.new]", "type id 3"}));
+  EXPECT_TRUE(fails_with(ctx.new_tensor(static_cast<loom_type_t>(4), {4}), {"[tensor.new]", "type id 4"}));
   EXPECT_TRUE(fails_with(ctx.new_tensor(static_cast<loom_type_t>(-1), {4}), {"[tensor.new]", "-1"}));
   EXPECT_TRUE(fails_with(ctx.new_tensor(LOOM_TYPE_COUNT, {4}), {"[tensor.new]", "31"}));
   EXPECT_TRUE(fails_with(ctx.new_tensor(LOOM_TYPE_Q8_0, {48}), {"[tensor.new]", "48", "32"}));

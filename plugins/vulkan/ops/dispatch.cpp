@@ -71,8 +71,25 @@ const char* attention_kernel(const OpCaps& caps, const loom_tensor_t* n) {
   return fits(false) ? "attention" : nullptr;
 }
 
+// Types the shaders decode; the ABI 1.2 weight types (Q4_1, Q5_x, IQ4_NL,
+// K-quants) have no shader yet and are declined, so the scheduler places
+// those nodes on another device.
+bool shader_type(int32_t t) {
+  switch (t) {
+    case LOOM_TYPE_F32: case LOOM_TYPE_F16: case LOOM_TYPE_BF16: case LOOM_TYPE_Q8_0:
+    case LOOM_TYPE_Q4_0: case LOOM_TYPE_I32: case LOOM_TYPE_I64:
+      return true;
+    default:
+      return false;
+  }
+}
+
 // This plugin's own limits on a well-formed node; nullptr when none bites.
 const char* vulkan_limits(const OpCaps& caps, const loom_tensor_t* n) {
+  if (!shader_type(n->type)) return "result type (no shader decodes it)";
+  for (int i = 0; i < LOOM_MAX_SRC; ++i) {
+    if (n->src[i] != nullptr && !shader_type(n->src[i]->type)) return "source type (no shader decodes it)";
+  }
   if (!fits_u32(n)) return "result type or shape";
   for (int i = 0; i < LOOM_MAX_SRC; ++i) {
     if (n->src[i] != nullptr && !fits_u32(n->src[i])) return "source type or shape";
