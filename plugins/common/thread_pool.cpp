@@ -13,6 +13,7 @@
 #include <immintrin.h>
 #endif
 
+#include "common/env.h"
 #include "common/glue.h"
 
 #ifdef __linux__
@@ -181,10 +182,8 @@ int physical_core_count() {
 
 int thread_count_from_env(const char* name) {
   if (const char* env = std::getenv(name)) {
-    char* end = nullptr;
-    errno = 0;
-    const long v = std::strtol(env, &end, 10);
-    if (errno == 0 && end != env && *end == '\0' && v >= 1 && v <= kMaxThreads) return static_cast<int>(v);
+    int64_t v = 0;
+    if (parse_int(env, 1, kMaxThreads, &v)) return static_cast<int>(v);
     plugin_log(LOOM_LOG_LEVEL_WARN, "threads",
                std::string(name) + "=" + env + " is not a whole number in [1, " + std::to_string(kMaxThreads) +
                    "]; using " + std::to_string(physical_core_count()) + " (physical cores)");
