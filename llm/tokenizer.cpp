@@ -192,9 +192,9 @@ std::vector<TokenId> Tokenizer::encode(std::string_view text, bool add_bos, bool
   return out;
 }
 
-std::vector<TokenId> Tokenizer::encode_prompt(std::string_view text) const {
+std::vector<TokenId> Tokenizer::encode_prompt(std::string_view text, bool parse_special) const {
   const SpecialTokens& sp = state_->special;
-  std::vector<TokenId> out = encode(text, sp.add_bos);
+  std::vector<TokenId> out = encode(text, sp.add_bos, parse_special);
   if (sp.add_eos && sp.eos != kNoToken) out.push_back(sp.eos);
   return out;
 }

@@ -83,7 +83,7 @@ class Tokenizer {
   std::vector<TokenId> encode(std::string_view text, bool add_bos, bool parse_special = true) const;
   // encode() with the file's own rule: BOS when special().add_bos, EOS when
   // special().add_eos (what a prompt gets).
-  std::vector<TokenId> encode_prompt(std::string_view text) const;
+  std::vector<TokenId> encode_prompt(std::string_view text, bool parse_special = true) const;
 
   // Ids to text: control tokens print nothing, SPM U+2581 -> space and
   // <0xXX> -> the byte, BPE byte-level characters -> their bytes. With SPM's

@@ -383,7 +383,19 @@ StatusOr<UnicodeRegex> UnicodeRegex::compile(std::string_view pattern) {
   re.pattern_ = std::string(pattern);
   RegexParser parser(&re, pattern);
   LOOM_RETURN_IF_ERROR(parser.run());
+  re.index_alternatives();
   return StatusOr<UnicodeRegex>(std::move(re));
+}
+
+void UnicodeRegex::index_alternatives() {
+  const Node& root = nodes_[static_cast<size_t>(root_)];
+  alts_ = root.op == Op::kAlt ? root.kids : std::vector<int>{root_};
+  for (int a : alts_) {
+    const Node* n = &nodes_[static_cast<size_t>(a)];
+    if (n->op == Op::kSeq && !n->kids.empty()) n = &nodes_[static_cast<size_t>(n->kids[0])];
+    const bool lead = n->op == Op::kRepeat && n->max == kUnbounded && nodes_[static_cast<size_t>(n->kids[0])].single;
+    leads_.push_back(lead ? n->kids[0] : -1);
+  }
 }
 
 bool UnicodeRegex::test_single(int node, uint32_t cp) const {
@@ -414,6 +426,17 @@ bool UnicodeRegex::test_single(int node, uint32_t cp) const {
 class RegexMatcher {
  public:
   RegexMatcher(const UnicodeRegex& re, const uint32_t* s, size_t n) : re_(re), s_(s), n_(n) {}
+
+  // End of node's match starting at pos, or kNoMatch.
+  size_t match_from(int node, size_t pos) const {
+    size_t end = UnicodeRegex::kNoMatch;
+    auto done = [&](size_t p) {
+      end = p;
+      return true;
+    };
+    match(node, pos, cont(done));
+    return end;
+  }
 
   bool match(int node, size_t pos, Cont k) const {
     const UnicodeRegex::Node& nd = re_.nodes_[static_cast<size_t>(node)];
@@ -482,23 +505,29 @@ class RegexMatcher {
 };
 
 size_t UnicodeRegex::match_at(const uint32_t* cps, size_t n, size_t pos) const {
-  size_t end = kNoMatch;
-  auto done = [&](size_t p) {
-    end = p;
-    return true;
-  };
-  RegexMatcher(*this, cps, n).match(root_, pos, cont(done));
-  return end;
+  return RegexMatcher(*this, cps, n).match_from(root_, pos);
 }
 
 void UnicodeRegex::split(const uint32_t* cps, size_t n, std::vector<size_t>* out_ends) const {
+  const RegexMatcher m(*this, cps, n);
+  std::vector<char> known_fail(alts_.size(), 0), failed(alts_.size(), 0);
   size_t gap = 0;
   for (size_t pos = 0; pos < n;) {
-    const size_t end = match_at(cps, n, pos);
+    // The first alternative that matches here, in order (as the alternation would).
+    size_t end = kNoMatch;
+    std::fill(failed.begin(), failed.end(), 0);
+    for (size_t i = 0; i < alts_.size() && end == kNoMatch; ++i) {
+      end = known_fail[i] ? kNoMatch : m.match_from(alts_[i], pos);
+      failed[i] = end == kNoMatch;
+    }
     if (end == kNoMatch || end == pos) {
+      for (size_t i = 0; i < alts_.size(); ++i) {
+        known_fail[i] = failed[i] && leads_[i] >= 0 && test_single(leads_[i], cps[pos]);
+      }
       ++pos;
       continue;
     }
+    std::fill(known_fail.begin(), known_fail.end(), 0);
     if (pos > gap) out_ends->push_back(pos);
     out_ends->push_back(end);
     gap = pos = end;

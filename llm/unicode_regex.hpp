@@ -81,11 +81,20 @@ class UnicodeRegex {
   static constexpr size_t kUnbounded = static_cast<size_t>(-1);
 
   bool test_single(int node, uint32_t cp) const;
+  // Fills alts_ and leads_ from root_.
+  void index_alternatives();
 
   std::string pattern_;
   std::vector<CharClass> classes_;
   std::vector<Node> nodes_;
   int root_ = -1;
+  // The top-level alternatives, and for each the one-character item of a
+  // leading unbounded repetition (X+, X*) or -1. If such an alternative fails
+  // at p and X holds at p, it fails at p+1 too (its possible ends from p+1
+  // are a subset of those from p), so split() skips it: no quadratic rescans
+  // of long runs.
+  std::vector<int> alts_;
+  std::vector<int> leads_;
 };
 
 }  // namespace loom::llm
