@@ -79,6 +79,7 @@ StatusOr<Tokenizer> Tokenizer::from_gguf(const GgufFile& f) {
     sp.bos = sp.eos = sp.unk = kNoToken;
     sp.add_bos = pre->add_bos();
     sp.add_space_prefix = false;
+    if (!f.has("tokenizer.ggml.merges")) return invalid_argument(ctx + "a 'gpt2' tokenizer needs tokenizer.ggml.merges");
     LOOM_ASSIGN_OR_RETURN(p.merges, f.get_arr_str("tokenizer.ggml.merges"));
   }
   LOOM_ASSIGN_OR_RETURN(std::vector<std::string_view> views, f.get_arr_str("tokenizer.ggml.tokens"));
