@@ -52,7 +52,9 @@ std::vector<TokenId> phi3_rstrip(const GgufFile& f, const std::vector<std::strin
 
 StatusOr<Tokenizer> Tokenizer::from_gguf(const GgufFile& f) {
   const std::string ctx = "[tokenizer.load] " + f.name() + ": ";
-  if (!f.has("tokenizer.ggml.model")) return invalid_argument(ctx + "no tokenizer.ggml.model: the file has no tokenizer");
+  if (!f.has("tokenizer.ggml.model")) {
+    return invalid_argument(ctx + "no tokenizer.ggml.model: the file has no tokenizer");
+  }
   LOOM_ASSIGN_OR_RETURN(std::string_view model, f.get_str("tokenizer.ggml.model"));
   const bool bpe = model == "gpt2";
   if (model != "llama" && !bpe) {
@@ -79,7 +81,9 @@ StatusOr<Tokenizer> Tokenizer::from_gguf(const GgufFile& f) {
     sp.bos = sp.eos = sp.unk = kNoToken;
     sp.add_bos = pre->add_bos();
     sp.add_space_prefix = false;
-    if (!f.has("tokenizer.ggml.merges")) return invalid_argument(ctx + "a 'gpt2' tokenizer needs tokenizer.ggml.merges");
+    if (!f.has("tokenizer.ggml.merges")) {
+      return invalid_argument(ctx + "a 'gpt2' tokenizer needs tokenizer.ggml.merges");
+    }
     LOOM_ASSIGN_OR_RETURN(p.merges, f.get_arr_str("tokenizer.ggml.merges"));
   }
   LOOM_ASSIGN_OR_RETURN(std::vector<std::string_view> views, f.get_arr_str("tokenizer.ggml.tokens"));
@@ -101,7 +105,8 @@ StatusOr<Tokenizer> Tokenizer::from_gguf(const GgufFile& f) {
   LOOM_ASSIGN_OR_RETURN(sp.add_bos, optional_bool(f, "tokenizer.ggml.add_bos_token", sp.add_bos));
   LOOM_ASSIGN_OR_RETURN(sp.add_eos, optional_bool(f, "tokenizer.ggml.add_eos_token", sp.add_eos));
   if (!bpe) {
-    LOOM_ASSIGN_OR_RETURN(sp.add_space_prefix, optional_bool(f, "tokenizer.ggml.add_space_prefix", sp.add_space_prefix));
+    LOOM_ASSIGN_OR_RETURN(sp.add_space_prefix,
+                          optional_bool(f, "tokenizer.ggml.add_space_prefix", sp.add_space_prefix));
   }
   p.rstrip = phi3_rstrip(f, p.tokens, p.types);
   return build(std::move(p));

@@ -33,13 +33,6 @@ struct BigramLess {
   }
 };
 
-int hex_digit(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  return -1;
-}
-
 }  // namespace
 
 StatusOr<std::unique_ptr<SpmModel>> SpmModel::create(const Vocab& vocab, const SpecialTokens& special,
@@ -49,8 +42,8 @@ StatusOr<std::unique_ptr<SpmModel>> SpmModel::create(const Vocab& vocab, const S
   for (size_t i = 0; i < vocab.tokens.size(); ++i) {
     if (vocab.types[i] != TokenType::kByte) continue;
     const std::string& s = vocab.tokens[i];
-    const int hi = s.size() == 6 ? hex_digit(s[3]) : -1;
-    const int lo = s.size() == 6 ? hex_digit(s[4]) : -1;
+    const int hi = s.size() == 6 ? unicode::hex_digit(static_cast<uint8_t>(s[3])) : -1;
+    const int lo = s.size() == 6 ? unicode::hex_digit(static_cast<uint8_t>(s[4])) : -1;
     if (s.compare(0, 3, "<0x") != 0 || hi < 0 || lo < 0 || s[5] != '>') {
       return invalid_argument("[tokenizer.load] " + source + ": byte token " + std::to_string(i) + " is '" + s +
                               "', expected <0xXX>");

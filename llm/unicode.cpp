@@ -24,7 +24,8 @@ const uint8_t* direct_table() {
   static const std::unique_ptr<uint8_t[]> table = [] {
     std::unique_ptr<uint8_t[]> t(new uint8_t[kDirectLimit]);
     for (size_t i = 0; i < kCategoryRunCount && kCategoryRuns[i].first < kDirectLimit; ++i) {
-      const uint32_t last = i + 1 < kCategoryRunCount ? std::min(kCategoryRuns[i + 1].first, kDirectLimit) : kDirectLimit;
+      const uint32_t next = i + 1 < kCategoryRunCount ? kCategoryRuns[i + 1].first : kDirectLimit;
+      const uint32_t last = std::min(next, kDirectLimit);
       std::fill(t.get() + kCategoryRuns[i].first, t.get() + last, kCategoryRuns[i].category);
     }
     return t;

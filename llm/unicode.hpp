@@ -57,4 +57,12 @@ uint32_t decode_utf8(std::string_view text, size_t pos, size_t* out_len);
 // Appends cp (<= U+10FFFF) as UTF-8.
 void append_utf8(std::string* out, uint32_t cp);
 
+// The value of an ASCII hex digit, -1 for anything else.
+inline int hex_digit(uint32_t c) {
+  if (c >= '0' && c <= '9') return static_cast<int>(c - '0');
+  if (c >= 'a' && c <= 'f') return static_cast<int>(c - 'a' + 10);
+  if (c >= 'A' && c <= 'F') return static_cast<int>(c - 'A' + 10);
+  return -1;
+}
+
 }  // namespace loom::llm::unicode

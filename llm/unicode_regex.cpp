@@ -11,13 +11,6 @@ namespace {
 
 bool is_ascii_letter(uint32_t c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
 
-int hex_value(uint32_t c) {
-  if (c >= '0' && c <= '9') return static_cast<int>(c - '0');
-  if (c >= 'a' && c <= 'f') return static_cast<int>(c - 'a' + 10);
-  if (c >= 'A' && c <= 'F') return static_cast<int>(c - 'A' + 10);
-  return -1;
-}
-
 // A non-owning, non-allocating callable: the rest of the match after a node.
 struct Cont {
   bool (*call)(const void* self, size_t pos);
@@ -184,7 +177,9 @@ class RegexParser {
     } else if (c != '{' || !braces(&min, &max)) {
       return atom_node;
     }
-    if (!at_end() && (peek() == '?' || peek() == '+')) return error("lazy and possessive quantifiers are not supported");
+    if (!at_end() && (peek() == '?' || peek() == '+')) {
+      return error("lazy and possessive quantifiers are not supported");
+    }
     if (!at_end() && (peek() == '*' || peek() == '{')) return error("nested quantifier");
     if (!re_->nodes_[atom_node].single && max == UnicodeRegex::kUnbounded) {
       return error("unbounded repetition of a multi-character group is not supported");
@@ -329,8 +324,8 @@ class RegexParser {
     }
     uint32_t v = 0;
     size_t n = 0;
-    while (n < digits && !at_end() && hex_value(peek()) >= 0) {
-      v = v * 16 + static_cast<uint32_t>(hex_value(p_[i_++]));
+    while (n < digits && !at_end() && unicode::hex_digit(peek()) >= 0) {
+      v = v * 16 + static_cast<uint32_t>(unicode::hex_digit(p_[i_++]));
       ++n;
     }
     if (braced) {

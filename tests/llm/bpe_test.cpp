@@ -187,7 +187,9 @@ TEST(BpeGguf, BosDefaultsFollowThePreTokenizerUnlessTheFileSays) {
   ToyBpe v;
   v.merge("a", "b").token("<|begin_of_text|>", 3);
   const TokenId bos = v.id("<|begin_of_text|>");
-  auto with_bos = [&](GgufBuilder& b) { b.kv("tokenizer.ggml.bos_token_id", testing::kU32, static_cast<uint32_t>(bos)); };
+  auto with_bos = [&](GgufBuilder& b) {
+    b.kv("tokenizer.ggml.bos_token_id", testing::kU32, static_cast<uint32_t>(bos));
+  };
   auto llama3 = load(toy_gguf(v, "llama-bpe", with_bos));
   ASSERT_TRUE(llama3.ok()) << llama3.status().to_string();
   EXPECT_TRUE(llama3->special().add_bos);
@@ -252,7 +254,8 @@ TEST(SpmGguf, Phi3SpecialTokensSwallowTheWhitespaceAfterThem) {
     GgufBuilder b;
     b.kv_str("general.name", name);
     b.kv_str("tokenizer.ggml.model", "llama");
-    b.kv_arr_str("tokenizer.ggml.tokens", {"<unk>", "<s>", "</s>", "<|user|>", sp + "hi", sp, "h", "i", "\n", sp + "h"});
+    b.kv_arr_str("tokenizer.ggml.tokens",
+                 {"<unk>", "<s>", "</s>", "<|user|>", sp + "hi", sp, "h", "i", "\n", sp + "h"});
     b.kv_arr("tokenizer.ggml.token_type", testing::kI32, std::vector<int32_t>{2, 3, 3, 3, 1, 1, 1, 1, 1, 1});
     return b.build();
   };

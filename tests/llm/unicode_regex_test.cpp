@@ -161,7 +161,8 @@ TEST(UnicodeRegex, AnchorsEscapesAndRanges) {
 
 TEST(UnicodeRegex, LongRunsDoNotRecurse) {
   // Repetition of one-character items is a loop: 1M spaces or letters are fine.
-  const UnicodeRegex r = re(R"((?i:'s)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)");
+  const UnicodeRegex r = re(R"((?i:'s)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|)"
+                           R"(\s*[\r\n]+|\s+(?!\S)|\s+)");
   for (const char* unit : {" ", "a", "\n", "!"}) {
     std::string s;
     for (int i = 0; i < 1000000; ++i) s += unit;

@@ -213,8 +213,8 @@ int cmd_tokenize(std::vector<std::string> args) {
                                : "SentencePiece tokenizer";
   const bool bos = sp.add_bos && sp.bos != llm::kNoToken, eos = sp.add_eos && sp.eos != llm::kNoToken;
   std::fprintf(stderr, "loom tokenize: %s: %s, %d tokens in the vocab; %zu tokens, %s%s\n", o.model.c_str(),
-               kind.c_str(), tok->n_vocab(), ids.size(), bos ? "BOS added (the file's add_bos)" : "no BOS",
-               eos ? ", EOS added (the file's add_eos)" : "");
+               kind.c_str(), tok->n_vocab(), ids.size(), bos ? "BOS added (add_bos)" : "no BOS (add_bos off)",
+               eos ? ", EOS added (add_eos)" : "");
   return 0;
 }
 
