@@ -74,9 +74,10 @@ class Tokenizer {
                                             SpecialTokens special, std::string source = "<vocab>");
 
   // Text (UTF-8; invalid bytes are kept: byte tokens in SPM, byte-level
-  // characters in BPE) to ids. add_bos prepends bos. With parse_special,
-  // control, user-defined and unknown tokens written in the text become their
-  // ids; without, only user-defined ones do and the rest is plain text.
+  // characters in BPE, where llama.cpp would first turn them into U+FFFD) to
+  // ids. add_bos prepends bos. With parse_special, control, user-defined and
+  // unknown tokens written in the text become their ids; without, only
+  // user-defined ones do and the rest is plain text.
   // SPM: spaces become U+2581 and one U+2581 is prepended (add_space_prefix)
   // at the start and after each special token; pairs merge best score first.
   // BPE: pre-tokenizer pieces, byte-level characters, merges by rank.
@@ -90,7 +91,9 @@ class Tokenizer {
   // add_space_prefix, one leading space is removed from the piece at the start
   // and right after BOS or a special token, so decode(encode(s)) == s for any
   // s without special-token text (and, for SPM, without a literal U+2581).
-  // Out-of-range ids -> INVALID_ARGUMENT.
+  // No "clean up tokenization spaces" pass (HF's option that drops the space
+  // before punctuation): the text comes back as it was. Out-of-range ids ->
+  // INVALID_ARGUMENT.
   StatusOr<std::string> decode(const std::vector<TokenId>& ids) const;
   // One token's text as it appears in decoded output (no prefix stripping),
   // for streaming. render_special: control and unknown tokens show their text.
