@@ -1,286 +1,250 @@
-// SPM tokenizer: vocab loading, best-score-first pair merging, byte fallback.
+// Tokenizer: building the shared state, cutting text at special tokens,
+// BOS/EOS, decoding. The SPM and BPE rules live in their own files.
 #include "llm/tokenizer.hpp"
 
 #include <algorithm>
+#include <array>
 #include <climits>
-#include <queue>
+
+#include "llm/pretokenizer.hpp"
+#include "llm/tokenizer_bpe.hpp"
+#include "llm/tokenizer_model.hpp"
+#include "llm/tokenizer_spm.hpp"
 
 namespace loom::llm {
 
+struct Tokenizer::State {
+  std::string model;
+  std::string pre;
+  Vocab vocab;
+  SpecialTokens special;
+  std::unique_ptr<TokenizerModel> impl;  // refers to vocab and special
+  // Tokens that may be written in the text, by first byte, longest first.
+  std::array<std::vector<TokenId>, 256> specials;
+  std::vector<bool> rstrip;  // per token
+  std::vector<TokenId> eog;  // sorted
+};
+
+void Vocab::build_index() {
+  index.clear();
+  index.reserve(tokens.size());
+  for (size_t i = 0; i < tokens.size(); ++i) index.emplace(tokens[i], static_cast<TokenId>(i));
+}
+
 namespace {
 
-constexpr std::string_view kSpaceMark = "\xe2\x96\x81";  // U+2581 LOWER ONE EIGHTH BLOCK
-
-// Bytes of the UTF-8 character at text[pos]. Invalid bytes (stray
-// continuations, truncated sequences) count as one, so each becomes its own
-// byte-fallback symbol and never swallows the next character (llama.cpp trusts
-// the lead byte; both agree on valid UTF-8).
-size_t utf8_char_len(std::string_view text, size_t pos) {
-  const uint8_t lead = static_cast<uint8_t>(text[pos]);
-  const size_t n = lead < 0xc0 ? 1 : lead < 0xe0 ? 2 : lead < 0xf0 ? 3 : lead < 0xf8 ? 4 : 1;
-  if (pos + n > text.size()) return 1;
-  for (size_t i = 1; i < n; ++i) {
-    if ((static_cast<uint8_t>(text[pos + i]) & 0xc0) != 0x80) return 1;
-  }
-  return n;
+bool is_special_type(TokenType t) {
+  return t == TokenType::kControl || t == TokenType::kUserDefined || t == TokenType::kUnknown;
 }
 
-// A piece of the text being merged: a doubly linked list over `text`.
-struct Symbol {
-  int prev;
-  int next;
-  size_t start;
-  size_t len;  // 0 once merged into its left neighbour
-};
+// C isspace(): what llama.cpp strips after an rstrip token.
+bool is_c_space(char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
 
-struct Bigram {
-  int left;
-  int right;
-  float score;
-  size_t len;  // bytes of the merged piece, to spot stale entries
-};
-
-// Highest score first; on ties the leftmost pair (llama.cpp's order).
-struct BigramLess {
-  bool operator()(const Bigram& a, const Bigram& b) const {
-    return a.score < b.score || (a.score == b.score && a.left > b.left);
-  }
-};
-
-int hex_digit(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  return -1;
-}
-
-StatusOr<TokenId> special_id(const GgufFile& f, const char* key, TokenId fallback) {
-  if (!f.has(key)) return fallback;
-  LOOM_ASSIGN_OR_RETURN(int64_t v, f.get_int(key));
-  // Writers store "none" as uint32 0xffffffff or int32 -1.
-  if (v == 0xffffffffll || v == -1) return kNoToken;
-  if (v < 0 || v > INT32_MAX) {
-    return invalid_argument("[tokenizer.load] " + f.name() + ": key '" + key + "' = " + std::to_string(v) +
-                            " is not a token id");
-  }
-  return static_cast<TokenId>(v);
-}
-
-StatusOr<bool> optional_bool(const GgufFile& f, const char* key, bool fallback) {
-  if (!f.has(key)) return fallback;
-  return f.get_bool(key);
-}
+// Texts that end generation (llama.cpp's list), also searched for eot/eom
+// when the file names none, in this order.
+const char* const kEotTexts[] = {"<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<EOT>",
+                                 "<\xef\xbd\x9c" "end\xe2\x96\x81of\xe2\x96\x81sentence\xef\xbd\x9c>"};  // DeepSeek
+const char* const kEogTexts[] = {"<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<|eom_id|>",
+                                 "<EOT>"};
 
 }  // namespace
 
-StatusOr<Tokenizer> Tokenizer::from_gguf(const GgufFile& f) {
-  const std::string ctx = "[tokenizer.load] " + f.name() + ": ";
-  LOOM_ASSIGN_OR_RETURN(std::string_view model, f.get_str("tokenizer.ggml.model"));
-  if (model != "llama") {
-    return unimplemented(ctx + "tokenizer model '" + std::string(model) + "' is not supported (loom reads 'llama')");
-  }
-  LOOM_ASSIGN_OR_RETURN(std::vector<std::string_view> views, f.get_arr_str("tokenizer.ggml.tokens"));
-  std::vector<std::string> tokens(views.begin(), views.end());
-  std::vector<float> scores;
-  if (f.has("tokenizer.ggml.scores")) {
-    LOOM_ASSIGN_OR_RETURN(scores, f.get_arr_f32("tokenizer.ggml.scores"));
-  }
-  std::vector<int32_t> types;
-  if (f.has("tokenizer.ggml.token_type")) {
-    LOOM_ASSIGN_OR_RETURN(std::vector<int64_t> t, f.get_arr_int("tokenizer.ggml.token_type"));
-    types.reserve(t.size());
-    for (int64_t v : t) types.push_back(v < INT32_MIN || v > INT32_MAX ? 0 : static_cast<int32_t>(v));
-  }
-  SpecialTokens sp;
-  LOOM_ASSIGN_OR_RETURN(sp.bos, special_id(f, "tokenizer.ggml.bos_token_id", sp.bos));
-  LOOM_ASSIGN_OR_RETURN(sp.eos, special_id(f, "tokenizer.ggml.eos_token_id", sp.eos));
-  LOOM_ASSIGN_OR_RETURN(sp.unk, special_id(f, "tokenizer.ggml.unknown_token_id", sp.unk));
-  LOOM_ASSIGN_OR_RETURN(sp.add_bos, optional_bool(f, "tokenizer.ggml.add_bos_token", sp.add_bos));
-  LOOM_ASSIGN_OR_RETURN(sp.add_space_prefix, optional_bool(f, "tokenizer.ggml.add_space_prefix", sp.add_space_prefix));
-  return from_vocab(std::move(tokens), std::move(scores), std::move(types), sp, f.name());
-}
-
 StatusOr<Tokenizer> Tokenizer::from_vocab(std::vector<std::string> tokens, std::vector<float> scores,
                                           std::vector<int32_t> types, SpecialTokens special, std::string source) {
-  const std::string ctx = "[tokenizer.load] " + source + ": ";
-  const size_t n = tokens.size();
+  Parts p;
+  p.model = "llama";
+  p.tokens = std::move(tokens);
+  p.scores = std::move(scores);
+  p.types = std::move(types);
+  p.special = special;
+  p.source = std::move(source);
+  return build(std::move(p));
+}
+
+StatusOr<Tokenizer> Tokenizer::from_bpe_vocab(std::vector<std::string> tokens, std::vector<int32_t> types,
+                                              const std::vector<std::string_view>& merges, std::string_view pre,
+                                              SpecialTokens special, std::string source) {
+  Parts p;
+  p.model = "gpt2";
+  p.tokens = std::move(tokens);
+  p.types = std::move(types);
+  p.merges = merges;
+  p.pre = std::string(pre);
+  p.special = special;
+  p.source = std::move(source);
+  return build(std::move(p));
+}
+
+StatusOr<Tokenizer> Tokenizer::build(Parts p) {
+  const std::string ctx = "[tokenizer.load] " + p.source + ": ";
+  const size_t n = p.tokens.size();
   if (n == 0) return invalid_argument(ctx + "empty vocab");
   if (n > static_cast<size_t>(INT32_MAX)) return invalid_argument(ctx + "vocab of " + std::to_string(n) + " tokens");
-  if (scores.empty()) scores.assign(n, 0.0f);
-  if (types.empty()) types.assign(n, static_cast<int32_t>(TokenType::kNormal));
-  if (scores.size() != n || types.size() != n) {
+  if (p.scores.empty()) p.scores.assign(n, 0.0f);
+  if (p.types.empty()) p.types.assign(n, static_cast<int32_t>(TokenType::kNormal));
+  if (p.scores.size() != n || p.types.size() != n) {
     return invalid_argument(ctx + "vocab sizes differ: " + std::to_string(n) + " tokens, " +
-                            std::to_string(scores.size()) + " scores, " + std::to_string(types.size()) + " types");
+                            std::to_string(p.scores.size()) + " scores, " + std::to_string(p.types.size()) + " types");
   }
-  for (TokenId id : {special.bos, special.eos, special.unk}) {
+  SpecialTokens& sp = p.special;
+  for (TokenId id : {sp.bos, sp.eos, sp.unk, sp.eot, sp.eom, sp.pad}) {
     if (id != kNoToken && (id < 0 || static_cast<size_t>(id) >= n)) {
       return invalid_argument(ctx + "special token id " + std::to_string(id) + " outside the vocab [0, " +
                               std::to_string(n) + ")");
     }
   }
-  Tokenizer t;
-  t.tokens_ = std::move(tokens);
-  t.scores_ = std::move(scores);
-  t.types_.reserve(n);
-  for (int32_t v : types) t.types_.push_back(static_cast<TokenType>(v));
-  t.special_ = special;
-  LOOM_RETURN_IF_ERROR(t.init(source));
-  return StatusOr<Tokenizer>(std::move(t));
-}
+  if (p.model == "gpt2") sp.add_space_prefix = false;
 
-Status Tokenizer::init(const std::string& source) {
-  byte_tokens_.fill(kNoToken);
-  index_.reserve(tokens_.size());
-  for (size_t i = 0; i < tokens_.size(); ++i) {
-    const TokenId id = static_cast<TokenId>(i);
-    index_.emplace(tokens_[i], id);  // first occurrence wins on duplicate texts
-    if (types_[i] == TokenType::kByte) {
-      const std::string& s = tokens_[i];
-      const int hi = s.size() == 6 ? hex_digit(s[3]) : -1;
-      const int lo = s.size() == 6 ? hex_digit(s[4]) : -1;
-      if (s.compare(0, 3, "<0x") != 0 || hi < 0 || lo < 0 || s[5] != '>') {
-        return invalid_argument("[tokenizer.load] " + source + ": byte token " + std::to_string(i) + " is '" + s +
-                                "', expected <0xXX>");
-      }
-      byte_tokens_[static_cast<size_t>(hi * 16 + lo)] = id;
+  auto s = std::make_unique<State>();
+  s->model = p.model;
+  s->pre = p.pre;
+  s->vocab.tokens = std::move(p.tokens);
+  s->vocab.scores = std::move(p.scores);
+  s->vocab.types.reserve(n);
+  for (int32_t v : p.types) s->vocab.types.push_back(static_cast<TokenType>(v));
+  s->vocab.build_index();
+  const Vocab& vocab = s->vocab;
+
+  // Ids named by text when the file gives none.
+  for (const char* text : kEotTexts) {
+    if (sp.eot == kNoToken) sp.eot = vocab.find(text);
+  }
+  if (sp.eom == kNoToken) sp.eom = vocab.find("<|eom_id|>");
+  s->special = sp;
+
+  if (s->model == "llama") {
+    LOOM_ASSIGN_OR_RETURN(s->impl, SpmModel::create(vocab, s->special, p.source));
+  } else if (s->model == "gpt2") {
+    auto pre = PreTokenizer::from_name(p.pre);
+    if (!pre.ok()) return Status(pre.status().code(), ctx + pre.status().message());
+    LOOM_ASSIGN_OR_RETURN(s->impl, BpeModel::create(vocab, s->special, p.merges, std::move(pre).value(), p.source));
+  } else {
+    return unimplemented(ctx + "tokenizer model '" + s->model + "' is not supported (loom reads 'llama' and 'gpt2')");
+  }
+
+  for (TokenId id : {sp.eos, sp.eot, sp.eom}) {
+    if (id != kNoToken) s->eog.push_back(id);
+  }
+  for (const char* text : kEogTexts) {
+    if (TokenId id = vocab.find(text); id != kNoToken) s->eog.push_back(id);
+  }
+  std::sort(s->eog.begin(), s->eog.end());
+  s->eog.erase(std::unique(s->eog.begin(), s->eog.end()), s->eog.end());
+
+  for (size_t i = 0; i < n; ++i) {
+    if (is_special_type(vocab.types[i]) && !vocab.tokens[i].empty()) {
+      s->specials[static_cast<uint8_t>(vocab.tokens[i][0])].push_back(static_cast<TokenId>(i));
     }
   }
-  return Status::Ok();
-}
-
-TokenId Tokenizer::find(std::string_view text) const {
-  auto it = index_.find(std::string(text));
-  return it == index_.end() ? kNoToken : it->second;
-}
-
-TokenId Tokenizer::mergeable(std::string_view piece) const {
-  const TokenId id = find(piece);
-  if (id == kNoToken) return kNoToken;
-  const TokenType t = types_[static_cast<size_t>(id)];
-  return t == TokenType::kNormal || t == TokenType::kUserDefined ? id : kNoToken;
-}
-
-std::vector<TokenId> Tokenizer::encode(std::string_view raw, bool add_bos) const {
-  std::vector<TokenId> out;
-  if (add_bos && special_.bos != kNoToken) out.push_back(special_.bos);
-  if (raw.empty()) return out;
-
-  std::string text;
-  text.reserve(raw.size() + raw.size() / 2 + kSpaceMark.size());
-  if (special_.add_space_prefix) text += kSpaceMark;
-  for (char c : raw) {
-    if (c == ' ') {
-      text += kSpaceMark;
-    } else {
-      text += c;
-    }
+  for (auto& list : s->specials) {
+    std::stable_sort(list.begin(), list.end(),
+                     [&](TokenId a, TokenId b) { return vocab.text(a).size() > vocab.text(b).size(); });
   }
-
-  std::vector<Symbol> symbols;
-  for (size_t pos = 0; pos < text.size();) {
-    const size_t len = utf8_char_len(text, pos);
-    const int idx = static_cast<int>(symbols.size());
-    symbols.push_back({idx - 1, idx + 1, pos, len});
-    pos += len;
+  s->rstrip.assign(n, false);
+  for (TokenId id : p.rstrip) {
+    if (id >= 0 && static_cast<size_t>(id) < n) s->rstrip[static_cast<size_t>(id)] = true;
   }
-  symbols.back().next = -1;
+  return Tokenizer(std::shared_ptr<const State>(std::move(s)));
+}
 
-  std::priority_queue<Bigram, std::vector<Bigram>, BigramLess> queue;
-  auto try_add = [&](int left, int right) {
-    if (left < 0 || right < 0) return;
-    const Symbol& l = symbols[static_cast<size_t>(left)];
-    const Symbol& r = symbols[static_cast<size_t>(right)];
-    const std::string_view piece(text.data() + l.start, l.len + r.len);
-    const TokenId id = mergeable(piece);
-    if (id == kNoToken) return;
-    queue.push({left, right, scores_[static_cast<size_t>(id)], piece.size()});
+// ------------------------------------------------------------------ encode
+
+void Tokenizer::encode_text(std::string_view text, bool parse_special, std::vector<TokenId>* out) const {
+  const State& s = *state_;
+  size_t plain = 0;            // start of the stretch not yet encoded
+  bool after_special = true;   // the text start counts as "after a special token"
+  auto flush = [&](size_t end) {
+    if (end <= plain) return;
+    s.impl->encode(text.substr(plain, end - plain), after_special, out);
+    after_special = false;
   };
-  for (size_t i = 1; i < symbols.size(); ++i) try_add(static_cast<int>(i - 1), static_cast<int>(i));
-
-  while (!queue.empty()) {
-    const Bigram b = queue.top();
-    queue.pop();
-    Symbol& l = symbols[static_cast<size_t>(b.left)];
-    Symbol& r = symbols[static_cast<size_t>(b.right)];
-    // Entries go stale when either side merged elsewhere first.
-    if (l.len == 0 || r.len == 0 || l.len + r.len != b.len) continue;
-    l.len += r.len;
-    r.len = 0;
-    l.next = r.next;
-    if (r.next >= 0) symbols[static_cast<size_t>(r.next)].prev = b.left;
-    try_add(l.prev, b.left);
-    try_add(b.left, l.next);
-  }
-
-  for (int i = 0; i >= 0; i = symbols[static_cast<size_t>(i)].next) {
-    const Symbol& s = symbols[static_cast<size_t>(i)];
-    const std::string_view piece(text.data() + s.start, s.len);
-    const TokenId id = mergeable(piece);
-    if (id != kNoToken) {
-      out.push_back(id);
+  for (size_t pos = 0; pos < text.size();) {
+    TokenId hit = kNoToken;
+    for (TokenId id : s.specials[static_cast<uint8_t>(text[pos])]) {
+      // Without parse_special only user-defined tokens are cut out (HF and llama.cpp agree).
+      if (!parse_special && s.vocab.type(id) != TokenType::kUserDefined) continue;
+      const std::string& t = s.vocab.text(id);
+      if (text.compare(pos, t.size(), t) == 0) {
+        hit = id;
+        break;  // longest first
+      }
+    }
+    if (hit == kNoToken) {
+      ++pos;
       continue;
     }
-    for (char c : piece) {
-      const TokenId byte_id = byte_tokens_[static_cast<uint8_t>(c)];
-      if (byte_id != kNoToken) {
-        out.push_back(byte_id);
-      } else if (special_.unk != kNoToken) {
-        out.push_back(special_.unk);
-        break;  // one unk per piece, not per byte
-      }
+    flush(pos);
+    out->push_back(hit);
+    after_special = true;
+    pos += s.vocab.text(hit).size();
+    if (s.rstrip[static_cast<size_t>(hit)]) {
+      while (pos < text.size() && is_c_space(text[pos])) ++pos;
     }
+    plain = pos;
   }
+  flush(text.size());
+}
+
+std::vector<TokenId> Tokenizer::encode(std::string_view text, bool add_bos, bool parse_special) const {
+  std::vector<TokenId> out;
+  if (add_bos && state_->special.bos != kNoToken) out.push_back(state_->special.bos);
+  encode_text(text, parse_special, &out);
   return out;
 }
 
-StatusOr<std::string> Tokenizer::token_to_piece(TokenId id) const {
+std::vector<TokenId> Tokenizer::encode_prompt(std::string_view text, bool parse_special) const {
+  const SpecialTokens& sp = state_->special;
+  std::vector<TokenId> out = encode(text, sp.add_bos, parse_special);
+  if (sp.add_eos && sp.eos != kNoToken) out.push_back(sp.eos);
+  return out;
+}
+
+// ------------------------------------------------------------------ decode
+
+StatusOr<std::string> Tokenizer::token_to_piece(TokenId id, bool render_special) const {
   if (id < 0 || id >= n_vocab()) {
     return invalid_argument("[tokenizer.decode] token id " + std::to_string(id) + " outside the vocab [0, " +
                             std::to_string(n_vocab()) + ")");
   }
-  const std::string& s = tokens_[static_cast<size_t>(id)];
-  switch (types_[static_cast<size_t>(id)]) {
-    case TokenType::kControl:
-      return std::string();
-    case TokenType::kByte: {
-      for (int b = 0; b < 256; ++b) {
-        if (byte_tokens_[static_cast<size_t>(b)] == id) return std::string(1, static_cast<char>(b));
-      }
-      return std::string();
-    }
-    case TokenType::kUnknown:
-      return std::string("\xe2\x96\x85");  // U+2585, llama.cpp's stand-in for unknown text
-    default: {
-      std::string out;
-      out.reserve(s.size());
-      for (size_t i = 0; i < s.size();) {
-        if (s.compare(i, kSpaceMark.size(), kSpaceMark) == 0) {
-          out += ' ';
-          i += kSpaceMark.size();
-        } else {
-          out += s[i++];
-        }
-      }
-      return out;
-    }
-  }
+  const TokenType t = state_->vocab.type(id);
+  if (render_special && (t == TokenType::kControl || t == TokenType::kUnknown)) return state_->vocab.text(id);
+  std::string out;
+  if (t != TokenType::kControl) state_->impl->append_piece(id, &out);
+  return out;
 }
 
 StatusOr<std::string> Tokenizer::decode(const std::vector<TokenId>& ids) const {
+  const bool strip = state_->special.add_space_prefix;  // always false for BPE
   std::string out;
-  bool at_start = true;  // at the text start or right after BOS: strip the prefix space
+  bool at_start = true;  // at the text start or after BOS / a special token: strip the prefix space
   for (TokenId id : ids) {
     LOOM_ASSIGN_OR_RETURN(std::string piece, token_to_piece(id));
-    if (id == special_.bos) {
+    if (id == state_->special.bos || is_special_type(state_->vocab.type(id))) {
+      out += piece;
       at_start = true;
       continue;
     }
     if (piece.empty()) continue;
-    if (at_start && special_.add_space_prefix && piece[0] == ' ') piece.erase(0, 1);
+    if (at_start && strip && piece[0] == ' ') piece.erase(0, 1);
     at_start = false;
     out += piece;
   }
   return out;
+}
+
+// --------------------------------------------------------------- accessors
+
+int32_t Tokenizer::n_vocab() const { return static_cast<int32_t>(state_->vocab.tokens.size()); }
+const std::string& Tokenizer::token_text(TokenId id) const { return state_->vocab.tokens.at(static_cast<size_t>(id)); }
+float Tokenizer::score(TokenId id) const { return state_->vocab.scores.at(static_cast<size_t>(id)); }
+TokenType Tokenizer::type(TokenId id) const { return state_->vocab.types.at(static_cast<size_t>(id)); }
+const SpecialTokens& Tokenizer::special() const { return state_->special; }
+TokenId Tokenizer::find(std::string_view text) const { return state_->vocab.find(text); }
+const std::string& Tokenizer::model_name() const { return state_->model; }
+const std::string& Tokenizer::pre_name() const { return state_->pre; }
+
+bool Tokenizer::is_eog(TokenId id) const {
+  return id != kNoToken && std::binary_search(state_->eog.begin(), state_->eog.end(), id);
 }
 
 }  // namespace loom::llm

@@ -86,8 +86,11 @@ TEST(TokenizerToy, ByteFallbackAndUnk) {
 
 TEST(TokenizerToy, ControlTokensAreNeverMergedInto) {
   Tokenizer t = toy({{"<", -1}, {"s", -1}, {">", -1}, {"<s", -1}}, true, false);
-  // "<s>" exists as the control token 1, but text never becomes it.
-  EXPECT_EQ(texts(t, t.encode("<s>", false)), (std::vector<std::string>{"<s", ">"}));
+  // "<s>" exists as the control token 1, but merging never makes it: without
+  // special-token parsing the text stays text.
+  EXPECT_EQ(texts(t, t.encode("<s>", false, /*parse_special=*/false)), (std::vector<std::string>{"<s", ">"}));
+  // With it (the default), the written control token is kept whole.
+  EXPECT_EQ(t.encode("<s>", false), (std::vector<TokenId>{1}));
 }
 
 TEST(TokenizerToy, DecodeRules) {

@@ -28,6 +28,8 @@ const char kHelp[] =
     "  bench            prompt-processing and generation speed of a model (like\n"
     "                   llama-bench): a markdown table of tokens/s (mean +- stddev\n"
     "                   over repetitions) and the memory-bandwidth ceiling\n"
+    "  tokenize         the token ids and pieces a GGUF file's tokenizer gives a\n"
+    "                   text (reads only the tokenizer: vocabulary-only files work)\n"
     "\n"
     "options (every command):\n"
     "  --json                 one JSON object on stdout instead of text\n"
@@ -80,6 +82,20 @@ const char kHelp[] =
     "  --threads N[,N...]     threads of the device; a list gives one row per count\n"
     "  --json                 one JSON object: per-test samples, mean, stddev,\n"
     "                         measured read bandwidth and the generation bound\n"
+    "options (tokenize):\n"
+    "  -m, --model FILE       GGUF file with a tokenizer (default as for run)\n"
+    "  -p, --prompt TEXT      the text to tokenize\n"
+    "  -f, --file FILE        read the text from FILE, byte for byte ('-': stdin)\n"
+    "  --ids                  print only the ids, space-separated on one line\n"
+    "  --no-parse-special     special-token text like <|eot_id|> is plain text\n"
+    "                         (default: written special tokens become their ids)\n"
+    "  --json                 one JSON object: ids, tokens (id, piece), tokenizer,\n"
+    "                         pre-tokenizer, add_bos, add_eos\n"
+    "  BOS is prepended only when the file's tokenizer asks for it:\n"
+    "  tokenizer.ggml.add_bos_token, or without that key, yes for SentencePiece\n"
+    "  and llama-3-style BPE (pre llama-bpe, llama3, tekken, ...) and no for other\n"
+    "  BPE; EOS only with add_eos_token. Each output line is an id and its 'piece'\n"
+    "  (\\n, \\t, \\\\, and \\xNN for control bytes and partial UTF-8).\n"
     "\n"
     "  -h, --help             this help\n"
     "  --version              loom and plugin ABI versions\n"
@@ -140,14 +156,16 @@ int main(int argc, char** argv) {
     }
   }
   using Command = int (*)(std::vector<std::string>);
-  Command fn = cmd == "devices" ? loom::cli::cmd_devices
-               : cmd == "check" ? loom::cli::cmd_check
-               : cmd == "run"   ? loom::cli::cmd_run
-               : cmd == "plan"  ? loom::cli::cmd_plan
-               : cmd == "bench" ? loom::cli::cmd_bench
-                                : nullptr;
+  Command fn = cmd == "devices"    ? loom::cli::cmd_devices
+               : cmd == "check"    ? loom::cli::cmd_check
+               : cmd == "run"      ? loom::cli::cmd_run
+               : cmd == "plan"     ? loom::cli::cmd_plan
+               : cmd == "bench"    ? loom::cli::cmd_bench
+               : cmd == "tokenize" ? loom::cli::cmd_tokenize
+                                   : nullptr;
   if (fn == nullptr) {
-    std::fprintf(stderr, "loom: unknown command '%s' (try 'loom --help')\n", cmd.c_str());
+    std::fprintf(stderr, "loom: unknown command '%s' (try 'loom --help')
+", cmd.c_str());
     return 2;
   }
   return loom::cli::run_guarded(cmd, [&] { return fn(std::move(args)); });

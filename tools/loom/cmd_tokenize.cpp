@@ -1,0 +1,221 @@
+// `loom tokenize`: the token ids (and pieces) a GGUF file's tokenizer gives a
+// text. Reads only the file's metadata, so vocabulary-only files work and no
+// plugin or device is loaded.
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "cli.hpp"
+#include "json.hpp"
+#include "llm/tokenizer.hpp"
+#include "llm/unicode.hpp"
+
+namespace loom::cli {
+namespace {
+
+struct TokenizeOptions {
+  std::string model;
+  std::string prompt;
+  std::string file;  // "-": stdin
+  bool have_prompt = false;
+  bool ids_only = false;
+  bool parse_special = true;
+};
+
+// Returns "" or the error for a bad-arguments exit (2).
+std::string parse_args(const std::vector<std::string>& args, TokenizeOptions* o) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    std::string a = args[i], v;
+    if (a == "--ids") {
+      o->ids_only = true;
+      continue;
+    }
+    if (a == "--no-parse-special") {
+      o->parse_special = false;
+      continue;
+    }
+    const size_t eq = a.find('=');
+    const bool has_inline = a.rfind("--", 0) == 0 && eq != std::string::npos;
+    if (has_inline) {
+      v = a.substr(eq + 1);
+      a = a.substr(0, eq);
+    }
+    const bool valued = a == "-m" || a == "--model" || a == "-p" || a == "--prompt" || a == "-f" || a == "--file";
+    if (!valued) return "unexpected argument '" + args[i] + "'";
+    if (!has_inline) {
+      if (i + 1 >= args.size()) return a + " needs a value";
+      v = args[++i];
+    }
+    if (a == "-m" || a == "--model") {
+      o->model = v;
+    } else if (a == "-p" || a == "--prompt") {
+      o->prompt = v;
+      o->have_prompt = true;
+    } else {
+      if (v.empty()) return a + " needs a file name ('-' for stdin)";
+      o->file = v;
+    }
+  }
+  if (o->have_prompt && !o->file.empty()) return "give the text with -p or -f, not both";
+  if (!o->have_prompt && o->file.empty()) return "no text: give -p TEXT or -f FILE";
+  return "";
+}
+
+int fail(const std::string& msg) {
+  std::fprintf(stderr, "loom tokenize: %s\n", msg.c_str());
+  return 1;
+}
+
+// A piece for a terminal line: backslash escapes for backslash, control
+// characters and bytes that are not valid UTF-8 (a character split across
+// byte-level tokens shows as \xNN per token).
+std::string printable(const std::string& piece) {
+  std::string out;
+  for (size_t pos = 0; pos < piece.size();) {
+    size_t len;
+    const uint32_t cp = llm::unicode::decode_utf8(piece, pos, &len);
+    const unsigned char c = static_cast<unsigned char>(piece[pos]);
+    if (cp == '\n') {
+      out += "\\n";
+    } else if (cp == '\t') {
+      out += "\\t";
+    } else if (cp == '\r') {
+      out += "\\r";
+    } else if (cp == '\\') {
+      out += "\\\\";
+    } else if (cp < 0x20 || cp == 0x7f || cp >= llm::unicode::kInvalidBase) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", c);
+      out += buf;
+    } else {
+      out.append(piece, pos, len);
+    }
+    pos += len;
+  }
+  return out;
+}
+
+// JSON strings must be UTF-8: invalid bytes become U+FFFD (and the token gets
+// its raw "bytes" too).
+bool valid_utf8(const std::string& s, std::string* repaired) {
+  bool ok = true;
+  for (size_t pos = 0; pos < s.size();) {
+    size_t len;
+    if (llm::unicode::decode_utf8(s, pos, &len) >= llm::unicode::kInvalidBase) {
+      *repaired += "\xef\xbf\xbd";
+      ok = false;
+    } else {
+      repaired->append(s, pos, len);
+    }
+    pos += len;
+  }
+  return ok;
+}
+
+bool read_text(const std::string& file, std::string* out) {
+  if (file == "-") {
+    out->assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+    return !std::cin.bad();
+  }
+  std::ifstream in(file, std::ios::binary);
+  if (!in) return false;
+  out->assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  return !in.bad();
+}
+
+void print_json(const std::string& model, const llm::Tokenizer& tok, const std::vector<llm::TokenId>& ids,
+                const std::vector<std::string>& pieces) {
+  const llm::SpecialTokens& sp = tok.special();
+  JsonWriter w;
+  w.begin_object();
+  w.key("model").value(model);
+  w.key("tokenizer").value(tok.model_name());
+  if (!tok.pre_name().empty()) w.key("pre").value(tok.pre_name());
+  w.key("n_vocab").value(static_cast<int64_t>(tok.n_vocab()));
+  w.key("add_bos").value(sp.add_bos);
+  w.key("add_eos").value(sp.add_eos);
+  w.key("n_tokens").value(static_cast<int64_t>(ids.size()));
+  w.key("ids").begin_array();
+  for (llm::TokenId id : ids) w.value(static_cast<int64_t>(id));
+  w.end_array();
+  w.key("tokens").begin_array();
+  for (size_t i = 0; i < ids.size(); ++i) {
+    w.begin_object();
+    w.key("id").value(static_cast<int64_t>(ids[i]));
+    std::string repaired;
+    const bool ok = valid_utf8(pieces[i], &repaired);
+    w.key("piece").value(repaired);
+    if (!ok) {
+      w.key("bytes").begin_array();
+      for (unsigned char c : pieces[i]) w.value(static_cast<int64_t>(c));
+      w.end_array();
+    }
+    w.end_object();
+  }
+  w.end_array();
+  w.end_object();
+  std::printf("%s\n", w.str().c_str());
+}
+
+}  // namespace
+
+int cmd_tokenize(std::vector<std::string> args) {
+  CommonOptions common;
+  std::string error;
+  if (!take_common_options(args, &common, &error)) {
+    std::fprintf(stderr, "loom tokenize: %s\n", error.c_str());
+    return 2;
+  }
+  TokenizeOptions o;
+  error = parse_args(args, &o);
+  if (!error.empty()) {
+    std::fprintf(stderr, "loom tokenize: %s (try 'loom --help')\n", error.c_str());
+    return 2;
+  }
+  if (o.model.empty()) {
+    std::string tried;
+    o.model = default_model(&tried);
+    if (o.model.empty()) return fail(no_model_message(tried));
+  }
+  std::string text = o.prompt;
+  if (!o.file.empty() && !read_text(o.file, &text)) return fail("cannot read '" + o.file + "'");
+
+  auto file = GgufFile::open(o.model);
+  if (!file.ok()) return fail(file.status().message());
+  auto tok = llm::Tokenizer::from_gguf(*file);
+  if (!tok.ok()) return fail(tok.status().message());
+
+  // The file's rule: BOS/EOS only when it asks for them (add_bos/add_eos).
+  const llm::SpecialTokens& sp = tok->special();
+  const std::vector<llm::TokenId> ids = tok->encode_prompt(text, o.parse_special);
+  std::vector<std::string> pieces;
+  for (llm::TokenId id : ids) {
+    auto piece = tok->token_to_piece(id, /*render_special=*/true);
+    if (!piece.ok()) return fail(piece.status().message());
+    pieces.push_back(std::move(piece).value());
+  }
+
+  if (common.json) {
+    print_json(o.model, *tok, ids, pieces);
+  } else if (o.ids_only) {
+    std::string line;
+    for (llm::TokenId id : ids) line += (line.empty() ? "" : " ") + std::to_string(id);
+    std::printf("%s\n", line.c_str());
+  } else {
+    for (size_t i = 0; i < ids.size(); ++i) std::printf("%7d '%s'\n", ids[i], printable(pieces[i]).c_str());
+  }
+  // What was used, on stderr so stdout stays the tokens.
+  const std::string kind = tok->model_name() == "gpt2"
+                               ? "byte-level BPE tokenizer (pre-tokenizer " + tok->pre_name() + ")"
+                               : "SentencePiece tokenizer";
+  const bool bos = sp.add_bos && sp.bos != llm::kNoToken, eos = sp.add_eos && sp.eos != llm::kNoToken;
+  std::fprintf(stderr, "loom tokenize: %s: %s, %d tokens in the vocab; %zu tokens, %s%s\n", o.model.c_str(),
+               kind.c_str(), tok->n_vocab(), ids.size(), bos ? "BOS added (add_bos)" : "no BOS (add_bos off)",
+               eos ? ", EOS added (add_eos)" : "");
+  return 0;
+}
+
+}  // namespace loom::cli
