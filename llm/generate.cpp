@@ -26,7 +26,8 @@ StatusOr<GenerateResult> generate(LlamaSession& session, const Tokenizer& tokeni
   }
   LOOM_ASSIGN_OR_RETURN(Sampler sampler, Sampler::create(options.sampling));
   GenerateResult r;
-  r.prompt_tokens = tokenizer.encode(prompt, true);
+  // BOS/EOS as the file's tokenizer asks (a Qwen prompt gets no BOS).
+  r.prompt_tokens = tokenizer.encode_prompt(prompt);
   if (r.prompt_tokens.empty()) r.prompt_tokens.push_back(tokenizer.special().bos);
   const auto n_prompt = static_cast<int64_t>(r.prompt_tokens.size());
   if (n_prompt > session.n_ctx()) {
@@ -51,7 +52,7 @@ StatusOr<GenerateResult> generate(LlamaSession& session, const Tokenizer& tokeni
   t0 = std::chrono::steady_clock::now();
   for (int32_t i = 0; i < options.n_predict; ++i) {
     const TokenId next = sampler.sample(logits.data(), n_vocab);
-    if (next == tokenizer.special().eos) {
+    if (tokenizer.is_eog(next)) {  // EOS, EOT (<|eot_id|>, <|im_end|>), ...
       r.stopped_at_eos = true;
       break;
     }

@@ -87,6 +87,7 @@ StatusOr<std::unique_ptr<LlamaModel>> LlamaModel::load(const std::string& path, 
   }
   std::unique_ptr<LlamaModel> m(new LlamaModel(std::move(file).value(), options));
   LOOM_RETURN_IF_ERROR(m->read_hparams());
+  LOOM_RETURN_IF_ERROR(m->read_tokenizer());
   if (m->n_gpu_layers_ > m->hparams_.n_layer) m->n_gpu_layers_ = m->hparams_.n_layer;
   LOOM_RETURN_IF_ERROR(m->make_tensors());
   LOOM_RETURN_IF_ERROR(m->bind_weights());
@@ -104,6 +105,18 @@ Status LlamaModel::read_hparams() {
   }
   LOOM_RETURN_IF_ERROR(read_llama_hparams(file_, arch_, &hparams_));
   return read_llama_vocab(file_, &hparams_);
+}
+
+Status LlamaModel::read_tokenizer() {
+  if (!file_.has("tokenizer.ggml.model")) return Status();
+  StatusOr<Tokenizer> t = Tokenizer::from_gguf(file_);
+  if (!t.ok()) return Status(t.status().code(), "[llm.load] " + file_.name() + ": " + t.status().message());
+  if (t->n_vocab() != hparams_.n_vocab) {
+    return invalid_argument("[llm.load] " + file_.name() + ": the tokenizer has " + std::to_string(t->n_vocab()) +
+                            " tokens, the model's vocabulary " + std::to_string(hparams_.n_vocab));
+  }
+  tokenizer_ = std::move(t).value();
+  return Status();
 }
 
 Status LlamaModel::make_tensors() {

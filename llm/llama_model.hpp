@@ -23,10 +23,12 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "llm/llama_hparams.hpp"
+#include "llm/tokenizer.hpp"
 #include "loom/buffer.hpp"
 #include "loom/gguf.hpp"
 #include "loom/registry.hpp"
@@ -64,6 +66,10 @@ class LlamaModel {
 
   const LlamaHparams& hparams() const { return hparams_; }
   const GgufFile& file() const { return file_; }
+  // The file's tokenizer, built and checked before any weight is placed
+  // (an unsupported tokenizer fails the load early); nullptr when the file
+  // has none (tokenizer.ggml.model absent).
+  const Tokenizer* tokenizer() const { return tokenizer_ ? &*tokenizer_ : nullptr; }
   const std::string& architecture() const { return arch_; }
   // The host device (holds every weight not offloaded).
   registry::Device* device() const { return device_; }
@@ -96,6 +102,7 @@ class LlamaModel {
  private:
   LlamaModel(GgufFile file, const LoadOptions& o);
   Status read_hparams();
+  Status read_tokenizer();
   Status make_tensors();
   Status bind_weights();
   Status place_weights();
@@ -110,6 +117,7 @@ class LlamaModel {
   Status relayout(registry::Device& device, std::vector<size_t>* which);
 
   GgufFile file_;
+  std::optional<Tokenizer> tokenizer_;
   registry::Device* device_ = nullptr;
   registry::Device* offload_ = nullptr;
   std::vector<registry::Device*> devices_;

@@ -62,6 +62,23 @@ class ModelValidation : public ::testing::Test {
   std::string path_;
 };
 
+// The tokenizer is checked when the file is opened, before any weight is
+// placed: an unsupported one fails the load (before, loom run found it only
+// after loading every weight).
+TEST_F(ModelValidation, UnsupportedTokenizerFailsTheLoad) {
+  TinyLlama m;
+  m.n_tokens = 6;
+  m.tokenizer_model = "bogus";
+  auto r = load(m);
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(has(r.status().message(), "bogus")) << r.status().message();
+  m.tokenizer_model = "llama";
+  auto ok = load(m);
+  ASSERT_TRUE(ok.ok()) << ok.status().to_string();
+  ASSERT_NE((*ok)->tokenizer(), nullptr);
+  EXPECT_EQ((*ok)->tokenizer()->n_vocab(), 6);
+}
+
 // 2^32 layers: before, layers.resize() threw std::bad_alloc out of load().
 TEST_F(ModelValidation, HugeBlockCountIsAnErrorNamingKeyValueAndBound) {
   const std::string e = key_error("block_count", uint64_t{1} << 32);

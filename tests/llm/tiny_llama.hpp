@@ -28,6 +28,7 @@ struct TinyLlama {
   // Tokens of a llama (SPM) tokenizer in the file; -1: no tokenizer.
   // Ids 0..2 are <unk>, <s>, </s>; then "▁a", "a", "b", "c", ... .
   int64_t n_tokens = -1;
+  std::string tokenizer_model = "llama";  // tokenizer.ggml.model
   std::string fill_tensor;  // every element of this tensor is fill_value
   float fill_value = 0.0f;
 
@@ -87,7 +88,7 @@ struct TinyLlama {
     }
     tokens.resize(static_cast<size_t>(n_tokens));
     types.resize(static_cast<size_t>(n_tokens));
-    b.kv_str("tokenizer.ggml.model", "llama");
+    b.kv_str("tokenizer.ggml.model", tokenizer_model);
     b.kv_arr_str("tokenizer.ggml.tokens", tokens);
     b.kv_arr("tokenizer.ggml.scores", loom::testing::kF32, std::vector<float>(tokens.size(), 0.0f));
     b.kv_arr("tokenizer.ggml.token_type", loom::testing::kI32, types);

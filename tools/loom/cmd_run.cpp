@@ -141,8 +141,8 @@ int cmd_run(std::vector<std::string> args) {
   lo.n_gpu_layers = o.n_gpu_layers;
   auto model = llm::LlamaModel::load(o.model, lo);
   if (!model.ok()) return fail(model.status().message());
-  auto tok = llm::Tokenizer::from_gguf((*model)->file());
-  if (!tok.ok()) return fail("[llm.load] " + o.model + ": " + tok.status().message());
+  const llm::Tokenizer* tok = (*model)->tokenizer();
+  if (tok == nullptr) return fail("[llm.load] " + o.model + ": the file has no tokenizer (tokenizer.ggml.model)");
   llm::SessionOptions so;
   so.n_ctx = o.n_ctx;
   so.n_batch = o.n_batch;

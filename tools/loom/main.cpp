@@ -164,8 +164,7 @@ int main(int argc, char** argv) {
                : cmd == "tokenize" ? loom::cli::cmd_tokenize
                                    : nullptr;
   if (fn == nullptr) {
-    std::fprintf(stderr, "loom: unknown command '%s' (try 'loom --help')
-", cmd.c_str());
+    std::fprintf(stderr, "loom: unknown command '%s' (try 'loom --help')\n", cmd.c_str());
     return 2;
   }
   return loom::cli::run_guarded(cmd, [&] { return fn(std::move(args)); });
