@@ -422,3 +422,19 @@ TEST(Cli, NamedDeviceLoadsOnlyItsPlugin) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(Cli, ChatTakesTurnsFromStdin) {
+  TempDir dir;
+  { std::ofstream(dir.path() + "/in.txt") << "Once upon a time\nThe end?\n/exit\nnot read\n"; }
+  Result r = run_loom("chat -n 8 < " + dir.path() + "/in.txt");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("no chat template"), std::string::npos) << r.out;  // stories260K has none: warned
+  EXPECT_NE(r.out.find("format plain"), std::string::npos) << r.out;
+  Result bad = run_loom("chat --chat-format nosuch < /dev/null");
+  EXPECT_EQ(bad.exit_code, 1) << bad.out;
+  EXPECT_NE(bad.out.find("chatml"), std::string::npos) << bad.out;
+}
+
+}  // namespace

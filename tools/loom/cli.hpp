@@ -63,6 +63,7 @@ int cmd_check(std::vector<std::string> args);
 int cmd_run(std::vector<std::string> args);
 int cmd_plan(std::vector<std::string> args);
 int cmd_bench(std::vector<std::string> args);
+int cmd_chat(std::vector<std::string> args);
 int cmd_tokenize(std::vector<std::string> args);
 
 }  // namespace loom::cli

@@ -30,6 +30,8 @@ const char kHelp[] =
     "                   over repetitions) and the memory-bandwidth ceiling\n"
     "  tokenize         the token ids and pieces a GGUF file's tokenizer gives a\n"
     "                   text (reads only the tokenizer: vocabulary-only files work)\n"
+    "  chat             talk with a model: each stdin line is a user turn in the\n"
+    "                   model's chat format, the reply streams to stdout\n"
     "\n"
     "options (every command):\n"
     "  --json                 one JSON object on stdout instead of text\n"
@@ -96,6 +98,19 @@ const char kHelp[] =
     "  and llama-3-style BPE (pre llama-bpe, llama3, tekken, ...) and no for other\n"
     "  BPE; EOS only with add_eos_token. Each output line is an id and its 'piece'\n"
     "  (\\n, \\t, \\\\, and \\xNN for control bytes and partial UTF-8).\n"
+    "options (chat):\n"
+    "  -m, --model FILE       GGUF model with a tokenizer (default as for run)\n"
+    "  --device LIST          as for run (default: LOOM_DEVICES, else cpu)\n"
+    "  -sys, --system TEXT    the system message of the conversation\n"
+    "  --chat-format NAME     plain, chatml, llama3, llama2, mistral, phi3, gemma or\n"
+    "                         zephyr (default: recognised from the file's\n"
+    "                         tokenizer.chat_template; none or unknown: plain, warned)\n"
+    "  -n, --n-predict N      at most N tokens per reply (default 512)\n"
+    "  -c, --ctx N            context tokens for the whole conversation (default:\n"
+    "                         the model's)\n"
+    "  -t, --threads N        threads of the CPU-like devices\n"
+    "  --temp T, --top-k K, --top-p P, -s/--seed S   sampling (default greedy)\n"
+    "  A line /exit (or the end of input) ends the chat.\n"
     "\n"
     "  -h, --help             this help\n"
     "  --version              loom and plugin ABI versions\n"
@@ -162,6 +177,7 @@ int main(int argc, char** argv) {
                : cmd == "plan"     ? loom::cli::cmd_plan
                : cmd == "bench"    ? loom::cli::cmd_bench
                : cmd == "tokenize" ? loom::cli::cmd_tokenize
+               : cmd == "chat"     ? loom::cli::cmd_chat
                                    : nullptr;
   if (fn == nullptr) {
     std::fprintf(stderr, "loom: unknown command '%s' (try 'loom --help')\n", cmd.c_str());

@@ -1,0 +1,29 @@
+#include "arg_parse.hpp"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+
+namespace loom::cli {
+
+bool parse_int(const std::string& s, int64_t lo, int64_t hi, int64_t* out) {
+  if (s.empty()) return false;
+  errno = 0;
+  char* end = nullptr;
+  const long long v = std::strtoll(s.c_str(), &end, 10);
+  if (errno != 0 || *end != '\0' || v < lo || v > hi) return false;
+  *out = v;
+  return true;
+}
+
+bool parse_float(const std::string& s, double lo, double hi, double* out) {
+  if (s.empty()) return false;
+  errno = 0;
+  char* end = nullptr;
+  const double v = std::strtod(s.c_str(), &end);
+  if (errno != 0 || *end != '\0' || !std::isfinite(v) || v < lo || v > hi) return false;
+  *out = v;
+  return true;
+}
+
+}  // namespace loom::cli
