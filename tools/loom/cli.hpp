@@ -49,6 +49,9 @@ int start_model_command(const char* command, std::vector<std::string>& args,
                         const std::function<std::string(const std::vector<std::string>&)>& parse,
                         std::string* model, const std::string* device_spec, bool need_model, ModelCommand* out);
 
+// --kv-type VALUE: "f16" or "f32" -> the KV cache type; false otherwise.
+bool parse_kv_type(const std::string& value, loom_type_t* out);
+
 // The devices of a --device LIST or policy; "" or the error message (which
 // points at 'loom devices').
 std::string select_devices(const registry::Registry& reg, const std::string& spec,

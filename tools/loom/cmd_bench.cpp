@@ -39,6 +39,7 @@ struct BenchOptions {
   int64_t reps = 3;
   int64_t n_batch = 256;
   std::vector<int64_t> threads;  // empty: the device's default
+  loom_type_t kv_type = llm::SessionOptions().kv_type;
 };
 
 struct Row {
@@ -102,7 +103,7 @@ std::string parse_args(const std::vector<std::string>& args, BenchOptions* o) {
       a = a.substr(0, eq);
     }
     static const char* const kValued[] = {"-m", "--model", "-p", "--n-prompt", "-n", "--n-gen", "-r",
-                                          "--repetitions", "--batch", "--device", "--threads"};
+                                          "--repetitions", "--batch", "--device", "--threads", "--kv-type"};
     bool valued = false;
     for (const char* k : kValued) valued = valued || a == k;
     if (!valued) return "unexpected argument '" + args[i] + "'";
@@ -125,6 +126,8 @@ std::string parse_args(const std::vector<std::string>& args, BenchOptions* o) {
       if (!parse_int(v, 1, kMaxInt, &o->n_batch)) return bad("an integer >= 1");
     } else if (a == "--threads") {
       if (!parse_int_list(v, 1, 1024, &o->threads)) return bad("an integer in [1, 1024] or a list like 1,2,4");
+    } else if (a == "--kv-type") {
+      if (!parse_kv_type(v, &o->kv_type)) return bad("f16 or f32");
     }
   }
   if (o->device.empty()) return "--device needs a device name (see 'loom devices')";
@@ -243,12 +246,12 @@ double weight_bytes_per_token(const llm::LlamaModel& m) {
 }
 
 // K and V cache bytes one decode step reads, averaged over the tg run:
-// every layer reads visible rows of K and of V (f32 rows of kv_dim), and the
-// context grows from n_prompt + 1 to n_prompt + n_gen.
-double kv_bytes_per_token(const llm::LlamaModel& m, int64_t n_prompt, int64_t n_gen) {
+// every layer reads visible rows of K and of V (kv_dim elements of the
+// cache's type), and the context grows from n_prompt + 1 to n_prompt + n_gen.
+double kv_bytes_per_token(const llm::LlamaModel& m, loom_type_t kv_type, int64_t n_prompt, int64_t n_gen) {
   const llm::LlamaHparams& h = m.hparams();
   const double avg_ctx = static_cast<double>(n_prompt) + static_cast<double>(n_gen + 1) / 2.0;
-  return 2.0 * static_cast<double>(h.n_layer) * avg_ctx * static_cast<double>(h.kv_dim()) * sizeof(float);
+  return 2.0 * static_cast<double>(h.n_layer) * avg_ctx * static_cast<double>(type_row_size(kv_type, h.kv_dim()));
 }
 
 }  // namespace
@@ -283,6 +286,7 @@ int cmd_bench(std::vector<std::string> args) {
   llm::SessionOptions so;
   so.n_ctx = o.n_prompt + o.n_gen;
   so.n_batch = std::max<int64_t>(1, std::min(o.n_batch, std::max<int64_t>(1, o.n_prompt)));
+  so.kv_type = o.kv_type;
   auto session = llm::LlamaSession::create(model->get(), so);
   if (!session.ok()) return fail(session.status().message());
   llm::LlamaSession& s = **session;
@@ -362,7 +366,7 @@ int cmd_bench(std::vector<std::string> args) {
   // The bound counts every byte a decode step must read: the weights and
   // the KV cache it attends over (which grows with the context).
   const double weight_bytes = weight_bytes_per_token(m);
-  const double kv_bytes = kv_bytes_per_token(m, o.n_prompt, o.n_gen);
+  const double kv_bytes = kv_bytes_per_token(m, o.kv_type, o.n_prompt, o.n_gen);
   const double bytes_per_token = weight_bytes + kv_bytes;
   const double bound = bw.gb_per_s > 0 && bytes_per_token > 0 ? bw.gb_per_s * 1e9 / bytes_per_token : 0;
   const double weights_bound = bw.gb_per_s > 0 && weight_bytes > 0 ? bw.gb_per_s * 1e9 / weight_bytes : 0;
@@ -382,6 +386,7 @@ int cmd_bench(std::vector<std::string> args) {
     w.end_array();
     w.key("size_bytes").value(static_cast<uint64_t>(m.weights_bytes()));
     w.key("type").value(type);
+    w.key("kv_type").value(type_name(o.kv_type));
     w.key("n_layer").value(m.hparams().n_layer);
     w.key("n_embd").value(m.hparams().n_embd);
     w.key("n_prompt").value(o.n_prompt);
@@ -435,10 +440,10 @@ int cmd_bench(std::vector<std::string> args) {
   std::fflush(stdout);
   std::fprintf(stderr,
                "\nloom bench: memory read bandwidth %.2f GB/s (best of %d passes over %s, %d threads); "
-               "read per generated token: weights %s + KV cache %s (mean over contexts %lld..%lld) -> "
+               "read per generated token: weights %s + KV cache %s (%s, mean over contexts %lld..%lld) -> "
                "generation bound %.2f tokens/s (weights alone: %.2f)\n",
                bw.gb_per_s, bw.passes, human_size(static_cast<double>(bw.bytes)).c_str(), bw.threads,
-               human_size(weight_bytes).c_str(), human_size(kv_bytes).c_str(),
+               human_size(weight_bytes).c_str(), human_size(kv_bytes).c_str(), type_name(o.kv_type),
                static_cast<long long>(o.n_prompt + 1), static_cast<long long>(o.n_prompt + o.n_gen), bound,
                weights_bound);
   for (const Row& r : rows) {
