@@ -322,10 +322,10 @@ void BM_dispatch(benchmark::State& state) {
 }
 
 // Decode attention over a KV cache: ATTENTION of one query token, H heads
-// of D, over `visible` rows of a cache laid out as the llama graph does
-// (rows of H*D floats, n_kv = 512). bytes_per_second counts the K and V
-// bytes read (visible * H * D * 4 * 2).
-void BM_attention(benchmark::State& state) {
+// of D, over `visible` rows of a cache of `type` (F32 or F16) laid out as
+// the llama graph does (rows of H*D elements, n_kv = 512). bytes_per_second
+// counts the K and V bytes read (visible * H * D * element size * 2).
+void BM_attention(benchmark::State& state, loom_type_t type) {
   const int64_t visible = state.range(0), h = 12, d = 64, n_kv = 512;
   loom::registry::Device* dev = bench_device();
   if (!dev) {
@@ -334,27 +334,30 @@ void BM_attention(benchmark::State& state) {
   }
   loom::Context ctx;
   auto q = ctx.new_tensor(LOOM_TYPE_F32, {d, h, 1}, "q");
-  auto kc = ctx.new_tensor(LOOM_TYPE_F32, {d * h, n_kv}, "k_cache");
-  auto vc = ctx.new_tensor(LOOM_TYPE_F32, {d * h, n_kv}, "v_cache");
+  auto kc = ctx.new_tensor(type, {d * h, n_kv}, "k_cache");
+  auto vc = ctx.new_tensor(type, {d * h, n_kv}, "v_cache");
   auto vis = ctx.new_tensor(LOOM_TYPE_I32, {1}, "visible");
   if (!q.ok() || !kc.ok() || !vc.ok() || !vis.ok()) {
     state.SkipWithError("tensors");
     return;
   }
-  auto kv = ctx.view(*kc, {d, n_kv, h}, {(*kc)->nb[1], static_cast<size_t>(d) * 4}, 0);
-  auto vv = ctx.view(*vc, {d, n_kv, h}, {(*vc)->nb[1], static_cast<size_t>(d) * 4}, 0);
+  const size_t es = loom::type_row_size(type, 1);
+  auto kv = ctx.view(*kc, {d, n_kv, h}, {(*kc)->nb[1], static_cast<size_t>(d) * es}, 0);
+  auto vv = ctx.view(*vc, {d, n_kv, h}, {(*vc)->nb[1], static_cast<size_t>(d) * es}, 0);
   auto out = kv.ok() && vv.ok() ? loom::op::attention(ctx, *q, *kv, *vv, *vis, 0.125f) : kv;
   if (!out.ok()) {
     state.SkipWithError(out.status().message().c_str());
     return;
   }
   std::vector<float> qv = random_floats(static_cast<size_t>(d * h), 3);
-  std::vector<float> cache = random_floats(static_cast<size_t>(d * h * n_kv), 4);
+  std::vector<float> cf = random_floats(static_cast<size_t>(d * h * n_kv), 4);
+  std::vector<uint8_t> cache(loom::type_row_size(type, d * h * n_kv));
+  loom::from_float(type, cf.data(), cache.data(), d * h * n_kv);
   const int32_t nv = static_cast<int32_t>(visible);
   time_graph(state, dev, {*out},
-             {{*q, qv.data(), qv.size() * 4}, {*kc, cache.data(), cache.size() * 4},
-              {*vc, cache.data(), cache.size() * 4}, {*vis, &nv, 4}});
-  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * visible * h * d * 4 * 2);
+             {{*q, qv.data(), qv.size() * 4}, {*kc, cache.data(), cache.size()},
+              {*vc, cache.data(), cache.size()}, {*vis, &nv, 4}});
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * visible * h * d * static_cast<int64_t>(es) * 2);
 }
 
 // Peak arithmetic measured on the spot, per thread and for range(0)
@@ -441,7 +444,8 @@ void BM_peak_int8(benchmark::State& state) { peak(state, true); }
 BENCHMARK(BM_peak_fma)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_peak_int8)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
 #endif
-BENCHMARK(BM_attention)->Arg(64)->Arg(300)->Arg(512)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_attention, f32, LOOM_TYPE_F32)->Arg(64)->Arg(300)->Arg(512)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_attention, f16, LOOM_TYPE_F16)->Arg(64)->Arg(300)->Arg(512)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_dispatch)->Arg(1000)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK_CAPTURE(BM_loom_mul_mat, f32, LOOM_TYPE_F32)->Apply(mul_mat_args);
 BENCHMARK_CAPTURE(BM_loom_mul_mat, q8_0, LOOM_TYPE_Q8_0)->Apply(mul_mat_args);
