@@ -170,9 +170,49 @@ struct HeadState {
   const float* q = nullptr;
 };
 
-// Queries (h, t) for h in [h0, h1) over their visible KV rows [0, n):
-// blocks of kBlock keys outer, heads inner, so each block of cache rows is
-// read once while it is in cache (the heads of a row are side by side).
+// One block of rows [j0, j0 + nb) for one query head: scores, the online
+// softmax update, the weighted V rows added to the accumulator.
+template <typename KT, typename VT>
+struct BlockStep {
+  const loom_tensor_t* k;
+  const loom_tensor_t* v;
+  int64_t d, dv;
+  float scale;
+  float* kscratch;  // kBlock rows of d (rows that need widening)
+  float* vscratch;  // kBlock rows of dv
+
+  void operator()(HeadState& hs, int64_t g, int64_t j0, int64_t nb) const {
+    const KT* krows[kBlock];
+    const VT* vrows[kBlock];
+    float s[kBlock];
+    block_rows(k, j0, nb, g, kscratch, krows);
+    block_scores(hs.q, krows, nb, d, scale, s);
+    float bm = -std::numeric_limits<float>::infinity();
+    for (int64_t jj = 0; jj < nb; ++jj) bm = std::max(bm, s[jj]);
+    if (bm > hs.m) {
+      const float c = std::exp(hs.m - bm);  // 0 on the first block
+      hs.l *= c;
+      simd_scale(hs.acc, c, dv);
+      hs.m = bm;
+    }
+    for (int64_t jj = 0; jj < nb; ++jj) s[jj] -= hs.m;
+    simd_exp_inplace(s, nb);
+    for (int64_t jj = 0; jj < nb; ++jj) hs.l += s[jj];
+    block_rows(v, j0, nb, g, vscratch, vrows);
+    block_axpy(hs.acc, s, vrows, nb, dv);
+  }
+};
+
+// Queries (h, t) for h in [h0, h1) over their visible KV rows [0, n), in
+// the order that reads the cache front to back. The llama graph's cache
+// keeps each kv head's rows contiguous (K[:, j, g] at g * n_ctx + j): kv
+// heads outer, blocks of rows inner, the query heads of that kv head
+// innermost, so K and V are two sequential streams the hardware prefetchers
+// run ahead of (in a row-major order, a head's rows a whole cache row
+// apart, decode attention waited on memory at a quarter of its bandwidth).
+// When a row's heads lie side by side instead (K's head stride below its
+// row stride), blocks outer and heads inner read each block of rows once.
+// The order does not change any head's result.
 // KT / VT: how K / V rows are read (float or F16 bits, reads_f16).
 template <typename KT, typename VT>
 void attend_heads(const loom_tensor_t* dst, int64_t t, int64_t h0, int64_t h1, int64_t n, float scale,
@@ -187,38 +227,26 @@ void attend_heads(const loom_tensor_t* dst, int64_t t, int64_t h0, int64_t h1, i
   // Per head: q (d), acc (dv); then kBlock K and kBlock V rows of scratch
   // (used when the cache rows need widening).
   buf.assign(static_cast<size_t>(nh * (d + dv) + kBlock * (d + dv)), 0.0f);
-  float* kscratch = buf.data() + nh * (d + dv);
-  float* vscratch = kscratch + kBlock * d;
-  const KT* krows[kBlock];
-  const VT* vrows[kBlock];
-  std::vector<HeadState> st(static_cast<size_t>(nh));
+  const BlockStep<KT, VT> step{k, v, d, dv, scale, buf.data() + nh * (d + dv), buf.data() + nh * (d + dv) + kBlock * d};
+  thread_local std::vector<HeadState> st;
+  st.assign(static_cast<size_t>(nh), HeadState{});
   for (int64_t i = 0; i < nh; ++i) {
     float* qi = buf.data() + i * (d + dv);
     load_row(q, h0 + i, t, 0, qi);
     st[static_cast<size_t>(i)].q = qi;
     st[static_cast<size_t>(i)].acc = qi + d;
   }
-  float s[kBlock];
-  for (int64_t j0 = 0; j0 < n; j0 += kBlock) {
-    const int64_t nb = std::min(kBlock, n - j0);
-    for (int64_t i = 0; i < nh; ++i) {
-      HeadState& hs = st[static_cast<size_t>(i)];
-      const int64_t g = (h0 + i) / group;
-      block_rows(k, j0, nb, g, kscratch, krows);
-      block_scores(hs.q, krows, nb, d, scale, s);
-      float bm = -std::numeric_limits<float>::infinity();
-      for (int64_t jj = 0; jj < nb; ++jj) bm = std::max(bm, s[jj]);
-      if (bm > hs.m) {
-        const float c = std::exp(hs.m - bm);  // 0 on the first block
-        hs.l *= c;
-        simd_scale(hs.acc, c, dv);
-        hs.m = bm;
+  const bool rows_of_a_head_together = k->ne[2] == 1 || k->nb[2] > k->nb[1];
+  if (rows_of_a_head_together) {
+    for (int64_t g = h0 / group; g <= (h1 - 1) / group; ++g) {
+      const int64_t i0 = std::max(h0, g * group) - h0, i1 = std::min(h1, (g + 1) * group) - h0;
+      for (int64_t j0 = 0; j0 < n; j0 += kBlock) {
+        for (int64_t i = i0; i < i1; ++i) step(st[static_cast<size_t>(i)], g, j0, std::min(kBlock, n - j0));
       }
-      for (int64_t jj = 0; jj < nb; ++jj) s[jj] -= hs.m;
-      simd_exp_inplace(s, nb);
-      for (int64_t jj = 0; jj < nb; ++jj) hs.l += s[jj];
-      block_rows(v, j0, nb, g, vscratch, vrows);
-      block_axpy(hs.acc, s, vrows, nb, dv);
+    }
+  } else {
+    for (int64_t j0 = 0; j0 < n; j0 += kBlock) {
+      for (int64_t i = 0; i < nh; ++i) step(st[static_cast<size_t>(i)], (h0 + i) / group, j0, std::min(kBlock, n - j0));
     }
   }
   std::vector<float> out(static_cast<size_t>(dv));
