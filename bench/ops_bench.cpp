@@ -8,6 +8,7 @@
 // loom time / cblas_sgemm time on the same shape (1.0: as fast as OpenBLAS;
 // measured once per shape, f32 operands, before the loom loop).
 #include <benchmark/benchmark.h>
+#include <sys/mman.h>
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -19,6 +20,7 @@
 #include <cstdlib>
 #include <map>
 #include <memory>
+#include <new>
 #include <random>
 #include <string>
 #include <thread>
@@ -65,8 +67,32 @@ std::vector<float> random_floats(size_t n, uint32_t seed) {
   return v;
 }
 
+// n words on 2 MiB boundaries with transparent huge pages asked for
+// (MADV_HUGEPAGE), as the cpu plugin's large buffers are: the bandwidth
+// probes read memory the way the kernels do.
+class HugeBuffer {
+ public:
+  explicit HugeBuffer(size_t n) : bytes_((n * sizeof(uint64_t) + kHuge - 1) / kHuge * kHuge) {
+    p_ = static_cast<uint64_t*>(std::aligned_alloc(kHuge, bytes_));
+    if (p_ == nullptr) throw std::bad_alloc();
+#ifdef MADV_HUGEPAGE
+    (void)::madvise(p_, bytes_, MADV_HUGEPAGE);
+#endif
+  }
+  ~HugeBuffer() { std::free(p_); }
+  HugeBuffer(const HugeBuffer&) = delete;
+  HugeBuffer& operator=(const HugeBuffer&) = delete;
+  uint64_t& operator[](size_t i) { return p_[i]; }
+  const uint64_t& operator[](size_t i) const { return p_[i]; }
+
+ private:
+  static constexpr size_t kHuge = size_t{2} << 20;
+  size_t bytes_;
+  uint64_t* p_;
+};
+
 // Sum of a slice of buf (4 independent chains), for the bandwidth probes.
-uint64_t sum_slice(const std::vector<uint64_t>& buf, size_t lo, size_t hi) {
+uint64_t sum_slice(const HugeBuffer& buf, size_t lo, size_t hi) {
   uint64_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
   size_t i = lo;
   for (; i + 4 <= hi; i += 4) {
@@ -84,7 +110,7 @@ uint64_t sum_slice(const std::vector<uint64_t>& buf, size_t lo, size_t hi) {
 double measured_bandwidth_gbs(int threads = 2) {
   static const double gbs = [threads] {
     const size_t n = (size_t{256} << 20) / sizeof(uint64_t);
-    std::vector<uint64_t> buf(n);
+    HugeBuffer buf(n);
     for (size_t i = 0; i < n; ++i) buf[i] = i;
     std::vector<uint64_t> sums(static_cast<size_t>(threads) * 8);
     double best = 1e30;
@@ -241,7 +267,9 @@ void mul_mat_args(benchmark::internal::Benchmark* b) {
 void BM_memory_read(benchmark::State& state) {
   const int threads = static_cast<int>(state.range(0));
   const size_t n = (size_t{256} << 20) / sizeof(uint64_t);
-  std::vector<uint64_t> buf(n);
+  // Transparent huge pages, like the cpu plugin's large buffers (and `loom
+  // bench`'s probe): the TLB misses of 4 KiB pages cost 10-20% here.
+  HugeBuffer buf(n);
   for (size_t i = 0; i < n; ++i) buf[i] = i;
   std::vector<uint64_t> sums(static_cast<size_t>(threads) * 8);
   auto slice = [&](int t) {
@@ -322,10 +350,10 @@ void BM_dispatch(benchmark::State& state) {
 }
 
 // Decode attention over a KV cache: ATTENTION of one query token, H heads
-// of D, over `visible` rows of a cache laid out as the llama graph does
-// (rows of H*D floats, n_kv = 512). bytes_per_second counts the K and V
-// bytes read (visible * H * D * 4 * 2).
-void BM_attention(benchmark::State& state) {
+// of D, over `visible` rows of a cache of `type` (F32 or F16) laid out as
+// the llama graph does ([D, n_kv, H]: a head's rows contiguous, n_kv = 512). bytes_per_second
+// counts the K and V bytes read (visible * H * D * element size * 2).
+void BM_attention(benchmark::State& state, loom_type_t type) {
   const int64_t visible = state.range(0), h = 12, d = 64, n_kv = 512;
   loom::registry::Device* dev = bench_device();
   if (!dev) {
@@ -334,27 +362,83 @@ void BM_attention(benchmark::State& state) {
   }
   loom::Context ctx;
   auto q = ctx.new_tensor(LOOM_TYPE_F32, {d, h, 1}, "q");
-  auto kc = ctx.new_tensor(LOOM_TYPE_F32, {d * h, n_kv}, "k_cache");
-  auto vc = ctx.new_tensor(LOOM_TYPE_F32, {d * h, n_kv}, "v_cache");
+  auto kc = ctx.new_tensor(type, {d, n_kv, h}, "k_cache");
+  auto vc = ctx.new_tensor(type, {d, n_kv, h}, "v_cache");
   auto vis = ctx.new_tensor(LOOM_TYPE_I32, {1}, "visible");
   if (!q.ok() || !kc.ok() || !vc.ok() || !vis.ok()) {
     state.SkipWithError("tensors");
     return;
   }
-  auto kv = ctx.view(*kc, {d, n_kv, h}, {(*kc)->nb[1], static_cast<size_t>(d) * 4}, 0);
-  auto vv = ctx.view(*vc, {d, n_kv, h}, {(*vc)->nb[1], static_cast<size_t>(d) * 4}, 0);
+  const size_t es = loom::type_row_size(type, 1);
+  auto kv = ctx.view(*kc, {d, n_kv, h}, {(*kc)->nb[1], (*kc)->nb[2]}, 0);
+  auto vv = ctx.view(*vc, {d, n_kv, h}, {(*vc)->nb[1], (*vc)->nb[2]}, 0);
   auto out = kv.ok() && vv.ok() ? loom::op::attention(ctx, *q, *kv, *vv, *vis, 0.125f) : kv;
   if (!out.ok()) {
     state.SkipWithError(out.status().message().c_str());
     return;
   }
   std::vector<float> qv = random_floats(static_cast<size_t>(d * h), 3);
-  std::vector<float> cache = random_floats(static_cast<size_t>(d * h * n_kv), 4);
+  std::vector<float> cf = random_floats(static_cast<size_t>(d * h * n_kv), 4);
+  std::vector<uint8_t> cache(loom::type_row_size(type, d * h * n_kv));
+  loom::from_float(type, cf.data(), cache.data(), d * h * n_kv);
   const int32_t nv = static_cast<int32_t>(visible);
   time_graph(state, dev, {*out},
-             {{*q, qv.data(), qv.size() * 4}, {*kc, cache.data(), cache.size() * 4},
-              {*vc, cache.data(), cache.size() * 4}, {*vis, &nv, 4}});
-  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * visible * h * d * 4 * 2);
+             {{*q, qv.data(), qv.size() * 4}, {*kc, cache.data(), cache.size()},
+              {*vc, cache.data(), cache.size()}, {*vis, &nv, 4}});
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * visible * h * d * static_cast<int64_t>(es) * 2);
+}
+
+// The same node with the cache coming from memory, as in a model's decode
+// step (the weights stream through every cache level between two layers'
+// attention): before each timed run, 64 MiB are read to evict the cache;
+// only the node is timed (manual time).
+void BM_attention_cold(benchmark::State& state, loom_type_t type) {
+  const int64_t visible = state.range(0), h = 12, d = 64, n_kv = 512;
+  loom::registry::Device* dev = bench_device();
+  if (!dev) {
+    state.SkipWithError("no bench device");
+    return;
+  }
+  loom::Context ctx;
+  auto q = ctx.new_tensor(LOOM_TYPE_F32, {d, h, 1}, "q");
+  auto kc = ctx.new_tensor(type, {d, n_kv, h}, "k_cache");
+  auto vc = ctx.new_tensor(type, {d, n_kv, h}, "v_cache");
+  auto vis = ctx.new_tensor(LOOM_TYPE_I32, {1}, "visible");
+  if (!q.ok() || !kc.ok() || !vc.ok() || !vis.ok()) {
+    state.SkipWithError("tensors");
+    return;
+  }
+  const size_t es = loom::type_row_size(type, 1);
+  auto kv = ctx.view(*kc, {d, n_kv, h}, {(*kc)->nb[1], (*kc)->nb[2]}, 0);
+  auto vv = ctx.view(*vc, {d, n_kv, h}, {(*vc)->nb[1], (*vc)->nb[2]}, 0);
+  auto out = kv.ok() && vv.ok() ? loom::op::attention(ctx, *q, *kv, *vv, *vis, 0.125f) : kv;
+  auto g = out.ok() ? loom::Graph::build({*out}) : loom::StatusOr<loom::Graph>(out.status());
+  auto ex = loom::Executor::create(dev);
+  if (!g.ok() || !ex.ok()) {
+    state.SkipWithError(!g.ok() ? g.status().message().c_str() : ex.status().message().c_str());
+    return;
+  }
+  loom::Status st = (*ex)->allocate(*g);
+  std::vector<float> qv = random_floats(static_cast<size_t>(d * h), 3);
+  std::vector<float> cf = random_floats(static_cast<size_t>(d * h * n_kv), 4);
+  std::vector<uint8_t> cache(loom::type_row_size(type, d * h * n_kv));
+  loom::from_float(type, cf.data(), cache.data(), d * h * n_kv);
+  const int32_t nv = static_cast<int32_t>(visible);
+  if (st.ok()) st = loom::tensor_set(*q, qv.data(), qv.size() * 4);
+  if (st.ok()) st = loom::tensor_set(*kc, cache.data(), cache.size());
+  if (st.ok()) st = loom::tensor_set(*vc, cache.data(), cache.size());
+  if (st.ok()) st = loom::tensor_set(*vis, &nv, 4);
+  std::vector<uint64_t> flush((size_t{64} << 20) / 8, 1);
+  uint64_t sink = 0;
+  while (st.ok() && state.KeepRunning()) {
+    for (size_t i = 0; i < flush.size(); i += 8) sink += flush[i];
+    const auto t0 = std::chrono::steady_clock::now();
+    st = (*ex)->compute(*g);
+    state.SetIterationTime(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  benchmark::DoNotOptimize(sink);
+  if (!st.ok()) state.SkipWithError(st.message().c_str());
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * visible * h * d * static_cast<int64_t>(es) * 2);
 }
 
 // Peak arithmetic measured on the spot, per thread and for range(0)
@@ -441,7 +525,10 @@ void BM_peak_int8(benchmark::State& state) { peak(state, true); }
 BENCHMARK(BM_peak_fma)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_peak_int8)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
 #endif
-BENCHMARK(BM_attention)->Arg(64)->Arg(300)->Arg(512)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_attention, f32, LOOM_TYPE_F32)->Arg(64)->Arg(300)->Arg(512)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_attention, f16, LOOM_TYPE_F16)->Arg(64)->Arg(300)->Arg(512)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_attention_cold, f32, LOOM_TYPE_F32)->Arg(300)->Unit(benchmark::kMicrosecond)->UseManualTime();
+BENCHMARK_CAPTURE(BM_attention_cold, f16, LOOM_TYPE_F16)->Arg(300)->Unit(benchmark::kMicrosecond)->UseManualTime();
 BENCHMARK(BM_dispatch)->Arg(1000)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK_CAPTURE(BM_loom_mul_mat, f32, LOOM_TYPE_F32)->Apply(mul_mat_args);
 BENCHMARK_CAPTURE(BM_loom_mul_mat, q8_0, LOOM_TYPE_Q8_0)->Apply(mul_mat_args);

@@ -28,28 +28,30 @@ struct LayerAttention {
   std::string sfx;  // ".<layer>"
 };
 
+// Rows [0, n_kv) of every kv head of a cache tensor [hd, n_ctx, n_head_kv]
+// (after its SET_ROWS): a view [hd, n_kv, n_head_kv].
+StatusOr<Tensor*> cache_rows(Context& ctx, Tensor* stored, const Tensor* cache, int64_t n_kv) {
+  return ctx.view(stored, {cache->ne[0], n_kv, cache->ne[2]}, {cache->nb[1], cache->nb[2]}, 0);
+}
+
 // The fused form: one ATTENTION node over K and V views [hd, n_kv, n_head_kv]
 // of the cache (V not transposed). Result [hd, n_head, T].
-StatusOr<Tensor*> attention_fused(Context& ctx, const LlamaHparams& h, const LayerAttention& a, int64_t n_kv,
-                                  Tensor* visible, float scale) {
-  const int64_t hd = h.head_dim();
-  const size_t es = a.kc->nb[0];
-  LOOM_ASSIGN_OR_RETURN(Tensor * k, ctx.view(a.k_stored, {hd, n_kv, h.n_head_kv}, {a.kc->nb[1], es * hd}, 0));
-  LOOM_ASSIGN_OR_RETURN(Tensor * v, ctx.view(a.v_stored, {hd, n_kv, h.n_head_kv}, {a.vc->nb[1], es * hd}, 0));
+StatusOr<Tensor*> attention_fused(Context& ctx, const LayerAttention& a, int64_t n_kv, Tensor* visible,
+                                  float scale) {
+  LOOM_ASSIGN_OR_RETURN(Tensor * k, cache_rows(ctx, a.k_stored, a.kc, n_kv));
+  LOOM_ASSIGN_OR_RETURN(Tensor * v, cache_rows(ctx, a.v_stored, a.vc, n_kv));
   LOOM_ASSIGN_OR_RETURN(Tensor * out, op::attention(ctx, a.q, k, v, visible, scale));
   return named(out, "attn_fused" + a.sfx);
 }
 
 // The unfused form: K Q, SOFT_MAX with the -inf mask over all n_kv rows,
 // V^T times the weights. Result [hd, n_head, T] (contiguous).
-StatusOr<Tensor*> attention_unfused(Context& ctx, const LlamaHparams& h, const LayerAttention& a, int64_t n_kv,
-                                    Tensor* mask, float scale) {
-  const int64_t hd = h.head_dim();
-  const size_t es = a.kc->nb[0];
+StatusOr<Tensor*> attention_unfused(Context& ctx, const LayerAttention& a, int64_t n_kv, Tensor* mask,
+                                    float scale) {
   // K as [hd, n_kv, n_head_kv]; V^T as [n_kv, hd, n_head_kv] (strided).
-  LOOM_ASSIGN_OR_RETURN(Tensor * kv_k, ctx.view(a.k_stored, {hd, n_kv, h.n_head_kv}, {a.kc->nb[1], es * hd}, 0));
-  LOOM_ASSIGN_OR_RETURN(Tensor * kv_v, ctx.view(a.v_stored, {hd, h.n_head_kv, n_kv}, {es * hd, a.vc->nb[1]}, 0));
-  LOOM_ASSIGN_OR_RETURN(kv_v, ctx.permute(kv_v, 1, 2, 0, 3));
+  LOOM_ASSIGN_OR_RETURN(Tensor * kv_k, cache_rows(ctx, a.k_stored, a.kc, n_kv));
+  LOOM_ASSIGN_OR_RETURN(Tensor * kv_v, cache_rows(ctx, a.v_stored, a.vc, n_kv));
+  LOOM_ASSIGN_OR_RETURN(kv_v, ctx.permute(kv_v, 1, 0, 2, 3));
   // Query head i uses kv head i / (n_head / n_head_kv): MUL_MAT's dim-2
   // broadcast with heads as dim 2.
   LOOM_ASSIGN_OR_RETURN(Tensor * qh, ctx.permute(a.q, 0, 2, 1, 3));  // [hd, T, n_head]
@@ -72,13 +74,12 @@ StatusOr<Tensor*> graph_input(Context& ctx, loom_type_t type, std::initializer_l
 // the node, else unfused; makes g.visible / g.mask on first use.
 StatusOr<Tensor*> layer_attention(Context& ctx, LlamaModel& model, int64_t il, const LayerAttention& a,
                                   bool fused, float scale, LlamaBatchGraph* g) {
-  const LlamaHparams& h = model.hparams();
   if (fused) {
     const bool had_visible = g->visible != nullptr;
     if (!had_visible) {
       LOOM_ASSIGN_OR_RETURN(g->visible, graph_input(ctx, LOOM_TYPE_I32, {g->n_tokens}, "inp_visible"));
     }
-    LOOM_ASSIGN_OR_RETURN(Tensor * out, attention_fused(ctx, h, a, g->n_kv, g->visible, scale));
+    LOOM_ASSIGN_OR_RETURN(Tensor * out, attention_fused(ctx, a, g->n_kv, g->visible, scale));
     registry::Device* dev = model.layer_device(il);
     if (dev != nullptr && dev->supports_op(out)) {
       ++g->fused_layers;
@@ -89,7 +90,7 @@ StatusOr<Tensor*> layer_attention(Context& ctx, LlamaModel& model, int64_t il, c
   if (g->mask == nullptr) {
     LOOM_ASSIGN_OR_RETURN(g->mask, graph_input(ctx, LOOM_TYPE_F32, {g->n_kv, g->n_tokens}, "inp_mask"));
   }
-  return attention_unfused(ctx, h, a, g->n_kv, g->mask, scale);
+  return attention_unfused(ctx, a, g->n_kv, g->mask, scale);
 }
 
 }  // namespace
@@ -112,7 +113,7 @@ StatusOr<LlamaBatchGraph> build_llama_graph(LlamaModel& model, const KvCache& ca
   g.n_kv = n_kv;
   LOOM_ASSIGN_OR_RETURN(g.tokens, graph_input(ctx, LOOM_TYPE_I32, {n_tokens}, "inp_tokens"));
   LOOM_ASSIGN_OR_RETURN(g.pos, graph_input(ctx, LOOM_TYPE_I32, {n_tokens}, "inp_pos"));
-  LOOM_ASSIGN_OR_RETURN(g.kv_rows, graph_input(ctx, LOOM_TYPE_I64, {n_tokens}, "inp_kv_rows"));
+  LOOM_ASSIGN_OR_RETURN(g.kv_rows, graph_input(ctx, LOOM_TYPE_I64, {n_tokens, h.n_head_kv}, "inp_kv_rows"));
 
   LOOM_ASSIGN_OR_RETURN(Tensor * x, op::get_rows(ctx, model.tok_embd, g.tokens));
   const float kq_scale = 1.0f / std::sqrt(static_cast<float>(hd));
@@ -135,13 +136,16 @@ StatusOr<LlamaBatchGraph> build_llama_graph(LlamaModel& model, const KvCache& ca
     LOOM_ASSIGN_OR_RETURN(k, op::rope(ctx, k, g.pos, static_cast<int>(h.n_rot), LOOM_ROPE_MODE_NORMAL,
                                       h.rope_freq_base, 1.0f));
     named(k, "k_rope" + sfx);
-    LOOM_ASSIGN_OR_RETURN(k, ctx.reshape(k, {h.kv_dim(), n_tokens}));
     LOOM_ASSIGN_OR_RETURN(Tensor * v, op::mul_mat(ctx, l.wv, cur));
     named(v, "v" + sfx);
+    LOOM_ASSIGN_OR_RETURN(v, ctx.reshape(v, {hd, h.n_head_kv, n_tokens}));
 
-    // Store this batch's rows, then attend over the cache.
+    // Store this batch's rows (as [hd, T, n_head_kv]: the cache's order),
+    // then attend over the cache.
     Tensor* kc = cache.k(il);
     Tensor* vc = cache.v(il);
+    LOOM_ASSIGN_OR_RETURN(k, ctx.permute(k, 0, 2, 1, 3));
+    LOOM_ASSIGN_OR_RETURN(v, ctx.permute(v, 0, 2, 1, 3));
     LOOM_ASSIGN_OR_RETURN(Tensor * k_stored, op::set_rows(ctx, kc, k, g.kv_rows));
     LOOM_ASSIGN_OR_RETURN(Tensor * v_stored, op::set_rows(ctx, vc, v, g.kv_rows));
     const LayerAttention la{q, k_stored, v_stored, kc, vc, sfx};
@@ -182,10 +186,11 @@ LlamaBatchInputs make_batch_inputs(const LlamaBatchGraph& g, const int32_t* toke
   const auto n = static_cast<size_t>(g.n_tokens);
   in.tokens.assign(tokens, tokens + n);
   in.pos.resize(n);
-  in.kv_rows.resize(n);
+  const auto n_head_kv = static_cast<size_t>(g.kv_rows->ne[1]);
+  in.kv_rows.resize(n * n_head_kv);
   for (size_t i = 0; i < n; ++i) {
     in.pos[i] = static_cast<int32_t>(g.n_past + static_cast<int64_t>(i));
-    in.kv_rows[i] = g.n_past + static_cast<int64_t>(i);
+    for (size_t hk = 0; hk < n_head_kv; ++hk) in.kv_rows[hk * n + i] = g.n_past + static_cast<int64_t>(i);
   }
   // Causal: token i (at n_past + i) sees cache rows [0, n_past + i].
   if (g.visible != nullptr) {

@@ -26,7 +26,7 @@ struct LlamaBatchGraph {
   // Inputs (leafs without data until the graph is placed).
   Tensor* tokens = nullptr;  // I32 [n_tokens]
   Tensor* pos = nullptr;     // I32 [n_tokens]: n_past + i
-  Tensor* kv_rows = nullptr; // I64 [n_tokens]: cache rows written (== pos)
+  Tensor* kv_rows = nullptr; // I64 [n_tokens, n_head_kv]: cache rows written (== pos, per kv head)
   // Made only when some layer uses the form that reads it (else nullptr).
   Tensor* mask = nullptr;    // F32 [n_kv, n_tokens]: 0 where visible, -inf elsewhere (unfused)
   Tensor* visible = nullptr; // I32 [n_tokens]: n_past + i + 1 (fused)

@@ -15,18 +15,6 @@
 namespace loom::llm {
 namespace {
 
-// Whether dev runs SET_ROWS into a cache tensor of this type (probed on a
-// tiny graph in a scratch context).
-bool writes_cache(const registry::Device& dev, loom_type_t type, int64_t kv_dim) {
-  Context ctx;
-  StatusOr<Tensor*> dst = ctx.new_tensor(type, {kv_dim, 2}, "probe_cache");
-  StatusOr<Tensor*> src = ctx.new_tensor(LOOM_TYPE_F32, {kv_dim, 1}, "probe_src");
-  StatusOr<Tensor*> rows = ctx.new_tensor(LOOM_TYPE_I64, {1}, "probe_rows");
-  if (!dst.ok() || !src.ok() || !rows.ok()) return false;
-  StatusOr<Tensor*> node = op::set_rows(ctx, *dst, *src, *rows);
-  return node.ok() && dev.supports_op(*node);
-}
-
 // n_rows rows of n_vocab logits, of the tokens at positions first_pos,
 // first_pos + 1, ...: each must be finite, else an error naming the position.
 Status check_logits(const float* logits, int64_t n_rows, int64_t n_vocab, int64_t first_pos) {
@@ -81,14 +69,14 @@ StatusOr<std::unique_ptr<LlamaSession>> LlamaSession::create(LlamaModel* model, 
   }
   std::vector<registry::Device*> kv_devices;
   registry::Device* off = model->offload_device();
-  const bool off_writes = off && writes_cache(*off, options.kv_type, h.kv_dim());
+  const bool off_writes = off && KvCache::writable_on(*off, options.kv_type, h.head_dim(), h.n_head_kv);
   for (int64_t il = 0; il < h.n_layer; ++il) {
     registry::Device* d = model->layer_device(il);
     kv_devices.push_back(d == off && !off_writes ? model->device() : d);
   }
   LOOM_RETURN_IF_ERROR(check_cache_fits(kv_devices, h.kv_dim(), n_ctx, options.kv_type, options.n_ctx <= 0));
   Context& ctx = model->context();
-  LOOM_ASSIGN_OR_RETURN(KvCache cache, KvCache::create(ctx, kv_devices, h.kv_dim(), n_ctx, options.kv_type));
+  LOOM_ASSIGN_OR_RETURN(KvCache cache, KvCache::create(ctx, kv_devices, h.head_dim(), h.n_head_kv, n_ctx, options.kv_type));
   LOOM_ASSIGN_OR_RETURN(auto sched, Scheduler::create(model->devices()));
   const size_t mark = ctx.checkpoint();
   SessionOptions o = options;

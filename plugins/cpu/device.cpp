@@ -54,12 +54,13 @@ loom_status_t* Device::compute(const loom_graph_t* graph) {
     pool_->resize(n_threads_);
   }
   const bool timed = profile_.on();  // a clock read per node only when profiling
+  const auto start = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
   for (int32_t i = 0; i < graph->n_nodes; ++i) {
     const auto t0 = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
     if (loom_status_t* st = run_node(*pool_, scratch_, graph->nodes[i])) return st;
     if (timed) profile_.add(graph->nodes[i], std::chrono::steady_clock::now() - t0);
   }
-  if (timed) profile_.computed();
+  if (timed) profile_.computed(graph, std::chrono::steady_clock::now() - start);
   return nullptr;
 }
 

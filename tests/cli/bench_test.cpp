@@ -62,6 +62,32 @@ TEST(CliBench, JsonHasPositiveRates) {
   EXPECT_GT(j["gen_bound"]["weights_only_tokens_per_s"].num, j["gen_bound"]["tokens_per_s"].num) << r.out;
 }
 
+// --kv-type: the cache type is in the JSON and the bound counts its bytes
+// (f32 rows are twice the f16 ones; f16 is the default).
+TEST(CliBench, KvTypeSetsTheCacheAndItsBytes) {
+  const std::string model = bench_model();
+  if (!fs::exists(model)) GTEST_SKIP() << model << " not found (set LOOM_MODELS_DIR)";
+  double kv_bytes[2] = {0, 0};
+  const char* const types[2] = {"f16", "f32"};
+  for (int i = 0; i < 2; ++i) {
+    BenchResult r = run_bench("-m " + model + " -p 8 -n 4 -r 1 --threads 1 --json --kv-type " + types[i], false);
+    ASSERT_EQ(r.exit_code, 0) << r.out;
+    loom::test::Json j;
+    loom::test::JsonParser parser(r.out);
+    ASSERT_TRUE(parser.parse(&j)) << parser.error() << "\n" << r.out;
+    EXPECT_EQ(j["kv_type"].str, types[i]) << r.out;
+    kv_bytes[i] = j["gen_bound"]["kv_bytes_per_token"].num;
+  }
+  EXPECT_GT(kv_bytes[0], 0);
+  EXPECT_DOUBLE_EQ(kv_bytes[1], 2 * kv_bytes[0]);
+  BenchResult def = run_bench("-m " + model + " -p 4 -n 1 -r 1 --threads 1 --json", false);
+  ASSERT_EQ(def.exit_code, 0) << def.out;
+  loom::test::Json j;
+  loom::test::JsonParser parser(def.out);
+  ASSERT_TRUE(parser.parse(&j)) << parser.error() << "\n" << def.out;
+  EXPECT_EQ(j["kv_type"].str, "f16") << def.out;
+}
+
 TEST(CliBench, TableHasPpAndTgRows) {
   const std::string model = bench_model();
   if (!fs::exists(model)) GTEST_SKIP() << model << " not found (set LOOM_MODELS_DIR)";
@@ -75,7 +101,7 @@ TEST(CliBench, TableHasPpAndTgRows) {
 
 TEST(CliBench, BadArguments) {
   for (const char* args : {"-r 0", "-p lots", "-n -1", "--threads 0", "--threads 1,,2", "--batch 0", "-p 0 -n 0",
-                           "--bogus", "-m"}) {
+                           "--bogus", "-m", "--kv-type q8_0", "--kv-type"}) {
     BenchResult r = run_bench(args, true);
     EXPECT_EQ(r.exit_code, 2) << args << ": " << r.out;
     EXPECT_NE(r.out.find("loom bench:"), std::string::npos) << args << ": " << r.out;

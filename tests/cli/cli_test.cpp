@@ -255,6 +255,25 @@ TEST(Cli, RunGreedyStoriesJson) {
   EXPECT_TRUE(j.has("prompt_tokens_per_s"));
 }
 
+// Both KV cache types tell the same story (f16 is the default).
+TEST(Cli, RunKvTypesTellTheSameStory) {
+  const std::string model = stories_model();
+  if (!fs::exists(model)) GTEST_SKIP() << model << " not found (set LOOM_MODELS_DIR)";
+  std::string text[3];
+  const char* const flags[3] = {"", " --kv-type f16", " --kv-type f32"};
+  for (int i = 0; i < 3; ++i) {
+    Result r = run_loom("run -m " + model + " -n 60 --json" + flags[i], "", false);
+    ASSERT_EQ(r.exit_code, 0) << flags[i] << ": " << r.out;
+    loom::test::Json j = parse_or_fail(r.out);
+    EXPECT_EQ(j["kv_type"].str, i == 2 ? "f32" : "f16") << r.out;
+    text[i] = j["text"].str;
+  }
+  EXPECT_EQ(text[0].rfind("Once upon a time, there was a little girl named Lily. She loved to play outside", 0), 0u)
+      << text[0];
+  EXPECT_EQ(text[1], text[0]);
+  EXPECT_EQ(text[2], text[0]);
+}
+
 TEST(Cli, RunStreamsTextAndReportsSpeed) {
   const std::string model = stories_model();
   if (!fs::exists(model)) GTEST_SKIP() << model << " not found (set LOOM_MODELS_DIR)";
@@ -282,6 +301,9 @@ TEST(Cli, RunErrors) {
   EXPECT_NE(num.out.find("-n 'lots'"), std::string::npos) << num.out;
   Result top_p = run_loom("run --top-p 1.5");
   EXPECT_EQ(top_p.exit_code, 2);
+  Result kv = run_loom("run --kv-type bf16");
+  EXPECT_EQ(kv.exit_code, 2);
+  EXPECT_NE(kv.out.find("--kv-type 'bf16': expected f16 or f32"), std::string::npos) << kv.out;
   Result unknown = run_loom("run --bogus");
   EXPECT_EQ(unknown.exit_code, 2);
   EXPECT_NE(unknown.out.find("--bogus"), std::string::npos) << unknown.out;
@@ -426,13 +448,15 @@ TEST(Cli, NamedDeviceLoadsOnlyItsPlugin) {
 namespace {
 
 TEST(Cli, ChatTakesTurnsFromStdin) {
+  const std::string model = stories_model();
+  if (!fs::exists(model)) GTEST_SKIP() << model << " not found";
   TempDir dir;
   { std::ofstream(dir.path() + "/in.txt") << "Once upon a time\nThe end?\n/exit\nnot read\n"; }
-  Result r = run_loom("chat -n 8 < " + dir.path() + "/in.txt");
+  Result r = run_loom("chat -m " + model + " -n 8 < " + dir.path() + "/in.txt");
   ASSERT_EQ(r.exit_code, 0) << r.out;
   EXPECT_NE(r.out.find("no chat template"), std::string::npos) << r.out;  // stories260K has none: warned
   EXPECT_NE(r.out.find("format plain"), std::string::npos) << r.out;
-  Result bad = run_loom("chat --chat-format nosuch < /dev/null");
+  Result bad = run_loom("chat -m " + model + " --chat-format nosuch < /dev/null");
   EXPECT_EQ(bad.exit_code, 1) << bad.out;
   EXPECT_NE(bad.out.find("chatml"), std::string::npos) << bad.out;
 }

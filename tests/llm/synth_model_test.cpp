@@ -113,6 +113,10 @@ class SynthModels : public ::testing::Test {
   static std::vector<float> logits(LlamaModel* m, const std::vector<TokenId>& prompt, int64_t n_batch, bool all) {
     SessionOptions so;
     so.n_batch = n_batch;
+    // The tests compare logits of different paths (batching, devices) to
+    // f32 rounding; an F16 cache would round K/V values that differ in the
+    // last f32 bit to different halves (1e-3 apart).
+    so.kv_type = LOOM_TYPE_F32;
     auto s = LlamaSession::create(m, so);
     EXPECT_TRUE(s.ok()) << s.status().to_string();
     if (!s.ok()) return {};

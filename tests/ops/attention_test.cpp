@@ -1,7 +1,9 @@
 // ATTENTION: softmax(scale * q . k_j) v_j over KV rows j < visible[t], against
 // a double-precision reference written here. Head sizes 1..128, 1..7
-// queries, padded KV views of a cache (visible < n_kv), 2000 KV rows, GQA, F16/BF16 K/V,
-// a non-contiguous Q, a zero-length row, out-of-range lengths (a status, not
+// queries, padded KV views of a cache (visible < n_kv) laid out head-major (the
+// llama cache) or with every head in a row, 2000 KV rows, GQA, F16/BF16 K/V,
+// K and V of different types, F16 rows read in registers or widened (cpu
+// variants), a non-contiguous Q, a zero-length row, out-of-range lengths (a status, not
 // a crash), 1 vs 3 threads identical.
 #include <cmath>
 #include <string>
@@ -17,6 +19,7 @@ struct AttnCase {
   int64_t d, dv, n_head, n_head_kv, n_tok, n_kv;
   loom_type_t kv_type;
   bool q_permuted;  // Q stored as [D, T, H] and permuted to [D, H, T]
+  bool heads_in_rows = false;  // cache rows hold every kv head (else: the llama cache, head-major)
 };
 
 class AttentionTest : public OpTest {
@@ -38,13 +41,19 @@ class AttentionTest : public OpTest {
     }
   }
 
-  // K or V of one layer as the llama graph sees it: a view [dim, n_kv, Hkv]
-  // of a cache [dim * Hkv, n_ctx] with n_ctx > n_kv (row stride covers all
-  // heads, head stride dim elements).
-  Operand cache_view(loom_type_t t, int64_t dim, int64_t n_kv, int64_t n_head_kv) {
+  // K or V of one layer: a view [dim, n_kv, Hkv] of a cache with n_ctx > n_kv
+  // rows. The llama graph's cache is [dim, n_ctx, Hkv] (a head's rows
+  // contiguous); heads_in_rows: [dim * Hkv, n_ctx] (a row holds every head,
+  // head stride dim elements).
+  Operand cache_view(loom_type_t t, int64_t dim, int64_t n_kv, int64_t n_head_kv, bool heads_in_rows = false) {
     const int64_t n_ctx = n_kv + 5;
-    Operand base = input(t, {dim * n_head_kv, n_ctx, 1, 1}, -1.0f, 1.0f);
     const size_t es = block_bytes(t);
+    if (!heads_in_rows) {
+      Operand base = input(t, {dim, n_ctx, n_head_kv, 1}, -1.0f, 1.0f);
+      const size_t row = es * static_cast<size_t>(dim);
+      return view(base, {dim, n_kv, n_head_kv, 1}, {row, row * n_ctx, row * n_ctx * n_head_kv}, 0);
+    }
+    Operand base = input(t, {dim * n_head_kv, n_ctx, 1, 1}, -1.0f, 1.0f);
     const size_t row = es * static_cast<size_t>(dim * n_head_kv);
     return view(base, {dim, n_kv, n_head_kv, 1}, {row, es * static_cast<size_t>(dim), row * n_ctx}, 0);
   }
@@ -99,14 +108,16 @@ class AttentionTest : public OpTest {
     }
   }
 
-  void check(const AttnCase& c, const std::vector<int64_t>& vis) {
+  // v_type: V's type when it differs from K's (LOOM_TYPE_COUNT: c.kv_type).
+  void check(const AttnCase& c, const std::vector<int64_t>& vis, loom_type_t v_type = LOOM_TYPE_COUNT) {
+    if (v_type == LOOM_TYPE_COUNT) v_type = c.kv_type;
     SCOPED_TRACE("attention D " + std::to_string(c.d) + " Dv " + std::to_string(c.dv) + " H " +
                  std::to_string(c.n_head) + "/" + std::to_string(c.n_head_kv) + " T " + std::to_string(c.n_tok) +
-                 " n_kv " + std::to_string(c.n_kv) + " kv " + type_str(c.kv_type) +
-                 (c.q_permuted ? " q permuted" : ""));
+                 " n_kv " + std::to_string(c.n_kv) + " K " + type_str(c.kv_type) + " V " + type_str(v_type) +
+                 (c.q_permuted ? " q permuted" : "") + (c.heads_in_rows ? " heads in rows" : ""));
     Operand q = make_q(c);
-    Operand k = cache_view(c.kv_type, c.d, c.n_kv, c.n_head_kv);
-    Operand v = cache_view(c.kv_type, c.dv, c.n_kv, c.n_head_kv);
+    Operand k = cache_view(c.kv_type, c.d, c.n_kv, c.n_head_kv, c.heads_in_rows);
+    Operand v = cache_view(v_type, c.dv, c.n_kv, c.n_head_kv, c.heads_in_rows);
     Operand visible = input_ints(LOOM_TYPE_I32, {c.n_tok, 1, 1, 1}, vis);
     const float scale = 1.0f / std::sqrt(static_cast<float>(c.d));
     Tensor* out = unwrap(op::attention(ctx_, q.t, k.t, v.t, visible.t, scale), "attention");
@@ -146,6 +157,38 @@ TEST_F(AttentionTest, HalfAndBfloatCache) {
   check({64, 64, 8, 2, 3, 300, LOOM_TYPE_F16, false}, causal(200, 3));
   check({17, 17, 4, 4, 7, 50, LOOM_TYPE_F16, false}, causal(20, 7));
   check({128, 128, 4, 2, 1, 257, LOOM_TYPE_BF16, false}, {257});
+}
+
+// The F16 cache the llama graph uses by default (--kv-type f16): the cpu
+// variants read its rows in registers (F16C) when a row is a multiple of 8
+// wide and widen them otherwise; visible lengths off the 8- and 32-key
+// blocks, heads of 8 (stories260K) and 64 (768-dim models), D != Dv, GQA,
+// and K and V of different types.
+TEST_F(AttentionTest, HalfCacheShapes) {
+  seed(1109);
+  check({64, 64, 12, 12, 1, 320, LOOM_TYPE_F16, false}, {289});
+  check({8, 8, 8, 4, 1, 64, LOOM_TYPE_F16, false}, {37});
+  check({128, 64, 8, 2, 5, 100, LOOM_TYPE_F16, false}, causal(60, 5));
+  check({24, 40, 4, 4, 3, 50, LOOM_TYPE_F16, false}, {1, 8, 50});
+  check({20, 16, 4, 2, 2, 40, LOOM_TYPE_F16, false}, {33, 40});
+  check({64, 64, 4, 2, 2, 70, LOOM_TYPE_F16, true}, {9, 70});
+}
+
+// A cache whose rows hold every kv head (ggml's layout): the cpu kernel
+// walks it blocks of rows first; the results are the same.
+TEST_F(AttentionTest, CacheRowsHoldingEveryHead) {
+  seed(1111);
+  check({64, 64, 8, 2, 3, 300, LOOM_TYPE_F32, false, true}, causal(250, 3));
+  check({64, 64, 12, 12, 1, 320, LOOM_TYPE_F16, false, true}, {289});
+  check({17, 24, 4, 4, 2, 40, LOOM_TYPE_F16, true, true}, {40, 13});
+  check({16, 16, 4, 2, 3, 20, LOOM_TYPE_BF16, false, true}, {0, 7, 20});
+}
+
+TEST_F(AttentionTest, MixedKeyAndValueTypes) {
+  seed(1110);
+  check({64, 64, 4, 2, 2, 90, LOOM_TYPE_F16, false}, {90, 41}, LOOM_TYPE_F32);
+  check({32, 48, 4, 4, 1, 77, LOOM_TYPE_F32, false}, {77}, LOOM_TYPE_F16);
+  check({16, 16, 2, 1, 3, 40, LOOM_TYPE_BF16, false}, causal(30, 3), LOOM_TYPE_F16);
 }
 
 // Long KV rows: devices may change kernels with the length (vulkan on a

@@ -1,7 +1,12 @@
 // CPY (float <-> float, float -> Q8_0/Q4_0, Q8_0/Q4_0 -> float, I32 -> I32;
 // strided sources, reshaping copies, copies into views) and CONT (every
 // type from strided views).
+#include <cmath>
+#include <cstring>
+#include <limits>
+
 #include "loom/ops.hpp"
+#include "loom/types.hpp"
 #include "op_test_util.hpp"
 
 namespace loom::optest {
@@ -38,6 +43,64 @@ TEST_F(CopyTest, FloatToFloatEveryPairAndLayout) {
       }
     }
   }
+}
+
+// Half conversions bit for bit (the cpu variants convert rows 8 at a time
+// with F16C, elsewhere one by one): every half pattern widened to f32, and
+// f32 values at the rounding edges (ties to even, subnormal halves, the
+// overflow threshold 65520, infinities) narrowed to f16 as loom::from_float
+// does. NaN must stay NaN (payloads may differ between devices).
+TEST_F(CopyTest, HalfConversionsAreExact) {
+  seed(709);
+  std::vector<float> halves;
+  for (uint32_t h = 0; h < 65536; ++h) {
+    const uint16_t bits = static_cast<uint16_t>(h);
+    float f;
+    loom::to_float(LOOM_TYPE_F16, &bits, &f, 1);
+    halves.push_back(f);
+  }
+  Operand src16 = input_values(LOOM_TYPE_F16, {256, 256, 1, 1}, halves);
+  Tensor* wide = unwrap(op::cpy(ctx_, src16.t, input(LOOM_TYPE_F32, {256, 256, 1, 1}).t), "cpy f16 -> f32");
+
+  std::vector<float> edges;
+  const float pos[] = {0.0f, 1.0f, 65504.0f, 65519.99f, 65520.0f, 1e9f, 0x1p-14f, 0x1p-24f, 0x1p-25f,
+                       0x1.000002p-25f, 0x1.8p-24f, 0x1.4p-24f, 0x1.004p0f, 0x1.006p0f, 0x1.002p0f, 0x1.0020001p0f,
+                       0x1.ffep-15f, 0x1.fffp-15f, 3.0e-8f, 1e-40f};
+  for (float f : pos) {
+    edges.push_back(f);
+    edges.push_back(-f);
+  }
+  edges.push_back(std::numeric_limits<float>::infinity());
+  edges.push_back(-std::numeric_limits<float>::infinity());
+  edges.push_back(std::numeric_limits<float>::quiet_NaN());
+  const int64_t n_rand = (1024 - static_cast<int64_t>(edges.size())) / 2;
+  for (float f : rand_floats(n_rand, -70000.0f, 70000.0f)) edges.push_back(f);
+  for (float f : rand_floats(1024 - static_cast<int64_t>(edges.size()), -1e-4f, 1e-4f)) edges.push_back(f);
+  Operand src32 = input_values(LOOM_TYPE_F32, {1024, 1, 1, 1}, edges);
+  Tensor* narrow = unwrap(op::cpy(ctx_, src32.t, input(LOOM_TYPE_F16, {1024, 1, 1, 1}).t), "cpy f32 -> f16");
+  LOOM_ASSERT_OK(run_threads({wide, narrow}));
+
+  const std::vector<uint8_t> wide_bytes = read_bytes(wide);
+  const std::vector<uint8_t> narrow_bytes = read_bytes(narrow);
+  int bad = 0;
+  for (size_t i = 0; i < halves.size(); ++i) {
+    float got;
+    std::memcpy(&got, wide_bytes.data() + 4 * i, 4);
+    const bool ok = std::isnan(halves[i]) ? std::isnan(got) : std::memcmp(&got, &halves[i], 4) == 0;
+    if (!ok && ++bad < 10) ADD_FAILURE() << std::hex << "half 0x" << i << std::dec << " -> " << got << ", want " << halves[i];
+  }
+  const std::vector<float>& in = edges;
+  for (size_t i = 0; i < in.size(); ++i) {
+    uint16_t want, got;
+    loom::from_float(LOOM_TYPE_F16, &in[i], &want, 1);
+    std::memcpy(&got, narrow_bytes.data() + 2 * i, 2);
+    const bool nan = (want & 0x7C00u) == 0x7C00u && (want & 0x3FFu) != 0;
+    const bool got_nan = (got & 0x7C00u) == 0x7C00u && (got & 0x3FFu) != 0;
+    if ((nan ? !got_nan : got != want) && ++bad < 20) {
+      ADD_FAILURE() << std::hexfloat << in[i] << std::hex << " -> 0x" << got << ", want 0x" << want;
+    }
+  }
+  EXPECT_EQ(bad, 0);
 }
 
 TEST_F(CopyTest, IntoStridedViewsAndOtherShapes) {

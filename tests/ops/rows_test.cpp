@@ -126,6 +126,13 @@ TEST_F(RowsTest, SetRowsStridedRowsAndWholeTable) {
   seed(804);
   for (Layout l : layouts_for(LOOM_TYPE_F32)) check_set(LOOM_TYPE_F16, LOOM_TYPE_I32, {33, 5, 2, 1}, 5, l);
   check_set(LOOM_TYPE_Q8_0, LOOM_TYPE_I64, {32, 3, 1, 1}, 3, Layout::kPermuted);
+  // The llama graph's KV cache writes: [head_dim, n_ctx, n_head_kv] caches,
+  // rows [head_dim, T, n_head_kv] permuted from [head_dim, n_head_kv, T],
+  // I64 indices [T, n_head_kv]; one token (decode) and a batch.
+  for (loom_type_t t : {LOOM_TYPE_F16, LOOM_TYPE_F32}) {
+    check_set(t, LOOM_TYPE_I64, {64, 40, 12, 1}, 1, Layout::kPermuted);
+    check_set(t, LOOM_TYPE_I64, {8, 40, 4, 1}, 7, Layout::kPermuted);
+  }
 }
 
 }  // namespace

@@ -52,6 +52,9 @@ int start_model_command(const char* command, std::vector<std::string>& args,
                         const std::function<std::string(const std::vector<std::string>&)>& parse,
                         std::string* model, const std::string* device_spec, bool need_model, ModelCommand* out);
 
+// --kv-type VALUE: "f16" or "f32" -> the KV cache type; false otherwise.
+bool parse_kv_type(const std::string& value, loom_type_t* out);
+
 // The devices a model command uses: `given` (--device LIST or policy) when
 // not empty, else $LOOM_DEVICES when set, else cpu. "" or the error message,
 // which names where the list came from and points at 'loom devices'.

@@ -16,6 +16,7 @@
 #include "llm/llama_model.hpp"
 #include "llm/llama_session.hpp"
 #include "llm/tokenizer.hpp"
+#include "loom/types.hpp"
 
 namespace loom::cli {
 namespace {
@@ -29,6 +30,7 @@ struct RunOptions {
   int64_t n_ctx = 0;  // 0: the model's
   int64_t threads = 0;  // 0: the device's default
   int64_t n_gpu_layers = 0;
+  loom_type_t kv_type = llm::SessionOptions().kv_type;
   llm::SamplerOptions sampling;
 };
 
@@ -65,7 +67,7 @@ std::string parse_args(std::vector<std::string> args, RunOptions* o) {
     }
     static const char* const kValued[] = {"-m", "--model", "-p", "--prompt", "-n", "--n-predict", "--temp",
                                           "--top-k", "--top-p", "--seed", "--batch", "--ctx", "--device",
-                                          "--threads", "--n-gpu-layers", "-ngl"};
+                                          "--threads", "--n-gpu-layers", "-ngl", "--kv-type"};
     bool valued = false;
     for (const char* k : kValued) valued = valued || a == k;
     if (!valued) return "unexpected argument '" + args[i] + "'";
@@ -93,6 +95,8 @@ std::string parse_args(std::vector<std::string> args, RunOptions* o) {
       if (!parse_int(v, 0, kMaxInt, &o->n_gpu_layers)) return bad("an integer >= 0");
     } else if (a == "--threads") {
       if (!parse_int(v, 1, 1024, &o->threads)) return bad("an integer in [1, 1024]");
+    } else if (a == "--kv-type") {
+      if (!parse_kv_type(v, &o->kv_type)) return bad("f16 or f32");
     } else if (a == "--top-k") {
       if (!parse_int(v, 0, kMaxInt, &n)) return bad("an integer >= 0 (0: all tokens)");
       o->sampling.top_k = static_cast<int32_t>(n);
@@ -146,6 +150,7 @@ int cmd_run(std::vector<std::string> args) {
   llm::SessionOptions so;
   so.n_ctx = o.n_ctx;
   so.n_batch = o.n_batch;
+  so.kv_type = o.kv_type;
   auto session = llm::LlamaSession::create(model->get(), so);
   if (!session.ok()) return fail(session.status().message());
 
@@ -180,6 +185,7 @@ int cmd_run(std::vector<std::string> args) {
     for (registry::Device* d : devices) w.value(d->name());
     w.end_array();
     w.key("n_gpu_layers").value(static_cast<int64_t>((*model)->n_gpu_layers()));
+    w.key("kv_type").value(type_name(o.kv_type));
     w.key("prompt_tokens").begin_array();
     for (llm::TokenId t : r->prompt_tokens) w.value(static_cast<int64_t>(t));
     w.end_array();

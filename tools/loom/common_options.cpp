@@ -91,6 +91,17 @@ std::function<void(size_t, size_t, const std::string&)> load_progress(const char
   };
 }
 
+bool parse_kv_type(const std::string& value, loom_type_t* out) {
+  if (value == "f16") {
+    *out = LOOM_TYPE_F16;
+  } else if (value == "f32") {
+    *out = LOOM_TYPE_F32;
+  } else {
+    return false;
+  }
+  return true;
+}
+
 namespace {
 
 // --device, else LOOM_DEVICES, else cpu; *origin says which, for messages.

@@ -17,6 +17,7 @@
 #include <cstring>
 #include <limits>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "ops/ops.h"
@@ -55,21 +56,52 @@ std::vector<int64_t> load_visible(const loom_tensor_t* vis, int64_t n_kv) {
   return out;
 }
 
-// Rows j0 .. j0+nb of head g of K or V as f32 pointers: into the tensor for
-// contiguous f32 rows, else widened into scratch (nb rows of ne[0]).
-void block_rows(const loom_tensor_t* t, int64_t j0, int64_t nb, int64_t g, float* scratch, const float** rows) {
-  for (int64_t jj = 0; jj < nb; ++jj) rows[jj] = f32_row(t, j0 + jj, g, scratch + jj * t->ne[0]);
+// How K or V rows are read: F16 rows straight from the cache, converted in
+// registers (F16C, builds with AVX2; rows a multiple of 8 wide), any other
+// layout as f32 rows (contiguous F32 in place, the rest widened to scratch).
+#if defined(__AVX2__) && defined(__F16C__)
+bool reads_f16(const loom_tensor_t* t) {
+  return t->type == LOOM_TYPE_F16 && t->nb[0] == sizeof(uint16_t) && t->ne[0] % 8 == 0;
 }
+#endif
+
+// Row j of head g: as f32 (float) or as raw F16 bits (uint16_t, reads_f16).
+template <typename T>
+const T* kv_row(const loom_tensor_t* t, int64_t j, int64_t g, float* scratch);
+template <>
+inline const float* kv_row<float>(const loom_tensor_t* t, int64_t j, int64_t g, float* scratch) {
+  return f32_row(t, j, g, scratch);
+}
+template <>
+inline const uint16_t* kv_row<uint16_t>(const loom_tensor_t* t, int64_t j, int64_t g, float*) {
+  return reinterpret_cast<const uint16_t*>(row_ptr(t, j, g, 0));
+}
+
+// Rows j0 .. j0+nb of head g of K or V (scratch: nb rows of ne[0] floats,
+// used only for rows that need widening).
+template <typename T>
+void block_rows(const loom_tensor_t* t, int64_t j0, int64_t nb, int64_t g, float* scratch, const T** rows) {
+  for (int64_t jj = 0; jj < nb; ++jj) rows[jj] = kv_row<T>(t, j0 + jj, g, scratch + jj * t->ne[0]);
+}
+
+// kSimdLanes values from f32 or (F16C) F16 memory.
+inline simd_f lanes(const float* p) { return simd_load(p); }
+#if defined(__AVX2__) && defined(__F16C__)
+inline simd_f lanes(const uint16_t* p) {
+  return reinterpret_cast<simd_f>(_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+}
+#endif
 
 #ifdef __AVX2__
 // The 8 dots q . k[r] (d % 8 == 0), one per lane: 8 accumulators, then a
 // transposing reduction (hadd) instead of 8 horizontal sums.
-inline __m256 dot8(const float* q, const float* const* k, int64_t d) {
+template <typename T>
+inline __m256 dot8(const float* q, const T* const* k, int64_t d) {
   __m256 acc[8];
   for (int r = 0; r < 8; ++r) acc[r] = _mm256_setzero_ps();
   for (int64_t e = 0; e < d; e += 8) {
     const __m256 qv = _mm256_loadu_ps(q + e);
-    for (int r = 0; r < 8; ++r) acc[r] = _mm256_fmadd_ps(qv, _mm256_loadu_ps(k[r] + e), acc[r]);
+    for (int r = 0; r < 8; ++r) acc[r] = _mm256_fmadd_ps(qv, reinterpret_cast<__m256>(lanes(k[r] + e)), acc[r]);
   }
   const __m256 t0 = _mm256_hadd_ps(_mm256_hadd_ps(acc[0], acc[1]), _mm256_hadd_ps(acc[2], acc[3]));
   const __m256 t1 = _mm256_hadd_ps(_mm256_hadd_ps(acc[4], acc[5]), _mm256_hadd_ps(acc[6], acc[7]));
@@ -77,39 +109,56 @@ inline __m256 dot8(const float* q, const float* const* k, int64_t d) {
 }
 #endif
 
-// s[jj] = scale * q . k[jj] for jj < nb.
-void block_scores(const float* q, const float* const* k, int64_t nb, int64_t d, float scale, float* s) {
-  int64_t jj = 0;
+// s[jj] = scale * q . k[jj] for jj < nb. With AVX2 and d % 8 == 0 every key
+// goes through dot8 (a last partial group repeats its last row and keeps
+// the lanes it needs), so a key's score does not depend on its position.
+template <typename T>
+void block_scores(const float* q, const T* const* k, int64_t nb, int64_t d, float scale, float* s) {
 #ifdef __AVX2__
   if (d % 8 == 0) {
-    for (; jj + 8 <= nb; jj += 8) _mm256_storeu_ps(s + jj, _mm256_mul_ps(dot8(q, k + jj, d), _mm256_set1_ps(scale)));
+    const __m256 sc = _mm256_set1_ps(scale);
+    int64_t jj = 0;
+    for (; jj + 8 <= nb; jj += 8) _mm256_storeu_ps(s + jj, _mm256_mul_ps(dot8(q, k + jj, d), sc));
+    if (jj < nb) {
+      const T* kk[8];
+      for (int r = 0; r < 8; ++r) kk[r] = k[std::min<int64_t>(jj + r, nb - 1)];
+      float tail[8];
+      _mm256_storeu_ps(tail, _mm256_mul_ps(dot8(q, kk, d), sc));
+      for (int64_t r = 0; jj + r < nb; ++r) s[jj + r] = tail[r];
+    }
+    return;
   }
 #endif
-  for (; jj < nb; ++jj) s[jj] = scale * simd_dot(q, k[jj], d);
+  if constexpr (std::is_same_v<T, float>) {
+    for (int64_t jj = 0; jj < nb; ++jj) s[jj] = scale * simd_dot(q, k[jj], d);
+  }
 }
 
 // acc[e] += sum_jj p[jj] * v[jj][e]: up to kGroups lane groups of acc stay
 // in registers over the block's rows, independent chains so the FMAs do not
-// wait on each other's latency.
-void block_axpy(float* acc, const float* p, const float* const* v, int64_t nb, int64_t dv) {
+// wait on each other's latency. F16 rows (uint16_t) have dv % 8 == 0.
+template <typename T>
+void block_axpy(float* acc, const float* p, const T* const* v, int64_t nb, int64_t dv) {
   constexpr int kGroups = 8;
   int64_t e = 0;
   for (; e + kGroups * kSimdLanes <= dv; e += kGroups * kSimdLanes) {
     simd_f a[kGroups];
     for (int g = 0; g < kGroups; ++g) a[g] = simd_load(acc + e + g * kSimdLanes);
     for (int64_t jj = 0; jj < nb; ++jj) {
-      const float* vr = v[jj] + e;
-      for (int g = 0; g < kGroups; ++g) a[g] += p[jj] * simd_load(vr + g * kSimdLanes);
+      const T* vr = v[jj] + e;
+      for (int g = 0; g < kGroups; ++g) a[g] += p[jj] * lanes(vr + g * kSimdLanes);
     }
     for (int g = 0; g < kGroups; ++g) simd_store(acc + e + g * kSimdLanes, a[g]);
   }
   for (; e + kSimdLanes <= dv; e += kSimdLanes) {
     simd_f a = simd_load(acc + e);
-    for (int64_t jj = 0; jj < nb; ++jj) a += p[jj] * simd_load(v[jj] + e);
+    for (int64_t jj = 0; jj < nb; ++jj) a += p[jj] * lanes(v[jj] + e);
     simd_store(acc + e, a);
   }
-  for (; e < dv; ++e) {
-    for (int64_t jj = 0; jj < nb; ++jj) acc[e] += p[jj] * v[jj][e];
+  if constexpr (std::is_same_v<T, float>) {
+    for (; e < dv; ++e) {
+      for (int64_t jj = 0; jj < nb; ++jj) acc[e] += p[jj] * v[jj][e];
+    }
   }
 }
 
@@ -121,9 +170,51 @@ struct HeadState {
   const float* q = nullptr;
 };
 
-// Queries (h, t) for h in [h0, h1) over their visible KV rows [0, n):
-// blocks of kBlock keys outer, heads inner, so each block of cache rows is
-// read once while it is in cache (the heads of a row are side by side).
+// One block of rows [j0, j0 + nb) for one query head: scores, the online
+// softmax update, the weighted V rows added to the accumulator.
+template <typename KT, typename VT>
+struct BlockStep {
+  const loom_tensor_t* k;
+  const loom_tensor_t* v;
+  int64_t d, dv;
+  float scale;
+  float* kscratch;  // kBlock rows of d (rows that need widening)
+  float* vscratch;  // kBlock rows of dv
+
+  void operator()(HeadState& hs, int64_t g, int64_t j0, int64_t nb) const {
+    const KT* krows[kBlock];
+    const VT* vrows[kBlock];
+    float s[kBlock];
+    block_rows(k, j0, nb, g, kscratch, krows);
+    block_scores(hs.q, krows, nb, d, scale, s);
+    float bm = -std::numeric_limits<float>::infinity();
+    for (int64_t jj = 0; jj < nb; ++jj) bm = std::max(bm, s[jj]);
+    if (bm > hs.m) {
+      const float c = std::exp(hs.m - bm);  // 0 on the first block
+      hs.l *= c;
+      simd_scale(hs.acc, c, dv);
+      hs.m = bm;
+    }
+    for (int64_t jj = 0; jj < nb; ++jj) s[jj] -= hs.m;
+    simd_exp_inplace(s, nb);
+    for (int64_t jj = 0; jj < nb; ++jj) hs.l += s[jj];
+    block_rows(v, j0, nb, g, vscratch, vrows);
+    block_axpy(hs.acc, s, vrows, nb, dv);
+  }
+};
+
+// Queries (h, t) for h in [h0, h1) over their visible KV rows [0, n), in
+// the order that reads the cache front to back. The llama graph's cache
+// keeps each kv head's rows contiguous (K[:, j, g] at g * n_ctx + j): kv
+// heads outer, blocks of rows inner, the query heads of that kv head
+// innermost, so K and V are two sequential streams the hardware prefetchers
+// run ahead of (in a row-major order, a head's rows a whole cache row
+// apart, decode attention waited on memory at a quarter of its bandwidth).
+// When a row's heads lie side by side instead (K's head stride below its
+// row stride), blocks outer and heads inner read each block of rows once.
+// The order does not change any head's result.
+// KT / VT: how K / V rows are read (float or F16 bits, reads_f16).
+template <typename KT, typename VT>
 void attend_heads(const loom_tensor_t* dst, int64_t t, int64_t h0, int64_t h1, int64_t n, float scale,
                   int64_t group) {
   const loom_tensor_t* q = dst->src[0];
@@ -136,38 +227,26 @@ void attend_heads(const loom_tensor_t* dst, int64_t t, int64_t h0, int64_t h1, i
   // Per head: q (d), acc (dv); then kBlock K and kBlock V rows of scratch
   // (used when the cache rows need widening).
   buf.assign(static_cast<size_t>(nh * (d + dv) + kBlock * (d + dv)), 0.0f);
-  float* kscratch = buf.data() + nh * (d + dv);
-  float* vscratch = kscratch + kBlock * d;
-  const float* krows[kBlock];
-  const float* vrows[kBlock];
-  std::vector<HeadState> st(static_cast<size_t>(nh));
+  const BlockStep<KT, VT> step{k, v, d, dv, scale, buf.data() + nh * (d + dv), buf.data() + nh * (d + dv) + kBlock * d};
+  thread_local std::vector<HeadState> st;
+  st.assign(static_cast<size_t>(nh), HeadState{});
   for (int64_t i = 0; i < nh; ++i) {
     float* qi = buf.data() + i * (d + dv);
     load_row(q, h0 + i, t, 0, qi);
     st[static_cast<size_t>(i)].q = qi;
     st[static_cast<size_t>(i)].acc = qi + d;
   }
-  float s[kBlock];
-  for (int64_t j0 = 0; j0 < n; j0 += kBlock) {
-    const int64_t nb = std::min(kBlock, n - j0);
-    for (int64_t i = 0; i < nh; ++i) {
-      HeadState& hs = st[static_cast<size_t>(i)];
-      const int64_t g = (h0 + i) / group;
-      block_rows(k, j0, nb, g, kscratch, krows);
-      block_scores(hs.q, krows, nb, d, scale, s);
-      float bm = -std::numeric_limits<float>::infinity();
-      for (int64_t jj = 0; jj < nb; ++jj) bm = std::max(bm, s[jj]);
-      if (bm > hs.m) {
-        const float c = std::exp(hs.m - bm);  // 0 on the first block
-        hs.l *= c;
-        simd_scale(hs.acc, c, dv);
-        hs.m = bm;
+  const bool rows_of_a_head_together = k->ne[2] == 1 || k->nb[2] > k->nb[1];
+  if (rows_of_a_head_together) {
+    for (int64_t g = h0 / group; g <= (h1 - 1) / group; ++g) {
+      const int64_t i0 = std::max(h0, g * group) - h0, i1 = std::min(h1, (g + 1) * group) - h0;
+      for (int64_t j0 = 0; j0 < n; j0 += kBlock) {
+        for (int64_t i = i0; i < i1; ++i) step(st[static_cast<size_t>(i)], g, j0, std::min(kBlock, n - j0));
       }
-      for (int64_t jj = 0; jj < nb; ++jj) s[jj] -= hs.m;
-      simd_exp_inplace(s, nb);
-      for (int64_t jj = 0; jj < nb; ++jj) hs.l += s[jj];
-      block_rows(v, j0, nb, g, vscratch, vrows);
-      block_axpy(hs.acc, s, vrows, nb, dv);
+    }
+  } else {
+    for (int64_t j0 = 0; j0 < n; j0 += kBlock) {
+      for (int64_t i = 0; i < nh; ++i) step(st[static_cast<size_t>(i)], (h0 + i) / group, j0, std::min(kBlock, n - j0));
     }
   }
   std::vector<float> out(static_cast<size_t>(dv));
@@ -176,6 +255,22 @@ void attend_heads(const loom_tensor_t* dst, int64_t t, int64_t h0, int64_t h1, i
     for (int64_t e = 0; e < dv; ++e) out[static_cast<size_t>(e)] = n == 0 ? 0.0f : hs.acc[e] / hs.l;
     store_row(dst, h0 + i, t, 0, out.data());
   }
+}
+
+using AttendFn = void (*)(const loom_tensor_t*, int64_t, int64_t, int64_t, int64_t, float, int64_t);
+
+// attend_heads for this node's K and V layouts.
+AttendFn attend_for(const loom_tensor_t* k, const loom_tensor_t* v) {
+#if defined(__AVX2__) && defined(__F16C__)
+  const bool kh = reads_f16(k), vh = reads_f16(v);
+  if (kh && vh) return attend_heads<uint16_t, uint16_t>;
+  if (kh) return attend_heads<uint16_t, float>;
+  if (vh) return attend_heads<float, uint16_t>;
+#else
+  (void)k;
+  (void)v;
+#endif
+  return attend_heads<float, float>;
 }
 
 }  // namespace
@@ -196,6 +291,7 @@ void kernel_attention(const loom_tensor_t* dst, int ith, int nth) {
   const int64_t n_head = q->ne[1];
   const int64_t group = n_head / k->ne[2];
   const std::vector<int64_t> visible = load_visible(dst->src[3], k->ne[1]);
+  const AttendFn attend = attend_for(k, dst->src[2]);
   int64_t p0, p1;
   common::split_range(n_head * q->ne[2], ith, nth, &p0, &p1);
   // Pairs p = t * n_head + h: one run of heads per query t.
@@ -203,7 +299,7 @@ void kernel_attention(const loom_tensor_t* dst, int ith, int nth) {
     const int64_t t = p / n_head;
     const int64_t h0 = p % n_head;
     const int64_t h1 = std::min(n_head, h0 + (p1 - p));
-    attend_heads(dst, t, h0, h1, visible[static_cast<size_t>(t)], scale, group);
+    attend(dst, t, h0, h1, visible[static_cast<size_t>(t)], scale, group);
     p += h1 - h0;
   }
 }

@@ -110,22 +110,28 @@ inline __m256 load8(int32_t type, const char* row, int64_t k) {
 }
 
 // Row `row` of float A dotted with NC columns of B: A converted in
-// registers (no widened copy), two accumulators per column.
+// registers (no widened copy), kAcc accumulators per column: 4 for one
+// column (decode), so the FMA chains do not hold back the loads of a row
+// streamed from memory (2 chains were 6-10% slower), 2 for more columns.
 template <int NC>
 void row_dots(int32_t type, const char* row, const float* const* b, int64_t k_len, float* out) {
-  __m256 acc0[NC], acc1[NC];
-  for (int c = 0; c < NC; ++c) acc0[c] = acc1[c] = _mm256_setzero_ps();
+  constexpr int kAcc = NC == 1 ? 4 : 2;
+  __m256 acc[NC][kAcc];
+  for (int c = 0; c < NC; ++c) {
+    for (int i = 0; i < kAcc; ++i) acc[c][i] = _mm256_setzero_ps();
+  }
   int64_t k = 0;
-  for (; k + 16 <= k_len; k += 16) {
-    const __m256 a0 = load8(type, row, k);
-    const __m256 a1 = load8(type, row, k + 8);
+  for (; k + 8 * kAcc <= k_len; k += 8 * kAcc) {
+    __m256 av[kAcc];
+    for (int i = 0; i < kAcc; ++i) av[i] = load8(type, row, k + 8 * i);
     for (int c = 0; c < NC; ++c) {
-      acc0[c] = _mm256_fmadd_ps(a0, _mm256_loadu_ps(b[c] + k), acc0[c]);
-      acc1[c] = _mm256_fmadd_ps(a1, _mm256_loadu_ps(b[c] + k + 8), acc1[c]);
+      for (int i = 0; i < kAcc; ++i) acc[c][i] = _mm256_fmadd_ps(av[i], _mm256_loadu_ps(b[c] + k + 8 * i), acc[c][i]);
     }
   }
   for (int c = 0; c < NC; ++c) {
-    float sum = hsum_ps(_mm256_add_ps(acc0[c], acc1[c]));
+    __m256 t = acc[c][0];
+    for (int i = 1; i < kAcc; ++i) t = _mm256_add_ps(t, acc[c][i]);
+    float sum = hsum_ps(t);
     for (int64_t kk = k; kk < k_len; ++kk) {
       float av;
       if (type == LOOM_TYPE_F32) {

@@ -9,6 +9,38 @@
 
 namespace loom::cpu {
 
+namespace {
+
+// cos / sin of theta_i for one position: a decode step's Q and K of every
+// layer share the position and parameters, so each thread keeps the last
+// table and computes it again only when they change (same values).
+struct RopeTable {
+  int32_t p = 0;
+  int64_t n_dims = -1;
+  float freq_base = 0.0f, freq_scale = 0.0f;
+  std::vector<double> cs;  // cos, sin of theta_i for i < n_dims / 2
+
+  const double* get(int32_t pos, int64_t dims, float base, float scale) {
+    if (pos != p || dims != n_dims || base != freq_base || scale != freq_scale) {
+      const int64_t half = dims / 2;
+      cs.resize(static_cast<size_t>(2 * half));
+      for (int64_t i = 0; i < half; ++i) {
+        const double theta = static_cast<double>(pos) * scale *
+                             std::pow(static_cast<double>(base), -2.0 * static_cast<double>(i) / dims);
+        cs[static_cast<size_t>(2 * i)] = std::cos(theta);
+        cs[static_cast<size_t>(2 * i + 1)] = std::sin(theta);
+      }
+      p = pos;
+      n_dims = dims;
+      freq_base = base;
+      freq_scale = scale;
+    }
+    return cs.data();
+  }
+};
+
+}  // namespace
+
 void kernel_rope(const loom_tensor_t* dst, int ith, int nth) {
   const loom_tensor_t* a = dst->src[0];
   const loom_tensor_t* pos = dst->src[1];
@@ -20,30 +52,19 @@ void kernel_rope(const loom_tensor_t* dst, int ith, int nth) {
   const int64_t half = n_dims / 2;
   int64_t r0, r1;
   common::split_range(nrows(dst), ith, nth, &r0, &r1);
-  std::vector<float> x(static_cast<size_t>(a->ne[0]));
-  // cos / sin per position, reused by the rows (heads) that share it.
-  std::vector<double> cs(static_cast<size_t>(2 * half));
-  bool have = false;
-  int32_t have_p = 0;
+  thread_local std::vector<float> x;
+  x.resize(static_cast<size_t>(a->ne[0]));
+  thread_local RopeTable table;
   for (int64_t r = r0; r < r1; ++r) {
     int64_t i1, i2, i3;
     unravel_row(dst, r, &i1, &i2, &i3);
     load_row(a, i1, i2, i3, x.data());
     int32_t p;
     std::memcpy(&p, elem_ptr(pos, i2, 0, 0, 0), 4);
-    if (!have || p != have_p) {
-      for (int64_t i = 0; i < half; ++i) {
-        const double theta = static_cast<double>(p) * freq_scale *
-                             std::pow(static_cast<double>(freq_base), -2.0 * static_cast<double>(i) / n_dims);
-        cs[static_cast<size_t>(2 * i)] = std::cos(theta);
-        cs[static_cast<size_t>(2 * i + 1)] = std::sin(theta);
-      }
-      have = true;
-      have_p = p;
-    }
+    const double* cs = table.get(p, n_dims, freq_base, freq_scale);
     for (int64_t i = 0; i < half; ++i) {
-      const double c = cs[static_cast<size_t>(2 * i)];
-      const double s = cs[static_cast<size_t>(2 * i + 1)];
+      const double c = cs[2 * i];
+      const double s = cs[2 * i + 1];
       const int64_t j0 = neox ? i : 2 * i;
       const int64_t j1 = neox ? i + half : 2 * i + 1;
       const double x0 = x[j0];

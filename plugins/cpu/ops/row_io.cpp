@@ -7,7 +7,37 @@
 #include "common/type_traits.h"
 #include "ops/ops.h"
 
+#ifdef __F16C__
+#include <immintrin.h>
+#endif
+
 namespace loom::cpu {
+
+namespace {
+
+#ifdef __F16C__
+// Contiguous F16 rows converted 8 at a time (F16C: exact widening; narrowing
+// rounds to nearest even, NaN stays a quiet NaN with its top payload bits,
+// the same bits as common::f32_to_f16), the tail one by one.
+void f16_to_f32_lanes(const uint16_t* in, float* out, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    _mm256_storeu_ps(out + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i))));
+  }
+  for (; i < n; ++i) out[i] = common::f16_to_f32(in[i]);
+}
+
+void f32_to_f16_lanes(const float* in, uint16_t* out, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i),
+                     _mm256_cvtps_ph(_mm256_loadu_ps(in + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  }
+  for (; i < n; ++i) out[i] = common::f32_to_f16(in[i]);
+}
+#endif
+
+}  // namespace
 
 float load_elem(int32_t type, const char* p) {
   switch (type) {
@@ -62,6 +92,12 @@ void load_row(const loom_tensor_t* t, int64_t i1, int64_t i2, int64_t i3, float*
   const char* row = row_ptr(t, i1, i2, i3);
   const int64_t nblocks = t->ne[0] / tr.block_size;
   if (t->nb[0] == tr.type_size) {
+#ifdef __F16C__
+    if (t->type == LOOM_TYPE_F16) {
+      f16_to_f32_lanes(reinterpret_cast<const uint16_t*>(row), out, t->ne[0]);
+      return;
+    }
+#endif
     common::to_float_row(t->type, row, out, t->ne[0]);
     return;
   }
@@ -77,6 +113,12 @@ void store_row(const loom_tensor_t* t, int64_t i1, int64_t i2, int64_t i3, const
   char* row = row_ptr(t, i1, i2, i3);
   const int64_t nblocks = t->ne[0] / tr.block_size;
   if (t->nb[0] == tr.type_size) {
+#ifdef __F16C__
+    if (t->type == LOOM_TYPE_F16) {
+      f32_to_f16_lanes(in, reinterpret_cast<uint16_t*>(row), t->ne[0]);
+      return;
+    }
+#endif
     common::from_float_row(t->type, in, row, t->ne[0]);
     return;
   }
