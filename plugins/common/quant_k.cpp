@@ -61,6 +61,21 @@ void k_scale_min(int j, const uint8_t* q, uint8_t* sc, uint8_t* m) {
   }
 }
 
+namespace {
+
+// Q4_K / Q5_K: the float scale and min of sub-blocks is and is + 1.
+void k_pair(float d, float min, int is, const uint8_t* packed, float* d1, float* m1, float* d2, float* m2) {
+  uint8_t sc, m;
+  k_scale_min(is + 0, packed, &sc, &m);
+  *d1 = d * static_cast<float>(sc);
+  *m1 = min * static_cast<float>(m);
+  k_scale_min(is + 1, packed, &sc, &m);
+  *d2 = d * static_cast<float>(sc);
+  *m2 = min * static_cast<float>(m);
+}
+
+}  // namespace
+
 void dequantize_block_q2_k(const loom_block_q2_k_t* b, float* y) {
   const float d = f16_to_f32(b->d), min = f16_to_f32(b->dmin);
   const uint8_t* q = b->qs;
@@ -125,11 +140,8 @@ void dequantize_block_q4_k(const loom_block_q4_k_t* b, float* y) {
   const uint8_t* q = b->qs;
   int is = 0;
   for (int j = 0; j < LOOM_QK_K; j += 64) {
-    uint8_t sc, m;
-    k_scale_min(is + 0, b->scales, &sc, &m);
-    const float d1 = d * static_cast<float>(sc), m1 = min * static_cast<float>(m);
-    k_scale_min(is + 1, b->scales, &sc, &m);
-    const float d2 = d * static_cast<float>(sc), m2 = min * static_cast<float>(m);
+    float d1, m1, d2, m2;
+    k_pair(d, min, is, b->scales, &d1, &m1, &d2, &m2);
     for (int l = 0; l < 32; ++l) *y++ = d1 * static_cast<float>(q[l] & 0x0F) - m1;
     for (int l = 0; l < 32; ++l) *y++ = d2 * static_cast<float>(q[l] >> 4) - m2;
     q += 32;
@@ -144,11 +156,8 @@ void dequantize_block_q5_k(const loom_block_q5_k_t* b, float* y) {
   int is = 0;
   uint8_t u1 = 1, u2 = 2;
   for (int j = 0; j < LOOM_QK_K; j += 64) {
-    uint8_t sc, m;
-    k_scale_min(is + 0, b->scales, &sc, &m);
-    const float d1 = d * static_cast<float>(sc), m1 = min * static_cast<float>(m);
-    k_scale_min(is + 1, b->scales, &sc, &m);
-    const float d2 = d * static_cast<float>(sc), m2 = min * static_cast<float>(m);
+    float d1, m1, d2, m2;
+    k_pair(d, min, is, b->scales, &d1, &m1, &d2, &m2);
     for (int l = 0; l < 32; ++l) *y++ = d1 * static_cast<float>((ql[l] & 0x0F) + (qh[l] & u1 ? 16 : 0)) - m1;
     for (int l = 0; l < 32; ++l) *y++ = d2 * static_cast<float>((ql[l] >> 4) + (qh[l] & u2 ? 16 : 0)) - m2;
     ql += 32;

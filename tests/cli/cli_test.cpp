@@ -462,3 +462,30 @@ TEST(Cli, ChatTakesTurnsFromStdin) {
 }
 
 }  // namespace
+
+namespace {
+
+// The prompt from a file (-f) or stdin (-p -) is the same prompt as -p TEXT;
+// llama.cpp's short flags work.
+TEST(Cli, PromptFromFileOrStdinAndShortFlags) {
+  const std::string model = stories_model();
+  if (!fs::exists(model)) GTEST_SKIP() << model << " not found";
+  TempDir dir;
+  { std::ofstream(dir.path() + "/p.txt") << "Once upon a time"; }
+  const std::string base = "run -m " + model + " -n 6 --json -c 64 -t 1 -b 4 -s 1";
+  Result direct = run_loom(base + " -p 'Once upon a time'", "", false);
+  Result file = run_loom(base + " -f " + dir.path() + "/p.txt", "", false);
+  Result stdin_prompt = run_loom(base + " -p - < " + dir.path() + "/p.txt", "", false);
+  ASSERT_EQ(direct.exit_code, 0) << direct.out;
+  ASSERT_EQ(file.exit_code, 0) << file.out;
+  ASSERT_EQ(stdin_prompt.exit_code, 0) << stdin_prompt.out;
+  loom::test::Json a = parse_or_fail(direct.out), b = parse_or_fail(file.out), c = parse_or_fail(stdin_prompt.out);
+  EXPECT_EQ(a["text"].str, b["text"].str);
+  EXPECT_EQ(a["text"].str, c["text"].str);
+  EXPECT_EQ(a["prompt_tokens"].arr.size(), 5u) << direct.out;  // BOS + 4 pieces, the prompt was used
+  Result missing = run_loom("run -m " + model + " -f " + dir.path() + "/nosuch.txt");
+  EXPECT_EQ(missing.exit_code, 1) << missing.out;
+  EXPECT_NE(missing.out.find("cannot read the prompt"), std::string::npos) << missing.out;
+}
+
+}  // namespace

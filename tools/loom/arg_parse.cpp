@@ -3,6 +3,9 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <iterator>
 
 namespace loom::cli {
 
@@ -24,6 +27,17 @@ bool parse_float(const std::string& s, double lo, double hi, double* out) {
   if (errno != 0 || *end != '\0' || !std::isfinite(v) || v < lo || v > hi) return false;
   *out = v;
   return true;
+}
+
+bool read_text(const std::string& file, std::string* out) {
+  if (file == "-") {
+    out->assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+    return !std::cin.bad();
+  }
+  std::ifstream in(file, std::ios::binary);
+  if (!in) return false;
+  out->assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  return !in.bad();
 }
 
 }  // namespace loom::cli

@@ -23,6 +23,7 @@
 #include <thread>
 #include <vector>
 
+#include "arg_parse.hpp"
 #include "cli.hpp"
 #include "json.hpp"
 #include "llm/llama_model.hpp"
@@ -64,16 +65,6 @@ struct Bandwidth {
 double now_s() {
   using clock = std::chrono::steady_clock;
   return std::chrono::duration<double>(clock::now().time_since_epoch()).count();
-}
-
-bool parse_int(const std::string& s, int64_t lo, int64_t hi, int64_t* out) {
-  if (s.empty()) return false;
-  errno = 0;
-  char* end = nullptr;
-  long long v = std::strtoll(s.c_str(), &end, 10);
-  if (errno != 0 || *end != '\0' || v < lo || v > hi) return false;
-  *out = v;
-  return true;
 }
 
 // "1,2,4" -> {1, 2, 4}; false on any bad or empty element.

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "arg_parse.hpp"
 #include "cli.hpp"
 #include "json.hpp"
 #include "llm/generate.hpp"
@@ -24,6 +25,7 @@ namespace {
 struct RunOptions {
   std::string model;
   std::string prompt;
+  std::string prompt_file;  // -f FILE, or "-" (stdin; also -p -): the prompt, byte for byte
   std::string device;  // "": LOOM_DEVICES, else cpu
   int64_t n_predict = 200;
   int64_t n_batch = 32;
@@ -33,26 +35,6 @@ struct RunOptions {
   loom_type_t kv_type = llm::SessionOptions().kv_type;
   llm::SamplerOptions sampling;
 };
-
-bool parse_int(const std::string& s, int64_t lo, int64_t hi, int64_t* out) {
-  if (s.empty()) return false;
-  errno = 0;
-  char* end = nullptr;
-  long long v = std::strtoll(s.c_str(), &end, 10);
-  if (errno != 0 || *end != '\0' || v < lo || v > hi) return false;
-  *out = v;
-  return true;
-}
-
-bool parse_float(const std::string& s, double lo, double hi, double* out) {
-  if (s.empty()) return false;
-  errno = 0;
-  char* end = nullptr;
-  double v = std::strtod(s.c_str(), &end);
-  if (errno != 0 || *end != '\0' || !std::isfinite(v) || v < lo || v > hi) return false;
-  *out = v;
-  return true;
-}
 
 // Returns "" or the error for a bad-arguments exit (2).
 std::string parse_args(std::vector<std::string> args, RunOptions* o) {
@@ -65,9 +47,12 @@ std::string parse_args(std::vector<std::string> args, RunOptions* o) {
       v = a.substr(eq + 1);
       a = a.substr(0, eq);
     }
-    static const char* const kValued[] = {"-m", "--model", "-p", "--prompt", "-n", "--n-predict", "--temp",
-                                          "--top-k", "--top-p", "--seed", "--batch", "--ctx", "--device",
-                                          "--threads", "--n-gpu-layers", "-ngl", "--kv-type"};
+    // Short forms as llama.cpp users know them: -c ctx, -t threads, -b batch,
+    // -s seed, -f prompt file.
+    static const char* const kValued[] = {"-m", "--model", "-p", "--prompt", "-f", "--file", "-n", "--n-predict",
+                                          "--temp", "--top-k", "--top-p", "-s", "--seed", "-b", "--batch", "-c",
+                                          "--ctx", "--device", "-t", "--threads", "--n-gpu-layers", "-ngl",
+                                          "--kv-type"};
     bool valued = false;
     for (const char* k : kValued) valued = valued || a == k;
     if (!valued) return "unexpected argument '" + args[i] + "'";
@@ -81,26 +66,32 @@ std::string parse_args(std::vector<std::string> args, RunOptions* o) {
     if (a == "-m" || a == "--model") {
       o->model = v;
     } else if (a == "-p" || a == "--prompt") {
-      o->prompt = v;
+      if (v == "-") {
+        o->prompt_file = "-";  // the prompt is stdin
+      } else {
+        o->prompt = v;
+      }
+    } else if (a == "-f" || a == "--file") {
+      o->prompt_file = v;
     } else if (a == "--device") {
       if (v.empty()) return "--device needs a device name (see 'loom devices')";
       o->device = v;
     } else if (a == "-n" || a == "--n-predict") {
       if (!parse_int(v, 0, kMaxInt, &o->n_predict)) return bad("an integer >= 0");
-    } else if (a == "--batch") {
+    } else if (a == "-b" || a == "--batch") {
       if (!parse_int(v, 1, kMaxInt, &o->n_batch)) return bad("an integer >= 1");
-    } else if (a == "--ctx") {
+    } else if (a == "-c" || a == "--ctx") {
       if (!parse_int(v, 1, kMaxInt, &o->n_ctx)) return bad("an integer >= 1");
     } else if (a == "--n-gpu-layers" || a == "-ngl") {
       if (!parse_int(v, 0, kMaxInt, &o->n_gpu_layers)) return bad("an integer >= 0");
-    } else if (a == "--threads") {
+    } else if (a == "-t" || a == "--threads") {
       if (!parse_int(v, 1, 1024, &o->threads)) return bad("an integer in [1, 1024]");
     } else if (a == "--kv-type") {
       if (!parse_kv_type(v, &o->kv_type)) return bad("f16 or f32");
     } else if (a == "--top-k") {
       if (!parse_int(v, 0, kMaxInt, &n)) return bad("an integer >= 0 (0: all tokens)");
       o->sampling.top_k = static_cast<int32_t>(n);
-    } else if (a == "--seed") {
+    } else if (a == "-s" || a == "--seed") {
       if (!parse_int(v, 0, std::numeric_limits<uint32_t>::max(), &n)) return bad("an integer in [0, 2^32)");
       o->sampling.seed = static_cast<uint32_t>(n);
     } else if (a == "--temp") {
@@ -128,6 +119,9 @@ int cmd_run(std::vector<std::string> args) {
       "loom run", args, [&](const std::vector<std::string>& a) { return parse_args(a, &o); }, &o.model, &o.device,
       true, &mc);
   if (rc >= 0) return rc;
+  if (!o.prompt_file.empty() && !read_text(o.prompt_file, &o.prompt)) {
+    return fail("cannot read the prompt from '" + o.prompt_file + "'");
+  }
   const CommonOptions& common = mc.common;
   const std::vector<registry::Device*>& devices = mc.devices;
   if (o.threads > 0) {

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "arg_parse.hpp"
 #include "cli.hpp"
 #include "json.hpp"
 #include "llm/tokenizer.hpp"
@@ -113,17 +114,6 @@ bool valid_utf8(const std::string& s, std::string* repaired) {
     pos += len;
   }
   return ok;
-}
-
-bool read_text(const std::string& file, std::string* out) {
-  if (file == "-") {
-    out->assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
-    return !std::cin.bad();
-  }
-  std::ifstream in(file, std::ios::binary);
-  if (!in) return false;
-  out->assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  return !in.bad();
 }
 
 void print_json(const std::string& model, const llm::Tokenizer& tok, const std::vector<llm::TokenId>& ids,
