@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <vector>
 
+#include "common/env.h"
 #include "common/glue.h"
 #include "common/op_info.h"
 #include "common/type_traits.h"
@@ -25,8 +26,7 @@ std::string kind_of(const loom_tensor_t* node) {
 }  // namespace
 
 Profile::Profile() {
-  const char* e = std::getenv("LOOM_CPU_PROFILE");
-  on_ = e != nullptr && e[0] == '1';
+  on_ = common::plugin_env_flag("LOOM_CPU_PROFILE", false);
 }
 
 Profile::~Profile() {

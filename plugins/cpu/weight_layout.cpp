@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "common/env.h"
 #include "common/type_traits.h"
 #include "ops/ops.h"
 
@@ -100,8 +101,7 @@ void repacked_row(const loom_tensor_t* t, int64_t row, void* out) {
 
 bool weight_layout_enabled() {
   static const bool on = [] {
-    const char* e = std::getenv("LOOM_CPU_REPACK");
-    return int8_dot_built() && !(e != nullptr && e[0] == '0');
+    return int8_dot_built() && common::plugin_env_flag("LOOM_CPU_REPACK", true);
   }();
   return on;
 }

@@ -157,11 +157,16 @@ TEST_F(CliValidation, LoomDevicesIsHonouredAndDeviceWins) {
 // A malformed value is a warning naming the variable and the value.
 TEST_F(CliValidation, MalformedSettingsAreWarnings) {
   const std::string model = write(with_tokenizer(), "settings");
-  for (const std::string var : {"LOOM_CHECK_FINITE", "LOOM_LLM_FUSED_ATTN"}) {
+  for (const std::string var : {"LOOM_CHECK_FINITE", "LOOM_LLM_FUSED_ATTN", "LOOM_SCHED_DEBUG", "LOOM_CPU_PROFILE",
+                                "LOOM_CPU_REFERENCE", "LOOM_CPU_REPACK"}) {
     auto r = run_loom("run -m " + model + " -n 2", var + "=abc");
     EXPECT_EQ(r.exit_code, 0) << r.out;
     EXPECT_TRUE(has(r.out, "[env] " + var + "='abc' is not 1 or 0; using ")) << r.out;
   }
+  auto work = run_loom("run -m " + model + " -n 2", "LOOM_CPU_PARALLEL_MIN_WORK=10k");
+  EXPECT_TRUE(has(work.out, "[env] LOOM_CPU_PARALLEL_MIN_WORK='10k' is not a whole number")) << work.out;
+  auto pipe = run_loom("run -m " + model + " -n 2", "LOOM_SCHED_PIPELINING=0");
+  EXPECT_TRUE(has(pipe.out, "[env] LOOM_SCHED_PIPELINING='0' is not a whole number in [1, 64]")) << pipe.out;
   auto threads = run_loom("run -m " + model + " -n 2", "LOOM_CPU_THREADS=abc");
   EXPECT_EQ(threads.exit_code, 0) << threads.out;
   EXPECT_TRUE(has(threads.out, "LOOM_CPU_THREADS=abc is not a whole number")) << threads.out;

@@ -6,6 +6,7 @@
 #include <new>
 #include <string>
 
+#include "common/env.h"
 #include "common/glue.h"
 #include "common/op_check.h"
 #include "common/type_traits.h"
@@ -68,11 +69,7 @@ constexpr int64_t kDefaultParallelMinWork = 100000;
 
 int64_t parallel_min_work() {
   static const int64_t value = [] {
-    const char* env = std::getenv("LOOM_CPU_PARALLEL_MIN_WORK");
-    if (env == nullptr || *env == '\0') return kDefaultParallelMinWork;
-    char* end = nullptr;
-    const long long v = std::strtoll(env, &end, 10);
-    return (*end == '\0' && v >= 0) ? static_cast<int64_t>(v) : kDefaultParallelMinWork;
+    return common::plugin_env_int("LOOM_CPU_PARALLEL_MIN_WORK", 0, INT64_MAX, kDefaultParallelMinWork);
   }();
   return value;
 }

@@ -16,6 +16,7 @@
 #include <cstring>
 #include <vector>
 
+#include "common/env.h"
 #include "common/fp16.h"
 #include "common/quant.h"
 #include "ops/matmul.h"
@@ -31,8 +32,7 @@ constexpr int64_t kRowBlock = 8;
 
 bool force_reference() {
   static const bool on = [] {
-    const char* e = std::getenv("LOOM_CPU_REFERENCE");
-    return e != nullptr && e[0] == '1';
+    return common::plugin_env_flag("LOOM_CPU_REFERENCE", false);
   }();
   return on;
 }
