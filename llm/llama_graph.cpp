@@ -110,12 +110,13 @@ StatusOr<Tensor*> project_heads(Context& ctx, Tensor* x, Tensor* w, Tensor* b, T
   return t;
 }
 
-// RoPE of heads [hd, n_heads, T] at the batch's positions, in the
-// architecture's mode, with the model's frequency factors when it has them.
-StatusOr<Tensor*> rope_heads(Context& ctx, const LlamaModel& model, Tensor* t, Tensor* pos) {
+// RoPE of layer il's heads [hd, n_heads, T] at the batch's positions, in
+// the architecture's mode, with the model's frequency factors when it has
+// them (the copy on the layer's device).
+StatusOr<Tensor*> rope_heads(Context& ctx, const LlamaModel& model, int64_t il, Tensor* t, Tensor* pos) {
   const LlamaHparams& h = model.hparams();
   return op::rope(ctx, t, pos, static_cast<int>(h.n_rot), model.arch_traits().rope_mode, h.rope_freq_base,
-                  h.rope_freq_scale, model.rope_freqs);
+                  h.rope_freq_scale, model.rope_freqs_for(il));
 }
 
 // Layer il's attention block: x [n_embd, T] -> the attention output [n_embd,
@@ -128,10 +129,10 @@ StatusOr<Tensor*> attention_block(Context& ctx, LlamaModel& model, const KvCache
   const int64_t hd = h.head_dim();
   // Q [hd, n_head, T], K and V [hd, n_head_kv, T].
   LOOM_ASSIGN_OR_RETURN(Tensor * q, project_heads(ctx, cur, l.wq, l.bq, l.q_norm, hd, h.n_head, h.rms_eps));
-  LOOM_ASSIGN_OR_RETURN(q, rope_heads(ctx, model, q, g->pos));
+  LOOM_ASSIGN_OR_RETURN(q, rope_heads(ctx, model, il, q, g->pos));
   named(q, "q_rope" + sfx);
   LOOM_ASSIGN_OR_RETURN(Tensor * k, project_heads(ctx, cur, l.wk, l.bk, l.k_norm, hd, h.n_head_kv, h.rms_eps));
-  LOOM_ASSIGN_OR_RETURN(k, rope_heads(ctx, model, k, g->pos));
+  LOOM_ASSIGN_OR_RETURN(k, rope_heads(ctx, model, il, k, g->pos));
   named(k, "k_rope" + sfx);
   LOOM_ASSIGN_OR_RETURN(Tensor * v, project_heads(ctx, cur, l.wv, l.bv, nullptr, hd, h.n_head_kv, h.rms_eps));
   named(v, "v" + sfx);

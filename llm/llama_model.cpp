@@ -239,6 +239,7 @@ Status LlamaModel::place_weights() {
                                    " layers need " + std::to_string(offloaded_bytes_) + " bytes on " +
                                    offload_->name() + avail + ": " + st.message() + " (try fewer --n-gpu-layers)");
     }
+    LOOM_RETURN_IF_ERROR(copy_rope_freqs_to_offload());
   }
   if (!local.empty()) {
     Status st = relayout(*device_, &local);
@@ -248,6 +249,22 @@ Status LlamaModel::place_weights() {
     if (!st.ok()) return Status(st.code(), "[llm.load] " + file_.name() + ": weights: " + st.message());
   }
   zero_copy_ = !copied;
+  return Status();
+}
+
+Status LlamaModel::copy_rope_freqs_to_offload() {
+  if (!rope_freqs) return Status();
+  const std::string who = "[llm.load] " + file_.name() + ": rope_freqs.weight on " + offload_->name() + ": ";
+  StatusOr<Tensor*> t = ctx_.new_tensor(LOOM_TYPE_F32, {rope_freqs->ne[0]}, "rope_freqs.weight@offload");
+  if (!t.ok()) return Status(t.status().code(), who + t.status().message());
+  (*t)->flags |= LOOM_TENSOR_FLAG_PARAM;
+  StatusOr<Buffer> b = allocate_tensors(*offload_, {*t});
+  if (!b.ok()) return Status(b.status().code(), who + b.status().message());
+  rope_freqs_offload_buf_ = std::move(b).value();
+  const GgufTensorInfo* info = file_.find_tensor("rope_freqs.weight");
+  Status st = tensor_set(*t, info->data, info->nbytes);
+  if (!st.ok()) return Status(st.code(), who + st.message());
+  rope_freqs_offload_ = *t;
   return Status();
 }
 

@@ -113,6 +113,14 @@ class LlamaModel {
   Tensor* rope_freqs = nullptr;
   std::vector<LlamaLayer> layers;
 
+  // The rope_freqs layer il's RoPE reads: for an offloaded layer a copy on
+  // the offload device (the scheduler runs a node that reads weights where
+  // they live, so a host-only copy would pull every RoPE off the device),
+  // else rope_freqs itself; nullptr when the model has none.
+  Tensor* rope_freqs_for(int64_t il) const {
+    return il < n_gpu_layers() && rope_freqs_offload_ ? rope_freqs_offload_ : rope_freqs;
+  }
+
  private:
   LlamaModel(GgufFile file, const LoadOptions& o);
   Status read_hparams();
@@ -132,6 +140,8 @@ class LlamaModel {
   // Copy the file data of tensors `which` into their (allocated) buffers on
   // `device`, reporting progress.
   Status copy_weights(const std::vector<size_t>& which, const registry::Device& device);
+  // The copy of rope_freqs on the offload device (rope_freqs_for).
+  Status copy_rope_freqs_to_offload();
   // Move the matrices of `which` that the device wants in its own layout
   // (read only as MUL_MAT A) out of `which` into their own buffer.
   Status relayout(registry::Device& device, std::vector<size_t>* which);
@@ -144,6 +154,8 @@ class LlamaModel {
   int64_t n_gpu_layers_ = 0;
   Buffer offloaded_;
   size_t offloaded_bytes_ = 0;
+  Tensor* rope_freqs_offload_ = nullptr;
+  Buffer rope_freqs_offload_buf_;
   std::string arch_;
   const ArchTraits* traits_ = nullptr;
   LlamaHparams hparams_;

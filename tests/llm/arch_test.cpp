@@ -113,9 +113,10 @@ class Architectures : public ::testing::Test {
     if (!path_.empty()) std::remove(path_.c_str());
   }
 
-  StatusOr<std::unique_ptr<LlamaModel>> load(const TinyArchModel& m, const std::vector<uint8_t>& image) {
+  StatusOr<std::unique_ptr<LlamaModel>> load(const TinyArchModel& m, const std::vector<uint8_t>& image,
+                                             const LoadOptions* where = nullptr) {
     if (!m.write(path_, image)) return internal_error("cannot write " + path_);
-    return LlamaModel::load(path_, dev_);
+    return where ? LlamaModel::load(path_, *where) : LlamaModel::load(path_, dev_);
   }
   StatusOr<std::unique_ptr<LlamaModel>> load(const TinyArchModel& m) { return load(m, m.gguf()); }
 
@@ -150,13 +151,15 @@ class Architectures : public ::testing::Test {
     return out;
   }
 
-  // Loads the spec's model, compares loom's logits (fused and unfused
-  // attention) with the reference, and checks each mutant's reference
+  // Loads the spec's model (on the cpu, or as `where` says), compares
+  // loom's logits (fused and unfused attention) with the reference within
+  // tol (relative to the largest logit), and checks each mutant's reference
   // (the same model without one feature) is far from it.
-  void check(const ArchSpec& spec, const std::vector<std::pair<std::string, TinyArchModel>>& mutants) {
+  void check(const ArchSpec& spec, const std::vector<std::pair<std::string, TinyArchModel>>& mutants,
+             const LoadOptions* where = nullptr, double tol = kTol) {
     SCOPED_TRACE(spec.arch + " seed " + std::to_string(spec.seed));
     const TinyArchModel m(spec);
-    auto model = load(m);
+    auto model = load(m, m.gguf(), where);
     ASSERT_TRUE(model.ok()) << model.status().to_string();
     EXPECT_EQ((*model)->architecture(), spec.arch);
     EXPECT_EQ((*model)->hparams().head_dim(), spec.hd());
@@ -174,13 +177,14 @@ class Architectures : public ::testing::Test {
       const std::vector<std::vector<double>> got = loom_logits(model->get(), 5, fused);
       ASSERT_EQ(got.size(), ref.size());
       const double err = max_abs_diff(got, ref);
-      EXPECT_LT(err, kTol * std::max(1.0, scale)) << (fused ? "fused" : "unfused") << " attention";
-      std::cout << "[ arch ] " << spec.arch << (fused ? " fused" : " unfused") << ": max |loom - reference| "
-                << err << " (logits up to " << scale << ")\n";
+      EXPECT_LT(err, tol * std::max(1.0, scale)) << (fused ? "fused" : "unfused") << " attention";
+      std::cout << "[ arch ] " << spec.arch << (where ? " (" + where->devices[0]->name() + ")" : "")
+                << (fused ? " fused" : " unfused") << ": max |loom - reference| " << err << " (logits up to "
+                << scale << ")\n";
     }
     for (const auto& [what, mutant] : mutants) {
       const double d = max_abs_diff(ReferenceForward(mutant).logits(prompt()), ref);
-      EXPECT_GT(d, 100 * kTol * std::max(1.0, scale)) << "the reference " << what << " is too close to the model's";
+      EXPECT_GT(d, 100 * tol * std::max(1.0, scale)) << "the reference " << what << " is too close to the model's";
     }
   }
 
@@ -242,6 +246,32 @@ TEST_F(Architectures, ScalingTypeNoneIgnoresTheFactor) {
   s.scaling_factor = 8.0f;
   const TinyArchModel m(s);
   check(s, {{"with freq_scale 1/8", mutate(m, [](TinyArchModel* c) { c->spec.scaling_type = "linear"; })}});
+}
+
+// Every layer on vulkan0 (when this machine has one; lavapipe counts): its
+// ROPE runs the frequency factors itself (no extra splits to the cpu) and
+// the logits match the reference. GPU sin/cos and f32 sums: a looser bound.
+TEST_F(Architectures, OnVulkan0EveryArchitectureMatchesTheReference) {
+  registry::Device* vk = reg_->device("vulkan0");
+  if (vk == nullptr) GTEST_SKIP() << "no vulkan0 here";
+  LoadOptions where;
+  where.devices = {vk, dev_};
+  where.n_gpu_layers = 2;
+  for (const ArchSpec& spec : {llama3(), qwen2(), qwen3()}) check(spec, {}, &where, 2e-4);
+  // The same llama-3 model with and without rope_freqs: as many splits.
+  const TinyArchModel m(llama3());
+  size_t splits[2] = {0, 0};
+  for (int without = 0; without < 2; ++without) {
+    auto model = load(m, m.gguf(without ? std::set<std::string>{"rope_freqs.weight"} : std::set<std::string>{}),
+                      &where);
+    ASSERT_TRUE(model.ok()) << model.status().to_string();
+    auto s = LlamaSession::create(model->get(), {});
+    ASSERT_TRUE(s.ok()) << s.status().to_string();
+    std::vector<float> logits;
+    ASSERT_TRUE((*s)->eval({1, 2, 3}, false, &logits).ok());
+    splits[without] = (*s)->splits_last();
+  }
+  EXPECT_EQ(splits[0], splits[1]) << "ROPE with rope_freqs left vulkan0";
 }
 
 // -------------------------------------------------------------- errors
