@@ -53,7 +53,6 @@ class KeyReader {
   bool has(const char* key) const { return f_.has(arch_ + "." + key); }
   Status fail(const std::string& what) const { return invalid_argument(who_ + what); }
   Status not_implemented(const std::string& what) const { return unimplemented(who_ + what); }
-  const std::string& file_name() const { return f_.name(); }
 
  private:
   const GgufFile& f_;
@@ -90,8 +89,8 @@ Status read_heads(const KeyReader& r, const std::string& arch, LlamaHparams* h) 
   LOOM_RETURN_IF_ERROR(r.get("attention.value_length", L::kMaxHeadDim, "dims", &value_len, h->n_embd_head));
   if (value_len != h->n_embd_head) {
     return r.not_implemented(arch + ".attention.value_length = " + std::to_string(value_len) +
-                            " differs from the key head dim " + std::to_string(h->n_embd_head) +
-                            ": loom's KV cache has one head size");
+                             " differs from the key head dim " + std::to_string(h->n_embd_head) +
+                             ": loom's KV cache has one head size");
   }
   LOOM_RETURN_IF_ERROR(r.get("rope.dimension_count", L::kMaxHeadDim, "dims", &h->n_rot, h->head_dim()));
   if (h->n_rot % 2 != 0 || h->n_rot > h->head_dim()) {
