@@ -93,6 +93,73 @@ StatusOr<Tensor*> layer_attention(Context& ctx, LlamaModel& model, int64_t il, c
   return attention_unfused(ctx, a, g->n_kv, g->mask, scale);
 }
 
+// x [n_embd, T] projected by w (plus bias b, when the architecture has one)
+// and split into heads [hd, n_heads, T]; with a norm weight each head's row
+// is RMS-normalised and scaled (qwen3's Q/K norms, before RoPE).
+StatusOr<Tensor*> project_heads(Context& ctx, Tensor* x, Tensor* w, Tensor* b, Tensor* norm, int64_t hd,
+                                int64_t n_heads, float eps) {
+  LOOM_ASSIGN_OR_RETURN(Tensor * t, op::mul_mat(ctx, w, x));
+  if (b) {
+    LOOM_ASSIGN_OR_RETURN(t, op::add(ctx, t, b));
+  }
+  LOOM_ASSIGN_OR_RETURN(t, ctx.reshape(t, {hd, n_heads, x->ne[1]}));
+  if (norm) {
+    LOOM_ASSIGN_OR_RETURN(t, op::rms_norm(ctx, t, eps));
+    LOOM_ASSIGN_OR_RETURN(t, op::mul(ctx, t, norm));
+  }
+  return t;
+}
+
+// RoPE of layer il's heads [hd, n_heads, T] at the batch's positions, in
+// the architecture's mode, with the model's frequency factors when it has
+// them (the copy on the layer's device).
+StatusOr<Tensor*> rope_heads(Context& ctx, const LlamaModel& model, int64_t il, Tensor* t, Tensor* pos) {
+  const LlamaHparams& h = model.hparams();
+  return op::rope(ctx, t, pos, static_cast<int>(h.n_rot), model.arch_traits().rope_mode, h.rope_freq_base,
+                  h.rope_freq_scale, model.rope_freqs_for(il));
+}
+
+// Layer il's attention block: x [n_embd, T] -> the attention output [n_embd,
+// T] (before the residual add); stores this batch's K and V in the cache.
+StatusOr<Tensor*> attention_block(Context& ctx, LlamaModel& model, const KvCache& cache, int64_t il, Tensor* cur,
+                                  bool fused, LlamaBatchGraph* g) {
+  const LlamaHparams& h = model.hparams();
+  const LlamaLayer& l = model.layers[static_cast<size_t>(il)];
+  const std::string sfx = "." + std::to_string(il);
+  const int64_t hd = h.head_dim();
+  // Q [hd, n_head, T], K and V [hd, n_head_kv, T].
+  LOOM_ASSIGN_OR_RETURN(Tensor * q, project_heads(ctx, cur, l.wq, l.bq, l.q_norm, hd, h.n_head, h.rms_eps));
+  LOOM_ASSIGN_OR_RETURN(q, rope_heads(ctx, model, il, q, g->pos));
+  named(q, "q_rope" + sfx);
+  LOOM_ASSIGN_OR_RETURN(Tensor * k, project_heads(ctx, cur, l.wk, l.bk, l.k_norm, hd, h.n_head_kv, h.rms_eps));
+  LOOM_ASSIGN_OR_RETURN(k, rope_heads(ctx, model, il, k, g->pos));
+  named(k, "k_rope" + sfx);
+  LOOM_ASSIGN_OR_RETURN(Tensor * v, project_heads(ctx, cur, l.wv, l.bv, nullptr, hd, h.n_head_kv, h.rms_eps));
+  named(v, "v" + sfx);
+
+  // Store this batch's rows (as [hd, T, n_head_kv]: the cache's order),
+  // then attend over the cache.
+  Tensor* kc = cache.k(il);
+  Tensor* vc = cache.v(il);
+  LOOM_ASSIGN_OR_RETURN(k, ctx.permute(k, 0, 2, 1, 3));
+  LOOM_ASSIGN_OR_RETURN(v, ctx.permute(v, 0, 2, 1, 3));
+  LOOM_ASSIGN_OR_RETURN(Tensor * k_stored, op::set_rows(ctx, kc, k, g->kv_rows));
+  LOOM_ASSIGN_OR_RETURN(Tensor * v_stored, op::set_rows(ctx, vc, v, g->kv_rows));
+  const LayerAttention la{q, k_stored, v_stored, kc, vc, sfx};
+  const float kq_scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  LOOM_ASSIGN_OR_RETURN(Tensor * kqv, layer_attention(ctx, model, il, la, fused, kq_scale, g));
+  LOOM_ASSIGN_OR_RETURN(kqv, ctx.reshape(kqv, {h.q_dim(), g->n_tokens}));
+  return op::mul_mat(ctx, l.wo, kqv);
+}
+
+// The SwiGLU feed-forward block of layer l: x [n_embd, T] -> [n_embd, T].
+StatusOr<Tensor*> ffn_block(Context& ctx, const LlamaLayer& l, Tensor* cur) {
+  LOOM_ASSIGN_OR_RETURN(Tensor * gate, op::mul_mat(ctx, l.ffn_gate, cur));
+  LOOM_ASSIGN_OR_RETURN(Tensor * up, op::mul_mat(ctx, l.ffn_up, cur));
+  LOOM_ASSIGN_OR_RETURN(Tensor * act, op::swiglu(ctx, gate, up));
+  return op::mul_mat(ctx, l.ffn_down, act);
+}
+
 }  // namespace
 
 StatusOr<LlamaBatchGraph> build_llama_graph(LlamaModel& model, const KvCache& cache, int64_t n_tokens,
@@ -106,7 +173,6 @@ StatusOr<LlamaBatchGraph> build_llama_graph(LlamaModel& model, const KvCache& ca
                             std::to_string(n_past) + " does not fit the context of " +
                             std::to_string(cache.n_ctx()) + " (attended KV length " + std::to_string(n_kv) + ")");
   }
-  const int64_t hd = h.head_dim();
   LlamaBatchGraph g;
   g.n_tokens = n_tokens;
   g.n_past = n_past;
@@ -116,51 +182,19 @@ StatusOr<LlamaBatchGraph> build_llama_graph(LlamaModel& model, const KvCache& ca
   LOOM_ASSIGN_OR_RETURN(g.kv_rows, graph_input(ctx, LOOM_TYPE_I64, {n_tokens, h.n_head_kv}, "inp_kv_rows"));
 
   LOOM_ASSIGN_OR_RETURN(Tensor * x, op::get_rows(ctx, model.tok_embd, g.tokens));
-  const float kq_scale = 1.0f / std::sqrt(static_cast<float>(hd));
   for (int64_t il = 0; il < h.n_layer; ++il) {
     const LlamaLayer& l = model.layers[static_cast<size_t>(il)];
     const std::string sfx = "." + std::to_string(il);
     LOOM_ASSIGN_OR_RETURN(Tensor * cur, op::rms_norm(ctx, x, h.rms_eps));
     LOOM_ASSIGN_OR_RETURN(cur, op::mul(ctx, cur, l.attn_norm));
     named(cur, "attn_norm" + sfx);
-
-    // Q [hd, n_head, T], K and V [kv_dim, T]; RoPE in normal mode (GGUF's
-    // llama Q/K weights are permuted for it).
-    LOOM_ASSIGN_OR_RETURN(Tensor * q, op::mul_mat(ctx, l.wq, cur));
-    LOOM_ASSIGN_OR_RETURN(q, ctx.reshape(q, {hd, h.n_head, n_tokens}));
-    LOOM_ASSIGN_OR_RETURN(q, op::rope(ctx, q, g.pos, static_cast<int>(h.n_rot), LOOM_ROPE_MODE_NORMAL,
-                                      h.rope_freq_base, 1.0f));
-    named(q, "q_rope" + sfx);
-    LOOM_ASSIGN_OR_RETURN(Tensor * k, op::mul_mat(ctx, l.wk, cur));
-    LOOM_ASSIGN_OR_RETURN(k, ctx.reshape(k, {hd, h.n_head_kv, n_tokens}));
-    LOOM_ASSIGN_OR_RETURN(k, op::rope(ctx, k, g.pos, static_cast<int>(h.n_rot), LOOM_ROPE_MODE_NORMAL,
-                                      h.rope_freq_base, 1.0f));
-    named(k, "k_rope" + sfx);
-    LOOM_ASSIGN_OR_RETURN(Tensor * v, op::mul_mat(ctx, l.wv, cur));
-    named(v, "v" + sfx);
-    LOOM_ASSIGN_OR_RETURN(v, ctx.reshape(v, {hd, h.n_head_kv, n_tokens}));
-
-    // Store this batch's rows (as [hd, T, n_head_kv]: the cache's order),
-    // then attend over the cache.
-    Tensor* kc = cache.k(il);
-    Tensor* vc = cache.v(il);
-    LOOM_ASSIGN_OR_RETURN(k, ctx.permute(k, 0, 2, 1, 3));
-    LOOM_ASSIGN_OR_RETURN(v, ctx.permute(v, 0, 2, 1, 3));
-    LOOM_ASSIGN_OR_RETURN(Tensor * k_stored, op::set_rows(ctx, kc, k, g.kv_rows));
-    LOOM_ASSIGN_OR_RETURN(Tensor * v_stored, op::set_rows(ctx, vc, v, g.kv_rows));
-    const LayerAttention la{q, k_stored, v_stored, kc, vc, sfx};
-    LOOM_ASSIGN_OR_RETURN(Tensor * kqv, layer_attention(ctx, model, il, la, fused_attention, kq_scale, &g));
-    LOOM_ASSIGN_OR_RETURN(kqv, ctx.reshape(kqv, {h.n_embd, n_tokens}));
-    LOOM_ASSIGN_OR_RETURN(Tensor * attn, op::mul_mat(ctx, l.wo, kqv));
+    LOOM_ASSIGN_OR_RETURN(Tensor * attn, attention_block(ctx, model, cache, il, cur, fused_attention, &g));
     LOOM_ASSIGN_OR_RETURN(x, op::add(ctx, x, attn));
     named(x, "attn_out" + sfx);
 
     LOOM_ASSIGN_OR_RETURN(cur, op::rms_norm(ctx, x, h.rms_eps));
     LOOM_ASSIGN_OR_RETURN(cur, op::mul(ctx, cur, l.ffn_norm));
-    LOOM_ASSIGN_OR_RETURN(Tensor * gate, op::mul_mat(ctx, l.ffn_gate, cur));
-    LOOM_ASSIGN_OR_RETURN(Tensor * up, op::mul_mat(ctx, l.ffn_up, cur));
-    LOOM_ASSIGN_OR_RETURN(Tensor * act, op::swiglu(ctx, gate, up));
-    LOOM_ASSIGN_OR_RETURN(Tensor * down, op::mul_mat(ctx, l.ffn_down, act));
+    LOOM_ASSIGN_OR_RETURN(Tensor * down, ffn_block(ctx, l, cur));
     LOOM_ASSIGN_OR_RETURN(x, op::add(ctx, x, down));
     named(x, "layer_out" + sfx);
   }

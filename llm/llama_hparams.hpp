@@ -1,4 +1,5 @@
-// Hyper-parameters of a llama-architecture model and their validation.
+// Hyper-parameters of a llama-family model (llama, qwen2, qwen3: see
+// arch.hpp) and their validation.
 //
 // Every value a GGUF header gives is checked against the bounds below (and
 // the layer count against the tensors the file holds) before anything is
@@ -22,12 +23,18 @@ struct LlamaHparams {
   int64_t n_head_kv = 0;
   int64_t n_ff = 0;
   int64_t n_ctx_train = 0;
+  // Dims per head of Q, K and V: attention.key_length (== value_length),
+  // else n_embd / n_head. May differ from n_embd / n_head (qwen3).
+  int64_t n_embd_head = 0;
   int64_t n_rot = 0;  // rotated dims per head
   float rope_freq_base = 10000.0f;
+  // 1 / rope.scaling.factor for linear scaling, else 1 (scaling type none).
+  float rope_freq_scale = 1.0f;
   float rms_eps = 1e-5f;
 
-  int64_t head_dim() const { return n_embd / n_head; }
-  int64_t kv_dim() const { return head_dim() * n_head_kv; }
+  int64_t head_dim() const { return n_embd_head; }
+  int64_t q_dim() const { return n_embd_head * n_head; }  // rows of attn_q, columns of attn_output
+  int64_t kv_dim() const { return n_embd_head * n_head_kv; }
 };
 
 // Upper bounds on header values: far above any published model, far below
@@ -47,9 +54,17 @@ struct LlamaLimits {
 };
 
 // Reads <arch>.{embedding_length, block_count, attention.head_count[_kv],
-// feed_forward_length, context_length, rope.*, attention.layer_norm_rms_epsilon}
-// into *out (n_vocab stays 0: see read_llama_vocab). Errors are
-// "[llm.load] <file>: <key> = <value>: <why>" with the bound.
+// attention.key_length / value_length, feed_forward_length, context_length,
+// rope.dimension_count, rope.freq_base, rope.scaling.type / factor (or the
+// older rope.scale_linear), attention.layer_norm_rms_epsilon} into *out
+// (n_vocab stays 0: see read_llama_vocab). Errors are
+// "[llm.load] <file>: <key> = <value>: <why>" with the bound. Rope scaling
+// "none" and "linear" run (linear: freq_scale = 1 / factor; no type key
+// means linear, as llama.cpp reads it); "yarn" and "longrope" are
+// UNIMPLEMENTED naming the key and value. A key_length that differs from
+// value_length is UNIMPLEMENTED (the KV cache has one head size).
+// attention.sliding_window (mistral) is ignored with a debug log: attention
+// always spans the whole context.
 Status read_llama_hparams(const GgufFile& file, const std::string& arch, LlamaHparams* out);
 
 // Sets out->n_vocab from the rows of token_embd.weight, bounded, and checks

@@ -100,8 +100,10 @@ Status LlamaModel::read_hparams() {
   StatusOr<std::string_view> arch = file_.get_str("general.architecture");
   if (!arch.ok()) return Status(arch.status().code(), who + arch.status().message());
   arch_ = std::string(*arch);
-  if (arch_ != "llama") {
-    return unimplemented(who + "unsupported architecture '" + arch_ + "' (supported: llama)");
+  traits_ = find_arch(arch_);
+  if (traits_ == nullptr) {
+    return unimplemented(who + "unsupported architecture '" + arch_ + "' (general.architecture; supported: " +
+                         supported_archs() + ")");
   }
   LOOM_RETURN_IF_ERROR(read_llama_hparams(file_, arch_, &hparams_));
   return read_llama_vocab(file_, &hparams_);
@@ -131,65 +133,88 @@ Status LlamaModel::make_tensors() {
   return Status();
 }
 
-Status LlamaModel::bind_weights() {
+Status LlamaModel::find_weight(const std::string& name, std::initializer_list<int64_t> shape, bool required,
+                               Tensor** out) {
   const std::string who = "[llm.load] " + file_.name() + ": ";
-  LlamaHparams& h = hparams_;
-  // Find a tensor and check its type and shape against the metadata.
-  auto need = [&](const std::string& name, std::initializer_list<int64_t> shape, bool required,
-                  Tensor** out) -> Status {
-    *out = nullptr;
-    const GgufTensorInfo* info = file_.find_tensor(name);
-    if (!info) return required ? not_found(who + "missing tensor '" + name + "'") : Status();
-    Tensor* t = file_tensors_[static_cast<size_t>(info - file_.tensors().data())];
-    int64_t want[4] = {1, 1, 1, 1};
-    int n = 0;
-    for (int64_t d : shape) want[n++] = d;
-    for (int i = 0; i < 4; ++i) {
-      if (t->ne[i] != want[i]) {
-        return invalid_argument(who + "tensor '" + name + "' has shape " +
-                                dims_str(t->ne, static_cast<int>(info->n_dims)) + ", the metadata needs " +
-                                dims_str(want, n));
-      }
-    }
-    if (!weight_type_ok(t->type)) {
-      return unimplemented(who + "tensor '" + name + "' has type " + type_name(t->type) +
-                           " (supported: " + weight_types_text() + ")");
-    }
-    *out = t;
-    return Status();
-  };
-  LOOM_RETURN_IF_ERROR(need("token_embd.weight", {h.n_embd, h.n_vocab}, true, &tok_embd));
-  LOOM_RETURN_IF_ERROR(need("output_norm.weight", {h.n_embd}, true, &output_norm));
-  LOOM_RETURN_IF_ERROR(need("output.weight", {h.n_embd, h.n_vocab}, false, &output));
-  if (!output) output = tok_embd;  // tied embedding
-  layers.resize(static_cast<size_t>(h.n_layer));
-  for (int64_t i = 0; i < h.n_layer; ++i) {
-    LlamaLayer& l = layers[static_cast<size_t>(i)];
-    const std::string p = "blk." + std::to_string(i) + ".";
-    LOOM_RETURN_IF_ERROR(need(p + "attn_norm.weight", {h.n_embd}, true, &l.attn_norm));
-    LOOM_RETURN_IF_ERROR(need(p + "attn_q.weight", {h.n_embd, h.n_embd}, true, &l.wq));
-    LOOM_RETURN_IF_ERROR(need(p + "attn_k.weight", {h.n_embd, h.kv_dim()}, true, &l.wk));
-    LOOM_RETURN_IF_ERROR(need(p + "attn_v.weight", {h.n_embd, h.kv_dim()}, true, &l.wv));
-    LOOM_RETURN_IF_ERROR(need(p + "attn_output.weight", {h.n_embd, h.n_embd}, true, &l.wo));
-    LOOM_RETURN_IF_ERROR(need(p + "ffn_norm.weight", {h.n_embd}, true, &l.ffn_norm));
-    LOOM_RETURN_IF_ERROR(need(p + "ffn_gate.weight", {h.n_embd, h.n_ff}, true, &l.ffn_gate));
-    LOOM_RETURN_IF_ERROR(need(p + "ffn_up.weight", {h.n_embd, h.n_ff}, true, &l.ffn_up));
-    LOOM_RETURN_IF_ERROR(need(p + "ffn_down.weight", {h.n_ff, h.n_embd}, true, &l.ffn_down));
+  *out = nullptr;
+  const GgufTensorInfo* info = file_.find_tensor(name);
+  if (!info) {
+    return required ? not_found(who + "missing tensor '" + name + "' (required by architecture " + arch_ + ")")
+                    : Status();
   }
-  // Norm weights are multiplied elementwise: they must be float.
-  for (Tensor* t : {output_norm}) {
+  Tensor* t = file_tensors_[static_cast<size_t>(info - file_.tensors().data())];
+  int64_t want[4] = {1, 1, 1, 1};
+  int n = 0;
+  for (int64_t d : shape) want[n++] = d;
+  for (int i = 0; i < 4; ++i) {
+    if (t->ne[i] != want[i]) {
+      return invalid_argument(who + "tensor '" + name + "' has shape " +
+                              dims_str(t->ne, static_cast<int>(info->n_dims)) + ", the metadata needs " +
+                              dims_str(want, n));
+    }
+  }
+  if (!weight_type_ok(t->type)) {
+    return unimplemented(who + "tensor '" + name + "' has type " + type_name(t->type) +
+                         " (supported: " + weight_types_text() + ")");
+  }
+  *out = t;
+  return Status();
+}
+
+Status LlamaModel::bind_weights() {
+  const LlamaHparams& h = hparams_;
+  LOOM_RETURN_IF_ERROR(find_weight("token_embd.weight", {h.n_embd, h.n_vocab}, true, &tok_embd));
+  LOOM_RETURN_IF_ERROR(find_weight("output_norm.weight", {h.n_embd}, true, &output_norm));
+  LOOM_RETURN_IF_ERROR(find_weight("output.weight", {h.n_embd, h.n_vocab}, false, &output));
+  if (!output) output = tok_embd;  // tied embedding
+  if (traits_->rope_freqs) {
+    LOOM_RETURN_IF_ERROR(find_weight("rope_freqs.weight", {h.n_rot / 2}, false, &rope_freqs));
+  }
+  layers.resize(static_cast<size_t>(h.n_layer));
+  for (int64_t i = 0; i < h.n_layer; ++i) LOOM_RETURN_IF_ERROR(bind_layer(i));
+  return check_elementwise_types();
+}
+
+Status LlamaModel::bind_layer(int64_t il) {
+  const LlamaHparams& h = hparams_;
+  LlamaLayer& l = layers[static_cast<size_t>(il)];
+  const std::string p = "blk." + std::to_string(il) + ".";
+  LOOM_RETURN_IF_ERROR(find_weight(p + "attn_norm.weight", {h.n_embd}, true, &l.attn_norm));
+  LOOM_RETURN_IF_ERROR(find_weight(p + "attn_q.weight", {h.n_embd, h.q_dim()}, true, &l.wq));
+  LOOM_RETURN_IF_ERROR(find_weight(p + "attn_k.weight", {h.n_embd, h.kv_dim()}, true, &l.wk));
+  LOOM_RETURN_IF_ERROR(find_weight(p + "attn_v.weight", {h.n_embd, h.kv_dim()}, true, &l.wv));
+  LOOM_RETURN_IF_ERROR(find_weight(p + "attn_output.weight", {h.q_dim(), h.n_embd}, true, &l.wo));
+  if (traits_->qkv_bias) {
+    LOOM_RETURN_IF_ERROR(find_weight(p + "attn_q.bias", {h.q_dim()}, true, &l.bq));
+    LOOM_RETURN_IF_ERROR(find_weight(p + "attn_k.bias", {h.kv_dim()}, true, &l.bk));
+    LOOM_RETURN_IF_ERROR(find_weight(p + "attn_v.bias", {h.kv_dim()}, true, &l.bv));
+  }
+  if (traits_->qk_norm) {
+    LOOM_RETURN_IF_ERROR(find_weight(p + "attn_q_norm.weight", {h.head_dim()}, true, &l.q_norm));
+    LOOM_RETURN_IF_ERROR(find_weight(p + "attn_k_norm.weight", {h.head_dim()}, true, &l.k_norm));
+  }
+  LOOM_RETURN_IF_ERROR(find_weight(p + "ffn_norm.weight", {h.n_embd}, true, &l.ffn_norm));
+  LOOM_RETURN_IF_ERROR(find_weight(p + "ffn_gate.weight", {h.n_embd, h.n_ff}, true, &l.ffn_gate));
+  LOOM_RETURN_IF_ERROR(find_weight(p + "ffn_up.weight", {h.n_embd, h.n_ff}, true, &l.ffn_up));
+  return find_weight(p + "ffn_down.weight", {h.n_ff, h.n_embd}, true, &l.ffn_down);
+}
+
+Status LlamaModel::check_elementwise_types() const {
+  const std::string who = "[llm.load] " + file_.name() + ": ";
+  std::vector<const Tensor*> elementwise = {output_norm};
+  for (const LlamaLayer& l : layers) {
+    for (const Tensor* t : {l.attn_norm, l.ffn_norm, l.bq, l.bk, l.bv, l.q_norm, l.k_norm}) {
+      if (t) elementwise.push_back(t);
+    }
+  }
+  for (const Tensor* t : elementwise) {
     if (!type_is_float(t->type)) {
       return unimplemented(who + "tensor '" + std::string(t->name) + "' must be a float type, is " +
                            type_name(t->type));
     }
   }
-  for (const LlamaLayer& l : layers) {
-    for (Tensor* t : {l.attn_norm, l.ffn_norm}) {
-      if (!type_is_float(t->type)) {
-        return unimplemented(who + "tensor '" + std::string(t->name) + "' must be a float type, is " +
-                             type_name(t->type));
-      }
-    }
+  if (rope_freqs && rope_freqs->type != LOOM_TYPE_F32) {
+    return unimplemented(who + "tensor 'rope_freqs.weight' must be f32, is " + type_name(rope_freqs->type));
   }
   return Status();
 }
@@ -214,6 +239,7 @@ Status LlamaModel::place_weights() {
                                    " layers need " + std::to_string(offloaded_bytes_) + " bytes on " +
                                    offload_->name() + avail + ": " + st.message() + " (try fewer --n-gpu-layers)");
     }
+    LOOM_RETURN_IF_ERROR(copy_rope_freqs_to_offload());
   }
   if (!local.empty()) {
     Status st = relayout(*device_, &local);
@@ -223,6 +249,22 @@ Status LlamaModel::place_weights() {
     if (!st.ok()) return Status(st.code(), "[llm.load] " + file_.name() + ": weights: " + st.message());
   }
   zero_copy_ = !copied;
+  return Status();
+}
+
+Status LlamaModel::copy_rope_freqs_to_offload() {
+  if (!rope_freqs) return Status();
+  const std::string who = "[llm.load] " + file_.name() + ": rope_freqs.weight on " + offload_->name() + ": ";
+  StatusOr<Tensor*> t = ctx_.new_tensor(LOOM_TYPE_F32, {rope_freqs->ne[0]}, "rope_freqs.weight@offload");
+  if (!t.ok()) return Status(t.status().code(), who + t.status().message());
+  (*t)->flags |= LOOM_TENSOR_FLAG_PARAM;
+  StatusOr<Buffer> b = allocate_tensors(*offload_, {*t});
+  if (!b.ok()) return Status(b.status().code(), who + b.status().message());
+  rope_freqs_offload_buf_ = std::move(b).value();
+  const GgufTensorInfo* info = file_.find_tensor("rope_freqs.weight");
+  Status st = tensor_set(*t, info->data, info->nbytes);
+  if (!st.ok()) return Status(st.code(), who + st.message());
+  rope_freqs_offload_ = *t;
   return Status();
 }
 

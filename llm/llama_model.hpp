@@ -1,5 +1,7 @@
-// A llama-architecture model loaded from GGUF: hyper-parameters, weight
-// tensors and the buffers holding them on an ordered device list.
+// A llama-family model loaded from GGUF (llama, qwen2, qwen3: the
+// architectures of arch.hpp, whose traits say which optional tensors each
+// has): hyper-parameters, weight tensors and the buffers holding them on an
+// ordered device list.
 //
 // Placement (LoadOptions): the first n_gpu_layers layers' weights live on the
 // offload device, the first device of the list that is not a CPU, when it is
@@ -27,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "llm/arch.hpp"
 #include "llm/llama_hparams.hpp"
 #include "llm/tokenizer.hpp"
 #include "loom/buffer.hpp"
@@ -42,6 +45,12 @@ struct LlamaLayer {
   Tensor* wk = nullptr;
   Tensor* wv = nullptr;
   Tensor* wo = nullptr;
+  // Present when the architecture has them (ArchTraits), else nullptr.
+  Tensor* bq = nullptr;  // [q_dim], added after wq (qwen2)
+  Tensor* bk = nullptr;  // [kv_dim]
+  Tensor* bv = nullptr;  // [kv_dim]
+  Tensor* q_norm = nullptr;  // [head_dim], per-head RMS norm of Q before RoPE (qwen3)
+  Tensor* k_norm = nullptr;  // [head_dim]
   Tensor* ffn_norm = nullptr;
   Tensor* ffn_gate = nullptr;
   Tensor* ffn_up = nullptr;
@@ -71,6 +80,8 @@ class LlamaModel {
   // has none (tokenizer.ggml.model absent).
   const Tokenizer* tokenizer() const { return tokenizer_ ? &*tokenizer_ : nullptr; }
   const std::string& architecture() const { return arch_; }
+  // What sets the architecture apart (rope mode, optional tensors).
+  const ArchTraits& arch_traits() const { return *traits_; }
   // The host device (holds every weight not offloaded).
   registry::Device* device() const { return device_; }
   // The ordered device list given at load (graphs are scheduled over it).
@@ -96,8 +107,19 @@ class LlamaModel {
 
   Tensor* tok_embd = nullptr;
   Tensor* output_norm = nullptr;
-  Tensor* output = nullptr;  // tok_embd when the embedding is tied
+  Tensor* output = nullptr;  // tok_embd when the embedding is tied (output.weight absent)
+  // F32 [n_rot / 2] frequency divisors every layer's RoPE uses (llama-3's
+  // rope_freqs.weight); nullptr when the file has none.
+  Tensor* rope_freqs = nullptr;
   std::vector<LlamaLayer> layers;
+
+  // The rope_freqs layer il's RoPE reads: for an offloaded layer a copy on
+  // the offload device (the scheduler runs a node that reads weights where
+  // they live, so a host-only copy would pull every RoPE off the device),
+  // else rope_freqs itself; nullptr when the model has none.
+  Tensor* rope_freqs_for(int64_t il) const {
+    return il < n_gpu_layers() && rope_freqs_offload_ ? rope_freqs_offload_ : rope_freqs;
+  }
 
  private:
   LlamaModel(GgufFile file, const LoadOptions& o);
@@ -105,6 +127,12 @@ class LlamaModel {
   Status read_tokenizer();
   Status make_tensors();
   Status bind_weights();
+  Status bind_layer(int64_t il);
+  // Find tensor `name`, check its type (a weight type) and shape against
+  // the metadata; absent: NOT_FOUND when required, else *out = nullptr.
+  Status find_weight(const std::string& name, std::initializer_list<int64_t> shape, bool required, Tensor** out);
+  // Weights used elementwise (norms, biases) must be float; rope_freqs F32.
+  Status check_elementwise_types() const;
   Status place_weights();
   // Put tensors `which` on `device`: wrap the file mapping when the device
   // reads host memory and can (no copy), else allocate and copy (*copied).
@@ -112,6 +140,8 @@ class LlamaModel {
   // Copy the file data of tensors `which` into their (allocated) buffers on
   // `device`, reporting progress.
   Status copy_weights(const std::vector<size_t>& which, const registry::Device& device);
+  // The copy of rope_freqs on the offload device (rope_freqs_for).
+  Status copy_rope_freqs_to_offload();
   // Move the matrices of `which` that the device wants in its own layout
   // (read only as MUL_MAT A) out of `which` into their own buffer.
   Status relayout(registry::Device& device, std::vector<size_t>* which);
@@ -124,7 +154,10 @@ class LlamaModel {
   int64_t n_gpu_layers_ = 0;
   Buffer offloaded_;
   size_t offloaded_bytes_ = 0;
+  Tensor* rope_freqs_offload_ = nullptr;
+  Buffer rope_freqs_offload_buf_;
   std::string arch_;
+  const ArchTraits* traits_ = nullptr;
   LlamaHparams hparams_;
   Context ctx_;
   std::vector<Tensor*> file_tensors_;  // one per GGUF tensor, in file order

@@ -51,8 +51,9 @@ std::string check_buffer(const loom_buffer_t* b, size_t size) {
 
 bool Device::supports_op(const Tensor* node) const {
   if (!node) return false;
-  // Host rule 15: never ask about an op added after the plugin's minor.
-  if (plugin_ && !common::plugin_knows_op(plugin_->table()->abi_version, node->op)) return false;
+  // Host rule 15: never ask about an op, or a form of one (ROPE's frequency
+  // factors), added after the plugin's minor.
+  if (plugin_ && !common::plugin_knows_node_op(plugin_->table()->abi_version, node)) return false;
   // The same for types: a 1.1 plugin never sees a Q4_K tensor.
   if (plugin_) {
     const uint32_t v = plugin_->table()->abi_version;

@@ -157,7 +157,7 @@ StatusOr<Tensor*> mul_mat(Context& ctx, Tensor* a, Tensor* b) {
 }
 
 StatusOr<Tensor*> rope(Context& ctx, Tensor* a, Tensor* pos, int n_dims, int mode,
-                       float freq_base, float freq_scale) {
+                       float freq_base, float freq_scale, Tensor* freq_factors) {
   LOOM_RETURN_IF_ERROR(check_src("rope", ctx, a, "a"));
   LOOM_RETURN_IF_ERROR(check_src("rope", ctx, pos, "pos"));
   LOOM_RETURN_IF_ERROR(need_float("rope", a, "a"));
@@ -180,8 +180,17 @@ StatusOr<Tensor*> rope(Context& ctx, Tensor* a, Tensor* pos, int n_dims, int mod
                             " must be finite and > 0, freq_scale " + std::to_string(freq_scale) +
                             " finite");
   }
-  LOOM_ASSIGN_OR_RETURN(Tensor * t, node(ctx, "rope", LOOM_OP_ROPE,
-                                         static_cast<loom_type_t>(a->type), a->ne, {a, pos}));
+  if (freq_factors) {
+    LOOM_RETURN_IF_ERROR(check_src("rope", ctx, freq_factors, "freq_factors"));
+    LOOM_RETURN_IF_ERROR(need_type("rope", freq_factors, "freq_factors", LOOM_TYPE_F32));
+    if (!is_vector(freq_factors) || freq_factors->ne[0] != n_dims / 2) {
+      return invalid_argument(tag("rope") + "freq_factors " + freq_factors->describe() + " must be [" +
+                              std::to_string(n_dims / 2) + "] (n_dims " + std::to_string(n_dims) + " / 2)");
+    }
+  }
+  const auto type = static_cast<loom_type_t>(a->type);
+  LOOM_ASSIGN_OR_RETURN(Tensor * t, freq_factors ? node(ctx, "rope", LOOM_OP_ROPE, type, a->ne, {a, pos, freq_factors})
+                                                 : node(ctx, "rope", LOOM_OP_ROPE, type, a->ne, {a, pos}));
   t->set_param<int32_t>(0, n_dims);
   t->set_param<int32_t>(1, mode);
   t->set_param<float>(2, freq_base);

@@ -18,8 +18,9 @@ StatusOr<Tensor*> scale(Context& ctx, Tensor* a, float s, float bias = 0.0f);
 StatusOr<Tensor*> rms_norm(Context& ctx, Tensor* a, float eps);
 StatusOr<Tensor*> norm(Context& ctx, Tensor* a, float eps);
 StatusOr<Tensor*> mul_mat(Context& ctx, Tensor* a, Tensor* b);
+// freq_factors (optional, ABI 1.2): F32 [n_dims / 2], theta_i /= factor_i.
 StatusOr<Tensor*> rope(Context& ctx, Tensor* a, Tensor* pos, int n_dims, int mode,
-                       float freq_base, float freq_scale);
+                       float freq_base, float freq_scale, Tensor* freq_factors = nullptr);
 // mask may be nullptr.
 StatusOr<Tensor*> soft_max(Context& ctx, Tensor* a, Tensor* mask, float scale);
 // Copy a into dst (converting types); the result is a view of dst.

@@ -249,6 +249,10 @@ typedef enum loom_op {
    * [1] mode (0 = normal: rotate pairs (2i, 2i+1); 2 = neox: pairs
    * (i, i + n_dims/2)); f32 params: [2] freq_base, [3] freq_scale.
    * theta_i = pos * freq_scale * freq_base^(-2i/n_dims), i in [0, n_dims/2).
+   * (ABI 1.2) src2 (optional): F32 [n_dims/2] frequency factors (any
+   * stride), theta_i /= src2[i] (llama-3's rope_freqs, ggml's freq_factors).
+   * The host never offers a ROPE node with src2 to a plugin built for 1.0 or
+   * 1.1 (docs/plugin-abi.md, host rule 15).
    * Dims >= n_dims pass through. Result type of src0. */
   LOOM_OP_ROPE = 14,
   /* Per row: softmax(src0 * scale + mask). src1 (optional) mask, float,

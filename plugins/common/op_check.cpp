@@ -63,7 +63,7 @@ int op_source_count_impl(int32_t op) {
       return 3;
     case LOOM_OP_ATTENTION:
       return 4;
-    case LOOM_OP_SOFT_MAX:  // the mask (src1) is optional
+    case LOOM_OP_SOFT_MAX:  // the mask (src1) is optional; so are ROPE's factors (src2)
     default:
       return 1;
   }
@@ -152,6 +152,10 @@ const char* check_op(const loom_tensor_t* n) {
       if (!same_shape(n, a) || !shape_is(b, a->ne[2], 1, 1, 1)) return "shapes";
       if (n_dims < 0 || n_dims % 2 != 0 || n_dims > a->ne[0]) return "n_dims";
       if (mode != LOOM_ROPE_MODE_NORMAL && mode != LOOM_ROPE_MODE_NEOX) return "mode";
+      // (1.2) optional frequency factors: F32 [n_dims / 2].
+      if (c != nullptr && (!tensor_ok_impl(c) || c->type != LOOM_TYPE_F32 || !shape_is(c, n_dims / 2, 1, 1, 1))) {
+        return "frequency factors";
+      }
       return nullptr;
     }
     case LOOM_OP_SOFT_MAX:

@@ -17,7 +17,8 @@ const char* check_node(const loom_tensor_t* node);
 // contiguous.
 bool tensor_ok(const loom_tensor_t* t);
 
-// Sources an op reads (SOFT_MAX's optional mask not counted).
+// Sources an op reads (SOFT_MAX's optional mask and ROPE's optional
+// frequency factors not counted).
 int op_source_count(int32_t op);
 
 }  // namespace loom::common

@@ -32,6 +32,16 @@ bool plugin_knows_op(uint32_t plugin_abi_version, int32_t op) {
          LOOM_ABI_MINOR(plugin_abi_version) >= op_abi_minor(op);
 }
 
+uint32_t op_form_abi_minor(const loom_tensor_t* node) {
+  if (node->op == LOOM_OP_ROPE && node->src[2] != nullptr) return 2;  // frequency factors
+  return 0;
+}
+
+bool plugin_knows_node_op(uint32_t plugin_abi_version, const loom_tensor_t* node) {
+  return plugin_knows_op(plugin_abi_version, node->op) &&
+         LOOM_ABI_MINOR(plugin_abi_version) >= op_form_abi_minor(node);
+}
+
 std::string describe_node(const loom_tensor_t* n) {
   std::string s = std::string("'") + n->name + "' (" + op_name(n->op);
   for (int i = 0; i < LOOM_MAX_SRC; ++i) {

@@ -1,5 +1,6 @@
 // ROPE: normal and neox modes, n_dims < head_dim pass-through, freq_base and
-// freq_scale, every float type, strided views, in place, 1 vs 3 threads.
+// freq_scale, frequency factors (src2, dense and strided), every float type,
+// strided views, in place, 1 vs 3 threads.
 #include "loom/ops.hpp"
 #include "op_test_util.hpp"
 
@@ -16,14 +17,27 @@ struct RopeCase {
 
 class RopeTest : public OpTest {
  protected:
-  void check(loom_type_t t, const RopeCase& c, Layout layout) {
+  // factors: none, F32 [n_dims/2] dense, or the same values with a stride
+  // of two elements (a transposed view).
+  enum class Factors { kNone, kDense, kStrided };
+
+  void check(loom_type_t t, const RopeCase& c, Layout layout, Factors factors = Factors::kNone) {
     SCOPED_TRACE("rope " + type_str(t) + " " + shape_str(c.ne) + " " + layout_name(layout) + " n_dims " +
-                 std::to_string(c.n_dims) + " mode " + std::to_string(c.mode));
+                 std::to_string(c.n_dims) + " mode " + std::to_string(c.mode) + " factors " +
+                 std::to_string(static_cast<int>(factors)));
     Operand a = make(t, c.ne, layout);
     std::vector<int64_t> pos;
     for (int64_t i = 0; i < c.ne[2]; ++i) pos.push_back(rand_int(0, 300));
     Operand p = input_ints(LOOM_TYPE_I32, {c.ne[2], 1, 1, 1}, pos);
-    Tensor* out = unwrap(op::rope(ctx_, a.t, p.t, c.n_dims, c.mode, c.base, c.scale), "rope");
+    const int64_t n_ff = c.n_dims / 2;
+    Operand ff;
+    if (factors == Factors::kDense) ff = input(LOOM_TYPE_F32, {n_ff, 1, 1, 1}, 0.5f, 40.0f);
+    if (factors == Factors::kStrided) {
+      Operand wide = input(LOOM_TYPE_F32, {2, n_ff, 1, 1}, 0.5f, 40.0f);
+      const size_t row = 2 * sizeof(float);
+      ff = transpose(view(wide, {1, n_ff, 1, 1}, {row, row * n_ff, row * n_ff}, 0));
+    }
+    Tensor* out = unwrap(op::rope(ctx_, a.t, p.t, c.n_dims, c.mode, c.base, c.scale, ff.t), "rope");
     LOOM_ASSERT_OK(run_threads({out}));
     std::vector<double> ref(static_cast<size_t>(nelements(c.ne)));
     std::vector<double> tol(ref.size());
@@ -37,8 +51,9 @@ class RopeTest : public OpTest {
             tol[flat(c.ne, i0, i1, i2, i3)] = 0.0;
           }
           for (int i = 0; i < half; ++i) {
+            const double factor = ff.t != nullptr ? ff.h.at(i) : 1.0;
             const double theta = static_cast<double>(pos[i2]) * c.scale *
-                                 std::pow(static_cast<double>(c.base), -2.0 * i / c.n_dims);
+                                 std::pow(static_cast<double>(c.base), -2.0 * i / c.n_dims) / factor;
             const int64_t j0 = c.mode == LOOM_ROPE_MODE_NEOX ? i : 2 * i;
             const int64_t j1 = c.mode == LOOM_ROPE_MODE_NEOX ? i + half : 2 * i + 1;
             const double x0 = a.h.at(j0, i1, i2, i3);
@@ -79,6 +94,59 @@ TEST_F(RopeTest, EveryLayout) {
   for (Layout l : layouts_for(LOOM_TYPE_F32)) {
     check(LOOM_TYPE_F32, kCases[2], l);
     check(LOOM_TYPE_F32, kCases[3], l);
+  }
+}
+
+// theta_i /= factor_i (llama-3's rope_freqs): both modes, every float type,
+// dense and strided factors, partial rotation.
+TEST_F(RopeTest, FrequencyFactors) {
+  seed(504);
+  int k = 0;
+  for (loom_type_t t : {LOOM_TYPE_F32, LOOM_TYPE_F16, LOOM_TYPE_BF16}) {
+    for (const RopeCase& c : kCases) {
+      check(t, c, layouts_for(t)[k % 4], k % 2 == 0 ? Factors::kDense : Factors::kStrided);
+      ++k;
+    }
+  }
+}
+
+// Two ROPE nodes in one graph at the same positions, with and without
+// factors and with other factors: a kernel that caches a position's cos/sin
+// must key the cache on the factors too.
+TEST_F(RopeTest, FactorsChangeTheAnglesBetweenNodes) {
+  seed(505);
+  const RopeCase c{{8, 2, 3, 1}, 8, LOOM_ROPE_MODE_NORMAL, 10000.0f, 1.0f};
+  Operand a = input(LOOM_TYPE_F32, c.ne);
+  const std::vector<int64_t> positions = {5, 9, 200};
+  Operand p = input_ints(LOOM_TYPE_I32, {3, 1, 1, 1}, positions);
+  Operand f1 = input_values(LOOM_TYPE_F32, {4, 1, 1, 1}, {1.0f, 2.0f, 4.0f, 8.0f});
+  Operand f2 = input_values(LOOM_TYPE_F32, {4, 1, 1, 1}, {3.0f, 1.0f, 0.5f, 16.0f});
+  Tensor* plain = unwrap(op::rope(ctx_, a.t, p.t, 8, c.mode, c.base, c.scale), "rope");
+  Tensor* r1 = unwrap(op::rope(ctx_, a.t, p.t, 8, c.mode, c.base, c.scale, f1.t), "rope f1");
+  Tensor* r2 = unwrap(op::rope(ctx_, a.t, p.t, 8, c.mode, c.base, c.scale, f2.t), "rope f2");
+  LOOM_ASSERT_OK(run_threads({plain, r1, r2}));
+  const Operand* fs[] = {nullptr, &f1, &f2};
+  Tensor* outs[] = {plain, r1, r2};
+  for (int n = 0; n < 3; ++n) {
+    std::vector<double> ref(static_cast<size_t>(nelements(c.ne)));
+    std::vector<double> tol(ref.size());
+    for (int64_t i2 = 0; i2 < 3; ++i2) {
+      for (int64_t i1 = 0; i1 < 2; ++i1) {
+        for (int i = 0; i < 4; ++i) {
+          const double f = fs[n] ? fs[n]->h.at(i) : 1.0;
+          const double theta = static_cast<double>(positions[static_cast<size_t>(i2)]) * std::pow(1e4, -2.0 * i / 8) / f;
+          const double x0 = a.h.at(2 * i, i1, i2), x1 = a.h.at(2 * i + 1, i1, i2);
+          const double y0 = x0 * std::cos(theta) - x1 * std::sin(theta);
+          const double y1 = x0 * std::sin(theta) + x1 * std::cos(theta);
+          const double mag = (std::fabs(x0) + std::fabs(x1)) * (1.0 + theta);
+          ref[flat(c.ne, 2 * i, i1, i2, 0)] = y0;
+          ref[flat(c.ne, 2 * i + 1, i1, i2, 0)] = y1;
+          tol[flat(c.ne, 2 * i, i1, i2, 0)] = tol_for(LOOM_TYPE_F32, y0, mag, 2);
+          tol[flat(c.ne, 2 * i + 1, i1, i2, 0)] = tol_for(LOOM_TYPE_F32, y1, mag, 2);
+        }
+      }
+    }
+    expect_close(read(outs[n]), ref, tol, c.ne, "rope node " + std::to_string(n));
   }
 }
 

@@ -111,6 +111,28 @@ TEST_F(FakePlugins, TypesNewerThanThePluginsMinorAreNotOffered) {
   EXPECT_TRUE(v12->supports_op(mm));
 }
 
+// Host rule 15 for an op's later form: ROPE with frequency factors (src2,
+// ABI 1.2) is never offered to a 1.1 plugin, whose kernels would ignore the
+// factors; the same ROPE without them still is.
+TEST_F(FakePlugins, OpFormsNewerThanThePluginsMinorAreNotOffered) {
+  registry::Device* v11 = reg_->device("minor1");
+  registry::Device* v12 = reg_->device("allops0");
+  v11 = v11 ? v11 : reg_->device("minor10");
+  ASSERT_NE(v11, nullptr) << describe(*reg_);
+  ASSERT_NE(v12, nullptr) << describe(*reg_);
+  ASSERT_EQ(LOOM_ABI_MINOR(get("minor1").abi_version), 1u);
+  ASSERT_GE(LOOM_ABI_MINOR(get("allops").abi_version), 2u);
+  Context ctx;
+  Tensor* q = ctx.new_tensor(LOOM_TYPE_F32, {8, 2, 3}, "q").value();
+  Tensor* pos = ctx.new_tensor(LOOM_TYPE_I32, {3}, "pos").value();
+  Tensor* ff = ctx.new_tensor(LOOM_TYPE_F32, {4}, "ff").value();
+  Tensor* plain = op::rope(ctx, q, pos, 8, LOOM_ROPE_MODE_NORMAL, 1e4f, 1.0f).value();
+  Tensor* factors = op::rope(ctx, q, pos, 8, LOOM_ROPE_MODE_NORMAL, 1e4f, 1.0f, ff).value();
+  EXPECT_TRUE(v11->supports_op(plain));     // ROPE is 1.0: the plugin is asked
+  EXPECT_FALSE(v11->supports_op(factors));  // its src2 is 1.2: the host answers
+  EXPECT_TRUE(v12->supports_op(factors));   // a 1.2 plugin is asked
+}
+
 TEST_F(FakePlugins, MissingEntrySymbol) {
   const auto& c = get("nosymbol");
   EXPECT_EQ(c.fate, Fate::kFailed);

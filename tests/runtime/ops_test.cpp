@@ -148,6 +148,21 @@ TEST_F(Ops, Rope) {
   EXPECT_TRUE(fails_with(op::rope(ctx_, a, make(LOOM_TYPE_I32, {4}, "p4"), 8, 0, 1e4f, 1.0f),
                          {"[op.rope]", "p4 i32 [4, 1, 1, 1]", "[5]"}));
   EXPECT_TRUE(fails_with(op::rope(ctx_, a, make(LOOM_TYPE_F32, {5}, "pf"), 8, 0, 1e4f, 1.0f), {"[op.rope]", "i32"}));
+  EXPECT_EQ(r->src[2], nullptr);
+}
+
+TEST_F(Ops, RopeFreqFactors) {
+  Tensor* a = make(LOOM_TYPE_F32, {16, 4, 5}, "q");
+  Tensor* pos = make(LOOM_TYPE_I32, {5}, "pos");
+  Tensor* ff = make(LOOM_TYPE_F32, {4}, "ff");
+  Tensor* r = must(op::rope(ctx_, a, pos, 8, LOOM_ROPE_MODE_NORMAL, 10000.0f, 1.0f, ff));
+  EXPECT_EQ(r->src[2], ff);
+  EXPECT_EQ(shape(r), (Ne{16, 4, 5, 1}));
+  EXPECT_TRUE(fails_with(op::rope(ctx_, a, pos, 16, 0, 1e4f, 1.0f, ff), {"[op.rope]", "freq_factors", "[8]"}));
+  EXPECT_TRUE(fails_with(op::rope(ctx_, a, pos, 8, 0, 1e4f, 1.0f, make(LOOM_TYPE_F16, {4}, "fh")),
+                         {"[op.rope]", "freq_factors", "f32"}));
+  EXPECT_TRUE(fails_with(op::rope(ctx_, a, pos, 8, 0, 1e4f, 1.0f, make(LOOM_TYPE_F32, {4, 2}, "f2")),
+                         {"[op.rope]", "freq_factors", "[4]"}));
 }
 
 TEST_F(Ops, SoftMax) {

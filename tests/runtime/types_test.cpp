@@ -58,6 +58,16 @@ TEST(Types, Facts) {
   EXPECT_TRUE(common::plugin_knows_op(LOOM_ABI_MAKE_VERSION(1, 0), LOOM_OP_SUM_ROWS));
   EXPECT_TRUE(common::plugin_knows_op(LOOM_ABI_MAKE_VERSION(1, 1), LOOM_OP_ATTENTION));
   EXPECT_FALSE(common::plugin_knows_op(LOOM_ABI_MAKE_VERSION(1, 1), LOOM_OP_COUNT));
+  // Forms: ROPE's frequency factors (src2) are 1.2.
+  loom_tensor_t rope{};
+  loom_tensor_t ff{};
+  rope.op = LOOM_OP_ROPE;
+  EXPECT_EQ(common::op_form_abi_minor(&rope), 0u);
+  EXPECT_TRUE(common::plugin_knows_node_op(LOOM_ABI_MAKE_VERSION(1, 0), &rope));
+  rope.src[2] = &ff;
+  EXPECT_EQ(common::op_form_abi_minor(&rope), 2u);
+  EXPECT_FALSE(common::plugin_knows_node_op(LOOM_ABI_MAKE_VERSION(1, 1), &rope));
+  EXPECT_TRUE(common::plugin_knows_node_op(LOOM_ABI_MAKE_VERSION(1, 2), &rope));
 }
 
 TEST(Types, Q8_0BlockByHand) {

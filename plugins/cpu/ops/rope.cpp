@@ -1,6 +1,7 @@
 // ROPE, normal (pairs 2i, 2i+1) and neox (pairs i, i + n_dims/2) modes.
-// theta_i = pos * freq_scale * freq_base^(-2i/n_dims), evaluated in double;
-// dims >= n_dims pass through.
+// theta_i = pos * freq_scale * freq_base^(-2i/n_dims) / factor_i, evaluated
+// in double (factor_i from the optional src2, else 1); dims >= n_dims pass
+// through.
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -19,14 +20,19 @@ struct RopeTable {
   int64_t n_dims = -1;
   float freq_base = 0.0f, freq_scale = 0.0f;
   std::vector<double> cs;  // cos, sin of theta_i for i < n_dims / 2
+  std::vector<float> factors;  // the factors the table was made with (empty: none)
 
-  const double* get(int32_t pos, int64_t dims, float base, float scale) {
-    if (pos != p || dims != n_dims || base != freq_base || scale != freq_scale) {
-      const int64_t half = dims / 2;
+  // ff: the frequency factors (src2) or nullptr. Compared by value: a
+  // buffer may hold other factors at the same address later.
+  const double* get(int32_t pos, int64_t dims, float base, float scale, const loom_tensor_t* ff) {
+    const int64_t half = dims / 2;
+    const bool same_ff = same_factors(ff, half);  // always: it also records ff's values
+    if (pos != p || dims != n_dims || base != freq_base || scale != freq_scale || !same_ff) {
       cs.resize(static_cast<size_t>(2 * half));
       for (int64_t i = 0; i < half; ++i) {
+        const double f = factors.empty() ? 1.0 : static_cast<double>(factors[static_cast<size_t>(i)]);
         const double theta = static_cast<double>(pos) * scale *
-                             std::pow(static_cast<double>(base), -2.0 * static_cast<double>(i) / dims);
+                             std::pow(static_cast<double>(base), -2.0 * static_cast<double>(i) / dims) / f;
         cs[static_cast<size_t>(2 * i)] = std::cos(theta);
         cs[static_cast<size_t>(2 * i + 1)] = std::sin(theta);
       }
@@ -36,6 +42,25 @@ struct RopeTable {
       freq_scale = scale;
     }
     return cs.data();
+  }
+
+ private:
+  // Whether ff holds `factors`; when not, copies them in (the caller rebuilds).
+  bool same_factors(const loom_tensor_t* ff, int64_t half) {
+    if (ff == nullptr) {
+      const bool same = factors.empty();
+      factors.clear();
+      return same;
+    }
+    bool same = factors.size() == static_cast<size_t>(half);
+    factors.resize(static_cast<size_t>(half));
+    for (int64_t i = 0; i < half; ++i) {
+      float v;
+      std::memcpy(&v, elem_ptr(ff, i, 0, 0, 0), 4);
+      if (!same || v != factors[static_cast<size_t>(i)]) same = false;
+      factors[static_cast<size_t>(i)] = v;
+    }
+    return same;
   }
 };
 
@@ -61,7 +86,7 @@ void kernel_rope(const loom_tensor_t* dst, int ith, int nth) {
     load_row(a, i1, i2, i3, x.data());
     int32_t p;
     std::memcpy(&p, elem_ptr(pos, i2, 0, 0, 0), 4);
-    const double* cs = table.get(p, n_dims, freq_base, freq_scale);
+    const double* cs = table.get(p, n_dims, freq_base, freq_scale, dst->src[2]);
     for (int64_t i = 0; i < half; ++i) {
       const double c = cs[2 * i];
       const double s = cs[2 * i + 1];

@@ -103,6 +103,7 @@ const char* vulkan_limits(const OpCaps& caps, const loom_tensor_t* n) {
     case LOOM_OP_MUL_MAT:
       return static_cast<uint64_t>(b->ne[2] * b->ne[3]) > caps.max_groups[2] ? "batch count" : nullptr;
     case LOOM_OP_ROPE:
+      // n_dims and mode share p[1] with the frequency factors' flag (bit 24).
       return n->op_params[0] > 0xFFFF ? "n_dims" : nullptr;
     case LOOM_OP_ATTENTION:
       // Q is read as F32 only; K and V as any float type (op_check).
@@ -296,6 +297,15 @@ std::string plan_rope(const OpCaps& caps, const loom_tensor_t* n, Planner& p, Di
   const float freq_scale = param_f32(n, 3);
   d->pc.p[1] = n_dims | (mode << 16);
   d->pc.p[2] = f32_bits(freq_scale);
+  if (const loom_tensor_t* ff = n->src[2]) {
+    // The frequency factors at slot 3 (binding 4); rope.comp reads their
+    // offset and stride from the positions' unused nb[1], nb[2].
+    uint32_t off = 0;
+    LOOM_VK_TRY(p.bind_buffer(3, ff, &off));
+    d->pc.p[1] |= 1u << 24;
+    d->pc.t[2].nb[1] = off;
+    d->pc.t[2].nb[2] = static_cast<uint32_t>(ff->nb[0]);
+  }
   // r = base^(-2/n_dims); theta_i = pos * scale * r^i (the shader).
   const double r = n_dims > 0 ? std::pow(static_cast<double>(freq_base), -2.0 / n_dims) : 1.0;
   if (caps.f64) {

@@ -7,14 +7,21 @@
 // With LOOM_F64 theta = pos * freq_scale * r^i is formed in double and
 // reduced modulo 2 pi before the f32 sin/cos; without, all in f32 (the
 // host then passes r as f32 bits in p[3]).
+// Frequency factors (the optional src2, ABI 1.2): p[1] bit 24 set, the
+// F32 factors bound at binding 4, theta_i /= factor_i. The positions (t[2])
+// are a vector whose nb[1] and nb[2] the shader never reads: the host puts
+// the factors' byte offset there (nb[1]) and their element stride (nb[2]).
 #ifdef LOOM_F64
 #extension GL_ARB_gpu_shader_fp64 : require
 #endif
 #include "common.glsl"
 
+layout(std430, binding = 4) readonly buffer BufC { uint c_data[]; };
+
 void main() {
   uint n_dims = pc.p[1] & 0xFFFFu;
-  bool neox = (pc.p[1] >> 16) == 2u;
+  bool neox = ((pc.p[1] >> 16) & 0xFFu) == 2u;
+  bool factors = (pc.p[1] & (1u << 24)) != 0u;
   uint half_ = n_dims / 2u;
   uint ne0 = pc.t[1].ne[0];
   uint per_row = half_ + (ne0 - n_dims);
@@ -43,12 +50,14 @@ void main() {
     base *= base;
   }
   double theta = double(pos) * double(freq_scale) * f;
+  if (factors) theta /= double(uintBitsToFloat(c_data[(pc.t[2].nb[1] + k * pc.t[2].nb[2]) >> 2]));
   const double TWO_PI = 6.283185307179586476925286766559lf;
   theta -= TWO_PI * floor(theta / TWO_PI);
   float th = float(theta);
 #else
   float rf = uintBitsToFloat(pc.p[3]);  // this variant gets r as f32 in p[3]
   float th = float(pos) * freq_scale * pow(rf, float(k));
+  if (factors) th /= uintBitsToFloat(c_data[(pc.t[2].nb[1] + k * pc.t[2].nb[2]) >> 2]);
 #endif
   float c = cos(th);
   float s = sin(th);

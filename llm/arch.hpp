@@ -1,0 +1,33 @@
+// The model architectures loom runs (GGUF's general.architecture) and what
+// sets each apart from llama, as data: one loader (llama_model) and one graph
+// builder (llama_graph) read these traits instead of keeping a copy per
+// architecture. An architecture of the llama family that differs only in
+// these ways is one more row in arch.cpp.
+//
+// Every architecture's metadata keys start with its name ("qwen2.block_count").
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace loom::llm {
+
+struct ArchTraits {
+  const char* name;  // general.architecture, also the prefix of its metadata keys
+  int rope_mode;     // LOOM_ROPE_MODE_NORMAL (llama's permuted Q/K weights) or _NEOX
+  // rope_freqs.weight (llama-3: F32 [n_rot / 2], divides theta_i) may be
+  // present; every layer's RoPE then uses it.
+  bool rope_freqs;
+  // blk.N.attn_{q,k,v}.bias are required and added after the matmuls (qwen2).
+  bool qkv_bias;
+  // blk.N.attn_{q,k}_norm.weight [head_dim] are required: each head's row of
+  // Q and K is RMS-normalised and scaled before RoPE (qwen3).
+  bool qk_norm;
+};
+
+// The traits of `name`; nullptr when loom does not run it.
+const ArchTraits* find_arch(std::string_view name);
+// "llama, qwen2, qwen3": the names find_arch knows, for messages.
+std::string supported_archs();
+
+}  // namespace loom::llm

@@ -1,0 +1,398 @@
+// The architectures loom runs, on tiny random models (tiny_arch.hpp): loom's
+// logits for every position of a prompt (batched prefill that starts past
+// position 0, then single-token decode steps) against the double-precision
+// reference forward pass of reference_forward.hpp, for llama, llama-3
+// (rope_freqs, linear rope scaling, partial rotation), mistral-style llama,
+// qwen2 (Q/K/V biases, neox RoPE, tied output) and qwen3 (per-head Q/K
+// norms, neox, a head size that is not n_embd / n_head). Each case also
+// checks that the reference without the case's feature differs from it by
+// far more than the tolerance, so a loader or graph that ignored the
+// feature would fail. Then the loader's errors: every required tensor and
+// key of each architecture, unknown architectures, rope scaling types loom
+// does not run.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "llm/llama_model.hpp"
+#include "llm/llama_session.hpp"
+#include "loom/registry.hpp"
+#include "reference_forward.hpp"
+#include "tiny_arch.hpp"
+
+namespace loom::llm {
+namespace {
+
+using test::ArchSpec;
+using test::ReferenceForward;
+using test::TinyArchModel;
+
+// Relative to the largest logit: loom's f32 arithmetic over these sizes
+// lands within ~1e-6 (measured 7e-7 .. 2.3e-6 at logits up to 3 .. 11).
+constexpr double kTol = 2e-5;
+
+const std::vector<int32_t>& prompt() {
+  static const std::vector<int32_t> p = {1, 17, 5, 33, 9, 28, 2, 39, 11, 20};
+  return p;
+}
+
+ArchSpec llama() { return ArchSpec{}; }
+
+ArchSpec llama3() {
+  ArchSpec s;
+  s.rope_freqs = true;
+  s.freq_base = 500000.0f;
+  s.scaling_type = "linear";
+  s.scaling_factor = 4.0f;
+  s.n_rot = 6;  // partial: dims 6, 7 of each head pass through
+  s.seed = 2;
+  return s;
+}
+
+ArchSpec mistral() {
+  ArchSpec s;
+  s.n_head_kv = 1;  // 4 query heads per kv head
+  s.sliding_window = 4;  // ignored: the prompt is longer, attention still spans it all
+  s.seed = 3;
+  return s;
+}
+
+ArchSpec qwen2() {
+  ArchSpec s;
+  s.arch = "qwen2";
+  s.neox = true;
+  s.qkv_bias = true;
+  s.tied = true;
+  s.freq_base = 1000000.0f;
+  s.seed = 4;
+  return s;
+}
+
+ArchSpec qwen3() {
+  ArchSpec s;
+  s.arch = "qwen3";
+  s.neox = true;
+  s.qk_norm = true;
+  s.head_dim = 16;  // Q is 4 x 16 = 64 wide, n_embd 32
+  s.eps = 1e-6f;
+  s.seed = 5;
+  return s;
+}
+
+double max_abs_diff(const std::vector<std::vector<double>>& a, const std::vector<std::vector<double>>& b) {
+  double d = 0.0;
+  for (size_t p = 0; p < a.size(); ++p) {
+    for (size_t i = 0; i < a[p].size(); ++i) d = std::max(d, std::fabs(a[p][i] - b[p][i]));
+  }
+  return d;
+}
+
+class Architectures : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    registry::Options o;
+    o.paths = {LOOM_TEST_PLUGIN_DIR};
+    o.use_env = false;
+    reg_ = registry::Registry::load(o);
+    dev_ = reg_->device("cpu");
+    if (!dev_) GTEST_SKIP() << "no cpu device (plugin not built?)";
+    char tmpl[] = "/tmp/loom-arch-test-XXXXXX";
+    const int fd = mkstemp(tmpl);
+    ASSERT_GE(fd, 0);
+    close(fd);
+    path_ = tmpl;
+  }
+  void TearDown() override {
+    if (!path_.empty()) std::remove(path_.c_str());
+  }
+
+  StatusOr<std::unique_ptr<LlamaModel>> load(const TinyArchModel& m, const std::vector<uint8_t>& image,
+                                             const LoadOptions* where = nullptr) {
+    if (!m.write(path_, image)) return internal_error("cannot write " + path_);
+    return where ? LlamaModel::load(path_, *where) : LlamaModel::load(path_, dev_);
+  }
+  StatusOr<std::unique_ptr<LlamaModel>> load(const TinyArchModel& m) { return load(m, m.gguf()); }
+
+  // loom's logits for every position of prompt(): the first n_prefill
+  // tokens in batches of 3 (the second batch starts at position 3), then
+  // one token per step.
+  static std::vector<std::vector<double>> loom_logits(LlamaModel* model, int64_t n_prefill, bool fused) {
+    SessionOptions so;
+    so.n_batch = 3;
+    so.kv_type = LOOM_TYPE_F32;
+    so.fused_attention = fused;
+    auto s = LlamaSession::create(model, so);
+    EXPECT_TRUE(s.ok()) << s.status().to_string();
+    if (!s.ok()) return {};
+    const auto n_vocab = static_cast<size_t>(model->hparams().n_vocab);
+    std::vector<std::vector<double>> out;
+    const std::vector<TokenId> first(prompt().begin(), prompt().begin() + n_prefill);
+    std::vector<float> logits;
+    const Status st = (*s)->eval(first, true, &logits);
+    EXPECT_TRUE(st.ok()) << st.to_string();
+    if (!st.ok()) return {};
+    for (size_t p = 0; p < first.size(); ++p) {
+      out.emplace_back(logits.begin() + static_cast<std::ptrdiff_t>(p * n_vocab),
+                       logits.begin() + static_cast<std::ptrdiff_t>((p + 1) * n_vocab));
+    }
+    for (size_t p = first.size(); p < prompt().size(); ++p) {
+      const Status step = (*s)->eval({prompt()[p]}, false, &logits);
+      EXPECT_TRUE(step.ok()) << step.to_string();
+      if (!step.ok()) return {};
+      out.emplace_back(logits.begin(), logits.end());
+    }
+    return out;
+  }
+
+  // Loads the spec's model (on the cpu, or as `where` says), compares
+  // loom's logits (fused and unfused attention) with the reference within
+  // tol (relative to the largest logit), and checks each mutant's reference
+  // (the same model without one feature) is far from it.
+  void check(const ArchSpec& spec, const std::vector<std::pair<std::string, TinyArchModel>>& mutants,
+             const LoadOptions* where = nullptr, double tol = kTol) {
+    SCOPED_TRACE(spec.arch + " seed " + std::to_string(spec.seed));
+    const TinyArchModel m(spec);
+    auto model = load(m, m.gguf(), where);
+    ASSERT_TRUE(model.ok()) << model.status().to_string();
+    EXPECT_EQ((*model)->architecture(), spec.arch);
+    EXPECT_EQ((*model)->hparams().head_dim(), spec.hd());
+    EXPECT_EQ((*model)->hparams().n_rot, spec.rot());
+    EXPECT_FLOAT_EQ((*model)->hparams().rope_freq_scale, static_cast<float>(spec.freq_scale()));
+    EXPECT_EQ((*model)->output == (*model)->tok_embd, spec.tied);
+    EXPECT_EQ((*model)->rope_freqs != nullptr, spec.rope_freqs);
+    const std::vector<std::vector<double>> ref = ReferenceForward(m).logits(prompt());
+    double scale = 0.0;
+    for (const auto& row : ref) {
+      for (double v : row) scale = std::max(scale, std::fabs(v));
+    }
+    EXPECT_GT(scale, 0.5) << "degenerate logits: the comparison would prove little";
+    for (bool fused : {true, false}) {
+      const std::vector<std::vector<double>> got = loom_logits(model->get(), 5, fused);
+      ASSERT_EQ(got.size(), ref.size());
+      const double err = max_abs_diff(got, ref);
+      EXPECT_LT(err, tol * std::max(1.0, scale)) << (fused ? "fused" : "unfused") << " attention";
+      std::cout << "[ arch ] " << spec.arch << (where ? " (" + where->devices[0]->name() + ")" : "")
+                << (fused ? " fused" : " unfused") << ": max |loom - reference| " << err << " (logits up to "
+                << scale << ")\n";
+    }
+    for (const auto& [what, mutant] : mutants) {
+      const double d = max_abs_diff(ReferenceForward(mutant).logits(prompt()), ref);
+      EXPECT_GT(d, 100 * tol * std::max(1.0, scale)) << "the reference " << what << " is too close to the model's";
+    }
+  }
+
+  std::unique_ptr<registry::Registry> reg_;
+  registry::Device* dev_ = nullptr;
+  std::string path_;
+};
+
+// A copy of `m` changed by f (a mutant for check()).
+template <typename F>
+TinyArchModel mutate(const TinyArchModel& m, F f) {
+  TinyArchModel c = m;
+  f(&c);
+  return c;
+}
+
+void drop(TinyArchModel* m, const std::string& part) {
+  for (auto it = m->tensors.begin(); it != m->tensors.end();) {
+    it = it->first.find(part) != std::string::npos ? m->tensors.erase(it) : std::next(it);
+  }
+}
+
+TEST_F(Architectures, LlamaMatchesTheReference) {
+  const TinyArchModel m(llama());
+  check(llama(), {{"with neox RoPE", mutate(m, [](TinyArchModel* c) { c->spec.neox = true; })}});
+}
+
+TEST_F(Architectures, Llama3RopeFreqsAndLinearScalingMatchTheReference) {
+  const TinyArchModel m(llama3());
+  check(llama3(), {{"without rope_freqs", mutate(m, [](TinyArchModel* c) { drop(c, "rope_freqs"); })},
+                   {"without rope scaling", mutate(m, [](TinyArchModel* c) { c->spec.scaling_factor = 0.0f; })}});
+}
+
+TEST_F(Architectures, MistralStyleLlamaIgnoresTheSlidingWindow) { check(mistral(), {}); }
+
+TEST_F(Architectures, Qwen2BiasesNeoxAndTiedOutputMatchTheReference) {
+  const TinyArchModel m(qwen2());
+  check(qwen2(), {{"without biases", mutate(m, [](TinyArchModel* c) { drop(c, ".bias"); })},
+                  {"with normal RoPE", mutate(m, [](TinyArchModel* c) { c->spec.neox = false; })}});
+}
+
+TEST_F(Architectures, Qwen3QkNormsAndWideHeadsMatchTheReference) {
+  const TinyArchModel m(qwen3());
+  const auto no_qk_norm = [](TinyArchModel* c) {
+    drop(c, "attn_q_norm");
+    drop(c, "attn_k_norm");
+  };
+  check(qwen3(), {{"without Q/K norms", mutate(m, no_qk_norm)},
+                  {"with normal RoPE", mutate(m, [](TinyArchModel* c) { c->spec.neox = false; })}});
+  auto model = load(m);
+  ASSERT_TRUE(model.ok());
+  EXPECT_EQ((*model)->hparams().q_dim(), 64);
+  EXPECT_EQ((*model)->hparams().kv_dim(), 32);
+}
+
+TEST_F(Architectures, ScalingTypeNoneIgnoresTheFactor) {
+  ArchSpec s = qwen3();
+  s.scaling_type = "none";
+  s.scaling_factor = 8.0f;
+  const TinyArchModel m(s);
+  check(s, {{"with freq_scale 1/8", mutate(m, [](TinyArchModel* c) { c->spec.scaling_type = "linear"; })}});
+}
+
+// Every layer on vulkan0 (when this machine has one; lavapipe counts): its
+// ROPE runs the frequency factors itself (no extra splits to the cpu) and
+// the logits match the reference. GPU sin/cos and f32 sums: a looser bound.
+TEST_F(Architectures, OnVulkan0EveryArchitectureMatchesTheReference) {
+  registry::Device* vk = reg_->device("vulkan0");
+  if (vk == nullptr) GTEST_SKIP() << "no vulkan0 here";
+  LoadOptions where;
+  where.devices = {vk, dev_};
+  where.n_gpu_layers = 2;
+  for (const ArchSpec& spec : {llama3(), qwen2(), qwen3()}) check(spec, {}, &where, 2e-4);
+  // The same llama-3 model with and without rope_freqs: as many splits.
+  const TinyArchModel m(llama3());
+  size_t splits[2] = {0, 0};
+  for (int without = 0; without < 2; ++without) {
+    auto model = load(m, m.gguf(without ? std::set<std::string>{"rope_freqs.weight"} : std::set<std::string>{}),
+                      &where);
+    ASSERT_TRUE(model.ok()) << model.status().to_string();
+    auto s = LlamaSession::create(model->get(), {});
+    ASSERT_TRUE(s.ok()) << s.status().to_string();
+    std::vector<float> logits;
+    ASSERT_TRUE((*s)->eval({1, 2, 3}, false, &logits).ok());
+    splits[without] = (*s)->splits_last();
+  }
+  EXPECT_EQ(splits[0], splits[1]) << "ROPE with rope_freqs left vulkan0";
+}
+
+// -------------------------------------------------------------- errors
+
+TEST_F(Architectures, EveryRequiredTensorOfEachArchitectureIsNamedWhenMissing) {
+  for (const ArchSpec& spec : {llama3(), qwen2(), qwen3()}) {
+    const TinyArchModel m(spec);
+    for (const auto& [name, t] : m.tensors) {
+      SCOPED_TRACE(spec.arch + ": without " + name);
+      auto model = load(m, m.gguf({name}));
+      if (name == "output.weight" || name == "rope_freqs.weight") {
+        // Optional: the output head is then the embedding; RoPE runs without factors.
+        ASSERT_TRUE(model.ok()) << model.status().to_string();
+        if (name == "output.weight") {
+          EXPECT_EQ((*model)->output, (*model)->tok_embd);
+        } else {
+          EXPECT_EQ((*model)->rope_freqs, nullptr);
+        }
+        continue;
+      }
+      ASSERT_FALSE(model.ok());
+      EXPECT_EQ(model.status().code(), StatusCode::kNotFound) << model.status().to_string();
+      EXPECT_NE(model.status().message().find("missing tensor '" + name + "'"), std::string::npos)
+          << model.status().message();
+    }
+  }
+}
+
+TEST_F(Architectures, EveryRequiredKeyOfEachArchitectureIsNamedWhenMissing) {
+  for (const ArchSpec& spec : {llama(), qwen2(), qwen3()}) {
+    const TinyArchModel m(spec);
+    for (const char* key : {"embedding_length", "block_count", "attention.head_count", "feed_forward_length"}) {
+      SCOPED_TRACE(spec.arch + ": without " + key);
+      auto model = load(m, m.gguf({}, {key}));
+      ASSERT_FALSE(model.ok());
+      EXPECT_NE(model.status().message().find("missing metadata key " + spec.arch + "." + key), std::string::npos)
+          << model.status().message();
+    }
+    auto no_arch = load(m, m.gguf({}, {"general.architecture"}));
+    ASSERT_FALSE(no_arch.ok());
+    EXPECT_NE(no_arch.status().message().find("general.architecture"), std::string::npos)
+        << no_arch.status().message();
+  }
+}
+
+TEST_F(Architectures, OptionalKeysHaveTheirDefaults) {
+  // head_count_kv (= head_count), context_length, rope.dimension_count (= head dim).
+  ArchSpec s = qwen2();
+  s.n_head_kv = s.n_head;
+  const TinyArchModel m(s);
+  auto model = load(m, m.gguf({}, {"attention.head_count_kv", "context_length"}));
+  ASSERT_TRUE(model.ok()) << model.status().to_string();
+  EXPECT_EQ((*model)->hparams().n_head_kv, 4);
+  EXPECT_EQ((*model)->hparams().n_ctx_train, 2048);
+  EXPECT_EQ((*model)->hparams().n_rot, 8);
+}
+
+TEST_F(Architectures, UnknownArchitectureListsTheSupportedOnes) {
+  ArchSpec s = llama();
+  s.arch = "gemma";
+  const TinyArchModel m(s);
+  auto model = load(m);
+  ASSERT_FALSE(model.ok());
+  EXPECT_EQ(model.status().code(), StatusCode::kUnimplemented);
+  EXPECT_NE(model.status().message().find("unsupported architecture 'gemma'"), std::string::npos)
+      << model.status().message();
+  EXPECT_NE(model.status().message().find("llama, qwen2, qwen3"), std::string::npos) << model.status().message();
+}
+
+TEST_F(Architectures, RopeScalingLoomDoesNotRunIsNamed) {
+  for (const char* type : {"yarn", "longrope"}) {
+    ArchSpec s = qwen2();
+    s.scaling_type = type;
+    s.scaling_factor = 4.0f;
+    const TinyArchModel m(s);
+    auto model = load(m);
+    ASSERT_FALSE(model.ok());
+    EXPECT_EQ(model.status().code(), StatusCode::kUnimplemented);
+    EXPECT_NE(model.status().message().find(std::string("qwen2.rope.scaling.type = ") + type), std::string::npos)
+        << model.status().message();
+  }
+  ArchSpec s = llama();
+  s.scaling_type = "spiral";
+  const TinyArchModel m(s);
+  auto model = load(m);
+  ASSERT_FALSE(model.ok());
+  EXPECT_EQ(model.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(model.status().message().find("llama.rope.scaling.type = spiral: unknown"), std::string::npos)
+      << model.status().message();
+}
+
+TEST_F(Architectures, OldScaleLinearKeyIsRead) {
+  const TinyArchModel m(llama());
+  auto model = load(m, m.gguf({}, {}, {}, {{"rope.scale_linear", 2.0f}}));
+  ASSERT_TRUE(model.ok()) << model.status().to_string();
+  EXPECT_FLOAT_EQ((*model)->hparams().rope_freq_scale, 0.5f);
+}
+
+TEST_F(Architectures, HeadSizesThatDifferAreRefused) {
+  const TinyArchModel m(qwen3());
+  auto model = load(m, m.gguf({}, {"attention.value_length"}, {{"attention.value_length", 8}}));
+  ASSERT_FALSE(model.ok());
+  EXPECT_EQ(model.status().code(), StatusCode::kUnimplemented);
+  EXPECT_NE(model.status().message().find("qwen3.attention.value_length = 8"), std::string::npos)
+      << model.status().message();
+}
+
+TEST_F(Architectures, MisshapenOptionalTensorsAreNamed) {
+  for (const char* name : {"blk.1.attn_k.bias", "rope_freqs.weight"}) {
+    ArchSpec s = qwen2();
+    if (std::string(name) == "rope_freqs.weight") s = llama3();
+    TinyArchModel m(s);
+    test::TinyTensor& t = m.tensors.at(name);
+    t.ne[0] += 1;
+    t.v.push_back(1.0f);
+    auto model = load(m);
+    ASSERT_FALSE(model.ok()) << name;
+    EXPECT_NE(model.status().message().find(std::string("tensor '") + name + "' has shape"), std::string::npos)
+        << model.status().message();
+  }
+}
+
+}  // namespace
+}  // namespace loom::llm

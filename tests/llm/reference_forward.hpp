@@ -1,0 +1,148 @@
+// Test helper: a plain scalar forward pass of a tiny_arch.hpp model in
+// double precision, written from the architectures' definitions and not
+// from loom's graph code: token embedding, RMS norm, Q/K/V projections with
+// optional biases, optional per-head RMS norms of Q and K, RoPE (normal or
+// neox pairs, partial rotation, frequency factors, freq_scale), grouped-query
+// causal attention, SwiGLU feed-forward, final norm and output head (the
+// embedding when tied). Every position of a sequence is computed from
+// scratch: logits(tokens)[p] are the logits after tokens [0, p].
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tiny_arch.hpp"
+
+namespace loom::test {
+
+class ReferenceForward {
+ public:
+  explicit ReferenceForward(const TinyArchModel& m) : m_(m), s_(m.spec) {}
+
+  // n_vocab logits for each position of `tokens`, position-major.
+  std::vector<std::vector<double>> logits(const std::vector<int32_t>& tokens) const {
+    const size_t n = tokens.size();
+    std::vector<std::vector<double>> x(n);
+    for (size_t p = 0; p < n; ++p) x[p] = row(w("token_embd.weight"), s_.n_embd, tokens[p]);
+    for (int64_t il = 0; il < s_.n_layer; ++il) layer(il, &x);
+    const std::vector<float>& out = m_.find("output.weight") ? w("output.weight") : w("token_embd.weight");
+    std::vector<std::vector<double>> result(n);
+    for (size_t p = 0; p < n; ++p) result[p] = matvec(out, s_.n_vocab, norm(x[p], w("output_norm.weight")));
+    return result;
+  }
+
+ private:
+  const std::vector<float>& w(const std::string& name) const { return *m_.find(name); }
+  bool has(const std::string& name) const { return m_.find(name) != nullptr; }
+
+  static std::vector<double> row(const std::vector<float>& t, int64_t width, int64_t r) {
+    return std::vector<double>(t.begin() + r * width, t.begin() + (r + 1) * width);
+  }
+  // y[m] = sum_k W[m][k] x[k]; W stored as `rows` rows of x.size() values.
+  static std::vector<double> matvec(const std::vector<float>& wt, int64_t rows, const std::vector<double>& x) {
+    const auto k = static_cast<int64_t>(x.size());
+    std::vector<double> y(static_cast<size_t>(rows), 0.0);
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t i = 0; i < k; ++i) y[r] += static_cast<double>(wt[r * k + i]) * x[i];
+    }
+    return y;
+  }
+  // x / sqrt(mean(x^2) + eps) * g
+  std::vector<double> norm(const std::vector<double>& x, const std::vector<float>& g) const {
+    double ss = 0.0;
+    for (double v : x) ss += v * v;
+    const double inv = 1.0 / std::sqrt(ss / static_cast<double>(x.size()) + s_.eps);
+    std::vector<double> y(x.size());
+    for (size_t i = 0; i < x.size(); ++i) y[i] = x[i] * inv * g[i];
+    return y;
+  }
+  static void add_to(std::vector<double>* y, const std::vector<float>* b) {
+    if (b) {
+      for (size_t i = 0; i < y->size(); ++i) (*y)[i] += (*b)[i];
+    }
+  }
+
+  // Rotates the first rot() dims of head [off, off + hd) of v for position p.
+  void rope(std::vector<double>* v, int64_t off, int64_t p) const {
+    const int64_t rot = s_.rot();
+    const int64_t half = rot / 2;
+    const std::vector<float>* ff = m_.find("rope_freqs.weight");
+    for (int64_t i = 0; i < half; ++i) {
+      double theta = static_cast<double>(p) * s_.freq_scale() *
+                     std::pow(static_cast<double>(s_.freq_base), -2.0 * static_cast<double>(i) / static_cast<double>(rot));
+      if (ff) theta /= (*ff)[i];
+      const int64_t a = off + (s_.neox ? i : 2 * i);
+      const int64_t b = off + (s_.neox ? i + half : 2 * i + 1);
+      const double x0 = (*v)[a], x1 = (*v)[b];
+      (*v)[a] = x0 * std::cos(theta) - x1 * std::sin(theta);
+      (*v)[b] = x0 * std::sin(theta) + x1 * std::cos(theta);
+    }
+  }
+
+  // Per-head RMS norm (qwen3), then RoPE, of every head of v.
+  void heads(std::vector<double>* v, int64_t n_heads, const std::string& norm_name, int64_t p) const {
+    const int64_t hd = s_.hd();
+    for (int64_t h = 0; h < n_heads; ++h) {
+      if (has(norm_name)) {
+        std::vector<double> one(v->begin() + h * hd, v->begin() + (h + 1) * hd);
+        one = norm(one, w(norm_name));
+        std::copy(one.begin(), one.end(), v->begin() + h * hd);
+      }
+      rope(v, h * hd, p);
+    }
+  }
+
+  void layer(int64_t il, std::vector<std::vector<double>>* xs) const {
+    const std::string pre = "blk." + std::to_string(il) + ".";
+    const int64_t hd = s_.hd(), nh = s_.n_head, nkv = s_.n_head_kv;
+    const size_t n = xs->size();
+    std::vector<std::vector<double>> q(n), k(n), v(n);
+    for (size_t p = 0; p < n; ++p) {
+      const std::vector<double> xn = norm((*xs)[p], w(pre + "attn_norm.weight"));
+      q[p] = matvec(w(pre + "attn_q.weight"), nh * hd, xn);
+      k[p] = matvec(w(pre + "attn_k.weight"), nkv * hd, xn);
+      v[p] = matvec(w(pre + "attn_v.weight"), nkv * hd, xn);
+      add_to(&q[p], m_.find(pre + "attn_q.bias"));
+      add_to(&k[p], m_.find(pre + "attn_k.bias"));
+      add_to(&v[p], m_.find(pre + "attn_v.bias"));
+      heads(&q[p], nh, pre + "attn_q_norm.weight", static_cast<int64_t>(p));
+      heads(&k[p], nkv, pre + "attn_k_norm.weight", static_cast<int64_t>(p));
+    }
+    for (size_t p = 0; p < n; ++p) {
+      // Causal grouped-query attention: query head h reads kv head h / (nh / nkv).
+      std::vector<double> att(static_cast<size_t>(nh * hd), 0.0);
+      for (int64_t h = 0; h < nh; ++h) {
+        const int64_t g = h / (nh / nkv);
+        std::vector<double> score(p + 1);
+        double mx = -1e300;
+        for (size_t j = 0; j <= p; ++j) {
+          double d = 0.0;
+          for (int64_t i = 0; i < hd; ++i) d += q[p][h * hd + i] * k[j][g * hd + i];
+          score[j] = d / std::sqrt(static_cast<double>(hd));
+          mx = std::max(mx, score[j]);
+        }
+        double sum = 0.0;
+        for (double& sc : score) sum += (sc = std::exp(sc - mx));
+        for (size_t j = 0; j <= p; ++j) {
+          for (int64_t i = 0; i < hd; ++i) att[h * hd + i] += score[j] / sum * v[j][g * hd + i];
+        }
+      }
+      const std::vector<double> o = matvec(w(pre + "attn_output.weight"), s_.n_embd, att);
+      for (int64_t i = 0; i < s_.n_embd; ++i) (*xs)[p][i] += o[i];
+      const std::vector<double> xn = norm((*xs)[p], w(pre + "ffn_norm.weight"));
+      const std::vector<double> gate = matvec(w(pre + "ffn_gate.weight"), s_.n_ff, xn);
+      const std::vector<double> up = matvec(w(pre + "ffn_up.weight"), s_.n_ff, xn);
+      std::vector<double> act(gate.size());
+      for (size_t i = 0; i < gate.size(); ++i) act[i] = gate[i] / (1.0 + std::exp(-gate[i])) * up[i];
+      const std::vector<double> down = matvec(w(pre + "ffn_down.weight"), s_.n_embd, act);
+      for (int64_t i = 0; i < s_.n_embd; ++i) (*xs)[p][i] += down[i];
+    }
+  }
+
+  const TinyArchModel& m_;
+  const ArchSpec& s_;
+};
+
+}  // namespace loom::test

@@ -1,0 +1,179 @@
+// Test helper: tiny random models of each architecture loom runs (llama,
+// llama-3 with rope_freqs and rope scaling, mistral-style llama, qwen2,
+// qwen3), kept in memory as float arrays (for the reference forward pass of
+// reference_forward.hpp) and written as F32 GGUF files with the independent
+// GgufBuilder. Knobs drop any tensor or metadata key, or add keys, for the
+// loader's error paths.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <random>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "gguf/gguf_writer.hpp"
+
+namespace loom::test {
+
+struct ArchSpec {
+  std::string arch = "llama";  // general.architecture
+  int64_t n_vocab = 40;
+  int64_t n_embd = 32;
+  int64_t n_layer = 2;
+  int64_t n_head = 4;
+  int64_t n_head_kv = 2;
+  int64_t head_dim = 0;  // 0: n_embd / n_head, no attention.key_length key
+  int64_t n_ff = 48;
+  int64_t n_ctx = 64;
+  int64_t n_rot = 0;     // 0: head dim, no rope.dimension_count key
+  bool neox = false;     // RoPE pairs (i, i + n_rot/2) instead of (2i, 2i+1)
+  bool qkv_bias = false;  // blk.N.attn_{q,k,v}.bias
+  bool qk_norm = false;   // blk.N.attn_{q,k}_norm.weight
+  bool rope_freqs = false;  // rope_freqs.weight
+  bool tied = false;      // no output.weight
+  float freq_base = 10000.0f;
+  std::string scaling_type;  // rope.scaling.type; "" leaves the key out
+  float scaling_factor = 0.0f;  // rope.scaling.factor; 0 leaves the key out
+  float eps = 1e-5f;
+  int64_t sliding_window = 0;  // attention.sliding_window (mistral); 0 leaves the key out
+  uint32_t seed = 1;
+
+  int64_t hd() const { return head_dim > 0 ? head_dim : n_embd / n_head; }
+  int64_t rot() const { return n_rot > 0 ? n_rot : hd(); }
+  // RoPE's freq_scale as the file asks for it (llama.cpp's reading).
+  double freq_scale() const {
+    return scaling_type == "none" || scaling_factor == 0.0f ? 1.0 : 1.0 / scaling_factor;
+  }
+};
+
+// A tensor: ggml extents (ne[0] innermost) and its values in row-major order.
+struct TinyTensor {
+  std::vector<uint64_t> ne;
+  std::vector<float> v;
+};
+
+struct TinyArchModel {
+  ArchSpec spec;
+  std::map<std::string, TinyTensor> tensors;
+
+  // Draws every tensor the spec's architecture has from spec.seed.
+  explicit TinyArchModel(const ArchSpec& s) : spec(s) {
+    std::mt19937 rng(s.seed);
+    const auto e = static_cast<uint64_t>(s.n_embd), qd = static_cast<uint64_t>(s.hd() * s.n_head),
+               kvd = static_cast<uint64_t>(s.hd() * s.n_head_kv), ff = static_cast<uint64_t>(s.n_ff),
+               hd = static_cast<uint64_t>(s.hd());
+    add(rng, "token_embd.weight", {e, static_cast<uint64_t>(s.n_vocab)}, 0.0f, 4.0f);
+    add(rng, "output_norm.weight", {e}, 1.0f, 0.2f);
+    if (!s.tied) add(rng, "output.weight", {e, static_cast<uint64_t>(s.n_vocab)}, 0.0f, 1.0f);
+    if (s.rope_freqs) {
+      // llama-3's divisors grow from 1 to about 8 along the frequencies.
+      TinyTensor t{{static_cast<uint64_t>(s.rot() / 2)}, {}};
+      std::uniform_real_distribution<float> u(1.0f, 8.0f);
+      for (uint64_t i = 0; i < t.ne[0]; ++i) t.v.push_back(u(rng));
+      tensors["rope_freqs.weight"] = t;
+    }
+    for (int64_t il = 0; il < s.n_layer; ++il) {
+      const std::string p = "blk." + std::to_string(il) + ".";
+      add(rng, p + "attn_norm.weight", {e}, 1.0f, 0.2f);
+      add(rng, p + "attn_q.weight", {e, qd}, 0.0f, 1.5f);
+      add(rng, p + "attn_k.weight", {e, kvd}, 0.0f, 1.5f);
+      add(rng, p + "attn_v.weight", {e, kvd}, 0.0f, 1.0f);
+      add(rng, p + "attn_output.weight", {qd, e}, 0.0f, 1.0f);
+      if (s.qkv_bias) {
+        add(rng, p + "attn_q.bias", {qd}, 0.0f, 0.5f);
+        add(rng, p + "attn_k.bias", {kvd}, 0.0f, 0.5f);
+        add(rng, p + "attn_v.bias", {kvd}, 0.0f, 0.5f);
+      }
+      if (s.qk_norm) {
+        add(rng, p + "attn_q_norm.weight", {hd}, 1.0f, 0.3f);
+        add(rng, p + "attn_k_norm.weight", {hd}, 1.0f, 0.3f);
+      }
+      add(rng, p + "ffn_norm.weight", {e}, 1.0f, 0.2f);
+      add(rng, p + "ffn_gate.weight", {e, ff}, 0.0f, 1.0f);
+      add(rng, p + "ffn_up.weight", {e, ff}, 0.0f, 1.0f);
+      add(rng, p + "ffn_down.weight", {ff, e}, 0.0f, 1.0f);
+    }
+  }
+
+  // Metadata keys as written: "<arch>.<key>" -> integer or float value.
+  std::map<std::string, uint32_t> int_keys() const {
+    std::map<std::string, uint32_t> k = {
+        {"embedding_length", static_cast<uint32_t>(spec.n_embd)},
+        {"block_count", static_cast<uint32_t>(spec.n_layer)},
+        {"attention.head_count", static_cast<uint32_t>(spec.n_head)},
+        {"attention.head_count_kv", static_cast<uint32_t>(spec.n_head_kv)},
+        {"feed_forward_length", static_cast<uint32_t>(spec.n_ff)},
+        {"context_length", static_cast<uint32_t>(spec.n_ctx)},
+    };
+    if (spec.head_dim > 0) {
+      k["attention.key_length"] = static_cast<uint32_t>(spec.head_dim);
+      k["attention.value_length"] = static_cast<uint32_t>(spec.head_dim);
+    }
+    if (spec.n_rot > 0) k["rope.dimension_count"] = static_cast<uint32_t>(spec.n_rot);
+    if (spec.sliding_window > 0) k["attention.sliding_window"] = static_cast<uint32_t>(spec.sliding_window);
+    return k;
+  }
+
+  // The GGUF image. skip_tensors / skip_keys (without the "<arch>." prefix)
+  // are left out; extra_int / extra_f32 keys (same form) are added.
+  std::vector<uint8_t> gguf(const std::set<std::string>& skip_tensors = {},
+                            const std::set<std::string>& skip_keys = {},
+                            const std::map<std::string, uint32_t>& extra_int = {},
+                            const std::map<std::string, float>& extra_f32 = {}) const {
+    using loom::testing::GgufBuilder;
+    GgufBuilder b;
+    const std::string& a = spec.arch;
+    if (!skip_keys.count("general.architecture")) b.kv_str("general.architecture", a);
+    for (const auto& [k, v] : int_keys()) {
+      if (!skip_keys.count(k)) b.kv(a + "." + k, loom::testing::kU32, v);
+    }
+    for (const auto& [k, v] : extra_int) b.kv(a + "." + k, loom::testing::kU32, v);
+    for (const auto& [k, v] : extra_f32) b.kv(a + "." + k, loom::testing::kF32, v);
+    b.kv(a + ".rope.freq_base", loom::testing::kF32, spec.freq_base);
+    b.kv(a + ".attention.layer_norm_rms_epsilon", loom::testing::kF32, spec.eps);
+    if (!spec.scaling_type.empty()) b.kv_str(a + ".rope.scaling.type", spec.scaling_type);
+    if (spec.scaling_factor != 0.0f) b.kv(a + ".rope.scaling.factor", loom::testing::kF32, spec.scaling_factor);
+    for (const auto& [name, t] : tensors) {
+      if (skip_tensors.count(name)) continue;
+      std::vector<uint8_t> bytes(t.v.size() * 4);
+      std::memcpy(bytes.data(), t.v.data(), bytes.size());
+      b.tensor(name, t.ne, 0 /* f32 */, std::move(bytes));
+    }
+    return b.build();
+  }
+
+  bool write(const std::string& path, const std::vector<uint8_t>& image) const {
+    std::ofstream f(path, std::ios::binary | std::ios::trunc);
+    f.write(reinterpret_cast<const char*>(image.data()), static_cast<std::streamsize>(image.size()));
+    return static_cast<bool>(f);
+  }
+
+  // Values of tensor `name`, or nullptr when the model has none.
+  const std::vector<float>* find(const std::string& name) const {
+    auto it = tensors.find(name);
+    return it == tensors.end() ? nullptr : &it->second.v;
+  }
+
+ private:
+  // Gaussian values around mean with standard deviation sd / sqrt(ne[0])
+  // for matrices (outputs of about sd for unit-scale inputs), sd itself for
+  // vectors.
+  void add(std::mt19937& rng, const std::string& name, std::vector<uint64_t> ne, float mean, float sd) {
+    uint64_t n = 1;
+    for (uint64_t d : ne) n *= d;
+    const float s = ne.size() > 1 ? sd / std::sqrt(static_cast<float>(ne[0])) : sd;
+    std::normal_distribution<float> g(mean, s);
+    TinyTensor t{std::move(ne), {}};
+    t.v.reserve(n);
+    for (uint64_t i = 0; i < n; ++i) t.v.push_back(g(rng));
+    tensors[name] = std::move(t);
+  }
+};
+
+}  // namespace loom::test
