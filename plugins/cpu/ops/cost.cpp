@@ -17,6 +17,7 @@
 
 #include "common/type_traits.h"
 #include "ops/matmul.h"
+#include "ops/matmul_kquant.h"
 #include "ops/ops.h"
 
 namespace loom::cpu {
@@ -30,6 +31,7 @@ constexpr double kSpeedup = 1.0;
 constexpr double kMacPerUs = 4000.0;
 #endif
 constexpr double kInt8MacPerUs = 50000.0;   // int8 path, many columns
+constexpr double kKquantMacPerUs = 30000.0; // ABI 1.2 weight types' integer dots, many columns
 constexpr double kGemmMacPerUs = 45000.0;   // packed GEMM
 constexpr double kReadBytesPerUs = 15000.0;  // weights streamed from memory, per thread
 
@@ -66,6 +68,7 @@ double mul_mat_us(const loom_tensor_t* node, double work, int nth) {
   if (LOOM_CPU_INT8_DOT && (a->type == LOOM_TYPE_Q8_0 || a->type == LOOM_TYPE_Q4_0)) {
     return std::max(read, work / (kInt8MacPerUs * nth));
   }
+  if (LOOM_CPU_INT8_DOT && kquant_type(a->type)) return std::max(read, work / (kKquantMacPerUs * nth));
   const bool float_a = a->type == LOOM_TYPE_F32 || a->type == LOOM_TYPE_F16 || a->type == LOOM_TYPE_BF16;
   if (LOOM_CPU_GEMM && float_a && (decode || node->ne[1] >= kGemmMinN)) {
     return decode ? std::max(read, work / (kMacPerUs * nth)) : work / (kGemmMacPerUs * nth);
