@@ -52,31 +52,48 @@ void mul_mat_kquant_32(const loom_tensor_t* dst, const ActBlock* act, int ith, i
 constexpr int64_t act_elems(const ActBlock*) { return 32; }
 constexpr int64_t act_elems(const ActBlockK*) { return 256; }
 
-// Columns of B per dot call: each unpacked chunk of A serves this many.
+// Columns of B per dot call (each unpacked chunk of A serves them all), and
+// rows of A per call (decode: independent chains, one reduction).
 constexpr int kQuantCols = 4;
+constexpr int kQuantRows = 4;
 
-// The share of thread ith: its contiguous rows of A (per batch), each row
-// against every column of B in tiles of up to kQuantCols:
-// dot(row, cols, nc, out) with row = A's row (block pointer), cols = the nc
-// columns' Act blocks, out[nc] the results. Each result is computed by one
-// thread in a fixed order (independent of the thread count).
+// The share of thread ith: its contiguous run of rows of A over (row, i2,
+// i3), in groups of up to kQuantRows rows of one batch, each group against
+// every column of B in tiles of up to kQuantCols:
+// dot(rows, mr, cols, nc, out) with rows = mr row pointers of A (blocks),
+// cols = the nc columns' Act blocks, out[r][c] the results. Each result is
+// computed by one call in a fixed order (independent of the thread count).
+// Rows are short (a few super-blocks), so index math stays out of the loop.
 template <typename Block, typename Act, typename Dot>
 void quant_rows_times_b(const loom_tensor_t* dst, const Act* act, int ith, int nth, Dot dot) {
   const loom_tensor_t* a = dst->src[0];
   const MatDims d(dst);
   const int64_t nblk = d.k / act_elems(act);
-  for_share(d, d.m, ith, nth, [&](int64_t m, int64_t i2, int64_t i3) {
-    const auto* row = reinterpret_cast<const Block*>(row_ptr(a, m, i2 / d.r2, i3 / d.r3));
+  int64_t w0, w1;
+  common::split_range(d.m * d.b2 * d.b3, ith, nth, &w0, &w1);
+  int64_t m = w0 % d.m, i2 = (w0 / d.m) % d.b2, i3 = w0 / (d.m * d.b2);
+  const auto os0 = static_cast<int64_t>(dst->nb[0]), os1 = static_cast<int64_t>(dst->nb[1]);
+  for (int64_t w = w0; w < w1; m = 0, i3 += ++i2 / d.b2, i2 %= d.b2) {
+    const int64_t m_end = std::min(d.m, m + (w1 - w));
+    w += m_end - m;
     const Act* batch = act + ((i3 * d.b2 + i2) * d.n) * nblk;
-    for (int64_t n = 0; n < d.n; n += kQuantCols) {
-      const int nc = static_cast<int>(std::min<int64_t>(kQuantCols, d.n - n));
-      const Act* cols[kQuantCols];
-      for (int c = 0; c < nc; ++c) cols[c] = batch + (n + c) * nblk;
-      float out[kQuantCols];
-      dot(row, cols, nc, out);
-      for (int c = 0; c < nc; ++c) std::memcpy(elem_ptr(dst, m, n + c, i2, i3), &out[c], 4);
+    char* out0 = elem_ptr(dst, 0, 0, i2, i3);
+    for (; m < m_end; m += kQuantRows) {
+      const int mr = static_cast<int>(std::min<int64_t>(kQuantRows, m_end - m));
+      const Block* rows[kQuantRows];
+      for (int r = 0; r < mr; ++r) rows[r] = reinterpret_cast<const Block*>(row_ptr(a, m + r, i2 / d.r2, i3 / d.r3));
+      for (int64_t n = 0; n < d.n; n += kQuantCols) {
+        const int nc = static_cast<int>(std::min<int64_t>(kQuantCols, d.n - n));
+        const Act* cols[kQuantCols];
+        for (int c = 0; c < nc; ++c) cols[c] = batch + (n + c) * nblk;
+        float out[kQuantRows][kQuantCols];
+        dot(rows, mr, cols, nc, out);
+        for (int r = 0; r < mr; ++r) {
+          for (int c = 0; c < nc; ++c) std::memcpy(out0 + (m + r) * os0 + (n + c) * os1, &out[r][c], 4);
+        }
+      }
     }
-  });
+  }
 }
 
 }  // namespace loom::cpu

@@ -14,14 +14,32 @@
 
 #if LOOM_CPU_INT8_DOT
 
+#include <type_traits>
+
 #include "common/quant.h"
 #include "ops/avx.h"
+
+// zmm kernels: AVX-512BW for the byte ops, VNNI for dpwssd (the avx512 variant).
+#if defined(__AVX512BW__) && defined(__AVX512VNNI__) && defined(__AVX512DQ__)
+#define LOOM_KQ_ZMM 1
+#endif
 
 namespace loom::cpu {
 namespace {
 
 inline __m256i load256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
 inline __m256i bytes(int v) { return _mm256_set1_epi8(static_cast<char>(v)); }
+
+#ifdef LOOM_KQ_ZMM
+// The masked forms: GCC 12 warns about the undefined source register of
+// the plain _mm512_broadcast_i64x4 / inserti64x4 / cvtepi32_ps.
+inline __m512i dup256(__m256i v) { return _mm512_maskz_broadcast_i64x4(0xFF, v); }
+inline __m512i join256(__m256i lo, __m256i hi) {
+  const __m512i a = _mm512_maskz_broadcast_i64x4(0xFF, lo);
+  return _mm512_mask_inserti64x4(a, 0xFF, a, hi, 1);
+}
+inline __m512 to_ps(__m512i v) { return _mm512_maskz_cvtepi32_ps(0xFFFF, v); }
+#endif
 
 // All 16 int16 lanes = lane j of v, where v = [s0..s7 | s0..s7].
 inline __m256i bcast16(__m256i v, int j) { return _mm256_shuffle_epi8(v, _mm256_set1_epi16(static_cast<short>(0x0100 + 0x0202 * j))); }
@@ -65,26 +83,38 @@ inline __m256i dot_scaled(__m256i acc, __m256i u, __m256i q, __m256i sc) {
 struct KScales {
   float d, dmin;
   __m256i sc, mn;  // [sc0..sc7 | sc0..sc7]; [m0, m0, m1, m1, .., m7, m7]
-  KScales(uint16_t d16, uint16_t dmin16, const uint8_t* packed) : d(_cvtsh_ss(d16)), dmin(_cvtsh_ss(dmin16)) {
-    const __m128i sm = unpack(packed);
+  // blk: the block's first 16 bytes (d, dmin, the 12 packed scales).
+  explicit KScales(const void* blk) {
+    int32_t dd;
+    std::memcpy(&dd, blk, 4);
+    const __m128 dm = _mm_cvtph_ps(_mm_cvtsi32_si128(dd));
+    d = _mm_cvtss_f32(dm);
+    dmin = _mm_cvtss_f32(_mm_movehdup_ps(dm));
+    const __m128i sm = unpack(_mm_loadu_si128(static_cast<const __m128i*>(blk)));
     sc = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(sm));
     mn = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(sm, sm));
   }
-  // The 12 packed bytes -> 8 scales (bytes 0..7) and 8 mins (bytes 8..15):
-  // common::k_scale_min for every j at once.
-  static __m128i unpack(const uint8_t* packed) {
-    constexpr uint32_t kmask1 = 0x3f3f3f3f, kmask2 = 0x0f0f0f0f, kmask3 = 0x03030303;
-    uint32_t u[4];
-    std::memcpy(u, packed, 12);
-    u[3] = ((u[2] >> 4) & kmask2) | (((u[1] >> 6) & kmask3) << 4);
-    const uint32_t m03 = u[1] & kmask1;
-    u[1] = (u[2] & kmask2) | (((u[0] >> 6) & kmask3) << 4);
-    u[2] = m03;
-    u[0] &= kmask1;
-    return _mm_loadu_si128(reinterpret_cast<const __m128i*>(u));
+  // [d|dmin, u0, u1, u2] (the 12 packed bytes as 3 words) -> 8 scales
+  // (bytes 0..7) and 8 mins (bytes 8..15): common::k_scale_min for every j
+  // at once, in vector lanes.
+  static __m128i unpack(__m128i v) {
+    const __m128i k1 = _mm_set1_epi32(0x3f3f3f3f), k2 = _mm_set1_epi32(0x0f0f0f0f), k3 = _mm_set1_epi32(0x03030303);
+    const __m128i a = _mm_shuffle_epi32(v, _MM_SHUFFLE(3, 2, 3, 1));  // u0 u2 u1 u2
+    const __m128i b = _mm_shuffle_epi32(v, _MM_SHUFFLE(2, 2, 1, 1));  // u0 u0 u1 u1
+    const __m128i low = _mm_and_si128(a, k1);                          // sc0..3 . m0..3 .
+    const __m128i high = _mm_or_si128(_mm_and_si128(_mm_srlv_epi32(a, _mm_setr_epi32(0, 0, 0, 4)), k2),
+                                      _mm_slli_epi32(_mm_and_si128(_mm_srli_epi32(b, 6), k3), 4));  // . sc4..7 . m4..7
+    return _mm_blend_epi32(low, high, 0xA);
   }
   __m256i scale(int t) const { return bcast16(sc, t); }
   __m256i mins(const int16_t* bsums) const { return _mm256_madd_epi16(mn, load256(bsums)); }
+#ifdef LOOM_KQ_ZMM
+  // [sc(2p) x 16 | sc(2p + 1) x 16]: the scales of elements 64p .. 64p + 63.
+  __m512i scale512(int p) const {
+    const __m512i idx = join256(_mm256_set1_epi16(static_cast<short>(2 * p)), _mm256_set1_epi16(static_cast<short>(2 * p + 1)));
+    return _mm512_permutexvar_epi16(idx, dup256(sc));
+  }
+#endif
 };
 
 // Q4_K: chunk 2g is the low nibbles of qs[32 g ..], 2g + 1 the high ones.
@@ -92,12 +122,21 @@ struct Q4K : KScales {
   using Block = loom_block_q4_k_t;
   static constexpr int kGroups = 4, kPer = 2;
   const Block& b;
-  explicit Q4K(const Block& blk) : KScales(blk.d, blk.dmin, blk.scales), b(blk) {}
+  explicit Q4K(const Block& blk) : KScales(&blk), b(blk) {}
   void group(int g, __m256i* u) const {
     const __m256i q = load256(b.qs + 32 * g);
     u[0] = _mm256_and_si256(q, bytes(0x0F));
     u[1] = _mm256_and_si256(_mm256_srli_epi16(q, 4), bytes(0x0F));
   }
+#ifdef LOOM_KQ_ZMM
+  static constexpr int kPer512 = 1;
+  // Elements 64g .. 64g + 63: [low nibbles | high nibbles] of qs[32g ..].
+  void group512(int g, __m512i* u) const {
+    const __m512i q = dup256(load256(b.qs + 32 * g));
+    const __m512i sh = join256(_mm256_setzero_si256(), _mm256_set1_epi16(4));
+    u[0] = _mm512_and_si512(_mm512_srlv_epi16(q, sh), _mm512_set1_epi8(0x0F));
+  }
+#endif
 };
 
 // Q5_K: Q4_K plus a fifth bit per quant (qh bit 2g of byte l: element l of
@@ -107,7 +146,7 @@ struct Q5K : KScales {
   static constexpr int kGroups = 4, kPer = 2;
   const Block& b;
   __m256i hb;  // qh >> 2g (per 16-bit lane; only each byte's bits 0, 1 are read)
-  explicit Q5K(const Block& blk) : KScales(blk.d, blk.dmin, blk.scales), b(blk), hb(load256(blk.qh)) {}
+  explicit Q5K(const Block& blk) : KScales(&blk), b(blk), hb(load256(blk.qh)) {}
   void group(int g, __m256i* u) {
     const __m256i q = load256(b.qs + 32 * g);
     const __m256i h4 = bytes(0x10);
@@ -142,6 +181,28 @@ struct Q6K {
   }
   __m256i scale(int t) const { return pair16(sc[t / 4], t % 4); }
   __m256i mins(const int16_t* bsums) const { return _mm256_madd_epi16(all, load256(bsums)); }
+#ifdef LOOM_KQ_ZMM
+  static constexpr int kPer512 = 2;
+  // Elements 128h + 64j .. + 63 (j = 0, 1): [u0 | u1], [u2 | u3] of group().
+  void group512(int h, __m512i* u) const {
+    const __m512i l = _mm512_loadu_si512(b.ql + 64 * h);               // ql0 | ql1
+    const __m512i qh = dup256(load256(b.qh + 32 * h));                  // qh | qh
+    const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
+    const __m512i sh01 = join256(_mm256_set1_epi16(4), _mm256_set1_epi16(2));
+    const __m512i sh23 = join256(_mm256_setzero_si256(), _mm256_set1_epi16(2));
+    // a | (b & c): ternary-logic immediate 0xF8.
+    u[0] = _mm512_ternarylogic_epi32(_mm512_and_si512(l, m4), _mm512_sllv_epi16(qh, sh01), m30, 0xF8);
+    u[1] = _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(l, 4), m4), _mm512_srlv_epi16(qh, sh23),
+                                     m30, 0xF8);
+  }
+  // Scales of elements 64p .. 64p + 63: s(4p) .. s(4p + 3), 8 lanes each.
+  __m512i scale512(int p) const {
+    const __m512i idx = join256(
+        _mm256_set_m128i(_mm_set1_epi16(static_cast<short>(4 * p + 1)), _mm_set1_epi16(static_cast<short>(4 * p))),
+        _mm256_set_m128i(_mm_set1_epi16(static_cast<short>(4 * p + 3)), _mm_set1_epi16(static_cast<short>(4 * p + 2))));
+    return _mm512_permutexvar_epi16(idx, dup256(all));
+  }
+#endif
 };
 
 // Q3_K: 16 sub-blocks of 16, 6-bit signed scales; x = d sc q, q in -4..3 =
@@ -195,43 +256,129 @@ struct Q2K {
   __m256i mins(const int16_t* bsums) const { return _mm256_madd_epi16(mn, load256(bsums)); }
 };
 
-// out[c] = row . column c for NC columns, nsb super-blocks.
+// out[c] = row . column c for NC columns, nsb super-blocks. kChains
+// independent integer accumulators per column (chunk t adds into chain
+// t % kChains): one chain of dpwssd would wait its latency per chunk.
 template <typename T, int NC>
 void dot(const typename T::Block* row, const ActBlockK* const* y, int64_t nsb, float* out) {
-  __m256 acc[NC];
-  for (int c = 0; c < NC; ++c) acc[c] = _mm256_setzero_ps();
+  constexpr int kChains = NC == 1 ? 4 : NC == 2 ? 2 : 1;
+  __m256 acc[NC], accm[NC];
+  for (int c = 0; c < NC; ++c) acc[c] = accm[c] = _mm256_setzero_ps();
   for (int64_t i = 0; i < nsb; ++i) {
     T t(row[i]);
-    __m256i isum[NC];
-    for (int c = 0; c < NC; ++c) isum[c] = _mm256_setzero_si256();
+    __m256i isum[NC][kChains];
+    for (int c = 0; c < NC; ++c)
+      for (int k = 0; k < kChains; ++k) isum[c][k] = _mm256_setzero_si256();
     for (int g = 0; g < T::kGroups; ++g) {
       __m256i u[T::kPer];
       t.group(g, u);
       for (int j = 0; j < T::kPer; ++j) {
         const int ch = g * T::kPer + j;
         const __m256i s = t.scale(ch);
-        for (int c = 0; c < NC; ++c) isum[c] = dot_scaled(isum[c], u[j], load256(y[c][i].qs + 32 * ch), s);
+        for (int c = 0; c < NC; ++c) {
+          __m256i& sum = isum[c][ch % kChains];
+          sum = dot_scaled(sum, u[j], load256(y[c][i].qs + 32 * ch), s);
+        }
       }
     }
     for (int c = 0; c < NC; ++c) {
       const ActBlockK& yb = y[c][i];
-      acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[c]), _mm256_set1_ps(t.d * yb.d), acc[c]);
-      acc[c] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(t.mins(yb.bsums)), _mm256_set1_ps(t.dmin * yb.d), acc[c]);
+      __m256i total = isum[c][0];
+      for (int k = 1; k < kChains; ++k) total = _mm256_add_epi32(total, isum[c][k]);
+      acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(total), _mm256_set1_ps(t.d * yb.d), acc[c]);
+      accm[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(t.mins(yb.bsums)), _mm256_set1_ps(t.dmin * yb.d), accm[c]);
     }
   }
-  for (int c = 0; c < NC; ++c) out[c] = hsum_ps(acc[c]);
+  for (int c = 0; c < NC; ++c) out[c] = hsum_ps(_mm256_sub_ps(acc[c], accm[c]));
+}
+
+#ifdef LOOM_KQ_ZMM
+template <typename T, typename = void>
+struct HasZmm : std::false_type {};
+template <typename T>
+struct HasZmm<T, decltype(void(T::kPer512))> : std::true_type {};
+
+// dot() with 64 elements per vector (AVX-512BW): about half the
+// instructions, for the types whose chunks pair up in zmm registers (Q4_K,
+// Q6_K); MR rows at a time (independent chains, one reduction for all).
+template <typename T, int MR, int NC>
+void dot512(const typename T::Block* const* rows, const ActBlockK* const* y, int64_t nsb,
+            float (*out)[kQuantCols]) {
+  constexpr int kChains = MR * NC == 1 ? 2 : 1;
+  __m512 acc[MR][NC];
+  __m256 accm[MR][NC];
+  for (int r = 0; r < MR; ++r) {
+    for (int c = 0; c < NC; ++c) {
+      acc[r][c] = _mm512_setzero_ps();
+      accm[r][c] = _mm256_setzero_ps();
+    }
+  }
+  for (int64_t i = 0; i < nsb; ++i) {
+    for (int r = 0; r < MR; ++r) {
+      T t(rows[r][i]);
+      __m512i isum[NC][kChains];
+      for (int c = 0; c < NC; ++c)
+        for (int k = 0; k < kChains; ++k) isum[c][k] = _mm512_setzero_si512();
+      for (int g = 0; g < T::kGroups; ++g) {
+        __m512i u[T::kPer512];
+        t.group512(g, u);
+        for (int j = 0; j < T::kPer512; ++j) {
+          const int p = g * T::kPer512 + j;
+          const __m512i s = t.scale512(p);
+          for (int c = 0; c < NC; ++c) {
+            __m512i& sum = isum[c][p % kChains];
+            sum = _mm512_dpwssd_epi32(sum, _mm512_maddubs_epi16(u[j], _mm512_loadu_si512(y[c][i].qs + 64 * p)), s);
+          }
+        }
+      }
+      for (int c = 0; c < NC; ++c) {
+        const ActBlockK& yb = y[c][i];
+        __m512i total = isum[c][0];
+        for (int k = 1; k < kChains; ++k) total = _mm512_add_epi32(total, isum[c][k]);
+        acc[r][c] = _mm512_fmadd_ps(to_ps(total), _mm512_set1_ps(t.d * yb.d), acc[r][c]);
+        accm[r][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(t.mins(yb.bsums)), _mm256_set1_ps(t.dmin * yb.d), accm[r][c]);
+      }
+    }
+  }
+  for (int r = 0; r < MR; ++r) {
+    for (int c = 0; c < NC; ++c) {
+      const __m256 a = _mm256_add_ps(_mm512_maskz_extractf32x8_ps(0xFF, acc[r][c], 0), _mm512_maskz_extractf32x8_ps(0xFF, acc[r][c], 1));
+      out[r][c] = hsum_ps(_mm256_sub_ps(a, accm[r][c]));
+    }
+  }
+}
+#endif
+
+// Rows x columns through the zmm dot where the build and the type have it
+// (4 rows at a time for one column), else dot() row by row.
+template <typename T, int NC>
+void dot_rows(const typename T::Block* const* rows, int mr, const ActBlockK* const* y, int64_t nsb,
+              float (*out)[kQuantCols]) {
+#ifdef LOOM_KQ_ZMM
+  if constexpr (HasZmm<T>::value) {
+    if (NC == 1 && mr == kQuantRows) {
+      dot512<T, kQuantRows, 1>(rows, y, nsb, out);
+    } else {
+      for (int r = 0; r < mr; ++r) dot512<T, 1, NC>(rows + r, y, nsb, out + r);
+    }
+    return;
+  }
+#endif
+  for (int r = 0; r < mr; ++r) dot<T, NC>(rows[r], y, nsb, out[r]);
 }
 
 template <typename T>
 void mul_mat_type(const loom_tensor_t* dst, const ActBlockK* act, int ith, int nth) {
   const int64_t nsb = dst->src[0]->ne[0] / LOOM_QK_K;
-  quant_rows_times_b<typename T::Block>(
-      dst, act, ith, nth, [nsb](const typename T::Block* row, const ActBlockK* const* cols, int nc, float* out) {
+  using Block = typename T::Block;
+  quant_rows_times_b<Block>(
+      dst, act, ith, nth,
+      [nsb](const Block* const* rows, int mr, const ActBlockK* const* cols, int nc, float (*out)[kQuantCols]) {
         switch (nc) {
-          case 1: dot<T, 1>(row, cols, nsb, out); break;
-          case 2: dot<T, 2>(row, cols, nsb, out); break;
-          case 3: dot<T, 3>(row, cols, nsb, out); break;
-          default: dot<T, 4>(row, cols, nsb, out); break;
+          case 1: dot_rows<T, 1>(rows, mr, cols, nsb, out); break;
+          case 2: dot_rows<T, 2>(rows, mr, cols, nsb, out); break;
+          case 3: dot_rows<T, 3>(rows, mr, cols, nsb, out); break;
+          default: dot_rows<T, 4>(rows, mr, cols, nsb, out); break;
         }
       });
 }

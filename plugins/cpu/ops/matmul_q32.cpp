@@ -75,13 +75,15 @@ struct IQ4NL {
   }
 };
 
-// out[c] = row . column c for NC columns, nblk blocks.
+// out[c] = row . column c for NC columns, nblk blocks; block i adds into
+// accumulator i % kChains of its column (independent FMA chains).
 template <typename T, int NC>
 void dot(const typename T::Block* row, const ActBlock* const* y, int64_t nblk, float* out) {
-  __m256 acc[NC];
+  constexpr int kChains = NC == 1 ? 4 : NC == 2 ? 2 : 1;
+  __m256 acc[NC][kChains];
   float corr[NC];
   for (int c = 0; c < NC; ++c) {
-    acc[c] = _mm256_setzero_ps();
+    for (int k = 0; k < kChains; ++k) acc[c][k] = _mm256_setzero_ps();
     corr[c] = 0.0f;
   }
   for (int64_t i = 0; i < nblk; ++i) {
@@ -92,25 +94,34 @@ void dot(const typename T::Block* row, const ActBlock* const* y, int64_t nblk, f
       __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(yb.qs));
       if (T::kSigned) q = _mm256_sign_epi8(q, t.u);
       const __m256i isum = dot_u8s8(_mm256_setzero_si256(), ua, q);
-      acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(t.d * yb.d), acc[c]);
+      __m256& a = acc[c][i % kChains];
+      a = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(t.d * yb.d), a);
       if (!T::kSigned) corr[c] += t.c * yb.d * static_cast<float>(yb.sum);
     }
   }
-  for (int c = 0; c < NC; ++c) out[c] = hsum_ps(acc[c]) + corr[c];
+  for (int c = 0; c < NC; ++c) {
+    __m256 total = acc[c][0];
+    for (int k = 1; k < kChains; ++k) total = _mm256_add_ps(total, acc[c][k]);
+    out[c] = hsum_ps(total) + corr[c];
+  }
 }
 
 template <typename T>
 void mul_mat_type(const loom_tensor_t* dst, const ActBlock* act, int ith, int nth) {
   const int64_t nblk = dst->src[0]->ne[0] / 32;
-  quant_rows_times_b<typename T::Block>(
-      dst, act, ith, nth, [nblk](const typename T::Block* row, const ActBlock* const* cols, int nc, float* out) {
-        switch (nc) {
-          case 1: dot<T, 1>(row, cols, nblk, out); break;
-          case 2: dot<T, 2>(row, cols, nblk, out); break;
-          case 3: dot<T, 3>(row, cols, nblk, out); break;
-          default: dot<T, 4>(row, cols, nblk, out); break;
-        }
-      });
+  using Block = typename T::Block;
+  quant_rows_times_b<Block>(dst, act, ith, nth,
+                            [nblk](const Block* const* rows, int mr, const ActBlock* const* cols, int nc,
+                                   float (*out)[kQuantCols]) {
+                              for (int r = 0; r < mr; ++r) {
+                                switch (nc) {
+                                  case 1: dot<T, 1>(rows[r], cols, nblk, out[r]); break;
+                                  case 2: dot<T, 2>(rows[r], cols, nblk, out[r]); break;
+                                  case 3: dot<T, 3>(rows[r], cols, nblk, out[r]); break;
+                                  default: dot<T, 4>(rows[r], cols, nblk, out[r]); break;
+                                }
+                              }
+                            });
 }
 
 }  // namespace
