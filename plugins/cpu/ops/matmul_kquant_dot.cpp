@@ -8,8 +8,9 @@
 // in f32, where the min term (Q2_K, Q4_K, Q5_K) or the offset that made u
 // unsigned (Q3_K u = q + 4, Q6_K u = q + 32, counted as d * offset * s_j)
 // comes from B's per-16 sums. Each unpacked chunk serves up to kQuantCols
-// columns. Integer sums are exact; the f32 accumulation over super-blocks
-// rounds.
+// columns (Q6_K in the avx512 variant: 64 quants per zmm register, 4 rows
+// per decode call). Integer sums are exact; the f32 accumulation over
+// super-blocks rounds.
 #include "ops/matmul_kquant.h"
 
 #if LOOM_CPU_INT8_DOT
@@ -108,13 +109,6 @@ struct KScales {
   }
   __m256i scale(int t) const { return bcast16(sc, t); }
   __m256i mins(const int16_t* bsums) const { return _mm256_madd_epi16(mn, load256(bsums)); }
-#ifdef LOOM_KQ_ZMM
-  // [sc(2p) x 16 | sc(2p + 1) x 16]: the scales of elements 64p .. 64p + 63.
-  __m512i scale512(int p) const {
-    const __m512i idx = join256(_mm256_set1_epi16(static_cast<short>(2 * p)), _mm256_set1_epi16(static_cast<short>(2 * p + 1)));
-    return _mm512_permutexvar_epi16(idx, dup256(sc));
-  }
-#endif
 };
 
 // Q4_K: chunk 2g is the low nibbles of qs[32 g ..], 2g + 1 the high ones.
@@ -128,15 +122,6 @@ struct Q4K : KScales {
     u[0] = _mm256_and_si256(q, bytes(0x0F));
     u[1] = _mm256_and_si256(_mm256_srli_epi16(q, 4), bytes(0x0F));
   }
-#ifdef LOOM_KQ_ZMM
-  static constexpr int kPer512 = 1;
-  // Elements 64g .. 64g + 63: [low nibbles | high nibbles] of qs[32g ..].
-  void group512(int g, __m512i* u) const {
-    const __m512i q = dup256(load256(b.qs + 32 * g));
-    const __m512i sh = join256(_mm256_setzero_si256(), _mm256_set1_epi16(4));
-    u[0] = _mm512_and_si512(_mm512_srlv_epi16(q, sh), _mm512_set1_epi8(0x0F));
-  }
-#endif
 };
 
 // Q5_K: Q4_K plus a fifth bit per quant (qh bit 2g of byte l: element l of
