@@ -6,7 +6,8 @@ one, and optionally an older one for before/after ratios), alternating the
 builds row by row so both see the same machine state:
 
   - `loom bench` decode (tg) and prefill (pp) tokens/s on synthetic
-    768-dim x 12-layer models (F32, F16, Q8_0, Q4_0), a 2048-dim x 16-layer
+    768-dim x 12-layer models (F32, F16, Q8_0, Q4_0, and ../shared's
+    Q4_K_M file of the same shape), a 2048-dim x 16-layer
     Q4_0 model (weights larger than L3), and stories260K decode, each as the
     median of --reps repetitions with the min..max spread, and tg as a
     fraction of the bound (weights + KV cache read per token / the median
@@ -45,6 +46,13 @@ SYNTH = [
     ("s768-q4_0", 768, 12, 12, 2048, "q4_0"),
     ("s2048-q4_0", 2048, 16, 16, 5632, "q4_0"),
 ]
+
+
+# Models that come made (not by make_synth_gguf.py): the 768-dim x 12-layer
+# speed model as a common GGUF quantizer writes Q4_K_M (Q4_K, Q6_K; seed 1).
+SHARED_MODELS = {
+    "s768-q4_k_m": os.path.join(SHARED, "models", "quant", "synth768-q4_k_m.gguf"),
+}
 
 
 def log(msg):
@@ -123,12 +131,15 @@ def main():
     rows = []  # (target, {build: text}, ratio text)
     runs = [
         ("s768-f32", 256, 64), ("s768-f16", 256, 64), ("s768-q8_0", 256, 64), ("s768-q4_0", 256, 64),
-        ("s2048-q4_0", 64, 32),
+        ("s768-q4_k_m", 256, 64), ("s2048-q4_0", 64, 32),
     ]
     pp_f32 = {}
     all_res = []
     for name, p, n in runs:
-        model = os.path.join(a.models, name + ".gguf")
+        model = SHARED_MODELS.get(name, os.path.join(a.models, name + ".gguf"))
+        if not os.path.exists(model):
+            log(f"cpu_targets: {model} not found, row skipped")
+            continue
         res = {}
         for label, build in builds:
             log(f"cpu_targets: {label}: {name} -p {p} -n {n}")
@@ -160,7 +171,7 @@ def main():
             if test == "pp" and name == "s768-f32":
                 pp_f32 = meds
             extra = ""
-            if test == "pp" and name in ("s768-q8_0", "s768-q4_0") and pp_f32:
+            if test == "pp" and name in ("s768-q8_0", "s768-q4_0", "s768-q4_k_m") and pp_f32:
                 extra = "; vs own F32 pp: " + ", ".join(f"{k} {meds[k] / pp_f32[k]:.2f}x" for k in meds)
             ratio = f"{meds['after'] / meds['before']:.2f}x" if "before" in meds and meds["before"] > 0 else ""
             rows.append((f"{name} {test}{p if test == 'pp' else n} t/s", cells, ratio + extra))

@@ -18,6 +18,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <new>
@@ -175,6 +176,34 @@ void BM_blas_sgemm(benchmark::State& state) {
 #endif
 
 // MUL_MAT on the bench device with `type` weights.
+// Byte offsets of the f16 scales in one block of a weight type no
+// quantizer writes (plugin.h's layouts), or nullptr for the others.
+const std::vector<size_t>* weight_scale_offsets(loom_type_t type) {
+  static const std::vector<size_t> q4_k = {0, 2}, q6_k = {208}, q3_k = {108}, q2_k = {80, 82}, d_m = {0, 2}, d = {0};
+  switch (type) {
+    case LOOM_TYPE_Q4_K:
+    case LOOM_TYPE_Q5_K: return &q4_k;
+    case LOOM_TYPE_Q6_K: return &q6_k;
+    case LOOM_TYPE_Q3_K: return &q3_k;
+    case LOOM_TYPE_Q2_K: return &q2_k;
+    case LOOM_TYPE_Q4_1:
+    case LOOM_TYPE_Q5_1: return &d_m;
+    case LOOM_TYPE_Q5_0:
+    case LOOM_TYPE_IQ4_NL: return &d;
+    default: return nullptr;
+  }
+}
+
+void fill_weight_blocks(loom_type_t type, const std::vector<size_t>& scales, std::vector<uint8_t>& out) {
+  std::mt19937 rng(3);
+  for (uint8_t& b : out) b = static_cast<uint8_t>(rng());
+  const size_t bs = loom::type_size(type);
+  const uint16_t one_1024 = 0x1400;  // f16 2^-10
+  for (size_t blk = 0; blk + bs <= out.size(); blk += bs) {
+    for (size_t off : scales) std::memcpy(out.data() + blk + off, &one_1024, 2);
+  }
+}
+
 void BM_loom_mul_mat(benchmark::State& state, loom_type_t type) {
   const int64_t k = state.range(0), m = state.range(1), n = state.range(2);
   loom::registry::Device* dev = bench_device();
@@ -210,11 +239,17 @@ void BM_loom_mul_mat(benchmark::State& state, loom_type_t type) {
     st = wb.status();
   }
   if (st.ok()) st = (*ex)->allocate(*g);
-  // Weights: random floats quantized row by row to `type`.
+  // Weights: random floats quantized row by row to `type`; the read-only
+  // weight types (K-quants, ...) get random bytes with every scale 1/1024
+  // (their speed does not depend on the values).
   std::vector<float> wf = random_floats(static_cast<size_t>(k * m), 1);
   std::vector<uint8_t> wq(loom::type_row_size(type, k) * static_cast<size_t>(m));
-  for (int64_t r = 0; st.ok() && r < m; ++r) {
-    loom::from_float(type, wf.data() + r * k, wq.data() + static_cast<size_t>(r) * loom::type_row_size(type, k), k);
+  if (const auto* scales = weight_scale_offsets(type)) {
+    fill_weight_blocks(type, *scales, wq);
+  } else {
+    for (int64_t r = 0; st.ok() && r < m; ++r) {
+      loom::from_float(type, wf.data() + r * k, wq.data() + static_cast<size_t>(r) * loom::type_row_size(type, k), k);
+    }
   }
   std::vector<float> xf = random_floats(static_cast<size_t>(k * n), 2);
   if (st.ok()) st = loom::tensor_set(*w, wq.data(), wq.size());
@@ -533,6 +568,12 @@ BENCHMARK(BM_dispatch)->Arg(1000)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK_CAPTURE(BM_loom_mul_mat, f32, LOOM_TYPE_F32)->Apply(mul_mat_args);
 BENCHMARK_CAPTURE(BM_loom_mul_mat, q8_0, LOOM_TYPE_Q8_0)->Apply(mul_mat_args);
 BENCHMARK_CAPTURE(BM_loom_mul_mat, q4_0, LOOM_TYPE_Q4_0)->Apply(mul_mat_args);
+BENCHMARK_CAPTURE(BM_loom_mul_mat, q4_k, LOOM_TYPE_Q4_K)->Apply(mul_mat_args);
+BENCHMARK_CAPTURE(BM_loom_mul_mat, q6_k, LOOM_TYPE_Q6_K)->Apply(mul_mat_args);
+BENCHMARK_CAPTURE(BM_loom_mul_mat, q5_k, LOOM_TYPE_Q5_K)->Apply(mul_mat_args);
+BENCHMARK_CAPTURE(BM_loom_mul_mat, q3_k, LOOM_TYPE_Q3_K)->Apply(mul_mat_args);
+BENCHMARK_CAPTURE(BM_loom_mul_mat, q2_k, LOOM_TYPE_Q2_K)->Apply(mul_mat_args);
+BENCHMARK_CAPTURE(BM_loom_mul_mat, iq4_nl, LOOM_TYPE_IQ4_NL)->Apply(mul_mat_args);
 #ifdef LOOM_BENCH_HAVE_OPENBLAS
 BENCHMARK(BM_blas_sgemm)->Apply(mul_mat_args);
 #endif

@@ -22,6 +22,15 @@ std::string type_str(loom_type_t t) {
     case LOOM_TYPE_BF16: return "bf16";
     case LOOM_TYPE_Q8_0: return "q8_0";
     case LOOM_TYPE_Q4_0: return "q4_0";
+    case LOOM_TYPE_Q4_1: return "q4_1";
+    case LOOM_TYPE_Q5_0: return "q5_0";
+    case LOOM_TYPE_Q5_1: return "q5_1";
+    case LOOM_TYPE_IQ4_NL: return "iq4_nl";
+    case LOOM_TYPE_Q2_K: return "q2_k";
+    case LOOM_TYPE_Q3_K: return "q3_k";
+    case LOOM_TYPE_Q4_K: return "q4_k";
+    case LOOM_TYPE_Q5_K: return "q5_k";
+    case LOOM_TYPE_Q6_K: return "q6_k";
     case LOOM_TYPE_I32: return "i32";
     case LOOM_TYPE_I64: return "i64";
     default: return "type" + std::to_string(static_cast<int>(t));
@@ -30,7 +39,16 @@ std::string type_str(loom_type_t t) {
 
 // ------------------------------------------------------------ type facts
 
-int64_t block_elems(loom_type_t t) { return is_quant(t) ? 32 : 1; }
+int64_t block_elems(loom_type_t t) {
+  switch (t) {
+    case LOOM_TYPE_Q2_K:
+    case LOOM_TYPE_Q3_K:
+    case LOOM_TYPE_Q4_K:
+    case LOOM_TYPE_Q5_K:
+    case LOOM_TYPE_Q6_K: return 256;
+    default: return is_quant(t) ? 32 : 1;
+  }
+}
 
 size_t block_bytes(loom_type_t t) {
   switch (t) {
@@ -41,6 +59,15 @@ size_t block_bytes(loom_type_t t) {
     case LOOM_TYPE_I64: return 8;
     case LOOM_TYPE_Q8_0: return 34;
     case LOOM_TYPE_Q4_0: return 18;
+    case LOOM_TYPE_Q4_1: return 20;
+    case LOOM_TYPE_Q5_0: return 22;
+    case LOOM_TYPE_Q5_1: return 24;
+    case LOOM_TYPE_IQ4_NL: return 18;
+    case LOOM_TYPE_Q2_K: return 84;
+    case LOOM_TYPE_Q3_K: return 110;
+    case LOOM_TYPE_Q4_K: return 144;
+    case LOOM_TYPE_Q5_K: return 176;
+    case LOOM_TYPE_Q6_K: return 210;
     default: throw std::invalid_argument("block_bytes: unknown type " + type_str(t));
   }
 }
@@ -79,6 +106,7 @@ double bf16_to_double(uint16_t bits) {
 }
 
 std::vector<double> decode(loom_type_t t, const uint8_t* p, int64_t n) {
+  if (is_weight_quant(t)) return decode_weight_blocks(t, p, n);
   std::vector<double> out(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) {
     switch (t) {
@@ -393,7 +421,10 @@ void check_same_layout(const Tensor* t, const HostView& h, const char* what) {
 }  // namespace
 
 Operand OpTest::input_values(loom_type_t type, const Shape& ne, const std::vector<float>& vals) {
-  if (static_cast<int64_t>(vals.size()) != nelements(ne)) throw std::invalid_argument("input_values: count");
+  // Weight types have no encoder: input() fills their bytes (vals empty).
+  if (static_cast<int64_t>(vals.size()) != nelements(ne) && !(vals.empty() && is_weight_quant(type))) {
+    throw std::invalid_argument("input_values: count");
+  }
   Tensor* t = unwrap(ctx_.new_tensor(type, dims_of(ne), next_name()), "new_tensor");
   t->flags |= LOOM_TENSOR_FLAG_INPUT;
   auto base = std::make_shared<HostBase>();
@@ -407,7 +438,11 @@ Operand OpTest::input_values(loom_type_t type, const Shape& ne, const std::vecto
 }
 
 Operand OpTest::input(loom_type_t type, const Shape& ne, float lo, float hi) {
-  return input_values(type, ne, rand_floats(nelements(ne), lo, hi));
+  if (!is_weight_quant(type)) return input_values(type, ne, rand_floats(nelements(ne), lo, hi));
+  Operand r = input_values(type, ne, {});
+  random_weight_blocks(type, nelements(ne) / block_elems(type), rng_, r.h.base->bytes.data());
+  r.h.base->values = decode(type, r.h.base->bytes.data(), nelements(ne));
+  return r;
 }
 
 Operand OpTest::input_ints(loom_type_t type, const Shape& ne, const std::vector<int64_t>& vals) {

@@ -52,9 +52,13 @@ void for_each_index(const Shape& ne, F&& f) {
 
 // ------------------------------------------------------------ type facts
 // Written here from plugin.h, not taken from the runtime.
-int64_t block_elems(loom_type_t t);  // 32 for Q8_0/Q4_0, else 1
+int64_t block_elems(loom_type_t t);  // 32 for Q8_0/Q4_0 and the 32-element types, 256 for K-quants, else 1
 size_t block_bytes(loom_type_t t);   // bytes per block (or element)
-inline bool is_quant(loom_type_t t) { return t == LOOM_TYPE_Q8_0 || t == LOOM_TYPE_Q4_0; }
+// The ABI 1.2 weight types (Q4_1, Q5_0, Q5_1, IQ4_NL, Q2_K..Q6_K): read by
+// the op set, never written; inputs of these types are random blocks
+// (weight_blocks.cpp).
+bool is_weight_quant(loom_type_t t);
+inline bool is_quant(loom_type_t t) { return t == LOOM_TYPE_Q8_0 || t == LOOM_TYPE_Q4_0 || is_weight_quant(t); }
 inline size_t row_bytes(loom_type_t t, int64_t n) { return n / block_elems(t) * block_bytes(t); }
 Strides dense_strides(loom_type_t t, const Shape& ne);
 
@@ -63,6 +67,12 @@ double f16_to_double(uint16_t bits);
 double bf16_to_double(uint16_t bits);
 // n dense elements of type t at p (n a multiple of the block size).
 std::vector<double> decode(loom_type_t t, const uint8_t* p, int64_t n);
+// The same for a weight type, element by element from plugin.h's layouts.
+std::vector<double> decode_weight_blocks(loom_type_t t, const uint8_t* p, int64_t n);
+// nblocks random blocks of weight type t: random quant and scale bytes,
+// fp16 scales (d, dmin / m) of random sign and a magnitude that keeps the
+// elements within a few units.
+void random_weight_blocks(loom_type_t t, int64_t nblocks, std::mt19937& rng, uint8_t* out);
 
 // ---------------------------------------------------------- tolerances
 // Unit roundoff (half an ulp of 1.0): f32 2^-24, f16 2^-11, bf16 2^-8; 0 for
@@ -211,7 +221,7 @@ class OpTest : public ::testing::Test {
   // A leaf of `type` and shape `ne` holding `vals` (encoded with
   // loom::from_float; the mirror holds the decoded values).
   Operand input_values(loom_type_t type, const Shape& ne, const std::vector<float>& vals);
-  // A leaf of random values in [lo, hi).
+  // A leaf of random values in [lo, hi) (of a weight type: random blocks).
   Operand input(loom_type_t type, const Shape& ne, float lo = -1.0f, float hi = 1.0f);
   // An I32/I64 leaf.
   Operand input_ints(loom_type_t type, const Shape& ne, const std::vector<int64_t>& vals);

@@ -3,6 +3,10 @@
 //  - int8 path (Q8_0 / Q4_0 weights, LOOM_CPU_INT8_DOT builds): ~50k
 //    multiply-adds/us with many columns; with at most 4 columns (decode)
 //    bound by reading the weights, ~15 GB/s per thread from memory;
+//  - the ABI 1.2 weight types (K-quants, Q4_1, Q5_0, Q5_1, IQ4_NL) on
+//    their integer dots (LOOM_CPU_INT8_DOT builds): ~35k multiply-adds/us
+//    (Q4_K / Q6_K 55k, Q3_K / IQ4_NL ~35k), decode bound by reading their
+//    real bytes (row_size: 4.5 bits per weight for Q4_K, 6.56 for Q6_K);
 //  - float weights (LOOM_CPU_GEMM builds): the packed GEMM ~45k
 //    multiply-adds/us; the decode GEMV bound by reading the weights;
 //  - other float MUL_MAT paths: widening each weight element to f32 (~2000
@@ -17,6 +21,7 @@
 
 #include "common/type_traits.h"
 #include "ops/matmul.h"
+#include "ops/matmul_kquant.h"
 #include "ops/ops.h"
 
 namespace loom::cpu {
@@ -30,6 +35,7 @@ constexpr double kSpeedup = 1.0;
 constexpr double kMacPerUs = 4000.0;
 #endif
 constexpr double kInt8MacPerUs = 50000.0;   // int8 path, many columns
+constexpr double kKquantMacPerUs = 35000.0;  // ABI 1.2 weight types' integer dots, many columns
 constexpr double kGemmMacPerUs = 45000.0;   // packed GEMM
 constexpr double kReadBytesPerUs = 15000.0;  // weights streamed from memory, per thread
 
@@ -44,7 +50,7 @@ double widen_per_us(int32_t type) {
       case LOOM_TYPE_Q8_0:
         return 1200.0;
       default:
-        return 600.0;  // Q4_0
+        return 600.0;  // Q4_0 and the ABI 1.2 types (baseline build)
     }
   }();
 }
@@ -66,6 +72,7 @@ double mul_mat_us(const loom_tensor_t* node, double work, int nth) {
   if (LOOM_CPU_INT8_DOT && (a->type == LOOM_TYPE_Q8_0 || a->type == LOOM_TYPE_Q4_0)) {
     return std::max(read, work / (kInt8MacPerUs * nth));
   }
+  if (LOOM_CPU_INT8_DOT && kquant_type(a->type)) return std::max(read, work / (kKquantMacPerUs * nth));
   const bool float_a = a->type == LOOM_TYPE_F32 || a->type == LOOM_TYPE_F16 || a->type == LOOM_TYPE_BF16;
   if (LOOM_CPU_GEMM && float_a && (decode || node->ne[1] >= kGemmMinN)) {
     return decode ? std::max(read, work / (kMacPerUs * nth)) : work / (kGemmMacPerUs * nth);

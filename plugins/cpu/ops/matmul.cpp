@@ -20,6 +20,7 @@
 #include "common/fp16.h"
 #include "common/quant.h"
 #include "ops/matmul.h"
+#include "ops/matmul_kquant.h"
 #include "ops/ops.h"
 #include "ops/simd.h"
 #include "weight_layout.h"
@@ -263,9 +264,17 @@ bool int8_path(const loom_tensor_t* dst) {
   return LOOM_CPU_INT8_DOT && (ta == LOOM_TYPE_Q8_0 || ta == LOOM_TYPE_Q4_0) && b_rows_dense(dst);
 }
 
+bool kquant_path(const loom_tensor_t* dst) {
+  return LOOM_CPU_INT8_DOT && kquant_type(dst->src[0]->type) && b_rows_dense(dst);
+}
+
 void run_mul_mat(const loom_tensor_t* dst, Exec& ex) {
   if (int8_path(dst)) {
     run_mul_mat_int8(dst, ex);
+    return;
+  }
+  if (kquant_path(dst)) {
+    run_mul_mat_kquant(dst, ex);
     return;
   }
   ex.run([&](int ith, int nth) { kernel_mul_mat(dst, ith, nth); });

@@ -12,6 +12,7 @@
 // thread quantizes all of B into its own slice (no barrier), else the rows
 // are split over the threads and a barrier follows.
 #include "ops/matmul.h"
+#include "ops/matmul_kquant.h"
 #include "weight_layout.h"
 
 #if LOOM_CPU_INT8_DOT
@@ -165,6 +166,10 @@ void quantize_rows(const loom_tensor_t* b, int64_t r0, int64_t r1, ActBlock* act
 
 bool int8_dot_built() { return true; }
 
+void quantize_act_rows(const loom_tensor_t* b, int64_t r0, int64_t r1, ActBlock* act) {
+  quantize_rows(b, r0, r1, act);
+}
+
 void run_mul_mat_int8(const loom_tensor_t* dst, Exec& ex) {
   const loom_tensor_t* b = dst->src[1];
   const int64_t rows = nrows(b);
@@ -201,6 +206,7 @@ void run_mul_mat_int8(const loom_tensor_t* dst, Exec& ex) {
 namespace loom::cpu {
 bool int8_dot_built() { return false; }
 void run_mul_mat_int8(const loom_tensor_t*, Exec&) {}
+void quantize_act_rows(const loom_tensor_t*, int64_t, int64_t, ActBlock*) {}
 void mul_mat_x8(const loom_tensor_t*, const ActBlock*, Exec&) {}
 }  // namespace loom::cpu
 
