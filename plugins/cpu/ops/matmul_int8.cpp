@@ -8,7 +8,7 @@
 //
 // Work is split over (tile of kTileRows rows of A, i2, i3); each tile of rows
 // runs against every column of B in tiles of kTileCols, accumulators in
-// registers. B is quantized once per node: for at most kSmallN rows each
+// registers. B is quantized once per node: for at most kQuantSmallN rows each
 // thread quantizes all of B into its own slice (no barrier), else the rows
 // are split over the threads and a barrier follows.
 #include "ops/matmul.h"
@@ -26,7 +26,6 @@ namespace loom::cpu {
 namespace {
 
 constexpr int kBlock = 32;
-constexpr int64_t kSmallN = 4;
 constexpr int kTileRows = 4;
 #ifdef __AVX512VL__
 constexpr int kTileCols = 4;  // 32 vector registers: 16 accumulators
@@ -171,24 +170,9 @@ void quantize_act_rows(const loom_tensor_t* b, int64_t r0, int64_t r1, ActBlock*
 }
 
 void run_mul_mat_int8(const loom_tensor_t* dst, Exec& ex) {
-  const loom_tensor_t* b = dst->src[1];
-  const int64_t rows = nrows(b);
-  const size_t act_bytes = static_cast<size_t>(rows * (b->ne[0] / kBlock)) * sizeof(ActBlock);
-  const bool small = rows <= kSmallN;
-  // Small B: one private copy per thread, so no thread waits for another.
-  auto* base = static_cast<uint8_t*>(ex.scratch(small ? act_bytes * static_cast<size_t>(ex.threads()) : act_bytes));
   const bool q8 = dst->src[0]->type == LOOM_TYPE_Q8_0;
   const bool repacked = is_repacked(dst->src[0]);
-  ex.run([&](int ith, int nth) {
-    auto* act = reinterpret_cast<ActBlock*>(base + (small ? act_bytes * static_cast<size_t>(ith) : 0));
-    if (small) {
-      quantize_rows(b, 0, rows, act);
-    } else {
-      int64_t r0, r1;
-      common::split_range(rows, ith, nth, &r0, &r1);
-      quantize_rows(b, r0, r1, act);
-      ex.barrier(nth);
-    }
+  run_on_quantized_b<ActBlock>(dst, ex, quantize_rows, [&](const ActBlock* act, int ith, int nth) {
     if (repacked) {
       mul_mat_x8(dst, act, ex);
     } else if (q8) {

@@ -1,7 +1,7 @@
 // The ABI 1.2 weight types' MUL_MAT driver: B quantized once per node (to
 // ActBlockK for the K-quants, to the int8 path's ActBlock for Q4_1 / Q5_0 /
 // Q5_1 / IQ4_NL), then every thread's rows of A against it. As on the int8
-// path, for at most kSmallN rows of B (decode) each thread quantizes all of
+// path, for at most kQuantSmallN rows of B (decode) each thread quantizes all of
 // B into its own slice (no barrier), else the rows are split over the
 // threads and a barrier follows.
 #include "ops/matmul_kquant.h"
@@ -34,7 +34,6 @@ bool kquant_superblock(int32_t type) {
 namespace loom::cpu {
 namespace {
 
-constexpr int64_t kSmallN = 4;
 constexpr int kSuper = 256;
 
 // The 16 lanes' sums of s[0..3] (4 x 8 int32 lanes, one group of 16
@@ -85,28 +84,6 @@ void quantize_row_k(const float* x, int64_t k, ActBlockK* out) {
   }
 }
 
-template <typename Act, typename Quantize, typename Body>
-void run_on_quantized_b(const loom_tensor_t* dst, Exec& ex, Quantize quantize, Body body) {
-  const loom_tensor_t* b = dst->src[1];
-  const int64_t rows = nrows(b);
-  const size_t act_bytes = static_cast<size_t>(rows * (b->ne[0] / act_elems(static_cast<const Act*>(nullptr)))) *
-                           sizeof(Act);
-  const bool small = rows <= kSmallN;
-  // Small B: one private copy per thread, so no thread waits for another.
-  auto* base = static_cast<uint8_t*>(ex.scratch(small ? act_bytes * static_cast<size_t>(ex.threads()) : act_bytes));
-  ex.run([&](int ith, int nth) {
-    auto* act = reinterpret_cast<Act*>(base + (small ? act_bytes * static_cast<size_t>(ith) : 0));
-    if (small) {
-      quantize(b, 0, rows, act);
-    } else {
-      int64_t r0, r1;
-      common::split_range(rows, ith, nth, &r0, &r1);
-      quantize(b, r0, r1, act);
-      ex.barrier(nth);
-    }
-    body(static_cast<const Act*>(act), ith, nth);
-  });
-}
 
 }  // namespace
 
