@@ -80,3 +80,65 @@ INSTANTIATE_TEST_SUITE_P(Types, DequantTwin, ::testing::Values("iq4_nl", "q2_k",
 
 }  // namespace
 }  // namespace loom
+
+namespace loom {
+namespace {
+
+// Q4_1, Q5_0 and Q5_1 have no F32 twin in the folder, but the F32 model they
+// were quantized from can be made again (the folder's README gives the
+// command): every dequantized weight must lie within half a quantization
+// step (plus the half-precision rounding of the block's scale and min) of
+// the original (a whole step at Q5_0's clamped end). A wrong bit layout
+// would miss by many steps.
+TEST(QuantFiles, LegacyTypesRoundTheOriginalWeights) {
+  const std::string tool = std::string(LOOM_MODELS_DIR_DEFAULT) + "/../tools/make_synth_gguf.py";
+  const std::string stories = quant_dir() + "/../stories260K.gguf";
+  if (!std::filesystem::exists(tool) || !std::filesystem::exists(stories)) GTEST_SKIP() << tool << " not found";
+  if (std::system("/usr/bin/python3 -c 'import numpy' >/dev/null 2>&1") != 0) GTEST_SKIP() << "no python3-numpy";
+  char tmpl[] = "/tmp/loom-quant-orig-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string orig_path = std::string(tmpl) + "/synth256-f32.gguf";
+  const std::string cmd = "/usr/bin/python3 " + tool + " " + orig_path + " --tokenizer-from " + stories +
+                          " --dim 256 --layers 4 --heads 8 --kv-heads 2 --ffn 768 --type f32 --seed 11 >/dev/null";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  auto orig = GgufFile::open(orig_path);
+  ASSERT_TRUE(orig.ok()) << orig.status().to_string();
+  for (const char* type : {"q4_1", "q5_0", "q5_1"}) {
+    const std::string path = quant_dir() + "/synth256-" + type + ".gguf";
+    if (!std::filesystem::exists(path)) continue;
+    auto q = GgufFile::open(path);
+    ASSERT_TRUE(q.ok()) << q.status().to_string();
+    int checked = 0;
+    for (const auto& t : q->tensors()) {
+      if (gguf_tensor_type_name(t.type) != std::string(type)) continue;
+      const GgufTensorInfo* o = orig->find_tensor(t.name);
+      ASSERT_NE(o, nullptr) << t.name;
+      const int64_t n = t.n_elements();
+      std::vector<float> got(static_cast<size_t>(n));
+      common::to_float_row(static_cast<int32_t>(t.type), t.data, got.data(), n);
+      const auto* want = static_cast<const float*>(o->data);
+      double worst = 0;
+      for (int64_t b = 0; b < n / 32; ++b) {
+        float lo = want[b * 32], hi = want[b * 32];
+        for (int i = 0; i < 32; ++i) lo = std::min(lo, want[b * 32 + i]), hi = std::max(hi, want[b * 32 + i]);
+        // Step of the block: range/15 (Q4_1), range/31 (Q5_1), max|x|/16 (Q5_0).
+        const double amax = std::max(std::fabs(lo), std::fabs(hi));
+        const double step = std::string(type) == "q5_0" ? amax / 16 : (hi - lo) / (type[1] == '4' ? 15 : 31);
+        for (int i = 0; i < 32; ++i) {
+          const double err = std::fabs(double(got[b * 32 + i]) - want[b * 32 + i]);
+          // Q5_0 clamps the far end of the range to 15 steps: up to a whole step there.
+          const double steps = std::string(type) == "q5_0" ? 1.0 : 0.5;
+          const double allowed = steps * step * 1.01 + 1e-3 * (amax + step * 32) + 1e-7;
+          worst = std::max(worst, err / allowed);
+        }
+      }
+      EXPECT_LE(worst, 1.0) << type << " " << t.name;
+      ++checked;
+    }
+    EXPECT_GT(checked, 0) << type;
+  }
+  std::filesystem::remove_all(tmpl);
+}
+
+}  // namespace
+}  // namespace loom
