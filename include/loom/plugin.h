@@ -589,7 +589,11 @@ typedef struct loom_ext_cost {
  * false, so no other device reads the memory through tensor->data (the host
  * copies through get_tensor instead). The device reads the type
  * (supports_buffer_type) and declines, in supports_op, nodes that read such
- * a tensor other than as a whole MUL_MAT src0. */
+ * a tensor other than as a whole MUL_MAT src0. A device may instead return
+ * a host buffer type (is_host() true) that keeps the canonical bytes as
+ * they are, when only the memory is better for its kernels (e.g. huge
+ * pages): every device that reads host memory reads such weights, and any
+ * node may. */
 #define LOOM_EXT_WEIGHT_LAYOUT "loom.weight_layout"
 #define LOOM_EXT_WEIGHT_LAYOUT_VERSION 1u
 typedef struct loom_ext_weight_layout {

@@ -30,11 +30,15 @@ struct Traits {
     if (std::strcmp(id, LOOM_EXT_WEIGHT_LAYOUT) == 0 && version == LOOM_EXT_WEIGHT_LAYOUT_VERSION) return &kWeightExt;
     return nullptr;
   }
-  // loom.weight_layout: Q8_0 / Q4_0 matrices go to cpu_weights (weight_layout.h).
+  // loom.weight_layout: Q8_0 / Q4_0 matrices go to cpu_weights (weight_layout.h);
+  // large float matrices to the plain host type, whose big buffers have
+  // huge pages (a copy instead of the file's 4 KiB mapping).
   static loom_buffer_type_t* weight_buffer_type(loom_device_t* d, const loom_tensor_t* t) {
     try {
-      if (!weight_layout_enabled() || weight_layout_unsupported(t) != nullptr) return nullptr;
-      return Device::from(d)->weight_buffer_type().handle();
+      if (!weight_layout_enabled()) return nullptr;
+      if (weight_layout_unsupported(t) == nullptr) return Device::from(d)->weight_buffer_type().handle();
+      if (float_weight_copied(t)) return Device::from(d)->buffer_type().handle();
+      return nullptr;
     } catch (...) {
       return nullptr;
     }

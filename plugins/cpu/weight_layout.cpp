@@ -82,6 +82,14 @@ const char* weight_layout_unsupported(const loom_tensor_t* t) {
   return nullptr;
 }
 
+bool float_weight_copied(const loom_tensor_t* t) {
+  if (t == nullptr || !common::type_traits(t->type).is_float || t->view_src != nullptr) return false;
+  if (t->ne[2] != 1 || t->ne[3] != 1) return false;
+  const size_t es = common::type_traits(t->type).type_size;
+  if (t->nb[0] != es || t->nb[1] != es * static_cast<size_t>(t->ne[0])) return false;
+  return es * static_cast<size_t>(t->ne[0] * t->ne[1]) >= kFloatWeightCopyMin;
+}
+
 void set_weight_buffer_type(const loom_buffer_type_t* bt) { g_weight_type.store(bt); }
 
 bool is_repacked(const loom_tensor_t* t) {

@@ -3,6 +3,7 @@
 // odd sizes, strided A and B, 1 vs 3 threads.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <cstdlib>
 
 #include "loom/executor.hpp"
@@ -257,6 +258,46 @@ TEST_F(WeightLayoutTest, MatMulMatchesCanonicalAndBytesRoundTrip) {
     }
   }
   if (ran == 0) GTEST_SKIP() << test_device_name() << " offers no weight layout for Q8_0/Q4_0 (baseline build or another plugin)";
+}
+
+// Large float matrices: the device may offer a host buffer type (the cpu
+// variants: their huge-page buffers) that keeps the canonical bytes; every
+// op reads them, MUL_MAT gives what it gives over the mapping's copy. Small
+// ones (under 1 MiB on the cpu) get none: they stay where the file is.
+TEST_F(WeightLayoutTest, LargeFloatMatricesInHostMemory) {
+  seed(406);
+  int ran = 0;
+  for (loom_type_t ta : {LOOM_TYPE_F32, LOOM_TYPE_F16}) {
+    const int64_t k = 512, m = ta == LOOM_TYPE_F32 ? 512 : 1024;  // 1 MiB
+    SCOPED_TRACE(type_str(ta));
+    Tensor* small = unwrap(ctx_.new_tensor(ta, {64, 64}, "small"), "new_tensor");
+    loom_buffer_type_t* small_bt = dev_->weight_buffer_type(small);
+    Operand a = input(ta, {k, m, 1, 1});
+    Operand b = input(LOOM_TYPE_F32, {k, 1, 1, 1});
+    Buffer keep;
+    Tensor* ar = relaid_copy(a, &keep);
+    if (ar == nullptr) continue;
+    ++ran;
+    if (testing_reference_device()) {
+      EXPECT_EQ(small_bt, nullptr) << "a 16 KiB matrix stays in the file's mapping";
+    }
+    ASSERT_NE(ar->buffer, nullptr);
+    ASSERT_TRUE(ar->buffer->buffer_type->iface->is_host(ar->buffer->buffer_type)) << "canonical bytes in host memory";
+    EXPECT_EQ(std::memcmp(ar->data, a.h.base->bytes.data(), a.h.base->bytes.size()), 0);
+    Tensor* out = unwrap(op::mul_mat(ctx_, ar, b.t), "mul_mat");
+    Tensor* twin = unwrap(op::mul_mat(ctx_, a.t, b.t), "mul_mat");
+    Operand idx = input_ints(LOOM_TYPE_I32, {2, 1, 1, 1}, {0, 5});
+    Tensor* rows = unwrap(op::get_rows(ctx_, ar, idx.t), "get_rows");
+    EXPECT_TRUE(dev_->supports_op(rows));
+    LOOM_ASSERT_OK(run_threads({out, twin, rows}));
+    EXPECT_EQ(read_bytes(out), read_bytes(twin));
+    std::vector<double> want;
+    for (int64_t r : {0, 5}) {
+      for (int64_t i = 0; i < k; ++i) want.push_back(a.h.at(i, r));
+    }
+    expect_equal(read(rows), want, {k, 2, 1, 1}, "get_rows over the copy");
+  }
+  if (ran == 0) GTEST_SKIP() << test_device_name() << " offers no buffer type for float weights (baseline build or another plugin)";
 }
 
 }  // namespace

@@ -249,7 +249,8 @@ void attend_heads(const loom_tensor_t* dst, int64_t t, int64_t h0, int64_t h1, i
       for (int64_t i = 0; i < nh; ++i) step(st[static_cast<size_t>(i)], (h0 + i) / group, j0, std::min(kBlock, n - j0));
     }
   }
-  std::vector<float> out(static_cast<size_t>(dv));
+  thread_local std::vector<float> out;
+  out.resize(static_cast<size_t>(dv));
   for (int64_t i = 0; i < nh; ++i) {
     const HeadState& hs = st[static_cast<size_t>(i)];
     for (int64_t e = 0; e < dv; ++e) out[static_cast<size_t>(e)] = n == 0 ? 0.0f : hs.acc[e] / hs.l;

@@ -25,7 +25,8 @@ void kernel_get_rows(const loom_tensor_t* dst, int ith, int nth) {
   const loom_tensor_t* idx = dst->src[1];
   int64_t r0, r1;
   common::split_range(nrows(dst), ith, nth, &r0, &r1);
-  std::vector<float> x(static_cast<size_t>(a->ne[0]));
+  thread_local std::vector<float> x;
+  x.resize(static_cast<size_t>(a->ne[0]));
   for (int64_t r = r0; r < r1; ++r) {
     int64_t i, j, l;
     unravel_row(dst, r, &i, &j, &l);
@@ -41,7 +42,8 @@ void kernel_set_rows(const loom_tensor_t* dst, int ith, int nth) {
   const loom_tensor_t* idx = dst->src[2];
   int64_t r0, r1;
   common::split_range(nrows(rows), ith, nth, &r0, &r1);
-  std::vector<float> x(static_cast<size_t>(rows->ne[0]));
+  thread_local std::vector<float> x;
+  x.resize(static_cast<size_t>(rows->ne[0]));
   for (int64_t r = r0; r < r1; ++r) {
     int64_t i, j, l;
     unravel_row(rows, r, &i, &j, &l);

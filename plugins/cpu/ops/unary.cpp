@@ -53,7 +53,8 @@ void kernel_unary(const loom_tensor_t* dst, int ith, int nth) {
   const float bias = param_f32(dst, 1);
   int64_t r0, r1;
   common::split_range(nrows(dst), ith, nth, &r0, &r1);
-  std::vector<float> x(static_cast<size_t>(a->ne[0]));
+  thread_local std::vector<float> x;
+  x.resize(static_cast<size_t>(a->ne[0]));
   for (int64_t r = r0; r < r1; ++r) {
     int64_t i1, i2, i3;
     unravel_row(dst, r, &i1, &i2, &i3);
@@ -79,8 +80,30 @@ void kernel_swiglu(const loom_tensor_t* dst, int ith, int nth) {
   const loom_tensor_t* b = dst->src[1];
   int64_t r0, r1;
   common::split_range(nrows(dst), ith, nth, &r0, &r1);
-  std::vector<float> x(static_cast<size_t>(a->ne[0]));
-  std::vector<float> g(static_cast<size_t>(b->ne[0]));
+  const auto f32_rows = [](const loom_tensor_t* t) { return t->type == LOOM_TYPE_F32 && t->nb[0] == sizeof(float); };
+  if (f32_rows(a) && f32_rows(b) && f32_rows(dst)) {
+    // F32 rows (the llama FFN): gate copied into dst (unless dst is the gate
+    // itself, in place), then scaled there; no scratch rows.
+    for (int64_t r = r0; r < r1; ++r) {
+      int64_t i1, i2, i3;
+      unravel_row(dst, r, &i1, &i2, &i3);
+      auto* out = reinterpret_cast<float*>(row_ptr(dst, i1, i2, i3));
+      const auto* in = reinterpret_cast<const float*>(row_ptr(a, i1, i2, i3));
+      const auto* up = reinterpret_cast<const float*>(row_ptr(b, i1, i2, i3));
+      if (out == up && out != in) {
+        // dst holds the up rows: keep them before the gate overwrites them.
+        thread_local std::vector<float> keep;
+        keep.assign(up, up + a->ne[0]);
+        up = keep.data();
+      }
+      if (out != in) std::memmove(out, in, static_cast<size_t>(a->ne[0]) * sizeof(float));
+      silu_row(out, up, a->ne[0]);
+    }
+    return;
+  }
+  thread_local std::vector<float> x, g;
+  x.resize(static_cast<size_t>(a->ne[0]));
+  g.resize(static_cast<size_t>(b->ne[0]));
   for (int64_t r = r0; r < r1; ++r) {
     int64_t i1, i2, i3;
     unravel_row(dst, r, &i1, &i2, &i3);
