@@ -81,6 +81,12 @@ inline const uint16_t* kv_row<uint16_t>(const loom_tensor_t* t, int64_t j, int64
 // used only for rows that need widening).
 template <typename T>
 void block_rows(const loom_tensor_t* t, int64_t j0, int64_t nb, int64_t g, float* scratch, const T** rows) {
+  if (std::is_same_v<T, uint16_t> || (t->type == LOOM_TYPE_F32 && t->nb[0] == sizeof(float))) {
+    // Rows read in place: one row stride apart.
+    const char* base = row_ptr(t, j0, g, 0);
+    for (int64_t jj = 0; jj < nb; ++jj) rows[jj] = reinterpret_cast<const T*>(base + jj * static_cast<int64_t>(t->nb[1]));
+    return;
+  }
   for (int64_t jj = 0; jj < nb; ++jj) rows[jj] = kv_row<T>(t, j0 + jj, g, scratch + jj * t->ne[0]);
 }
 
@@ -92,16 +98,43 @@ inline simd_f lanes(const uint16_t* p) {
 }
 #endif
 
+#ifdef __AVX512F__
+// 16 values from f32 or F16 memory (AVX-512: one conversion for 16).
+inline __m512 lanes16(const float* p) { return _mm512_loadu_ps(p); }
+inline __m512 lanes16(const uint16_t* p) {
+  // The maskz forms: GCC 12's unmasked ones start from an "undefined"
+  // register and warn (-Wmaybe-uninitialized).
+  return _mm512_maskz_cvtph_ps(0xFFFF, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+}
+#endif
+
 #ifdef __AVX2__
 // The 8 dots q . k[r] (d % 8 == 0), one per lane: 8 accumulators, then a
-// transposing reduction (hadd) instead of 8 horizontal sums.
+// transposing reduction (hadd) instead of 8 horizontal sums. With AVX-512
+// and d % 16 == 0 the accumulators are 16 lanes wide (half the
+// instructions; the halves are added before the reduction).
 template <typename T>
 inline __m256 dot8(const float* q, const T* const* k, int64_t d) {
   __m256 acc[8];
-  for (int r = 0; r < 8; ++r) acc[r] = _mm256_setzero_ps();
-  for (int64_t e = 0; e < d; e += 8) {
-    const __m256 qv = _mm256_loadu_ps(q + e);
-    for (int r = 0; r < 8; ++r) acc[r] = _mm256_fmadd_ps(qv, reinterpret_cast<__m256>(lanes(k[r] + e)), acc[r]);
+#ifdef __AVX512F__
+  if (d % 16 == 0) {
+    __m512 wide[8];
+    for (int r = 0; r < 8; ++r) wide[r] = _mm512_setzero_ps();
+    for (int64_t e = 0; e < d; e += 16) {
+      const __m512 qv = _mm512_loadu_ps(q + e);
+      for (int r = 0; r < 8; ++r) wide[r] = _mm512_fmadd_ps(qv, lanes16(k[r] + e), wide[r]);
+    }
+    for (int r = 0; r < 8; ++r) {
+      acc[r] = _mm256_add_ps(_mm512_castps512_ps256(wide[r]), _mm512_maskz_extractf32x8_ps(0xFF, wide[r], 1));
+    }
+  } else
+#endif
+  {
+    for (int r = 0; r < 8; ++r) acc[r] = _mm256_setzero_ps();
+    for (int64_t e = 0; e < d; e += 8) {
+      const __m256 qv = _mm256_loadu_ps(q + e);
+      for (int r = 0; r < 8; ++r) acc[r] = _mm256_fmadd_ps(qv, reinterpret_cast<__m256>(lanes(k[r] + e)), acc[r]);
+    }
   }
   const __m256 t0 = _mm256_hadd_ps(_mm256_hadd_ps(acc[0], acc[1]), _mm256_hadd_ps(acc[2], acc[3]));
   const __m256 t1 = _mm256_hadd_ps(_mm256_hadd_ps(acc[4], acc[5]), _mm256_hadd_ps(acc[6], acc[7]));
@@ -139,6 +172,28 @@ void block_scores(const float* q, const T* const* k, int64_t nb, int64_t d, floa
 // wait on each other's latency. F16 rows (uint16_t) have dv % 8 == 0.
 template <typename T>
 void block_axpy(float* acc, const float* p, const T* const* v, int64_t nb, int64_t dv) {
+#ifdef __AVX512F__
+  if (dv % 16 == 0 && (std::is_same_v<T, uint16_t> || std::is_same_v<T, float>)) {
+    // 16 lanes per group: 4 groups cover a head of 64.
+    constexpr int kWide = 4;
+    int64_t e = 0;
+    for (; e + kWide * 16 <= dv; e += kWide * 16) {
+      __m512 a[kWide];
+      for (int g = 0; g < kWide; ++g) a[g] = _mm512_loadu_ps(acc + e + 16 * g);
+      for (int64_t jj = 0; jj < nb; ++jj) {
+        const __m512 pj = _mm512_set1_ps(p[jj]);
+        for (int g = 0; g < kWide; ++g) a[g] = _mm512_fmadd_ps(pj, lanes16(v[jj] + e + 16 * g), a[g]);
+      }
+      for (int g = 0; g < kWide; ++g) _mm512_storeu_ps(acc + e + 16 * g, a[g]);
+    }
+    for (; e < dv; e += 16) {
+      __m512 a = _mm512_loadu_ps(acc + e);
+      for (int64_t jj = 0; jj < nb; ++jj) a = _mm512_fmadd_ps(_mm512_set1_ps(p[jj]), lanes16(v[jj] + e), a);
+      _mm512_storeu_ps(acc + e, a);
+    }
+    return;
+  }
+#endif
   constexpr int kGroups = 8;
   int64_t e = 0;
   for (; e + kGroups * kSimdLanes <= dv; e += kGroups * kSimdLanes) {
