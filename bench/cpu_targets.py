@@ -10,10 +10,12 @@ builds row by row so both see the same machine state:
     Q4_K_M file of the same shape), a 2048-dim x 16-layer
     Q4_0 model (weights larger than L3), and stories260K decode, each as the
     median of --reps repetitions with the min..max spread, and tg as a
-    fraction of the bound (weights + KV cache read per token / the median
-    of the read bandwidths every loom bench of the run measured);
+    fraction of the bound (weights + KV cache read per token, in each
+    build's KV cache type / the median of the read bandwidths the newest
+    build's loom bench runs measured);
   - loom_ops_bench: 1024^3 F32 GEMM against OpenBLAS cblas_sgemm in the
-    same run, the dispatch cost per tiny node, decode GEMV weight GB/s, and
+    same run, the dispatch cost per tiny node, decode GEMV weight GB/s,
+    decode ATTENTION over an f32 and an f16 cache coming from memory, and
     the peak f32 FMA / int8 multiply-add rates measured on the spot.
 
 Usage:
@@ -145,10 +147,15 @@ def main():
             log(f"cpu_targets: {label}: {name} -p {p} -n {n}")
             res[label] = loom_bench(build, model, p, n, a.reps, a.threads)
         all_res.append((name, p, n, res))
-    # One bandwidth for every bound: the median of the probes of all runs
+    # One bandwidth for every bound: the median of the newest build's probes
     # (each loom bench measures its own; single probes swing with the host).
-    bws = [r["bandwidth"]["read_gb_per_s"] for _, _, _, res in all_res for r in res.values()]
+    # Older builds probe 4 KiB pages, which read ~10% slower than the huge
+    # pages of the newer probe and of the plugin's buffers: their probes
+    # would lower the bound, so they are only shown.
+    bws = [res[builds[-1][0]]["bandwidth"]["read_gb_per_s"] for _, _, _, res in all_res]
     bw = statistics.median(bws)
+    old_bws = [res[l]["bandwidth"]["read_gb_per_s"] for _, _, _, res in all_res for l, _ in builds[:-1]]
+    kv_types = {l: res[l].get("kv_type", "f32") for _, _, _, res in all_res[:1] for l, _ in builds}
     for name, p, n, res in all_res:
         for test in ("pp", "tg"):
             cells, meds = {}, {}
@@ -193,7 +200,7 @@ def main():
     # measure the current plugins.
     for label, build in builds[-1:]:
         log(f"cpu_targets: {label}: loom_ops_bench")
-        ops = ops_bench(build, "f32/K:1024|sgemm/K:1024|dispatch|peak|mul_mat/q4_0/K:768/M:2048/N:1/")
+        ops = ops_bench(build, "f32/K:1024|sgemm/K:1024|dispatch|peak|mul_mat/q4_0/K:768/M:2048/N:1/|attention_cold")
         if ops is None:
             rows.append((f"ops rows ({label})", {label: "loom_ops_bench not built (-DLOOM_BUILD_BENCH=ON)"}, ""))
             continue
@@ -213,6 +220,12 @@ def main():
         if gemv and "weight_GB/s" in gemv:
             rows.append(("Q4_0 GEMV 768x2048 (in cache)", {label: f"{gemv['weight_GB/s']:.1f} GB/s weights"},
                          f"{gemv['bw_fraction']:.2f}x DRAM bandwidth"))
+        for typ in ("f32", "f16"):
+            att = get(f"BM_attention_cold/{typ}/300")
+            if att and "bytes_per_second" in att:
+                rows.append((f"decode ATTENTION, {typ} cache from memory (12 heads of 64, 300 rows, 1 node)",
+                             {label: f"{att['real_time']:.0f} us = {att['bytes_per_second'] / 1e9:.1f} GB/s K+V"},
+                             f"{att['bytes_per_second'] / 1e9 / bw:.2f}x DRAM bandwidth"))
         for name in ("BM_peak_fma/2", "BM_peak_int8/2"):
             pk = get(name)
             if pk and "MAC/s" in pk:
@@ -220,9 +233,13 @@ def main():
                              {label: f"{pk['MAC/s'] / 1e9:.0f} G multiply-adds/s"}, ""))
 
     labels = [l for l, _ in builds]
+    old = (f"; the older build's probes (4 KiB pages): median {statistics.median(old_bws):.1f} "
+           f"({min(old_bws):.1f}..{max(old_bws):.1f})") if old_bws else ""
+    kv = ", ".join(f"{l} {t}" for l, t in kv_types.items())
     print(f"threads {a.threads}, {a.reps} repetitions per row (median (min..max)); bound = (weights + KV "
-          f"cache bytes per token) / {bw:.1f} GB/s, the median of the run's {len(bws)} bandwidth probes "
-          f"({min(bws):.1f}..{max(bws):.1f}); OpenBLAS rows with OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset")
+          f"cache bytes per token) / {bw:.1f} GB/s, the median of the newest build's {len(bws)} bandwidth "
+          f"probes ({min(bws):.1f}..{max(bws):.1f}){old}; KV cache: {kv} (each build's default, its bytes "
+          f"counted); OpenBLAS rows with OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset")
     print()
     print("| target | " + " | ".join(labels) + " | after / before |")
     print("| --- | " + " | ".join("---:" for _ in labels) + " | --- |")

@@ -1,17 +1,22 @@
 // ATTENTION: dst[:, h, t] = sum_{j < visible[t]} softmax_j(scale * q . k_j) v_j
 // with q = Q[:, h, t], k_j = K[:, j, g], v_j = V[:, j, g], g = h / (H / Hkv).
+// Work is proportional to visible[t], not to n_kv.
 //
-// One pass over the visible KV rows with an online softmax: keys are taken in
-// blocks of kBlock; a block's scores are computed first, then the running
-// max m moves to the block's max (rescaling the running sum l and the output
-// accumulator by exp(m_old - m_new)) and the block's values are added with
-// weights exp(s - m). Work is proportional to visible[t], not to n_kv.
-// Threads split the (h, t) pairs; each pair is computed by one thread in a
-// fixed order, so results do not depend on the thread count.
+// When each kv head's rows are contiguous (the llama graph's head-major
+// cache), two passes per kv head: every score (K read front to back), the
+// softmax with the exact max, then the weighted V rows (V read front to
+// back). Otherwise (a row holds every head) one pass with an online
+// softmax: keys in blocks of kBlock; a block's scores first, then the
+// running max m moves to the block's max (rescaling the running sum l and
+// the accumulator by exp(m_old - m_new)) and the block's values are added
+// with weights exp(s - m). Threads split the (h, t) pairs; each pair is
+// computed by one thread in a fixed order, so results do not depend on the
+// thread count.
 //
-// Precision: dots, exp, the running sum and the accumulator are f32 (the
-// dots in vector lanes, exp per block in lanes: simd_exp, < 2e-7 relative);
-// F16/BF16 K/V rows are widened exactly to f32 first.
+// Precision: dots, exp, the sums and the accumulator are f32 (dots in
+// vector lanes, 16 wide with AVX-512; exp in lanes: simd_exp, < 2e-7
+// relative); F16 rows are converted exactly in registers (F16C), BF16 and
+// strided rows widened to f32 first.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -81,6 +86,12 @@ inline const uint16_t* kv_row<uint16_t>(const loom_tensor_t* t, int64_t j, int64
 // used only for rows that need widening).
 template <typename T>
 void block_rows(const loom_tensor_t* t, int64_t j0, int64_t nb, int64_t g, float* scratch, const T** rows) {
+  if (std::is_same_v<T, uint16_t> || (t->type == LOOM_TYPE_F32 && t->nb[0] == sizeof(float))) {
+    // Rows read in place: one row stride apart.
+    const char* base = row_ptr(t, j0, g, 0);
+    for (int64_t jj = 0; jj < nb; ++jj) rows[jj] = reinterpret_cast<const T*>(base + jj * static_cast<int64_t>(t->nb[1]));
+    return;
+  }
   for (int64_t jj = 0; jj < nb; ++jj) rows[jj] = kv_row<T>(t, j0 + jj, g, scratch + jj * t->ne[0]);
 }
 
@@ -92,16 +103,44 @@ inline simd_f lanes(const uint16_t* p) {
 }
 #endif
 
+#ifdef __AVX512F__
+// 16 values from f32 or F16 memory (AVX-512: one conversion for 16).
+inline __m512 lanes16(const float* p) { return _mm512_loadu_ps(p); }
+inline __m512 lanes16(const uint16_t* p) {
+  // The maskz forms: GCC 12's unmasked ones start from an "undefined"
+  // register and warn (-Wmaybe-uninitialized).
+  return _mm512_maskz_cvtph_ps(0xFFFF, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+}
+#endif
+
 #ifdef __AVX2__
 // The 8 dots q . k[r] (d % 8 == 0), one per lane: 8 accumulators, then a
-// transposing reduction (hadd) instead of 8 horizontal sums.
+// transposing reduction (hadd) instead of 8 horizontal sums. With AVX-512
+// and d % 16 == 0 the accumulators are 16 lanes wide (half the
+// instructions; the halves are added before the reduction).
 template <typename T>
 inline __m256 dot8(const float* q, const T* const* k, int64_t d) {
   __m256 acc[8];
-  for (int r = 0; r < 8; ++r) acc[r] = _mm256_setzero_ps();
-  for (int64_t e = 0; e < d; e += 8) {
-    const __m256 qv = _mm256_loadu_ps(q + e);
-    for (int r = 0; r < 8; ++r) acc[r] = _mm256_fmadd_ps(qv, reinterpret_cast<__m256>(lanes(k[r] + e)), acc[r]);
+#ifdef __AVX512F__
+  if (d % 16 == 0) {
+    __m512 wide[8];
+    for (int r = 0; r < 8; ++r) wide[r] = _mm512_setzero_ps();
+    for (int64_t e = 0; e < d; e += 16) {
+      const __m512 qv = _mm512_loadu_ps(q + e);
+      for (int r = 0; r < 8; ++r) wide[r] = _mm512_fmadd_ps(qv, lanes16(k[r] + e), wide[r]);
+    }
+    for (int r = 0; r < 8; ++r) {
+      // Halves added (maskz extracts: GCC 12 warns on the plain cast).
+      acc[r] = _mm256_add_ps(_mm512_maskz_extractf32x8_ps(0xFF, wide[r], 0), _mm512_maskz_extractf32x8_ps(0xFF, wide[r], 1));
+    }
+  } else
+#endif
+  {
+    for (int r = 0; r < 8; ++r) acc[r] = _mm256_setzero_ps();
+    for (int64_t e = 0; e < d; e += 8) {
+      const __m256 qv = _mm256_loadu_ps(q + e);
+      for (int r = 0; r < 8; ++r) acc[r] = _mm256_fmadd_ps(qv, reinterpret_cast<__m256>(lanes(k[r] + e)), acc[r]);
+    }
   }
   const __m256 t0 = _mm256_hadd_ps(_mm256_hadd_ps(acc[0], acc[1]), _mm256_hadd_ps(acc[2], acc[3]));
   const __m256 t1 = _mm256_hadd_ps(_mm256_hadd_ps(acc[4], acc[5]), _mm256_hadd_ps(acc[6], acc[7]));
@@ -139,6 +178,28 @@ void block_scores(const float* q, const T* const* k, int64_t nb, int64_t d, floa
 // wait on each other's latency. F16 rows (uint16_t) have dv % 8 == 0.
 template <typename T>
 void block_axpy(float* acc, const float* p, const T* const* v, int64_t nb, int64_t dv) {
+#ifdef __AVX512F__
+  if (dv % 16 == 0 && (std::is_same_v<T, uint16_t> || std::is_same_v<T, float>)) {
+    // 16 lanes per group: 4 groups cover a head of 64.
+    constexpr int kWide = 4;
+    int64_t e = 0;
+    for (; e + kWide * 16 <= dv; e += kWide * 16) {
+      __m512 a[kWide];
+      for (int g = 0; g < kWide; ++g) a[g] = _mm512_loadu_ps(acc + e + 16 * g);
+      for (int64_t jj = 0; jj < nb; ++jj) {
+        const __m512 pj = _mm512_set1_ps(p[jj]);
+        for (int g = 0; g < kWide; ++g) a[g] = _mm512_fmadd_ps(pj, lanes16(v[jj] + e + 16 * g), a[g]);
+      }
+      for (int g = 0; g < kWide; ++g) _mm512_storeu_ps(acc + e + 16 * g, a[g]);
+    }
+    for (; e < dv; e += 16) {
+      __m512 a = _mm512_loadu_ps(acc + e);
+      for (int64_t jj = 0; jj < nb; ++jj) a = _mm512_fmadd_ps(_mm512_set1_ps(p[jj]), lanes16(v[jj] + e), a);
+      _mm512_storeu_ps(acc + e, a);
+    }
+    return;
+  }
+#endif
   constexpr int kGroups = 8;
   int64_t e = 0;
   for (; e + kGroups * kSimdLanes <= dv; e += kGroups * kSimdLanes) {
@@ -203,16 +264,48 @@ struct BlockStep {
   }
 };
 
+// Query heads st[i0, i1) of kv head g over rows [0, n) in two passes: every
+// score first (K read front to back), the softmax over all of them, then
+// the weighted V rows (V read front to back). scores: (i1 - i0) * n floats.
+template <typename KT, typename VT>
+void two_pass(const BlockStep<KT, VT>& step, HeadState* st, int64_t i0, int64_t i1, int64_t g, int64_t n,
+              float* scores) {
+  const KT* krows[kBlock];
+  const VT* vrows[kBlock];
+  for (int64_t j0 = 0; j0 < n; j0 += kBlock) {
+    const int64_t nb = std::min(kBlock, n - j0);
+    block_rows(step.k, j0, nb, g, step.kscratch, krows);
+    for (int64_t i = i0; i < i1; ++i) block_scores(st[i].q, krows, nb, step.d, step.scale, scores + (i - i0) * n + j0);
+  }
+  for (int64_t i = i0; i < i1; ++i) {
+    float* sc = scores + (i - i0) * n;
+    float m = -std::numeric_limits<float>::infinity();
+    for (int64_t j = 0; j < n; ++j) m = std::max(m, sc[j]);
+    for (int64_t j = 0; j < n; ++j) sc[j] -= m;
+    simd_exp_inplace(sc, n);
+    float l = 0.0f;
+    for (int64_t j = 0; j < n; ++j) l += sc[j];
+    st[i].m = m;
+    st[i].l = l;
+  }
+  for (int64_t j0 = 0; j0 < n; j0 += kBlock) {
+    const int64_t nb = std::min(kBlock, n - j0);
+    block_rows(step.v, j0, nb, g, step.vscratch, vrows);
+    for (int64_t i = i0; i < i1; ++i) block_axpy(st[i].acc, scores + (i - i0) * n + j0, vrows, nb, step.dv);
+  }
+}
+
 // Queries (h, t) for h in [h0, h1) over their visible KV rows [0, n), in
 // the order that reads the cache front to back. The llama graph's cache
-// keeps each kv head's rows contiguous (K[:, j, g] at g * n_ctx + j): kv
-// heads outer, blocks of rows inner, the query heads of that kv head
-// innermost, so K and V are two sequential streams the hardware prefetchers
-// run ahead of (in a row-major order, a head's rows a whole cache row
-// apart, decode attention waited on memory at a quarter of its bandwidth).
-// When a row's heads lie side by side instead (K's head stride below its
-// row stride), blocks outer and heads inner read each block of rows once.
-// The order does not change any head's result.
+// keeps each kv head's rows contiguous (K[:, j, g] at g * n_ctx + j): per
+// kv head, two_pass reads its K rows, then its V rows, each one sequential
+// stream the hardware prefetchers run ahead of (in a row-major order, a
+// head's rows a whole cache row apart, decode attention waited on memory at
+// a quarter of its bandwidth; alternating K and V blocks with the online
+// softmax was 7% slower than the two streams). When a row's heads lie side
+// by side instead (K's head stride below its row stride), blocks of rows
+// outer and heads inner, with the online softmax, read each block of rows
+// once.
 // KT / VT: how K / V rows are read (float or F16 bits, reads_f16).
 template <typename KT, typename VT>
 void attend_heads(const loom_tensor_t* dst, int64_t t, int64_t h0, int64_t h1, int64_t n, float scale,
@@ -238,11 +331,11 @@ void attend_heads(const loom_tensor_t* dst, int64_t t, int64_t h0, int64_t h1, i
   }
   const bool rows_of_a_head_together = k->ne[2] == 1 || k->nb[2] > k->nb[1];
   if (rows_of_a_head_together) {
+    thread_local std::vector<float> scores;
+    scores.resize(static_cast<size_t>(std::min(group, nh) * n) + 1);
     for (int64_t g = h0 / group; g <= (h1 - 1) / group; ++g) {
       const int64_t i0 = std::max(h0, g * group) - h0, i1 = std::min(h1, (g + 1) * group) - h0;
-      for (int64_t j0 = 0; j0 < n; j0 += kBlock) {
-        for (int64_t i = i0; i < i1; ++i) step(st[static_cast<size_t>(i)], g, j0, std::min(kBlock, n - j0));
-      }
+      two_pass(step, st.data(), i0, i1, g, n, scores.data());
     }
   } else {
     for (int64_t j0 = 0; j0 < n; j0 += kBlock) {
