@@ -66,7 +66,7 @@ void ThreadPool::start(int n_threads) {
   // pending_, so a run() issued right after start() is never missed.
   pending_.store(n_threads - 1);
   workers_.reserve(static_cast<size_t>(n_threads - 1));
-  for (int i = 1; i < n_threads; ++i) workers_.emplace_back(&ThreadPool::worker, this, i);
+  for (int i = 1; i < n_threads; ++i) workers_.emplace_back(&ThreadPool::worker, this);
   std::unique_lock<std::mutex> lock(mu_);
   cv_done_.wait(lock, [this] { return pending_.load() == 0; });
 }
@@ -88,43 +88,67 @@ void ThreadPool::resize(int n_threads) {
   start(n_threads);
 }
 
+void ThreadPool::run_slots(uint64_t gen) {
+  const auto nth = static_cast<uint64_t>(n_threads_);
+  uint64_t s = state_.load(std::memory_order_acquire);
+  for (;;) {
+    if (s >> kSlotBits != gen) return;  // a later job: not ours to claim
+    const uint64_t slot = s & ((uint64_t{1} << kSlotBits) - 1);
+    if (slot >= nth) return;
+    if (!state_.compare_exchange_weak(s, s + 1, std::memory_order_acq_rel, std::memory_order_acquire)) continue;
+    // The slot is ours, so the caller is still inside run(): job_ is this
+    // generation's.
+    try {
+      (*job_)(static_cast<int>(slot), static_cast<int>(nth));
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!error_) error_ = std::current_exception();
+    }
+    if (done_.fetch_add(1, std::memory_order_acq_rel) + 1 == static_cast<int>(nth)) {
+      // Lock so the caller cannot check the predicate and sleep between our
+      // increment and the notify.
+      std::lock_guard<std::mutex> lock(mu_);
+      cv_done_.notify_all();
+    }
+    s = state_.load(std::memory_order_acquire);
+  }
+}
+
 void ThreadPool::run(const std::function<void(int ith, int nth)>& fn) {
   if (n_threads_ == 1) {
     fn(0, 1);
     return;
   }
+  const int nth = n_threads_;
   job_ = &fn;
-  pending_.store(n_threads_ - 1, std::memory_order_relaxed);
+  done_.store(0, std::memory_order_relaxed);
+  const uint64_t gen = ++generation_ & ((uint64_t{1} << (64 - kSlotBits)) - 1);
   {
-    // Bumping under the lock means a worker about to sleep either sees the
-    // new generation in its wait predicate or is already waiting: no lost wake-up.
+    // Publishing under the lock means a worker about to sleep either sees
+    // the new generation in its wait predicate or is already waiting: no
+    // lost wake-up.
     std::lock_guard<std::mutex> lock(mu_);
     error_ = nullptr;
-    generation_.fetch_add(1, std::memory_order_release);
+    state_.store(gen << kSlotBits, std::memory_order_release);
   }
   cv_work_.notify_all();
-  try {
-    fn(0, n_threads_);
-  } catch (...) {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (!error_) error_ = std::current_exception();
-  }
-  if (!spin_until([this] { return pending_.load(std::memory_order_acquire) == 0; })) {
+  run_slots(gen);
+  // Every slot is claimed; wait for those still running on workers.
+  if (!spin_until([&] { return done_.load(std::memory_order_acquire) == nth; })) {
     std::unique_lock<std::mutex> lock(mu_);
-    cv_done_.wait(lock, [this] { return pending_.load(std::memory_order_acquire) == 0; });
+    cv_done_.wait(lock, [&] { return done_.load(std::memory_order_acquire) == nth; });
   }
   std::exception_ptr error;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    job_ = nullptr;
     error = error_;
     error_ = nullptr;
   }
   if (error) std::rethrow_exception(error);
 }
 
-void ThreadPool::worker(int ith) {
-  uint64_t seen = generation_.load(std::memory_order_acquire);
+void ThreadPool::worker() {
+  uint64_t seen = state_.load(std::memory_order_acquire) >> kSlotBits;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (pending_.fetch_sub(1) == 1) cv_done_.notify_all();
@@ -132,28 +156,15 @@ void ThreadPool::worker(int ith) {
   for (;;) {
     auto has_work = [&] {
       return quit_.load(std::memory_order_acquire) ||
-             generation_.load(std::memory_order_acquire) != seen;
+             state_.load(std::memory_order_acquire) >> kSlotBits != seen;
     };
     if (!spin_until(has_work)) {
       std::unique_lock<std::mutex> lock(mu_);
       cv_work_.wait(lock, has_work);
     }
     if (quit_.load(std::memory_order_acquire)) return;
-    seen = generation_.load(std::memory_order_acquire);
-    const std::function<void(int, int)>* job = job_;
-    const int nth = n_threads_;
-    try {
-      (*job)(ith, nth);
-    } catch (...) {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (!error_) error_ = std::current_exception();
-    }
-    if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-      // Lock so the caller cannot check the predicate and sleep between our
-      // decrement and the notify.
-      std::lock_guard<std::mutex> lock(mu_);
-      cv_done_.notify_all();
-    }
+    seen = state_.load(std::memory_order_acquire) >> kSlotBits;
+    run_slots(seen);
   }
 }
 

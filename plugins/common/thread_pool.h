@@ -1,5 +1,10 @@
-// A persistent thread pool: run(n, fn) calls fn(i, n) for i in [0, n) on
-// n threads (the caller is thread 0) and returns when all are done. Between
+// A persistent thread pool: run(fn) calls fn(i, n) once for every slot i in
+// [0, n), n = size(), and returns when all slots are done. Slots are claimed
+// by whichever pool thread is free first — the caller included — so a
+// worker that the OS has not scheduled (another process holds its core)
+// costs nothing: the caller runs its slot itself instead of waiting a time
+// slice for it. Hence slots must never wait for each other (no barriers
+// inside fn); one thread may run several slots, one after another. Between
 // jobs workers spin briefly (a graph issues one job per node, microseconds
 // apart) and then sleep on a condition variable. One run at a time per pool
 // (callers serialise).
@@ -27,25 +32,33 @@ class ThreadPool {
   int size() const { return n_threads_; }
   // Grow or shrink to n >= 1 threads (waits for idle workers).
   void resize(int n_threads);
-  // fn(ith, nth) on every thread; exceptions thrown by fn are caught and the
-  // first is rethrown in the caller after all threads finished.
+  // fn(ith, nth) for every slot ith (see above); exceptions thrown by fn are
+  // caught and the first is rethrown in the caller after all slots finished.
   void run(const std::function<void(int ith, int nth)>& fn);
 
  private:
   void start(int n_threads);
   void stop();
-  void worker(int ith);
+  void worker();
+  // Claim and run slots of job `gen` until none is left; slots run here.
+  void run_slots(uint64_t gen);
 
   int n_threads_ = 1;
   std::vector<std::thread> workers_;
   std::mutex mu_;
   std::condition_variable cv_work_;
   std::condition_variable cv_done_;
-  // job_ is written before generation_ is bumped (release) and read after a
-  // worker sees the new generation (acquire).
+  // state_ = generation << kSlotBits | next unclaimed slot. job_ is written
+  // before a new generation is published (release) and read only by a
+  // thread whose claim (CAS on state_) of a slot of that generation
+  // succeeded; the caller does not return — and so never rewrites job_ —
+  // before every slot it published is done.
+  static constexpr int kSlotBits = 16;  // > log2(kMaxThreads)
   const std::function<void(int, int)>* job_ = nullptr;
-  std::atomic<uint64_t> generation_{0};
-  std::atomic<int> pending_{0};
+  std::atomic<uint64_t> state_{0};
+  uint64_t generation_ = 0;  // the caller's count of runs
+  std::atomic<int> done_{0};     // slots of the current job finished
+  std::atomic<int> pending_{0};  // workers yet to check in after start()
   std::atomic<bool> quit_{false};
   std::exception_ptr error_;  // guarded by mu_
 };

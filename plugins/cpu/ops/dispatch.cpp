@@ -87,12 +87,6 @@ int64_t work_estimate(const loom_tensor_t* node) {
   return n;
 }
 
-void Exec::barrier(int nth) {
-  if (nth <= 1) return;
-  arrived_.fetch_add(1, std::memory_order_acq_rel);
-  for (int i = 1; arrived_.load(std::memory_order_acquire) < nth; ++i) common::spin_pause(i);
-}
-
 void* Exec::scratch(size_t bytes) {
   constexpr size_t kAlign = 64;
   if (scratch_.size() < bytes + kAlign) scratch_.resize(bytes + kAlign);

@@ -9,8 +9,8 @@
 // Work is split over (tile of kTileRows rows of A, i2, i3); each tile of rows
 // runs against every column of B in tiles of kTileCols, accumulators in
 // registers. B is quantized once per node: for at most kQuantSmallN rows each
-// thread quantizes all of B into its own slice (no barrier), else the rows
-// are split over the threads and a barrier follows.
+// slot quantizes all of B into its own slice, else one parallel run
+// quantizes B and a second one runs the dots (run_on_quantized_b).
 #include "ops/matmul.h"
 #include "ops/matmul_kquant.h"
 #include "weight_layout.h"

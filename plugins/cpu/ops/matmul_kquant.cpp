@@ -1,9 +1,9 @@
 // The ABI 1.2 weight types' MUL_MAT driver: B quantized once per node (to
 // ActBlockK for the K-quants, to the int8 path's ActBlock for Q4_1 / Q5_0 /
 // Q5_1 / IQ4_NL), then every thread's rows of A against it. As on the int8
-// path, for at most kQuantSmallN rows of B (decode) each thread quantizes all of
-// B into its own slice (no barrier), else the rows are split over the
-// threads and a barrier follows.
+// path, for at most kQuantSmallN rows of B (decode) each slot quantizes all of
+// B into its own slice, else one parallel run quantizes B and a second one
+// runs the dots (run_on_quantized_b).
 #include "ops/matmul_kquant.h"
 
 namespace loom::cpu {

@@ -52,13 +52,14 @@ void mul_mat_kquant_32(const loom_tensor_t* dst, const ActBlock* act, int ith, i
 constexpr int64_t act_elems(const ActBlock*) { return 32; }
 constexpr int64_t act_elems(const ActBlockK*) { return 256; }
 
-// Up to this many rows of B (decode), every thread quantizes all of B into
-// its own scratch (no thread waits for another); more rows are split over
-// the threads with a barrier before the dots.
+// Up to this many rows of B (decode), every slot quantizes all of B into
+// its own scratch (no slot depends on another); more rows are quantized by
+// one parallel run and the dots follow in a second (slots may run one after
+// another on one thread, so they never wait for each other: no barrier).
 constexpr int64_t kQuantSmallN = 4;
 
 // Quantize B (quantize(b, r0, r1, act) for rows [r0, r1)) into the
-// executor's scratch as above, then body(act, ith, nth) on every thread.
+// executor's scratch as above, then body(act, ith, nth) on every slot.
 // One driver for the int8 path and the ABI 1.2 types.
 template <typename Act, typename Quantize, typename Body>
 void run_on_quantized_b(const loom_tensor_t* dst, Exec& ex, Quantize quantize, Body body) {
@@ -66,21 +67,24 @@ void run_on_quantized_b(const loom_tensor_t* dst, Exec& ex, Quantize quantize, B
   const int64_t rows = nrows(b);
   const size_t act_bytes = static_cast<size_t>(rows * (b->ne[0] / act_elems(static_cast<const Act*>(nullptr)))) *
                            sizeof(Act);
-  const bool small = rows <= kQuantSmallN;
-  // Small B: one private copy per thread, so no thread waits for another.
-  auto* base = static_cast<uint8_t*>(ex.scratch(small ? act_bytes * static_cast<size_t>(ex.threads()) : act_bytes));
-  ex.run([&](int ith, int nth) {
-    auto* act = reinterpret_cast<Act*>(base + (small ? act_bytes * static_cast<size_t>(ith) : 0));
-    if (small) {
+  if (rows <= kQuantSmallN) {
+    // One private copy per slot: quantizing a few rows costs less than a
+    // second hand-off.
+    auto* base = static_cast<uint8_t*>(ex.scratch(act_bytes * static_cast<size_t>(ex.threads())));
+    ex.run([&](int ith, int nth) {
+      auto* act = reinterpret_cast<Act*>(base + act_bytes * static_cast<size_t>(ith));
       quantize(b, 0, rows, act);
-    } else {
-      int64_t r0, r1;
-      common::split_range(rows, ith, nth, &r0, &r1);
-      quantize(b, r0, r1, act);
-      ex.barrier(nth);
-    }
-    body(static_cast<const Act*>(act), ith, nth);
+      body(static_cast<const Act*>(act), ith, nth);
+    });
+    return;
+  }
+  auto* act = static_cast<Act*>(ex.scratch(act_bytes));
+  ex.run([&](int ith, int nth) {
+    int64_t r0, r1;
+    common::split_range(rows, ith, nth, &r0, &r1);
+    quantize(b, r0, r1, act);
   });
+  ex.run([&](int ith, int nth) { body(static_cast<const Act*>(act), ith, nth); });
 }
 
 // Columns of B per dot call (each unpacked chunk of A serves them all), and

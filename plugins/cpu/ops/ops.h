@@ -70,10 +70,11 @@ class Exec {
   Exec(common::ThreadPool& pool, bool parallel, std::vector<uint8_t>& scratch)
       : pool_(pool), parallel_(parallel), scratch_(scratch) {}
   int threads() const { return parallel_ ? pool_.size() : 1; }
-  // fn(ith, nth) on each of threads() threads; returns when all are done.
+  // fn(ith, nth) for each of threads() slots; returns when all are done.
+  // Slots may run one after another on one thread (common::ThreadPool), so
+  // they must never wait for each other.
   template <typename Fn>
   void run(Fn&& fn) {
-    arrived_.store(0, std::memory_order_relaxed);
     chunk_.store(0, std::memory_order_relaxed);
     if (!parallel_ || pool_.size() == 1) {
       fn(0, 1);
@@ -81,8 +82,6 @@ class Exec {
       pool_.run([&](int ith, int nth) { fn(ith, nth); });
     }
   }
-  // Inside run(): waits until all nth threads reached it (once per run).
-  void barrier(int nth);
   // Inside run(): the next unclaimed chunk index (0, 1, 2, ... across all
   // threads), so a thread that starts late or runs slow takes fewer chunks.
   // Which thread computes a chunk does not change its result.
@@ -95,7 +94,6 @@ class Exec {
   common::ThreadPool& pool_;
   bool parallel_;
   std::vector<uint8_t>& scratch_;
-  std::atomic<int> arrived_{0};
   std::atomic<int64_t> chunk_{0};
 };
 
