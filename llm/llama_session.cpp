@@ -8,6 +8,7 @@
 #include "llm/finite_check.hpp"
 #include "llm/llama_graph.hpp"
 #include "loom/executor.hpp"
+#include "loom/log.hpp"
 #include "loom/ops.hpp"
 #include "loom/types.hpp"
 #include "runtime/env.hpp"
@@ -82,8 +83,34 @@ StatusOr<std::unique_ptr<LlamaSession>> LlamaSession::create(LlamaModel* model, 
   SessionOptions o = options;
   o.fused_attention = options.fused_attention && env_flag("LOOM_LLM_FUSED_ATTN", true);
   o.check_finite_nodes = options.check_finite_nodes || env_flag("LOOM_CHECK_FINITE", false);
-  return std::unique_ptr<LlamaSession>(
+  std::unique_ptr<LlamaSession> session(
       new LlamaSession(model, std::move(cache), std::move(kv_devices), std::move(sched), o, mark));
+  LOOM_RETURN_IF_ERROR(session->reserve_worst_case());
+  return session;
+}
+
+Status LlamaSession::reserve_worst_case() {
+  const int64_t n_ctx = cache_.n_ctx();
+  const int64_t n_max = std::min(n_batch_, n_ctx);
+  // (tokens, every row's logits): the largest prompt batch, then decode.
+  const std::pair<int64_t, bool> shapes[] = {{n_max, true}, {1, false}};
+  for (const auto& [n, all_logits] : shapes) {
+    StepRollback rollback{model_->context(), mark_};
+    LOOM_ASSIGN_OR_RETURN(LlamaBatchGraph g, build_llama_graph(*model_, cache_, n, n_ctx - n, all_logits, n_ctx,
+                                                                    fused_attention_));
+    LOOM_ASSIGN_OR_RETURN(Graph graph, Graph::build({g.logits}));
+    if (check_nodes_) {
+      LOOM_ASSIGN_OR_RETURN(graph, keep_every_node(graph));
+    }
+    Status st = sched_->reserve(graph);
+    if (!st.ok()) {
+      return st.with_context("llm.session: reserving compute memory for " + std::to_string(n) +
+                             " tokens over a context of " + std::to_string(n_ctx));
+    }
+  }
+  LOOM_LOG_INFO("llm", "compute buffers reserved for " + std::to_string(n_max) + "-token batches and decode over " +
+                           std::to_string(n_ctx) + " positions: " + std::to_string(compute_buffer_size()) + " bytes");
+  return Status();
 }
 
 LlamaSession::~LlamaSession() { drop_step(); }

@@ -114,6 +114,11 @@ class LlamaSession {
     Graph graph;
   };
   StatusOr<Step> build_step(int64_t n, bool all_logits);
+  // Size the scheduler's compute buffers, per device, for the largest
+  // graphs this session can run — a full prompt batch with every row's
+  // logits and a decode step, both attending over the whole context — so
+  // that generation allocates no compute memory after the load.
+  Status reserve_worst_case();
   // Forget the kept step graph and roll its tensors out of the model's context.
   void drop_step();
   // Drops the per-step tensors from the model's context when it goes.

@@ -151,6 +151,7 @@ Status Scheduler::ensure_buffers(const sched::Plan& plan) {
                                        " bytes on '" + devices_[d]->name() + "'");
     }
     buffers_[d] = std::move(buf).value();
+    ++buffer_allocations_;
     LOOM_LOG_DEBUG("sched", "compute buffer on " + devices_[d]->name() + ": " +
                                 std::to_string(size) + " bytes");
   }

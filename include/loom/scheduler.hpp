@@ -119,6 +119,9 @@ class Scheduler {
   const std::vector<registry::Device*>& devices() const { return devices_; }
   // Plans built so far (a reused plan does not count).
   size_t plans_built() const { return plans_built_; }
+  // Compute buffers allocated so far (first ones and every growth), summed
+  // over the devices: after a worst-case reserve() it stays put.
+  size_t buffer_allocations() const { return buffer_allocations_; }
   // The current plan's splits and copies (empty before the first plan).
   std::vector<SchedSplit> splits() const;
   size_t copy_count() const;
@@ -147,6 +150,7 @@ class Scheduler {
   std::unordered_map<std::string, size_t> pins_;  // node name -> device
   std::unique_ptr<sched::Plan> plan_;
   size_t plans_built_ = 0;
+  size_t buffer_allocations_ = 0;
   SchedStats stats_;
   // Grown-out compute buffers, kept alive: tensors of earlier graphs may still
   // point there, and a freed buffer's address could come back as an

@@ -155,6 +155,42 @@ TEST_F(StoriesModel, BatchedPrefillMatchesTokenByToken) {
   for (size_t i = 0; i < n_vocab; ++i) EXPECT_NEAR(last[i], batched[(prompt.size() - 1) * n_vocab + i], 1e-4);
 }
 
+// The session reserves its compute memory at creation, for the largest
+// prompt batch (every row's logits) and decode over the whole context:
+// prompts of any length, all-logits evaluation and generation up to the
+// context's end then allocate no compute buffer. Without the reserve the
+// first eval allocated (and a longer context grew the buffers again).
+TEST_F(StoriesModel, GenerationAllocatesNothingAfterTheReserve) {
+  for (const bool fused : {true, false}) {
+    SCOPED_TRACE(fused ? "fused attention" : "unfused attention");
+    SessionOptions o;
+    o.n_ctx = 256;
+    o.n_batch = 16;
+    o.fused_attention = fused;
+    auto s = LlamaSession::create(model_.get(), o);
+    ASSERT_TRUE(s.ok()) << s.status().to_string();
+    LlamaSession& session = **s;
+    const size_t allocs = session.scheduler().buffer_allocations();
+    const size_t bytes = session.compute_buffer_size();
+    EXPECT_GT(allocs, 0u) << "nothing was reserved";
+    EXPECT_GT(bytes, 0u);
+    // A ragged prompt (two full batches and a partial one) with all logits,
+    // then single-token steps to the end of the context.
+    std::vector<TokenId> prompt = tok_->encode("Once upon a time, there was a little dog named Max. He liked to play.", true);
+    while (prompt.size() < 40) prompt.push_back(prompt.back());
+    std::vector<float> logits;
+    ASSERT_TRUE(session.eval(prompt, true, &logits).ok());
+    TokenId next = prompt.back();
+    for (size_t pos = prompt.size(); pos < static_cast<size_t>(o.n_ctx); ++pos) {
+      Status st = session.eval({next}, false, &logits);
+      ASSERT_TRUE(st.ok()) << "at position " << pos << ": " << st.to_string();
+      next = static_cast<TokenId>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+    }
+    EXPECT_EQ(session.scheduler().buffer_allocations(), allocs) << "a compute buffer was allocated after the reserve";
+    EXPECT_EQ(session.compute_buffer_size(), bytes);
+  }
+}
+
 TEST_F(StoriesModel, ContextLimitIsAnError) {
   SessionOptions o;
   o.n_ctx = 8;
