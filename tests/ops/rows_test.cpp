@@ -25,7 +25,9 @@ class RowsTest : public OpTest {
     Operand ix = input_ints(LOOM_TYPE_I32, {k, ne[2], ne[3], 1}, idx);
     Tensor* out = unwrap(op::get_rows(ctx_, a.t, ix.t), "get_rows");
     if (!testing_reference_device() && !dev_->supports_op(out)) {
-      declined_ = true;  // another plugin without this type
+      // Another plugin without this type.
+      if (device_runs_weight_types()) ADD_FAILURE() << test_device_name() << " declines this GET_ROWS";
+      declined_ = true;
       return;
     }
     LOOM_ASSERT_OK(run_threads({out}));
