@@ -190,6 +190,16 @@ TEST_F(MatMulTest, WeightTypesOfAbi12) {
   if (declined_) GTEST_SKIP() << test_device_name() << " declines some of these weight types";
 }
 
+TEST_F(MatMulTest, LongRowsOfWeightTypes) {
+  // Rows of ~2M elements: past what one invocation of a per-output kernel
+  // may loop over on lavapipe (65535 iterations, one per 32 elements), so a
+  // vulkan device there takes a workgroup kernel instead.
+  seed(408);
+  check(LOOM_TYPE_Q4_K, {256 * 8400, 2, 1, 1, 1, 1, 1}, Layout::kDense, Layout::kDense);
+  check(LOOM_TYPE_Q5_0, {32 * 67000, 1, 2, 1, 1, 1, 1}, Layout::kDense, Layout::kDense);
+  if (declined_) GTEST_SKIP() << test_device_name() << " declines some of these weight types";
+}
+
 TEST_F(MatMulTest, LargerProductStaysAccurate) {
   seed(404);
   check(LOOM_TYPE_Q4_0, {256, 48, 9, 1, 1, 1, 1}, Layout::kDense, Layout::kDense);
