@@ -195,6 +195,14 @@ TEST_F(CopyTest, WeightTypesToFloatAndAsBlocks) {
         std::vector<double> tol;
         for (double v : src.h.values()) tol.push_back(std::ldexp(amax, -20) + (td == LOOM_TYPE_F32 ? 0.0 : conv_tol(td, v)));
         expect_close(read(base_of(dst.t)), src.h.values(), tol, ne, "dequantized copy");
+        if (l == Layout::kDense && td == LOOM_TYPE_F32) {
+          // Bit for bit the host's (ggml's) f32 decode, loom::to_float.
+          std::vector<float> want(static_cast<size_t>(nelements(ne)));
+          loom::to_float(t, src.h.base->bytes.data(), want.data(), nelements(ne));
+          const std::vector<uint8_t> got = read_bytes(base_of(dst.t));
+          ASSERT_EQ(got.size(), 4 * want.size());
+          EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size()), 0) << "not ggml's f32 values bit for bit";
+        }
       }
       SCOPED_TRACE("cont " + type_str(t) + " " + layout_name(l));
       Operand a = make(t, {be, 3, 2, 2}, l);
