@@ -1,7 +1,8 @@
 // The Vulkan support table (the op set's rules, common/op_check.h, minus
 // GET_ROWS from I64, ATTENTION with a non-F32 Q, sizes past 32-bit
-// addressing and, on lavapipe, loops past an invocation's budget) and node -> dispatch planning: which shader variant, push
-// constants (offsets, extents, strides, parameters) and how many workgroups.
+// addressing and, on lavapipe, loops past an invocation's budget) and
+// node -> dispatch planning: which shader variant, push constants (offsets,
+// extents, strides, parameters) and how many workgroups.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -109,10 +110,10 @@ uint64_t mul_mat_loops(MatKernel k, const loom_tensor_t* n, uint32_t wg) {
       return (blocks ? kk / 32 * (is_writable_quant(a->type) ? 9 : 1) : kk) + 4;
     case MatKernel::kVec: {
       const uint64_t steps = ((blocks ? kk / 32 : kk) + wg - 1) / wg;
-      // Per step: the columns (each a loop for float A, or over 32
-      // unrolled for blocks; Q8_0 / Q4_0 without the decode form: 32
-      // elements of a loop), then the reduction over the columns and wg.
-      const uint64_t per = blocks ? (is_writable_quant(a->type) ? 33 + 32 * cols : cols + 1) : cols + 1;
+      // Per step: the loop over the columns (a chunk's 32 elements
+      // unrolled; Q8_0 / Q4_0's decode form: a loop of 8 or 4 words), then
+      // the reduction over the columns and wg.
+      const uint64_t per = cols + 1 + (is_writable_quant(a->type) ? 8 : 0);
       return steps * (per + 1) + 2 * cols + 16 + cols * 9;
     }
     case MatKernel::kTiled:
