@@ -1,6 +1,7 @@
-// CPY (float <-> float, float -> Q8_0/Q4_0, Q8_0/Q4_0 -> float, I32 -> I32;
-// strided sources, reshaping copies, copies into views) and CONT (every
-// type from strided views).
+// CPY (float <-> float, float -> Q8_0/Q4_0, Q8_0/Q4_0 and the ABI 1.2
+// weight types -> float, I32 -> I32; strided sources, reshaping copies,
+// copies into views) and CONT (every type from strided views).
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -160,6 +161,58 @@ TEST_F(CopyTest, QuantizedToFloat) {
     check_cpy(make(tq, {32, 4, 1, 1}, Layout::kDense), input(LOOM_TYPE_F32, {16, 8, 1, 1}),
               "reshaping " + type_str(tq) + " -> f32");
   }
+}
+
+TEST_F(CopyTest, WeightTypesToFloatAndAsBlocks) {
+  // The ABI 1.2 weight types (read-only: no CPY into them from float):
+  // dequantized into F32 / F16 from every layout, and CONT of strided
+  // views, which copies the blocks' bytes.
+  seed(710);
+  const loom_type_t types[] = {LOOM_TYPE_Q4_1, LOOM_TYPE_Q5_0, LOOM_TYPE_Q5_1, LOOM_TYPE_IQ4_NL, LOOM_TYPE_Q2_K,
+                               LOOM_TYPE_Q3_K, LOOM_TYPE_Q4_K, LOOM_TYPE_Q5_K, LOOM_TYPE_Q6_K};
+  bool declined = false;
+  const auto runs = [&](Tensor* out) {
+    if (testing_reference_device() || dev_->supports_op(out)) return true;
+    if (device_runs_weight_types()) ADD_FAILURE() << test_device_name() << " declines " << out->name;
+    declined = true;
+    return false;
+  };
+  for (loom_type_t t : types) {
+    const int64_t be = block_elems(t);
+    for (Layout l : layouts_for(t)) {
+      for (loom_type_t td : {LOOM_TYPE_F32, LOOM_TYPE_F16}) {
+        SCOPED_TRACE(type_str(t) + " -> " + type_str(td) + " " + layout_name(l));
+        const Shape ne{2 * be, 3, 2, 1};
+        Operand src = make(t, ne, l);
+        Operand dst = input(td, ne);
+        Tensor* out = unwrap(op::cpy(ctx_, src.t, dst.t), "cpy");
+        if (!runs(out)) continue;
+        LOOM_ASSERT_OK(run_threads({out, base_of(dst.t)}));
+        // ggml's f32 decode against the exact one (as GET_ROWS' test), then
+        // the destination's rounding.
+        double amax = 0.0;
+        for (double v : src.h.values()) amax = std::max(amax, std::fabs(v));
+        std::vector<double> tol;
+        for (double v : src.h.values()) tol.push_back(std::ldexp(amax, -20) + (td == LOOM_TYPE_F32 ? 0.0 : conv_tol(td, v)));
+        expect_close(read(base_of(dst.t)), src.h.values(), tol, ne, "dequantized copy");
+        if (l == Layout::kDense && td == LOOM_TYPE_F32) {
+          // Bit for bit the host's (ggml's) f32 decode, loom::to_float.
+          std::vector<float> want(static_cast<size_t>(nelements(ne)));
+          loom::to_float(t, src.h.base->bytes.data(), want.data(), nelements(ne));
+          const std::vector<uint8_t> got = read_bytes(base_of(dst.t));
+          ASSERT_EQ(got.size(), 4 * want.size());
+          EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size()), 0) << "not ggml's f32 values bit for bit";
+        }
+      }
+      SCOPED_TRACE("cont " + type_str(t) + " " + layout_name(l));
+      Operand a = make(t, {be, 3, 2, 2}, l);
+      Tensor* c = unwrap(op::cont(ctx_, a.t), "cont");
+      if (!runs(c)) continue;
+      LOOM_ASSERT_OK(run_threads({c}));
+      expect_equal(read(c), a.h.values(), a.h.ne, "cont result");
+    }
+  }
+  if (declined) GTEST_SKIP() << test_device_name() << " declines some of these weight types";
 }
 
 TEST_F(CopyTest, I32ToI32IsExact) {

@@ -183,6 +183,13 @@ registry::Device* cpu_device();
 std::string registry_report();
 // Whether the device under test is the CPU plugin (the default).
 bool testing_reference_device();
+// Whether the device under test must run every weight type (the ABI 1.2
+// ones too) in MUL_MAT, GET_ROWS and CPY to float: the CPU plugin and the
+// vulkan plugin (vulkan<i>, shaders/quant.glsl). Other devices may decline
+// them (the scheduler places those nodes elsewhere) and the tests skip.
+inline bool device_runs_weight_types() {
+  return testing_reference_device() || test_device_name().rfind("vulkan", 0) == 0;
+}
 // The CPU plugin file the "cpu" run loads: LOOM_TEST_CPU_PLUGIN, default
 // libloom-cpu.so (the baseline build; libloom-cpu-avx2.so for the variant).
 std::string cpu_plugin_file();

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "loom/ops.hpp"
+#include "loom/types.hpp"
 #include "op_test_util.hpp"
 
 namespace loom::optest {
@@ -25,7 +26,9 @@ class RowsTest : public OpTest {
     Operand ix = input_ints(LOOM_TYPE_I32, {k, ne[2], ne[3], 1}, idx);
     Tensor* out = unwrap(op::get_rows(ctx_, a.t, ix.t), "get_rows");
     if (!testing_reference_device() && !dev_->supports_op(out)) {
-      declined_ = true;  // another plugin without this type
+      // Another plugin without this type.
+      if (device_runs_weight_types()) ADD_FAILURE() << test_device_name() << " declines this GET_ROWS";
+      declined_ = true;
       return;
     }
     LOOM_ASSERT_OK(run_threads({out}));
@@ -45,6 +48,20 @@ class RowsTest : public OpTest {
     double amax = 0.0;
     for (double v : a.h.values()) amax = std::max(amax, std::fabs(v));
     expect_close(read(out), ref, std::vector<double>(ref.size(), std::ldexp(amax, -20)), so, "get_rows result");
+    // And bit for bit the host's (ggml's) f32 decode of each source row.
+    const std::vector<uint8_t> got = read_bytes(out);
+    std::vector<float> want(static_cast<size_t>(ne[0]));
+    int64_t r = 0, bad = 0;
+    for (int64_t l = 0; l < ne[3]; ++l)
+      for (int64_t j = 0; j < ne[2]; ++j)
+        for (int64_t i = 0; i < k; ++i, ++r) {
+          const int64_t src = static_cast<int64_t>(ix.h.at(i, j, l));
+          const uint8_t* row = a.h.base->bytes.data() + a.h.offset + static_cast<size_t>(src) * a.h.nb[1] +
+                               static_cast<size_t>(j) * a.h.nb[2] + static_cast<size_t>(l) * a.h.nb[3];
+          loom::to_float(t, row, want.data(), ne[0]);
+          if (std::memcmp(got.data() + static_cast<size_t>(r * ne[0]) * 4, want.data(), want.size() * 4) != 0) ++bad;
+        }
+    EXPECT_EQ(bad, 0) << "rows not ggml's f32 values bit for bit";
   }
   bool declined_ = false;
 

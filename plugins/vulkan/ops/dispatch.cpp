@@ -1,7 +1,8 @@
 // The Vulkan support table (the op set's rules, common/op_check.h, minus
-// GET_ROWS from I64, ATTENTION with a non-F32 Q and sizes past 32-bit
-// addressing) and node -> dispatch planning: which shader variant, push
-// constants (offsets, extents, strides, parameters) and how many workgroups.
+// GET_ROWS from I64, ATTENTION with a non-F32 Q, sizes past 32-bit
+// addressing and, on lavapipe, loops past an invocation's budget) and
+// node -> dispatch planning: which shader variant, push constants (offsets,
+// extents, strides, parameters) and how many workgroups.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -29,7 +30,10 @@ constexpr uint32_t kAttnWg = 64;
 constexpr uint32_t kAttnRowsWg = 8;
 constexpr uint64_t kAttnRowsChunk = 32;
 
-bool is_quant(int32_t t) { return t == LOOM_TYPE_Q8_0 || t == LOOM_TYPE_Q4_0; }
+// Quantized types the shaders write (SET_ROWS, CPY from float).
+bool is_writable_quant(int32_t t) { return t == LOOM_TYPE_Q8_0 || t == LOOM_TYPE_Q4_0; }
+// Any block type (shaders/quant.glsl decodes every one in place).
+bool is_block_type(int32_t t) { return common::type_is_valid(t) && common::type_traits(t).is_quantized; }
 
 int64_t nrows(const loom_tensor_t* t) { return t->ne[1] * t->ne[2] * t->ne[3]; }
 int64_t nelements(const loom_tensor_t* t) { return t->ne[0] * nrows(t); }
@@ -71,17 +75,76 @@ const char* attention_kernel(const OpCaps& caps, const loom_tensor_t* n) {
   return fits(false) ? "attention" : nullptr;
 }
 
-// Types the shaders decode; the ABI 1.2 weight types (Q4_1, Q5_x, IQ4_NL,
-// K-quants) have no shader yet and are declined, so the scheduler places
-// those nodes on another device.
+// Types the shaders decode: the plain ones, and every block type of
+// shaders/quant.glsl (Q8_0, Q4_0 and the ABI 1.2 weight types Q4_1, Q5_0,
+// Q5_1, IQ4_NL, Q2_K..Q6_K) as MUL_MAT's A, GET_ROWS' source, CPY / CONT
+// sources (the op set lets nothing else read them).
 bool shader_type(int32_t t) {
   switch (t) {
     case LOOM_TYPE_F32: case LOOM_TYPE_F16: case LOOM_TYPE_BF16: case LOOM_TYPE_Q8_0:
     case LOOM_TYPE_Q4_0: case LOOM_TYPE_I32: case LOOM_TYPE_I64:
+    case LOOM_TYPE_Q4_1: case LOOM_TYPE_Q5_0: case LOOM_TYPE_Q5_1: case LOOM_TYPE_IQ4_NL:
+    case LOOM_TYPE_Q2_K: case LOOM_TYPE_Q3_K: case LOOM_TYPE_Q4_K: case LOOM_TYPE_Q5_K: case LOOM_TYPE_Q6_K:
       return true;
     default:
       return false;
   }
+}
+
+// MUL_MAT kernels (plan_mul_mat picks among those that fit).
+enum class MatKernel { kRows, kVec, kTiled };
+
+// Loop iterations one invocation of a MUL_MAT kernel runs at most, counted
+// from the shaders' loops (inner loops over a 32-element chunk are
+// unrolled; quant.glsl): per chunk of 32 for a block type, per element (or
+// four, the f32 vec4 path) for float A. Conservative: loops that may be
+// unrolled by the compiler count as not.
+uint64_t mul_mat_loops(MatKernel k, const loom_tensor_t* n, uint32_t wg) {
+  const loom_tensor_t* a = n->src[0];
+  const uint64_t kk = static_cast<uint64_t>(a->ne[0]);
+  const uint64_t cols = static_cast<uint64_t>(n->src[1]->ne[1]);
+  const bool blocks = is_block_type(a->type);
+  switch (k) {
+    case MatKernel::kRows:
+      // Q8_0 / Q4_0 over contiguous B: a loop of 8 or 4 words per block.
+      return (blocks ? kk / 32 * (is_writable_quant(a->type) ? 9 : 1) : kk) + 4;
+    case MatKernel::kVec: {
+      const uint64_t steps = ((blocks ? kk / 32 : kk) + wg - 1) / wg;
+      // Per step: the loop over the columns (a chunk's 32 elements
+      // unrolled; Q8_0 / Q4_0's decode form: a loop of 8 or 4 words), then
+      // the reduction over the columns and wg.
+      const uint64_t per = cols + 1 + (is_writable_quant(a->type) ? 8 : 0);
+      return steps * (per + 1) + 2 * cols + 16 + cols * 9;
+    }
+    case MatKernel::kTiled:
+      // Per 32 k: the staging loop (2), the 32 multiply-adds.
+      return (kk + 31) / 32 * 36 + 4;
+  }
+  return 0;
+}
+
+// The MUL_MAT kernel for node n: mul_mat_rows for short rows and on CPU
+// implementations, mul_mat_vec for up to 8 columns, else mul_mat; on a
+// device whose loops end early (caps.loop_budget, lavapipe) the first of
+// rows / vec / tiled that fits. False when none does.
+bool mul_mat_kernel(const OpCaps& caps, const loom_tensor_t* n, MatKernel* out, uint32_t* vec_wg) {
+  const loom_tensor_t* a = n->src[0];
+  const loom_tensor_t* b = n->src[1];
+  *vec_wg = a->ne[0] >= 1024 ? 128 : 64;
+  const auto fits = [&](MatKernel k) {
+    return caps.loop_budget == 0 || mul_mat_loops(k, n, *vec_wg) <= caps.loop_budget;
+  };
+  const MatKernel wide = b->ne[1] <= kMatVecMaxN ? MatKernel::kVec : MatKernel::kTiled;
+  const MatKernel order[3] = {(a->ne[0] < kShortK || caps.rows_kernels) ? MatKernel::kRows : wide,
+                              MatKernel::kVec, MatKernel::kTiled};
+  for (MatKernel k : order) {
+    if (k == MatKernel::kVec && b->ne[1] > kMatVecMaxN) continue;
+    if (fits(k)) {
+      *out = k;
+      return true;
+    }
+  }
+  return false;
 }
 
 // This plugin's own limits on a well-formed node; nullptr when none bites.
@@ -100,8 +163,12 @@ const char* vulkan_limits(const OpCaps& caps, const loom_tensor_t* n) {
     case LOOM_OP_GET_ROWS:
       // Sources of any type but I64 (the shaders have no 64-bit integers).
       return a->type == LOOM_TYPE_I64 ? "types" : nullptr;
-    case LOOM_OP_MUL_MAT:
-      return static_cast<uint64_t>(b->ne[2] * b->ne[3]) > caps.max_groups[2] ? "batch count" : nullptr;
+    case LOOM_OP_MUL_MAT: {
+      if (static_cast<uint64_t>(b->ne[2] * b->ne[3]) > caps.max_groups[2]) return "batch count";
+      MatKernel k;
+      uint32_t wg;
+      return mul_mat_kernel(caps, n, &k, &wg) ? nullptr : "row length over the device's loop budget";
+    }
     case LOOM_OP_ROPE:
       // n_dims and mode share p[1] with the frequency factors' flag (bit 24).
       return n->op_params[0] > 0xFFFF ? "n_dims" : nullptr;
@@ -267,15 +334,19 @@ std::string plan_mul_mat(const OpCaps& caps, const loom_tensor_t* n, Planner& p,
   d->n_spec = 2;
   // Short rows (attention over a head dimension, tiny models) and every
   // matmul on CPU implementations: one invocation per output, no barriers.
-  // Decode: one workgroup per row of A. Prefill: the tiled kernel.
-  if (a->ne[0] < kShortK || caps.rows_kernels) {
+  // Decode: one workgroup per row of A. Prefill: the tiled kernel. (On
+  // lavapipe, rows too long for an invocation's loop budget move on.)
+  MatKernel kernel;
+  uint32_t vec_wg = 64;
+  if (!mul_mat_kernel(caps, n, &kernel, &vec_wg)) return "row length over the device's loop budget";
+  if (kernel == MatKernel::kRows) {
     d->shader = "mul_mat_rows";
     LOOM_VK_TRY(p.grid(m * static_cast<uint64_t>(b->ne[1]) * batch, 64));
     return "";
   }
-  if (b->ne[1] <= kMatVecMaxN) {
+  if (kernel == MatKernel::kVec) {
     d->shader = caps.subgroup_add ? "mul_mat_vec_subgroup" : "mul_mat_vec";
-    LOOM_VK_TRY(p.groups(m, a->ne[0] >= 1024 ? 128 : 64));
+    LOOM_VK_TRY(p.groups(m, vec_wg));
   } else {
     d->shader = "mul_mat";
     const uint64_t gx = (m + 15) / 16;
@@ -363,15 +434,15 @@ std::string plan_copy(const loom_tensor_t* n, Planner& p, Dispatch* d) {
   const loom_tensor_t* a = n->src[0];
   d->shader = "copy";
   const uint64_t count = static_cast<uint64_t>(nelements(n));
-  if (a->type == n->type && !is_quant(a->type)) {
+  if (a->type == n->type && !is_block_type(a->type)) {
     d->pc.p[1] = 0;
     return p.grid(count, kElemWg);
   }
   if (a->type == n->type) {
     d->pc.p[1] = 1;
-    return p.grid(count / 32, kElemWg);
+    return p.grid(count / static_cast<uint64_t>(common::type_traits(a->type).block_size), kElemWg);
   }
-  if (is_quant(n->type)) {
+  if (is_writable_quant(n->type)) {
     d->pc.p[1] = 3;
     return p.grid(count / 32, 64);
   }
@@ -412,7 +483,7 @@ std::string plan_kernel(const OpCaps& caps, const loom_tensor_t* n, uint32_t nod
       d->pc.p[1] = 1;
       d->pc.p[2] = node_id;
       const uint64_t count = static_cast<uint64_t>(nelements(rows));
-      return is_quant(n->type) ? p.grid(count / 32, 64) : p.grid(count, kElemWg);
+      return is_writable_quant(n->type) ? p.grid(count / 32, 64) : p.grid(count, kElemWg);
     }
     case LOOM_OP_ADD:
     case LOOM_OP_SUB:

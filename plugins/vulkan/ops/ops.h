@@ -34,7 +34,8 @@ struct OpCaps {
   // Loop iterations one invocation may run in all, 0 for no limit: lavapipe
   // (llvmpipe) silently ends every loop of an invocation after 65535
   // (LP_MAX_TGSI_LOOP_ITERATIONS, shared by all loops of a shader). Kernels
-  // whose loops grow with the data (ATTENTION over n_kv) are refused past it.
+  // whose loops grow with the data (ATTENTION over n_kv, MUL_MAT over K)
+  // switch to a form that fits, or are refused past it.
   uint64_t loop_budget = 0;
 };
 

@@ -66,8 +66,8 @@ uint offset4(uint k, uint i0, uint i1, uint i2, uint i3) {
 }
 #endif
 
+// The quantized types the shaders write (SET_ROWS, CPY from float).
 bool is_quant(uint t) { return t == TYPE_Q8_0 || t == TYPE_Q4_0; }
-uint block_size(uint t) { return is_quant(t) ? 32u : 1u; }
 
 // IEEE half <-> float by hand: exact, subnormals kept, round to nearest even.
 float f16_to_f32(uint h) {
@@ -112,7 +112,7 @@ uint f32_to_bf16(float f) {
 }
 
 // Loads from a source buffer at a byte offset: words, halves, bytes; plain
-// elements; element i0 of a row (blocks dequantized: x = d * q).
+// elements (quantized rows of A: ld_a_row_elem in quant.glsl).
 #define LOOM_DEFINE_LOADS(P, BUF)                                                    \
   uint P##_u32(uint off) { return BUF[off >> 2]; }                                   \
   uint P##_u16(uint off) { return (BUF[off >> 2] >> ((off & 2u) * 8u)) & 0xFFFFu; }  \
@@ -122,64 +122,15 @@ uint f32_to_bf16(float f) {
     if (t == TYPE_F16) return f16_to_f32(P##_u16(off));                              \
     if (t == TYPE_BF16) return bf16_to_f32(P##_u16(off));                            \
     return float(int(BUF[off >> 2]));                                                \
-  }                                                                                  \
-  float P##_row_elem(uint t, uint row, uint i0, uint nb0) {                          \
-    if (t == TYPE_Q8_0) {                                                            \
-      uint b = row + (i0 >> 5) * nb0;                                                \
-      float d = f16_to_f32(P##_u16(b));                                              \
-      int q = int(P##_u8(b + 2u + (i0 & 31u)) << 24) >> 24;                          \
-      return d * float(q);                                                           \
-    }                                                                                \
-    if (t == TYPE_Q4_0) {                                                            \
-      uint b = row + (i0 >> 5) * nb0;                                                \
-      float d = f16_to_f32(P##_u16(b));                                              \
-      uint j = i0 & 31u;                                                             \
-      uint byte_ = P##_u8(b + 2u + (j & 15u));                                       \
-      uint q = j < 16u ? (byte_ & 0xFu) : (byte_ >> 4);                              \
-      return d * float(int(q) - 8);                                                  \
-    }                                                                                \
-    return P##_elem(t, row + i0 * nb0);                                              \
   }
 
 LOOM_DEFINE_LOADS(ld_a, a_data)
 LOOM_DEFINE_LOADS(ld_b, b_data)
 LOOM_DEFINE_LOADS(ld_d, d_data)
 
-// Quantized word i (4 quants) of the block at byte b of A: quants start 2
-// bytes into a block, so a word may straddle two (funnel shift); words past
-// the block's last byte are never read.
-uint ld_a_qword(uint b, uint i) {
-  uint q = b + 2u + 4u * i;
-  uint w = q >> 2;
-  uint sh = (q & 3u) * 8u;
-  return sh == 0u ? a_data[w] : (a_data[w] >> sh) | (a_data[w + 1u] << (32u - sh));
-}
 vec4 ld_b_vec4(uint w) {
   return vec4(uintBitsToFloat(b_data[w]), uintBitsToFloat(b_data[w + 1u]),
               uintBitsToFloat(b_data[w + 2u]), uintBitsToFloat(b_data[w + 3u]));
-}
-// Dot product of the Q8_0 / Q4_0 block at byte b of A with the 32 floats of
-// B starting at word bw (B contiguous): d * sum(q * x).
-float block_dot(uint t, uint b, uint bw) {
-  float s = 0.0;
-  if (t == TYPE_Q8_0) {
-    for (uint i = 0u; i < 8u; ++i) {
-      uint q = ld_a_qword(b, i);
-      vec4 qv = vec4(float(int(q << 24) >> 24), float(int(q << 16) >> 24),
-                     float(int(q << 8) >> 24), float(int(q) >> 24));
-      s += dot(qv, ld_b_vec4(bw + 4u * i));
-    }
-  } else {
-    for (uint i = 0u; i < 4u; ++i) {
-      uint q = ld_a_qword(b, i);
-      vec4 lo = vec4(float(q & 15u), float((q >> 8) & 15u), float((q >> 16) & 15u),
-                     float((q >> 24) & 15u)) - 8.0;
-      vec4 hi = vec4(float((q >> 4) & 15u), float((q >> 12) & 15u), float((q >> 20) & 15u),
-                     float(q >> 28)) - 8.0;
-      s += dot(lo, ld_b_vec4(bw + 4u * i)) + dot(hi, ld_b_vec4(bw + 16u + 4u * i));
-    }
-  }
-  return f16_to_f32(ld_a_u16(b)) * s;
 }
 
 // Stores into the destination. 16-bit and byte stores touch only their bits.

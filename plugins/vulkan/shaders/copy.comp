@@ -2,10 +2,13 @@
 // CPY and CONT: elements matched in row-major logical order (shapes may
 // differ when the counts agree). p[1] selects the unit of work:
 //   0: one element, same plain type (bytes copied exactly)
-//   1: one block, same quantized type and row length (bytes copied)
-//   2: one element, converted through f32 (dequantizes quantized sources)
+//   1: one block, same quantized type (any, quant.glsl) and row length
+//      (bytes copied)
+//   2: one element, converted through f32 (dequantizes quantized sources of
+//      every block type, quant.glsl)
 //   3: one destination block, quantized from 32 f32 values
 #include "common.glsl"
+#include "quant.glsl"
 
 // Logical flat index -> byte offset of tensor k's element (or block start
 // and in-block position for quantized tensors: i0 counts elements).
@@ -36,12 +39,11 @@ void main() {
     uint esize = td == TYPE_I64 ? 8u : (td == TYPE_F32 || td == TYPE_I32) ? 4u : 2u;
     copy_bytes(drow + di0 * pc.t[0].nb[0], arow + ai0 * pc.t[1].nb[0], esize);
   } else if (mode == 1u) {
-    uint nblk = nelems(0) / 32u;
-    if (i >= nblk) return;
-    locate(0, i * 32u, drow, di0);
-    locate(1, i * 32u, arow, ai0);
-    uint bsize = td == TYPE_Q8_0 ? 34u : 18u;
-    copy_bytes(drow + (di0 / 32u) * pc.t[0].nb[0], arow + (ai0 / 32u) * pc.t[1].nb[0], bsize);
+    uint qk = block_elems(td);
+    if (i >= nelems(0) / qk) return;
+    locate(0, i * qk, drow, di0);
+    locate(1, i * qk, arow, ai0);
+    copy_bytes(drow + (di0 / qk) * pc.t[0].nb[0], arow + (ai0 / qk) * pc.t[1].nb[0], block_bytes(td));
   } else if (mode == 2u) {
     if (i >= nelems(0)) return;
     locate(0, i, drow, di0);
@@ -53,7 +55,7 @@ void main() {
     float x[32];
     for (uint j = 0u; j < 32u; ++j) {
       locate(1, i * 32u + j, arow, ai0);
-      x[j] = ld_a_row_elem(ta, arow, ai0, pc.t[1].nb[0]);
+      x[j] = ld_a_elem(ta, arow + ai0 * pc.t[1].nb[0]);  // a float source (op_check)
     }
     locate(0, i * 32u, drow, di0);
     st_block(td, drow + (di0 / 32u) * pc.t[0].nb[0], x);

@@ -2,9 +2,11 @@
 // MUL_MAT, tiled for prefill: dst[m, n, i2, i3] = sum_k A[k, m, i2/r2, i3/r3]
 // * B[k, n, i2, i3]. A 16x16 output tile per workgroup (256 invocations,
 // one output each); A (dequantized) and B staged through shared memory 32
-// k at a time. Spec constant 1: A's type (F32/F16/BF16/Q8_0/Q4_0), so the
-// type switch folds away. Workgroups: x = M tiles, y = N tiles, z = batch.
+// k at a time (for quantized A: 16 invocations each dequantize one row's
+// chunk of 32 in place, quant.glsl). Spec constant 1: A's type (float or
+// any block type), so the type switch folds away. Workgroups: x = M tiles, y = N tiles, z = batch.
 #include "common.glsl"
+#include "quant.glsl"
 
 layout(constant_id = 1) const uint A_TYPE = 0u;
 
@@ -27,13 +29,30 @@ void main() {
   uint tn = l / 16u;
   float acc = 0.0;
   for (uint k0 = 0u; k0 < K; k0 += 32u) {
+    if (is_block_type(A_TYPE)) {
+      // K is whole blocks: chunk k0 / 32 of rows m0 .. m0 + 15.
+      if (l < 16u) {
+        uint m = m0 + l;
+        float x[32];
+        if (m < M) {
+          uint cpb = block_elems(A_TYPE) / 32u;
+          uint ch = k0 / 32u;
+          dq_chunk(A_TYPE, offset4(1, 0u, m, a2, a3) + (ch / cpb) * pc.t[1].nb[0], ch % cpb, x);
+        } else {
+          [[unroll]] for (uint kk = 0u; kk < 32u; ++kk) x[kk] = 0.0;
+        }
+        [[unroll]] for (uint kk = 0u; kk < 32u; ++kk) s_a[l][kk] = x[kk];
+      }
+    }
     for (uint e = l; e < 512u; e += 256u) {
       uint r = e / 32u;
       uint kk = e % 32u;
       uint k = k0 + kk;
       uint m = m0 + r;
       uint n = n0 + r;
-      s_a[r][kk] = (m < M && k < K) ? ld_a_row_elem(A_TYPE, offset4(1, 0u, m, a2, a3), k, pc.t[1].nb[0]) : 0.0;
+      if (!is_block_type(A_TYPE)) {
+        s_a[r][kk] = (m < M && k < K) ? ld_a_elem(A_TYPE, offset4(1, k, m, a2, a3)) : 0.0;
+      }
       s_b[r][kk] = (n < N && k < K) ? uintBitsToFloat(ld_b_u32(offset4(2, k, n, i2, i3))) : 0.0;
     }
     barrier();

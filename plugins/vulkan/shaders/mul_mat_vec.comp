@@ -1,15 +1,16 @@
 #version 450
 // MUL_MAT for decode (N <= 8 columns of B): one workgroup per row m of A
-// (and batch), its invocations stride over k (whole blocks for quantized
-// A, so each scale is read once), then a reduction per column: subgroupAdd
-// and a shared-memory pass over subgroups with LOOM_SUBGROUP, a shared-memory
-// tree without. Spec constant 1: A's type. Workgroups: x (wrapping into y)
+// (and batch), its invocations stride over k (whole blocks or chunks of 32
+// for quantized A, read in place, so each scale is read once per chunk),
+// then a reduction per column: subgroupAdd and a shared-memory pass over
+// subgroups with LOOM_SUBGROUP, a shared-memory tree without. Spec constant 1: A's type. Workgroups: x (wrapping into y)
 // = rows of A, z = batch.
 #ifdef LOOM_SUBGROUP
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
 #endif
 #include "common.glsl"
+#include "quant.glsl"
 
 layout(constant_id = 1) const uint A_TYPE = 0u;
 const uint MAX_N = 8u;
@@ -43,24 +44,27 @@ void main() {
       sum += block_dot(A_TYPE, arow + blk * pc.t[1].nb[0], bw + blk * 32u);
     }
     acc[0] = sum;
-  } else if (A_TYPE == TYPE_Q8_0 || A_TYPE == TYPE_Q4_0) {
-    uint nblk = K / 32u;
-    for (uint blk = l; blk < nblk; blk += wg) {
-      uint b = arow + blk * pc.t[1].nb[0];
-      float d = f16_to_f32(ld_a_u16(b));
-      for (uint j = 0u; j < 32u; ++j) {
-        float q;
-        if (A_TYPE == TYPE_Q8_0) {
-          q = float(int(ld_a_u8(b + 2u + j) << 24) >> 24);
-        } else {
-          uint byte_ = ld_a_u8(b + 2u + (j & 15u));
-          q = float(int(j < 16u ? (byte_ & 0xFu) : (byte_ >> 4)) - 8);
-        }
-        float a = d * q;
-        uint k = blk * 32u + j;
-        for (uint n = 0u; n < N; ++n) {
-          acc[n] = fma(a, uintBitsToFloat(ld_b_u32(offset4(2, 0u, n, i2, i3) + k * bnb0)), acc[n]);
-        }
+  } else if (N == 1u && is_block_type(A_TYPE) && bnb0 == 4u) {
+    // Decode of the other block types: chunks of 32 read in place
+    // (K-quants: 8 per super-block), one register accumulator.
+    uint cpb = block_elems(A_TYPE) / 32u;
+    uint bw = offset4(2, 0u, 0u, i2, i3) >> 2;
+    float sum = 0.0;
+    for (uint ch = l; ch < K / 32u; ch += wg) {
+      sum += chunk_dot(A_TYPE, arow + (ch / cpb) * pc.t[1].nb[0], ch % cpb, bw + ch * 32u);
+    }
+    acc[0] = sum;
+  } else if (is_block_type(A_TYPE)) {
+    // Up to MAX_N columns, B with any strides: each chunk dequantized once.
+    uint cpb = block_elems(A_TYPE) / 32u;
+    for (uint ch = l; ch < K / 32u; ch += wg) {
+      float x[32];
+      dq_chunk(A_TYPE, arow + (ch / cpb) * pc.t[1].nb[0], ch % cpb, x);
+      for (uint n = 0u; n < N; ++n) {
+        uint bo = offset4(2, 0u, n, i2, i3) + ch * 32u * bnb0;
+        float s = acc[n];
+        [[unroll]] for (uint i = 0u; i < 32u; ++i) s = fma(x[i], uintBitsToFloat(ld_b_u32(bo + i * bnb0)), s);
+        acc[n] = s;
       }
     }
   } else {

@@ -6,6 +6,7 @@
 // A = src0, B = I32 indices; SET: A = F32 rows, B = I32/I64 indices.
 // An index out of range skips the write and is reported (p[2]: node id).
 #include "common.glsl"
+#include "quant.glsl"
 
 // Index (i, j, l) of B; false (and reported) when outside [0, limit).
 bool load_index(uint i, uint j, uint l, uint limit, out uint idx) {
