@@ -1,6 +1,7 @@
 #include "llm/llama_model.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 
 #include "loom/executor.hpp"
@@ -49,7 +50,7 @@ int64_t layer_of(const std::string& name) {
 }  // namespace
 
 LlamaModel::LlamaModel(GgufFile file, const LoadOptions& o)
-    : file_(std::move(file)), devices_(o.devices), n_gpu_layers_(o.n_gpu_layers), progress_(o.progress) {
+    : file_(std::move(file)), devices_(o.devices), progress_(o.progress) {
   for (registry::Device* d : devices_) {
     if (d->info().type == LOOM_DEVICE_TYPE_CPU) {
       device_ = d;
@@ -57,13 +58,134 @@ LlamaModel::LlamaModel(GgufFile file, const LoadOptions& o)
     }
   }
   if (!device_) device_ = devices_.back();
-  for (registry::Device* d : devices_) {
-    if (d->info().type != LOOM_DEVICE_TYPE_CPU) {
-      const bool gpu = d->info().type == LOOM_DEVICE_TYPE_GPU || d->info().type == LOOM_DEVICE_TYPE_IGPU;
-      if ((gpu || !reads_host(d)) && d != device_) offload_ = d;
+}
+
+Status LlamaModel::assign_devices(const LoadOptions& o) {
+  const std::string who = "[llm.load] " + file_.name() + ": ";
+  const int64_t n_layer = hparams_.n_layer;
+  layer_dev_.assign(static_cast<size_t>(n_layer), device_);
+  output_dev_ = device_;
+  if (!o.tensor_split.empty()) {
+    if (o.tensor_split.size() != devices_.size()) {
+      return invalid_argument(who + "tensor split has " + std::to_string(o.tensor_split.size()) +
+                              " proportions for " + std::to_string(devices_.size()) + " devices");
+    }
+    double sum = 0.0;
+    for (double v : o.tensor_split) {
+      if (!std::isfinite(v) || v < 0.0) {
+        return invalid_argument(who + "tensor split proportion " + std::to_string(v) + " is not a finite number >= 0");
+      }
+      sum += v;
+    }
+    if (sum <= 0.0) return invalid_argument(who + "tensor split proportions are all 0");
+    double cum = 0.0;
+    int64_t begin = 0;
+    for (size_t k = 0; k < devices_.size(); ++k) {
+      cum += o.tensor_split[k];
+      const auto end = k + 1 == devices_.size() ? n_layer
+                                                : static_cast<int64_t>(std::llround(static_cast<double>(n_layer) * cum / sum));
+      for (int64_t il = begin; il < end; ++il) layer_dev_[static_cast<size_t>(il)] = devices_[k];
+      begin = std::max(begin, end);
+    }
+    if (n_layer > 0) output_dev_ = layer_dev_.back();
+  } else {
+    // The offload device: the first non-CPU device, when it is a GPU or
+    // its memory is not host memory.
+    registry::Device* off = nullptr;
+    for (registry::Device* d : devices_) {
+      if (d->info().type != LOOM_DEVICE_TYPE_CPU) {
+        const bool gpu = d->info().type == LOOM_DEVICE_TYPE_GPU || d->info().type == LOOM_DEVICE_TYPE_IGPU;
+        if ((gpu || !reads_host(d)) && d != device_) off = d;
+        break;
+      }
+    }
+    if (off) {
+      const int64_t n = std::min(o.n_gpu_layers, n_layer);
+      for (int64_t il = 0; il < n; ++il) layer_dev_[static_cast<size_t>(il)] = off;
+    }
+  }
+  for (const LoadOptions::TensorOverride& ov : o.overrides) {
+    if (std::find(devices_.begin(), devices_.end(), ov.device) == devices_.end()) {
+      return invalid_argument(who + "tensor override '" + ov.pattern + "' names " +
+                              (ov.device ? "device '" + ov.device->name() + "'" : std::string("no device")) +
+                              ", which is not in the device list");
+    }
+    try {
+      overrides_.emplace_back(std::regex(ov.pattern, std::regex::ECMAScript), ov.device);
+    } catch (const std::regex_error& e) {
+      return invalid_argument(who + "tensor override pattern '" + ov.pattern + "' is not a regular expression: " +
+                              e.what());
+    }
+  }
+  for (registry::Device* d : layer_dev_) {
+    if (d != device_) {
+      offload_ = d;
       break;
     }
   }
+  return Status();
+}
+
+int64_t LlamaModel::n_gpu_layers() const {
+  return static_cast<int64_t>(std::count_if(layer_dev_.begin(), layer_dev_.end(), [this](registry::Device* d) { return d != device_; }));
+}
+
+registry::Device* LlamaModel::target_of(size_t i) const {
+  const std::string& name = file_.tensors()[i].name;
+  for (const auto& [re, dev] : overrides_) {
+    if (std::regex_match(name, re)) return dev;
+  }
+  const int64_t il = layer_of(name);
+  if (il >= 0) return layer_device(il);
+  const Tensor* t = file_tensors_[i];
+  if ((t == output && output != tok_embd) || t == output_norm) return output_dev_;
+  return device_;
+}
+
+registry::Device* LlamaModel::weight_device(const Tensor* t) const {
+  for (size_t i = 0; i < file_tensors_.size() && i < placed_on_.size(); ++i) {
+    if (file_tensors_[i] == t) return placed_on_[i];
+  }
+  return device_;
+}
+
+Tensor* LlamaModel::rope_freqs_for(int64_t il) const {
+  registry::Device* d = layer_device(il);
+  for (const auto& [dev, t] : rope_copies_) {
+    if (dev == d) return t;
+  }
+  return rope_freqs;
+}
+
+std::string LlamaModel::placement() const {
+  std::string out;
+  for (registry::Device* d : devices_) {
+    std::string what;
+    int64_t first = -1;
+    auto flush = [&](int64_t end) {
+      if (first < 0) return;
+      what += (what.empty() ? "" : ", ") + std::string(end - first == 1 ? "layer " : "layers ") +
+              std::to_string(first) + (end - first == 1 ? "" : "-" + std::to_string(end - 1));
+      first = -1;
+    };
+    for (int64_t il = 0; il < static_cast<int64_t>(layer_dev_.size()); ++il) {
+      if (layer_dev_[static_cast<size_t>(il)] == d) {
+        if (first < 0) first = il;
+      } else {
+        flush(il);
+      }
+    }
+    flush(static_cast<int64_t>(layer_dev_.size()));
+    size_t moved = 0;
+    for (size_t i = 0; i < placed_on_.size(); ++i) {
+      const int64_t il = layer_of(file_.tensors()[i].name);
+      if (placed_on_[i] == d && il >= 0 && layer_device(il) != d) ++moved;
+    }
+    if (moved) what += (what.empty() ? "" : ", ") + std::to_string(moved) + " overridden tensors";
+    if (output_dev_ == d) what += (what.empty() ? "" : ", ") + std::string("output");
+    if (!what.empty()) out += (out.empty() ? "" : "; ") + d->name() + ": " + what;
+  }
+  return out;
 }
 
 StatusOr<std::unique_ptr<LlamaModel>> LlamaModel::load(const std::string& path, registry::Device* device) {
@@ -88,9 +210,9 @@ StatusOr<std::unique_ptr<LlamaModel>> LlamaModel::load(const std::string& path, 
   std::unique_ptr<LlamaModel> m(new LlamaModel(std::move(file).value(), options));
   LOOM_RETURN_IF_ERROR(m->read_hparams());
   LOOM_RETURN_IF_ERROR(m->read_tokenizer());
-  if (m->n_gpu_layers_ > m->hparams_.n_layer) m->n_gpu_layers_ = m->hparams_.n_layer;
   LOOM_RETURN_IF_ERROR(m->make_tensors());
   LOOM_RETURN_IF_ERROR(m->bind_weights());
+  LOOM_RETURN_IF_ERROR(m->assign_devices(options));
   LOOM_RETURN_IF_ERROR(m->place_weights());
   return m;
 }
@@ -220,31 +342,52 @@ Status LlamaModel::check_elementwise_types() const {
 }
 
 Status LlamaModel::place_weights() {
-  std::vector<size_t> offloaded, local;
+  placed_on_.assign(file_tensors_.size(), device_);
+  std::vector<size_t> local;
+  std::vector<std::pair<registry::Device*, std::vector<size_t>>> groups;  // devices_ order
+  for (registry::Device* d : devices_) {
+    if (d != device_) groups.emplace_back(d, std::vector<size_t>());
+  }
   for (size_t i = 0; i < file_tensors_.size(); ++i) {
     weights_bytes_ += file_.tensors()[i].nbytes;
-    const int64_t il = layer_of(file_.tensors()[i].name);
-    (offload_ && il >= 0 && il < n_gpu_layers_ ? offloaded : local).push_back(i);
+    registry::Device* d = target_of(i);
+    placed_on_[i] = d;
+    if (d == device_) {
+      local.push_back(i);
+      continue;
+    }
+    for (auto& [gd, which] : groups) {
+      if (gd == d) which.push_back(i);
+    }
   }
-  for (size_t i : offloaded) offloaded_bytes_ += file_.tensors()[i].nbytes;
   bool copied = false;
-  if (!offloaded.empty()) {
-    Status st = place_on(*offload_, offloaded, &offloaded_, &copied);
+  for (auto& [d, which] : groups) {
+    if (which.empty()) continue;
+    size_t bytes = 0;
+    for (size_t i : which) bytes += file_.tensors()[i].nbytes;
+    offloaded_bytes_ += bytes;
+    Buffer buf;
+    Status st = place_on(*d, which, &buf, &copied);
     if (!st.ok()) {
       std::string avail;
-      if (StatusOr<registry::Device::Memory> m = offload_->memory(); m.ok() && m->total > 0) {
+      if (StatusOr<registry::Device::Memory> m = d->memory(); m.ok() && m->total > 0) {
         avail = "; " + std::to_string(m->free) + " of " + std::to_string(m->total) + " bytes free";
       }
-      return Status(st.code(), "[llm.load] " + file_.name() + ": weights of " + std::to_string(n_gpu_layers_) +
-                                   " layers need " + std::to_string(offloaded_bytes_) + " bytes on " +
-                                   offload_->name() + avail + ": " + st.message() + " (try fewer --n-gpu-layers)");
+      int64_t n = 0;
+      for (registry::Device* ld : layer_dev_) n += ld == d ? 1 : 0;
+      return Status(st.code(), "[llm.load] " + file_.name() + ": weights of " + std::to_string(n) + " layers need " + std::to_string(bytes) +
+                                   " bytes on " + d->name() + avail + ": " + st.message() +
+                                   " (try fewer --n-gpu-layers or a smaller --tensor-split share)");
     }
-    LOOM_RETURN_IF_ERROR(copy_rope_freqs_to_offload());
+    device_weights_.push_back(std::move(buf));
+    if (rope_freqs && std::find(layer_dev_.begin(), layer_dev_.end(), d) != layer_dev_.end()) {
+      LOOM_RETURN_IF_ERROR(copy_rope_freqs_to(*d));
+    }
   }
   if (!local.empty()) {
     Status st = relayout(*device_, &local);
     if (!st.ok()) return Status(st.code(), "[llm.load] " + file_.name() + ": weights: " + st.message());
-    copied = relaid_bytes_ > 0;
+    copied = copied || relaid_bytes_ > 0;
     st = place_on(*device_, local, &weights_, &copied);
     if (!st.ok()) return Status(st.code(), "[llm.load] " + file_.name() + ": weights: " + st.message());
   }
@@ -252,19 +395,18 @@ Status LlamaModel::place_weights() {
   return Status();
 }
 
-Status LlamaModel::copy_rope_freqs_to_offload() {
-  if (!rope_freqs) return Status();
-  const std::string who = "[llm.load] " + file_.name() + ": rope_freqs.weight on " + offload_->name() + ": ";
-  StatusOr<Tensor*> t = ctx_.new_tensor(LOOM_TYPE_F32, {rope_freqs->ne[0]}, "rope_freqs.weight@offload");
+Status LlamaModel::copy_rope_freqs_to(registry::Device& device) {
+  const std::string who = "[llm.load] " + file_.name() + ": rope_freqs.weight on " + device.name() + ": ";
+  StatusOr<Tensor*> t = ctx_.new_tensor(LOOM_TYPE_F32, {rope_freqs->ne[0]}, "rope_freqs.weight@" + device.name());
   if (!t.ok()) return Status(t.status().code(), who + t.status().message());
   (*t)->flags |= LOOM_TENSOR_FLAG_PARAM;
-  StatusOr<Buffer> b = allocate_tensors(*offload_, {*t});
+  StatusOr<Buffer> b = allocate_tensors(device, {*t});
   if (!b.ok()) return Status(b.status().code(), who + b.status().message());
-  rope_freqs_offload_buf_ = std::move(b).value();
+  rope_copy_bufs_.push_back(std::move(b).value());
   const GgufTensorInfo* info = file_.find_tensor("rope_freqs.weight");
   Status st = tensor_set(*t, info->data, info->nbytes);
   if (!st.ok()) return Status(st.code(), who + st.message());
-  rope_freqs_offload_ = *t;
+  rope_copies_.emplace_back(&device, *t);
   return Status();
 }
 

@@ -3,13 +3,16 @@
 // has): hyper-parameters, weight tensors and the buffers holding them on an
 // ordered device list.
 //
-// Placement (LoadOptions): the first n_gpu_layers layers' weights live on the
-// offload device, the first device of the list that is not a CPU, when it is
-// a GPU (discrete or integrated) or its memory the host cannot read (none for
-// an accelerator that reads host memory, e.g. blas: then every weight stays
-// in host memory and the scheduler moves big matmuls by itself). Everything
-// else lives on the host device: the first CPU device of the list, else the
-// last device. Weights are leafs of the model's Context. A device whose
+// Placement (LoadOptions): each layer's weights live on one device of the
+// list. By default the first n_gpu_layers layers go to the offload device,
+// the first device of the list that is not a CPU, when it is a GPU
+// (discrete or integrated) or its memory the host cannot read (none for an
+// accelerator that reads host memory, e.g. blas: then every weight stays in
+// host memory and the scheduler moves big matmuls by itself). With a
+// tensor_split the layers are shared out over the listed devices in
+// proportion (the output head and final norm go with the last layer).
+// Overrides pin tensors by name pattern. Everything else lives on the host
+// device: the first CPU device of the list, else the last device. Weights are leafs of the model's Context. A device whose
 // memory is host memory (cpu, blas, an integrated GPU or lavapipe through
 // vulkan) and that can wrap host memory gets the mmap'd data section of the
 // file as its weights buffer (no copy); otherwise its weights are copied
@@ -26,6 +29,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -60,6 +64,20 @@ struct LlamaLayer {
 struct LoadOptions {
   std::vector<registry::Device*> devices;  // ordered, non-empty, no nulls
   int64_t n_gpu_layers = 0;                // layers on the offload device (clamped to n_layer)
+  // Split mode "layer": one proportion (finite, >= 0, not all 0) per entry
+  // of `devices`, in order; device k gets the layers [round(L c_{k-1} / S),
+  // round(L c_k / S)) with c_k the running sum of the proportions, S their
+  // sum and L the layer count; the output head and final norm go with the
+  // last layer. Empty: the n_gpu_layers rule.
+  std::vector<double> tensor_split;
+  // Tensors whose whole name matches `pattern` (ECMAScript regex) live on
+  // `device` (one of `devices`) whatever the rules above say; the first
+  // matching override wins.
+  struct TensorOverride {
+    std::string pattern;
+    registry::Device* device = nullptr;
+  };
+  std::vector<TensorOverride> overrides;
   // Called while weights are copied into device buffers (not for zero-copy
   // placement): bytes copied so far, bytes to copy, the device's name.
   std::function<void(size_t done, size_t total, const std::string& device)> progress;
@@ -86,16 +104,23 @@ class LlamaModel {
   registry::Device* device() const { return device_; }
   // The ordered device list given at load (graphs are scheduled over it).
   const std::vector<registry::Device*>& devices() const { return devices_; }
-  // The device holding layer il's weights (the host device past
-  // n_gpu_layers() or without an offload device).
+  // The device running layer il (its norms and matrices, unless an
+  // override moved some of them).
   registry::Device* layer_device(int64_t il) const {
-    return il < n_gpu_layers_ && offload_ ? offload_ : device_;
+    return il >= 0 && il < static_cast<int64_t>(layer_dev_.size()) ? layer_dev_[static_cast<size_t>(il)] : device_;
   }
-  // The device of the first n_gpu_layers() layers; null when none.
+  // The device of the output head and final norm.
+  registry::Device* output_device() const { return output_dev_; }
+  // The first device other than the host that holds layers; null when none.
   registry::Device* offload_device() const { return offload_; }
-  // Layers whose weights live on the offload device.
-  int64_t n_gpu_layers() const { return offload_ ? n_gpu_layers_ : 0; }
+  // Layers whose device is not the host device.
+  int64_t n_gpu_layers() const;
+  // Bytes of weights on devices other than the host device.
   size_t offloaded_bytes() const { return offloaded_bytes_; }
+  // The device holding weight t (the host device for tensors not placed).
+  registry::Device* weight_device(const Tensor* t) const;
+  // "cpu: layers 3-4, token_embd; sim0: layers 0-2, output" style summary.
+  std::string placement() const;
   // The context holding the weights; graphs are built in it.
   Context& context() { return ctx_; }
   // Whether every weight is the file mapping itself (no copy was made).
@@ -117,9 +142,7 @@ class LlamaModel {
   // the offload device (the scheduler runs a node that reads weights where
   // they live, so a host-only copy would pull every RoPE off the device),
   // else rope_freqs itself; nullptr when the model has none.
-  Tensor* rope_freqs_for(int64_t il) const {
-    return il < n_gpu_layers() && rope_freqs_offload_ ? rope_freqs_offload_ : rope_freqs;
-  }
+  Tensor* rope_freqs_for(int64_t il) const;
 
  private:
   LlamaModel(GgufFile file, const LoadOptions& o);
@@ -140,8 +163,12 @@ class LlamaModel {
   // Copy the file data of tensors `which` into their (allocated) buffers on
   // `device`, reporting progress.
   Status copy_weights(const std::vector<size_t>& which, const registry::Device& device);
-  // The copy of rope_freqs on the offload device (rope_freqs_for).
-  Status copy_rope_freqs_to_offload();
+  // Which device each layer and the output go to (LoadOptions rules).
+  Status assign_devices(const LoadOptions& o);
+  // The device file tensor i goes to.
+  registry::Device* target_of(size_t i) const;
+  // A copy of rope_freqs on `device` (rope_freqs_for).
+  Status copy_rope_freqs_to(registry::Device& device);
   // Move the matrices of `which` that the device wants in its own layout
   // (read only as MUL_MAT A) out of `which` into their own buffer.
   Status relayout(registry::Device& device, std::vector<size_t>* which);
@@ -150,12 +177,15 @@ class LlamaModel {
   std::optional<Tokenizer> tokenizer_;
   registry::Device* device_ = nullptr;
   registry::Device* offload_ = nullptr;
+  registry::Device* output_dev_ = nullptr;
   std::vector<registry::Device*> devices_;
-  int64_t n_gpu_layers_ = 0;
-  Buffer offloaded_;
+  std::vector<registry::Device*> layer_dev_;  // per layer
+  std::vector<std::pair<std::regex, registry::Device*>> overrides_;
+  std::vector<registry::Device*> placed_on_;  // per file tensor
+  std::vector<Buffer> device_weights_;  // weights on devices other than the host, a buffer per device
   size_t offloaded_bytes_ = 0;
-  Tensor* rope_freqs_offload_ = nullptr;
-  Buffer rope_freqs_offload_buf_;
+  std::vector<std::pair<registry::Device*, Tensor*>> rope_copies_;
+  std::vector<Buffer> rope_copy_bufs_;
   std::string arch_;
   const ArchTraits* traits_ = nullptr;
   LlamaHparams hparams_;

@@ -68,12 +68,21 @@ StatusOr<std::unique_ptr<LlamaSession>> LlamaSession::create(LlamaModel* model, 
   if (options.kv_pad < 1) {
     return invalid_argument("[llm.session] kv_pad " + std::to_string(options.kv_pad) + " must be >= 1");
   }
+  // Each layer's cache on that layer's device, unless the device cannot
+  // write the cache's rows (then on the host device).
   std::vector<registry::Device*> kv_devices;
-  registry::Device* off = model->offload_device();
-  const bool off_writes = off && KvCache::writable_on(*off, options.kv_type, h.head_dim(), h.n_head_kv);
+  std::vector<std::pair<registry::Device*, bool>> writes;
   for (int64_t il = 0; il < h.n_layer; ++il) {
     registry::Device* d = model->layer_device(il);
-    kv_devices.push_back(d == off && !off_writes ? model->device() : d);
+    if (d != model->device()) {
+      auto it = std::find_if(writes.begin(), writes.end(), [d](const auto& w) { return w.first == d; });
+      if (it == writes.end()) {
+        writes.emplace_back(d, KvCache::writable_on(*d, options.kv_type, h.head_dim(), h.n_head_kv));
+        it = writes.end() - 1;
+      }
+      if (!it->second) d = model->device();
+    }
+    kv_devices.push_back(d);
   }
   LOOM_RETURN_IF_ERROR(check_cache_fits(kv_devices, h.kv_dim(), n_ctx, options.kv_type, options.n_ctx <= 0));
   Context& ctx = model->context();
