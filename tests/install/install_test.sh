@@ -4,6 +4,11 @@
 #   install_test.sh install BUILD_DIR PREFIX     install (the fixture)
 #   install_test.sh devices PREFIX               loom devices: cpu ready, from PREFIX
 #   install_test.sh run PREFIX MODELS_DIR        loom run: the tiny model's text
+#   install_test.sh example-build PREFIX SRC BUILD   configure and build examples/plugin
+#                                                against PREFIX only (find_package)
+#   install_test.sh example-mix BUILD            its mix_check: example0 next to cpu
+#   install_test.sh example-conformance PREFIX BUILD   PREFIX/bin/loom conformance
+#                                                --plugin BUILD/libloom-example.so
 # Exit 77 (ctest SKIP_RETURN_CODE) when the model is absent, with the reason.
 set -u
 mode=$1
@@ -45,6 +50,23 @@ run)
     "Once upon a time, there was a little girl named Lily."*) echo "ok: the published text" ;;
     *) fail "loom run from $prefix did not print the model's published text" ;;
   esac
+  ;;
+example-build)
+  prefix=$2 src=$3 build=$4
+  rm -rf "$build"
+  # Only the prefix: no loom source or build folder on any path.
+  cmake -S "$src" -B "$build" -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_BUILD_TYPE=Release >"$build.log" 2>&1 &&
+    cmake --build "$build" -j2 >>"$build.log" 2>&1 || { cat "$build.log"; fail "examples/plugin did not build against $prefix"; }
+  [ -f "$build/libloom-example.so" ] || fail "no $build/libloom-example.so"
+  echo "built $build/libloom-example.so against $prefix"
+  ;;
+example-mix)
+  build=$2
+  "$build/mix_check" "$build/libloom-example.so" || fail "mix_check"
+  ;;
+example-conformance)
+  prefix=$2 build=$3
+  "$prefix/bin/loom" conformance --plugin "$build/libloom-example.so" || fail "loom conformance failed the example plugin"
   ;;
 *) fail "unknown mode $mode" ;;
 esac

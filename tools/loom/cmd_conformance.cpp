@@ -231,7 +231,7 @@ std::string pick_devices(const ConformanceArgs& a, std::unique_ptr<registry::Reg
                          std::vector<registry::Device*>* devs) {
   if (!a.plugin.empty()) {
     std::error_code ec;
-    const std::string path = std::filesystem::absolute(a.plugin, ec).string();
+    const std::string path = std::filesystem::absolute(a.plugin, ec).lexically_normal().string();
     struct stat st;
     if (::stat(path.c_str(), &st) != 0) return "--plugin " + a.plugin + ": no such file";
     if (!S_ISREG(st.st_mode)) return "--plugin " + a.plugin + ": not a regular file";
