@@ -222,6 +222,11 @@ loom_status_t* BufferType::alloc(size_t size, loom_buffer_t** out) {
 }
 
 void BufferType::release(void* p, size_t block) {
+  // Kernels queued on any stream may still use the block: a cached block is
+  // handed out again at once, so wait for the device first (cudaFree waits
+  // by itself).
+  device_->make_current();
+  if (cudaDeviceSynchronize() != cudaSuccess) cudaGetLastError();
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (cached_ + block <= cap_) {

@@ -6,6 +6,8 @@
 // batches: A dequantized to f32 scratch (F32 rows used in place) and one
 // cuBLAS SGEMM per matrix of the batch, f32 compute (no TF32), so results
 // stay within the f32 tolerance of the conformance suite.
+#include <algorithm>
+
 #include "dequant.cuh"
 #include "launch.cuh"
 #include "ops.h"
@@ -20,11 +22,14 @@ constexpr int kGemvWarps = 4;
 constexpr int64_t kGemvMaxCols = 8;
 
 // x: B's column n of batch (i2, i3), contiguous along K.
-__global__ void gemv_kernel(TArg dst, TArg a, TArg b) {
+// Columns n0 + blockIdx.y and batch matrices z0 + blockIdx.z (launches are
+// split where B exceeds the grid's y / z limits).
+__global__ void gemv_kernel(TArg dst, TArg a, TArg b, int64_t n0, int64_t z0) {
   const int lane = threadIdx.x % kWarp;
   const int64_t m = blockIdx.x * static_cast<int64_t>(kGemvWarps) + threadIdx.x / kWarp;
-  const int64_t n = blockIdx.y;
-  const int64_t i2 = blockIdx.z % b.ne[2], i3 = blockIdx.z / b.ne[2];
+  const int64_t n = n0 + blockIdx.y;
+  const int64_t z = z0 + blockIdx.z;
+  const int64_t i2 = z % b.ne[2], i3 = z / b.ne[2];
   if (m >= a.ne[1]) return;
   const int64_t a2 = i2 / (b.ne[2] / a.ne[2]), a3 = i3 / (b.ne[3] / a.ne[3]);
   const uint8_t* arow = a.data + m * a.nb[1] + a2 * a.nb[2] + a3 * a.nb[3];
@@ -63,8 +68,11 @@ loom_status_t* gemm(const LaunchContext& ctx, const loom_tensor_t* node) {
   TArg b = targ(node->src[1]);
   const TArg dst = targ(node);
   const int64_t K = a.ne[0], M = a.ne[1], N = b.ne[1];
-  const bool a_direct = a.type == LOOM_TYPE_F32 && a.nb[0] == 4 && a.nb[1] % 4 == 0;
-  const bool b_direct = b.nb[0] == 4 && b.nb[1] % 4 == 0 && b.nb[2] % 4 == 0 && b.nb[3] % 4 == 0;
+  // cuBLAS reads columns at a leading dimension: rows contiguous, apart.
+  const bool a_direct = a.type == LOOM_TYPE_F32 && a.nb[0] == 4 && a.nb[1] % 4 == 0 && a.nb[1] >= 4 * K &&
+                        a.nb[2] % 4 == 0 && a.nb[3] % 4 == 0;
+  const bool b_direct =
+      b.nb[0] == 4 && b.nb[1] % 4 == 0 && b.nb[1] >= 4 * K && b.nb[2] % 4 == 0 && b.nb[3] % 4 == 0;
   const size_t a_bytes = a_direct ? 0 : static_cast<size_t>(a.nelements()) * 4;
   const size_t b_bytes = b_direct ? 0 : static_cast<size_t>(b.nelements()) * 4;
   loom_status_t* st = nullptr;
@@ -133,10 +141,18 @@ loom_status_t* launch_mul_mat(const LaunchContext& ctx, const loom_tensor_t* nod
     bx.nb[2] = bx.nb[1] * b.ne[1];
     bx.nb[3] = bx.nb[2] * b.ne[2];
   }
-  const dim3 grid(static_cast<unsigned>((node->src[0]->ne[1] + kGemvWarps - 1) / kGemvWarps),
-                  static_cast<unsigned>(b.ne[1]), static_cast<unsigned>(b.ne[2] * b.ne[3]));
-  gemv_kernel<<<grid, kGemvWarps * kWarp, 0, ctx.stream>>>(dst, targ(node->src[0]), bx);
-  return launch_status(node, "gemv kernel");
+  constexpr int64_t kMaxGridYZ = 65535;
+  const int64_t rows = (node->src[0]->ne[1] + kGemvWarps - 1) / kGemvWarps, mats = b.ne[2] * b.ne[3];
+  if (rows > 0x7FFFFFFF) return launch_status(node, "gemv: too many rows");
+  for (int64_t z0 = 0; z0 < mats; z0 += kMaxGridYZ) {
+    for (int64_t n0 = 0; n0 < b.ne[1]; n0 += kMaxGridYZ) {
+      const dim3 grid(static_cast<unsigned>(rows), static_cast<unsigned>(std::min(kMaxGridYZ, b.ne[1] - n0)),
+                      static_cast<unsigned>(std::min(kMaxGridYZ, mats - z0)));
+      gemv_kernel<<<grid, kGemvWarps * kWarp, 0, ctx.stream>>>(dst, targ(node->src[0]), bx, n0, z0);
+      if (loom_status_t* st = launch_status(node, "gemv kernel")) return st;
+    }
+  }
+  return nullptr;
 }
 
 }  // namespace loom::cuda
