@@ -22,6 +22,7 @@
 #include "plugins/cuda/ops/quantize.cuh"
 #include "plugins/cuda/ops/reduce.cuh"
 #include "plugins/cuda/ops/rope.cuh"
+#include "plugins/cuda/ops/tensor.cuh"
 
 namespace loom::optest {
 namespace {
@@ -173,6 +174,40 @@ TEST(CudaMath, ReductionCombinesAreOrderFree) {
   const double z = std::exp(2.0) + 1.0 + std::exp(1.0);
   EXPECT_NEAR(cu::softmax_value(bc, 2.0f), std::exp(2.0) / z, 1e-6);
   EXPECT_NEAR(cu::softmax_value(cb, 1.0f), std::exp(1.0) / z, 1e-6);
+}
+
+// The kernels' index helpers on a permuted, padded view: logical element e
+// and row r land on the bytes the strides say.
+TEST(CudaMath, TensorIndexHelpersFollowStrides) {
+  loom_tensor_t t{};
+  t.struct_size = sizeof t;
+  t.type = LOOM_TYPE_F32;
+  const int64_t ne[4] = {5, 3, 4, 2};
+  // Rows padded to 7 floats, dims 1 and 2 swapped in memory.
+  const size_t nb[4] = {4, 4 * 7 * 4, 4 * 7, 4 * 7 * 4 * 3};
+  for (int d = 0; d < 4; ++d) {
+    t.ne[d] = ne[d];
+    t.nb[d] = nb[d];
+  }
+  t.data = reinterpret_cast<void*>(0x1000);
+  const cu::TArg a = cu::targ(&t);
+  EXPECT_EQ(a.nelements(), 120);
+  EXPECT_EQ(a.nrows(), 24);
+  int64_t e = 0;
+  for (int64_t i3 = 0; i3 < ne[3]; ++i3)
+    for (int64_t i2 = 0; i2 < ne[2]; ++i2)
+      for (int64_t i1 = 0; i1 < ne[1]; ++i1) {
+        const int64_t r = (i3 * ne[2] + i2) * ne[1] + i1;
+        EXPECT_EQ(a.row(r), a.data + i1 * nb[1] + i2 * nb[2] + i3 * nb[3]) << "row " << r;
+        for (int64_t i0 = 0; i0 < ne[0]; ++i0, ++e) {
+          int64_t i[4];
+          a.index(e, i);
+          ASSERT_TRUE(i[0] == i0 && i[1] == i1 && i[2] == i2 && i[3] == i3) << "element " << e;
+          EXPECT_EQ(a.offset(i[0], i[1], i[2], i[3]), static_cast<int64_t>(i0 * nb[0] + i1 * nb[1] + i2 * nb[2] + i3 * nb[3]));
+        }
+      }
+  EXPECT_EQ(cu::broadcast_index(7, 1), 0);
+  EXPECT_EQ(cu::broadcast_index(7, 3), 1);
 }
 
 }  // namespace
