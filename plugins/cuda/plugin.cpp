@@ -56,6 +56,28 @@ bool selected_indices(std::set<int>* out, bool* all, std::string* why) {
   return true;
 }
 
+// Direct copies between GPUs that can reach each other (NVLink / PCIe
+// peer); copies between the others are staged by the driver.
+void enable_peer_access(const std::vector<std::unique_ptr<Device>>& devices) {
+  for (const auto& a : devices) {
+    for (const auto& b : devices) {
+      if (a == b) continue;
+      int can = 0;
+      if (cudaDeviceCanAccessPeer(&can, a->ordinal(), b->ordinal()) != cudaSuccess || !can) {
+        cudaGetLastError();
+        continue;
+      }
+      a->make_current();
+      const cudaError_t e = cudaDeviceEnablePeerAccess(b->ordinal(), 0);
+      if (e != cudaSuccess && e != cudaErrorPeerAccessAlreadyEnabled) {
+        common::plugin_log(LOOM_LOG_LEVEL_INFO, "cuda", a->name() + " -> " + b->name() +
+                                                             ": no peer access (" + cudaGetErrorString(e) + ")");
+      }
+      cudaGetLastError();
+    }
+  }
+}
+
 loom_status_t* plugin_init(void** out_context) {
   return guarded("cuda.init", [&]() -> loom_status_t* {
     if (out_context == nullptr) return make_status(LOOM_STATUS_INVALID_ARGUMENT, "[cuda.init] out_context is null");
@@ -97,6 +119,7 @@ loom_status_t* plugin_init(void** out_context) {
       if (!skipped.empty()) msg += ": " + skipped;
       return make_status(LOOM_STATUS_UNAVAILABLE, msg);
     }
+    enable_peer_access(ctx->devices);
     *out_context = ctx.release();
     return nullptr;
   });
