@@ -40,9 +40,12 @@ DriverProbe probe_driver() {
     return p;
   }
   if (cu_version(&p.driver_version) != 0) p.driver_version = 0;
-  if (p.driver_version != 0 && p.driver_version < CUDART_VERSION) {
+  // A driver of the runtime's major runs it (CUDA minor version
+  // compatibility); an older major does not.
+  if (p.driver_version != 0 && p.driver_version / 1000 < CUDART_VERSION / 1000) {
     p.reason = "driver supports CUDA " + cuda_version_string(p.driver_version) + ", plugin needs " +
-               cuda_version_string(CUDART_VERSION) + " (update the NVIDIA driver)";
+               std::to_string(CUDART_VERSION / 1000) + ".x (built with CUDA " + cuda_version_string(CUDART_VERSION) +
+               "; update the NVIDIA driver)";
     return p;
   }
   const int r = cu_init(0);

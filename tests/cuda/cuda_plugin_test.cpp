@@ -11,6 +11,10 @@
 
 #include "loom/registry.hpp"
 
+#ifdef LOOM_TEST_HAVE_CUDA_PLUGIN
+#include "plugins/cuda/cublas.h"
+#endif
+
 namespace loom {
 namespace {
 
@@ -104,7 +108,7 @@ TEST_F(CudaPlugin, OldDriverSaysWhichVersions) {
   const registry::Candidate* c = cuda_candidate(*reg);
   ASSERT_NE(c, nullptr) << report(*reg);
   EXPECT_EQ(c->fate, registry::Fate::kUnavailable) << report(*reg);
-  EXPECT_NE(c->reason.find("driver supports CUDA 12.2, plugin needs 13."), std::string::npos) << c->reason;
+  EXPECT_NE(c->reason.find("driver supports CUDA 12.2, plugin needs 13.x (built with CUDA 13."), std::string::npos) << c->reason;
 }
 
 TEST_F(CudaPlugin, DriverWithoutDevicesSaysSo) {
@@ -117,6 +121,35 @@ TEST_F(CudaPlugin, DriverWithoutDevicesSaysSo) {
   EXPECT_EQ(c->fate, registry::Fate::kUnavailable) << report(*reg);
   EXPECT_NE(c->reason.find("no CUDA devices (driver 13.2)"), std::string::npos) << c->reason;
 }
+
+#ifdef LOOM_TEST_HAVE_CUDA_PLUGIN
+// cuBLAS opens without a GPU: every entry the plugin uses resolves (from the
+// loader's path or the build's toolkit folder), and a missing file or
+// LOOM_CUDA_CUBLAS=off is a reason.
+TEST_F(CudaPlugin, CublasLoaderResolvesEveryEntryOrSaysWhy) {
+  {
+    cuda::Cublas c;
+    const std::string err = c.open();
+    if (!err.empty()) GTEST_SKIP() << "no cuBLAS here: " << err;
+    EXPECT_TRUE(c.ok());
+    EXPECT_NE(c.create, nullptr);
+    EXPECT_NE(c.set_stream, nullptr);
+    EXPECT_NE(c.status_string, nullptr);
+  }
+  {
+    ScopedEnv env("LOOM_CUDA_CUBLAS", "/nonexistent/libcublas.so.13");
+    cuda::Cublas c;
+    EXPECT_NE(c.open().find("/nonexistent/libcublas.so.13 not found: "), std::string::npos) << c.error;
+    EXPECT_FALSE(c.ok());
+  }
+  {
+    ScopedEnv env("LOOM_CUDA_CUBLAS", "off");
+    cuda::Cublas c;
+    EXPECT_EQ(c.open(), "cuBLAS turned off (LOOM_CUDA_CUBLAS=off)");
+    EXPECT_FALSE(c.ok());
+  }
+}
+#endif
 
 }  // namespace
 }  // namespace loom
