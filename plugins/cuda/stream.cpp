@@ -3,6 +3,7 @@
 #include <memory>
 #include <string>
 
+#include "common/env.h"
 #include "common/glue.h"
 #include "common/op_check.h"
 #include "common/op_info.h"
@@ -79,6 +80,7 @@ loom_status_t* Stream::init() {
   if ((e = cudaMemset(error_, 0, sizeof(int32_t))) != cudaSuccess) return cuda_status(device_, "stream_create", e);
   if ((e = cudaMallocHost(reinterpret_cast<void**>(&error_host_), sizeof(int32_t))) != cudaSuccess) return cuda_status(device_, "stream_create", e);
   *error_host_ = 0;
+  graphs_ = common::plugin_env_flag("LOOM_CUDA_GRAPHS", false);
   const Cublas* cb = device_->cublas();
   if (cb != nullptr && cb->ok()) {
     if (cb->create(&blas_) != CUBLAS_STATUS_SUCCESS) {
@@ -95,6 +97,7 @@ loom_status_t* Stream::init() {
 Stream::~Stream() {
   device_->make_current();
   if (stream_) cudaStreamSynchronize(stream_);
+  drop_cuda_graph();
   if (blas_) device_->cublas()->destroy(blas_);
   if (scratch_) cudaFree(scratch_);
   if (error_) cudaFree(error_);
@@ -105,6 +108,10 @@ Stream::~Stream() {
 
 void* Stream::get(size_t bytes, loom_status_t** st) {
   if (bytes <= scratch_size_) return scratch_;
+  if (capturing_) {
+    *st = make_status(LOOM_STATUS_UNAVAILABLE, "[cuda.compute] scratch would grow during CUDA graph capture");
+    return nullptr;
+  }
   // Queued kernels may still read the old scratch.
   cudaError_t e = cudaStreamSynchronize(stream_);
   if (e != cudaSuccess) {
@@ -139,6 +146,12 @@ loom_status_t* Stream::compute(const loom_graph_t* graph) {
   ctx.scratch = this;
   ctx.error = error_;
   ctx.sm_count = device_->sm_count();
+  loom_status_t* st = nullptr;
+  if (graphs_ && run_as_cuda_graph(ctx, graph, &st)) return st;
+  return launch_all(ctx, graph);
+}
+
+loom_status_t* Stream::launch_all(const LaunchContext& ctx, const loom_graph_t* graph) {
   for (int32_t i = 0; i < graph->n_nodes; ++i) {
     const loom_tensor_t* node = graph->nodes[i];
     if (node == nullptr || node->op == LOOM_OP_NONE || common::is_view_op(node->op)) continue;
@@ -146,6 +159,80 @@ loom_status_t* Stream::compute(const loom_graph_t* graph) {
     if (loom_status_t* st = launch_node(ctx, node)) return st;
   }
   return nullptr;
+}
+
+namespace {
+
+// What a captured graph bakes in: the host's fingerprint and every node's
+// and source's address and params (FNV-1a).
+uint64_t graph_key(const loom_graph_t* g) {
+  uint64_t h = 1469598103934665603ull ^ g->fingerprint;
+  auto mix = [&h](const void* p, size_t n) {
+    const uint8_t* b = static_cast<const uint8_t*>(p);
+    for (size_t i = 0; i < n; ++i) h = (h ^ b[i]) * 1099511628211ull;
+  };
+  for (int32_t i = 0; i < g->n_nodes; ++i) {
+    const loom_tensor_t* t = g->nodes[i];
+    if (t == nullptr) continue;
+    mix(&t->data, sizeof t->data);
+    mix(t->op_params, sizeof t->op_params);
+    for (const loom_tensor_t* s : t->src) {
+      if (s) mix(&s->data, sizeof s->data);
+    }
+  }
+  return h == 0 ? 1 : h;
+}
+
+}  // namespace
+
+void Stream::drop_cuda_graph() {
+  if (graph_exec_) cudaGraphExecDestroy(graph_exec_);
+  graph_exec_ = nullptr;
+}
+
+bool Stream::run_as_cuda_graph(const LaunchContext& eager_ctx, const loom_graph_t* graph, loom_status_t** st) {
+  if (graph->fingerprint == 0) return false;
+  const uint64_t key = graph_key(graph);
+  if (key != graph_key_) {
+    if (graph_exec_) common::plugin_log(LOOM_LOG_LEVEL_DEBUG, "cuda", device_->name() + ": graph changed, CUDA graph dropped");
+    drop_cuda_graph();
+    graph_key_ = key;
+    graph_failed_ = false;
+    return false;  // first run of this key: eager (it also sizes the scratch)
+  }
+  if (graph_failed_) return false;  // capture failed for this key: eager
+  if (graph_exec_ == nullptr) {
+    // Second run with the same key: capture. MUL_MAT runs on the GEMV
+    // kernels here (cuBLAS may allocate workspace while capturing).
+    LaunchContext ctx = eager_ctx;
+    ctx.blas = nullptr;
+    if (cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal) != cudaSuccess) {
+      cudaGetLastError();
+      graphs_ = false;
+      return false;
+    }
+    capturing_ = true;
+    loom_status_t* launch = launch_all(ctx, graph);
+    capturing_ = false;
+    cudaGraph_t g = nullptr;
+    const cudaError_t end = cudaStreamEndCapture(stream_, &g);
+    if (launch != nullptr || end != cudaSuccess || g == nullptr ||
+        cudaGraphInstantiate(&graph_exec_, g, 0) != cudaSuccess) {
+      if (launch) common::host_services()->status_free(launch);
+      if (g) cudaGraphDestroy(g);
+      cudaGetLastError();
+      graph_exec_ = nullptr;
+      graph_failed_ = true;
+      common::plugin_log(LOOM_LOG_LEVEL_DEBUG, "cuda", device_->name() + ": CUDA graph capture failed; running eagerly");
+      return false;
+    }
+    cudaGraphDestroy(g);
+    common::plugin_log(LOOM_LOG_LEVEL_DEBUG, "cuda", device_->name() + ": captured a CUDA graph of " +
+                                                         std::to_string(graph->n_nodes) + " nodes");
+  }
+  const cudaError_t e = cudaGraphLaunch(graph_exec_, stream_);
+  *st = e == cudaSuccess ? nullptr : cuda_status(device_, "compute", e);
+  return true;
 }
 
 loom_status_t* Stream::synchronize() {

@@ -3,7 +3,10 @@
 // compute() enqueues a graph's kernels and returns (LOOM_DEVICE_CAP_ASYNC);
 // synchronize() waits and reports CUDA errors and the kernels' input
 // errors (row index, visible count) as statuses. Events are cudaEvents.
-// CUDA graph capture of repeated graphs is not done yet (README).
+// With LOOM_CUDA_GRAPHS=1 (experimental, off by default) a graph computed
+// twice in a row with the same key (the host's fingerprint plus every
+// node's addresses and params) is captured as a CUDA graph on its second
+// run and replayed while the key stays; a new key drops it (debug log).
 // One thread at a time per stream (plugin.h).
 #pragma once
 
@@ -36,6 +39,11 @@ class Stream final : public Scratch {
  private:
   explicit Stream(Device* device);
   loom_status_t* init();
+  // Enqueue every node of graph with ctx.
+  loom_status_t* launch_all(const LaunchContext& ctx, const loom_graph_t* graph);
+  // The graph path: replay, capture, or false to run eagerly.
+  bool run_as_cuda_graph(const LaunchContext& ctx, const loom_graph_t* graph, loom_status_t** st);
+  void drop_cuda_graph();
 
   loom_stream_t raw_{};
   Device* device_;
@@ -45,6 +53,11 @@ class Stream final : public Scratch {
   int32_t* error_host_ = nullptr;  // pinned mirror
   void* scratch_ = nullptr;
   size_t scratch_size_ = 0;
+  bool graphs_ = false;     // LOOM_CUDA_GRAPHS
+  bool capturing_ = false;  // scratch must not grow while capturing
+  uint64_t graph_key_ = 0;
+  bool graph_failed_ = false;  // capture of graph_key_ failed: stay eager
+  cudaGraphExec_t graph_exec_ = nullptr;
 };
 
 class Event {
