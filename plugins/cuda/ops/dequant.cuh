@@ -212,17 +212,27 @@ LOOM_HD float row_elem(int type, const uint8_t* row, int64_t i, int64_t nb0) {
 // the GEMV inner step. Q8_0 and Q4_0 sum the integers' products first and
 // scale once; the others go element by element.
 LOOM_HD float block_dot(int type, const uint8_t* b, const float* x) {
+  // Blocks are 2-byte aligned (even block sizes from 256-aligned buffers):
+  // the quants are read two at a time.
+  const uint16_t* w = reinterpret_cast<const uint16_t*>(b);
   if (type == 8) {
     float s = 0.0f;
-    for (int i = 0; i < 32; ++i) s += static_cast<float>(static_cast<int8_t>(b[2 + i])) * x[i];
-    return s * f16_to_f32(load_u16(b));
+    for (int i = 0; i < 16; ++i) {
+      const uint16_t q = w[1 + i];
+      s += static_cast<float>(static_cast<int8_t>(q & 0xFF)) * x[2 * i];
+      s += static_cast<float>(static_cast<int8_t>(q >> 8)) * x[2 * i + 1];
+    }
+    return s * f16_to_f32(w[0]);
   }
   if (type == 2) {
     float s = 0.0f;
-    for (int i = 0; i < 16; ++i) {
-      s += static_cast<float>((b[2 + i] & 0x0F) - 8) * x[i] + static_cast<float>((b[2 + i] >> 4) - 8) * x[i + 16];
+    for (int i = 0; i < 8; ++i) {
+      const uint16_t q = w[1 + i];
+      s += static_cast<float>((q & 0x0F) - 8) * x[2 * i] + static_cast<float>(((q >> 4) & 0x0F) - 8) * x[2 * i + 16];
+      s += static_cast<float>(((q >> 8) & 0x0F) - 8) * x[2 * i + 1] +
+           static_cast<float>((q >> 12) - 8) * x[2 * i + 17];
     }
-    return s * f16_to_f32(load_u16(b));
+    return s * f16_to_f32(w[0]);
   }
   const BlockShape s = block_shape(type);
   if (s.elems == 1) return load_elem(type, b) * x[0];
