@@ -14,6 +14,7 @@
 #include "plugins/cuda/ops/attention.cuh"
 #include "plugins/cuda/ops/dequant.cuh"
 #include "plugins/cuda/ops/elementwise.cuh"
+#include "plugins/cuda/ops/gemv.cuh"
 #include "plugins/cuda/ops/launch.cuh"
 #include "plugins/cuda/ops/quantize.cuh"
 #include "plugins/cuda/ops/reduce.cuh"
@@ -290,14 +291,14 @@ TEST_F(CudaOpsOnHost, MulMatGemvOfEveryType) {
     LOOM_ASSERT_OK(run({out}));
     std::vector<float> x = as_float(b.h.values()), emu;
     std::vector<double> mag;
-    const int64_t be = block_elems(t);
     const size_t bb = block_bytes(t), rb = row_bytes(t, k);
     std::vector<double> av = a.h.values();
     for (int64_t j = 0; j < n; ++j)
       for (int64_t i = 0; i < m; ++i) {
-        float lanes[cu::kWarp] = {};
-        for (int64_t blk = 0; blk < k / be; ++blk) {
-          lanes[blk % cu::kWarp] += cu::block_dot(t, a.h.base->bytes.data() + i * rb + blk * bb, x.data() + j * k + blk * be);
+        float lanes[cu::kWarp];
+        for (int lane = 0; lane < cu::kWarp; ++lane) {
+          lanes[lane] = cu::gemv_lane_sum(t, a.h.base->bytes.data() + i * rb, static_cast<int64_t>(bb), k,
+                                          x.data() + j * k, lane);
         }
         emu.push_back(cu::tree_reduce(lanes, cu::kWarp, [](float p, float q) { return p + q; }));
         double s = 0.0;

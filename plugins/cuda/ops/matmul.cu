@@ -9,6 +9,7 @@
 #include <algorithm>
 
 #include "dequant.cuh"
+#include "gemv.cuh"
 #include "launch.cuh"
 #include "ops.h"
 #include "tensor.cuh"
@@ -34,11 +35,7 @@ __global__ void gemv_kernel(TArg dst, TArg a, TArg b, int64_t n0, int64_t z0) {
   const int64_t a2 = i2 / (b.ne[2] / a.ne[2]), a3 = i3 / (b.ne[3] / a.ne[3]);
   const uint8_t* arow = a.data + m * a.nb[1] + a2 * a.nb[2] + a3 * a.nb[3];
   const float* x = reinterpret_cast<const float*>(b.data + n * b.nb[1] + i2 * b.nb[2] + i3 * b.nb[3]);
-  const BlockShape bs = block_shape(a.type);
-  const int64_t step = bs.elems == 1 ? a.nb[0] : bs.bytes;
-  const int64_t nblocks = a.ne[0] / bs.elems;
-  float acc = 0.0f;
-  for (int64_t k = lane; k < nblocks; k += kWarp) acc += block_dot(a.type, arow + k * step, x + k * bs.elems);
+  float acc = gemv_lane_sum(a.type, arow, a.nb[0], a.ne[0], x, lane);
   for (int s = kWarp / 2; s > 0; s /= 2) acc += __shfl_down_sync(0xFFFFFFFFu, acc, s);
   if (lane == 0) *reinterpret_cast<float*>(dst.data + m * dst.nb[0] + n * dst.nb[1] + i2 * dst.nb[2] + i3 * dst.nb[3]) = acc;
 }
