@@ -332,10 +332,11 @@ TEST_F(CudaOpsOnHost, AttentionChunkedOnlineSoftmax) {
         const int64_t j1 = std::min<int64_t>(visible[t], j0 + chunk);
         std::vector<float> s;
         cu::OnlineState cs = cu::online_init();
+        std::vector<float> qrow(D);
+        for (int64_t d = 0; d < D; ++d) qrow[d] = static_cast<float>(q.h.at(d, h, t));
         for (int64_t j = j0; j < j1; ++j) {
-          float dot = 0.0f;
-          for (int64_t d = 0; d < D; ++d) dot += static_cast<float>(q.h.at(d, h, t)) * static_cast<float>(k.h.at(d, j, g));
-          s.push_back(dot * 0.35f);
+          const uint8_t* krow = k.h.base->bytes.data() + (g * n_kv + j) * D * 2;  // dense F16 K
+          s.push_back(cu::attn_score(qrow.data(), krow, LOOM_TYPE_F16, 2, D, 0.35f));
           cs.m = std::max(cs.m, s.back());
         }
         std::vector<float> cacc(D, 0.0f);

@@ -58,12 +58,7 @@ __global__ void attention_kernel(TArg dst, TArg q, TArg k, TArg v, const uint8_t
   for (int64_t j0 = 0; j0 < n; j0 += kAttnChunk) {
     const int64_t j = j0 + threadIdx.x;
     float s = -INFINITY;
-    if (j < n) {
-      s = 0.0f;
-      const uint8_t* kr = k.data + j * k.nb[1] + g * k.nb[2];
-      for (int64_t d = 0; d < D; ++d) s += qs[d] * load_elem(k.type, kr + d * k.nb[0]);
-      s *= scale;
-    }
+    if (j < n) s = attn_score(qs, k.data + j * k.nb[1] + g * k.nb[2], k.type, k.nb[0], D, scale);
     OnlineState cs;
     cs.m = chunk_combine(s, red, MaxF());
     const float pj = j < n ? expf(s - cs.m) : 0.0f;

@@ -6,12 +6,21 @@
 // it against the exact softmax.
 #pragma once
 
+#include "dequant.cuh"
 #include "hd.cuh"
 
 namespace loom::cuda {
 
 // KV rows one block scores at a time (one per thread) before merging.
 constexpr int kAttnChunk = 64;
+
+// One KV row's score: scale * (q . k), q already in f32, k a row of a
+// float type with element stride nb0, summed in order of d.
+LOOM_HD float attn_score(const float* q, const uint8_t* k, int k_type, int64_t nb0, int64_t d, float scale) {
+  float s = 0.0f;
+  for (int64_t i = 0; i < d; ++i) s += q[i] * load_elem(k_type, k + i * nb0);
+  return s * scale;
+}
 
 struct OnlineState {
   float m;  // max score so far (-inf: nothing yet)
