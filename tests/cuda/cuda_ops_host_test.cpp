@@ -29,8 +29,8 @@ namespace cu = loom::cuda;
 // then the halving tree.
 template <typename T, typename Step, typename Combine>
 T row_reduce(int64_t n, T init, Step step, Combine combine) {
-  std::vector<T> p(cu::kRowThreads, init);
-  for (int64_t i = 0; i < n; ++i) p[static_cast<size_t>(i % cu::kRowThreads)] = step(p[i % cu::kRowThreads], i);
+  std::vector<T> p;
+  for (int t = 0; t < cu::kRowThreads; ++t) p.push_back(cu::strided_fold(n, t, cu::kRowThreads, init, step));
   return cu::tree_reduce(p.data(), cu::kRowThreads, combine);
 }
 

@@ -13,6 +13,14 @@ constexpr int kRowThreads = 256;
 constexpr int kElemThreads = 256;  // one thread per element kernels
 constexpr int kWarp = 32;
 
+// Thread `tid` of `threads`: fold elements tid, tid + threads, ... of a row
+// of n into acc with step(acc, i).
+template <typename T, typename Step>
+LOOM_HD T strided_fold(int64_t n, int tid, int threads, T acc, Step step) {
+  for (int64_t i = tid; i < n; i += threads) acc = step(acc, i);
+  return acc;
+}
+
 // The kernels' reduction order, run sequentially (host test, and the
 // device's reference of what the shared-memory tree computes).
 template <typename T, typename Combine>

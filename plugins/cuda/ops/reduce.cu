@@ -48,15 +48,13 @@ __global__ void norm_kernel(TArg dst, TArg a, float eps, bool center) {
   const int64_t n = a.ne[0];
   float mean = 0.0f;
   if (center) {
-    float s = 0.0f;
-    for (int64_t i = threadIdx.x; i < n; i += kRowThreads) s += at(a, x, i);
+    const float s = strided_fold(n, threadIdx.x, kRowThreads, 0.0f, [&](float p, int64_t i) { return p + at(a, x, i); });
     mean = block_combine(s, sh, AddF()) / static_cast<float>(n);
   }
-  float sq = 0.0f;
-  for (int64_t i = threadIdx.x; i < n; i += kRowThreads) {
+  const float sq = strided_fold(n, threadIdx.x, kRowThreads, 0.0f, [&](float p, int64_t i) {
     const float d = at(a, x, i) - mean;
-    sq += d * d;
-  }
+    return p + d * d;
+  });
   const float scale = norm_scale(block_combine(sq, sh, AddF()), n, eps);
   for (int64_t i = threadIdx.x; i < n; i += kRowThreads) store_elem(dst.type, y + i * dst.nb[0], (at(a, x, i) - mean) * scale);
 }
@@ -71,8 +69,7 @@ __global__ void softmax_kernel(TArg dst, TArg a, TArg mask, bool has_mask, float
   uint8_t* y = dst.row(r);
   const int64_t n = a.ne[0];
   auto value = [&](int64_t i) { return at(a, x, i) * scale + (m ? load_elem(mask.type, m + i * mask.nb[0]) : 0.0f); };
-  MaxSum p = maxsum_init();
-  for (int64_t i = threadIdx.x; i < n; i += kRowThreads) p = maxsum_step(p, value(i));
+  const MaxSum p = strided_fold(n, threadIdx.x, kRowThreads, maxsum_init(), [&](MaxSum m, int64_t i) { return maxsum_step(m, value(i)); });
   const MaxSum total = block_combine(p, sh, CombineMaxSum());
   for (int64_t i = threadIdx.x; i < n; i += kRowThreads) store_elem(dst.type, y + i * dst.nb[0], softmax_value(total, value(i)));
 }
@@ -81,8 +78,7 @@ __global__ void sum_rows_kernel(TArg dst, TArg a) {
   __shared__ float sh[kRowThreads];
   const int64_t r = blockIdx.x;
   const uint8_t* x = a.row(r);
-  float s = 0.0f;
-  for (int64_t i = threadIdx.x; i < a.ne[0]; i += kRowThreads) s += at(a, x, i);
+  float s = strided_fold(a.ne[0], threadIdx.x, kRowThreads, 0.0f, [&](float p, int64_t i) { return p + at(a, x, i); });
   s = block_combine(s, sh, AddF());
   if (threadIdx.x == 0) store_elem(dst.type, dst.row(r), s);
 }
@@ -91,8 +87,8 @@ __global__ void argmax_kernel(TArg dst, TArg a) {
   __shared__ ArgMax sh[kRowThreads];
   const int64_t r = blockIdx.x;
   const uint8_t* x = a.row(r);
-  ArgMax p = argmax_init();
-  for (int64_t i = threadIdx.x; i < a.ne[0]; i += kRowThreads) p = argmax_step(p, at(a, x, i), static_cast<int32_t>(i));
+  ArgMax p = strided_fold(a.ne[0], threadIdx.x, kRowThreads, argmax_init(),
+                          [&](ArgMax m, int64_t i) { return argmax_step(m, at(a, x, i), static_cast<int32_t>(i)); });
   p = block_combine(p, sh, CombineArgMax());
   // dst is I32 [ne1, ne2, ne3]: row r of a is element r of dst.
   if (threadIdx.x == 0) {
