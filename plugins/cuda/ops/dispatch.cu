@@ -17,7 +17,8 @@ bool supports_node(const loom_tensor_t* n) {
       // cuBLAS writes whole columns: dense result rows.
       return n->nb[0] == 4 && n->nb[1] % 4 == 0;
     case LOOM_OP_ATTENTION:
-      return n->src[0]->ne[0] <= kAttnMaxDim && n->src[2]->ne[0] <= kAttnMaxDim;
+      // Tokens are the grid's y dimension (at most 65535).
+      return n->src[0]->ne[0] <= kAttnMaxDim && n->src[2]->ne[0] <= kAttnMaxDim && n->src[0]->ne[2] <= 65535;
     case LOOM_OP_GET_ROWS:
     case LOOM_OP_ADD:
     case LOOM_OP_SUB:
