@@ -9,6 +9,7 @@
 #include <sstream>
 #include <string>
 
+#include "cli/run_loom.hpp"
 #include "loom/registry.hpp"
 
 #ifdef LOOM_TEST_HAVE_CUDA_PLUGIN
@@ -89,6 +90,21 @@ TEST_F(CudaPlugin, LoadsWithoutGpuAndIsUnavailableWithTheReason) {
   EXPECT_TRUE(no_driver || no_device) << c->reason;
   EXPECT_EQ(reg->device("cuda0"), nullptr);
   ASSERT_NE(reg->device("cpu"), nullptr) << report(*reg);
+}
+
+// The same record as `loom devices` prints it.
+TEST_F(CudaPlugin, LoomDevicesShowsTheRecord) {
+  const test::LoomResult r = test::run_loom("devices");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const size_t at = r.out.find("libloom-cuda.so");
+  ASSERT_NE(at, std::string::npos) << r.out;
+  const std::string line = r.out.substr(r.out.rfind('\n', at) + 1);
+  if (line.find("ready") < line.find('\n')) GTEST_SKIP() << "a CUDA device is present here";
+  EXPECT_LT(line.find("unavailable"), line.find('\n')) << r.out;
+  const std::string next = line.substr(line.find('\n') + 1, line.find('\n', line.find('\n') + 1) - line.find('\n'));
+  EXPECT_TRUE(next.find("probed: no CUDA driver (libcuda.so.1 not found: ") != std::string::npos ||
+              next.find("probed: no CUDA devices") != std::string::npos)
+      << r.out;
 }
 
 TEST_F(CudaPlugin, MissingDriverFileIsNamed) {
