@@ -111,7 +111,7 @@ TEST(CudaMath, PlainElementsLoadAndStoreLikeCommon) {
   std::uniform_real_distribution<float> u(-100.0f, 100.0f);
   for (int k = 0; k < 1000; ++k) {
     const float v = u(rng);
-    uint8_t buf[8];
+    alignas(8) uint8_t buf[8];
     cu::store_elem(LOOM_TYPE_F16, buf, v);
     EXPECT_EQ(bits(cu::load_elem(LOOM_TYPE_F16, buf)), bits(common::f16_to_f32(common::f32_to_f16(v))));
     cu::store_elem(LOOM_TYPE_BF16, buf, v);

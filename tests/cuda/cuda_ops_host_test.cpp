@@ -35,7 +35,7 @@ T row_reduce(int64_t n, T init, Step step, Combine combine) {
 }
 
 float round_to(loom_type_t t, float v) {
-  uint8_t buf[8] = {};
+  alignas(8) uint8_t buf[8] = {};
   cu::store_elem(t, buf, v);
   return cu::load_elem(t, buf);
 }
