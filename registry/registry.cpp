@@ -98,6 +98,11 @@ bool same_device(const DeviceInfo& a, const DeviceInfo& b) {
   return !a.uuid.empty() && a.uuid == b.uuid;
 }
 
+// For hardware that two plugins drive, the plugin made for it keeps the
+// device whatever the search order: CUDA over Vulkan (or any other) on
+// NVIDIA GPUs. Equal ranks: the first plugin in search order keeps it.
+int identity_rank(const DeviceInfo& info) { return info.plugin == "cuda" ? 1 : 0; }
+
 }  // namespace
 
 Device::Device(loom_device_t* raw, DeviceInfo info, std::shared_ptr<PluginHandle> plugin)
@@ -169,14 +174,23 @@ std::unique_ptr<Registry> Registry::load(const Options& options) {
   std::vector<Candidate>& cands = reg->candidates_;
   std::vector<bool> builtin_device;  // per entry of device_ptrs_
   // The first plugin in search order keeps a physical device that a later
-  // plugin shows again. A device name stays with its first holder, except
-  // that loom's own plugins keep their names against plugins from
-  // elsewhere; every such clash is a visible warning.
+  // plugin shows again, unless the later one ranks higher for it
+  // (identity_rank: cuda over vulkan). A device name stays with its first
+  // holder, except that loom's own plugins keep their names against
+  // plugins from elsewhere; every such clash is a visible warning.
   auto add_device = [&](loom_device_t* raw, DeviceInfo info, const std::shared_ptr<PluginHandle>& handle,
                         const Candidate& from) {
     const bool builtin = is_builtin_origin(from.origin);
     for (size_t k = 0; k < reg->device_ptrs_.size(); ++k) {
       const Device* d = reg->device_ptrs_[k];
+      if (d == nullptr) continue;  // hidden earlier in this call
+      if (same_device(d->info(), info) && identity_rank(info) > identity_rank(d->info())) {
+        const std::string why = d->name() + " (same device as " + info.name + ")";
+        LOOM_LOG_DEBUG("registry", "hiding device " + why + ": plugin " + info.plugin + " is preferred");
+        reg->duplicates_.push_back(why);
+        reg->device_ptrs_[k] = nullptr;
+        continue;
+      }
       if (same_device(d->info(), info)) {
         const std::string why = info.name + " (same device as " + d->name() + ")";
         LOOM_LOG_DEBUG("registry", "hiding device " + why);

@@ -160,7 +160,8 @@ class Registry {
 
   const std::vector<Candidate>& candidates() const { return candidates_; }
   // Devices of ready plugins, de-duplicated by PCI id/UUID (the first
-  // plugin in search order keeps a shared physical device).
+  // plugin in search order keeps a shared physical device, except that the
+  // cuda plugin keeps an NVIDIA GPU that another plugin, e.g. vulkan, shows).
   const std::vector<Device*>& devices() const { return device_ptrs_; }
   // Devices hidden as duplicates: "name (same device as other)".
   const std::vector<std::string>& duplicates() const { return duplicates_; }

@@ -1,0 +1,29 @@
+// cuBLAS opened at run time (never linked): a missing or broken library is
+// a reason the device lacks the prefill GEMM path, not a load failure; the
+// hand-written kernels then run every MUL_MAT. One Cublas per plugin,
+// immutable after open(); the entries are thread-safe as cuBLAS's are (one
+// handle per stream).
+#pragma once
+
+#include <cublas_api.h>
+
+#include <string>
+
+namespace loom::cuda {
+
+struct Cublas {
+  decltype(&cublasCreate_v2) create = nullptr;
+  decltype(&cublasDestroy_v2) destroy = nullptr;
+  decltype(&cublasSetStream_v2) set_stream = nullptr;
+  decltype(&cublasSetMathMode) set_math_mode = nullptr;
+  decltype(&cublasSgemm_v2) sgemm = nullptr;
+  decltype(&cublasGetStatusString) status_string = nullptr;
+
+  // "" when loaded, else why not. LOOM_CUDA_CUBLAS names another file (or
+  // "off": do without); ignored under secure execution.
+  std::string open();
+  bool ok() const { return sgemm != nullptr; }
+  std::string error;  // what open() returned
+};
+
+}  // namespace loom::cuda

@@ -1,0 +1,50 @@
+// ATTENTION's online softmax: a query row folds KV rows one chunk at a time
+// into a running state (max m, sum l of exp(score - m), and the weighted V
+// sum acc); chunk results merge with the running state by rescaling both
+// sides to the larger max. Per element of acc the merge is one scalar
+// formula, so the kernel applies it lane by lane and the host test checks
+// it against the exact softmax.
+#pragma once
+
+#include "dequant.cuh"
+#include "hd.cuh"
+
+namespace loom::cuda {
+
+// KV rows one block scores at a time (one per thread) before merging.
+constexpr int kAttnChunk = 64;
+
+// One KV row's score: scale * (q . k), q already in f32, k a row of a
+// float type with element stride nb0, summed in order of d.
+LOOM_HD float attn_score(const float* q, const uint8_t* k, int k_type, int64_t nb0, int64_t d, float scale) {
+  float s = 0.0f;
+  for (int64_t i = 0; i < d; ++i) s += q[i] * load_elem(k_type, k + i * nb0);
+  return s * scale;
+}
+
+struct OnlineState {
+  float m;  // max score so far (-inf: nothing yet)
+  float l;  // sum of exp(score - m)
+};
+
+LOOM_HD OnlineState online_init() { return {-INFINITY, 0.0f}; }
+
+// Factors that bring a's and b's sums (and accumulators) to the merged max.
+struct MergeFactors {
+  float ca, cb;
+};
+LOOM_HD MergeFactors online_factors(OnlineState a, OnlineState b) {
+  if (a.m == -INFINITY) return {0.0f, 1.0f};
+  if (b.m == -INFINITY) return {1.0f, 0.0f};
+  const float m = fmaxf(a.m, b.m);
+  return {expf(a.m - m), expf(b.m - m)};
+}
+LOOM_HD OnlineState online_merge(OnlineState a, OnlineState b, MergeFactors f) {
+  return {fmaxf(a.m, b.m), a.l * f.ca + b.l * f.cb};
+}
+// acc element after the merge.
+LOOM_HD float online_merge_acc(float acc_a, float acc_b, MergeFactors f) { return acc_a * f.ca + acc_b * f.cb; }
+// The output element: acc / l, or 0 when no row was visible.
+LOOM_HD float online_finish(OnlineState s, float acc) { return s.l > 0.0f ? acc / s.l : 0.0f; }
+
+}  // namespace loom::cuda

@@ -1,0 +1,34 @@
+// Launch shape shared by the row kernels and the host test that replays
+// their reductions: a block of kRowThreads threads per row; thread t folds
+// elements t, t + kRowThreads, ...; the partial results then combine in a
+// halving tree (p[i] = combine(p[i], p[i + s]) for s = kRowThreads/2 .. 1),
+// the order tree_reduce below writes out.
+#pragma once
+
+#include "hd.cuh"
+
+namespace loom::cuda {
+
+constexpr int kRowThreads = 256;
+constexpr int kElemThreads = 256;  // one thread per element kernels
+constexpr int kWarp = 32;
+
+// Thread `tid` of `threads`: fold elements tid, tid + threads, ... of a row
+// of n into acc with step(acc, i).
+template <typename T, typename Step>
+LOOM_HD T strided_fold(int64_t n, int tid, int threads, T acc, Step step) {
+  for (int64_t i = tid; i < n; i += threads) acc = step(acc, i);
+  return acc;
+}
+
+// The kernels' reduction order, run sequentially (host test, and the
+// device's reference of what the shared-memory tree computes).
+template <typename T, typename Combine>
+LOOM_HD T tree_reduce(T* p, int n, Combine combine) {
+  for (int s = n / 2; s > 0; s /= 2) {
+    for (int i = 0; i < s; ++i) p[i] = combine(p[i], p[i + s]);
+  }
+  return p[0];
+}
+
+}  // namespace loom::cuda

@@ -1,0 +1,155 @@
+// MUL_MAT. Decode-sized batches (N <= kGemvMaxCols) and every batch when
+// cuBLAS is absent: a hand-written GEMV, one warp per result row, that
+// reads A's blocks in place (Q8_0 / Q4_0 scale once per block; every other
+// type through dequant.cuh) — lanes take blocks l, l + 32, ... and the
+// lanes' sums combine in the halving tree (the host test's order). Larger
+// batches: A dequantized to f32 scratch (F32 rows used in place) and one
+// cuBLAS SGEMM per matrix of the batch, f32 compute (no TF32), so results
+// stay within the f32 tolerance of the conformance suite.
+#include <algorithm>
+
+#include "dequant.cuh"
+#include "gemv.cuh"
+#include "launch.cuh"
+#include "ops.h"
+#include "tensor.cuh"
+
+#include "common/glue.h"
+
+namespace loom::cuda {
+namespace {
+
+constexpr int kGemvWarps = 4;
+constexpr int64_t kGemvMaxCols = 8;
+
+// x: B's column n of batch (i2, i3), contiguous along K.
+// Columns n0 + blockIdx.y and batch matrices z0 + blockIdx.z (launches are
+// split where B exceeds the grid's y / z limits).
+__global__ void gemv_kernel(TArg dst, TArg a, TArg b, int64_t n0, int64_t z0) {
+  const int lane = threadIdx.x % kWarp;
+  const int64_t m = blockIdx.x * static_cast<int64_t>(kGemvWarps) + threadIdx.x / kWarp;
+  const int64_t n = n0 + blockIdx.y;
+  const int64_t z = z0 + blockIdx.z;
+  const int64_t i2 = z % b.ne[2], i3 = z / b.ne[2];
+  if (m >= a.ne[1]) return;
+  const int64_t a2 = i2 / (b.ne[2] / a.ne[2]), a3 = i3 / (b.ne[3] / a.ne[3]);
+  const uint8_t* arow = a.data + m * a.nb[1] + a2 * a.nb[2] + a3 * a.nb[3];
+  const float* x = reinterpret_cast<const float*>(b.data + n * b.nb[1] + i2 * b.nb[2] + i3 * b.nb[3]);
+  float acc = gemv_lane_sum(a.type, arow, a.nb[0], a.ne[0], x, lane);
+  for (int s = kWarp / 2; s > 0; s /= 2) acc += __shfl_down_sync(0xFFFFFFFFu, acc, s);
+  if (lane == 0) *reinterpret_cast<float*>(dst.data + m * dst.nb[0] + n * dst.nb[1] + i2 * dst.nb[2] + i3 * dst.nb[3]) = acc;
+}
+
+// A (all its matrices) to dense f32 [K, M, a2, a3].
+__global__ void dequant_kernel(float* out, TArg a) {
+  const int64_t e = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  if (e >= a.nelements()) return;
+  int64_t i[4];
+  a.index(e, i);
+  out[e] = row_elem(a.type, a.data + a.offset(0, i[1], i[2], i[3]), i[0], a.nb[0]);
+}
+
+// B to dense f32 when its rows are not contiguous.
+__global__ void dense_kernel(float* out, TArg b) {
+  const int64_t e = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  if (e >= b.nelements()) return;
+  int64_t i[4];
+  b.index(e, i);
+  out[e] = *reinterpret_cast<const float*>(b.data + b.offset(i[0], i[1], i[2], i[3]));
+}
+
+unsigned grid_for(int64_t n) { return static_cast<unsigned>((n + kElemThreads - 1) / kElemThreads); }
+
+loom_status_t* gemm(const LaunchContext& ctx, const loom_tensor_t* node) {
+  const TArg a = targ(node->src[0]);
+  TArg b = targ(node->src[1]);
+  const TArg dst = targ(node);
+  const int64_t K = a.ne[0], M = a.ne[1], N = b.ne[1];
+  // cuBLAS reads columns at a leading dimension: rows contiguous, apart.
+  const bool a_direct = a.type == LOOM_TYPE_F32 && a.nb[0] == 4 && a.nb[1] % 4 == 0 && a.nb[1] >= 4 * K &&
+                        a.nb[2] % 4 == 0 && a.nb[3] % 4 == 0;
+  const bool b_direct =
+      b.nb[0] == 4 && b.nb[1] % 4 == 0 && b.nb[1] >= 4 * K && b.nb[2] % 4 == 0 && b.nb[3] % 4 == 0;
+  const size_t a_bytes = a_direct ? 0 : static_cast<size_t>(a.nelements()) * 4;
+  const size_t b_bytes = b_direct ? 0 : static_cast<size_t>(b.nelements()) * 4;
+  loom_status_t* st = nullptr;
+  uint8_t* scratch = static_cast<uint8_t*>(ctx.scratch->get(a_bytes + b_bytes, &st));
+  if (st != nullptr) return st;
+  int64_t lda = a.nb[1] / 4, sa2 = a.nb[2] / 4, sa3 = a.nb[3] / 4;
+  const float* A = reinterpret_cast<const float*>(a.data);
+  if (!a_direct) {
+    dequant_kernel<<<grid_for(a.nelements()), kElemThreads, 0, ctx.stream>>>(reinterpret_cast<float*>(scratch), a);
+    if ((st = launch_status(node, "dequantize A")) != nullptr) return st;
+    A = reinterpret_cast<const float*>(scratch);
+    lda = K;
+    sa2 = K * M;
+    sa3 = K * M * a.ne[2];
+  }
+  int64_t ldb = b.nb[1] / 4, sb2 = b.nb[2] / 4, sb3 = b.nb[3] / 4;
+  const float* B = reinterpret_cast<const float*>(b.data);
+  if (!b_direct) {
+    float* dense = reinterpret_cast<float*>(scratch + a_bytes);
+    dense_kernel<<<grid_for(b.nelements()), kElemThreads, 0, ctx.stream>>>(dense, b);
+    if ((st = launch_status(node, "densify B")) != nullptr) return st;
+    B = dense;
+    ldb = K;
+    sb2 = K * N;
+    sb3 = K * N * b.ne[2];
+  }
+  const float one = 1.0f, zero = 0.0f;
+  for (int64_t i3 = 0; i3 < b.ne[3]; ++i3) {
+    for (int64_t i2 = 0; i2 < b.ne[2]; ++i2) {
+      const int64_t a2 = i2 / (b.ne[2] / a.ne[2]), a3 = i3 / (b.ne[3] / a.ne[3]);
+      float* C = reinterpret_cast<float*>(dst.data + i2 * dst.nb[2] + i3 * dst.nb[3]);
+      const cublasStatus_t r = ctx.cublas->sgemm(ctx.blas, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(M), static_cast<int>(N),
+                                                 static_cast<int>(K), &one, A + a2 * sa2 + a3 * sa3, static_cast<int>(lda),
+                                                 B + i2 * sb2 + i3 * sb3, static_cast<int>(ldb), &zero, C,
+                                                 static_cast<int>(dst.nb[1] / 4));
+      if (r != CUBLAS_STATUS_SUCCESS) {
+        return common::make_status(LOOM_STATUS_INTERNAL, "[cuda.compute] " + std::string(node->name) +
+                                                             " (MUL_MAT): cublasSgemm: " + ctx.cublas->status_string(r));
+      }
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+loom_status_t* launch_mul_mat(const LaunchContext& ctx, const loom_tensor_t* node) {
+  const TArg b = targ(node->src[1]);
+  const TArg dst = targ(node);
+  if (dst.nelements() == 0) return nullptr;
+  const bool use_blas = ctx.cublas != nullptr && ctx.cublas->ok() && ctx.blas != nullptr && b.ne[1] > kGemvMaxCols &&
+                        node->src[0]->ne[0] <= 0x7FFFFFFF && node->src[0]->ne[1] <= 0x7FFFFFFF;
+  if (use_blas) return gemm(ctx, node);
+  const loom_tensor_t* bt = node->src[1];
+  TArg bx = b;
+  if (bt->nb[0] != 4) {
+    // The GEMV reads B's columns as contiguous floats.
+    loom_status_t* st = nullptr;
+    float* dense = static_cast<float*>(ctx.scratch->get(static_cast<size_t>(b.nelements()) * 4, &st));
+    if (st != nullptr) return st;
+    dense_kernel<<<grid_for(b.nelements()), kElemThreads, 0, ctx.stream>>>(dense, b);
+    if ((st = launch_status(node, "densify B")) != nullptr) return st;
+    bx.data = reinterpret_cast<uint8_t*>(dense);
+    bx.nb[0] = 4;
+    bx.nb[1] = 4 * b.ne[0];
+    bx.nb[2] = bx.nb[1] * b.ne[1];
+    bx.nb[3] = bx.nb[2] * b.ne[2];
+  }
+  constexpr int64_t kMaxGridYZ = 65535;
+  const int64_t rows = (node->src[0]->ne[1] + kGemvWarps - 1) / kGemvWarps, mats = b.ne[2] * b.ne[3];
+  if (rows > 0x7FFFFFFF) return launch_status(node, "gemv: too many rows");
+  for (int64_t z0 = 0; z0 < mats; z0 += kMaxGridYZ) {
+    for (int64_t n0 = 0; n0 < b.ne[1]; n0 += kMaxGridYZ) {
+      const dim3 grid(static_cast<unsigned>(rows), static_cast<unsigned>(std::min(kMaxGridYZ, b.ne[1] - n0)),
+                      static_cast<unsigned>(std::min(kMaxGridYZ, mats - z0)));
+      gemv_kernel<<<grid, kGemvWarps * kWarp, 0, ctx.stream>>>(dst, targ(node->src[0]), bx, n0, z0);
+      if (loom_status_t* st = launch_status(node, "gemv kernel")) return st;
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace loom::cuda

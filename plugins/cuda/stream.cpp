@@ -1,0 +1,311 @@
+#include "stream.h"
+
+#include <memory>
+#include <string>
+
+#include "common/env.h"
+#include "common/glue.h"
+#include "common/op_check.h"
+#include "common/op_info.h"
+#include "device.h"
+
+namespace loom::cuda {
+namespace {
+
+using common::guarded;
+using common::make_status;
+
+loom_status_t* cuda_status(const Device* d, const char* op, cudaError_t e) {
+  cudaGetLastError();
+  return make_status(e == cudaErrorMemoryAllocation ? LOOM_STATUS_RESOURCE_EXHAUSTED : LOOM_STATUS_INTERNAL,
+                     "[cuda." + std::string(op) + "] " + d->name() + ": " + cudaGetErrorName(e) + " (" +
+                         cudaGetErrorString(e) + ")");
+}
+
+void s_destroy(loom_stream_t* s) {
+  if (s != nullptr) delete Stream::from(s);
+}
+loom_status_t* s_compute(loom_stream_t* s, const loom_graph_t* g) {
+  return guarded("cuda.compute", [&] { return Stream::from(s)->compute(g); });
+}
+loom_status_t* s_synchronize(loom_stream_t* s) {
+  return guarded("cuda.synchronize", [&] { return Stream::from(s)->synchronize(); });
+}
+loom_status_t* s_set_async(loom_stream_t* s, loom_tensor_t* t, const void* data, size_t offset, size_t size) {
+  return guarded("cuda.set_tensor_async", [&] { return Stream::from(s)->set_async(t, data, offset, size); });
+}
+loom_status_t* s_get_async(loom_stream_t* s, const loom_tensor_t* t, void* data, size_t offset, size_t size) {
+  return guarded("cuda.get_tensor_async", [&] { return Stream::from(s)->get_async(t, data, offset, size); });
+}
+loom_status_t* s_record(loom_stream_t* s, loom_event_t* e) {
+  return guarded("cuda.record_event", [&] { return Stream::from(s)->record(e); });
+}
+loom_status_t* s_wait(loom_stream_t* s, loom_event_t* e) {
+  return guarded("cuda.wait_event", [&] { return Stream::from(s)->wait(e); });
+}
+
+const loom_stream_iface_t kStreamIface = {
+    sizeof(loom_stream_iface_t), s_destroy, s_compute, s_synchronize, s_set_async, s_get_async, s_record, s_wait,
+};
+
+void e_destroy(loom_event_t* e) {
+  if (e != nullptr) delete Event::from(e);
+}
+loom_status_t* e_synchronize(loom_event_t* e) {
+  return guarded("cuda.event_synchronize", [&] { return Event::from(e)->synchronize(); });
+}
+
+const loom_event_iface_t kEventIface = {sizeof(loom_event_iface_t), e_destroy, e_synchronize};
+
+}  // namespace
+
+// ------------------------------------------------------------------ stream
+
+Stream::Stream(Device* device) : raw_{sizeof(loom_stream_t), &kStreamIface, device->handle(), this}, device_(device) {}
+
+bool Stream::is_ours(const loom_stream_t* s) { return s != nullptr && s->iface == &kStreamIface; }
+
+loom_status_t* Stream::create(Device* device, loom_stream_t** out) {
+  std::unique_ptr<Stream> s(new Stream(device));
+  if (loom_status_t* st = s->init()) return st;
+  *out = &s.release()->raw_;
+  return nullptr;
+}
+
+loom_status_t* Stream::init() {
+  device_->make_current();
+  cudaError_t e = cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking);
+  if (e != cudaSuccess) return cuda_status(device_, "stream_create", e);
+  if ((e = cudaMalloc(reinterpret_cast<void**>(&error_), sizeof(int32_t))) != cudaSuccess) return cuda_status(device_, "stream_create", e);
+  if ((e = cudaMemset(error_, 0, sizeof(int32_t))) != cudaSuccess) return cuda_status(device_, "stream_create", e);
+  if ((e = cudaMallocHost(reinterpret_cast<void**>(&error_host_), sizeof(int32_t))) != cudaSuccess) return cuda_status(device_, "stream_create", e);
+  *error_host_ = 0;
+  graphs_ = common::plugin_env_flag("LOOM_CUDA_GRAPHS", false);
+  const Cublas* cb = device_->cublas();
+  if (cb != nullptr && cb->ok()) {
+    if (cb->create(&blas_) != CUBLAS_STATUS_SUCCESS) {
+      blas_ = nullptr;  // the GEMV kernels take every MUL_MAT then
+      common::plugin_log(LOOM_LOG_LEVEL_WARN, "cuda", device_->name() + ": cublasCreate failed; MUL_MAT uses the GEMV kernels");
+    } else {
+      cb->set_stream(blas_, stream_);
+      cb->set_math_mode(blas_, CUBLAS_DEFAULT_MATH);  // f32 results: no TF32
+    }
+  }
+  return nullptr;
+}
+
+Stream::~Stream() {
+  device_->make_current();
+  if (stream_) cudaStreamSynchronize(stream_);
+  drop_cuda_graph();
+  if (blas_) device_->cublas()->destroy(blas_);
+  if (scratch_) cudaFree(scratch_);
+  if (error_) cudaFree(error_);
+  if (error_host_) cudaFreeHost(error_host_);
+  if (stream_) cudaStreamDestroy(stream_);
+  cudaGetLastError();
+}
+
+void* Stream::get(size_t bytes, loom_status_t** st) {
+  if (bytes <= scratch_size_) return scratch_;
+  if (capturing_) {
+    *st = make_status(LOOM_STATUS_UNAVAILABLE, "[cuda.compute] scratch would grow during CUDA graph capture");
+    return nullptr;
+  }
+  // Queued kernels may still read the old scratch.
+  cudaError_t e = cudaStreamSynchronize(stream_);
+  if (e != cudaSuccess) {
+    *st = cuda_status(device_, "compute", e);
+    return nullptr;
+  }
+  if (scratch_) cudaFree(scratch_);
+  scratch_ = nullptr;
+  scratch_size_ = 0;
+  const size_t want = bytes + bytes / 4;
+  if ((e = cudaMalloc(&scratch_, want)) != cudaSuccess) {
+    cudaGetLastError();
+    size_t free_b = 0, total_b = 0;
+    cudaMemGetInfo(&free_b, &total_b);
+    *st = make_status(LOOM_STATUS_RESOURCE_EXHAUSTED, "[cuda.compute] " + device_->name() + ": scratch of " +
+                                                          std::to_string(want) + " bytes: out of device memory (" +
+                                                          std::to_string(free_b) + " bytes free)");
+    scratch_ = nullptr;
+    return nullptr;
+  }
+  scratch_size_ = want;
+  return scratch_;
+}
+
+loom_status_t* Stream::compute(const loom_graph_t* graph) {
+  if (graph == nullptr) return make_status(LOOM_STATUS_INVALID_ARGUMENT, "[cuda.compute] graph is null");
+  device_->make_current();
+  LaunchContext ctx;
+  ctx.stream = stream_;
+  ctx.cublas = device_->cublas();
+  ctx.blas = blas_;
+  ctx.scratch = this;
+  ctx.error = error_;
+  ctx.sm_count = device_->sm_count();
+  loom_status_t* st = nullptr;
+  if (graphs_ && run_as_cuda_graph(ctx, graph, &st)) return st;
+  return launch_all(ctx, graph);
+}
+
+loom_status_t* Stream::launch_all(const LaunchContext& ctx, const loom_graph_t* graph) {
+  for (int32_t i = 0; i < graph->n_nodes; ++i) {
+    const loom_tensor_t* node = graph->nodes[i];
+    if (node == nullptr || node->op == LOOM_OP_NONE || common::is_view_op(node->op)) continue;
+    if (loom_status_t* st = common::check_node_memory("cuda.compute", node, common::op_source_count(node->op))) return st;
+    if (loom_status_t* st = launch_node(ctx, node)) return st;
+  }
+  return nullptr;
+}
+
+namespace {
+
+// What a captured graph bakes in: the host's fingerprint and every node's
+// and source's address and params (FNV-1a).
+uint64_t graph_key(const loom_graph_t* g) {
+  uint64_t h = 1469598103934665603ull ^ g->fingerprint;
+  auto mix = [&h](const void* p, size_t n) {
+    const uint8_t* b = static_cast<const uint8_t*>(p);
+    for (size_t i = 0; i < n; ++i) h = (h ^ b[i]) * 1099511628211ull;
+  };
+  for (int32_t i = 0; i < g->n_nodes; ++i) {
+    const loom_tensor_t* t = g->nodes[i];
+    if (t == nullptr) continue;
+    mix(&t->data, sizeof t->data);
+    mix(t->op_params, sizeof t->op_params);
+    for (const loom_tensor_t* s : t->src) {
+      if (s) mix(&s->data, sizeof s->data);
+    }
+  }
+  return h == 0 ? 1 : h;
+}
+
+}  // namespace
+
+void Stream::drop_cuda_graph() {
+  if (graph_exec_) cudaGraphExecDestroy(graph_exec_);
+  graph_exec_ = nullptr;
+}
+
+bool Stream::run_as_cuda_graph(const LaunchContext& eager_ctx, const loom_graph_t* graph, loom_status_t** st) {
+  if (graph->fingerprint == 0) return false;
+  const uint64_t key = graph_key(graph);
+  if (key != graph_key_) {
+    if (graph_exec_) common::plugin_log(LOOM_LOG_LEVEL_DEBUG, "cuda", device_->name() + ": graph changed, CUDA graph dropped");
+    drop_cuda_graph();
+    graph_key_ = key;
+    graph_failed_ = false;
+    return false;  // first run of this key: eager (it also sizes the scratch)
+  }
+  if (graph_failed_) return false;  // capture failed for this key: eager
+  if (graph_exec_ == nullptr) {
+    // Second run with the same key: capture. MUL_MAT runs on the GEMV
+    // kernels here (cuBLAS may allocate workspace while capturing).
+    LaunchContext ctx = eager_ctx;
+    ctx.blas = nullptr;
+    if (cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal) != cudaSuccess) {
+      cudaGetLastError();
+      graphs_ = false;
+      return false;
+    }
+    capturing_ = true;
+    loom_status_t* launch = launch_all(ctx, graph);
+    capturing_ = false;
+    cudaGraph_t g = nullptr;
+    const cudaError_t end = cudaStreamEndCapture(stream_, &g);
+    if (launch != nullptr || end != cudaSuccess || g == nullptr ||
+        cudaGraphInstantiate(&graph_exec_, g, 0) != cudaSuccess) {
+      if (launch) common::host_services()->status_free(launch);
+      if (g) cudaGraphDestroy(g);
+      cudaGetLastError();
+      graph_exec_ = nullptr;
+      graph_failed_ = true;
+      common::plugin_log(LOOM_LOG_LEVEL_DEBUG, "cuda", device_->name() + ": CUDA graph capture failed; running eagerly");
+      return false;
+    }
+    cudaGraphDestroy(g);
+    common::plugin_log(LOOM_LOG_LEVEL_DEBUG, "cuda", device_->name() + ": captured a CUDA graph of " +
+                                                         std::to_string(graph->n_nodes) + " nodes");
+  }
+  const cudaError_t e = cudaGraphLaunch(graph_exec_, stream_);
+  *st = e == cudaSuccess ? nullptr : cuda_status(device_, "compute", e);
+  return true;
+}
+
+loom_status_t* Stream::synchronize() {
+  device_->make_current();
+  cudaError_t e = cudaMemcpyAsync(error_host_, error_, sizeof(int32_t), cudaMemcpyDeviceToHost, stream_);
+  if (e == cudaSuccess) e = cudaStreamSynchronize(stream_);
+  if (e != cudaSuccess) return cuda_status(device_, "synchronize", e);
+  const int32_t code = *error_host_;
+  if (code == kErrNone) return nullptr;
+  *error_host_ = 0;
+  cudaMemsetAsync(error_, 0, sizeof(int32_t), stream_);
+  return make_status(LOOM_STATUS_INVALID_ARGUMENT,
+                     "[cuda.synchronize] " + device_->name() + ": " +
+                         (code == kErrRowIndex ? "a GET_ROWS / SET_ROWS row index is outside the source rows"
+                                               : "an ATTENTION visible count is outside [0, n_kv]"));
+}
+
+loom_status_t* Stream::set_async(loom_tensor_t* t, const void* data, size_t offset, size_t size) {
+  if (size == 0) return nullptr;
+  device_->make_current();
+  const cudaError_t e =
+      cudaMemcpyAsync(static_cast<uint8_t*>(t->data) + offset, data, size, cudaMemcpyDefault, stream_);
+  return e == cudaSuccess ? nullptr : cuda_status(device_, "set_tensor_async", e);
+}
+
+loom_status_t* Stream::get_async(const loom_tensor_t* t, void* data, size_t offset, size_t size) {
+  if (size == 0) return nullptr;
+  device_->make_current();
+  const cudaError_t e =
+      cudaMemcpyAsync(data, static_cast<const uint8_t*>(t->data) + offset, size, cudaMemcpyDefault, stream_);
+  return e == cudaSuccess ? nullptr : cuda_status(device_, "get_tensor_async", e);
+}
+
+loom_status_t* Stream::record(loom_event_t* ev) {
+  if (!Event::is_ours(ev)) return make_status(LOOM_STATUS_INVALID_ARGUMENT, "[cuda.record_event] not a CUDA event");
+  device_->make_current();
+  const cudaError_t e = cudaEventRecord(Event::from(ev)->event(), stream_);
+  return e == cudaSuccess ? nullptr : cuda_status(device_, "record_event", e);
+}
+
+loom_status_t* Stream::wait(loom_event_t* ev) {
+  if (!Event::is_ours(ev)) return make_status(LOOM_STATUS_INVALID_ARGUMENT, "[cuda.wait_event] not a CUDA event");
+  device_->make_current();
+  const cudaError_t e = cudaStreamWaitEvent(stream_, Event::from(ev)->event(), 0);
+  return e == cudaSuccess ? nullptr : cuda_status(device_, "wait_event", e);
+}
+
+// ------------------------------------------------------------------- event
+
+Event::Event(Device* device) : raw_{sizeof(loom_event_t), &kEventIface, device->handle(), this}, device_(device) {}
+
+bool Event::is_ours(const loom_event_t* e) { return e != nullptr && e->iface == &kEventIface; }
+
+loom_status_t* Event::create(Device* device, loom_event_t** out) {
+  std::unique_ptr<Event> ev(new Event(device));
+  device->make_current();
+  const cudaError_t e = cudaEventCreateWithFlags(&ev->event_, cudaEventDisableTiming);
+  if (e != cudaSuccess) return cuda_status(device, "event_create", e);
+  *out = &ev.release()->raw_;
+  return nullptr;
+}
+
+Event::~Event() {
+  if (event_) {
+    device_->make_current();
+    cudaEventDestroy(event_);
+  }
+}
+
+loom_status_t* Event::synchronize() {
+  device_->make_current();
+  const cudaError_t e = cudaEventSynchronize(event_);
+  return e == cudaSuccess ? nullptr : cuda_status(device_, "event_synchronize", e);
+}
+
+}  // namespace loom::cuda

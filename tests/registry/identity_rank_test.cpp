@@ -1,0 +1,33 @@
+// One physical GPU shown by two plugins: the CUDA plugin's device is kept
+// over the Vulkan plugin's view of the same NVIDIA card, whatever the
+// search order; the hidden one is listed as a duplicate.
+#include <gtest/gtest.h>
+
+#include "registry_test_util.hpp"
+
+namespace loom::test {
+namespace {
+
+using registry::Registry;
+
+std::string vendor_dir(const char* plugin) {
+  return std::string(LOOM_TEST_FAKE_DIR) + "/../vendor_plugins/" + plugin;
+}
+
+TEST(IdentityRank, CudaKeepsTheCardVulkanAlsoShows) {
+  CleanLoomEnv env;
+  for (bool vulkan_first : {true, false}) {
+    SCOPED_TRACE(vulkan_first ? "vulkan first" : "cuda first");
+    auto reg = Registry::load(vulkan_first ? only({vendor_dir("vulkan"), vendor_dir("cuda")})
+                                           : only({vendor_dir("cuda"), vendor_dir("vulkan")}));
+    ASSERT_NE(reg->device("cuda0"), nullptr) << describe(*reg);
+    EXPECT_EQ(reg->device("vulkan0"), nullptr) << describe(*reg);
+    ASSERT_EQ(reg->duplicates().size(), 1u) << describe(*reg);
+    EXPECT_EQ(reg->duplicates()[0], "vulkan0 (same device as cuda0)");
+    EXPECT_EQ(reg->devices().size(), 1u) << describe(*reg);
+    EXPECT_TRUE(reg->shutdown().ok());
+  }
+}
+
+}  // namespace
+}  // namespace loom::test
