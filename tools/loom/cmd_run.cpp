@@ -1,5 +1,7 @@
 // `loom run`: generate text with a llama GGUF model over a device list
-// (the scheduler splits each step's graph between the devices).
+// (the scheduler splits each step's graph between the devices). Device
+// selection, threads, the model load and llm::generate are the same code
+// the C API (include/loom/loom.h, capi/) runs.
 #include <sys/stat.h>
 
 #include <cerrno>
@@ -11,6 +13,7 @@
 #include <vector>
 
 #include "arg_parse.hpp"
+#include "capi/run_setup.hpp"
 #include "cli.hpp"
 #include "json.hpp"
 #include "llm/generate.hpp"
@@ -125,22 +128,17 @@ int cmd_run(std::vector<std::string> args) {
   const CommonOptions& common = mc.common;
   const std::vector<registry::Device*>& devices = mc.devices;
   if (o.threads > 0) {
-    // Every CPU-like device of the list takes the thread count.
-    for (registry::Device* d : devices) {
-      if (d->info().type != LOOM_DEVICE_TYPE_CPU && d->info().type != LOOM_DEVICE_TYPE_ACCEL) continue;
-      Status st = d->set_threads(static_cast<int>(o.threads));
-      if (!st.ok() && devices.size() == 1) return fail(st.message());
-    }
+    Status st = capi::set_device_threads(devices, static_cast<int>(o.threads));
+    if (!st.ok()) return fail(st.message());
   }
 
   llm::LoadOptions lo;
   lo.devices = devices;
   lo.progress = load_progress("loom run");
   lo.n_gpu_layers = o.n_gpu_layers;
-  auto model = llm::LlamaModel::load(o.model, lo);
+  auto model = capi::load_text_model(o.model, lo);
   if (!model.ok()) return fail(model.status().message());
   const llm::Tokenizer* tok = (*model)->tokenizer();
-  if (tok == nullptr) return fail("[llm.load] " + o.model + ": the file has no tokenizer (tokenizer.ggml.model)");
   llm::SessionOptions so;
   so.n_ctx = o.n_ctx;
   so.n_batch = o.n_batch;
@@ -151,13 +149,14 @@ int cmd_run(std::vector<std::string> args) {
   llm::GenerateOptions go;
   go.n_predict = static_cast<int32_t>(o.n_predict);
   go.sampling = o.sampling;
-  std::function<void(const std::string&)> on_text;
+  std::function<bool(const std::string&)> on_text;
   if (!common.json) {
     std::fputs(o.prompt.c_str(), stdout);
     std::fflush(stdout);
     on_text = [](const std::string& piece) {
       std::fputs(piece.c_str(), stdout);
       std::fflush(stdout);
+      return true;
     };
   }
   auto r = llm::generate(**session, *tok, o.prompt, go, on_text);
