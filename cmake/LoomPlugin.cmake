@@ -2,12 +2,13 @@
 #                 [REQUIRES <var>...] [MISSING "<why>"] [NO_INSTALL] [OUTPUT_DIR <dir>])
 #
 # Builds a MODULE library libloom-<name>[-<variant>].so into the build's lib/
-# folder (or OUTPUT_DIR) and installs it to <libdir>/loom. Each plugin has a
+# folder (or OUTPUT_DIR) and installs it to <libdir>/loom (unless NO_INSTALL). Each plugin has a
 # cache option LOOM_PLUGIN_<NAME> = AUTO (build when its requirements are
 # met), ON (requirements must be met, else configure fails) or OFF.
 # REQUIRES names variables that must be true; MISSING says what is missing
 # when they are not. The plugin links loom_plugin_abi (just loom/plugin.h)
 # and loom_plugin_common, nothing else of loom.
+include(${CMAKE_CURRENT_LIST_DIR}/LoomPluginTarget.cmake)
 set_property(GLOBAL PROPERTY LOOM_PLUGIN_SUMMARY "")
 
 function(loom_plugin_option name default)
@@ -48,19 +49,17 @@ function(loom_add_plugin name)
     return()
   endif()
 
-  add_library(${target} MODULE ${P_SOURCES})
-  set_target_properties(${target} PROPERTIES PREFIX "lib" OUTPUT_NAME "loom-${label}"
-    CXX_VISIBILITY_PRESET hidden C_VISIBILITY_PRESET hidden VISIBILITY_INLINES_HIDDEN ON)
+  loom_plugin_target(${target} ${label} SOURCES ${P_SOURCES}
+    SDK loom_plugin_abi loom_plugin_common ${P_LIBRARIES})
   if(P_OUTPUT_DIR)
     set_target_properties(${target} PROPERTIES LIBRARY_OUTPUT_DIRECTORY ${P_OUTPUT_DIR})
   endif()
   target_include_directories(${target} PRIVATE ${CMAKE_CURRENT_SOURCE_DIR} ${P_INCLUDES})
-  target_link_libraries(${target} PRIVATE loom_plugin_abi loom_plugin_common ${P_LIBRARIES})
-  # A plugin must resolve every symbol itself (no reaching into the host).
-  target_link_options(${target} PRIVATE -Wl,--no-undefined)
   if(NOT P_NO_INSTALL)
     install(TARGETS ${target} LIBRARY DESTINATION ${LOOM_INSTALL_PLUGIN_DIR})
     set_property(GLOBAL APPEND PROPERTY LOOM_PLUGIN_SUMMARY "${label}|yes|${mode}")
+  elseif(NOT P_OUTPUT_DIR)
+    set_property(GLOBAL APPEND PROPERTY LOOM_PLUGIN_SUMMARY "${label}|yes|${mode}, build tree only: not installed")
   endif()
   set(LOOM_LAST_PLUGIN_TARGET ${target} PARENT_SCOPE)
 endfunction()

@@ -65,8 +65,13 @@ std::vector<SearchRoot> search_roots(const Options& options, std::vector<std::st
     }
   }
   if (options.search_library_dir) {
+    // The build tree keeps plugins beside libloom; an install keeps them in
+    // <folder of libloom>/loom, so any --prefix finds its own plugins.
     std::string dir = library_dir();
-    if (!dir.empty()) roots.push_back({dir, kLibraryOrigin});
+    if (!dir.empty()) {
+      roots.push_back({dir, kLibraryOrigin});
+      roots.push_back({dir + "/loom", kLibraryOrigin});
+    }
   }
   if (options.search_install_dir && *LOOM_INSTALL_PLUGIN_DIR) {
     roots.push_back({LOOM_INSTALL_PLUGIN_DIR, kInstallOrigin});

@@ -1,5 +1,6 @@
 // Finding candidate plugin files. Search order: Options::paths (folders or
-// files) -> LOOM_PLUGIN_PATH (colon-separated) -> the folder of libloom ->
+// files) -> LOOM_PLUGIN_PATH (colon-separated) -> the folder of libloom and
+// its loom/ subfolder (an installed prefix: <libdir>/loom) ->
 // the install folder. Files are named libloom-<plugin>[-<variant>].so; the
 // first file of a given name wins and later ones are recorded as skipped
 // duplicates. A folder reached twice (same canonical path) is searched once.

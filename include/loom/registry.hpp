@@ -3,7 +3,8 @@
 //
 // Search order (first found wins for a given file name): Options::paths
 // (folders or files the application registers) -> LOOM_PLUGIN_PATH
-// (colon-separated) -> the folder of the loom library itself -> the install
+// (colon-separated) -> the folder of the loom library itself and its loom/
+// subfolder (what makes any install prefix work) -> the configured install
 // folder (<libdir>/loom). Files are named libloom-<plugin>[-<variant>].so.
 // LOOM_PLUGINS_DISABLE then LOOM_PLUGINS_SELECT (comma-separated globs over
 // plugin names) filter candidates. Variants of one plugin are ranked by

@@ -7,9 +7,14 @@
 #include <vector>
 
 #include "loom/registry.hpp"
-#include "ops/op_test_util.hpp"
+#include <gtest/gtest.h>
+
+#include "conformance/harness.hpp"
+#include "conformance/check.hpp"
 
 namespace loom::blastest {
+
+namespace optest = conformance;
 
 using optest::Layout;
 using optest::Operand;
@@ -23,7 +28,7 @@ std::string registry_report();
 
 // dev_ is the blas device; run_on(cpu_, ...) switches device for one run.
 // Skips the test when the blas device did not load.
-class BlasTest : public optest::OpTest {
+class BlasTest : public ::testing::Test, public conformance::OpTest {
  protected:
   void SetUp() override;
   // run(outputs) on `dev` (rebuilds the executor); dev_ is restored.

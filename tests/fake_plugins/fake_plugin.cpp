@@ -4,6 +4,7 @@
 // hostile kinds (10 and up) crash, exit or hang in one entry each; they are
 // built into their own folder and must only ever run in a probe child.
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -65,6 +66,9 @@
 #ifndef FAKE_SUPPORTS_ALL
 #define FAKE_SUPPORTS_ALL 0  // 1: supports_op answers true for every node, known op or not
 #endif
+#ifndef FAKE_WRONG_MATH
+#define FAKE_WRONG_MATH 0  // 1: claims MUL_MAT and SCALE on F32 and computes them wrong
+#endif
 #ifndef FAKE_UUID_TAG
 #define FAKE_UUID_TAG FAKE_NAME
 #endif
@@ -124,6 +128,59 @@ loom_status_t* throwing_get_props(loom_device_t*, loom_device_props_t*) {
 bool supports_everything(loom_device_t*, const loom_tensor_t*) { return true; }
 #endif
 
+#if FAKE_WRONG_MATH
+// A plugin that claims MUL_MAT and SCALE on F32 and gets them wrong, as a
+// buggy kernel would: MUL_MAT drops the last term of every dot product,
+// SCALE ignores the bias. `loom conformance` must fail it.
+bool supports_wrong(loom_device_t*, const loom_tensor_t* n) {
+  const bool f32 = n->type == LOOM_TYPE_F32 && n->src[0] != nullptr && n->src[0]->type == LOOM_TYPE_F32;
+  if (n->op == LOOM_OP_SCALE) return f32;
+  return n->op == LOOM_OP_MUL_MAT && f32 && n->src[1] != nullptr && n->src[1]->type == LOOM_TYPE_F32;
+}
+
+float& el(const loom_tensor_t* t, int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
+  return *reinterpret_cast<float*>(static_cast<char*>(t->data) + i0 * t->nb[0] + i1 * t->nb[1] + i2 * t->nb[2] +
+                                   i3 * t->nb[3]);
+}
+
+void wrong_kernel(const loom_tensor_t* n) {
+  const loom_tensor_t* a = n->src[0];
+  const loom_tensor_t* b = n->src[1];
+  for (int64_t i3 = 0; i3 < n->ne[3]; ++i3)
+    for (int64_t i2 = 0; i2 < n->ne[2]; ++i2)
+      for (int64_t i1 = 0; i1 < n->ne[1]; ++i1)
+        for (int64_t i0 = 0; i0 < n->ne[0]; ++i0) {
+          if (n->op == LOOM_OP_SCALE) {
+            float scale;
+            std::memcpy(&scale, &n->op_params[0], sizeof scale);
+            el(n, i0, i1, i2, i3) = el(a, i0, i1, i2, i3) * scale;  // the bias is forgotten
+            continue;
+          }
+          float sum = 0.0f;
+          for (int64_t k = 0; k + 1 < a->ne[0]; ++k) {  // one term short
+            sum += el(a, k, i0, i2 / (b->ne[2] / a->ne[2]), i3 / (b->ne[3] / a->ne[3])) * el(b, k, i1, i2, i3);
+          }
+          el(n, i0, i1, i2, i3) = sum;
+        }
+}
+
+void wrong_destroy(loom_stream_t* s) { delete s; }
+loom_status_t* wrong_compute(loom_stream_t*, const loom_graph_t* g) {
+  for (int32_t i = 0; i < g->n_nodes; ++i) {
+    const loom_tensor_t* n = g->nodes[i];
+    if (n->op == LOOM_OP_SCALE || n->op == LOOM_OP_MUL_MAT) wrong_kernel(n);
+  }
+  return nullptr;
+}
+loom_status_t* wrong_sync(loom_stream_t*) { return nullptr; }
+const loom_stream_iface_t kWrongStream = {sizeof(loom_stream_iface_t), wrong_destroy, wrong_compute, wrong_sync,
+                                          nullptr, nullptr, nullptr, nullptr};
+loom_status_t* wrong_stream_create(loom_device_t* d, loom_stream_t** out) {
+  *out = new loom_stream_t{sizeof(loom_stream_t), &kWrongStream, d, nullptr};
+  return nullptr;
+}
+#endif
+
 #if FAKE_KIND >= FAKE_SEGV && FAKE_HOSTILE_AT == FAKE_AT_PROPS
 loom_status_t* hostile_get_props(loom_device_t*, loom_device_props_t*) {
   misbehave();
@@ -155,6 +212,12 @@ loom_status_t* fake_init([[maybe_unused]] void** out_context) {
     (FAKE_KIND >= FAKE_SEGV && FAKE_HOSTILE_AT == FAKE_AT_PROPS)
     ctx->iface = *ctx->devices[0]->raw()->iface;
     ctx->iface.get_props = FAKE_PATCHED_GET_PROPS;
+    for (auto& d : ctx->devices) d->raw()->iface = &ctx->iface;
+#endif
+#if FAKE_WRONG_MATH
+    ctx->iface = *ctx->devices[0]->raw()->iface;
+    ctx->iface.supports_op = supports_wrong;
+    ctx->iface.stream_create = wrong_stream_create;
     for (auto& d : ctx->devices) d->raw()->iface = &ctx->iface;
 #endif
 #if FAKE_SUPPORTS_ALL

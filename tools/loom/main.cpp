@@ -33,11 +33,20 @@ const char kHelp[] =
     "                   text (reads only the tokenizer: vocabulary-only files work)\n"
     "  chat             talk with a model: each stdin line is a user turn in the\n"
     "                   model's chat format, the reply streams to stdout\n"
+    "  conformance      the conformance suite (ABI checks, every op and type the\n"
+    "                   device claims against a host reference) on a plugin file\n"
+    "                   or a device: a table and a summary; exit 0 when all pass\n"
     "\n"
     "options (every command):\n"
     "  --json                 one JSON object on stdout instead of text\n"
     "  --plugin-path DIR      also search DIR for plugins, before LOOM_PLUGIN_PATH\n"
     "                         (repeatable)\n"
+    "options (conformance):\n"
+    "  --plugin FILE          test the devices of this plugin file only (nothing\n"
+    "                         else is loaded; a file that does not load is an error)\n"
+    "  --device NAME          test this device (with --plugin: of that file)\n"
+    "  --ops LIST             only graphs of these ops, e.g. mul_mat,soft_max\n"
+    "  --json                 one JSON object: rows, cases, failures, summary\n"
     "options (check):\n"
     "  --device NAME          device to run on (default: the first device of\n"
     "                         LOOM_DEVICES, else of the auto policy, that runs\n"
@@ -185,6 +194,7 @@ int main(int argc, char** argv) {
                : cmd == "bench"    ? loom::cli::cmd_bench
                : cmd == "tokenize" ? loom::cli::cmd_tokenize
                : cmd == "chat"     ? loom::cli::cmd_chat
+               : cmd == "conformance" ? loom::cli::cmd_conformance
                                    : nullptr;
   if (fn == nullptr) {
     std::fprintf(stderr, "loom: unknown command '%s' (try 'loom --help')\n", cmd.c_str());

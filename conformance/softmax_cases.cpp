@@ -4,9 +4,9 @@
 #include <limits>
 
 #include "loom/ops.hpp"
-#include "op_test_util.hpp"
+#include "conformance/suite.hpp"
 
-namespace loom::optest {
+namespace loom::conformance {
 namespace {
 
 struct SoftMaxCase {
@@ -28,7 +28,7 @@ class SoftMaxTest : public OpTest {
  protected:
   // mask_type LOOM_TYPE_COUNT: no mask.
   void check(loom_type_t t, loom_type_t mask_type, const SoftMaxCase& c, Layout layout) {
-    SCOPED_TRACE("soft_max " + type_str(t) + " mask " +
+    LOOM_TRACE("soft_max " + type_str(t) + " mask " +
                  (mask_type == LOOM_TYPE_COUNT ? std::string("none") : type_str(mask_type)) + " " +
                  shape_str(c.ne) + " " + layout_name(layout));
     Operand a = make(t, c.ne, layout, -3.0f, 3.0f);
@@ -67,7 +67,7 @@ class SoftMaxTest : public OpTest {
   }
 };
 
-TEST_F(SoftMaxTest, TypesMasksAndBroadcast) {
+LOOM_CASE(SoftMaxTest, TypesMasksAndBroadcast) {
   seed(601);
   int k = 0;
   for (loom_type_t t : {LOOM_TYPE_F32, LOOM_TYPE_F16, LOOM_TYPE_BF16}) {
@@ -78,7 +78,7 @@ TEST_F(SoftMaxTest, TypesMasksAndBroadcast) {
   }
 }
 
-TEST_F(SoftMaxTest, EveryLayout) {
+LOOM_CASE(SoftMaxTest, EveryLayout) {
   seed(602);
   int k = 0;
   for (loom_type_t t : {LOOM_TYPE_F32, LOOM_TYPE_F16}) {
@@ -86,23 +86,23 @@ TEST_F(SoftMaxTest, EveryLayout) {
   }
 }
 
-TEST_F(SoftMaxTest, RowsSumToOneAndRunInPlace) {
+LOOM_CASE(SoftMaxTest, RowsSumToOneAndRunInPlace) {
   seed(603);
   Operand a = input(LOOM_TYPE_F32, {65, 9, 1, 1}, -10.0f, 10.0f);
   Tensor* out = unwrap(op::soft_max(ctx_, a.t, nullptr, 1.0f), "soft_max");
   LOOM_ASSERT_OK(run_threads({out}));
-  EXPECT_EQ(out->data, a.t->data) << "expected the allocator to run in place";
+  LOOM_EXPECT_EQ(out->data, a.t->data) << "expected the allocator to run in place";
   const std::vector<double> got = read(out);
   for (int64_t r = 0; r < 9; ++r) {
     double s = 0.0;
     for (int64_t i = 0; i < 65; ++i) s += got[r * 65 + i];
-    EXPECT_NEAR(s, 1.0, 1e-5) << "row " << r;
+    LOOM_EXPECT_NEAR(s, 1.0, 1e-5) << "row " << r;
   }
 }
 
 // plugin.h leaves a row masked everywhere undefined; the CPU reference
 // gives zeros (not NaN) so such rows cannot poison later sums.
-TEST_F(SoftMaxTest, FullyMaskedRowIsZero) {
+LOOM_CASE(SoftMaxTest, FullyMaskedRowIsZero) {
   seed(604);
   const float ninf = -std::numeric_limits<float>::infinity();
   Operand a = input(LOOM_TYPE_F32, {3, 2, 1, 1});
@@ -110,12 +110,12 @@ TEST_F(SoftMaxTest, FullyMaskedRowIsZero) {
   Tensor* out = unwrap(op::soft_max(ctx_, a.t, m.t, 1.0f), "soft_max");
   LOOM_ASSERT_OK(run({out}));
   const std::vector<double> got = read(out);
-  EXPECT_EQ(got[0], 0.0);
-  EXPECT_EQ(got[1], 0.0);
-  EXPECT_EQ(got[2], 0.0);
-  EXPECT_EQ(got[4], 0.0);
-  EXPECT_NEAR(got[3] + got[5], 1.0, 1e-6);
+  LOOM_EXPECT_EQ(got[0], 0.0);
+  LOOM_EXPECT_EQ(got[1], 0.0);
+  LOOM_EXPECT_EQ(got[2], 0.0);
+  LOOM_EXPECT_EQ(got[4], 0.0);
+  LOOM_EXPECT_NEAR(got[3] + got[5], 1.0, 1e-6);
 }
 
 }  // namespace
-}  // namespace loom::optest
+}  // namespace loom::conformance

@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "loom/ops.hpp"
-#include "op_test_util.hpp"
+#include "conformance/suite.hpp"
 
-namespace loom::optest {
+namespace loom::conformance {
 namespace {
 
 struct AttnCase {
@@ -26,18 +26,16 @@ class AttentionTest : public OpTest {
  protected:
   // Devices that do not run the op (a plugin built before ABI 1.1, a third
   // party's) are skipped with the reason; the CPU and Vulkan plugins run it.
-  void SetUp() override {
-    OpTest::SetUp();
-    if (IsSkipped() || HasFatalFailure()) return;
+  void set_up() override {
     Context probe;
     Tensor* q = unwrap(probe.new_tensor(LOOM_TYPE_F32, {8, 2, 1}, "q"));
     Tensor* k = unwrap(probe.new_tensor(LOOM_TYPE_F32, {8, 4, 2}, "k"));
     Tensor* vis = unwrap(probe.new_tensor(LOOM_TYPE_I32, {1}, "vis"));
     Tensor* node = unwrap(op::attention(probe, q, k, k, vis, 1.0f), "attention");
-    if (testing_reference_device()) {
-      ASSERT_TRUE(dev_->supports_op(node));
+    if (reference_device()) {
+      LOOM_ASSERT_TRUE(dev_->supports_op(node));
     } else if (!dev_->supports_op(node)) {
-      GTEST_SKIP() << dev_->name() << " does not run ATTENTION (its plugin README says why)";
+      LOOM_SKIP() << dev_->name() << " does not run ATTENTION (its plugin README says why)";
     }
   }
 
@@ -111,7 +109,7 @@ class AttentionTest : public OpTest {
   // v_type: V's type when it differs from K's (LOOM_TYPE_COUNT: c.kv_type).
   void check(const AttnCase& c, const std::vector<int64_t>& vis, loom_type_t v_type = LOOM_TYPE_COUNT) {
     if (v_type == LOOM_TYPE_COUNT) v_type = c.kv_type;
-    SCOPED_TRACE("attention D " + std::to_string(c.d) + " Dv " + std::to_string(c.dv) + " H " +
+    LOOM_TRACE("attention D " + std::to_string(c.d) + " Dv " + std::to_string(c.dv) + " H " +
                  std::to_string(c.n_head) + "/" + std::to_string(c.n_head_kv) + " T " + std::to_string(c.n_tok) +
                  " n_kv " + std::to_string(c.n_kv) + " K " + type_str(c.kv_type) + " V " + type_str(v_type) +
                  (c.q_permuted ? " q permuted" : "") + (c.heads_in_rows ? " heads in rows" : ""));
@@ -135,7 +133,7 @@ class AttentionTest : public OpTest {
   }
 };
 
-TEST_F(AttentionTest, HeadSizesAndBatchesOverPaddedCache) {
+LOOM_CASE(AttentionTest, HeadSizesAndBatchesOverPaddedCache) {
   seed(1101);
   for (int64_t d : {1, 17, 64, 128}) {
     for (int64_t t : {1, 3, 7}) {
@@ -145,14 +143,14 @@ TEST_F(AttentionTest, HeadSizesAndBatchesOverPaddedCache) {
   }
 }
 
-TEST_F(AttentionTest, GroupedQueryHeads) {
+LOOM_CASE(AttentionTest, GroupedQueryHeads) {
   seed(1102);
   check({64, 64, 8, 2, 3, 300, LOOM_TYPE_F32, false}, causal(250, 3));
   check({16, 24, 8, 2, 7, 40, LOOM_TYPE_F32, false}, {1, 5, 9, 13, 17, 39, 40});
   check({8, 8, 8, 1, 1, 256, LOOM_TYPE_F32, false}, {100});
 }
 
-TEST_F(AttentionTest, HalfAndBfloatCache) {
+LOOM_CASE(AttentionTest, HalfAndBfloatCache) {
   seed(1103);
   check({64, 64, 8, 2, 3, 300, LOOM_TYPE_F16, false}, causal(200, 3));
   check({17, 17, 4, 4, 7, 50, LOOM_TYPE_F16, false}, causal(20, 7));
@@ -164,7 +162,7 @@ TEST_F(AttentionTest, HalfAndBfloatCache) {
 // wide and widen them otherwise; visible lengths off the 8- and 32-key
 // blocks, heads of 8 (stories260K) and 64 (768-dim models), D != Dv, GQA,
 // and K and V of different types.
-TEST_F(AttentionTest, HalfCacheShapes) {
+LOOM_CASE(AttentionTest, HalfCacheShapes) {
   seed(1109);
   check({64, 64, 12, 12, 1, 320, LOOM_TYPE_F16, false}, {289});
   check({8, 8, 8, 4, 1, 64, LOOM_TYPE_F16, false}, {37});
@@ -176,7 +174,7 @@ TEST_F(AttentionTest, HalfCacheShapes) {
 
 // A cache whose rows hold every kv head (ggml's layout): the cpu kernel
 // walks it blocks of rows first; the results are the same.
-TEST_F(AttentionTest, CacheRowsHoldingEveryHead) {
+LOOM_CASE(AttentionTest, CacheRowsHoldingEveryHead) {
   seed(1111);
   check({64, 64, 8, 2, 3, 300, LOOM_TYPE_F32, false, true}, causal(250, 3));
   check({64, 64, 12, 12, 1, 320, LOOM_TYPE_F16, false, true}, {289});
@@ -184,7 +182,7 @@ TEST_F(AttentionTest, CacheRowsHoldingEveryHead) {
   check({16, 16, 4, 2, 3, 20, LOOM_TYPE_BF16, false, true}, {0, 7, 20});
 }
 
-TEST_F(AttentionTest, MixedKeyAndValueTypes) {
+LOOM_CASE(AttentionTest, MixedKeyAndValueTypes) {
   seed(1110);
   check({64, 64, 4, 2, 2, 90, LOOM_TYPE_F16, false}, {90, 41}, LOOM_TYPE_F32);
   check({32, 48, 4, 4, 1, 77, LOOM_TYPE_F32, false}, {77}, LOOM_TYPE_F16);
@@ -194,24 +192,24 @@ TEST_F(AttentionTest, MixedKeyAndValueTypes) {
 // Long KV rows: devices may change kernels with the length (vulkan on a
 // CPU implementation: attention_rows for short rows, the workgroup kernel
 // here, plugins/vulkan/README.md).
-TEST_F(AttentionTest, LongKvRows) {
+LOOM_CASE(AttentionTest, LongKvRows) {
   seed(1108);
   check({128, 128, 4, 2, 2, 2000, LOOM_TYPE_F16, false}, {2000, 1001});
 }
 
-TEST_F(AttentionTest, NonContiguousQuery) {
+LOOM_CASE(AttentionTest, NonContiguousQuery) {
   seed(1104);
   check({64, 64, 8, 2, 7, 100, LOOM_TYPE_F32, true}, causal(40, 7));
   check({17, 17, 4, 4, 3, 33, LOOM_TYPE_F16, true}, causal(0, 3));
 }
 
-TEST_F(AttentionTest, ZeroLengthRowIsZero) {
+LOOM_CASE(AttentionTest, ZeroLengthRowIsZero) {
   seed(1105);
   check({16, 16, 4, 2, 3, 20, LOOM_TYPE_F32, false}, {0, 7, 20});
 }
 
 // Scores far apart (large scale): the online softmax must not overflow.
-TEST_F(AttentionTest, LargeScoresStayFinite) {
+LOOM_CASE(AttentionTest, LargeScoresStayFinite) {
   seed(1106);
   const AttnCase c{32, 32, 2, 2, 2, 70, LOOM_TYPE_F32, false};
   Operand q = input(LOOM_TYPE_F32, {c.d, c.n_head, c.n_tok, 1}, -30.0f, 30.0f);
@@ -226,7 +224,7 @@ TEST_F(AttentionTest, LargeScoresStayFinite) {
   expect_close(read(out), ref, tol, {c.dv, c.n_head, c.n_tok, 1}, "attention result");
 }
 
-TEST_F(AttentionTest, OutOfRangeLengthIsAnError) {
+LOOM_CASE(AttentionTest, OutOfRangeLengthIsAnError) {
   seed(1107);
   for (int64_t bad : {int64_t{21}, int64_t{-1}}) {
     Operand q = input(LOOM_TYPE_F32, {8, 2, 2, 1});
@@ -235,10 +233,10 @@ TEST_F(AttentionTest, OutOfRangeLengthIsAnError) {
     Operand visible = input_ints(LOOM_TYPE_I32, {2, 1, 1, 1}, {3, bad});
     Tensor* out = unwrap(op::attention(ctx_, q.t, k.t, v.t, visible.t, 1.0f), "attention");
     const Status st = run({out});
-    EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << st.to_string();
-    EXPECT_NE(st.message().find("visible[1] = " + std::to_string(bad)), std::string::npos) << st.to_string();
+    LOOM_EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << st.to_string();
+    LOOM_EXPECT_NE(st.message().find("visible[1] = " + std::to_string(bad)), std::string::npos) << st.to_string();
   }
 }
 
 }  // namespace
-}  // namespace loom::optest
+}  // namespace loom::conformance

@@ -1,14 +1,12 @@
-// Shared helpers for the op tests (test_ops): the CPU device, host mirrors of
-// tensors and views, decoders written independently of the runtime and the
-// plugins, the tolerance rule, and element-wise comparison with readable
-// failure messages.
+// The conformance suite's reference side: type facts and decoders written
+// from plugin.h independently of the runtime and the plugins, host mirrors
+// of tensors and views, the tolerance rule, and element-wise comparison
+// with readable failure messages (reported through check.hpp).
 //
-// Every test builds tensors in its fixture's Context, runs one graph on the
-// CPU plugin through an Executor, reads the outputs back and compares them
+// Every case builds tensors in its fixture's Context (harness.hpp), runs one
+// graph on the device under test, reads the outputs back and compares them
 // with a double-precision reference computed here from the decoded inputs.
 #pragma once
-
-#include <gtest/gtest.h>
 
 #include <array>
 #include <cmath>
@@ -28,8 +26,9 @@
 #include "loom/registry.hpp"
 #include "loom/tensor.hpp"
 #include "loom/types.hpp"
+#include "conformance/check.hpp"
 
-namespace loom::optest {
+namespace loom::conformance {
 
 using Shape = std::array<int64_t, 4>;
 using Strides = std::array<size_t, 4>;
@@ -113,7 +112,7 @@ struct HostView {
   Strides nb{};
   size_t offset = 0;
 
-  int64_t nelements() const { return optest::nelements(ne); }
+  int64_t nelements() const { return conformance::nelements(ne); }
   // Index into base->values of logical element (i0, i1, i2, i3).
   int64_t base_index(int64_t i0, int64_t i1, int64_t i2, int64_t i3) const;
   double at(int64_t i0, int64_t i1 = 0, int64_t i2 = 0, int64_t i3 = 0) const {
@@ -142,23 +141,13 @@ struct Operand {
 std::string check_quant_block(loom_type_t t, const double* x, const uint8_t* block);
 
 // ------------------------------------------------------ status helpers
-// The value of a StatusOr, or throw (gtest reports the exception as a failure
-// of the test with the status text).
+// The value of a StatusOr, or throw (the case runner reports the exception
+// as a failure of the case with the status text).
 template <typename T>
 T unwrap(StatusOr<T> r, const char* what = "") {
   if (!r.ok()) throw std::runtime_error(std::string(what) + ": " + r.status().to_string());
   return std::move(r).value();
 }
-#define LOOM_EXPECT_OK(expr)                                   \
-  do {                                                         \
-    ::loom::Status loom_test_st_ = (expr);                     \
-    EXPECT_TRUE(loom_test_st_.ok()) << loom_test_st_.to_string(); \
-  } while (0)
-#define LOOM_ASSERT_OK(expr)                                   \
-  do {                                                         \
-    ::loom::Status loom_test_st_ = (expr);                     \
-    ASSERT_TRUE(loom_test_st_.ok()) << loom_test_st_.to_string(); \
-  } while (0)
 
 // ------------------------------------------------------ comparison
 // Compares got with ref element by element: |got - ref| <= tol[i] (equal
@@ -170,111 +159,8 @@ inline void expect_equal(const std::vector<double>& got, const std::vector<doubl
                          const Shape& ne, const std::string& what) {
   expect_close(got, ref, std::vector<double>(ref.size(), 0.0), ne, what);
 }
+// The number of elements outside tolerance (no failure recorded).
+int64_t count_mismatches(const std::vector<double>& got, const std::vector<double>& ref,
+                         const std::vector<double>& tol);
 
-// ------------------------------------------------------ the device
-// The device under test: the one named by LOOM_TEST_DEVICE (default "cpu"),
-// from a registry loaded once per process from LOOM_TEST_PLUGIN_DIR (other
-// environment ignored). With the default only libloom-cpu.so is loaded.
-std::string test_device_name();
-registry::Device* test_device();
-// The CPU device of that registry; nullptr when it did not load.
-registry::Device* cpu_device();
-// Why a plugin did not load (candidate records), for messages.
-std::string registry_report();
-// Whether the device under test is the CPU plugin (the default).
-bool testing_reference_device();
-// The CPU plugin file the "cpu" run loads: LOOM_TEST_CPU_PLUGIN, default
-// libloom-cpu.so (the baseline build; libloom-cpu-avx2.so for the variant).
-std::string cpu_plugin_file();
-
-// Sets the device's thread count for a scope and restores the previous one.
-class ScopedThreads {
- public:
-  ScopedThreads(registry::Device* dev, int n);
-  ~ScopedThreads();
-  const Status& status() const { return status_; }
-
- private:
-  registry::Device* dev_;
-  int previous_ = 0;
-  Status status_;
-};
-
-// ------------------------------------------------------ fixture
-// How a source tensor is laid out in memory. kPermuted: rows strided (dims 1
-// and 2 swapped in memory); kTransposed: elements strided within a row
-// (plain types only); kPadded: see OpTest::padded.
-enum class Layout { kDense, kPadded, kPermuted, kTransposed };
-const char* layout_name(Layout l);
-// Every layout a source of type t can have.
-std::vector<Layout> layouts_for(loom_type_t t);
-
-class OpTest : public ::testing::Test {
- protected:
-  void SetUp() override;
-
-  void seed(uint32_t s) { rng_.seed(s); }
-  // n uniform floats in [lo, hi).
-  std::vector<float> rand_floats(int64_t n, float lo, float hi);
-  int64_t rand_int(int64_t lo, int64_t hi);  // inclusive
-
-  // A leaf of `type` and shape `ne` holding `vals` (encoded with
-  // loom::from_float; the mirror holds the decoded values).
-  Operand input_values(loom_type_t type, const Shape& ne, const std::vector<float>& vals);
-  // A leaf of random values in [lo, hi) (of a weight type: random blocks).
-  Operand input(loom_type_t type, const Shape& ne, float lo = -1.0f, float hi = 1.0f);
-  // An I32/I64 leaf.
-  Operand input_ints(loom_type_t type, const Shape& ne, const std::vector<int64_t>& vals);
-
-  // Views on device and host; the device view's extents and strides must
-  // agree with the host's.
-  Operand permute(const Operand& a, int a0, int a1, int a2, int a3);
-  Operand transpose(const Operand& a);
-  Operand view(const Operand& a, const Shape& ne, const std::array<size_t, 3>& nb123,
-               size_t offset);
-  // A view of `ne` inside a larger base of random values: every row padded by
-  // `pad0` elements, `pad1` extra rows per matrix, starting `skip_rows` rows
-  // in. Exercises offsets and row strides that are not the dense ones.
-  Operand padded(loom_type_t type, const Shape& ne, int64_t pad0, int64_t pad1,
-                 int64_t skip_rows = 1, float lo = -1.0f, float hi = 1.0f);
-
-  // A source of `type` and logical shape `ne` in the given layout.
-  Operand make(loom_type_t type, const Shape& ne, Layout layout, float lo = -1.0f, float hi = 1.0f);
-
-  // Build the graph of `outputs`, create an executor, allocate, upload every
-  // leaf made by input*(), run.
-  Status run(const std::vector<Tensor*>& outputs);
-  // Upload the inputs again and run the same graph (e.g. after a thread
-  // count change).
-  Status rerun();
-  // run() with 1 thread, then rerun() with 3: every output's bytes must be
-  // identical (a failure is added otherwise). Results are left from the
-  // 3-thread run. On a device without loom.threads: run() then rerun(),
-  // which must agree byte for byte.
-  Status run_threads(const std::vector<Tensor*>& outputs);
-  // Whether the device under test has the loom.threads extension.
-  bool has_threads() const;
-  // Raw dense bytes / decoded values of a tensor after run(). A view is read
-  // through its base (the base must be an output of the graph).
-  std::vector<uint8_t> read_bytes(const Tensor* t);
-  std::vector<double> read(const Tensor* t);
-
-  Context ctx_;
-  std::mt19937 rng_{0};
-  registry::Device* dev_ = nullptr;
-
- private:
-  Status upload();
-  std::unordered_map<const Tensor*, std::shared_ptr<HostBase>> host_data_;
-  std::optional<Graph> graph_;
-  std::unique_ptr<Executor> ex_;  // declared last: released before the context
-};
-
-// Expected contents of dst's base after writing `vals` (logical order of the
-// view dst) into the view; compares with the base bytes read back. Elements
-// outside the view must be unchanged; written float elements within one
-// rounding of the value, written quantized blocks per check_quant_block.
-void expect_written(const HostView& dst, const std::vector<double>& vals,
-                    const std::vector<uint8_t>& got_base_bytes, const std::string& what);
-
-}  // namespace loom::optest
+}  // namespace loom::conformance

@@ -1,20 +1,20 @@
 // ARGMAX (first index on ties, strided rows) and SUM_ROWS (every float type,
 // strided views), 1 vs 3 threads.
 #include "loom/ops.hpp"
-#include "op_test_util.hpp"
+#include "conformance/suite.hpp"
 
-namespace loom::optest {
+namespace loom::conformance {
 namespace {
 
 class ReduceTest : public OpTest {};
 
-TEST_F(ReduceTest, ArgmaxFirstOnTiesEveryLayout) {
+LOOM_CASE(ReduceTest, ArgmaxFirstOnTiesEveryLayout) {
   seed(901);
   const Shape shapes[] = {{17, 3, 2, 1}, {1, 4, 1, 1}, {65, 2, 1, 3}, {33, 1, 1, 1}};
   int k = 0;
   for (Layout l : layouts_for(LOOM_TYPE_F32)) {
     for (const Shape& ne : shapes) {
-      SCOPED_TRACE("argmax " + shape_str(ne) + " " + layout_name(l) + (k % 2 ? " ties" : ""));
+      LOOM_TRACE("argmax " + shape_str(ne) + " " + layout_name(l) + (k % 2 ? " ties" : ""));
       // Odd cases draw from five levels only, so maxima repeat.
       Operand a = make(LOOM_TYPE_F32, ne, l, -1.0f, 1.0f);
       if (k++ % 2) {
@@ -42,14 +42,14 @@ TEST_F(ReduceTest, ArgmaxFirstOnTiesEveryLayout) {
   }
 }
 
-TEST_F(ReduceTest, SumRowsEveryTypeAndLayout) {
+LOOM_CASE(ReduceTest, SumRowsEveryTypeAndLayout) {
   seed(902);
   const Shape shapes[] = {{17, 3, 2, 1}, {1, 4, 1, 1}, {65, 2, 1, 3}, {33, 1, 1, 1}};
   int k = 0;
   for (loom_type_t t : {LOOM_TYPE_F32, LOOM_TYPE_F16, LOOM_TYPE_BF16}) {
     for (Layout l : layouts_for(t)) {
       const Shape ne = shapes[k++ % 4];
-      SCOPED_TRACE("sum_rows " + type_str(t) + " " + shape_str(ne) + " " + layout_name(l));
+      LOOM_TRACE("sum_rows " + type_str(t) + " " + shape_str(ne) + " " + layout_name(l));
       Operand a = make(t, ne, l, -2.0f, 3.0f);
       Tensor* out = unwrap(op::sum_rows(ctx_, a.t), "sum_rows");
       LOOM_ASSERT_OK(run_threads({out}));
@@ -71,4 +71,4 @@ TEST_F(ReduceTest, SumRowsEveryTypeAndLayout) {
 }
 
 }  // namespace
-}  // namespace loom::optest
+}  // namespace loom::conformance

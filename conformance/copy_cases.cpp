@@ -7,9 +7,9 @@
 
 #include "loom/ops.hpp"
 #include "loom/types.hpp"
-#include "op_test_util.hpp"
+#include "conformance/suite.hpp"
 
-namespace loom::optest {
+namespace loom::conformance {
 namespace {
 
 const loom_type_t kFloatTypes[] = {LOOM_TYPE_F32, LOOM_TYPE_F16, LOOM_TYPE_BF16};
@@ -21,7 +21,7 @@ class CopyTest : public OpTest {
  protected:
   // Copies src into dst (a leaf or a view of one) and checks dst's base.
   void check_cpy(const Operand& src, const Operand& dst, const std::string& what) {
-    SCOPED_TRACE(what);
+    LOOM_TRACE(what);
     Tensor* out = unwrap(op::cpy(ctx_, src.t, dst.t), "cpy");
     Tensor* base = base_of(dst.t);
     LOOM_ASSERT_OK(run_threads({out, base}));
@@ -29,7 +29,7 @@ class CopyTest : public OpTest {
   }
 };
 
-TEST_F(CopyTest, FloatToFloatEveryPairAndLayout) {
+LOOM_CASE(CopyTest, FloatToFloatEveryPairAndLayout) {
   seed(701);
   int k = 0;
   for (loom_type_t ts : kFloatTypes) {
@@ -50,7 +50,7 @@ TEST_F(CopyTest, FloatToFloatEveryPairAndLayout) {
 // f32 values at the rounding edges (ties to even, subnormal halves, the
 // overflow threshold 65520, infinities) narrowed to f16 as loom::from_float
 // does. NaN must stay NaN (payloads may differ between devices).
-TEST_F(CopyTest, HalfConversionsAreExact) {
+LOOM_CASE(CopyTest, HalfConversionsAreExact) {
   seed(709);
   std::vector<float> halves;
   for (uint32_t h = 0; h < 65536; ++h) {
@@ -87,7 +87,7 @@ TEST_F(CopyTest, HalfConversionsAreExact) {
     float got;
     std::memcpy(&got, wide_bytes.data() + 4 * i, 4);
     const bool ok = std::isnan(halves[i]) ? std::isnan(got) : std::memcmp(&got, &halves[i], 4) == 0;
-    if (!ok && ++bad < 10) ADD_FAILURE() << std::hex << "half 0x" << i << std::dec << " -> " << got << ", want " << halves[i];
+    if (!ok && ++bad < 10) LOOM_ADD_FAILURE() << std::hex << "half 0x" << i << std::dec << " -> " << got << ", want " << halves[i];
   }
   const std::vector<float>& in = edges;
   for (size_t i = 0; i < in.size(); ++i) {
@@ -97,13 +97,13 @@ TEST_F(CopyTest, HalfConversionsAreExact) {
     const bool nan = (want & 0x7C00u) == 0x7C00u && (want & 0x3FFu) != 0;
     const bool got_nan = (got & 0x7C00u) == 0x7C00u && (got & 0x3FFu) != 0;
     if ((nan ? !got_nan : got != want) && ++bad < 20) {
-      ADD_FAILURE() << std::hexfloat << in[i] << std::hex << " -> 0x" << got << ", want 0x" << want;
+      LOOM_ADD_FAILURE() << std::hexfloat << in[i] << std::hex << " -> 0x" << got << ", want 0x" << want;
     }
   }
-  EXPECT_EQ(bad, 0);
+  LOOM_EXPECT_EQ(bad, 0);
 }
 
-TEST_F(CopyTest, IntoStridedViewsAndOtherShapes) {
+LOOM_CASE(CopyTest, IntoStridedViewsAndOtherShapes) {
   seed(702);
   for (loom_type_t td : kFloatTypes) {
     // A padded view as destination (a KV-cache-like window).
@@ -117,7 +117,7 @@ TEST_F(CopyTest, IntoStridedViewsAndOtherShapes) {
   }
 }
 
-TEST_F(CopyTest, FloatToQuantized) {
+LOOM_CASE(CopyTest, FloatToQuantized) {
   seed(703);
   for (loom_type_t tq : kQuantTypes) {
     for (loom_type_t ts : kFloatTypes) {
@@ -135,7 +135,7 @@ TEST_F(CopyTest, FloatToQuantized) {
   }
 }
 
-TEST_F(CopyTest, QuantizedBlockEdgeCases) {
+LOOM_CASE(CopyTest, QuantizedBlockEdgeCases) {
   seed(704);
   // All zeros, one large value, all equal negatives, a sign mix at the max.
   std::vector<float> v(128, 0.0f);
@@ -148,7 +148,7 @@ TEST_F(CopyTest, QuantizedBlockEdgeCases) {
   }
 }
 
-TEST_F(CopyTest, QuantizedToFloat) {
+LOOM_CASE(CopyTest, QuantizedToFloat) {
   seed(705);
   for (loom_type_t tq : kQuantTypes) {
     for (loom_type_t td : kFloatTypes) {
@@ -162,7 +162,7 @@ TEST_F(CopyTest, QuantizedToFloat) {
   }
 }
 
-TEST_F(CopyTest, I32ToI32IsExact) {
+LOOM_CASE(CopyTest, I32ToI32IsExact) {
   seed(706);
   std::vector<int64_t> vals;
   for (int i = 0; i < 3 * 5 * 2; ++i) vals.push_back(rand_int(-2000000000, 2000000000));
@@ -172,17 +172,17 @@ TEST_F(CopyTest, I32ToI32IsExact) {
   check_cpy(src, dst, "i32 -> i32");
 }
 
-TEST_F(CopyTest, ContEveryTypeFromViews) {
+LOOM_CASE(CopyTest, ContEveryTypeFromViews) {
   seed(707);
   const loom_type_t types[] = {LOOM_TYPE_F32, LOOM_TYPE_F16, LOOM_TYPE_BF16, LOOM_TYPE_Q8_0, LOOM_TYPE_Q4_0};
   for (loom_type_t t : types) {
     for (Layout l : layouts_for(t)) {
       const Shape ne = is_quant(t) ? Shape{64, 3, 2, 2} : Shape{17, 3, 2, 2};
-      SCOPED_TRACE("cont " + type_str(t) + " " + layout_name(l));
+      LOOM_TRACE("cont " + type_str(t) + " " + layout_name(l));
       Operand a = make(t, ne, l);
       Tensor* out = unwrap(op::cont(ctx_, a.t), "cont");
       LOOM_ASSERT_OK(run_threads({out}));
-      EXPECT_TRUE(out->is_contiguous());
+      LOOM_EXPECT_TRUE(out->is_contiguous());
       expect_equal(read(out), a.h.values(), ne, "cont result");
     }
   }
@@ -195,4 +195,4 @@ TEST_F(CopyTest, ContEveryTypeFromViews) {
 }
 
 }  // namespace
-}  // namespace loom::optest
+}  // namespace loom::conformance

@@ -1,9 +1,9 @@
 // SILU, GELU (tanh form), RELU, SCALE and SWIGLU: every float type, strided
 // views, in place, 1 vs 3 threads.
 #include "loom/ops.hpp"
-#include "op_test_util.hpp"
+#include "conformance/suite.hpp"
 
-namespace loom::optest {
+namespace loom::conformance {
 namespace {
 
 const loom_type_t kFloatTypes[] = {LOOM_TYPE_F32, LOOM_TYPE_F16, LOOM_TYPE_BF16};
@@ -17,7 +17,7 @@ double gelu(double x) {
 class UnaryTest : public OpTest {
  protected:
   void check(loom_op_t op, loom_type_t t, const Shape& ne, Layout layout) {
-    SCOPED_TRACE(std::string(op_name(op)) + " " + type_str(t) + " " + shape_str(ne) + " " + layout_name(layout));
+    LOOM_TRACE(std::string(op_name(op)) + " " + type_str(t) + " " + shape_str(ne) + " " + layout_name(layout));
     Operand a = make(t, ne, layout, -4.0f, 4.0f);
     const float s = 0.75f;
     const float bias = -0.5f;
@@ -46,7 +46,7 @@ class UnaryTest : public OpTest {
   }
 };
 
-TEST_F(UnaryTest, EveryOpTypeAndLayout) {
+LOOM_CASE(UnaryTest, EveryOpTypeAndLayout) {
   seed(201);
   int k = 0;
   for (loom_op_t op : {LOOM_OP_SILU, LOOM_OP_GELU, LOOM_OP_RELU, LOOM_OP_SCALE}) {
@@ -56,7 +56,7 @@ TEST_F(UnaryTest, EveryOpTypeAndLayout) {
   }
 }
 
-TEST_F(UnaryTest, ReluIsExactAndKeepsZeroes) {
+LOOM_CASE(UnaryTest, ReluIsExactAndKeepsZeroes) {
   seed(202);
   Operand a = input_values(LOOM_TYPE_F32, {5, 1, 1, 1}, {-1.0f, -0.0f, 0.0f, 2.5f, 1e-30f});
   Tensor* out = unwrap(op::relu(ctx_, a.t), "relu");
@@ -64,7 +64,7 @@ TEST_F(UnaryTest, ReluIsExactAndKeepsZeroes) {
   expect_equal(read(out), {0.0, 0.0, 0.0, 2.5, static_cast<double>(1e-30f)}, a.h.ne, "relu");
 }
 
-TEST_F(UnaryTest, SwigluEveryTypePairAndLayout) {
+LOOM_CASE(UnaryTest, SwigluEveryTypePairAndLayout) {
   seed(203);
   int k = 0;
   for (loom_type_t ta : kFloatTypes) {
@@ -73,7 +73,7 @@ TEST_F(UnaryTest, SwigluEveryTypePairAndLayout) {
       const Layout la = layouts_for(ta)[k % 4];
       const Layout lb = layouts_for(tb)[(k + 1) % 4];
       ++k;
-      SCOPED_TRACE("swiglu " + type_str(ta) + "/" + type_str(tb) + " " + shape_str(ne) + " " +
+      LOOM_TRACE("swiglu " + type_str(ta) + "/" + type_str(tb) + " " + shape_str(ne) + " " +
                    layout_name(la) + "/" + layout_name(lb));
       Operand a = make(ta, ne, la, -4.0f, 4.0f);
       Operand b = make(tb, ne, lb, -2.0f, 2.0f);
@@ -91,14 +91,14 @@ TEST_F(UnaryTest, SwigluEveryTypePairAndLayout) {
   }
 }
 
-TEST_F(UnaryTest, ChainRunsInPlace) {
+LOOM_CASE(UnaryTest, ChainRunsInPlace) {
   seed(204);
   for (loom_type_t t : kFloatTypes) {
     Operand a = input(t, {65, 3, 2, 1}, -3.0f, 3.0f);
     Tensor* s = unwrap(op::scale(ctx_, a.t, 2.0f, 0.25f), "scale");
     Tensor* out = unwrap(op::silu(ctx_, s), "silu");
     LOOM_ASSERT_OK(run_threads({out}));
-    EXPECT_EQ(out->data, a.t->data) << "expected the allocator to run in place";
+    LOOM_EXPECT_EQ(out->data, a.t->data) << "expected the allocator to run in place";
     std::vector<double> ref, tol;
     for (double x : a.h.values()) {
       // The intermediate is rounded to t: allow for it in the tolerance.
@@ -111,4 +111,4 @@ TEST_F(UnaryTest, ChainRunsInPlace) {
 }
 
 }  // namespace
-}  // namespace loom::optest
+}  // namespace loom::conformance

@@ -1,9 +1,9 @@
 // ADD, SUB, MUL, DIV: every float type pair, broadcast shapes, strided
 // views, in-place placement, 1 vs 3 threads.
 #include "loom/ops.hpp"
-#include "op_test_util.hpp"
+#include "conformance/suite.hpp"
 
-namespace loom::optest {
+namespace loom::conformance {
 namespace {
 
 const loom_type_t kFloatTypes[] = {LOOM_TYPE_F32, LOOM_TYPE_F16, LOOM_TYPE_BF16};
@@ -42,14 +42,14 @@ class BinaryTest : public OpTest {
  protected:
   // Runs one case; returns the result tensor (for in-place checks).
   Tensor* check(loom_op_t op, loom_type_t ta, loom_type_t tb, const BinaryCase& c, Layout la, Layout lb) {
-    SCOPED_TRACE(std::string(op_name(op)) + " " + type_str(ta) + "/" + type_str(tb) + " a " +
+    LOOM_TRACE(std::string(op_name(op)) + " " + type_str(ta) + "/" + type_str(tb) + " a " +
                  shape_str(c.a) + " " + layout_name(la) + ", b " + shape_str(c.b) + " " + layout_name(lb));
     Operand a = make(ta, c.a, la);
     // Divisors kept away from zero.
     Operand b = op == LOOM_OP_DIV ? make(tb, c.b, lb, 0.5f, 2.0f) : make(tb, c.b, lb);
     Tensor* out = unwrap(build(ctx_, op, a.t, b.t), "build");
     Status st = run_threads({out});
-    EXPECT_TRUE(st.ok()) << st.to_string();
+    LOOM_EXPECT_TRUE(st.ok()) << st.to_string();
     if (!st.ok()) return out;
     std::vector<double> ref, tol;
     for_each_index(c.a, [&](int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
@@ -64,7 +64,7 @@ class BinaryTest : public OpTest {
   }
 };
 
-TEST_F(BinaryTest, EveryOpAndTypePair) {
+LOOM_CASE(BinaryTest, EveryOpAndTypePair) {
   seed(101);
   int k = 0;
   for (loom_op_t op : {LOOM_OP_ADD, LOOM_OP_SUB, LOOM_OP_MUL, LOOM_OP_DIV}) {
@@ -77,7 +77,7 @@ TEST_F(BinaryTest, EveryOpAndTypePair) {
   }
 }
 
-TEST_F(BinaryTest, StridedViews) {
+LOOM_CASE(BinaryTest, StridedViews) {
   seed(102);
   int k = 0;
   for (loom_type_t t : kFloatTypes) {
@@ -90,7 +90,7 @@ TEST_F(BinaryTest, StridedViews) {
   }
 }
 
-TEST_F(BinaryTest, InPlaceOverFirstSource) {
+LOOM_CASE(BinaryTest, InPlaceOverFirstSource) {
   seed(103);
   for (loom_type_t t : kFloatTypes) {
     // a is dense and dies at the node, so the allocator gives out its memory.
@@ -99,7 +99,7 @@ TEST_F(BinaryTest, InPlaceOverFirstSource) {
     Tensor* s = unwrap(op::add(ctx_, a.t, b.t), "add");
     Tensor* out = unwrap(op::mul(ctx_, s, b.t), "mul");
     LOOM_ASSERT_OK(run_threads({out}));
-    EXPECT_EQ(out->data, a.t->data) << "expected the allocator to run in place";
+    LOOM_EXPECT_EQ(out->data, a.t->data) << "expected the allocator to run in place";
     std::vector<double> ref, tol;
     for_each_index(a.h.ne, [&](int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
       const double x = a.h.at(i0, i1, i2, i3);
@@ -113,4 +113,4 @@ TEST_F(BinaryTest, InPlaceOverFirstSource) {
 }
 
 }  // namespace
-}  // namespace loom::optest
+}  // namespace loom::conformance

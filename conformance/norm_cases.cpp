@@ -1,9 +1,9 @@
 // RMS_NORM and NORM: every float source type (result F32), odd row lengths,
 // strided views, in place, 1 vs 3 threads.
 #include "loom/ops.hpp"
-#include "op_test_util.hpp"
+#include "conformance/suite.hpp"
 
-namespace loom::optest {
+namespace loom::conformance {
 namespace {
 
 const loom_type_t kFloatTypes[] = {LOOM_TYPE_F32, LOOM_TYPE_F16, LOOM_TYPE_BF16};
@@ -12,7 +12,7 @@ const Shape kShapes[] = {{17, 3, 2, 1}, {65, 2, 1, 3}, {1, 5, 1, 1}, {33, 1, 3, 
 class NormTest : public OpTest {
  protected:
   void check(loom_op_t op, loom_type_t t, const Shape& ne, Layout layout, float eps) {
-    SCOPED_TRACE(std::string(op_name(op)) + " " + type_str(t) + " " + shape_str(ne) + " " + layout_name(layout));
+    LOOM_TRACE(std::string(op_name(op)) + " " + type_str(t) + " " + shape_str(ne) + " " + layout_name(layout));
     Operand a = make(t, ne, layout, -2.0f, 3.0f);
     Tensor* out = op == LOOM_OP_NORM ? unwrap(op::norm(ctx_, a.t, eps), "norm")
                                      : unwrap(op::rms_norm(ctx_, a.t, eps), "rms_norm");
@@ -40,7 +40,7 @@ class NormTest : public OpTest {
   }
 };
 
-TEST_F(NormTest, RmsNormEveryTypeAndLayout) {
+LOOM_CASE(NormTest, RmsNormEveryTypeAndLayout) {
   seed(301);
   int k = 0;
   for (loom_type_t t : kFloatTypes) {
@@ -48,7 +48,7 @@ TEST_F(NormTest, RmsNormEveryTypeAndLayout) {
   }
 }
 
-TEST_F(NormTest, NormEveryTypeAndLayout) {
+LOOM_CASE(NormTest, NormEveryTypeAndLayout) {
   seed(302);
   int k = 0;
   for (loom_type_t t : kFloatTypes) {
@@ -56,7 +56,7 @@ TEST_F(NormTest, NormEveryTypeAndLayout) {
   }
 }
 
-TEST_F(NormTest, EpsDominatesSmallRows) {
+LOOM_CASE(NormTest, EpsDominatesSmallRows) {
   seed(303);
   // Constant row: NORM gives 0, RMS_NORM x / sqrt(x^2 + eps).
   Operand a = input_values(LOOM_TYPE_F32, {4, 1, 1, 1}, {0.01f, 0.01f, 0.01f, 0.01f});
@@ -69,12 +69,12 @@ TEST_F(NormTest, EpsDominatesSmallRows) {
   expect_close(read(r), std::vector<double>(4, want), std::vector<double>(4, 1e-6), a.h.ne, "rms_norm");
 }
 
-TEST_F(NormTest, RunsInPlaceOnF32) {
+LOOM_CASE(NormTest, RunsInPlaceOnF32) {
   seed(304);
   Operand a = input(LOOM_TYPE_F32, {65, 7, 1, 1}, -1.0f, 1.0f);
   Tensor* out = unwrap(op::rms_norm(ctx_, a.t, 1e-6f), "rms_norm");
   LOOM_ASSERT_OK(run_threads({out}));
-  EXPECT_EQ(out->data, a.t->data) << "expected the allocator to run in place";
+  LOOM_EXPECT_EQ(out->data, a.t->data) << "expected the allocator to run in place";
   std::vector<double> ref, tol;
   for (int64_t i1 = 0; i1 < 7; ++i1) {
     double sq = 0.0;
@@ -89,4 +89,4 @@ TEST_F(NormTest, RunsInPlaceOnF32) {
 }
 
 }  // namespace
-}  // namespace loom::optest
+}  // namespace loom::conformance

@@ -5,9 +5,9 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "op_test_util.hpp"
+#include "conformance/reference.hpp"
 
-namespace loom::optest {
+namespace loom::conformance {
 
 namespace {
 
@@ -156,4 +156,4 @@ void random_weight_blocks(loom_type_t t, int64_t nblocks, std::mt19937& rng, uin
   }
 }
 
-}  // namespace loom::optest
+}  // namespace loom::conformance

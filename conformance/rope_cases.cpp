@@ -2,9 +2,9 @@
 // freq_scale, frequency factors (src2, dense and strided), every float type,
 // strided views, in place, 1 vs 3 threads.
 #include "loom/ops.hpp"
-#include "op_test_util.hpp"
+#include "conformance/suite.hpp"
 
-namespace loom::optest {
+namespace loom::conformance {
 namespace {
 
 struct RopeCase {
@@ -22,7 +22,7 @@ class RopeTest : public OpTest {
   enum class Factors { kNone, kDense, kStrided };
 
   void check(loom_type_t t, const RopeCase& c, Layout layout, Factors factors = Factors::kNone) {
-    SCOPED_TRACE("rope " + type_str(t) + " " + shape_str(c.ne) + " " + layout_name(layout) + " n_dims " +
+    LOOM_TRACE("rope " + type_str(t) + " " + shape_str(c.ne) + " " + layout_name(layout) + " n_dims " +
                  std::to_string(c.n_dims) + " mode " + std::to_string(c.mode) + " factors " +
                  std::to_string(static_cast<int>(factors)));
     Operand a = make(t, c.ne, layout);
@@ -81,7 +81,7 @@ const RopeCase kCases[] = {
     {{34, 3, 7, 1}, 32, LOOM_ROPE_MODE_NEOX, 1e6f, 1.0f},
 };
 
-TEST_F(RopeTest, ModesTypesAndLayouts) {
+LOOM_CASE(RopeTest, ModesTypesAndLayouts) {
   seed(501);
   int k = 0;
   for (loom_type_t t : {LOOM_TYPE_F32, LOOM_TYPE_F16, LOOM_TYPE_BF16}) {
@@ -89,7 +89,7 @@ TEST_F(RopeTest, ModesTypesAndLayouts) {
   }
 }
 
-TEST_F(RopeTest, EveryLayout) {
+LOOM_CASE(RopeTest, EveryLayout) {
   seed(502);
   for (Layout l : layouts_for(LOOM_TYPE_F32)) {
     check(LOOM_TYPE_F32, kCases[2], l);
@@ -99,7 +99,7 @@ TEST_F(RopeTest, EveryLayout) {
 
 // theta_i /= factor_i (llama-3's rope_freqs): both modes, every float type,
 // dense and strided factors, partial rotation.
-TEST_F(RopeTest, FrequencyFactors) {
+LOOM_CASE(RopeTest, FrequencyFactors) {
   seed(504);
   int k = 0;
   for (loom_type_t t : {LOOM_TYPE_F32, LOOM_TYPE_F16, LOOM_TYPE_BF16}) {
@@ -113,7 +113,7 @@ TEST_F(RopeTest, FrequencyFactors) {
 // Two ROPE nodes in one graph at the same positions, with and without
 // factors and with other factors: a kernel that caches a position's cos/sin
 // must key the cache on the factors too.
-TEST_F(RopeTest, FactorsChangeTheAnglesBetweenNodes) {
+LOOM_CASE(RopeTest, FactorsChangeTheAnglesBetweenNodes) {
   seed(505);
   const RopeCase c{{8, 2, 3, 1}, 8, LOOM_ROPE_MODE_NORMAL, 10000.0f, 1.0f};
   Operand a = input(LOOM_TYPE_F32, c.ne);
@@ -150,15 +150,15 @@ TEST_F(RopeTest, FactorsChangeTheAnglesBetweenNodes) {
   }
 }
 
-TEST_F(RopeTest, PositionZeroIsIdentityAndRunsInPlace) {
+LOOM_CASE(RopeTest, PositionZeroIsIdentityAndRunsInPlace) {
   seed(503);
   Operand a = input(LOOM_TYPE_F32, {8, 2, 3, 1});
   Operand p = input_ints(LOOM_TYPE_I32, {3, 1, 1, 1}, {0, 0, 0});
   Tensor* out = unwrap(op::rope(ctx_, a.t, p.t, 8, LOOM_ROPE_MODE_NORMAL, 10000.0f, 1.0f), "rope");
   LOOM_ASSERT_OK(run_threads({out}));
-  EXPECT_EQ(out->data, a.t->data) << "expected the allocator to run in place";
+  LOOM_EXPECT_EQ(out->data, a.t->data) << "expected the allocator to run in place";
   expect_equal(read(out), a.h.values(), a.h.ne, "rope at position 0");
 }
 
 }  // namespace
-}  // namespace loom::optest
+}  // namespace loom::conformance
