@@ -82,7 +82,7 @@ TEST_F(CppApi, TokenByToken) {
   EXPECT_EQ(model.detokenize(ids), "Once upon a time");
   EXPECT_EQ(model.token_to_piece(ids[1]), " Once");
   loom::api::Session session(model, {});
-  EXPECT_THROW(loom::api::Session(model), loom::api::Error);  // one session per model
+  EXPECT_THROW(loom::api::Session{model}, loom::api::Error);  // one session per model
   loom::api::Sampler greedy;
   session.decode(ids);
   EXPECT_EQ(session.n_past(), static_cast<int32_t>(ids.size()));
