@@ -49,7 +49,8 @@ install(FILES ${LOOM_SDK_HEADERS} DESTINATION ${LOOM_INSTALL_SDK_INCLUDE}/common
 
 install(EXPORT loomTargets NAMESPACE loom:: DESTINATION ${LOOM_INSTALL_CMAKE_DIR})
 configure_package_config_file(${CMAKE_SOURCE_DIR}/cmake/loomConfig.cmake.in
-  ${CMAKE_BINARY_DIR}/package/loomConfig.cmake INSTALL_DESTINATION ${LOOM_INSTALL_CMAKE_DIR})
+  ${CMAKE_BINARY_DIR}/package/loomConfig.cmake INSTALL_DESTINATION ${LOOM_INSTALL_CMAKE_DIR}
+  PATH_VARS CMAKE_INSTALL_INCLUDEDIR)
 write_basic_package_version_file(${CMAKE_BINARY_DIR}/package/loomConfigVersion.cmake
   VERSION ${PROJECT_VERSION} COMPATIBILITY SameMinorVersion)
 install(FILES ${CMAKE_BINARY_DIR}/package/loomConfig.cmake

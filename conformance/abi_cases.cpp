@@ -110,8 +110,12 @@ LOOM_CASE(Abi, MandatoryEntries) {
     LOOM_EXPECT_TRUE(si->record_event != nullptr && si->wait_event != nullptr)
         << "LOOM_DEVICE_CAP_EVENTS without record_event/wait_event";
   }
-  if (has_cap(LOOM_DEVICE_CAP_HOST_BUFFER)) LOOM_EXPECT_TRUE(d->host_buffer_type != nullptr);
-  if (has_cap(LOOM_DEVICE_CAP_BUFFER_FROM_HOST_PTR)) LOOM_EXPECT_TRUE(d->buffer_from_host_ptr != nullptr);
+  if (has_cap(LOOM_DEVICE_CAP_HOST_BUFFER)) {
+    LOOM_EXPECT_TRUE(d->host_buffer_type != nullptr);
+  }
+  if (has_cap(LOOM_DEVICE_CAP_BUFFER_FROM_HOST_PTR)) {
+    LOOM_EXPECT_TRUE(d->buffer_from_host_ptr != nullptr);
+  }
   LOOM_EXPECT_TRUE(dev_->supports_buffer_type(dev_->buffer_type())) << "a device reads its own buffer type";
 }
 
@@ -124,7 +128,9 @@ LOOM_CASE(Abi, OptionalEntriesAbsent) {
     auto e = dev_->create_event();
     LOOM_EXPECT_EQ(e.status().code(), StatusCode::kUnimplemented) << e.status().to_string();
   }
-  if (d->get_extension == nullptr) LOOM_EXPECT_TRUE(dev_->extension(LOOM_EXT_THREADS, 1) == nullptr);
+  if (d->get_extension == nullptr) {
+    LOOM_EXPECT_TRUE(dev_->extension(LOOM_EXT_THREADS, 1) == nullptr);
+  }
   if (d->buffer_from_host_ptr == nullptr) {
     std::vector<uint8_t> host(64);
     auto b = dev_->buffer_from_host_ptr(host.data(), host.size());
@@ -133,12 +139,16 @@ LOOM_CASE(Abi, OptionalEntriesAbsent) {
   loom_buffer_type_t* bt = dev_->buffer_type();
   Tensor* t = unwrap(ctx_.new_tensor(LOOM_TYPE_F32, {7, 3}, "t"), "new_tensor");
   const size_t need = unwrap(registry::buffer_type_alloc_size(bt, t), "alloc_size");
-  if (bt->iface->alloc_size == nullptr) LOOM_EXPECT_EQ(need, t->nbytes());
+  if (bt->iface->alloc_size == nullptr) {
+    LOOM_EXPECT_EQ(need, t->nbytes());
+  }
   LOOM_EXPECT_GE(need, t->nbytes()) << "alloc_size smaller than the tensor";
   Buffer a = unwrap(dev_->alloc_buffer(64), "alloc");
   Buffer b = unwrap(dev_->alloc_buffer(64), "alloc");
   loom_tensor_t ta = placed(a, 0, 64), tb = placed(b, 0, 64);
-  if (a.raw()->iface->init_tensor == nullptr) LOOM_EXPECT_OK(registry::buffer_init_tensor(a.raw(), &ta));
+  if (a.raw()->iface->init_tensor == nullptr) {
+    LOOM_EXPECT_OK(registry::buffer_init_tensor(a.raw(), &ta));
+  }
   if (b.raw()->iface->copy_tensor == nullptr) {
     LOOM_EXPECT_EQ(registry::buffer_copy_tensor(b.raw(), &ta, &tb).code(), StatusCode::kUnimplemented);
   }

@@ -106,7 +106,9 @@ class OpTest {
   // run() with 1 thread, then rerun() with 3: every output's bytes must be
   // identical (a failure is added otherwise). Results are left from the
   // 3-thread run. On a device without loom.threads: run() then rerun(),
-  // which must agree byte for byte.
+  // which must agree byte for byte; on a device other than the cpu plugin
+  // with loom.threads: the same at 3 threads (its sums may be split by
+  // thread count, as OpenBLAS does).
   Status run_threads(const std::vector<Tensor*>& outputs);
   // Whether the device under test has the loom.threads extension.
   bool has_threads() const;

@@ -4,9 +4,24 @@
 #   install_test.sh install BUILD_DIR PREFIX     install (the fixture)
 #   install_test.sh devices PREFIX               loom devices: cpu ready, from PREFIX
 #   install_test.sh run PREFIX MODELS_DIR        loom run: the tiny model's text
+#   install_test.sh pkgconfig PREFIX WORK       an application built with
+#                                                `pkg-config --cflags --libs loom` lists cpu
+#   install_test.sh example-build PREFIX SRC BUILD   configure and build examples/plugin
+#                                                against PREFIX only (find_package)
+#   install_test.sh example-mix BUILD            its mix_check: example0 next to cpu
+#   install_test.sh example-conformance PREFIX BUILD   PREFIX/bin/loom conformance
+#                                                --plugin BUILD/libloom-example.so
 # Exit 77 (ctest SKIP_RETURN_CODE) when the model is absent, with the reason.
 set -u
 mode=$1
+# Programs built here without the sanitizer runtime cannot load a sanitized
+# libloom ("ASan runtime does not come first"); the release pass runs them.
+skip_if_sanitized() {
+  if [ -n "${LOOM_TEST_SANITIZE:-}" ]; then
+    echo "SKIP: this build is sanitized ($LOOM_TEST_SANITIZE); $1 runs in the release build"
+    exit 77
+  fi
+}
 fail() { echo "FAIL: $*" >&2; exit 1; }
 # Only the prefix may provide plugins: no search path from the environment.
 unset LOOM_PLUGIN_PATH LOOM_PLUGINS_SELECT LOOM_PLUGINS_DISABLE LOOM_DEVICES LOOM_MODEL
@@ -15,6 +30,7 @@ case "$mode" in
 install)
   build=$2 prefix=$3
   rm -rf "$prefix"
+  mkdir -p "$(dirname "$prefix")" || fail "cannot make the folder of $prefix"
   cmake --install "$build" --prefix "$prefix" >"$prefix.log" 2>&1 || { cat "$prefix.log"; fail "cmake --install $build --prefix $prefix"; }
   for f in bin/loom lib/libloom.so lib/loom/libloom-cpu.so lib/loom/loom-probe include/loom/plugin.h \
            include/loom/scheduler.hpp include/loom/sdk/loom/plugin.h include/loom/sdk/common/glue.h \
@@ -45,6 +61,45 @@ run)
     "Once upon a time, there was a little girl named Lily."*) echo "ok: the published text" ;;
     *) fail "loom run from $prefix did not print the model's published text" ;;
   esac
+  ;;
+pkgconfig)
+  prefix=$2 work=$3
+  skip_if_sanitized "the pkg-config application"
+  command -v pkg-config >/dev/null 2>&1 || { echo "SKIP: pkg-config is not installed (apt-get install pkg-config)"; exit 77; }
+  flags=$(PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --cflags --libs loom) || fail "pkg-config loom"
+  mkdir -p "$work"
+  cat >"$work/pc_app.cpp" <<'APP'
+#include <cstdio>
+#include "loom/registry.hpp"
+#include "loom/scheduler.hpp"
+int main() {
+  auto reg = loom::registry::Registry::load();
+  for (auto* d : reg->devices()) std::printf("%s\n", d->name().c_str());
+  return reg->device("cpu") != nullptr ? 0 : 1;
+}
+APP
+  # shellcheck disable=SC2086
+  c++ -std=c++17 "$work/pc_app.cpp" $flags -o "$work/pc_app" || fail "an application did not build with pkg-config loom ($flags)"
+  "$work/pc_app" || fail "the pkg-config application found no cpu device"
+  echo "ok: built with pkg-config loom, found cpu"
+  ;;
+example-build)
+  prefix=$2 src=$3 build=$4
+  rm -rf "$build"
+  # Only the prefix: no loom source or build folder on any path.
+  cmake -S "$src" -B "$build" -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_BUILD_TYPE=Release >"$build.log" 2>&1 &&
+    cmake --build "$build" -j2 >>"$build.log" 2>&1 || { cat "$build.log"; fail "examples/plugin did not build against $prefix"; }
+  [ -f "$build/libloom-example.so" ] || fail "no $build/libloom-example.so"
+  echo "built $build/libloom-example.so against $prefix"
+  ;;
+example-mix)
+  build=$2
+  skip_if_sanitized "mix_check"
+  "$build/mix_check" "$build/libloom-example.so" || fail "mix_check"
+  ;;
+example-conformance)
+  prefix=$2 build=$3
+  "$prefix/bin/loom" conformance --plugin "$build/libloom-example.so" || fail "loom conformance failed the example plugin"
   ;;
 *) fail "unknown mode $mode" ;;
 esac

@@ -33,7 +33,7 @@ class CaseTest : public ::testing::Test {
       // A CPU variant (LOOM_TEST_CPU_PLUGIN) this machine cannot run.
       GTEST_SKIP() << cpu_plugin_file() << " did not load here" << registry_report();
     }
-    if (dev == nullptr && !testing_reference_device() && some_plugin_unavailable()) {
+    if (dev == nullptr && !testing_reference_device() && serving_plugin_unavailable(test_device_name())) {
       GTEST_SKIP() << "device '" << test_device_name() << "' (LOOM_TEST_DEVICE): its plugin reports its hardware "
                    << "absent in " << LOOM_TEST_PLUGIN_DIR << registry_report();
     }

@@ -45,9 +45,9 @@ std::string registry_report() {
   return os.str();
 }
 
-bool some_plugin_unavailable() {
+bool serving_plugin_unavailable(const std::string& name) {
   for (const registry::Candidate& c : test_registry()->candidates()) {
-    if (c.fate == registry::Fate::kUnavailable) return true;
+    if (c.fate == registry::Fate::kUnavailable && name.rfind(c.plugin, 0) == 0) return true;
   }
   return false;
 }

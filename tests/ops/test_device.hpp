@@ -22,8 +22,10 @@ bool testing_reference_device();
 // The CPU plugin file the "cpu" run loads: LOOM_TEST_CPU_PLUGIN, default
 // libloom-cpu.so (the baseline build; libloom-cpu-avx2.so for the variant).
 std::string cpu_plugin_file();
-// Whether some plugin of the test registry reported its hardware absent
-// (UNAVAILABLE): a missing device is then a skip, else a failure.
-bool some_plugin_unavailable();
+// Whether the plugin that would serve device `name` (its name starts with
+// the plugin's: vulkan -> vulkan0) reported its hardware absent
+// (UNAVAILABLE): a missing device is then a skip, else (a misspelt name, a
+// broken plugin) a failure.
+bool serving_plugin_unavailable(const std::string& name);
 
 }  // namespace loom::optest

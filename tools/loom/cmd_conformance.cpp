@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -143,13 +144,24 @@ void print_text(const registry::Device* dev, const registry::Candidate* cand, co
   std::printf(")\n\n");
   std::printf("| %-12s | %-28s | %-9s | %-9s | %-13s |\n", "op", "types", "claimed", "passed", "worst err/tol");
   std::printf("|--------------|------------------------------|-----------|-----------|---------------|\n");
+  // Rows with a claimed graph; the rest summarised per op below the table.
+  std::map<std::string, int> unclaimed;
   for (const auto& kv : r.rows) {
     const conf::Row& row = kv.second;
+    if (row.claimed == 0) {
+      ++unclaimed[row.op];
+      continue;
+    }
     const std::string claimed = std::to_string(row.claimed) + "/" + std::to_string(row.graphs);
     const std::string passed = row.claimed == 0 ? "-" : std::to_string(row.passed) + "/" + std::to_string(row.claimed);
     const std::string worst = row.claimed == 0 ? "-" : ratio_text(row.worst);
     std::printf("| %-12s | %-28s | %-9s | %-9s | %-13s |%s\n", row.op.c_str(), row.types.c_str(), claimed.c_str(),
                 passed.c_str(), worst.c_str(), row.passed != row.claimed ? "  FAILED" : "");
+  }
+  if (!unclaimed.empty()) {
+    std::string line;
+    for (const auto& kv : unclaimed) line += (line.empty() ? "" : ", ") + kv.first + " (" + std::to_string(kv.second) + ")";
+    std::printf("\nnot claimed (op: type combinations): %s\n", line.c_str());
   }
   std::printf("\nABI and device checks:\n");
   for (const conf::CaseResult& c : r.cases) {
@@ -231,7 +243,7 @@ std::string pick_devices(const ConformanceArgs& a, std::unique_ptr<registry::Reg
                          std::vector<registry::Device*>* devs) {
   if (!a.plugin.empty()) {
     std::error_code ec;
-    const std::string path = std::filesystem::absolute(a.plugin, ec).string();
+    const std::string path = std::filesystem::absolute(a.plugin, ec).lexically_normal().string();
     struct stat st;
     if (::stat(path.c_str(), &st) != 0) return "--plugin " + a.plugin + ": no such file";
     if (!S_ISREG(st.st_mode)) return "--plugin " + a.plugin + ": not a regular file";
