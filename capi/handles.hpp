@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstring>
 #include <exception>
 #include <memory>
 #include <new>
@@ -102,6 +103,16 @@ T guard_value(T fallback, F&& f) noexcept {
 
 // The C record of a device (strings point into d's info).
 loom_device_info_t device_record(const registry::Device& d);
+
+// The caller's parameter struct over the defaults in *out (made by its
+// *_init): only the bytes within the caller's struct_size are read, so a
+// struct from an older header is never read past its end.
+template <typename T>
+void read_params(const T* in, T* out) {
+  const size_t n = in->struct_size < sizeof(T) ? in->struct_size : sizeof(T);
+  std::memcpy(static_cast<void*>(out), in, n);
+  out->struct_size = sizeof(T);
+}
 
 // Fields of a caller-sized struct that fit in its struct_size.
 #define LOOM_CAPI_HAS_FIELD(ptr, type, field) ((ptr)->struct_size >= LOOM_STRUCT_END(type, field))

@@ -54,7 +54,7 @@ loom_status_t* loom_model_load(const loom_devices_t* devices, const char* path, 
         return bad_argument(kFn, "params->struct_size " + std::to_string(params->struct_size) +
                                      " is too small (call loom_model_params_init)");
       }
-      p = *params;
+      read_params(params, &p);
     }
     if (p.n_gpu_layers < 0) return bad_argument(kFn, "n_gpu_layers " + std::to_string(p.n_gpu_layers) + " must be >= 0");
     if (p.n_threads < 0 || p.n_threads > 1024) {

@@ -7,7 +7,7 @@
 namespace loom::capi {
 namespace {
 
-loom_plugin_state_t plugin_state(registry::Fate f) {
+int32_t plugin_state(registry::Fate f) {
   switch (f) {
     case registry::Fate::kReady: return LOOM_PLUGIN_STATE_READY;
     case registry::Fate::kUnavailable: return LOOM_PLUGIN_STATE_UNAVAILABLE;

@@ -29,7 +29,7 @@ Status check_temperature(float t) {
   return Status();
 }
 
-loom_stop_reason_t stop_reason(const llm::GenerateResult& r) {
+int32_t stop_reason(const llm::GenerateResult& r) {
   if (r.stopped_by_caller) return LOOM_STOP_CALLER;
   if (r.stopped_at_eos) return LOOM_STOP_EOG;
   if (r.stopped_at_context) return LOOM_STOP_CONTEXT;
@@ -78,7 +78,7 @@ loom_status_t* loom_session_create(loom_model_t* model, const loom_session_param
         return bad_argument(kFn, "params->struct_size " + std::to_string(params->struct_size) +
                                      " is too small (call loom_session_params_init)");
       }
-      p = *params;
+      read_params(params, &p);
     }
     if (p.n_ctx < 0) return bad_argument(kFn, "n_ctx " + std::to_string(p.n_ctx) + " must be >= 0 (0: the model's)");
     if (p.n_batch < 1) return bad_argument(kFn, "n_batch " + std::to_string(p.n_batch) + " must be >= 1");
@@ -174,7 +174,7 @@ loom_status_t* loom_sampler_create(const loom_sampler_params_t* params, loom_sam
         return bad_argument(kFn, "params->struct_size " + std::to_string(params->struct_size) +
                                      " is too small (call loom_sampler_params_init)");
       }
-      p = *params;
+      read_params(params, &p);
     }
     Status st = check_temperature(p.temperature);
     if (!st.ok()) return to_c(st.with_context(kFn));
@@ -233,7 +233,7 @@ loom_status_t* loom_session_generate(loom_session_t* session, const char* prompt
         return bad_argument(kFn, "params->struct_size " + std::to_string(params->struct_size) +
                                      " is too small (call loom_generate_params_init)");
       }
-      p = *params;
+      read_params(params, &p);
     }
     Status st = check_temperature(p.temperature);
     if (!st.ok()) return to_c(st.with_context(kFn));

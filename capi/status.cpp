@@ -54,7 +54,7 @@ loom_device_info_t device_record(const registry::Device& d) {
   r.name = i.name.c_str();
   r.description = i.description.c_str();
   r.plugin = i.plugin.c_str();
-  r.kind = static_cast<loom_device_kind_t>(i.type);
+  r.kind = static_cast<int32_t>(i.type);
   r.emulated = (i.caps & LOOM_DEVICE_CAP_EMULATED) != 0;
   r.memory_total = i.memory_total;
   r.memory_free = i.memory_free;

@@ -34,6 +34,8 @@
  *     application built against an older minor keeps working. Records the
  *     library returns (loom_plugin_record_t, loom_device_info_t) are owned by
  *     the library; their struct_size says how many fields they hold.
+ *   - Enumerations inside structs are int32_t fields (an enum's size is the
+ *     compiler's choice); the comment names the enum.
  *   - Thread-safety: different handles may be used on different threads at
  *     once; one handle is used by one thread at a time (a session is never
  *     used concurrently, nor its model's tokenizer functions while it
@@ -152,7 +154,7 @@ typedef struct loom_plugin_record {
   const char *variant; /* e.g. "avx2"; "" when none */
   const char *path;    /* the file */
   const char *origin;  /* "application", "LOOM_PLUGIN_PATH", "library folder", "install folder" */
-  loom_plugin_state_t state;
+  int32_t state;       /* loom_plugin_state_t */
   const char *reason;  /* why it is not ready; "" when ready */
   const char *version; /* the plugin's own version; "" when unknown */
   uint32_t abi_version; /* the plugin ABI version it speaks (0 before negotiation) */
@@ -177,7 +179,7 @@ typedef struct loom_device_info {
   const char *name;        /* e.g. "cpu", "vulkan0": what selection takes */
   const char *description; /* e.g. the CPU or GPU model */
   const char *plugin;      /* the plugin serving it */
-  loom_device_kind_t kind;
+  int32_t kind;            /* loom_device_kind_t */
   bool emulated;           /* a software stand-in for its kind (e.g. lavapipe) */
   uint64_t memory_total;   /* bytes; 0 when unknown */
   uint64_t memory_free;    /* bytes at registry open; 0 when unknown */
@@ -193,6 +195,7 @@ LOOM_API const loom_device_info_t *loom_registry_device(const loom_registry_t *r
 /* Things a user should see: refused search paths, a device name a plugin
  * could not take, ... (as `loom devices` prints them). */
 LOOM_API size_t loom_registry_warning_count(const loom_registry_t *registry);
+/* Warning `index` (< count), owned by the registry; NULL when out of range. */
 LOOM_API const char *loom_registry_warning(const loom_registry_t *registry, size_t index);
 
 /* --------------------------------------------------------------- selection */
@@ -299,7 +302,7 @@ typedef struct loom_session_params {
   size_t struct_size;
   int32_t n_ctx;   /* context length in tokens; 0: the model's training context */
   int32_t n_batch; /* prompt tokens per forward pass (default 32) */
-  loom_kv_type_t kv_type;
+  int32_t kv_type; /* loom_kv_type_t (default F16) */
 } loom_session_params_t;
 
 LOOM_API void loom_session_params_init(loom_session_params_t *params);
@@ -384,7 +387,7 @@ typedef struct loom_generate_result {
   size_t struct_size; /* set by the caller (sizeof); fields past it are not written */
   int32_t n_prompt_tokens; /* BOS included */
   int32_t n_generated;     /* the end-of-generation token not included */
-  loom_stop_reason_t stop;
+  int32_t stop;            /* loom_stop_reason_t */
   double prompt_tokens_per_s;
   double gen_tokens_per_s;
 } loom_generate_result_t;

@@ -326,7 +326,8 @@ class Session {
     loom_generate_result_init(&r);
     detail::check(loom_session_generate(get(), prompt.c_str(), &p, &r));
     if (call.error) std::rethrow_exception(call.error);
-    return {r.n_prompt_tokens, r.n_generated, r.stop, r.prompt_tokens_per_s, r.gen_tokens_per_s};
+    return {r.n_prompt_tokens, r.n_generated, static_cast<loom_stop_reason_t>(r.stop), r.prompt_tokens_per_s,
+            r.gen_tokens_per_s};
   }
   loom_session_t* get() const { return h_.get(); }
 

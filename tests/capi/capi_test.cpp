@@ -406,7 +406,7 @@ TEST_F(CApiModel, SessionBadArgumentsAndOnePerModel) {
   p.n_batch = 0;
   EXPECT_FAILS(loom_session_create(model_, &p, &s), LOOM_STATUS_INVALID_ARGUMENT, "n_batch 0");
   p.n_batch = 8;
-  p.kv_type = static_cast<loom_kv_type_t>(7);
+  p.kv_type = 7;
   EXPECT_FAILS(loom_session_create(model_, &p, &s), LOOM_STATUS_INVALID_ARGUMENT, "kv_type 7");
   p.kv_type = LOOM_KV_TYPE_F32;
   p.n_ctx = 64;
