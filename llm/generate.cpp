@@ -20,7 +20,7 @@ double GenerateResult::gen_tokens_per_s() const {
 
 StatusOr<GenerateResult> generate(LlamaSession& session, const Tokenizer& tokenizer, std::string_view prompt,
                                   const GenerateOptions& options,
-                                  const std::function<void(const std::string&)>& on_text) {
+                                  const std::function<bool(const std::string&)>& on_text) {
   if (options.n_predict < 0) {
     return invalid_argument("[llm.generate] n_predict " + std::to_string(options.n_predict) + " must be >= 0");
   }
@@ -63,7 +63,10 @@ StatusOr<GenerateResult> generate(LlamaSession& session, const Tokenizer& tokeni
                                   ? text.substr(prompt_text.size() + r.text.size())
                                   : std::string();
     r.text += piece;
-    if (on_text && !piece.empty()) on_text(piece);
+    if (on_text && !piece.empty() && !on_text(piece)) {
+      r.stopped_by_caller = true;
+      break;
+    }
     if (i + 1 == options.n_predict) break;
     if (session.n_past() >= session.n_ctx()) {
       r.stopped_at_context = true;

@@ -5,7 +5,7 @@
 # command to run and exits 1.
 set -euo pipefail
 
-packages=(build-essential cmake libgtest-dev libopenblas-dev "$@")
+packages=(build-essential cmake libgtest-dev libopenblas-dev nlohmann-json3-dev "$@")
 missing=()
 for p in "${packages[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then

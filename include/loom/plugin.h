@@ -44,6 +44,10 @@ extern "C" {
 
 /* ------------------------------------------------------------------ status */
 
+/* Shared with include/loom/loom.h (the application C API), which defines the
+ * same two names under the same guard, so the headers include in any order. */
+#ifndef LOOM_STATUS_TYPES_DEFINED
+#define LOOM_STATUS_TYPES_DEFINED
 typedef enum loom_status_code {
   LOOM_STATUS_OK = 0,
   LOOM_STATUS_INVALID_ARGUMENT = 1,
@@ -60,6 +64,7 @@ typedef enum loom_status_code {
  * that returns loom_status_t* returns NULL for OK; a non-NULL status is owned
  * by the host from then on. */
 typedef struct loom_status loom_status_t;
+#endif /* LOOM_STATUS_TYPES_DEFINED */
 
 typedef enum loom_log_level {
   LOOM_LOG_LEVEL_DEBUG = 0,

@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <string>
 
-#include "cli/mini_json.hpp"
+#include "cli/json_test_util.hpp"
 #include "cli/run_loom.hpp"
 
 namespace fs = std::filesystem;
@@ -27,9 +27,9 @@ std::string bench_model() {
   return std::string(env && *env ? env : LOOM_TEST_SOURCE_DIR "/../shared/models") + "/stories260K.gguf";
 }
 
-const loom::test::Json* find_test(const loom::test::Json& j, const std::string& test) {
-  for (const auto& r : j["results"].arr) {
-    if (r["test"].str == test) return &r;
+const nlohmann::json* find_test(const nlohmann::json& j, const std::string& test) {
+  for (const auto& r : j.at("results")) {
+    if (r.at("test").get<std::string>() == test) return &r;
   }
   return nullptr;
 }
@@ -41,25 +41,48 @@ TEST(CliBench, JsonHasPositiveRates) {
   if (!fs::exists(model)) GTEST_SKIP() << model << " not found (set LOOM_MODELS_DIR)";
   BenchResult r = run_bench("-m " + model + " -p 16 -n 8 -r 2 --threads 1 --json", false);
   ASSERT_EQ(r.exit_code, 0) << r.out;
-  loom::test::Json j;
-  loom::test::JsonParser parser(r.out);
-  ASSERT_TRUE(parser.parse(&j)) << parser.error() << "\n" << r.out;
-  EXPECT_EQ(j["model"].str, "stories260K.gguf");
-  EXPECT_GT(j["size_bytes"].num, 0);
-  const loom::test::Json* pp = find_test(j, "pp16");
-  const loom::test::Json* tg = find_test(j, "tg8");
+  const nlohmann::json j = loom::test::parse_json(r.out);
+  ASSERT_TRUE(j.is_object()) << r.out;
+  EXPECT_EQ(j.at("model").get<std::string>(), "stories260K.gguf");
+  EXPECT_GT(j.at("size_bytes").get<double>(), 0);
+  const nlohmann::json* pp = find_test(j, "pp16");
+  const nlohmann::json* tg = find_test(j, "tg8");
   ASSERT_NE(pp, nullptr) << r.out;
   ASSERT_NE(tg, nullptr) << r.out;
-  EXPECT_GT((*pp)["avg_ts"].num, 0) << r.out;
-  EXPECT_GT((*tg)["avg_ts"].num, 0) << r.out;
-  EXPECT_EQ((*pp)["samples_ts"].arr.size(), 2u);
-  EXPECT_EQ((*tg)["samples_ts"].arr.size(), 2u);
-  EXPECT_EQ((*tg)["device"].str, "cpu");
-  EXPECT_GT(j["bandwidth"]["read_gb_per_s"].num, 0) << r.out;
-  EXPECT_GT(j["gen_bound"]["tokens_per_s"].num, 0) << r.out;
+  EXPECT_GT((*pp).at("avg_ts").get<double>(), 0) << r.out;
+  EXPECT_GT((*tg).at("avg_ts").get<double>(), 0) << r.out;
+  EXPECT_EQ((*pp).at("samples_ts").size(), 2u);
+  EXPECT_EQ((*tg).at("samples_ts").size(), 2u);
+  EXPECT_EQ((*tg).at("device").get<std::string>(), "cpu");
+  EXPECT_GT(j.at("bandwidth").at("read_gb_per_s").get<double>(), 0) << r.out;
+  EXPECT_GT(j.at("gen_bound").at("tokens_per_s").get<double>(), 0) << r.out;
   // The bound counts the KV cache a step attends over as well as the weights.
-  EXPECT_GT(j["gen_bound"]["kv_bytes_per_token"].num, 0) << r.out;
-  EXPECT_GT(j["gen_bound"]["weights_only_tokens_per_s"].num, j["gen_bound"]["tokens_per_s"].num) << r.out;
+  EXPECT_GT(j.at("gen_bound").at("kv_bytes_per_token").get<double>(), 0) << r.out;
+  EXPECT_GT(j.at("gen_bound").at("weights_only_tokens_per_s").get<double>(),
+            j.at("gen_bound").at("tokens_per_s").get<double>())
+      << r.out;
+}
+
+// Byte counts are JSON integers written with every digit: stories260K's
+// weights (about 1 MB) once printed as 1.04038e+06.
+TEST(CliBench, JsonByteCountsAreExactIntegers) {
+  const std::string model = bench_model();
+  if (!fs::exists(model)) GTEST_SKIP() << model << " not found (set LOOM_MODELS_DIR)";
+  BenchResult r = run_bench("-m " + model + " -p 4 -n 2 -r 1 --threads 1 --json", false);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const nlohmann::json j = loom::test::parse_json(r.out);
+  ASSERT_TRUE(j.is_object()) << r.out;
+  const nlohmann::json* counts[] = {&j.at("size_bytes"), &j.at("bandwidth").at("buffer_bytes"),
+                                    &j.at("gen_bound").at("weight_bytes_per_token"),
+                                    &j.at("gen_bound").at("kv_bytes_per_token")};
+  for (const nlohmann::json* c : counts) {
+    EXPECT_TRUE(c->is_number_unsigned()) << c->dump() << " in " << r.out;
+    // The text itself: the digits of the value, not a rounded float.
+    const std::string digits = std::to_string(c->get<uint64_t>());
+    EXPECT_NE(r.out.find(":" + digits + ","), std::string::npos) << digits << " in " << r.out;
+  }
+  EXPECT_GT(j.at("size_bytes").get<uint64_t>(), 1000000u);
+  EXPECT_GT(j.at("gen_bound").at("weight_bytes_per_token").get<uint64_t>(), 1000000u);
 }
 
 // --kv-type: the cache type is in the JSON and the bound counts its bytes
@@ -72,20 +95,18 @@ TEST(CliBench, KvTypeSetsTheCacheAndItsBytes) {
   for (int i = 0; i < 2; ++i) {
     BenchResult r = run_bench("-m " + model + " -p 8 -n 4 -r 1 --threads 1 --json --kv-type " + types[i], false);
     ASSERT_EQ(r.exit_code, 0) << r.out;
-    loom::test::Json j;
-    loom::test::JsonParser parser(r.out);
-    ASSERT_TRUE(parser.parse(&j)) << parser.error() << "\n" << r.out;
-    EXPECT_EQ(j["kv_type"].str, types[i]) << r.out;
-    kv_bytes[i] = j["gen_bound"]["kv_bytes_per_token"].num;
+    const nlohmann::json j = loom::test::parse_json(r.out);
+    ASSERT_TRUE(j.is_object()) << r.out;
+    EXPECT_EQ(j.at("kv_type").get<std::string>(), types[i]) << r.out;
+    kv_bytes[i] = j.at("gen_bound").at("kv_bytes_per_token").get<double>();
   }
   EXPECT_GT(kv_bytes[0], 0);
   EXPECT_DOUBLE_EQ(kv_bytes[1], 2 * kv_bytes[0]);
   BenchResult def = run_bench("-m " + model + " -p 4 -n 1 -r 1 --threads 1 --json", false);
   ASSERT_EQ(def.exit_code, 0) << def.out;
-  loom::test::Json j;
-  loom::test::JsonParser parser(def.out);
-  ASSERT_TRUE(parser.parse(&j)) << parser.error() << "\n" << def.out;
-  EXPECT_EQ(j["kv_type"].str, "f16") << def.out;
+  const nlohmann::json j = loom::test::parse_json(def.out);
+  ASSERT_TRUE(j.is_object()) << def.out;
+  EXPECT_EQ(j.at("kv_type").get<std::string>(), "f16") << def.out;
 }
 
 TEST(CliBench, TableHasPpAndTgRows) {

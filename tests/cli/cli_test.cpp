@@ -10,7 +10,7 @@
 #include <fstream>
 #include <string>
 
-#include "cli/mini_json.hpp"
+#include "cli/json_test_util.hpp"
 #include "cli/run_loom.hpp"
 
 namespace fs = std::filesystem;
@@ -20,27 +20,22 @@ namespace {
 using Result = loom::test::LoomResult;
 using loom::test::run_loom;
 
-loom::test::Json parse_or_fail(const std::string& text) {
-  loom::test::Json j;
-  loom::test::JsonParser parser(text);
-  EXPECT_TRUE(parser.parse(&j)) << parser.error() << "\n" << text;
-  return j;
-}
+nlohmann::json parse_or_fail(const std::string& text) { return loom::test::parse_json(text); }
 
 // The record of plugin `name`: its ready variant when one is, else the first.
-const loom::test::Json* find_plugin(const loom::test::Json& j, const std::string& name) {
-  const loom::test::Json* first = nullptr;
-  for (const auto& p : j["plugins"].arr) {
-    if (p["plugin"].str != name) continue;
-    if (p["fate"].str == "ready") return &p;
+const nlohmann::json* find_plugin(const nlohmann::json& j, const std::string& name) {
+  const nlohmann::json* first = nullptr;
+  for (const auto& p : j.at("plugins")) {
+    if (p.at("plugin").get<std::string>() != name) continue;
+    if (p.at("fate").get<std::string>() == "ready") return &p;
     if (!first) first = &p;
   }
   return first;
 }
 
-bool has_device(const loom::test::Json& j, const std::string& name) {
-  for (const auto& d : j["devices"].arr) {
-    if (d["name"].str == name) return true;
+bool has_device(const nlohmann::json& j, const std::string& name) {
+  for (const auto& d : j.at("devices")) {
+    if (d.at("name").get<std::string>() == name) return true;
   }
   return false;
 }
@@ -88,23 +83,23 @@ TEST(Cli, BadArgumentsExitTwo) {
 TEST(Cli, DevicesJsonListsCpu) {
   Result r = run_loom("devices --json", "", /*merge_stderr=*/false);
   ASSERT_EQ(r.exit_code, 0) << r.out;
-  loom::test::Json j = parse_or_fail(r.out);
+  nlohmann::json j = parse_or_fail(r.out);
   const auto* cpu = find_plugin(j, "cpu");
   ASSERT_NE(cpu, nullptr) << r.out;
-  EXPECT_EQ((*cpu)["fate"].str, "ready");
-  EXPECT_EQ((*cpu)["stage"].str, "ready");
+  EXPECT_EQ((*cpu).at("fate").get<std::string>(), "ready");
+  EXPECT_EQ((*cpu).at("stage").get<std::string>(), "ready");
   ASSERT_TRUE(has_device(j, "cpu")) << r.out;
-  for (const auto& d : j["devices"].arr) {
-    if (d["name"].str != "cpu") continue;
-    EXPECT_EQ(d["type"].str, "cpu");
-    EXPECT_GT(d["memory_total"].num, 0);
-    EXPECT_EQ(d["plugin"].str, "cpu");
+  for (const auto& d : j.at("devices")) {
+    if (d.at("name").get<std::string>() != "cpu") continue;
+    EXPECT_EQ(d.at("type").get<std::string>(), "cpu");
+    EXPECT_GT(d.at("memory_total").get<double>(), 0);
+    EXPECT_EQ(d.at("plugin").get<std::string>(), "cpu");
   }
   // The null skeleton is found but reports no hardware unless asked.
   const auto* null_plugin = find_plugin(j, "null");
   ASSERT_NE(null_plugin, nullptr);
-  EXPECT_EQ((*null_plugin)["fate"].str, "unavailable");
-  EXPECT_NE((*null_plugin)["reason"].str.find("LOOM_NULL_DEVICES"), std::string::npos);
+  EXPECT_EQ((*null_plugin).at("fate").get<std::string>(), "unavailable");
+  EXPECT_NE((*null_plugin).at("reason").get<std::string>().find("LOOM_NULL_DEVICES"), std::string::npos);
 }
 
 TEST(Cli, BrokenPluginInPathIsListedWithReasonAndCpuStillWorks) {
@@ -112,12 +107,12 @@ TEST(Cli, BrokenPluginInPathIsListedWithReasonAndCpuStillWorks) {
   { std::ofstream(dir.path() + "/libloom-broken.so") << "this is not a shared object\n"; }
   Result r = run_loom("devices --json", "LOOM_PLUGIN_PATH=" + dir.path(), false);
   ASSERT_EQ(r.exit_code, 0) << r.out;
-  loom::test::Json j = parse_or_fail(r.out);
+  nlohmann::json j = parse_or_fail(r.out);
   const auto* broken = find_plugin(j, "broken");
   ASSERT_NE(broken, nullptr) << r.out;
-  EXPECT_EQ((*broken)["fate"].str, "failed");
-  EXPECT_EQ((*broken)["origin"].str, "LOOM_PLUGIN_PATH");
-  EXPECT_FALSE((*broken)["reason"].str.empty());
+  EXPECT_EQ((*broken).at("fate").get<std::string>(), "failed");
+  EXPECT_EQ((*broken).at("origin").get<std::string>(), "LOOM_PLUGIN_PATH");
+  EXPECT_FALSE((*broken).at("reason").get<std::string>().empty());
   EXPECT_TRUE(has_device(j, "cpu"));
 
   // The text form names it too, and the cpu device still computes.
@@ -133,16 +128,16 @@ TEST(Cli, BrokenPluginInPathIsListedWithReasonAndCpuStillWorks) {
 TEST(Cli, FakePluginFolderShowsEveryFate) {
   Result r = run_loom("devices --json --plugin-path " LOOM_TEST_FAKE_DIR, "", false);
   ASSERT_EQ(r.exit_code, 0) << r.out;
-  loom::test::Json j = parse_or_fail(r.out);
+  nlohmann::json j = parse_or_fail(r.out);
   int failed = 0, unavailable = 0;
-  for (const auto& p : j["plugins"].arr) {
-    if (p["fate"].str == "failed") {
+  for (const auto& p : j.at("plugins")) {
+    if (p.at("fate").get<std::string>() == "failed") {
       ++failed;
-      EXPECT_FALSE(p["reason"].str.empty()) << p["plugin"].str;
+      EXPECT_FALSE(p.at("reason").get<std::string>().empty()) << p.at("plugin").get<std::string>();
     }
-    if (p["fate"].str == "unavailable") ++unavailable;
-    EXPECT_EQ(p["origin"].str == "application", p["path"].str.rfind(LOOM_TEST_FAKE_DIR, 0) == 0)
-        << p["path"].str;
+    if (p.at("fate").get<std::string>() == "unavailable") ++unavailable;
+    EXPECT_EQ(p.at("origin").get<std::string>() == "application", p.at("path").get<std::string>().rfind(LOOM_TEST_FAKE_DIR, 0) == 0)
+        << p.at("path").get<std::string>();
   }
   EXPECT_GE(failed, 5) << r.out;
   EXPECT_GE(unavailable, 1) << r.out;
@@ -152,16 +147,16 @@ TEST(Cli, FakePluginFolderShowsEveryFate) {
 TEST(Cli, CheckRunsOnChosenDevice) {
   Result ok = run_loom("check --device cpu --json", "", false);
   ASSERT_EQ(ok.exit_code, 0) << ok.out;
-  loom::test::Json j = parse_or_fail(ok.out);
-  EXPECT_TRUE(j["ok"].b);
-  EXPECT_EQ(j["device"].str, "cpu");
-  EXPECT_LT(j["max_abs_diff"].num, 1e-4);
+  nlohmann::json j = parse_or_fail(ok.out);
+  EXPECT_TRUE(j.at("ok").get<bool>());
+  EXPECT_EQ(j.at("device").get<std::string>(), "cpu");
+  EXPECT_LT(j.at("max_abs_diff").get<double>(), 1e-4);
 
   // With no device named, the first selected device that runs every op is
   // used (a matmul-only accelerator listed before the CPU is passed over).
   Result autopick = run_loom("check --json", "", false);
   ASSERT_EQ(autopick.exit_code, 0) << autopick.out;
-  EXPECT_TRUE(parse_or_fail(autopick.out)["ok"].b) << autopick.out;
+  EXPECT_TRUE(parse_or_fail(autopick.out).at("ok").get<bool>()) << autopick.out;
 
   Result missing = run_loom("check --device nosuch");
   EXPECT_EQ(missing.exit_code, 1);
@@ -176,11 +171,11 @@ TEST(Cli, CheckRunsOnChosenDevice) {
 TEST(Cli, DisabledPluginIsSkippedWithReason) {
   Result r = run_loom("devices --json", "LOOM_PLUGINS_DISABLE=null", false);
   ASSERT_EQ(r.exit_code, 0);
-  loom::test::Json j = parse_or_fail(r.out);
+  nlohmann::json j = parse_or_fail(r.out);
   const auto* n = find_plugin(j, "null");
   ASSERT_NE(n, nullptr);
-  EXPECT_EQ((*n)["fate"].str, "skipped");
-  EXPECT_NE((*n)["reason"].str.find("LOOM_PLUGINS_DISABLE"), std::string::npos) << (*n)["reason"].str;
+  EXPECT_EQ((*n).at("fate").get<std::string>(), "skipped");
+  EXPECT_NE((*n).at("reason").get<std::string>().find("LOOM_PLUGINS_DISABLE"), std::string::npos) << (*n).at("reason").get<std::string>();
 }
 
 // ------------------------------------------------------------------ loom run
@@ -198,13 +193,13 @@ std::string stories_model() {
 TEST(Cli, CpuVariantsFollowTheCpuAndTheForcedChoice) {
   Result all = run_loom("devices --json", "", /*merge_stderr=*/false);
   ASSERT_EQ(all.exit_code, 0) << all.out;
-  loom::test::Json j = parse_or_fail(all.out);
+  nlohmann::json j = parse_or_fail(all.out);
   std::vector<std::string> ready, runnable;
-  for (const auto& p : j["plugins"].arr) {
-    if (p["plugin"].str != "cpu") continue;
-    const std::string v = p["variant"].str.empty() ? "baseline" : p["variant"].str;
-    if (p["fate"].str == "ready") ready.push_back(v);
-    if (p["reason"].str.find("score 0") == std::string::npos) runnable.push_back(v);
+  for (const auto& p : j.at("plugins")) {
+    if (p.at("plugin").get<std::string>() != "cpu") continue;
+    const std::string v = p.at("variant").get<std::string>().empty() ? "baseline" : p.at("variant").get<std::string>();
+    if (p.at("fate").get<std::string>() == "ready") ready.push_back(v);
+    if (p.at("reason").get<std::string>().find("score 0") == std::string::npos) runnable.push_back(v);
   }
   ASSERT_EQ(ready.size(), 1u) << all.out;
   const std::string model = stories_model();
@@ -243,16 +238,16 @@ TEST(Cli, RunGreedyStoriesJson) {
   if (!fs::exists(model)) GTEST_SKIP() << model << " not found (set LOOM_MODELS_DIR)";
   Result r = run_loom("run -m " + model + " -n 40 --json", "", false);
   ASSERT_EQ(r.exit_code, 0) << r.out;
-  loom::test::Json j = parse_or_fail(r.out);
-  EXPECT_EQ(j["text"].str.rfind("Once upon a time, there was a little girl named Lily. She loved to play", 0), 0u)
-      << j["text"].str;
-  EXPECT_EQ(j["generated_tokens"].arr.size(), 40u);
-  ASSERT_EQ(j["prompt_tokens"].arr.size(), 1u);  // BOS only
-  EXPECT_EQ(j["prompt_tokens"].arr[0].num, 1);
-  ASSERT_EQ(j["devices"].arr.size(), 1u);
-  EXPECT_EQ(j["devices"].arr[0].str, "cpu");
-  EXPECT_GT(j["gen_tokens_per_s"].num, 0);
-  EXPECT_TRUE(j.has("prompt_tokens_per_s"));
+  nlohmann::json j = parse_or_fail(r.out);
+  EXPECT_EQ(j.at("text").get<std::string>().rfind("Once upon a time, there was a little girl named Lily. She loved to play", 0), 0u)
+      << j.at("text").get<std::string>();
+  EXPECT_EQ(j.at("generated_tokens").size(), 40u);
+  ASSERT_EQ(j.at("prompt_tokens").size(), 1u);  // BOS only
+  EXPECT_EQ(j.at("prompt_tokens").at(0).get<double>(), 1);
+  ASSERT_EQ(j.at("devices").size(), 1u);
+  EXPECT_EQ(j.at("devices").at(0).get<std::string>(), "cpu");
+  EXPECT_GT(j.at("gen_tokens_per_s").get<double>(), 0);
+  EXPECT_TRUE(j.contains("prompt_tokens_per_s"));
 }
 
 // Both KV cache types tell the same story (f16 is the default).
@@ -264,9 +259,9 @@ TEST(Cli, RunKvTypesTellTheSameStory) {
   for (int i = 0; i < 3; ++i) {
     Result r = run_loom("run -m " + model + " -n 60 --json" + flags[i], "", false);
     ASSERT_EQ(r.exit_code, 0) << flags[i] << ": " << r.out;
-    loom::test::Json j = parse_or_fail(r.out);
-    EXPECT_EQ(j["kv_type"].str, i == 2 ? "f32" : "f16") << r.out;
-    text[i] = j["text"].str;
+    nlohmann::json j = parse_or_fail(r.out);
+    EXPECT_EQ(j.at("kv_type").get<std::string>(), i == 2 ? "f32" : "f16") << r.out;
+    text[i] = j.at("text").get<std::string>();
   }
   EXPECT_EQ(text[0].rfind("Once upon a time, there was a little girl named Lily. She loved to play outside", 0), 0u)
       << text[0];
@@ -335,15 +330,16 @@ TEST(Cli, RunOnSimAndCpuWithLayersOffloaded) {
                       env, false);
   ASSERT_EQ(one.exit_code, 0) << one.out;
   ASSERT_EQ(r.exit_code, 0) << r.out;
-  loom::test::Json a = parse_or_fail(one.out);
-  loom::test::Json b = parse_or_fail(r.out);
-  EXPECT_EQ(b["text"].str, a["text"].str);
-  ASSERT_EQ(b["devices"].arr.size(), 2u);
-  EXPECT_EQ(b["devices"].arr[0].str, "sim0");
-  EXPECT_EQ(b["devices"].arr[1].str, "cpu");
-  EXPECT_EQ(b["n_gpu_layers"].num, 3);
-  EXPECT_GT(b["splits"].num, 1);
-  EXPECT_GT(b["bytes_copied_per_token"].num, 0);
+  nlohmann::json a = parse_or_fail(one.out);
+  nlohmann::json b = parse_or_fail(r.out);
+  EXPECT_EQ(b.at("text").get<std::string>(), a.at("text").get<std::string>());
+  ASSERT_EQ(b.at("devices").size(), 2u);
+  EXPECT_EQ(b.at("devices").at(0).get<std::string>(), "sim0");
+  EXPECT_EQ(b.at("devices").at(1).get<std::string>(), "cpu");
+  EXPECT_EQ(b.at("n_gpu_layers").get<double>(), 3);
+  EXPECT_GT(b.at("splits").get<double>(), 1);
+  EXPECT_GT(b.at("bytes_copied_per_token").get<double>(), 0);
+  EXPECT_TRUE(b.at("bytes_copied_per_token").is_number_unsigned()) << r.out;
 
   Result text = run_loom("run -m " + model + " -n 5 --device sim0,cpu --n-gpu-layers 3 --plugin-path " +
                              std::string(LOOM_TEST_SIM_DIR),
@@ -384,15 +380,15 @@ TEST(Cli, HostilePluginsAreRecordsAndBuiltinsStayReady) {
                           std::string(LOOM_TEST_HOSTILE_DIR) + ":" + dir.path();
   Result r = run_loom("devices --json", env, false);
   ASSERT_EQ(r.exit_code, 0) << r.out;
-  loom::test::Json j = parse_or_fail(r.out);
+  nlohmann::json j = parse_or_fail(r.out);
   for (const char* name : {"segvctor", "segvquery", "segvscore", "segvinit", "segvcount", "segvprops",
                            "abortinit", "exitinit", "hanginit", "fifo"}) {
     const auto* p = find_plugin(j, name);
     ASSERT_NE(p, nullptr) << name << "\n" << r.out;
-    EXPECT_EQ((*p)["fate"].str, "failed") << name;
-    EXPECT_FALSE((*p)["reason"].str.empty()) << name;
+    EXPECT_EQ((*p).at("fate").get<std::string>(), "failed") << name;
+    EXPECT_FALSE((*p).at("reason").get<std::string>().empty()) << name;
   }
-  EXPECT_NE(find_plugin(j, "hanginit")->operator[]("reason").str.find("no answer in 2 s"), std::string::npos);
+  EXPECT_NE(find_plugin(j, "hanginit")->at("reason").get<std::string>().find("no answer in 2 s"), std::string::npos);
   EXPECT_TRUE(has_device(j, "cpu")) << r.out;
   if (std::ifstream(std::string(LOOM_TEST_PLUGIN_DIR) + "/libloom-blas.so")) {
     EXPECT_TRUE(has_device(j, "blas")) << r.out;
@@ -479,10 +475,10 @@ TEST(Cli, PromptFromFileOrStdinAndShortFlags) {
   ASSERT_EQ(direct.exit_code, 0) << direct.out;
   ASSERT_EQ(file.exit_code, 0) << file.out;
   ASSERT_EQ(stdin_prompt.exit_code, 0) << stdin_prompt.out;
-  loom::test::Json a = parse_or_fail(direct.out), b = parse_or_fail(file.out), c = parse_or_fail(stdin_prompt.out);
-  EXPECT_EQ(a["text"].str, b["text"].str);
-  EXPECT_EQ(a["text"].str, c["text"].str);
-  EXPECT_EQ(a["prompt_tokens"].arr.size(), 5u) << direct.out;  // BOS + 4 pieces, the prompt was used
+  nlohmann::json a = parse_or_fail(direct.out), b = parse_or_fail(file.out), c = parse_or_fail(stdin_prompt.out);
+  EXPECT_EQ(a.at("text").get<std::string>(), b.at("text").get<std::string>());
+  EXPECT_EQ(a.at("text").get<std::string>(), c.at("text").get<std::string>());
+  EXPECT_EQ(a.at("prompt_tokens").size(), 5u) << direct.out;  // BOS + 4 pieces, the prompt was used
   Result missing = run_loom("run -m " + model + " -f " + dir.path() + "/nosuch.txt");
   EXPECT_EQ(missing.exit_code, 1) << missing.out;
   EXPECT_NE(missing.out.find("cannot read the prompt"), std::string::npos) << missing.out;

@@ -12,7 +12,7 @@
 #include <fstream>
 #include <string>
 
-#include "cli/mini_json.hpp"
+#include "cli/json_test_util.hpp"
 #include "cli/run_loom.hpp"
 #include "gguf/gguf_writer.hpp"
 
@@ -103,26 +103,25 @@ TEST(CliTokenize, Json) {
   SKIP_IF_ABSENT(model);
   auto r = run_loom("tokenize -m " + model + " --json -p " + sh("<|im_start|>hi \xf0\x9f\xa6\x99"), "", false);
   ASSERT_EQ(r.exit_code, 0) << r.out;
-  loom::test::Json j;
-  loom::test::JsonParser parser(r.out);
-  ASSERT_TRUE(parser.parse(&j)) << parser.error() << "\n" << r.out;
-  EXPECT_EQ(j["tokenizer"].str, "gpt2");
-  EXPECT_EQ(j["pre"].str, "qwen2");
-  EXPECT_EQ(j["n_vocab"].num, 151936);
-  EXPECT_FALSE(j["add_bos"].b);
-  ASSERT_FALSE(j["ids"].arr.empty());
-  EXPECT_EQ(j["ids"].arr[0].num, 151644);
-  const auto& tokens = j["tokens"].arr;
-  ASSERT_EQ(tokens.size(), j["ids"].arr.size());
-  EXPECT_EQ(tokens[0]["piece"].str, "<|im_start|>");
-  EXPECT_EQ(tokens[1]["piece"].str, "hi");
+  const nlohmann::json j = loom::test::parse_json(r.out);
+  ASSERT_TRUE(j.is_object()) << r.out;
+  EXPECT_EQ(j.at("tokenizer").get<std::string>(), "gpt2");
+  EXPECT_EQ(j.at("pre").get<std::string>(), "qwen2");
+  EXPECT_EQ(j.at("n_vocab").get<double>(), 151936);
+  EXPECT_FALSE(j.at("add_bos").get<bool>());
+  ASSERT_FALSE(j.at("ids").empty());
+  EXPECT_EQ(j.at("ids").at(0).get<double>(), 151644);
+  const auto& tokens = j.at("tokens");
+  ASSERT_EQ(tokens.size(), j.at("ids").size());
+  EXPECT_EQ(tokens[0].at("piece").get<std::string>(), "<|im_start|>");
+  EXPECT_EQ(tokens[1].at("piece").get<std::string>(), "hi");
   // The emoji spans tokens: their pieces are not UTF-8 alone, so each gives
   // its raw bytes and a U+FFFD stand-in.
   bool saw_bytes = false;
   for (const auto& t : tokens) {
-    if (!t.has("bytes")) continue;
+    if (!t.contains("bytes")) continue;
     saw_bytes = true;
-    EXPECT_NE(t["piece"].str.find("\xef\xbf\xbd"), std::string::npos);
+    EXPECT_NE(t.at("piece").get<std::string>().find("\xef\xbf\xbd"), std::string::npos);
   }
   EXPECT_TRUE(saw_bytes) << r.out;
 }

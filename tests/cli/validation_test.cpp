@@ -12,7 +12,7 @@
 #include <filesystem>
 #include <string>
 
-#include "cli/mini_json.hpp"
+#include "cli/json_test_util.hpp"
 #include "cli/run_loom.hpp"
 #include "llm/tiny_llama.hpp"
 
@@ -126,10 +126,12 @@ TEST_F(CliValidation, CheckFiniteLeavesGoodModelsAlone) {
   auto checked = run_loom("run -m " + model + " -n 6 -p a --json", "LOOM_CHECK_FINITE=1", false);
   ASSERT_EQ(plain.exit_code, 0) << plain.out;
   ASSERT_EQ(checked.exit_code, 0) << checked.out;
-  loom::test::Json a, b;
-  ASSERT_TRUE(loom::test::JsonParser(plain.out).parse(&a)) << plain.out;
-  ASSERT_TRUE(loom::test::JsonParser(checked.out).parse(&b)) << checked.out;
-  EXPECT_EQ(a["text"].str, b["text"].str);
+  nlohmann::json a, b;
+  a = loom::test::parse_json(plain.out);
+  ASSERT_TRUE(a.is_object()) << plain.out;
+  b = loom::test::parse_json(checked.out);
+  ASSERT_TRUE(b.is_object()) << checked.out;
+  EXPECT_EQ(a.at("text").get<std::string>(), b.at("text").get<std::string>());
 }
 
 // LOOM_DEVICES used to be read by `loom check` only.
@@ -147,11 +149,12 @@ TEST_F(CliValidation, LoomDevicesIsHonouredAndDeviceWins) {
   const std::string sim = "LOOM_SIM_DEVICES=1 LOOM_DEVICES=sim0,cpu";
   auto r = run_loom("run -m " + model + " -n 2 --json --plugin-path " + std::string(LOOM_TEST_SIM_DIR), sim, false);
   ASSERT_EQ(r.exit_code, 0) << r.out;
-  loom::test::Json j;
-  ASSERT_TRUE(loom::test::JsonParser(r.out).parse(&j)) << r.out;
-  ASSERT_EQ(j["devices"].arr.size(), 2u) << r.out;
-  EXPECT_EQ(j["devices"].arr[0].str, "sim0");
-  EXPECT_EQ(j["devices"].arr[1].str, "cpu");
+  nlohmann::json j;
+  j = loom::test::parse_json(r.out);
+  ASSERT_TRUE(j.is_object()) << r.out;
+  ASSERT_EQ(j.at("devices").size(), 2u) << r.out;
+  EXPECT_EQ(j.at("devices").at(0).get<std::string>(), "sim0");
+  EXPECT_EQ(j.at("devices").at(1).get<std::string>(), "cpu");
 }
 
 // A malformed value is a warning naming the variable and the value.

@@ -18,6 +18,9 @@ mode=$1
 # sanitized libraries: what is built against it here takes the same flags.
 san=${LOOM_TEST_SANITIZE:-}
 san_flags=${san:+-fsanitize=$san}
+fail() { echo "FAIL: $*" >&2; exit 1; }
+# Only the prefix may provide plugins: no search path from the environment.
+unset LOOM_PLUGIN_PATH LOOM_PLUGINS_SELECT LOOM_PLUGINS_DISABLE LOOM_DEVICES LOOM_MODEL
 
 case "$mode" in
 install)

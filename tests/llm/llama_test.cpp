@@ -103,7 +103,10 @@ TEST_F(StoriesModel, StreamedPiecesMakeTheText) {
   GenerateOptions opt;
   opt.n_predict = 20;
   std::string streamed;
-  auto r = generate(**s, *tok_, "Once upon a time", opt, [&](const std::string& p) { streamed += p; });
+  auto r = generate(**s, *tok_, "Once upon a time", opt, [&](const std::string& p) {
+    streamed += p;
+    return true;
+  });
   ASSERT_TRUE(r.ok()) << r.status().to_string();
   EXPECT_EQ(streamed, r->text);
   EXPECT_EQ(r->generated_tokens.size(), 20u);

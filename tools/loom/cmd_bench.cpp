@@ -236,12 +236,13 @@ std::string weight_type(const llm::LlamaModel& m) {
 
 // Weight bytes read per generated token: everything but the embedding table
 // (one row of it is read), plus the output head (the embedding when tied).
-double weight_bytes_per_token(const llm::LlamaModel& m) {
-  double b = static_cast<double>(m.weights_bytes());
+uint64_t weight_bytes_per_token(const llm::LlamaModel& m) {
+  uint64_t b = m.weights_bytes();
   if (m.tok_embd) {
-    b -= static_cast<double>(m.tok_embd->nbytes());
-    b += static_cast<double>(m.tok_embd->nbytes()) / static_cast<double>(std::max<int64_t>(1, m.tok_embd->ne[1]));
-    if (m.output == m.tok_embd) b += static_cast<double>(m.tok_embd->nbytes());
+    const uint64_t table = m.tok_embd->nbytes();
+    b -= table;
+    b += table / static_cast<uint64_t>(std::max<int64_t>(1, m.tok_embd->ne[1]));
+    if (m.output == m.tok_embd) b += table;
   }
   return b;
 }
@@ -249,10 +250,12 @@ double weight_bytes_per_token(const llm::LlamaModel& m) {
 // K and V cache bytes one decode step reads, averaged over the tg run:
 // every layer reads visible rows of K and of V (kv_dim elements of the
 // cache's type), and the context grows from n_prompt + 1 to n_prompt + n_gen.
-double kv_bytes_per_token(const llm::LlamaModel& m, loom_type_t kv_type, int64_t n_prompt, int64_t n_gen) {
+// Rounded to a whole byte.
+uint64_t kv_bytes_per_token(const llm::LlamaModel& m, loom_type_t kv_type, int64_t n_prompt, int64_t n_gen) {
   const llm::LlamaHparams& h = m.hparams();
   const double avg_ctx = static_cast<double>(n_prompt) + static_cast<double>(n_gen + 1) / 2.0;
-  return 2.0 * static_cast<double>(h.n_layer) * avg_ctx * static_cast<double>(type_row_size(kv_type, h.kv_dim()));
+  return static_cast<uint64_t>(std::llround(2.0 * static_cast<double>(h.n_layer) * avg_ctx *
+                                            static_cast<double>(type_row_size(kv_type, h.kv_dim()))));
 }
 
 }  // namespace
@@ -366,9 +369,9 @@ int cmd_bench(std::vector<std::string> args) {
   const Bandwidth bw = measure_bandwidth(size_t{256} << 20, bw_threads, 5);
   // The bound counts every byte a decode step must read: the weights and
   // the KV cache it attends over (which grows with the context).
-  const double weight_bytes = weight_bytes_per_token(m);
-  const double kv_bytes = kv_bytes_per_token(m, o.kv_type, o.n_prompt, o.n_gen);
-  const double bytes_per_token = weight_bytes + kv_bytes;
+  const uint64_t weight_bytes = weight_bytes_per_token(m);
+  const uint64_t kv_bytes = kv_bytes_per_token(m, o.kv_type, o.n_prompt, o.n_gen);
+  const double bytes_per_token = static_cast<double>(weight_bytes + kv_bytes);
   const double bound = bw.gb_per_s > 0 && bytes_per_token > 0 ? bw.gb_per_s * 1e9 / bytes_per_token : 0;
   const double weights_bound = bw.gb_per_s > 0 && weight_bytes > 0 ? bw.gb_per_s * 1e9 / weight_bytes : 0;
 
@@ -377,58 +380,42 @@ int cmd_bench(std::vector<std::string> args) {
   const std::string type = weight_type(m);
   auto threads_text = [](int64_t t) { return t > 0 ? std::to_string(t) : std::string("default"); };
   if (common.json) {
-    JsonWriter w;
-    w.begin_object();
-    w.key("model").value(model_name);
-    w.key("model_path").value(o.model);
-    w.key("architecture").value(m.architecture());
-    w.key("devices").begin_array();
-    for (registry::Device* d : devices) w.value(d->name());
-    w.end_array();
-    w.key("size_bytes").value(static_cast<uint64_t>(m.weights_bytes()));
-    w.key("type").value(type);
-    w.key("kv_type").value(type_name(o.kv_type));
-    w.key("n_layer").value(m.hparams().n_layer);
-    w.key("n_embd").value(m.hparams().n_embd);
-    w.key("n_prompt").value(o.n_prompt);
-    w.key("n_gen").value(o.n_gen);
-    w.key("repetitions").value(o.reps);
-    w.key("n_batch").value(s.n_batch());
-    w.key("weights_zero_copy").value(m.zero_copy());
-    w.key("results").begin_array();
+    Json out;
+    out["model"] = model_name;
+    out["model_path"] = o.model;
+    out["architecture"] = m.architecture();
+    out["devices"] = Json::array();
+    for (registry::Device* d : devices) out["devices"].push_back(d->name());
+    out["size_bytes"] = m.weights_bytes();
+    out["type"] = type;
+    out["kv_type"] = type_name(o.kv_type);
+    out["n_layer"] = m.hparams().n_layer;
+    out["n_embd"] = m.hparams().n_embd;
+    out["n_prompt"] = o.n_prompt;
+    out["n_gen"] = o.n_gen;
+    out["repetitions"] = o.reps;
+    out["n_batch"] = s.n_batch();
+    out["weights_zero_copy"] = m.zero_copy();
+    out["results"] = Json::array();
     for (const Row& r : rows) {
-      w.begin_object();
-      w.key("device").value(r.device);
-      if (r.threads > 0) {
-        w.key("threads").value(r.threads);
-      } else {
-        w.key("threads").null();
-      }
-      w.key("test").value(r.test);
-      w.key("n_tokens").value(r.n_tokens);
-      w.key("avg_ts").value(r.mean);
-      w.key("stddev_ts").value(r.stddev);
-      w.key("samples_ts").begin_array();
-      for (double v : r.samples) w.value(v);
-      w.end_array();
-      if (r.test[0] == 't') w.key("bound_ratio").value(bound > 0 ? r.mean / bound : 0.0);
-      w.end_object();
+      Json row;
+      row["device"] = r.device;
+      row["threads"] = r.threads > 0 ? Json(r.threads) : Json(nullptr);
+      row["test"] = r.test;
+      row["n_tokens"] = r.n_tokens;
+      row["avg_ts"] = r.mean;
+      row["stddev_ts"] = r.stddev;
+      row["samples_ts"] = r.samples;
+      if (r.test[0] == 't') row["bound_ratio"] = bound > 0 ? r.mean / bound : 0.0;
+      out["results"].push_back(std::move(row));
     }
-    w.end_array();
-    w.key("bandwidth").begin_object();
-    w.key("read_gb_per_s").value(bw.gb_per_s);
-    w.key("buffer_bytes").value(static_cast<uint64_t>(bw.bytes));
-    w.key("threads").value(bw.threads);
-    w.key("passes").value(bw.passes);
-    w.end_object();
-    w.key("gen_bound").begin_object();
-    w.key("weight_bytes_per_token").value(weight_bytes);
-    w.key("kv_bytes_per_token").value(kv_bytes);
-    w.key("tokens_per_s").value(bound);
-    w.key("weights_only_tokens_per_s").value(weights_bound);
-    w.end_object();
-    w.end_object();
-    std::printf("%s\n", w.str().c_str());
+    out["bandwidth"] = {{"read_gb_per_s", bw.gb_per_s}, {"buffer_bytes", bw.bytes}, {"threads", bw.threads},
+                        {"passes", bw.passes}};
+    out["gen_bound"] = {{"weight_bytes_per_token", weight_bytes},
+                        {"kv_bytes_per_token", kv_bytes},
+                        {"tokens_per_s", bound},
+                        {"weights_only_tokens_per_s", weights_bound}};
+    put_json(out);
     return 0;
   }
 

@@ -158,15 +158,16 @@ int cmd_check(std::vector<std::string> args) {
   const double kTol = 1e-4;
   bool pass = st.ok() && max_diff <= kTol;
   if (opts.json) {
-    JsonWriter w;
-    w.begin_object().key("device").value(dev->name()).key("ok").value(pass);
+    Json out;
+    out["device"] = dev->name();
+    out["ok"] = pass;
     if (st.ok()) {
-      w.key("max_abs_diff").value(max_diff).key("tolerance").value(kTol);
+      out["max_abs_diff"] = max_diff;
+      out["tolerance"] = kTol;
     } else {
-      w.key("error").value(st.to_string());
+      out["error"] = st.to_string();
     }
-    w.end_object();
-    std::printf("%s\n", w.str().c_str());
+    put_json(out);
   } else if (!st.ok()) {
     std::fprintf(stderr, "loom check: device %s: %s\n", dev->name().c_str(), st.to_string().c_str());
   } else {

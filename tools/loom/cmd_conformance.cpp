@@ -198,44 +198,44 @@ void print_text(const registry::Device* dev, const registry::Candidate* cand, co
   if (n.rows_claimed == 0) std::printf("note: %s claims none of the suite's op graphs\n", dev->name().c_str());
 }
 
-void write_json(JsonWriter& j, const registry::Device* dev, const registry::Candidate* cand, const conf::SuiteResult& r) {
+Json device_json(const registry::Device* dev, const registry::Candidate* cand, const conf::SuiteResult& r) {
   const Counts n = count(r);
-  j.begin_object();
-  j.key("device").value(dev->name());
-  j.key("plugin").value(dev->info().plugin);
+  Json j;
+  j["device"] = dev->name();
+  j["plugin"] = dev->info().plugin;
   if (cand != nullptr) {
-    j.key("file").value(cand->path);
-    j.key("abi").value(std::to_string(LOOM_ABI_MAJOR(cand->abi_version)) + "." +
-                       std::to_string(LOOM_ABI_MINOR(cand->abi_version)));
+    j["file"] = cand->path;
+    j["abi"] = std::to_string(LOOM_ABI_MAJOR(cand->abi_version)) + "." + std::to_string(LOOM_ABI_MINOR(cand->abi_version));
   }
-  j.key("ok").value(r.ok());
-  j.key("rows").begin_array();
+  j["ok"] = r.ok();
+  j["rows"] = Json::array();
   for (const auto& kv : r.rows) {
     const conf::Row& row = kv.second;
-    j.begin_object().key("op").value(row.op).key("types").value(row.types).key("graphs").value(row.graphs);
-    j.key("claimed").value(row.claimed).key("passed").value(row.passed).key("worst_err_over_tol");
-    if (row.claimed == 0 || std::isinf(row.worst)) {
-      j.null();
-    } else {
-      j.value(row.worst);
-    }
-    j.end_object();
+    Json jr;
+    jr["op"] = row.op;
+    jr["types"] = row.types;
+    jr["graphs"] = row.graphs;
+    jr["claimed"] = row.claimed;
+    jr["passed"] = row.passed;
+    jr["worst_err_over_tol"] = row.claimed == 0 || std::isinf(row.worst) ? Json(nullptr) : Json(row.worst);
+    j["rows"].push_back(std::move(jr));
   }
-  j.end_array();
-  j.key("cases").begin_array();
+  j["cases"] = Json::array();
   for (const conf::CaseResult& c : r.cases) {
-    j.begin_object().key("case").value(c.suite + "." + c.name).key("outcome").value(conf::outcome_name(c.outcome));
-    j.key("graphs").value(c.runs).key("claimed").value(c.claimed_runs);
-    if (!c.skip_reason.empty()) j.key("skip_reason").value(c.skip_reason);
-    j.key("failures").begin_array();
-    for (const conf::Failure& f : c.failures) j.value(f.message);
-    j.end_array().end_object();
+    Json jc;
+    jc["case"] = c.suite + "." + c.name;
+    jc["outcome"] = conf::outcome_name(c.outcome);
+    jc["graphs"] = c.runs;
+    jc["claimed"] = c.claimed_runs;
+    if (!c.skip_reason.empty()) jc["skip_reason"] = c.skip_reason;
+    jc["failures"] = Json::array();
+    for (const conf::Failure& f : c.failures) jc["failures"].push_back(f.message);
+    j["cases"].push_back(std::move(jc));
   }
-  j.end_array();
-  j.key("summary").begin_object().key("passed").value(n.passed).key("failed").value(n.failed);
-  j.key("skipped").value(n.skipped).key("not_claimed").value(n.not_claimed).key("rows").value(n.rows);
-  j.key("rows_claimed").value(n.rows_claimed).key("rows_failed").value(n.rows_failed).end_object();
-  j.end_object();
+  j["summary"] = {{"passed", n.passed},   {"failed", n.failed},           {"skipped", n.skipped},
+                  {"not_claimed", n.not_claimed}, {"rows", n.rows}, {"rows_claimed", n.rows_claimed},
+                  {"rows_failed", n.rows_failed}};
+  return j;
 }
 
 // The devices to test and their registry, or the error (exit 1).
@@ -303,8 +303,8 @@ int cmd_conformance(std::vector<std::string> args) {
     return 1;
   }
   bool ok = true;
-  JsonWriter j;
-  if (a.common.json) j.begin_object().key("devices").begin_array();
+  Json out;
+  out["devices"] = Json::array();
   for (registry::Device* dev : devs) {
     conf::SuiteOptions opt;
     opt.only_ops = a.ops;
@@ -312,14 +312,14 @@ int cmd_conformance(std::vector<std::string> args) {
     const conf::SuiteResult r = conf::run_suite(dev, opt);
     ok = ok && r.ok();
     if (a.common.json) {
-      write_json(j, dev, opt.candidate, r);
+      out["devices"].push_back(device_json(dev, opt.candidate, r));
     } else {
       print_text(dev, opt.candidate, r);
     }
   }
   if (a.common.json) {
-    j.end_array().key("ok").value(ok).end_object();
-    std::printf("%s\n", j.str().c_str());
+    out["ok"] = ok;
+    put_json(out);
   }
   return ok ? 0 : 1;
 }

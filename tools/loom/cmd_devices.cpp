@@ -33,66 +33,53 @@ std::string abi_text(uint32_t v) {
 }
 
 void print_json(const registry::Registry& reg) {
-  JsonWriter w;
-  w.begin_object();
-  w.key("loom_version").value(LOOM_VERSION_STRING);
-  w.key("abi_version").value(abi_text(LOOM_ABI_VERSION));
-  w.key("plugins").begin_array();
+  Json out;
+  out["loom_version"] = LOOM_VERSION_STRING;
+  out["abi_version"] = abi_text(LOOM_ABI_VERSION);
+  out["plugins"] = Json::array();
   for (const auto& c : reg.candidates()) {
-    w.begin_object();
-    w.key("plugin").value(c.plugin);
-    w.key("variant").value(c.variant);
-    w.key("path").value(c.path);
-    w.key("origin").value(c.origin);
-    w.key("stage").value(registry::stage_name(c.stage));
-    w.key("fate").value(registry::fate_name(c.fate));
-    w.key("reason").value(c.reason);
-    if (c.abi_version) {
-      w.key("abi_version").value(abi_text(c.abi_version));
-    } else {
-      w.key("abi_version").null();
-    }
-    w.key("score").value(static_cast<int64_t>(c.score));
-    w.key("version").value(c.plugin_version);
-    w.key("devices").value(static_cast<uint64_t>(c.device_count));
-    w.end_object();
+    Json p;
+    p["plugin"] = c.plugin;
+    p["variant"] = c.variant;
+    p["path"] = c.path;
+    p["origin"] = c.origin;
+    p["stage"] = registry::stage_name(c.stage);
+    p["fate"] = registry::fate_name(c.fate);
+    p["reason"] = c.reason;
+    p["abi_version"] = c.abi_version ? Json(abi_text(c.abi_version)) : Json(nullptr);
+    p["score"] = c.score;
+    p["version"] = c.plugin_version;
+    p["devices"] = c.device_count;
+    out["plugins"].push_back(std::move(p));
   }
-  w.end_array();
-  w.key("devices").begin_array();
+  out["devices"] = Json::array();
   for (const auto* d : reg.devices()) {
     const auto& i = d->info();
-    w.begin_object();
-    w.key("name").value(i.name);
-    w.key("plugin").value(i.plugin);
-    w.key("description").value(i.description);
-    w.key("type").value(registry::device_type_name(i.type));
-    w.key("memory_total").value(i.memory_total);
-    w.key("memory_free").value(i.memory_free);
-    w.key("pci_bus_id").value(i.pci_bus_id);
-    w.key("uuid").value(i.uuid);
-    w.key("caps").begin_array();
-    std::string caps = caps_text(i.caps);
+    Json dev;
+    dev["name"] = i.name;
+    dev["plugin"] = i.plugin;
+    dev["description"] = i.description;
+    dev["type"] = registry::device_type_name(i.type);
+    dev["memory_total"] = i.memory_total;
+    dev["memory_free"] = i.memory_free;
+    dev["pci_bus_id"] = i.pci_bus_id;
+    dev["uuid"] = i.uuid;
+    dev["caps"] = Json::array();
+    const std::string caps = caps_text(i.caps);
     if (caps != "none") {
       size_t pos = 0;
       while (pos <= caps.size()) {
         size_t comma = caps.find(',', pos);
         if (comma == std::string::npos) comma = caps.size();
-        w.value(caps.substr(pos, comma - pos));
+        dev["caps"].push_back(caps.substr(pos, comma - pos));
         pos = comma + 1;
       }
     }
-    w.end_array();
-    w.end_object();
+    out["devices"].push_back(std::move(dev));
   }
-  w.end_array();
-  w.key("duplicates").begin_array();
-  for (const auto& s : reg.duplicates()) w.value(s);
-  w.end_array();
-  w.key("warnings").begin_array();
-  for (const auto& s : reg.warnings()) w.value(s);
-  w.end_array();
-  w.end_object();
-  std::printf("%s\n", w.str().c_str());
+  out["duplicates"] = reg.duplicates();
+  out["warnings"] = reg.warnings();
+  put_json(out);
 }
 
 void print_text(const registry::Registry& reg) {

@@ -1,5 +1,7 @@
 // `loom run`: generate text with a llama GGUF model over a device list
-// (the scheduler splits each step's graph between the devices).
+// (the scheduler splits each step's graph between the devices). Device
+// selection, threads, the model load and llm::generate are the same code
+// the C API (include/loom/loom.h, capi/) runs.
 #include <sys/stat.h>
 
 #include <cerrno>
@@ -11,6 +13,7 @@
 #include <vector>
 
 #include "arg_parse.hpp"
+#include "capi/run_setup.hpp"
 #include "cli.hpp"
 #include "json.hpp"
 #include "llm/generate.hpp"
@@ -125,22 +128,17 @@ int cmd_run(std::vector<std::string> args) {
   const CommonOptions& common = mc.common;
   const std::vector<registry::Device*>& devices = mc.devices;
   if (o.threads > 0) {
-    // Every CPU-like device of the list takes the thread count.
-    for (registry::Device* d : devices) {
-      if (d->info().type != LOOM_DEVICE_TYPE_CPU && d->info().type != LOOM_DEVICE_TYPE_ACCEL) continue;
-      Status st = d->set_threads(static_cast<int>(o.threads));
-      if (!st.ok() && devices.size() == 1) return fail(st.message());
-    }
+    Status st = capi::set_device_threads(devices, static_cast<int>(o.threads));
+    if (!st.ok()) return fail(st.message());
   }
 
   llm::LoadOptions lo;
   lo.devices = devices;
   lo.progress = load_progress("loom run");
   lo.n_gpu_layers = o.n_gpu_layers;
-  auto model = llm::LlamaModel::load(o.model, lo);
+  auto model = capi::load_text_model(o.model, lo);
   if (!model.ok()) return fail(model.status().message());
   const llm::Tokenizer* tok = (*model)->tokenizer();
-  if (tok == nullptr) return fail("[llm.load] " + o.model + ": the file has no tokenizer (tokenizer.ggml.model)");
   llm::SessionOptions so;
   so.n_ctx = o.n_ctx;
   so.n_batch = o.n_batch;
@@ -151,13 +149,14 @@ int cmd_run(std::vector<std::string> args) {
   llm::GenerateOptions go;
   go.n_predict = static_cast<int32_t>(o.n_predict);
   go.sampling = o.sampling;
-  std::function<void(const std::string&)> on_text;
+  std::function<bool(const std::string&)> on_text;
   if (!common.json) {
     std::fputs(o.prompt.c_str(), stdout);
     std::fflush(stdout);
     on_text = [](const std::string& piece) {
       std::fputs(piece.c_str(), stdout);
       std::fflush(stdout);
+      return true;
     };
   }
   auto r = llm::generate(**session, *tok, o.prompt, go, on_text);
@@ -168,34 +167,30 @@ int cmd_run(std::vector<std::string> args) {
   std::string names;
   for (registry::Device* d : devices) names += (names.empty() ? "" : ",") + d->name();
   const llm::LlamaSession& ses = **session;
-  const double copied_per_token =
-      ses.steps() ? static_cast<double>(ses.bytes_copied()) / static_cast<double>(ses.steps()) : 0.0;
+  // Bytes per step, rounded to a whole byte (an integer in --json).
+  const uint64_t copied_per_token =
+      ses.steps() ? static_cast<uint64_t>(std::llround(static_cast<double>(ses.bytes_copied()) /
+                                                       static_cast<double>(ses.steps())))
+                  : 0;
   const char* stop = r->stopped_at_eos ? "eos" : r->stopped_at_context ? "context" : "length";
   if (common.json) {
-    JsonWriter w;
-    w.begin_object();
-    w.key("model").value(o.model);
-    w.key("devices").begin_array();
-    for (registry::Device* d : devices) w.value(d->name());
-    w.end_array();
-    w.key("n_gpu_layers").value(static_cast<int64_t>((*model)->n_gpu_layers()));
-    w.key("kv_type").value(type_name(o.kv_type));
-    w.key("prompt_tokens").begin_array();
-    for (llm::TokenId t : r->prompt_tokens) w.value(static_cast<int64_t>(t));
-    w.end_array();
-    w.key("generated_tokens").begin_array();
-    for (llm::TokenId t : r->generated_tokens) w.value(static_cast<int64_t>(t));
-    w.end_array();
-    w.key("text").value(r->text);
-    w.key("stop").value(stop);
-    w.key("prompt_tokens_per_s").value(r->prompt_tokens_per_s());
-    w.key("gen_tokens_per_s").value(r->gen_tokens_per_s());
-    w.key("weights_zero_copy").value((*model)->zero_copy());
-    w.key("splits").value(static_cast<int64_t>((*session)->splits_last()));
-    w.key("bytes_copied_per_token").value(copied_per_token);
-    w.key("plans_built").value(static_cast<int64_t>((*session)->scheduler().plans_built()));
-    w.end_object();
-    std::printf("%s\n", w.str().c_str());
+    Json out;
+    out["model"] = o.model;
+    out["devices"] = Json::array();
+    for (registry::Device* d : devices) out["devices"].push_back(d->name());
+    out["n_gpu_layers"] = (*model)->n_gpu_layers();
+    out["kv_type"] = type_name(o.kv_type);
+    out["prompt_tokens"] = r->prompt_tokens;
+    out["generated_tokens"] = r->generated_tokens;
+    out["text"] = r->text;
+    out["stop"] = stop;
+    out["prompt_tokens_per_s"] = r->prompt_tokens_per_s();
+    out["gen_tokens_per_s"] = r->gen_tokens_per_s();
+    out["weights_zero_copy"] = (*model)->zero_copy();
+    out["splits"] = (*session)->splits_last();
+    out["bytes_copied_per_token"] = copied_per_token;
+    out["plans_built"] = (*session)->scheduler().plans_built();
+    put_json(out);
   } else {
     std::fputs("\n", stdout);
     std::fflush(stdout);
@@ -206,10 +201,10 @@ int cmd_run(std::vector<std::string> args) {
     }
     std::fprintf(stderr,
                  "\nloom run: device%s %s%s; prompt %zu tokens, %.1f tokens/s; generated %zu tokens, %.1f tokens/s "
-                 "(stopped: %s); %zu splits, %.0f bytes copied per step\n",
+                 "(stopped: %s); %zu splits, %llu bytes copied per step\n",
                  devices.size() > 1 ? "s" : "", names.c_str(), layers.c_str(), r->prompt_tokens.size(),
                  r->prompt_tokens_per_s(), r->generated_tokens.size(), r->gen_tokens_per_s(), stop,
-                 ses.splits_last(), copied_per_token);
+                 ses.splits_last(), static_cast<unsigned long long>(copied_per_token));
   }
   return 0;
 }

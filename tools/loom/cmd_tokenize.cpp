@@ -119,35 +119,29 @@ bool valid_utf8(const std::string& s, std::string* repaired) {
 void print_json(const std::string& model, const llm::Tokenizer& tok, const std::vector<llm::TokenId>& ids,
                 const std::vector<std::string>& pieces) {
   const llm::SpecialTokens& sp = tok.special();
-  JsonWriter w;
-  w.begin_object();
-  w.key("model").value(model);
-  w.key("tokenizer").value(tok.model_name());
-  if (!tok.pre_name().empty()) w.key("pre").value(tok.pre_name());
-  w.key("n_vocab").value(static_cast<int64_t>(tok.n_vocab()));
-  w.key("add_bos").value(sp.add_bos);
-  w.key("add_eos").value(sp.add_eos);
-  w.key("n_tokens").value(static_cast<int64_t>(ids.size()));
-  w.key("ids").begin_array();
-  for (llm::TokenId id : ids) w.value(static_cast<int64_t>(id));
-  w.end_array();
-  w.key("tokens").begin_array();
+  Json out;
+  out["model"] = model;
+  out["tokenizer"] = tok.model_name();
+  if (!tok.pre_name().empty()) out["pre"] = tok.pre_name();
+  out["n_vocab"] = tok.n_vocab();
+  out["add_bos"] = sp.add_bos;
+  out["add_eos"] = sp.add_eos;
+  out["n_tokens"] = ids.size();
+  out["ids"] = ids;
+  out["tokens"] = Json::array();
   for (size_t i = 0; i < ids.size(); ++i) {
-    w.begin_object();
-    w.key("id").value(static_cast<int64_t>(ids[i]));
+    Json t;
+    t["id"] = ids[i];
     std::string repaired;
     const bool ok = valid_utf8(pieces[i], &repaired);
-    w.key("piece").value(repaired);
+    t["piece"] = repaired;
     if (!ok) {
-      w.key("bytes").begin_array();
-      for (unsigned char c : pieces[i]) w.value(static_cast<int64_t>(c));
-      w.end_array();
+      t["bytes"] = Json::array();
+      for (unsigned char c : pieces[i]) t["bytes"].push_back(static_cast<int>(c));
     }
-    w.end_object();
+    out["tokens"].push_back(std::move(t));
   }
-  w.end_array();
-  w.end_object();
-  std::printf("%s\n", w.str().c_str());
+  put_json(out);
 }
 
 }  // namespace

@@ -8,6 +8,8 @@
 #include <filesystem>
 #include <memory>
 
+#include "capi/run_setup.hpp"
+
 namespace loom::cli {
 
 bool take_common_options(std::vector<std::string>& args, CommonOptions* out, std::string* error) {
@@ -39,17 +41,7 @@ std::unique_ptr<registry::Registry> load_registry(const CommonOptions& opts, con
     std::filesystem::path abs = std::filesystem::absolute(p, ec);
     ro.paths.push_back(ec ? p : abs.string());
   }
-  const bool policy = device_spec.empty() || device_spec == "auto" || device_spec == "gpu-first" ||
-                      device_spec == "cpu-only";
-  if (!policy) {
-    size_t pos = 0;
-    while (pos <= device_spec.size()) {
-      size_t comma = device_spec.find(',', pos);
-      if (comma == std::string::npos) comma = device_spec.size();
-      if (comma > pos) ro.wanted_devices.push_back(device_spec.substr(pos, comma - pos));
-      pos = comma + 1;
-    }
-  }
+  ro.wanted_devices = capi::named_devices(device_spec);
   return registry::Registry::load(ro);
 }
 
@@ -102,31 +94,10 @@ bool parse_kv_type(const std::string& value, loom_type_t* out) {
   return true;
 }
 
-namespace {
-
-// --device, else LOOM_DEVICES, else cpu; *origin says which, for messages.
-std::string device_spec(const std::string& given, std::string* origin) {
-  if (!given.empty()) {
-    *origin = "--device " + given;
-    return given;
-  }
-  if (const char* env = std::getenv("LOOM_DEVICES"); env && *env) {
-    *origin = std::string("LOOM_DEVICES=") + env;
-    return env;
-  }
-  *origin = "the default device cpu";
-  return "cpu";
-}
-
-}  // namespace
-
 std::string select_devices(const registry::Registry& reg, const std::string& given,
                            std::vector<registry::Device*>* out) {
-  std::string origin;
-  const std::string spec = device_spec(given, &origin);
-  auto sel = reg.select(spec);
-  if (!sel.ok()) return origin + ": " + sel.status().message() + " (see 'loom devices')";
-  if (sel->empty()) return origin + " selects no device (see 'loom devices')";
+  auto sel = capi::select_devices(reg, given, "--device");
+  if (!sel.ok()) return sel.status().message();
   *out = std::move(sel).value();
   return "";
 }

@@ -1,38 +1,23 @@
-// A minimal JSON writer for `--json` output (objects, arrays, strings,
-// numbers, booleans) with correct string escaping.
+// `--json` output of the loom command: nlohmann::ordered_json (keys in the
+// order written), printed as one line. Integers stay integers (byte counts
+// print every digit); a NaN or infinity prints as null; text that is not
+// valid UTF-8 has the bad bytes replaced by U+FFFD instead of failing.
 #pragma once
 
-#include <cstdint>
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
 #include <string>
-#include <string_view>
-#include <vector>
 
 namespace loom::cli {
 
-class JsonWriter {
- public:
-  JsonWriter& begin_object();
-  JsonWriter& end_object();
-  JsonWriter& begin_array();
-  JsonWriter& end_array();
-  JsonWriter& key(std::string_view k);
-  JsonWriter& value(std::string_view v);
-  JsonWriter& value(const char* v) { return value(std::string_view(v)); }
-  JsonWriter& value(int64_t v);
-  JsonWriter& value(uint64_t v);
-  JsonWriter& value(int v) { return value(static_cast<int64_t>(v)); }
-  JsonWriter& value(double v);
-  JsonWriter& value(bool v);
-  JsonWriter& null();
-  const std::string& str() const { return out_; }
+using Json = nlohmann::ordered_json;
 
- private:
-  void comma();
-  std::string out_;
-  std::vector<bool> first_;  // per open container: no element written yet
-  bool after_key_ = false;
-};
+inline std::string json_text(const Json& j) {
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
 
-std::string json_escape(std::string_view s);
+// One line on stdout.
+inline void put_json(const Json& j) { std::printf("%s\n", json_text(j).c_str()); }
 
 }  // namespace loom::cli
