@@ -348,6 +348,57 @@ TEST(Cli, RunOnSimAndCpuWithLayersOffloaded) {
   EXPECT_NE(text.out.find("devices sim0,cpu; 3/5 layers on sim0"), std::string::npos) << text.out;
 }
 
+// --tensor-split over three devices and --override-tensor: the cpu's text,
+// the placement printed; bad values are errors naming the flag.
+TEST(Cli, LayerSplitOverThreeDevicesAndOverrides) {
+  const std::string model = stories_model();
+  if (!fs::exists(model)) GTEST_SKIP() << model << " not found (set LOOM_MODELS_DIR)";
+  const std::string ops = "MUL_MAT,ADD,MUL,RMS_NORM,SOFT_MAX,SILU,GET_ROWS,CONT,CPY,SCALE";
+  const std::string env = "LOOM_SIM_DEVICES=2 LOOM_SIM_OPS_0=" + ops + " LOOM_SIM_OPS_1=" + ops;
+  const std::string sims = " --plugin-path " + std::string(LOOM_TEST_SIM_DIR);
+  Result one = run_loom("run -m " + model + " -n 40 --json", "", false);
+  ASSERT_EQ(one.exit_code, 0) << one.out;
+  const std::string want = parse_or_fail(one.out).at("text").get<std::string>();
+
+  Result r = run_loom("run -m " + model + " -n 40 --json --device sim0,sim1,cpu --tensor-split 2,2,1" + sims, env,
+                      false);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  nlohmann::json b = parse_or_fail(r.out);
+  EXPECT_EQ(b.at("text").get<std::string>(), want);
+  EXPECT_EQ(b.at("placement").get<std::string>(), "sim0: layers 0-1; sim1: layers 2-3; cpu: layer 4, output");
+  EXPECT_EQ(b.at("n_gpu_layers").get<int>(), 4);
+
+  Result eq = run_loom("run -m " + model + " -n 5 --device sim0,sim1,cpu -sm layer" + sims, env);
+  ASSERT_EQ(eq.exit_code, 0) << eq.out;  // equal shares of 5 layers end at round(1.67), round(3.33), 5
+  EXPECT_NE(eq.out.find("devices sim0,sim1,cpu; sim0: layers 0-1; sim1: layer 2; cpu: layers 3-4, output"),
+            std::string::npos)
+      << eq.out;
+
+  Result ot = run_loom("run -m " + model + " -n 40 --json --device sim0,cpu -ts 1,0 -ot 'blk\\..*\\.ffn_.*=cpu'" +
+                           sims,
+                       env, false);
+  ASSERT_EQ(ot.exit_code, 0) << ot.out;
+  nlohmann::json c = parse_or_fail(ot.out);
+  EXPECT_EQ(c.at("text").get<std::string>(), want);
+  EXPECT_EQ(c.at("placement").get<std::string>(), "sim0: layers 0-4, output; cpu: 20 overridden tensors");
+
+  Result n = run_loom("run -m " + model + " --device sim0,sim1,cpu --tensor-split 1,1" + sims, env);
+  EXPECT_EQ(n.exit_code, 1);
+  EXPECT_NE(n.out.find("--tensor-split has 2 proportions for 3 devices (sim0,sim1,cpu)"), std::string::npos) << n.out;
+  Result d = run_loom("run -m " + model + " --device sim0,cpu -ot 'output.*=sim1'" + sims, env);
+  EXPECT_EQ(d.exit_code, 1);
+  EXPECT_NE(d.out.find("device 'sim1' is not in the device list (sim0,cpu"), std::string::npos) << d.out;
+  Result v = run_loom("run -m " + model + " --tensor-split 1,x");
+  EXPECT_EQ(v.exit_code, 2);
+  EXPECT_NE(v.out.find("--tensor-split '1,x'"), std::string::npos) << v.out;
+  Result m = run_loom("run -m " + model + " --split-mode rows");
+  EXPECT_EQ(m.exit_code, 2);
+  EXPECT_NE(m.out.find("expected none or layer"), std::string::npos) << m.out;
+  Result re = run_loom("run -m " + model + " --device sim0,cpu -ot '(=cpu'" + sims, env);
+  EXPECT_EQ(re.exit_code, 1);
+  EXPECT_NE(re.out.find("is not a regular expression"), std::string::npos) << re.out;
+}
+
 TEST(Cli, PlanWritesDot) {
   Result r = run_loom("plan --device cpu", "", false);
   ASSERT_EQ(r.exit_code, 0) << r.out;

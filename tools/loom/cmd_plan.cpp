@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "cli.hpp"
+#include "placement_options.hpp"
 #include "llm/llama_model.hpp"
 #include "llm/llama_session.hpp"
 #include "loom/ops.hpp"
@@ -27,6 +28,7 @@ struct PlanOptions {
   std::string output;  // "" : stdout
   int64_t n_batch = 1;
   int64_t n_gpu_layers = 0;
+  PlacementOptions placement;
 };
 
 bool parse_count(const std::string& s, int64_t lo, int64_t* out) {
@@ -49,13 +51,15 @@ std::string parse_args(const std::vector<std::string>& args, PlanOptions* o) {
       a = a.substr(0, eq);
     }
     const bool valued = a == "-m" || a == "--model" || a == "--device" || a == "--batch" || a == "-o" ||
-                        a == "--output" || a == "--n-gpu-layers" || a == "-ngl";
+                        a == "--output" || a == "--n-gpu-layers" || a == "-ngl" || is_placement_flag(a);
     if (!valued) return "unexpected argument '" + args[i] + "'";
     if (!has_inline) {
       if (i + 1 >= args.size()) return a + " needs a value";
       v = args[++i];
     }
-    if (a == "-m" || a == "--model") {
+    if (is_placement_flag(a)) {
+      if (std::string e = take_placement_flag(a, v, &o->placement); !e.empty()) return e;
+    } else if (a == "-m" || a == "--model") {
       o->model = v;
     } else if (a == "--device") {
       if (v.empty()) return "--device needs a device name (see 'loom devices')";
@@ -113,6 +117,7 @@ int cmd_plan(std::vector<std::string> args) {
     llm::LoadOptions lo;
     lo.devices = devices;
     lo.n_gpu_layers = o.n_gpu_layers;
+    if (std::string e = apply_placement(o.placement, devices, &lo); !e.empty()) return fail(e);
     auto m = llm::LlamaModel::load(o.model, lo);
     if (!m.ok()) return fail(m.status().message());
     model = std::move(m).value();

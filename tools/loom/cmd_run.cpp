@@ -20,6 +20,7 @@
 #include "llm/llama_model.hpp"
 #include "llm/llama_session.hpp"
 #include "llm/tokenizer.hpp"
+#include "placement_options.hpp"
 #include "loom/types.hpp"
 
 namespace loom::cli {
@@ -35,6 +36,7 @@ struct RunOptions {
   int64_t n_ctx = 0;  // 0: the model's
   int64_t threads = 0;  // 0: the device's default
   int64_t n_gpu_layers = 0;
+  PlacementOptions placement;
   loom_type_t kv_type = llm::SessionOptions().kv_type;
   llm::SamplerOptions sampling;
 };
@@ -56,7 +58,7 @@ std::string parse_args(std::vector<std::string> args, RunOptions* o) {
                                           "--temp", "--top-k", "--top-p", "-s", "--seed", "-b", "--batch", "-c",
                                           "--ctx", "--device", "-t", "--threads", "--n-gpu-layers", "-ngl",
                                           "--kv-type"};
-    bool valued = false;
+    bool valued = is_placement_flag(a);
     for (const char* k : kValued) valued = valued || a == k;
     if (!valued) return "unexpected argument '" + args[i] + "'";
     if (!has_inline) {
@@ -66,7 +68,9 @@ std::string parse_args(std::vector<std::string> args, RunOptions* o) {
     auto bad = [&](const char* want) { return a + " '" + v + "': expected " + want; };
     int64_t n = 0;
     double f = 0;
-    if (a == "-m" || a == "--model") {
+    if (is_placement_flag(a)) {
+      if (std::string e = take_placement_flag(a, v, &o->placement); !e.empty()) return e;
+    } else if (a == "-m" || a == "--model") {
       o->model = v;
     } else if (a == "-p" || a == "--prompt") {
       if (v == "-") {
@@ -136,6 +140,7 @@ int cmd_run(std::vector<std::string> args) {
   lo.devices = devices;
   lo.progress = load_progress("loom run");
   lo.n_gpu_layers = o.n_gpu_layers;
+  if (std::string e = apply_placement(o.placement, devices, &lo); !e.empty()) return fail(e);
   auto model = capi::load_text_model(o.model, lo);
   if (!model.ok()) return fail(model.status().message());
   const llm::Tokenizer* tok = (*model)->tokenizer();
@@ -179,6 +184,7 @@ int cmd_run(std::vector<std::string> args) {
     out["devices"] = Json::array();
     for (registry::Device* d : devices) out["devices"].push_back(d->name());
     out["n_gpu_layers"] = (*model)->n_gpu_layers();
+    out["placement"] = (*model)->placement();
     out["kv_type"] = type_name(o.kv_type);
     out["prompt_tokens"] = r->prompt_tokens;
     out["generated_tokens"] = r->generated_tokens;
@@ -195,7 +201,9 @@ int cmd_run(std::vector<std::string> args) {
     std::fputs("\n", stdout);
     std::fflush(stdout);
     std::string layers;
-    if (const registry::Device* off = (*model)->offload_device()) {
+    if (!lo.tensor_split.empty() || !lo.overrides.empty()) {
+      layers = "; " + (*model)->placement();
+    } else if (const registry::Device* off = (*model)->offload_device()) {
       layers = "; " + std::to_string((*model)->n_gpu_layers()) + "/" +
                std::to_string((*model)->hparams().n_layer) + " layers on " + off->name();
     }

@@ -1,0 +1,37 @@
+// The placement flags of the model commands (run, plan, bench, chat):
+//   --split-mode none|layer (-sm)   layer: the layers shared out over the
+//                                   --device list (equal shares unless
+//                                   --tensor-split says otherwise)
+//   --tensor-split a,b,... (-ts)    one proportion per listed device, in
+//                                   order (implies --split-mode layer)
+//   --override-tensor REGEX=DEVICE (-ot, repeatable)  weights whose whole
+//                                   name matches REGEX live on DEVICE
+// They fill llm::LoadOptions (tensor_split, overrides); see
+// llm/llama_model.hpp for the rules.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "llm/llama_model.hpp"
+#include "loom/registry.hpp"
+
+namespace loom::cli {
+
+struct PlacementOptions {
+  std::string split_mode;            // "", "none" or "layer"
+  std::vector<double> tensor_split;  // --tensor-split
+  std::vector<std::pair<std::string, std::string>> overrides;  // (REGEX, DEVICE), in order
+};
+
+// Whether `flag` is a placement flag (all take a value).
+bool is_placement_flag(const std::string& flag);
+// Record flag's value; "" or the error for a bad-arguments exit.
+std::string take_placement_flag(const std::string& flag, const std::string& value, PlacementOptions* o);
+// Fill lo's tensor_split and overrides for `devices` (the command's device
+// list); "" or the error, which names the flag and the devices.
+std::string apply_placement(const PlacementOptions& o, const std::vector<registry::Device*>& devices,
+                            llm::LoadOptions* lo);
+
+}  // namespace loom::cli
