@@ -184,6 +184,14 @@ def main():
                     per_token = g["weight_bytes_per_token"] + g.get("kv_bytes_per_token", 0)
                     bound = bw * 1e9 / per_token
                     text += f" = {100 * med / bound:.0f}% of bound" if bound > 0 else ""
+                    # Each repetition against the bandwidth probed right
+                    # beside it (builds from 2026-11-24 on): the host's
+                    # memory bandwidth swings with its other tenants, so
+                    # this is the ratio to trust.
+                    beside = r.get("beside_bound_ratios") or []
+                    if beside:
+                        bm, blo, bhi = spread([100 * x for x in beside])
+                        text += f"; {bm:.0f}% ({blo:.0f}..{bhi:.0f}) of the bound probed beside each repetition"
                 cells[label] = text
             if test == "pp" and name == "s768-f32":
                 pp_f32 = meds

@@ -61,6 +61,19 @@ TEST(CliBench, JsonHasPositiveRates) {
   EXPECT_GT(j.at("gen_bound").at("weights_only_tokens_per_s").get<double>(),
             j.at("gen_bound").at("tokens_per_s").get<double>())
       << r.out;
+  // Every tg repetition has its own bandwidth probe and ratio to the bound
+  // that probe gives: tokens/s x bytes per token / bandwidth.
+  const nlohmann::json& beside = tg->at("beside_gb_per_s");
+  const nlohmann::json& ratios = tg->at("beside_bound_ratios");
+  ASSERT_EQ(beside.size(), 2u) << r.out;
+  ASSERT_EQ(ratios.size(), 2u) << r.out;
+  const double per_token = j.at("gen_bound").at("weight_bytes_per_token").get<double>() +
+                           j.at("gen_bound").at("kv_bytes_per_token").get<double>();
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_GT(beside[i].get<double>(), 0) << r.out;
+    const double want = tg->at("samples_ts")[i].get<double>() * per_token / (beside[i].get<double>() * 1e9);
+    EXPECT_NEAR(ratios[i].get<double>(), want, 1e-9 * want) << r.out;
+  }
 }
 
 // Byte counts are JSON integers written with every digit: stories260K's

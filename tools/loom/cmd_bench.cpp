@@ -50,6 +50,11 @@ struct Row {
   std::string test;     // "pp256", "tg64"
   int64_t n_tokens = 0;
   std::vector<double> samples;  // tokens/s per repetition
+  // tg rows: read bandwidth (GB/s) probed right before and right after each
+  // repetition, the larger of the two (the host's memory bandwidth swings
+  // with its other tenants; a bound from one probe at another moment can be
+  // off by half).
+  std::vector<double> beside_gb_per_s;
   double mean = 0;
   double stddev = 0;
 };
@@ -142,28 +147,51 @@ void finish(Row* r) {
   r->stddev = r->samples.size() > 1 ? std::sqrt(var / static_cast<double>(r->samples.size() - 1)) : 0;
 }
 
-// Read bandwidth: `threads` threads each sum their slice of a `bytes` buffer;
-// best of `passes` passes (after one untimed pass that also pages it in).
-// The buffer asks for transparent huge pages, as the cpu plugin's buffers
-// (KV cache, repacked weights) do: with 4 KiB pages the TLB misses held the
-// probe 10-20% below what those buffers are read at, an understated bound.
-Bandwidth measure_bandwidth(size_t bytes, int threads, int passes) {
-  Bandwidth bw;
-  constexpr size_t kHugePage = size_t{2} << 20;
-  bytes = (bytes + kHugePage - 1) / kHugePage * kHugePage;
-  const size_t n = bytes / sizeof(uint64_t);
-  std::unique_ptr<uint64_t, void (*)(void*)> buf(static_cast<uint64_t*>(std::aligned_alloc(kHugePage, bytes)),
-                                                 std::free);
-  if (!buf) return bw;
+// A read-bandwidth probe over one buffer, allocated and paged in once, so
+// it can be taken again cheaply between benchmark repetitions. The buffer
+// asks for transparent huge pages, as the cpu plugin's buffers (KV cache,
+// repacked weights) do: with 4 KiB pages the TLB misses held the probe
+// 10-20% below what those buffers are read at, an understated bound.
+class BandwidthProbe {
+ public:
+  explicit BandwidthProbe(size_t bytes) {
+    constexpr size_t kHugePage = size_t{2} << 20;
+    bytes = (bytes + kHugePage - 1) / kHugePage * kHugePage;
+    buf_.reset(static_cast<uint64_t*>(std::aligned_alloc(kHugePage, bytes)));
+    if (!buf_) return;
 #ifdef MADV_HUGEPAGE
-  (void)::madvise(buf.get(), bytes, MADV_HUGEPAGE);
+    (void)::madvise(buf_.get(), bytes, MADV_HUGEPAGE);
 #endif
-  threads = std::max(1, threads);
-  std::vector<uint64_t> sums(static_cast<size_t>(threads) * 8, 0);  // one cache line each
-  auto slice = [&](int t, bool fill) {
-    const size_t lo = n * static_cast<size_t>(t) / static_cast<size_t>(threads);
-    const size_t hi = n * static_cast<size_t>(t + 1) / static_cast<size_t>(threads);
-    uint64_t* p = buf.get();
+    n_ = bytes / sizeof(uint64_t);
+    run(1, true);
+  }
+  // Best of `passes` passes (after one untimed pass) of `threads` threads
+  // each summing its slice.
+  Bandwidth measure(int threads, int passes) {
+    Bandwidth bw;
+    if (!buf_) return bw;
+    threads = std::max(1, threads);
+    run(threads, false);
+    double best = 0;
+    for (int p = 0; p < passes; ++p) {
+      const double t0 = now_s();
+      run(threads, false);
+      const double dt = now_s() - t0;
+      if (dt > 0) best = std::max(best, static_cast<double>(n_ * sizeof(uint64_t)) / dt);
+    }
+    bw.checksum = checksum_;  // keeps the sums observable
+    bw.gb_per_s = best / 1e9;
+    bw.bytes = n_ * sizeof(uint64_t);
+    bw.threads = threads;
+    bw.passes = passes;
+    return bw;
+  }
+
+ private:
+  void slice(int t, int threads, bool fill, uint64_t* sum) {
+    const size_t lo = n_ * static_cast<size_t>(t) / static_cast<size_t>(threads);
+    const size_t hi = n_ * static_cast<size_t>(t + 1) / static_cast<size_t>(threads);
+    uint64_t* p = buf_.get();
     if (fill) {
       for (size_t i = lo; i < hi; ++i) p[i] = i;
       return;
@@ -177,38 +205,27 @@ Bandwidth measure_bandwidth(size_t bytes, int threads, int passes) {
       a3 += p[i + 3];
     }
     for (; i < hi; ++i) a0 += p[i];
-    sums[static_cast<size_t>(t) * 8] += a0 + a1 + a2 + a3;
-  };
-  auto run = [&](bool fill) {
+    *sum = a0 + a1 + a2 + a3;
+  }
+  void run(int threads, bool fill) {
+    std::vector<uint64_t> sums(static_cast<size_t>(threads) * 8, 0);  // one cache line each
     std::vector<std::thread> pool;
     for (int t = 1; t < threads; ++t) {
       try {
-        pool.emplace_back(slice, t, fill);
+        pool.emplace_back(&BandwidthProbe::slice, this, t, threads, fill, &sums[static_cast<size_t>(t) * 8]);
       } catch (const std::system_error&) {
-        slice(t, fill);  // no thread to be had: do that slice here
+        slice(t, threads, fill, &sums[static_cast<size_t>(t) * 8]);  // no thread to be had: do that slice here
       }
     }
-    slice(0, fill);
+    slice(0, threads, fill, &sums[0]);
     for (auto& th : pool) th.join();
-  };
-  run(true);
-  run(false);
-  double best = 0;
-  for (int p = 0; p < passes; ++p) {
-    const double t0 = now_s();
-    run(false);
-    const double dt = now_s() - t0;
-    if (dt > 0) best = std::max(best, static_cast<double>(n * sizeof(uint64_t)) / dt);
+    for (uint64_t v : sums) checksum_ += v;
   }
-  uint64_t total = 0;
-  for (uint64_t s : sums) total += s;
-  bw.checksum = total;  // keeps the sums observable
-  bw.gb_per_s = best / 1e9;
-  bw.bytes = n * sizeof(uint64_t);
-  bw.threads = threads;
-  bw.passes = passes;
-  return bw;
-}
+
+  std::unique_ptr<uint64_t, void (*)(void*)> buf_{nullptr, std::free};
+  size_t n_ = 0;
+  uint64_t checksum_ = 0;
+};
 
 std::string human_size(double bytes) {
   char buf[32];
@@ -256,6 +273,17 @@ uint64_t kv_bytes_per_token(const llm::LlamaModel& m, loom_type_t kv_type, int64
   const double avg_ctx = static_cast<double>(n_prompt) + static_cast<double>(n_gen + 1) / 2.0;
   return static_cast<uint64_t>(std::llround(2.0 * static_cast<double>(h.n_layer) * avg_ctx *
                                             static_cast<double>(type_row_size(kv_type, h.kv_dim()))));
+}
+
+// Each tg repetition's tokens/s over the bound of the bandwidth probed
+// beside it (Row::beside_gb_per_s).
+std::vector<double> beside_ratios(const Row& r, double bytes_per_token) {
+  std::vector<double> out;
+  for (size_t i = 0; i < r.samples.size() && i < r.beside_gb_per_s.size(); ++i) {
+    const double bound = r.beside_gb_per_s[i] * 1e9 / bytes_per_token;
+    out.push_back(bound > 0 ? r.samples[i] / bound : 0.0);
+  }
+  return out;
 }
 
 }  // namespace
@@ -312,6 +340,12 @@ int cmd_bench(std::vector<std::string> args) {
 
   std::vector<int64_t> thread_list = o.threads;
   if (thread_list.empty()) thread_list.push_back(0);
+  // Memory-bandwidth ceiling of generation, measured with as many threads
+  // as the largest --threads (else every hardware thread): beside every tg
+  // repetition and once at the end.
+  int bw_threads = static_cast<int>(*std::max_element(thread_list.begin(), thread_list.end()));
+  if (bw_threads <= 0) bw_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  BandwidthProbe probe(size_t{256} << 20);
   std::vector<Row> rows;
   std::vector<float> logits;
   for (int64_t threads : thread_list) {
@@ -331,8 +365,8 @@ int cmd_bench(std::vector<std::string> args) {
     if (st.ok()) st = s.eval({gen.empty() ? warm.front() : gen.front()}, false, &logits);
     if (!st.ok()) return fail(st.message());
 
-    Row pp{dev_names, threads, "pp" + std::to_string(o.n_prompt), o.n_prompt, {}, 0, 0};
-    Row tg{dev_names, threads, "tg" + std::to_string(o.n_gen), o.n_gen, {}, 0, 0};
+    Row pp{dev_names, threads, "pp" + std::to_string(o.n_prompt), o.n_prompt, {}, {}, 0, 0};
+    Row tg{dev_names, threads, "tg" + std::to_string(o.n_gen), o.n_gen, {}, {}, 0, 0};
     for (int64_t r = 0; r < o.reps; ++r) {
       s.reset();
       if (o.n_prompt > 0) {
@@ -343,6 +377,7 @@ int cmd_bench(std::vector<std::string> args) {
         pp.samples.push_back(dt > 0 ? static_cast<double>(o.n_prompt) / dt : 0);
       }
       if (o.n_gen > 0) {
+        const double bw_before = probe.measure(bw_threads, 2).gb_per_s;
         const double t0 = now_s();
         for (llm::TokenId t : gen) {
           st = s.eval({t}, false, &logits);
@@ -350,6 +385,7 @@ int cmd_bench(std::vector<std::string> args) {
         }
         const double dt = now_s() - t0;
         tg.samples.push_back(dt > 0 ? static_cast<double>(o.n_gen) / dt : 0);
+        tg.beside_gb_per_s.push_back(std::max(bw_before, probe.measure(bw_threads, 2).gb_per_s));
       }
     }
     if (o.n_prompt > 0) {
@@ -362,11 +398,7 @@ int cmd_bench(std::vector<std::string> args) {
     }
   }
 
-  // Memory-bandwidth ceiling of generation, measured now with as many
-  // threads as the largest --threads (else every hardware thread).
-  int bw_threads = static_cast<int>(*std::max_element(thread_list.begin(), thread_list.end()));
-  if (bw_threads <= 0) bw_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  const Bandwidth bw = measure_bandwidth(size_t{256} << 20, bw_threads, 5);
+  const Bandwidth bw = probe.measure(bw_threads, 5);
   // The bound counts every byte a decode step must read: the weights and
   // the KV cache it attends over (which grows with the context).
   const uint64_t weight_bytes = weight_bytes_per_token(m);
@@ -406,7 +438,11 @@ int cmd_bench(std::vector<std::string> args) {
       row["avg_ts"] = r.mean;
       row["stddev_ts"] = r.stddev;
       row["samples_ts"] = r.samples;
-      if (r.test[0] == 't') row["bound_ratio"] = bound > 0 ? r.mean / bound : 0.0;
+      if (r.test[0] == 't') {
+        row["bound_ratio"] = bound > 0 ? r.mean / bound : 0.0;
+        row["beside_gb_per_s"] = r.beside_gb_per_s;
+        row["beside_bound_ratios"] = beside_ratios(r, bytes_per_token);
+      }
       out["results"].push_back(std::move(row));
     }
     out["bandwidth"] = {{"read_gb_per_s", bw.gb_per_s}, {"buffer_bytes", bw.bytes}, {"threads", bw.threads},
@@ -436,8 +472,17 @@ int cmd_bench(std::vector<std::string> args) {
                weights_bound);
   for (const Row& r : rows) {
     if (r.test[0] != 't' || bound <= 0) continue;
-    std::fprintf(stderr, "loom bench: %s threads %s: %s %.2f tokens/s = %.1f%% of the bound\n", r.device.c_str(),
-                 threads_text(r.threads).c_str(), r.test.c_str(), r.mean, 100.0 * r.mean / bound);
+    std::vector<double> ratios = beside_ratios(r, bytes_per_token);
+    std::string beside;
+    if (!ratios.empty()) {
+      std::sort(ratios.begin(), ratios.end());
+      char buf[160];
+      std::snprintf(buf, sizeof buf, "; against the bandwidth probed beside each repetition: %.1f%% (%.1f..%.1f%%)",
+                    100.0 * ratios[ratios.size() / 2], 100.0 * ratios.front(), 100.0 * ratios.back());
+      beside = buf;
+    }
+    std::fprintf(stderr, "loom bench: %s threads %s: %s %.2f tokens/s = %.1f%% of the bound%s\n", r.device.c_str(),
+                 threads_text(r.threads).c_str(), r.test.c_str(), r.mean, 100.0 * r.mean / bound, beside.c_str());
   }
   return 0;
 }
