@@ -18,6 +18,7 @@
 #include "registry/loader.hpp"
 #include "registry/plugin_handle.hpp"
 #include "registry/probe.hpp"
+#include "registry/secure_env.hpp"
 
 namespace loom::registry {
 
@@ -98,10 +99,38 @@ bool same_device(const DeviceInfo& a, const DeviceInfo& b) {
   return !a.uuid.empty() && a.uuid == b.uuid;
 }
 
-// For hardware that two plugins drive, the plugin made for it keeps the
-// device whatever the search order: CUDA over Vulkan (or any other) on
-// NVIDIA GPUs. Equal ranks: the first plugin in search order keeps it.
-int identity_rank(const DeviceInfo& info) { return info.plugin == "cuda" ? 1 : 0; }
+// For hardware that two plugins drive, which plugin keeps the device
+// whatever the search order: a plugin named in `prefer` (most preferred
+// first: Options::prefer_plugins, else LOOM_DEVICE_PREFER), else the
+// native API over Vulkan or any other — CUDA on NVIDIA GPUs. Equal ranks:
+// the first plugin in search order keeps it.
+int identity_rank(const DeviceInfo& info, const std::vector<std::string>& prefer) {
+  for (size_t i = 0; i < prefer.size(); ++i) {
+    if (prefer[i] == info.plugin) return 1000 - static_cast<int>(i);
+  }
+  return info.plugin == "cuda" ? 1 : 0;
+}
+
+// The plugin preference for shared devices: the options', else
+// LOOM_DEVICE_PREFER (comma-separated plugin names) when the environment
+// is read.
+std::vector<std::string> device_preference(const Options& options) {
+  if (!options.prefer_plugins.empty() || !options.use_env) return options.prefer_plugins;
+  std::vector<std::string> out;
+  const char* env = loom_getenv("LOOM_DEVICE_PREFER");
+  if (env == nullptr) return out;
+  std::string item;
+  for (const char* c = env;; ++c) {
+    if (*c == ',' || *c == '\0') {
+      if (!item.empty()) out.push_back(item);
+      item.clear();
+      if (*c == '\0') break;
+    } else if (!std::isspace(static_cast<unsigned char>(*c))) {
+      item += *c;
+    }
+  }
+  return out;
+}
 
 }  // namespace
 
@@ -173,9 +202,10 @@ std::unique_ptr<Registry> Registry::load(const Options& options) {
   std::unique_ptr<Registry> reg(new Registry());
   std::vector<Candidate>& cands = reg->candidates_;
   std::vector<bool> builtin_device;  // per entry of device_ptrs_
+  const std::vector<std::string> prefer = device_preference(options);
   // The first plugin in search order keeps a physical device that a later
   // plugin shows again, unless the later one ranks higher for it
-  // (identity_rank: cuda over vulkan). A device name stays with its first
+  // (identity_rank: LOOM_DEVICE_PREFER, else cuda over vulkan). A device name stays with its first
   // holder, except that loom's own plugins keep their names against
   // plugins from elsewhere; every such clash is a visible warning.
   auto add_device = [&](loom_device_t* raw, DeviceInfo info, const std::shared_ptr<PluginHandle>& handle,
@@ -184,7 +214,7 @@ std::unique_ptr<Registry> Registry::load(const Options& options) {
     for (size_t k = 0; k < reg->device_ptrs_.size(); ++k) {
       const Device* d = reg->device_ptrs_[k];
       if (d == nullptr) continue;  // hidden earlier in this call
-      if (same_device(d->info(), info) && identity_rank(info) > identity_rank(d->info())) {
+      if (same_device(d->info(), info) && identity_rank(info, prefer) > identity_rank(d->info(), prefer)) {
         const std::string why = d->name() + " (same device as " + info.name + ")";
         LOOM_LOG_DEBUG("registry", "hiding device " + why + ": plugin " + info.plugin + " is preferred");
         reg->duplicates_.push_back(why);

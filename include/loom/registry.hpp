@@ -148,6 +148,11 @@ struct Options {
   // one of them are loaded into this process; the others are recorded as
   // skipped ("not loaded: its devices ... are not among the requested").
   std::vector<std::string> wanted_devices;
+  // Which plugin keeps a physical device that two plugins show (same PCI
+  // id / UUID): plugin names, most preferred first. Empty: with use_env,
+  // LOOM_DEVICE_PREFER (comma-separated), else the default rule (the cuda
+  // plugin over any other; otherwise the first in search order).
+  std::vector<std::string> prefer_plugins;
 };
 
 class Registry {
@@ -161,7 +166,8 @@ class Registry {
   const std::vector<Candidate>& candidates() const { return candidates_; }
   // Devices of ready plugins, de-duplicated by PCI id/UUID (the first
   // plugin in search order keeps a shared physical device, except that the
-  // cuda plugin keeps an NVIDIA GPU that another plugin, e.g. vulkan, shows).
+  // cuda plugin keeps an NVIDIA GPU that another plugin, e.g. vulkan, shows;
+  // Options::prefer_plugins / LOOM_DEVICE_PREFER override that).
   const std::vector<Device*>& devices() const { return device_ptrs_; }
   // Devices hidden as duplicates: "name (same device as other)".
   const std::vector<std::string>& duplicates() const { return duplicates_; }

@@ -29,5 +29,29 @@ TEST(IdentityRank, CudaKeepsTheCardVulkanAlsoShows) {
   }
 }
 
+// The preference is overridable: Options::prefer_plugins, or
+// LOOM_DEVICE_PREFER when the environment is read, keeps the Vulkan view.
+TEST(IdentityRank, ThePreferenceIsOverridable) {
+  CleanLoomEnv env;
+  for (bool by_env : {false, true}) {
+    SCOPED_TRACE(by_env ? "LOOM_DEVICE_PREFER=vulkan" : "Options::prefer_plugins");
+    registry::Options o = only({vendor_dir("cuda"), vendor_dir("vulkan")});
+    if (by_env) {
+      o.use_env = true;
+      o.search_library_dir = false;
+      o.search_install_dir = false;
+    } else {
+      o.prefer_plugins = {"vulkan"};
+    }
+    ScopedEnv prefer("LOOM_DEVICE_PREFER", by_env ? std::optional<std::string>(" vulkan , cuda") : std::nullopt);
+    auto reg = Registry::load(o);
+    ASSERT_NE(reg->device("vulkan0"), nullptr) << describe(*reg);
+    EXPECT_EQ(reg->device("cuda0"), nullptr) << describe(*reg);
+    ASSERT_EQ(reg->duplicates().size(), 1u) << describe(*reg);
+    EXPECT_EQ(reg->duplicates()[0], "cuda0 (same device as vulkan0)");
+    EXPECT_TRUE(reg->shutdown().ok());
+  }
+}
+
 }  // namespace
 }  // namespace loom::test
