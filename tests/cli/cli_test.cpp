@@ -391,6 +391,11 @@ TEST(Cli, LayerSplitOverThreeDevicesAndOverrides) {
   Result v = run_loom("run -m " + model + " --tensor-split 1,x");
   EXPECT_EQ(v.exit_code, 2);
   EXPECT_NE(v.out.find("--tensor-split '1,x'"), std::string::npos) << v.out;
+  for (const char* cmd : {"bench", "chat", "plan"}) {  // the same flags, the same parser
+    Result o = run_loom(std::string(cmd) + " -m " + model + " -ts 1,x");
+    EXPECT_EQ(o.exit_code, 2) << cmd << ": " << o.out;
+    EXPECT_NE(o.out.find("-ts '1,x'"), std::string::npos) << cmd << ": " << o.out;
+  }
   Result m = run_loom("run -m " + model + " --split-mode rows");
   EXPECT_EQ(m.exit_code, 2);
   EXPECT_NE(m.out.find("expected none or layer"), std::string::npos) << m.out;

@@ -25,6 +25,7 @@
 
 #include "arg_parse.hpp"
 #include "cli.hpp"
+#include "placement_options.hpp"
 #include "json.hpp"
 #include "llm/llama_model.hpp"
 #include "llm/llama_session.hpp"
@@ -42,6 +43,7 @@ struct BenchOptions {
   int64_t n_batch = 256;
   std::vector<int64_t> threads;  // empty: the device's default
   loom_type_t kv_type = llm::SessionOptions().kv_type;
+  PlacementOptions placement;
 };
 
 struct Row {
@@ -101,7 +103,7 @@ std::string parse_args(const std::vector<std::string>& args, BenchOptions* o) {
     }
     static const char* const kValued[] = {"-m", "--model", "-p", "--n-prompt", "-n", "--n-gen", "-r",
                                           "--repetitions", "--batch", "--device", "--threads", "--kv-type"};
-    bool valued = false;
+    bool valued = is_placement_flag(a);
     for (const char* k : kValued) valued = valued || a == k;
     if (!valued) return "unexpected argument '" + args[i] + "'";
     if (!has_inline) {
@@ -109,7 +111,9 @@ std::string parse_args(const std::vector<std::string>& args, BenchOptions* o) {
       v = args[++i];
     }
     auto bad = [&](const char* want) { return a + " '" + v + "': expected " + want; };
-    if (a == "-m" || a == "--model") {
+    if (is_placement_flag(a)) {
+      if (std::string e = take_placement_flag(a, v, &o->placement); !e.empty()) return e;
+    } else if (a == "-m" || a == "--model") {
       o->model = v;
     } else if (a == "--device") {
       if (v.empty()) return "--device needs a device name (see 'loom devices')";
@@ -303,6 +307,7 @@ int cmd_bench(std::vector<std::string> args) {
   llm::LoadOptions lo;
   lo.devices = devices;
   lo.progress = load_progress("loom bench");
+  if (std::string e = apply_placement(o.placement, devices, &lo); !e.empty()) return fail(e);
   auto model = llm::LlamaModel::load(o.model, lo);
   if (!model.ok()) return fail(model.status().message());
   const llm::LlamaModel& m = **model;

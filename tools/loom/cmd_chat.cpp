@@ -10,6 +10,7 @@
 
 #include "arg_parse.hpp"
 #include "cli.hpp"
+#include "placement_options.hpp"
 #include "llm/chat.hpp"
 #include "llm/llama_model.hpp"
 #include "llm/llama_session.hpp"
@@ -26,6 +27,7 @@ struct ChatOptions {
   int64_t n_ctx = 0;
   int64_t threads = 0;
   llm::SamplerOptions sampling;
+  PlacementOptions placement;
 };
 
 std::string parse_args(const std::vector<std::string>& args, ChatOptions* o) {
@@ -36,7 +38,7 @@ std::string parse_args(const std::vector<std::string>& args, ChatOptions* o) {
     static const char* const kValued[] = {"-m", "--model", "--device", "-sys", "--system", "--chat-format", "-n",
                                           "--n-predict", "-c", "--ctx", "-t", "--threads", "--temp", "--top-k",
                                           "--top-p", "-s", "--seed"};
-    bool valued = false;
+    bool valued = is_placement_flag(a);
     for (const char* k : kValued) valued = valued || a == k;
     if (!valued) return "unexpected argument '" + a + "'";
     if (i + 1 >= args.size()) return a + " needs a value";
@@ -44,7 +46,9 @@ std::string parse_args(const std::vector<std::string>& args, ChatOptions* o) {
     auto bad = [&](const char* want) { return a + " '" + v + "': expected " + want; };
     int64_t n = 0;
     double f = 0;
-    if (a == "-m" || a == "--model") {
+    if (is_placement_flag(a)) {
+      if (std::string e = take_placement_flag(a, v, &o->placement); !e.empty()) return e;
+    } else if (a == "-m" || a == "--model") {
       o->model = v;
     } else if (a == "--device") {
       o->device = v;
@@ -117,6 +121,7 @@ int cmd_chat(std::vector<std::string> args) {
   llm::LoadOptions lo;
   lo.devices = mc.devices;
   lo.progress = load_progress("loom chat");
+  if (std::string e = apply_placement(o.placement, mc.devices, &lo); !e.empty()) return fail(e);
   auto model = llm::LlamaModel::load(o.model, lo);
   if (!model.ok()) return fail(model.status().message());
   const llm::Tokenizer* tok = (*model)->tokenizer();
