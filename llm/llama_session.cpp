@@ -105,13 +105,8 @@ Status LlamaSession::reserve_worst_case() {
   const std::pair<int64_t, bool> shapes[] = {{n_max, true}, {1, false}};
   for (const auto& [n, all_logits] : shapes) {
     StepRollback rollback{model_->context(), mark_};
-    LOOM_ASSIGN_OR_RETURN(LlamaBatchGraph g, build_llama_graph(*model_, cache_, n, n_ctx - n, all_logits, n_ctx,
-                                                                    fused_attention_));
-    LOOM_ASSIGN_OR_RETURN(Graph graph, Graph::build({g.logits}));
-    if (check_nodes_) {
-      LOOM_ASSIGN_OR_RETURN(graph, keep_every_node(graph));
-    }
-    Status st = sched_->reserve(graph);
+    LOOM_ASSIGN_OR_RETURN(Step step, make_step(n, n_ctx - n, n_ctx, all_logits));
+    Status st = sched_->reserve(step.graph);
     if (!st.ok()) {
       return st.with_context("llm.session: reserving compute memory for " + std::to_string(n) +
                              " tokens over a context of " + std::to_string(n_ctx));
@@ -159,16 +154,20 @@ Status LlamaSession::eval(const std::vector<TokenId>& tokens, bool all_logits, s
   return Status();
 }
 
-StatusOr<LlamaSession::Step> LlamaSession::build_step(int64_t n, bool all_logits) {
-  const int64_t n_kv = padded_n_kv(n_past_, n, kv_pad_, cache_.n_ctx());
-  LOOM_ASSIGN_OR_RETURN(LlamaBatchGraph g, build_llama_graph(*model_, cache_, n, n_past_, all_logits, n_kv,
+StatusOr<LlamaSession::Step> LlamaSession::make_step(int64_t n, int64_t n_past, int64_t n_kv, bool all_logits) {
+  LOOM_ASSIGN_OR_RETURN(LlamaBatchGraph g, build_llama_graph(*model_, cache_, n, n_past, all_logits, n_kv,
                                                                   fused_attention_));
   LOOM_ASSIGN_OR_RETURN(Graph graph, Graph::build({g.logits}));
   if (check_nodes_) {
     LOOM_ASSIGN_OR_RETURN(graph, keep_every_node(graph));
   }
-  LOOM_RETURN_IF_ERROR(sched_->allocate(graph));
   return Step{g, std::move(graph)};
+}
+
+StatusOr<LlamaSession::Step> LlamaSession::build_step(int64_t n, bool all_logits) {
+  LOOM_ASSIGN_OR_RETURN(Step step, make_step(n, n_past_, padded_n_kv(n_past_, n, kv_pad_, cache_.n_ctx()), all_logits));
+  LOOM_RETURN_IF_ERROR(sched_->allocate(step.graph));
+  return step;
 }
 
 StatusOr<std::string> LlamaSession::plan_dot(int64_t n_tokens) {

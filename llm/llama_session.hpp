@@ -114,6 +114,9 @@ class LlamaSession {
     Graph graph;
   };
   StatusOr<Step> build_step(int64_t n, bool all_logits);
+  // The graph of n tokens after n_past cached ones, attending over n_kv
+  // positions (not yet placed).
+  StatusOr<Step> make_step(int64_t n, int64_t n_past, int64_t n_kv, bool all_logits);
   // Size the scheduler's compute buffers, per device, for the largest
   // graphs this session can run — a full prompt batch with every row's
   // logits and a decode step, both attending over the whole context — so

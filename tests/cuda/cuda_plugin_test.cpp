@@ -6,11 +6,11 @@
 
 #include <cstdlib>
 #include <memory>
-#include <sstream>
 #include <string>
 
 #include "cli/run_loom.hpp"
 #include "loom/registry.hpp"
+#include "registry/registry_test_util.hpp"
 
 #ifdef LOOM_TEST_HAVE_CUDA_PLUGIN
 #include "plugins/cuda/cublas.h"
@@ -19,27 +19,7 @@
 namespace loom {
 namespace {
 
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    const char* old = std::getenv(name);
-    had_ = old != nullptr;
-    if (had_) old_ = old;
-    setenv(name, value, 1);
-  }
-  ~ScopedEnv() {
-    if (had_) {
-      setenv(name_, old_.c_str(), 1);
-    } else {
-      unsetenv(name_);
-    }
-  }
-
- private:
-  const char* name_;
-  bool had_ = false;
-  std::string old_;
-};
+using test::ScopedEnv;
 
 std::unique_ptr<registry::Registry> load(registry::ProbeMode mode) {
   registry::Options o;
@@ -49,15 +29,6 @@ std::unique_ptr<registry::Registry> load(registry::ProbeMode mode) {
   o.search_install_dir = false;
   o.probe = mode;
   return registry::Registry::load(o);
-}
-
-std::string report(const registry::Registry& reg) {
-  std::ostringstream os;
-  for (const registry::Candidate& c : reg.candidates()) {
-    os << "\n  " << c.path << ": " << registry::fate_name(c.fate) << " at " << registry::stage_name(c.stage) << " "
-       << c.reason;
-  }
-  return os.str();
 }
 
 const registry::Candidate* cuda_candidate(const registry::Registry& reg) {
@@ -81,15 +52,15 @@ class CudaPlugin : public ::testing::Test {
 TEST_F(CudaPlugin, LoadsWithoutGpuAndIsUnavailableWithTheReason) {
   auto reg = load(registry::ProbeMode::kIsolated);
   const registry::Candidate* c = cuda_candidate(*reg);
-  ASSERT_NE(c, nullptr) << report(*reg);
-  if (c->fate == registry::Fate::kReady) GTEST_SKIP() << "a CUDA device is present here: " << report(*reg);
-  EXPECT_EQ(c->fate, registry::Fate::kUnavailable) << report(*reg);
-  EXPECT_EQ(c->stage, registry::Stage::kProbed) << report(*reg);
+  ASSERT_NE(c, nullptr) << test::describe(*reg);
+  if (c->fate == registry::Fate::kReady) GTEST_SKIP() << "a CUDA device is present here: " << test::describe(*reg);
+  EXPECT_EQ(c->fate, registry::Fate::kUnavailable) << test::describe(*reg);
+  EXPECT_EQ(c->stage, registry::Stage::kProbed) << test::describe(*reg);
   const bool no_driver = c->reason.find("no CUDA driver (libcuda.so.1 not found: ") != std::string::npos;
   const bool no_device = c->reason.find("no CUDA devices") != std::string::npos;
   EXPECT_TRUE(no_driver || no_device) << c->reason;
   EXPECT_EQ(reg->device("cuda0"), nullptr);
-  ASSERT_NE(reg->device("cpu"), nullptr) << report(*reg);
+  ASSERT_NE(reg->device("cpu"), nullptr) << test::describe(*reg);
 }
 
 // The same record as `loom devices` prints it.
@@ -111,10 +82,10 @@ TEST_F(CudaPlugin, MissingDriverFileIsNamed) {
   ScopedEnv env("LOOM_CUDA_DRIVER", "/nonexistent/libcuda.so.1");
   auto reg = load(registry::ProbeMode::kInline);
   const registry::Candidate* c = cuda_candidate(*reg);
-  ASSERT_NE(c, nullptr) << report(*reg);
-  EXPECT_EQ(c->fate, registry::Fate::kUnavailable) << report(*reg);
+  ASSERT_NE(c, nullptr) << test::describe(*reg);
+  EXPECT_EQ(c->fate, registry::Fate::kUnavailable) << test::describe(*reg);
   EXPECT_NE(c->reason.find("no CUDA driver (/nonexistent/libcuda.so.1 not found: "), std::string::npos) << c->reason;
-  ASSERT_NE(reg->device("cpu"), nullptr) << report(*reg);
+  ASSERT_NE(reg->device("cpu"), nullptr) << test::describe(*reg);
 }
 
 TEST_F(CudaPlugin, OldDriverSaysWhichVersions) {
@@ -122,8 +93,8 @@ TEST_F(CudaPlugin, OldDriverSaysWhichVersions) {
   ScopedEnv ver("LOOM_FAKE_CUDA_VERSION", "12020");
   auto reg = load(registry::ProbeMode::kInline);
   const registry::Candidate* c = cuda_candidate(*reg);
-  ASSERT_NE(c, nullptr) << report(*reg);
-  EXPECT_EQ(c->fate, registry::Fate::kUnavailable) << report(*reg);
+  ASSERT_NE(c, nullptr) << test::describe(*reg);
+  EXPECT_EQ(c->fate, registry::Fate::kUnavailable) << test::describe(*reg);
   EXPECT_NE(c->reason.find("driver supports CUDA 12.2, plugin needs 13.x (built with CUDA 13."), std::string::npos) << c->reason;
 }
 
@@ -133,8 +104,8 @@ TEST_F(CudaPlugin, DriverWithoutDevicesSaysSo) {
   ScopedEnv init("LOOM_FAKE_CUDA_INIT", "100");
   auto reg = load(registry::ProbeMode::kInline);
   const registry::Candidate* c = cuda_candidate(*reg);
-  ASSERT_NE(c, nullptr) << report(*reg);
-  EXPECT_EQ(c->fate, registry::Fate::kUnavailable) << report(*reg);
+  ASSERT_NE(c, nullptr) << test::describe(*reg);
+  EXPECT_EQ(c->fate, registry::Fate::kUnavailable) << test::describe(*reg);
   EXPECT_NE(c->reason.find("no CUDA devices (driver 13.2)"), std::string::npos) << c->reason;
 }
 

@@ -16,6 +16,7 @@
 #include "loom/graph.hpp"
 #include "loom/ops.hpp"
 #include "loom/registry.hpp"
+#include "registry/registry_test_util.hpp"
 #include "loom/tensor.hpp"
 
 #ifndef LOOM_MODELS_DIR_DEFAULT
@@ -34,20 +35,12 @@ std::unique_ptr<registry::Registry> load_registry() {
   return registry::Registry::load(o);
 }
 
-std::string report(const registry::Registry& reg) {
-  std::ostringstream os;
-  for (const registry::Candidate& c : reg.candidates()) {
-    os << "\n  " << c.path << ": " << registry::fate_name(c.fate) << " " << c.reason;
-  }
-  return os.str();
-}
-
 class CudaDevice : public ::testing::Test {
  protected:
   void SetUp() override {
     reg_ = load_registry();
     dev_ = reg_->device("cuda0");
-    if (dev_ == nullptr) GTEST_SKIP() << "no cuda0 here:" << report(*reg_);
+    if (dev_ == nullptr) GTEST_SKIP() << "no cuda0 here:" << test::describe(*reg_);
   }
   std::unique_ptr<registry::Registry> reg_;
   registry::Device* dev_ = nullptr;
