@@ -205,7 +205,7 @@ StatusOr<std::unique_ptr<LlamaModel>> LlamaModel::load(const std::string& path, 
   }
   StatusOr<GgufFile> file = GgufFile::open(path);
   if (!file.ok()) {
-    return Status(file.status().code(), "[llm.load] " + path + ": " + file.status().message());
+    return Status(file.status().code(), "[llm.load] " + file.status().message());  // names the path
   }
   std::unique_ptr<LlamaModel> m(new LlamaModel(std::move(file).value(), options));
   LOOM_RETURN_IF_ERROR(m->read_hparams());

@@ -315,7 +315,7 @@ TEST_F(LoaderErrors, NotAGgufAndMissingFile) {
   std::ofstream(path_) << "hello, not a model";
   auto m = LlamaModel::load(path_, dev_);
   ASSERT_FALSE(m.ok());
-  EXPECT_NE(m.status().message().find("[llm.load] " + path_), std::string::npos) << m.status().message();
+  EXPECT_NE(m.status().message().find("[llm.load] [gguf.open] " + path_), std::string::npos) << m.status().message();
   auto missing = LlamaModel::load("/nonexistent/model.gguf", dev_);
   ASSERT_FALSE(missing.ok());
   EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);

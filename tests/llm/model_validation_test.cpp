@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <limits>
 #include <memory>
@@ -122,6 +123,20 @@ TEST_F(ModelValidation, EveryDimensionIsBounded) {
     EXPECT_TRUE(has(e, c.want)) << c.key << ": " << e;
     EXPECT_TRUE(has(e, "[llm.load] " + path_)) << e;
   }
+}
+
+TEST_F(ModelValidation, AMalformedFileIsNamedOnceInTheError) {
+  FILE* f = std::fopen(path_.c_str(), "wb");
+  ASSERT_NE(f, nullptr);
+  std::fwrite("GGUF\x03\x00\x00\x00garbage", 1, 15, f);
+  std::fclose(f);
+  auto r = LlamaModel::load(path_, dev_);
+  ASSERT_FALSE(r.ok());
+  const std::string e = r.status().message();
+  EXPECT_TRUE(has(e, "truncated")) << e;
+  const size_t first = e.find(path_);
+  ASSERT_NE(first, std::string::npos) << e;
+  EXPECT_EQ(e.find(path_, first + 1), std::string::npos) << "the path appears twice: " << e;
 }
 
 TEST_F(ModelValidation, VocabularySizeMismatchIsFoundAtLoad) {
