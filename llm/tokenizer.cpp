@@ -10,6 +10,7 @@
 #include "llm/tokenizer_bpe.hpp"
 #include "llm/tokenizer_model.hpp"
 #include "llm/tokenizer_spm.hpp"
+#include "llm/tokenizer_wpm.hpp"
 
 namespace loom::llm {
 
@@ -87,13 +88,14 @@ StatusOr<Tokenizer> Tokenizer::build(Parts p) {
                             std::to_string(p.scores.size()) + " scores, " + std::to_string(p.types.size()) + " types");
   }
   SpecialTokens& sp = p.special;
-  for (TokenId id : {sp.bos, sp.eos, sp.unk, sp.eot, sp.eom, sp.pad}) {
+  for (TokenId id : {sp.bos, sp.eos, sp.unk, sp.eot, sp.eom, sp.pad, sp.sep}) {
     if (id != kNoToken && (id < 0 || static_cast<size_t>(id) >= n)) {
       return invalid_argument(ctx + "special token id " + std::to_string(id) + " outside the vocab [0, " +
                               std::to_string(n) + ")");
     }
   }
   if (p.model == "gpt2") sp.add_space_prefix = false;
+  if (p.model == "bert") sp.add_space_prefix = true;  // WPM words start with U+2581: decode drops the first space
 
   auto s = std::make_unique<State>();
   s->model = p.model;
@@ -118,8 +120,11 @@ StatusOr<Tokenizer> Tokenizer::build(Parts p) {
     auto pre = PreTokenizer::from_name(p.pre);
     if (!pre.ok()) return Status(pre.status().code(), ctx + pre.status().message());
     LOOM_ASSIGN_OR_RETURN(s->impl, BpeModel::create(vocab, s->special, p.merges, std::move(pre).value(), p.source));
+  } else if (s->model == "bert") {
+    LOOM_ASSIGN_OR_RETURN(s->impl, WpmModel::create(vocab, s->special, p.source));
   } else {
-    return unimplemented(ctx + "tokenizer model '" + s->model + "' is not supported (loom reads 'llama' and 'gpt2')");
+    return unimplemented(ctx + "tokenizer model '" + s->model +
+                         "' is not supported (loom reads 'llama', 'gpt2' and 'bert')");
   }
 
   for (TokenId id : {sp.eos, sp.eot, sp.eom}) {
@@ -196,6 +201,7 @@ std::vector<TokenId> Tokenizer::encode_prompt(std::string_view text, bool parse_
   const SpecialTokens& sp = state_->special;
   std::vector<TokenId> out = encode(text, sp.add_bos, parse_special);
   if (sp.add_eos && sp.eos != kNoToken) out.push_back(sp.eos);
+  if (sp.add_sep && sp.sep != kNoToken) out.push_back(sp.sep);
   return out;
 }
 

@@ -3,7 +3,9 @@
 //   - "llama": SentencePiece-style (scores, U+2581 spaces, <0xXX> byte
 //     fallback; llm/tokenizer_spm.hpp);
 //   - "gpt2": byte-level BPE with merges and the pre-tokenizer named by
-//     tokenizer.ggml.pre (llm/tokenizer_bpe.hpp, llm/pretokenizer.hpp).
+//     tokenizer.ggml.pre (llm/tokenizer_bpe.hpp, llm/pretokenizer.hpp);
+//   - "bert": WordPiece, greedy longest match per lowercased word
+//     (llm/tokenizer_wpm.hpp).
 // Special tokens written in the text (control, user-defined, unknown types)
 // are kept whole: the text is cut at them first, longest match at the
 // leftmost position, and only the plain stretches between them go through
@@ -50,15 +52,19 @@ struct SpecialTokens {
   TokenId eom = kNoToken;        // eom_token_id, else <|eom_id|>
   TokenId pad = kNoToken;        // padding_token_id
   bool add_eos = false;          // add_eos_token
+  TokenId sep = kNoToken;        // seperator_token_id (GGUF's spelling): BERT's [SEP]
+  bool add_sep = false;          // add_sep_token; default: WPM yes
 };
 
 class Tokenizer {
  public:
   // Reads tokenizer.ggml.{model,pre,tokens,scores,token_type,merges,
   // bos/eos/eot/eom/unknown/padding_token_id,add_bos_token,add_eos_token,
-  // add_space_prefix} (and general.name for phi-3's whitespace rule). Only the
-  // metadata is read: vocabulary-only files work. Model "llama" (SPM) and
-  // "gpt2" (BPE) are supported; any other model, or an unknown
+  // add_space_prefix,seperator_token_id,add_sep_token} (and general.name for
+  // phi-3's whitespace rule). Only the metadata is read: vocabulary-only files
+  // work. Models "llama" (SPM), "gpt2" (BPE) and "bert" (WPM; BERT's defaults
+  // [CLS] 101 as BOS, [UNK] 100, [SEP] 102 added at the end) are supported;
+  // any other model, or an unknown
   // tokenizer.ggml.pre, is UNIMPLEMENTED naming it and the supported ones.
   static StatusOr<Tokenizer> from_gguf(const GgufFile& file);
   // An explicit SPM vocab (tests, other containers). scores/types may be empty
@@ -83,7 +89,7 @@ class Tokenizer {
   // BPE: pre-tokenizer pieces, byte-level characters, merges by rank.
   std::vector<TokenId> encode(std::string_view text, bool add_bos, bool parse_special = true) const;
   // encode() with the file's own rule: BOS when special().add_bos, EOS when
-  // special().add_eos (what a prompt gets).
+  // special().add_eos, SEP when special().add_sep (what a prompt gets).
   std::vector<TokenId> encode_prompt(std::string_view text, bool parse_special = true) const;
 
   // Ids to text: control tokens print nothing, SPM U+2581 -> space and
@@ -109,7 +115,8 @@ class Tokenizer {
   bool is_eog(TokenId id) const;
   // Id of a token's exact text, kNoToken when absent.
   TokenId find(std::string_view text) const;
-  // "llama" (SPM) or "gpt2" (BPE); the BPE pre-tokenizer name, "" for SPM.
+  // "llama" (SPM), "gpt2" (BPE) or "bert" (WPM); the BPE pre-tokenizer name,
+  // "" for the others.
   const std::string& model_name() const;
   const std::string& pre_name() const;
 
@@ -117,7 +124,7 @@ class Tokenizer {
   struct State;
   // What a tokenizer is built from (from_gguf, from_vocab, from_bpe_vocab).
   struct Parts {
-    std::string model;  // "llama" or "gpt2"
+    std::string model;  // "llama", "gpt2" or "bert"
     std::vector<std::string> tokens;
     std::vector<float> scores;
     std::vector<int32_t> types;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <climits>
+#include <utility>
 
 #include "llm/pretokenizer.hpp"
 #include "llm/tokenizer.hpp"
@@ -57,9 +58,11 @@ StatusOr<Tokenizer> Tokenizer::from_gguf(const GgufFile& f) {
   }
   LOOM_ASSIGN_OR_RETURN(std::string_view model, f.get_str("tokenizer.ggml.model"));
   const bool bpe = model == "gpt2";
-  if (model != "llama" && !bpe) {
+  const bool wpm = model == "bert";
+  if (model != "llama" && !bpe && !wpm) {
     return unimplemented(ctx + "tokenizer model '" + std::string(model) +
-                         "' is not supported (loom reads 'llama' (SentencePiece) and 'gpt2' (byte-level BPE))");
+                         "' is not supported (loom reads 'llama' (SentencePiece), 'gpt2' (byte-level BPE) and "
+                         "'bert' (WordPiece))");
   }
   Parts p;
   p.model = std::string(model);
@@ -86,6 +89,16 @@ StatusOr<Tokenizer> Tokenizer::from_gguf(const GgufFile& f) {
     }
     LOOM_ASSIGN_OR_RETURN(p.merges, f.get_arr_str("tokenizer.ggml.merges"));
   }
+  if (wpm) {
+    // BERT's ids, used when the file names none (llama.cpp's defaults).
+    sp.bos = 101;  // [CLS]
+    sp.eos = kNoToken;
+    sp.unk = 100;  // [UNK]
+    sp.sep = 102;  // [SEP]
+    sp.pad = 0;    // [PAD]
+    sp.add_bos = true;
+    sp.add_sep = true;
+  }
   LOOM_ASSIGN_OR_RETURN(std::vector<std::string_view> views, f.get_arr_str("tokenizer.ggml.tokens"));
   p.tokens.assign(views.begin(), views.end());
   if (f.has("tokenizer.ggml.scores")) {
@@ -104,7 +117,20 @@ StatusOr<Tokenizer> Tokenizer::from_gguf(const GgufFile& f) {
   LOOM_ASSIGN_OR_RETURN(sp.pad, special_id(f, "tokenizer.ggml.padding_token_id", sp.pad));
   LOOM_ASSIGN_OR_RETURN(sp.add_bos, optional_bool(f, "tokenizer.ggml.add_bos_token", sp.add_bos));
   LOOM_ASSIGN_OR_RETURN(sp.add_eos, optional_bool(f, "tokenizer.ggml.add_eos_token", sp.add_eos));
-  if (!bpe) {
+  LOOM_ASSIGN_OR_RETURN(sp.sep, special_id(f, "tokenizer.ggml.seperator_token_id", sp.sep));
+  LOOM_ASSIGN_OR_RETURN(sp.add_sep, optional_bool(f, "tokenizer.ggml.add_sep_token", sp.add_sep));
+  if (wpm) {
+    // A default id a small vocab does not have means "none" (an id the file
+    // names is checked by build()).
+    const auto n = static_cast<TokenId>(p.tokens.size());
+    const std::pair<TokenId*, const char*> defaults[] = {
+        {&sp.bos, "tokenizer.ggml.bos_token_id"}, {&sp.unk, "tokenizer.ggml.unknown_token_id"},
+        {&sp.sep, "tokenizer.ggml.seperator_token_id"}, {&sp.pad, "tokenizer.ggml.padding_token_id"}};
+    for (const auto& [id, key] : defaults) {
+      if (!f.has(key) && *id >= n) *id = kNoToken;
+    }
+  }
+  if (!bpe && !wpm) {
     LOOM_ASSIGN_OR_RETURN(sp.add_space_prefix,
                           optional_bool(f, "tokenizer.ggml.add_space_prefix", sp.add_space_prefix));
   }

@@ -41,6 +41,22 @@ Category category(uint32_t cp) {
   return lookup_runs(cp);
 }
 
+uint32_t nfd_first(uint32_t cp) {
+  if (cp < 0xC0) return cp;  // nothing below U+00C0 decomposes
+  const NfdRange* end = kNfdRanges + kNfdRangeCount;
+  const NfdRange* it = std::upper_bound(kNfdRanges, end, cp, [](uint32_t v, const NfdRange& r) { return v < r.first; });
+  if (it == kNfdRanges) return cp;
+  --it;
+  return cp <= it->last ? it->nfd : cp;
+}
+
+uint32_t to_lower(uint32_t cp) {
+  if (cp < 0x80) return cp >= 'A' && cp <= 'Z' ? cp + 32 : cp;
+  const LowerPair* end = kLowerPairs + kLowerPairCount;
+  const LowerPair* it = std::lower_bound(kLowerPairs, end, cp, [](const LowerPair& p, uint32_t v) { return p.cp < v; });
+  return it != end && it->cp == cp ? it->lower : cp;
+}
+
 CategoryMask category_mask(std::string_view name) {
   static const char* const kNames[] = {"Cn", "Lu", "Ll", "Lt", "Lm", "Lo", "Mn", "Mc", "Me", "Nd",
                                        "Nl", "No", "Pc", "Pd", "Ps", "Pe", "Pi", "Pf", "Po", "Sm",

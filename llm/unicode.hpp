@@ -1,5 +1,6 @@
 // Unicode facts the tokenizers need: UTF-8 decoding that keeps invalid bytes,
-// general categories (from the generated table) and White_Space.
+// general categories, NFD base letters and lowercase (from the generated
+// tables) and White_Space.
 //
 // Thread-safety: every function is pure; the lookup table behind category()
 // is built once on first use (thread-safe static initialisation).
@@ -46,6 +47,12 @@ Category category(uint32_t cp);
 CategoryMask category_mask(std::string_view name);
 // Unicode's White_Space property (what \s means in the tokenizer patterns).
 bool is_whitespace(uint32_t cp);
+// The first code point of cp's canonical decomposition (NFD): the base
+// letter of a precomposed character ("é" -> "e", a Hangul syllable -> its
+// leading jamo); cp itself when it does not decompose.
+uint32_t nfd_first(uint32_t cp);
+// The first code point of cp's lowercase; cp itself when it has none.
+uint32_t to_lower(uint32_t cp);
 
 // Bytes of the UTF-8 character at text[pos] (pos < size): its length when
 // well-formed (shortest form, no surrogates, <= U+10FFFF), else 1, so one

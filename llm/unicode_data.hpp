@@ -15,8 +15,25 @@ struct CategoryRun {
   uint8_t category;
 };
 
+// Code points first..last whose canonical decomposition (NFD) starts with nfd.
+struct NfdRange {
+  uint32_t first;
+  uint32_t last;
+  uint32_t nfd;
+};
+
+// A code point whose lowercase (its first code point) differs from it.
+struct LowerPair {
+  uint32_t cp;
+  uint32_t lower;
+};
+
 extern const char kUnicodeVersion[];
 extern const CategoryRun kCategoryRuns[];
 extern const size_t kCategoryRunCount;
+extern const NfdRange kNfdRanges[];  // sorted by first, disjoint
+extern const size_t kNfdRangeCount;
+extern const LowerPair kLowerPairs[];  // sorted by cp
+extern const size_t kLowerPairCount;
 
 }  // namespace loom::llm::unicode

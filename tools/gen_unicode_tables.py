@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
-"""Writes llm/unicode_data.cpp: the Unicode general category of every code
-point, as runs (first code point of each run + its category), from Python's
-unicodedata. Run at development time; the output is committed and nothing is
+"""Writes llm/unicode_data.cpp from Python's unicodedata: the Unicode general
+category of every code point, as runs (first code point of each run + its
+category); the first code point of each character's canonical decomposition
+(NFD), as ranges mapping to one value; and each character's lowercase (the
+first code point of str.lower()), as pairs. The last two are what the
+WordPiece tokenizer's normalisation uses (llm/tokenizer_wpm.cpp). Run at development time; the output is committed and nothing is
 downloaded or generated at build time.
 
   python3 tools/gen_unicode_tables.py > llm/unicode_data.cpp
@@ -30,6 +33,43 @@ def runs():
     return out
 
 
+def nfd_ranges():
+    """(first, last, nfd): every code point in first..last has NFD starting with nfd."""
+    out = []
+    for cp in range(0x110000):
+        if 0xD800 <= cp <= 0xDFFF:
+            continue
+        nfd = ord(unicodedata.normalize("NFD", chr(cp))[0])
+        if nfd == cp:
+            continue
+        if out and out[-1][1] == cp - 1 and out[-1][2] == nfd:
+            out[-1][1] = cp
+        else:
+            out.append([cp, cp, nfd])
+    return out
+
+
+def lower_pairs():
+    out = []
+    for cp in range(0x110000):
+        if 0xD800 <= cp <= 0xDFFF:
+            continue
+        low = ord(chr(cp).lower()[0])
+        if low != cp:
+            out.append((cp, low))
+    return out
+
+
+def write_items(w, items):
+    line = "   "
+    for item in items:
+        if len(line) + len(item) > 110:
+            w(line + "\n")
+            line = "   "
+        line += item
+    w(line + "\n};\n\n")
+
+
 def main():
     table = runs()
     w = sys.stdout.write
@@ -49,6 +89,14 @@ def main():
         line += item
     w(line + "\n};\n\n")
     w("const size_t kCategoryRunCount = sizeof(kCategoryRuns) / sizeof(kCategoryRuns[0]);\n\n")
+    w("// {first, last, nfd}: the NFD of every code point in first..last starts with nfd.\n")
+    w("const NfdRange kNfdRanges[] = {\n")
+    write_items(w, [" {0x%X, 0x%X, 0x%X}," % tuple(r) for r in nfd_ranges()])
+    w("const size_t kNfdRangeCount = sizeof(kNfdRanges) / sizeof(kNfdRanges[0]);\n\n")
+    w("// {code point, lowercase}: the first code point of the lowercase, where it differs.\n")
+    w("const LowerPair kLowerPairs[] = {\n")
+    write_items(w, [" {0x%X, 0x%X}," % p for p in lower_pairs()])
+    w("const size_t kLowerPairCount = sizeof(kLowerPairs) / sizeof(kLowerPairs[0]);\n\n")
     w("}  // namespace loom::llm::unicode\n")
 
 

@@ -183,4 +183,20 @@ TEST(CliTokenize, Help) {
   EXPECT_NE(h.out.find("tokenizer.ggml.add_bos_token"), std::string::npos);
 }
 
+TEST(CliTokenize, WordPieceFilesWork) {
+  const std::string m = "\xe2\x96\x81";  // U+2581, GGUF's word-start mark
+  loom::testing::GgufBuilder b;
+  b.kv_str("tokenizer.ggml.model", "bert");
+  b.kv_arr_str("tokenizer.ggml.tokens", {"[PAD]", "[UNK]", "[CLS]", "[SEP]", m + "hello", m + ",", m + "world", "s"});
+  b.kv_arr("tokenizer.ggml.token_type", loom::testing::kI32, std::vector<int32_t>{3, 2, 3, 3, 1, 1, 1, 1});
+  b.kv("tokenizer.ggml.bos_token_id", loom::testing::kU32, uint32_t{2});
+  b.kv("tokenizer.ggml.unknown_token_id", loom::testing::kU32, uint32_t{1});
+  b.kv("tokenizer.ggml.seperator_token_id", loom::testing::kU32, uint32_t{3});
+  const std::vector<uint8_t> image = b.build();
+  TempFile f(std::string(image.begin(), image.end()));
+  auto r = run_loom("tokenize -m " + f.path() + " --ids -p " + sh("Hello, WORLDS zz"), "", /*merge_stderr=*/false);
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(r.out, "2 4 5 6 7 1 3\n");
+}
+
 }  // namespace

@@ -126,6 +126,7 @@ void print_json(const std::string& model, const llm::Tokenizer& tok, const std::
   out["n_vocab"] = tok.n_vocab();
   out["add_bos"] = sp.add_bos;
   out["add_eos"] = sp.add_eos;
+  out["add_sep"] = sp.add_sep && sp.sep != llm::kNoToken;
   out["n_tokens"] = ids.size();
   out["ids"] = ids;
   out["tokens"] = Json::array();
@@ -192,13 +193,14 @@ int cmd_tokenize(std::vector<std::string> args) {
     for (size_t i = 0; i < ids.size(); ++i) std::printf("%7d '%s'\n", ids[i], printable(pieces[i]).c_str());
   }
   // What was used, on stderr so stdout stays the tokens.
-  const std::string kind = tok->model_name() == "gpt2"
-                               ? "byte-level BPE tokenizer (pre-tokenizer " + tok->pre_name() + ")"
-                               : "SentencePiece tokenizer";
+  const std::string kind = tok->model_name() == "gpt2"   ? "byte-level BPE tokenizer (pre-tokenizer " + tok->pre_name() + ")"
+                           : tok->model_name() == "bert" ? "WordPiece tokenizer"
+                                                         : "SentencePiece tokenizer";
   const bool bos = sp.add_bos && sp.bos != llm::kNoToken, eos = sp.add_eos && sp.eos != llm::kNoToken;
-  std::fprintf(stderr, "loom tokenize: %s: %s, %d tokens in the vocab; %zu tokens, %s%s\n", o.model.c_str(),
+  const bool sep = sp.add_sep && sp.sep != llm::kNoToken;
+  std::fprintf(stderr, "loom tokenize: %s: %s, %d tokens in the vocab; %zu tokens, %s%s%s\n", o.model.c_str(),
                kind.c_str(), tok->n_vocab(), ids.size(), bos ? "BOS added (add_bos)" : "no BOS (add_bos off)",
-               eos ? ", EOS added (add_eos)" : "");
+               eos ? ", EOS added (add_eos)" : "", sep ? ", SEP added (add_sep)" : "");
   return 0;
 }
 
