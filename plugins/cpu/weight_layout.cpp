@@ -14,9 +14,38 @@ namespace {
 std::atomic<const loom_buffer_type_t*> g_weight_type{nullptr};
 
 size_t block_bytes(int32_t type) { return common::type_traits(type).type_size; }
+int64_t blocks_per_row(const loom_tensor_t* t) { return t->ne[0] / common::type_traits(t->type).block_size; }
+
+// One field of a block as the layout stores it: `count` units of `unit`
+// bytes at `src` in the canonical block go to `dst` in the superblock, unit
+// u of row (lane) j at dst + (8 u + j) * unit.
+struct Field {
+  uint16_t src, dst, unit, count;
+};
+struct Fields {
+  const Field* f;
+  int n;
+};
+constexpr Field kQ4_0[] = {{0, 0, 2, 1}, {2, 16, 4, 4}};
+constexpr Field kQ8_0[] = {{0, 0, 2, 1}, {2, 16, 4, 8}};
+// d|dmin as one 4-byte unit; the 12 scale bytes as 3 units (words u0 u1 u2
+// of 8 rows, one vector each); qs in 32 units of 4 bytes.
+constexpr Field kQ4_K[] = {{0, 0, 4, 1}, {4, 32, 4, 3}, {16, 128, 4, 32}};
+// ql in 32 units, qh in 16, the 16 int8 scales in 4, d.
+constexpr Field kQ6_K[] = {{0, 0, 4, 32}, {128, 1024, 4, 16}, {192, 1536, 4, 4}, {208, 1664, 2, 1}};
+
+Fields fields_of(int32_t type) {
+  switch (type) {
+    case LOOM_TYPE_Q4_0: return {kQ4_0, 2};
+    case LOOM_TYPE_Q8_0: return {kQ8_0, 2};
+    case LOOM_TYPE_Q4_K: return {kQ4_K, 3};
+    case LOOM_TYPE_Q6_K: return {kQ6_K, 4};
+    default: return {nullptr, 0};
+  }
+}
 
 // Byte offset, within a repacked tensor, of canonical block `b` (row-major
-// over (row, block index)), and of its scale / quant chunk t.
+// over (row, block index)): its superblock and its row within the group.
 struct Place {
   size_t super;  // the superblock's first byte
   size_t lane;   // row within the group
@@ -29,33 +58,41 @@ Place place_of(size_t b, int64_t nblk, size_t bs) {
 }
 
 // One canonical block <-> its scattered place in the superblock.
-void scatter_block(const uint8_t* blk, uint8_t* base, Place p, size_t bs) {
+void scatter_block(const uint8_t* blk, uint8_t* base, Place p, Fields fs) {
   uint8_t* sb = base + p.super;
-  std::memcpy(sb + 2 * p.lane, blk, 2);
-  const size_t chunks = (bs - 2) / 4;
-  for (size_t t = 0; t < chunks; ++t) std::memcpy(sb + 16 + 32 * t + 4 * p.lane, blk + 2 + 4 * t, 4);
+  for (int k = 0; k < fs.n; ++k) {
+    const Field& f = fs.f[k];
+    for (size_t u = 0; u < f.count; ++u) {
+      std::memcpy(sb + f.dst + (kWeightGroupRows * u + p.lane) * f.unit, blk + f.src + u * f.unit, f.unit);
+    }
+  }
 }
-void gather_block(const uint8_t* base, Place p, size_t bs, uint8_t* blk) {
+void gather_block(const uint8_t* base, Place p, Fields fs, uint8_t* blk) {
   const uint8_t* sb = base + p.super;
-  std::memcpy(blk, sb + 2 * p.lane, 2);
-  const size_t chunks = (bs - 2) / 4;
-  for (size_t t = 0; t < chunks; ++t) std::memcpy(blk + 2 + 4 * t, sb + 16 + 32 * t + 4 * p.lane, 4);
+  for (int k = 0; k < fs.n; ++k) {
+    const Field& f = fs.f[k];
+    for (size_t u = 0; u < f.count; ++u) {
+      std::memcpy(blk + f.src + u * f.unit, sb + f.dst + (kWeightGroupRows * u + p.lane) * f.unit, f.unit);
+    }
+  }
 }
 
 void store(const loom_tensor_t* t, const void* src, size_t offset, size_t size) {
   const size_t bs = block_bytes(t->type);
-  const int64_t nblk = t->ne[0] / common::type_traits(t->type).block_size;
+  const int64_t nblk = blocks_per_row(t);
+  const Fields fs = fields_of(t->type);
   auto* base = static_cast<uint8_t*>(t->data);
   const auto* in = static_cast<const uint8_t*>(src);
-  for (size_t b = offset / bs; b < (offset + size) / bs; ++b, in += bs) scatter_block(in, base, place_of(b, nblk, bs), bs);
+  for (size_t b = offset / bs; b < (offset + size) / bs; ++b, in += bs) scatter_block(in, base, place_of(b, nblk, bs), fs);
 }
 
 void load(const loom_tensor_t* t, void* dst, size_t offset, size_t size) {
   const size_t bs = block_bytes(t->type);
-  const int64_t nblk = t->ne[0] / common::type_traits(t->type).block_size;
+  const int64_t nblk = blocks_per_row(t);
+  const Fields fs = fields_of(t->type);
   const auto* base = static_cast<const uint8_t*>(t->data);
   auto* out = static_cast<uint8_t*>(dst);
-  for (size_t b = offset / bs; b < (offset + size) / bs; ++b, out += bs) gather_block(base, place_of(b, nblk, bs), bs, out);
+  for (size_t b = offset / bs; b < (offset + size) / bs; ++b, out += bs) gather_block(base, place_of(b, nblk, bs), fs, out);
 }
 
 const common::HostLayout kLayout = {weight_layout_unsupported, store, load};
@@ -72,13 +109,13 @@ common::HostBufferConfig weight_buffer_config() {
 
 const char* weight_layout_unsupported(const loom_tensor_t* t) {
   if (t == nullptr) return "null tensor";
-  if (t->type != LOOM_TYPE_Q8_0 && t->type != LOOM_TYPE_Q4_0) return "only Q8_0 and Q4_0 matrices are repacked";
+  if (fields_of(t->type).n == 0) return "only Q8_0, Q4_0, Q4_K and Q6_K matrices are repacked";
   if (t->view_src != nullptr) return "a view";
   if (t->ne[2] != 1 || t->ne[3] != 1) return "more than 2 dimensions";
   if (t->ne[1] % kWeightGroupRows != 0) return "rows not a multiple of 8";
   const size_t bs = block_bytes(t->type);
-  const int64_t nblk = t->ne[0] / common::type_traits(t->type).block_size;
-  if (t->ne[0] % 32 != 0 || t->nb[0] != bs || t->nb[1] != bs * static_cast<size_t>(nblk)) return "not dense";
+  const int64_t nblk = blocks_per_row(t);
+  if (t->ne[0] % common::type_traits(t->type).block_size != 0 || t->nb[0] != bs || t->nb[1] != bs * static_cast<size_t>(nblk)) return "not dense";
   return nullptr;
 }
 
@@ -99,11 +136,12 @@ bool is_repacked(const loom_tensor_t* t) {
 
 void repacked_row(const loom_tensor_t* t, int64_t row, void* out) {
   const size_t bs = block_bytes(t->type);
-  const int64_t nblk = t->ne[0] / common::type_traits(t->type).block_size;
+  const int64_t nblk = blocks_per_row(t);
+  const Fields fs = fields_of(t->type);
   const auto* base = static_cast<const uint8_t*>(t->data);
   auto* o = static_cast<uint8_t*>(out);
   for (int64_t i = 0; i < nblk; ++i) {
-    gather_block(base, place_of(static_cast<size_t>(row * nblk + i), nblk, bs), bs, o + static_cast<size_t>(i) * bs);
+    gather_block(base, place_of(static_cast<size_t>(row * nblk + i), nblk, bs), fs, o + static_cast<size_t>(i) * bs);
   }
 }
 
