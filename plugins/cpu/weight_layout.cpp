@@ -22,24 +22,79 @@ int64_t blocks_per_row(const loom_tensor_t* t) { return t->ne[0] / common::type_
 struct Field {
   uint16_t src, dst, unit, count;
 };
+// transform: canonical block -> the block the fields cut (same size), and
+// back; nullptr when the fields cut the canonical block as it is.
+using BlockFn = void (*)(const uint8_t* in, uint8_t* out);
 struct Fields {
   const Field* f;
   int n;
+  BlockFn encode = nullptr, decode = nullptr;
 };
 constexpr Field kQ4_0[] = {{0, 0, 2, 1}, {2, 16, 4, 4}};
 constexpr Field kQ8_0[] = {{0, 0, 2, 1}, {2, 16, 4, 8}};
 // d|dmin as one 4-byte unit; the 12 scale bytes as 3 units (words u0 u1 u2
 // of 8 rows, one vector each); qs in 32 units of 4 bytes.
 constexpr Field kQ4_K[] = {{0, 0, 4, 1}, {4, 32, 4, 3}, {16, 128, 4, 32}};
-// ql in 32 units, qh in 16, the 16 int8 scales in 4, d.
-constexpr Field kQ6_K[] = {{0, 0, 4, 32}, {128, 1024, 4, 16}, {192, 1536, 4, 4}, {208, 1664, 2, 1}};
+// Q6_K: the 6-bit quants re-cut into planes A, B, C (64 bytes each, 16
+// units; see weight_layout.h), the 16 int8 scales in 4 units, d.
+constexpr Field kQ6_K[] = {{0, 0, 4, 16}, {64, 512, 4, 16}, {128, 1024, 4, 16}, {192, 1536, 4, 4}, {208, 1664, 2, 1}};
+
+// Q6_K quant e of a block (0..255) as the unsigned 6 bits u = q + 32.
+inline uint8_t q6_get(const uint8_t* ql, const uint8_t* qh, int e) {
+  const int h = e / 128, p = (e % 128) / 32, l = e % 32;
+  const uint8_t lo = ql[64 * h + 32 * (p & 1) + l];
+  const uint8_t nib = p < 2 ? lo & 0x0F : lo >> 4;
+  return static_cast<uint8_t>(nib | (((qh[32 * h + l] >> (2 * p)) & 3) << 4));
+}
+
+// Canonical (ql, qh, scales, d) -> (A, B, C, scales, d): for byte b = 32h + l
+// of each plane, A = u(128h + l), B = u(128h + 32 + l), C = u(128h + 64 + l)
+// in bits 0..5, and u(128h + 96 + l)'s bits 0-1, 2-3, 4-5 in bits 6-7 of A,
+// B, C.
+void q6k_encode(const uint8_t* in, uint8_t* out) {
+  const uint8_t* ql = in;
+  const uint8_t* qh = in + 128;
+  for (int h = 0; h < 2; ++h) {
+    for (int l = 0; l < 32; ++l) {
+      const int b = 32 * h + l;
+      const uint8_t u3 = q6_get(ql, qh, 128 * h + 96 + l);
+      for (int p = 0; p < 3; ++p) {
+        out[64 * p + b] = static_cast<uint8_t>(q6_get(ql, qh, 128 * h + 32 * p + l) | (((u3 >> (2 * p)) & 3) << 6));
+      }
+    }
+  }
+  std::memcpy(out + 192, in + 192, 18);
+}
+
+void q6k_decode(const uint8_t* in, uint8_t* out) {
+  uint8_t* ql = out;
+  uint8_t* qh = out + 128;
+  std::memset(out, 0, 192);
+  for (int h = 0; h < 2; ++h) {
+    for (int l = 0; l < 32; ++l) {
+      const int b = 32 * h + l;
+      uint8_t u[4];
+      u[3] = 0;
+      for (int p = 0; p < 3; ++p) {
+        u[p] = in[64 * p + b] & 0x3F;
+        u[3] = static_cast<uint8_t>(u[3] | ((in[64 * p + b] >> 6) << (2 * p)));
+      }
+      for (int p = 0; p < 4; ++p) {
+        uint8_t& lo = ql[64 * h + 32 * (p & 1) + l];
+        lo = static_cast<uint8_t>(lo | (p < 2 ? (u[p] & 0x0F) : (u[p] & 0x0F) << 4));
+        qh[32 * h + l] = static_cast<uint8_t>(qh[32 * h + l] | ((u[p] >> 4) << (2 * p)));
+      }
+    }
+  }
+  std::memcpy(out + 192, in + 192, 18);
+}
 
 Fields fields_of(int32_t type) {
   switch (type) {
     case LOOM_TYPE_Q4_0: return {kQ4_0, 2};
     case LOOM_TYPE_Q8_0: return {kQ8_0, 2};
     case LOOM_TYPE_Q4_K: return {kQ4_K, 3};
-    case LOOM_TYPE_Q6_K: return {kQ6_K, 4};
+    case LOOM_TYPE_Q6_K: return {kQ6_K, 5, q6k_encode, q6k_decode};
     default: return {nullptr, 0};
   }
 }
@@ -60,6 +115,11 @@ Place place_of(size_t b, int64_t nblk, size_t bs) {
 // One canonical block <-> its scattered place in the superblock.
 void scatter_block(const uint8_t* blk, uint8_t* base, Place p, Fields fs) {
   uint8_t* sb = base + p.super;
+  uint8_t tmp[256];
+  if (fs.encode != nullptr) {
+    fs.encode(blk, tmp);
+    blk = tmp;
+  }
   for (int k = 0; k < fs.n; ++k) {
     const Field& f = fs.f[k];
     for (size_t u = 0; u < f.count; ++u) {
@@ -67,14 +127,17 @@ void scatter_block(const uint8_t* blk, uint8_t* base, Place p, Fields fs) {
     }
   }
 }
-void gather_block(const uint8_t* base, Place p, Fields fs, uint8_t* blk) {
+void gather_block(const uint8_t* base, Place p, Fields fs, uint8_t* out) {
   const uint8_t* sb = base + p.super;
+  uint8_t tmp[256];
+  uint8_t* blk = fs.decode != nullptr ? tmp : out;
   for (int k = 0; k < fs.n; ++k) {
     const Field& f = fs.f[k];
     for (size_t u = 0; u < f.count; ++u) {
       std::memcpy(blk + f.src + u * f.unit, sb + f.dst + (kWeightGroupRows * u + p.lane) * f.unit, f.unit);
     }
   }
+  if (fs.decode != nullptr) fs.decode(tmp, out);
 }
 
 void store(const loom_tensor_t* t, const void* src, size_t offset, size_t size) {

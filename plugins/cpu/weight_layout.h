@@ -14,9 +14,14 @@
 //   Q4_K         d|dmin (one 4-byte unit) at 0; the 12 packed scale bytes
 //                as 3 units (words u0, u1, u2: the kernel unpacks 8 rows'
 //                6-bit scales and mins at once) at 32; qs, 32 units, at 128.
-//   Q6_K         ql, 32 units, at 0; qh, 16 units, at 1024; the 16 int8
-//                scales, 4 units, at 1536; d (2-byte unit) at 1664.
-// The bytes are only permuted (same size as the canonical tensor).
+//   Q6_K         the 6-bit quants u = q + 32 re-cut (ql / qh -> planes A,
+//                B, C of 64 bytes a row): byte b = 32h + l of A, B, C holds
+//                u(128h + l), u(128h + 32 + l), u(128h + 64 + l) in bits
+//                0..5 and bits 0-1, 2-3, 4-5 of u(128h + 96 + l) in bits
+//                6-7, so 3 loads give 4 vectors of quants in 11 bit ops
+//                (ql / qh: 17). A, B, C 16 units each at 0, 512, 1024; the
+//                16 int8 scales, 4 units, at 1536; d (2-byte unit) at 1664.
+// Same size as the canonical tensor; get_tensor inverts it exactly.
 #pragma once
 
 #include <cstddef>

@@ -13,7 +13,8 @@
 //         activations' sum over sub-block j.
 //         VNNI: the high nibbles are read as (byte & 0xF0) = 16 u (dpbusd
 //         does not saturate) and the dot shifted right by 4, exactly.
-//   Q6_K  sub-block j (16 quants, u = q + 32 unsigned 6 bits):
+//   Q6_K  sub-block j (16 quants, u = q + 32 unsigned 6 bits, from the
+//         layout's planes A, B, C: 3 loads, 11 bit ops per 4 vectors):
 //         isum = sum_j sc_j (dot_j - 32 S_j), S_j the activations' sum over
 //         the 16; the offset term sum_j sc_j S_j is itself a dpbusd of the
 //         scales (sc + 128, unsigned) against S_j split in bytes.
@@ -172,11 +173,11 @@ void q4k_cols(const uint8_t* group, int64_t nsb, const ActBlockK* const* y, cons
 }
 
 // ---------------------------------------------------------------- Q6_K
-// Superblock (1680 bytes): [0, 1024) ql in 32 units of 4 bytes; [1024,
-// 1536) qh in 16 units; [1536, 1664) the 16 int8 scales in 4 units (unit c:
-// scales 4c .. 4c+3 of the 8 rows); [1664, 1680) d of 8 rows (f16).
-// For half h and t in 0..7, units ql(16h + t), ql(16h + 8 + t), qh(8h + t)
-// give elements 128h + 32p + 4t .. +3 (p = 0..3), sub-block 8h + 2p + t / 4.
+// Superblock (1680 bytes): planes A, B, C (weight_layout.h) at 0, 512,
+// 1024 in 16 units of 4 bytes each; [1536, 1664) the 16 int8 scales in 4
+// units (unit c: scales 4c .. 4c+3 of the 8 rows); [1664, 1680) d of 8 rows
+// (f16). For half h and t in 0..7, unit 8h + t of A, B, C gives elements
+// 128h + 32p + 4t .. +3 (p = 0..3), sub-block 8h + 2p + t / 4.
 constexpr size_t kQ6KBytes = 8 * sizeof(loom_block_q6_k_t);
 
 template <int NC>
@@ -184,7 +185,7 @@ void q6k_cols(const uint8_t* group, int64_t nsb, const ActBlockK* const* y, cons
               __m256 acc[NC]) {
   // Both quarters of 4 (t / 4 = 0, 1) at once for one column: 8 chains.
   constexpr int Q = NC == 1 ? 2 : 1;
-  const __m256i m0f = bytes(0x0F), m30 = bytes(0x30);
+  const __m256i m3f = bytes(0x3F), m30 = bytes(0x30);
   for (int64_t i = 0; i < nsb; ++i) {
     const uint8_t* sb = group + static_cast<size_t>(i) * kQ6KBytes;
     __m256i sc[4];
@@ -200,14 +201,15 @@ void q6k_cols(const uint8_t* group, int64_t nsb, const ActBlockK* const* y, cons
         for (int tt = 0; tt < 4; ++tt) {
           for (int q = 0; q < Q; ++q) {
             const int t = 4 * (q0 + q) + tt;
-            const __m256i l0 = load(sb + 32 * (16 * h + t)), l1 = load(sb + 32 * (16 * h + 8 + t));
-            const __m256i qh = load(sb + 1024 + 32 * (8 * h + t));
+            const size_t unit = 32 * static_cast<size_t>(8 * h + t);
+            const __m256i pa = load(sb + unit), pb = load(sb + 512 + unit), pc = load(sb + 1024 + unit);
             __m256i u[4];
-            u[0] = _mm256_or_si256(_mm256_and_si256(l0, m0f), _mm256_and_si256(_mm256_slli_epi16(qh, 4), m30));
-            u[1] = _mm256_or_si256(_mm256_and_si256(l1, m0f), _mm256_and_si256(_mm256_slli_epi16(qh, 2), m30));
-            u[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m0f), _mm256_and_si256(qh, m30));
-            u[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m0f),
-                                   _mm256_and_si256(_mm256_srli_epi16(qh, 2), m30));
+            u[0] = _mm256_and_si256(pa, m3f);
+            u[1] = _mm256_and_si256(pb, m3f);
+            u[2] = _mm256_and_si256(pc, m3f);
+            u[3] = _mm256_or_si256(_mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(pa, 6), bytes(0x03)),
+                                                   _mm256_and_si256(_mm256_srli_epi16(pb, 4), bytes(0x0C))),
+                                   _mm256_and_si256(_mm256_srli_epi16(pc, 2), m30));
             for (int p = 0; p < 4; ++p) {
               for (int c = 0; c < NC; ++c) {
                 dp[q][p][c] = dot_u8s8(dp[q][p][c], u[p], bcast4(y[c][i].qs + 128 * h + 32 * p + 4 * t));
