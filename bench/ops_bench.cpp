@@ -299,13 +299,14 @@ void mul_mat_args(benchmark::internal::Benchmark* b) {
 
 // Decode shapes of the K-quant file's matrices (synth768-q4_k_m: Q4_K
 // projections and FFN up/gate, Q6_K FFN down and V): K = 768 and K = 2048
-// rows, 1 and 4 columns.
+// rows, 1 and 4 columns; and one matrix larger than the last-level cache.
 void decode_args(benchmark::internal::Benchmark* b) {
   for (int64_t n : {1, 4}) {
     b->Args({768, 768, n});
     b->Args({768, 2048, n});
     b->Args({2048, 768, n});
   }
+  b->Args({2048, 131072, 1});  // 150-220 MB: far past the caches
   b->ArgNames({"K", "M", "N"})->Unit(benchmark::kMicrosecond)->UseRealTime();
 }
 

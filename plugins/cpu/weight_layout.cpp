@@ -18,9 +18,13 @@ int64_t blocks_per_row(const loom_tensor_t* t) { return t->ne[0] / common::type_
 
 // One field of a block as the layout stores it: `count` units of `unit`
 // bytes at `src` in the canonical block go to `dst` in the superblock, unit
-// u of row (lane) j at dst + (8 u + j) * unit.
+// u of row (lane) j at dst + u * stride + j * unit (stride 0: 8 * unit,
+// the units one after another).
 struct Field {
-  uint16_t src, dst, unit, count;
+  uint16_t src, dst, unit, count, stride = 0;
+  size_t at(size_t u, size_t lane) const {
+    return dst + u * (stride != 0 ? stride : kWeightGroupRows * unit) + lane * unit;
+  }
 };
 // transform: canonical block -> the block the fields cut (same size), and
 // back; nullptr when the fields cut the canonical block as it is.
@@ -33,11 +37,16 @@ struct Fields {
 constexpr Field kQ4_0[] = {{0, 0, 2, 1}, {2, 16, 4, 4}};
 constexpr Field kQ8_0[] = {{0, 0, 2, 1}, {2, 16, 4, 8}};
 // d|dmin as one 4-byte unit; the 12 scale bytes as 3 units (words u0 u1 u2
-// of 8 rows, one vector each); qs in 32 units of 4 bytes.
-constexpr Field kQ4_K[] = {{0, 0, 4, 1}, {4, 32, 4, 3}, {16, 128, 4, 32}};
-// Q6_K: the 6-bit quants re-cut into planes A, B, C (64 bytes each, 16
-// units; see weight_layout.h), the 16 int8 scales in 4 units, d.
-constexpr Field kQ6_K[] = {{0, 0, 4, 16}, {64, 512, 4, 16}, {128, 1024, 4, 16}, {192, 1536, 4, 4}, {208, 1664, 2, 1}};
+// of 8 rows, one vector each); qs in 32 units of 4 bytes, unit 8g + t
+// (bytes 32g + 4t ..) stored as the (4t + g)-th: in the order the decode
+// kernel reads them (the 4 pairs of sub-blocks side by side).
+constexpr Field kQ4_K[] = {{0, 0, 4, 1},          {4, 32, 4, 3},          {16, 128, 4, 8, 128},
+                           {48, 160, 4, 8, 128}, {80, 192, 4, 8, 128}, {112, 224, 4, 8, 128}};
+// Q6_K: d; the 16 int8 scales in 4 units; the 6-bit quants re-cut into
+// planes A, B, C (64 bytes each, 16 units; see weight_layout.h), unit k of
+// A, B, C side by side (96 bytes a step, read in order).
+constexpr Field kQ6_K[] = {{208, 0, 2, 1},        {192, 16, 4, 4},        {0, 144, 4, 16, 96},
+                           {64, 176, 4, 16, 96}, {128, 208, 4, 16, 96}};
 
 // Q6_K quant e of a block (0..255) as the unsigned 6 bits u = q + 32.
 inline uint8_t q6_get(const uint8_t* ql, const uint8_t* qh, int e) {
@@ -93,7 +102,7 @@ Fields fields_of(int32_t type) {
   switch (type) {
     case LOOM_TYPE_Q4_0: return {kQ4_0, 2};
     case LOOM_TYPE_Q8_0: return {kQ8_0, 2};
-    case LOOM_TYPE_Q4_K: return {kQ4_K, 3};
+    case LOOM_TYPE_Q4_K: return {kQ4_K, 6};
     case LOOM_TYPE_Q6_K: return {kQ6_K, 5, q6k_encode, q6k_decode};
     default: return {nullptr, 0};
   }
@@ -123,7 +132,7 @@ void scatter_block(const uint8_t* blk, uint8_t* base, Place p, Fields fs) {
   for (int k = 0; k < fs.n; ++k) {
     const Field& f = fs.f[k];
     for (size_t u = 0; u < f.count; ++u) {
-      std::memcpy(sb + f.dst + (kWeightGroupRows * u + p.lane) * f.unit, blk + f.src + u * f.unit, f.unit);
+      std::memcpy(sb + f.at(u, p.lane), blk + f.src + u * f.unit, f.unit);
     }
   }
 }
@@ -134,7 +143,7 @@ void gather_block(const uint8_t* base, Place p, Fields fs, uint8_t* out) {
   for (int k = 0; k < fs.n; ++k) {
     const Field& f = fs.f[k];
     for (size_t u = 0; u < f.count; ++u) {
-      std::memcpy(blk + f.src + u * f.unit, sb + f.dst + (kWeightGroupRows * u + p.lane) * f.unit, f.unit);
+      std::memcpy(blk + f.src + u * f.unit, sb + f.at(u, p.lane), f.unit);
     }
   }
   if (fs.decode != nullptr) fs.decode(tmp, out);

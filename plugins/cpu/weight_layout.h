@@ -6,21 +6,25 @@
 // Layout ("x8"): for each group g of 8 rows and each block index i, one
 // superblock of 8 * block bytes at ((g * nblk) + i) * 8 * block bytes. A
 // block's fields are cut into units (2 or 4 bytes); unit u of a field for
-// row 8g + j lies at field_start + (8u + j) * unit_bytes, so one 32-byte
+// row 8g + j lies at field_start + u * stride + j * unit_bytes (stride
+// 8 * unit_bytes unless said), so one 32-byte
 // load gives a 4-byte unit of 8 rows — the operand of an 8-lane integer dot
 // against 4 broadcast activation bytes. Fields (canonical offset -> start):
 //   Q4_0 / Q8_0  d (one 2-byte unit) at 0; qs in 4-byte units at 16
 //                (Q4_0: 4 units, Q8_0: 8).
 //   Q4_K         d|dmin (one 4-byte unit) at 0; the 12 packed scale bytes
 //                as 3 units (words u0, u1, u2: the kernel unpacks 8 rows'
-//                6-bit scales and mins at once) at 32; qs, 32 units, at 128.
+//                6-bit scales and mins at once) at 32; qs, 32 units, at
+//                128, unit 8g + t (qs bytes 32g + 4t ..) at 128 + 32 (4t + g).
 //   Q6_K         the 6-bit quants u = q + 32 re-cut (ql / qh -> planes A,
 //                B, C of 64 bytes a row): byte b = 32h + l of A, B, C holds
 //                u(128h + l), u(128h + 32 + l), u(128h + 64 + l) in bits
 //                0..5 and bits 0-1, 2-3, 4-5 of u(128h + 96 + l) in bits
 //                6-7, so 3 loads give 4 vectors of quants in 11 bit ops
-//                (ql / qh: 17). A, B, C 16 units each at 0, 512, 1024; the
-//                16 int8 scales, 4 units, at 1536; d (2-byte unit) at 1664.
+//                (ql / qh: 17). d (2-byte unit) at 0; the 16 int8 scales, 4
+//                units, at 16; unit k of A, B, C at 144 + 96k, + 32, + 64.
+// Each superblock is read front to back by the decode kernels: interleaved
+// streams within it halved the rate from memory (Q6_K: 16 -> ~28 GB/s).
 // Same size as the canonical tensor; get_tensor inverts it exactly.
 #pragma once
 

@@ -109,8 +109,8 @@ inline __m256i byte_of_dwords(int b) {
 // ---------------------------------------------------------------- Q4_K
 // Superblock (1152 bytes): [0, 32) d|dmin of 8 rows; [32, 128) the packed
 // scale words u0, u1, u2 of 8 rows; [128, 1152) qs in 32 units of 4 bytes
-// (unit t: bytes 4t .. 4t+3 of the 8 rows; byte l of qs holds element
-// 64 (l / 32) + l % 32 low, + 32 high).
+// (unit 8g + t: qs bytes 32g + 4t .. +3 of the 8 rows, at 128 + 32 (4t + g);
+// byte l of qs holds element 64 (l / 32) + l % 32 low, + 32 high).
 constexpr size_t kQ4KBytes = 8 * sizeof(loom_block_q4_k_t);
 
 template <int NC>
@@ -136,7 +136,7 @@ void q4k_cols(const uint8_t* group, int64_t nsb, const ActBlockK* const* y, cons
       for (int t = 0; t < 8; ++t) {
         for (int g = 0; g < G; ++g) {
           const int gg = g0 + g;
-          const __m256i v = load(sb + 128 + 32 * (8 * gg + t));
+          const __m256i v = load(sb + 128 + 32 * (4 * t + gg));
           const __m256i ul = _mm256_and_si256(v, m0f);
           const __m256i uh = kVnni ? _mm256_and_si256(v, bytes(0xF0)) : _mm256_and_si256(_mm256_srli_epi16(v, 4), m0f);
           for (int c = 0; c < NC; ++c) {
@@ -173,11 +173,11 @@ void q4k_cols(const uint8_t* group, int64_t nsb, const ActBlockK* const* y, cons
 }
 
 // ---------------------------------------------------------------- Q6_K
-// Superblock (1680 bytes): planes A, B, C (weight_layout.h) at 0, 512,
-// 1024 in 16 units of 4 bytes each; [1536, 1664) the 16 int8 scales in 4
-// units (unit c: scales 4c .. 4c+3 of the 8 rows); [1664, 1680) d of 8 rows
-// (f16). For half h and t in 0..7, unit 8h + t of A, B, C gives elements
-// 128h + 32p + 4t .. +3 (p = 0..3), sub-block 8h + 2p + t / 4.
+// Superblock (1680 bytes): [0, 16) d of 8 rows (f16); [16, 144) the 16 int8
+// scales in 4 units (unit c: scales 4c .. 4c+3 of the 8 rows); then unit k
+// of planes A, B, C (weight_layout.h) at 144 + 96k, + 32, + 64. For half h
+// and t in 0..7, unit 8h + t gives elements 128h + 32p + 4t .. +3 (p =
+// 0..3), sub-block 8h + 2p + t / 4.
 constexpr size_t kQ6KBytes = 8 * sizeof(loom_block_q6_k_t);
 
 template <int NC>
@@ -189,7 +189,7 @@ void q6k_cols(const uint8_t* group, int64_t nsb, const ActBlockK* const* y, cons
   for (int64_t i = 0; i < nsb; ++i) {
     const uint8_t* sb = group + static_cast<size_t>(i) * kQ6KBytes;
     __m256i sc[4];
-    for (int c = 0; c < 4; ++c) sc[c] = load(sb + 1536 + 32 * c);
+    for (int c = 0; c < 4; ++c) sc[c] = load(sb + 16 + 32 * c);
     __m256i isum[NC];
     for (int c = 0; c < NC; ++c) isum[c] = _mm256_setzero_si256();
     for (int h = 0; h < 2; ++h) {
@@ -198,11 +198,11 @@ void q6k_cols(const uint8_t* group, int64_t nsb, const ActBlockK* const* y, cons
         for (int q = 0; q < Q; ++q)
           for (int p = 0; p < 4; ++p)
             for (int c = 0; c < NC; ++c) dp[q][p][c] = _mm256_setzero_si256();
-        for (int tt = 0; tt < 4; ++tt) {
-          for (int q = 0; q < Q; ++q) {
+        for (int q = 0; q < Q; ++q) {  // t in order: the superblock read front to back
+          for (int tt = 0; tt < 4; ++tt) {
             const int t = 4 * (q0 + q) + tt;
-            const size_t unit = 32 * static_cast<size_t>(8 * h + t);
-            const __m256i pa = load(sb + unit), pb = load(sb + 512 + unit), pc = load(sb + 1024 + unit);
+            const uint8_t* unit = sb + 144 + 96 * (8 * h + t);
+            const __m256i pa = load(unit), pb = load(unit + 32), pc = load(unit + 64);
             __m256i u[4];
             u[0] = _mm256_and_si256(pa, m3f);
             u[1] = _mm256_and_si256(pb, m3f);
@@ -227,7 +227,7 @@ void q6k_cols(const uint8_t* group, int64_t nsb, const ActBlockK* const* y, cons
         }
       }
     }
-    const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sb + 1664)));
+    const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sb)));
     for (int c = 0; c < NC; ++c) {
       const ColSums& s = cs[c][i];
       // sum_j sc_j S_j = sum_j (sc_j + 128) S_j - 128 total.
