@@ -300,6 +300,7 @@ void mul_mat_args(benchmark::internal::Benchmark* b) {
 // Decode shapes of the K-quant file's matrices (synth768-q4_k_m: Q4_K
 // projections and FFN up/gate, Q6_K FFN down and V): K = 768 and K = 2048
 // rows, 1 and 4 columns; and one matrix larger than the last-level cache.
+// F32 / F16 rows too (the float decode GEMV, issue 10).
 void decode_args(benchmark::internal::Benchmark* b) {
   for (int64_t n : {1, 4}) {
     b->Args({768, 768, n});
@@ -594,6 +595,8 @@ BENCHMARK_CAPTURE(BM_loom_mul_mat, q8_0, LOOM_TYPE_Q8_0)->Apply(mul_mat_args);
 BENCHMARK_CAPTURE(BM_loom_mul_mat, q4_0, LOOM_TYPE_Q4_0)->Apply(mul_mat_args);
 BENCHMARK_CAPTURE(BM_loom_mul_mat, q4_k, LOOM_TYPE_Q4_K)->Apply(mul_mat_args);
 BENCHMARK_CAPTURE(BM_loom_mul_mat, q6_k, LOOM_TYPE_Q6_K)->Apply(mul_mat_args);
+BENCHMARK_CAPTURE(BM_loom_mul_mat, f32_decode, LOOM_TYPE_F32)->Apply(decode_args);
+BENCHMARK_CAPTURE(BM_loom_mul_mat, f16_decode, LOOM_TYPE_F16)->Apply(decode_args);
 BENCHMARK_CAPTURE(BM_loom_mul_mat, q4_0_decode, LOOM_TYPE_Q4_0)->Apply(decode_args);
 BENCHMARK_CAPTURE(BM_loom_mul_mat, q4_k_decode, LOOM_TYPE_Q4_K)->Apply(decode_args);
 BENCHMARK_CAPTURE(BM_loom_mul_mat, q6_k_decode, LOOM_TYPE_Q6_K)->Apply(decode_args);
