@@ -8,7 +8,8 @@
 // Per super-block of 256 and group of 8 rows:
 //   Q4_K  sub-block j (32 quants, unsigned 4 bits u) dot_j = sum u * qb;
 //         isum = sum_j sc_j dot_j (vpmulld by the 6-bit scales, unpacked
-//         from the 3 packed words of 8 rows at once);
+//         from the 3 packed words of 8 rows at once; AVX2: the dot in
+//         int16 pairs, maddubs per unit, then one madd by the scales);
 //         result += d_a d_b isum - dmin_a d_b sum_j m_j B_j, B_j = the
 //         activations' sum over sub-block j.
 //         VNNI: the high nibbles are read as (byte & 0xF0) = 16 u (dpbusd
@@ -106,6 +107,22 @@ inline __m256i byte_of_dwords(int b) {
   return _mm256_setr_epi32(base, base + 4, base + 8, base + 12, base, base + 4, base + 8, base + 12);
 }
 
+// Q4_K's per-unit step: VNNI, a dpbusd into int32 lanes; AVX2, maddubs into
+// int16 pairs summed over the sub-block's 8 units (at most 8 * 2 * 15 * 127
+// = 30480: no overflow), scaled and widened by one madd per sub-block.
+inline __m256i q4k_step(__m256i acc, __m256i u, __m256i y) {
+  if (kVnni) return dot_u8s8(acc, u, y);
+  return _mm256_add_epi16(acc, _mm256_maddubs_epi16(u, y));
+}
+// The pshufb pattern giving each row's scale byte b: VNNI, as an int32;
+// AVX2, as both int16 halves of its lane (the madd operand).
+inline __m256i scale_pattern(int b) {
+  if (kVnni) return byte_of_dwords(b);
+  const int32_t base = static_cast<int32_t>(0x80008000u) + b * 0x10001;
+  const __m256i step = _mm256_setr_epi32(0, 0x40004, 0x80008, 0xC000C, 0, 0x40004, 0x80008, 0xC000C);
+  return _mm256_add_epi32(_mm256_set1_epi32(base), step);
+}
+
 // ---------------------------------------------------------------- Q4_K
 // Superblock (1152 bytes): [0, 32) d|dmin of 8 rows; [32, 128) the packed
 // scale words u0, u1, u2 of 8 rows; [128, 1152) qs in 32 units of 4 bytes
@@ -116,17 +133,15 @@ constexpr size_t kQ4KBytes = 8 * sizeof(loom_block_q4_k_t);
 template <int NC>
 void q4k_cols(const uint8_t* group, int64_t nsb, const ActBlockK* const* y, const ColSums* const* cs,
               __m256 acc[NC]) {
-  // Sub-block pairs (2g, 2g + 1) interleaved: 2 * NC * G dot chains.
-  constexpr int G = NC == 1 ? 4 : NC == 2 ? 2 : 1;
+  // Sub-block pairs (2g, 2g + 1) interleaved: 2 * NC * G dot chains (AVX2:
+  // fewer, its 16 vector registers).
+  constexpr int G = kVnni ? (NC == 1 ? 4 : NC == 2 ? 2 : 1) : (NC == 1 ? 2 : 1);
   const __m256i m3f = bytes(0x3F), m0f = bytes(0x0F), m30 = bytes(0x30);
   for (int64_t i = 0; i < nsb; ++i) {
     const uint8_t* sb = group + static_cast<size_t>(i) * kQ4KBytes;
-    const __m256i u0 = load(sb + 32), u1 = load(sb + 64), u2 = load(sb + 96);
+    const __m256i u0 = load(sb + 32), u2 = load(sb + 96);
     const __m256i sc_lo = _mm256_and_si256(u0, m3f);
     const __m256i sc_hi = _mm256_or_si256(_mm256_and_si256(u2, m0f), _mm256_and_si256(_mm256_srli_epi32(u0, 2), m30));
-    const __m256i mn_lo = _mm256_and_si256(u1, m3f);
-    const __m256i mn_hi =
-        _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(u2, 4), m0f), _mm256_and_si256(_mm256_srli_epi32(u1, 2), m30));
     __m256i isum[NC];
     for (int c = 0; c < NC; ++c) isum[c] = _mm256_setzero_si256();
     for (int g0 = 0; g0 < 4; g0 += G) {
@@ -140,8 +155,8 @@ void q4k_cols(const uint8_t* group, int64_t nsb, const ActBlockK* const* y, cons
           const __m256i ul = _mm256_and_si256(v, m0f);
           const __m256i uh = kVnni ? _mm256_and_si256(v, bytes(0xF0)) : _mm256_and_si256(_mm256_srli_epi16(v, 4), m0f);
           for (int c = 0; c < NC; ++c) {
-            lo[g][c] = dot_u8s8(lo[g][c], ul, bcast4(y[c][i].qs + 64 * gg + 4 * t));
-            hi[g][c] = dot_u8s8(hi[g][c], uh, bcast4(y[c][i].qs + 64 * gg + 32 + 4 * t));
+            lo[g][c] = q4k_step(lo[g][c], ul, bcast4(y[c][i].qs + 64 * gg + 4 * t));
+            hi[g][c] = q4k_step(hi[g][c], uh, bcast4(y[c][i].qs + 64 * gg + 32 + 4 * t));
           }
         }
       }
@@ -149,16 +164,24 @@ void q4k_cols(const uint8_t* group, int64_t nsb, const ActBlockK* const* y, cons
         const int gg = g0 + g;
         // Scales of sub-blocks 2gg, 2gg + 1: bytes of sc_lo (j < 4) / sc_hi.
         const __m256i& src_a = 2 * gg < 4 ? sc_lo : sc_hi;
-        const __m256i s_a = _mm256_shuffle_epi8(src_a, byte_of_dwords((2 * gg) % 4));
-        const __m256i s_b = _mm256_shuffle_epi8(src_a, byte_of_dwords((2 * gg + 1) % 4));
+        const __m256i s_a = _mm256_shuffle_epi8(src_a, scale_pattern((2 * gg) % 4));
+        const __m256i s_b = _mm256_shuffle_epi8(src_a, scale_pattern((2 * gg + 1) % 4));
         for (int c = 0; c < NC; ++c) {
-          const __m256i h = kVnni ? _mm256_srai_epi32(hi[g][c], 4) : hi[g][c];
-          isum[c] = _mm256_add_epi32(isum[c], _mm256_add_epi32(_mm256_mullo_epi32(lo[g][c], s_a),
-                                                               _mm256_mullo_epi32(h, s_b)));
+          if (kVnni) {
+            isum[c] = _mm256_add_epi32(isum[c], _mm256_add_epi32(_mm256_mullo_epi32(lo[g][c], s_a),
+                                                                 _mm256_mullo_epi32(_mm256_srai_epi32(hi[g][c], 4), s_b)));
+          } else {
+            isum[c] = _mm256_add_epi32(isum[c], _mm256_add_epi32(_mm256_madd_epi16(lo[g][c], s_a),
+                                                                 _mm256_madd_epi16(hi[g][c], s_b)));
+          }
         }
       }
     }
     const __m256 d = halves(sb, 0), dmin = halves(sb, 16);
+    const __m256i w1 = load(sb + 64), w2 = load(sb + 96);  // again: fewer live registers in the loop
+    const __m256i mn_lo = _mm256_and_si256(w1, m3f);
+    const __m256i mn_hi =
+        _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(w2, 4), m0f), _mm256_and_si256(_mm256_srli_epi32(w1, 2), m30));
     for (int c = 0; c < NC; ++c) {
       const ColSums& s = cs[c][i];
       __m256i mh;
@@ -183,8 +206,9 @@ constexpr size_t kQ6KBytes = 8 * sizeof(loom_block_q6_k_t);
 template <int NC>
 void q6k_cols(const uint8_t* group, int64_t nsb, const ActBlockK* const* y, const ColSums* const* cs,
               __m256 acc[NC]) {
-  // Both quarters of 4 (t / 4 = 0, 1) at once for one column: 8 chains.
-  constexpr int Q = NC == 1 ? 2 : 1;
+  // Both quarters of 4 (t / 4 = 0, 1) at once for one column: 8 chains
+  // (AVX2: 4, its 16 vector registers).
+  constexpr int Q = kVnni && NC == 1 ? 2 : 1;
   const __m256i m3f = bytes(0x3F), m30 = bytes(0x30);
   for (int64_t i = 0; i < nsb; ++i) {
     const uint8_t* sb = group + static_cast<size_t>(i) * kQ6KBytes;
