@@ -297,6 +297,20 @@ void mul_mat_args(benchmark::internal::Benchmark* b) {
   b->ArgNames({"K", "M", "N"})->Unit(benchmark::kMicrosecond)->UseRealTime();
 }
 
+// Decode shapes of the K-quant file's matrices (synth768-q4_k_m: Q4_K
+// projections and FFN up/gate, Q6_K FFN down and V): K = 768 and K = 2048
+// rows, 1 and 4 columns; and one matrix larger than the last-level cache.
+// F32 / F16 rows too (the float decode GEMV, issue 10).
+void decode_args(benchmark::internal::Benchmark* b) {
+  for (int64_t n : {1, 4}) {
+    b->Args({768, 768, n});
+    b->Args({768, 2048, n});
+    b->Args({2048, 768, n});
+  }
+  b->Args({2048, 131072, 1});  // 150-220 MB: far past the caches
+  b->ArgNames({"K", "M", "N"})->Unit(benchmark::kMicrosecond)->UseRealTime();
+}
+
 // Read bandwidth: each of range(0) threads sums its slice of a 256 MiB
 // buffer per iteration.
 void BM_memory_read(benchmark::State& state) {
@@ -581,6 +595,11 @@ BENCHMARK_CAPTURE(BM_loom_mul_mat, q8_0, LOOM_TYPE_Q8_0)->Apply(mul_mat_args);
 BENCHMARK_CAPTURE(BM_loom_mul_mat, q4_0, LOOM_TYPE_Q4_0)->Apply(mul_mat_args);
 BENCHMARK_CAPTURE(BM_loom_mul_mat, q4_k, LOOM_TYPE_Q4_K)->Apply(mul_mat_args);
 BENCHMARK_CAPTURE(BM_loom_mul_mat, q6_k, LOOM_TYPE_Q6_K)->Apply(mul_mat_args);
+BENCHMARK_CAPTURE(BM_loom_mul_mat, f32_decode, LOOM_TYPE_F32)->Apply(decode_args);
+BENCHMARK_CAPTURE(BM_loom_mul_mat, f16_decode, LOOM_TYPE_F16)->Apply(decode_args);
+BENCHMARK_CAPTURE(BM_loom_mul_mat, q4_0_decode, LOOM_TYPE_Q4_0)->Apply(decode_args);
+BENCHMARK_CAPTURE(BM_loom_mul_mat, q4_k_decode, LOOM_TYPE_Q4_K)->Apply(decode_args);
+BENCHMARK_CAPTURE(BM_loom_mul_mat, q6_k_decode, LOOM_TYPE_Q6_K)->Apply(decode_args);
 BENCHMARK_CAPTURE(BM_loom_mul_mat, q5_k, LOOM_TYPE_Q5_K)->Apply(mul_mat_args);
 BENCHMARK_CAPTURE(BM_loom_mul_mat, q3_k, LOOM_TYPE_Q3_K)->Apply(mul_mat_args);
 BENCHMARK_CAPTURE(BM_loom_mul_mat, q2_k, LOOM_TYPE_Q2_K)->Apply(mul_mat_args);

@@ -207,7 +207,7 @@ LOOM_CASE(MatMulTest, LargerProductStaysAccurate) {
 }
 
 // Weights in the device's own layout (loom.weight_layout; the cpu plugin's
-// repacked Q8_0 / Q4_0): MUL_MAT over them computes what it computes over
+// repacked Q8_0 / Q4_0 / Q4_K / Q6_K): MUL_MAT over them computes what it computes over
 // the canonical bytes, get_tensor gives those bytes back, and ops other
 // than MUL_MAT's A do not read them in place.
 class WeightLayoutTest : public MatMulTest {
@@ -226,21 +226,38 @@ class WeightLayoutTest : public MatMulTest {
 };
 
 LOOM_CASE(WeightLayoutTest, MatMulMatchesCanonicalAndBytesRoundTrip) {
+  // Every type the cpu plugin repacks (Q8_0 / Q4_0 blocks of 32, Q4_K /
+  // Q6_K super-blocks of 256: their scales and quants spread over 8 rows),
+  // decode (1..4 columns) and prefill column counts, one and several groups
+  // of 8 rows (threads split the groups), one and three super-blocks.
   seed(405);
-  int ran = 0;
-  for (loom_type_t ta : {LOOM_TYPE_Q8_0, LOOM_TYPE_Q4_0}) {
+  struct Shape2 {
+    loom_type_t type;
+    int64_t k, m;
+  };
+  const Shape2 shapes[] = {{LOOM_TYPE_Q8_0, 96, 24},  {LOOM_TYPE_Q4_0, 96, 24},  {LOOM_TYPE_Q4_K, 256, 8},
+                           {LOOM_TYPE_Q4_K, 768, 40}, {LOOM_TYPE_Q6_K, 256, 16}, {LOOM_TYPE_Q6_K, 768, 24}};
+  int ran = 0, offered_32 = 0, offered_k = 0;
+  for (const Shape2& sh : shapes) {
+    const loom_type_t ta = sh.type;
+    const int64_t k = sh.k, m = sh.m;
     for (int64_t n : {1, 3, 4, 9}) {
-      const int64_t k = 96, m = 24;
-      LOOM_TRACE(type_str(ta) + " N " + std::to_string(n));
+      LOOM_TRACE(type_str(ta) + " K " + std::to_string(k) + " M " + std::to_string(m) + " N " + std::to_string(n));
       Operand a = input(ta, {k, m, 1, 1});
       Operand b = input(LOOM_TYPE_F32, {k, n, 1, 1});
       Buffer keep;
       Tensor* ar = relaid_copy(a, &keep);
       if (ar == nullptr) continue;
       ++ran;
+      ++(block_elems(ta) == 256 ? offered_k : offered_32);
       std::vector<uint8_t> back(a.h.base->bytes.size());
       LOOM_ASSERT_OK(tensor_get(ar, back.data(), back.size()));
       LOOM_EXPECT_EQ(back, a.h.base->bytes) << "get_tensor must give the canonical bytes back";
+      if (reference_device()) {
+        // The cpu plugin's layout really moves the bytes (so a kernel that
+        // read them as canonical blocks would fail below).
+        LOOM_EXPECT_NE(std::memcmp(ar->data, a.h.base->bytes.data(), back.size()), 0) << "stored interleaved";
+      }
       Tensor* out = unwrap(op::mul_mat(ctx_, ar, b.t), "mul_mat");
       Tensor* twin = unwrap(op::mul_mat(ctx_, a.t, b.t), "mul_mat");
       LOOM_ASSERT_OK(run_threads({out, twin}));
@@ -248,7 +265,7 @@ LOOM_CASE(WeightLayoutTest, MatMulMatchesCanonicalAndBytesRoundTrip) {
         ref->clear();
         tol->clear();
         for_each_index({m, n, 1, 1}, [&](int64_t mi, int64_t ni, int64_t, int64_t) {
-          const std::vector<double> bq = q8 ? q8_column(b.h, ni, 0, 0) : std::vector<double>();
+          const std::vector<double> bq = q8 ? q8_column(b.h, ni, 0, 0, act_block(ta)) : std::vector<double>();
           double sum = 0.0, mag = 0.0;
           for (int64_t kk = 0; kk < k; ++kk) {
             const double p = a.h.at(kk, mi) * (q8 ? bq[static_cast<size_t>(kk)] : b.h.at(kk, ni));
@@ -273,7 +290,25 @@ LOOM_CASE(WeightLayoutTest, MatMulMatchesCanonicalAndBytesRoundTrip) {
       LOOM_EXPECT_FALSE(dev_->supports_op(rows));
     }
   }
-  if (ran == 0) LOOM_SKIP() << dev_->name() << " offers no weight layout for Q8_0/Q4_0 (baseline build or another plugin)";
+  if (ran == 0) LOOM_SKIP() << dev_->name() << " offers no weight layout for quantized matrices (baseline build or another plugin)";
+  if (reference_device()) {
+    LOOM_EXPECT_EQ(offered_k, 4 * 4) << "the cpu plugin repacks Q4_K and Q6_K where it repacks Q8_0 / Q4_0";
+  }
+}
+
+LOOM_CASE(WeightLayoutTest, RowsNotAMultipleOf8StayCanonical) {
+  // A matrix whose rows do not fill groups of 8 gets no relaid type from
+  // the cpu plugin: the loader keeps it in the canonical buffer and MUL_MAT
+  // reads it in place (the WeightTypes cases cover that path's results).
+  if (!reference_device()) LOOM_SKIP() << "the cpu plugin's rule";
+  for (loom_type_t ta : {LOOM_TYPE_Q8_0, LOOM_TYPE_Q4_0, LOOM_TYPE_Q4_K, LOOM_TYPE_Q6_K}) {
+    const int64_t k = block_elems(ta) == 256 ? 512 : 64;
+    LOOM_TRACE(type_str(ta));
+    Tensor* odd = unwrap(ctx_.new_tensor(ta, {k, 12}, "odd"), "new_tensor");
+    LOOM_EXPECT_EQ(dev_->weight_buffer_type(odd), nullptr) << "12 rows: no group layout";
+    Tensor* three_d = unwrap(ctx_.new_tensor(ta, {k, 16, 2}, "three_d"), "new_tensor");
+    LOOM_EXPECT_EQ(dev_->weight_buffer_type(three_d), nullptr) << "3-D: no group layout";
+  }
 }
 
 // Large float matrices: the device may offer a host buffer type (the cpu

@@ -1,14 +1,31 @@
-// The "cpu_weights" buffer type (loom.weight_layout): Q8_0 / Q4_0 matrices
-// stored with rows interleaved in groups of 8 for the int8 GEMV/GEMM tiles
-// (ops/matmul_int8.cpp). set_tensor / get_tensor take and give GGUF's bytes.
+// The "cpu_weights" buffer type (loom.weight_layout): Q8_0 / Q4_0 / Q4_K /
+// Q6_K matrices stored with rows interleaved in groups of 8 for the integer
+// GEMV/GEMM kernels (ops/matmul_x8.cpp, ops/matmul_kquant_x8.cpp).
+// set_tensor / get_tensor take and give GGUF's bytes, exactly.
 //
 // Layout ("x8"): for each group g of 8 rows and each block index i, one
-// superblock of 8 * block bytes at ((g * nblk) + i) * 8 * block bytes:
-//   8 scales (f16; row 8g + j at 2 * j), then the quants in chunks of 32
-//   bytes: chunk t holds bytes 4t .. 4t+3 of the block's qs for rows
-//   8g + 0 .. 8g + 7 (Q4_0: 4 chunks, Q8_0: 8).
-// So one 32-byte load gives 4 consecutive quant bytes of 8 rows — the
-// operand of an 8-lane integer dot against 4 broadcast activation bytes.
+// superblock of 8 * block bytes at ((g * nblk) + i) * 8 * block bytes. A
+// block's fields are cut into units (2 or 4 bytes); unit u of a field for
+// row 8g + j lies at field_start + u * stride + j * unit_bytes (stride
+// 8 * unit_bytes unless said), so one 32-byte
+// load gives a 4-byte unit of 8 rows — the operand of an 8-lane integer dot
+// against 4 broadcast activation bytes. Fields (canonical offset -> start):
+//   Q4_0 / Q8_0  d (one 2-byte unit) at 0; qs in 4-byte units at 16
+//                (Q4_0: 4 units, Q8_0: 8).
+//   Q4_K         d|dmin (one 4-byte unit) at 0; the 12 packed scale bytes
+//                as 3 units (words u0, u1, u2: the kernel unpacks 8 rows'
+//                6-bit scales and mins at once) at 32; qs, 32 units, at
+//                128, unit 8g + t (qs bytes 32g + 4t ..) at 128 + 32 (4t + g).
+//   Q6_K         the 6-bit quants u = q + 32 re-cut (ql / qh -> planes A,
+//                B, C of 64 bytes a row): byte b = 32h + l of A, B, C holds
+//                u(128h + l), u(128h + 32 + l), u(128h + 64 + l) in bits
+//                0..5 and bits 0-1, 2-3, 4-5 of u(128h + 96 + l) in bits
+//                6-7, so 3 loads give 4 vectors of quants in 11 bit ops
+//                (ql / qh: 17). d (2-byte unit) at 0; the 16 int8 scales, 4
+//                units, at 16; unit k of A, B, C at 144 + 96k, + 32, + 64.
+// Each superblock is read front to back by the decode kernels: interleaved
+// streams within it halved the rate from memory (Q6_K: 16 -> ~28 GB/s).
+// Same size as the canonical tensor; get_tensor inverts it exactly.
 #pragma once
 
 #include <cstddef>
@@ -26,8 +43,8 @@ const common::HostLayout* weight_layout();
 // The config of the device's "cpu_weights" buffer type.
 common::HostBufferConfig weight_buffer_config();
 
-// nullptr when t can be stored in the layout (Q8_0 / Q4_0, 2-D, dense, rows
-// a multiple of 8, not a view), else why not.
+// nullptr when t can be stored in the layout (Q8_0 / Q4_0 / Q4_K / Q6_K,
+// 2-D, dense, rows a multiple of 8, not a view), else why not.
 const char* weight_layout_unsupported(const loom_tensor_t* t);
 
 // Whether the loader should copy float weight t (F32 / F16 / BF16, 2-D,
@@ -44,7 +61,7 @@ void set_weight_buffer_type(const loom_buffer_type_t* bt);
 // Whether t lives in a cpu_weights buffer (its bytes are in the x8 layout).
 bool is_repacked(const loom_tensor_t* t);
 
-// Row `row` of a repacked tensor as canonical blocks (ne[0] / 32 blocks).
+// Row `row` of a repacked tensor as canonical blocks (ne[0] / block_size).
 void repacked_row(const loom_tensor_t* t, int64_t row, void* out);
 
 // Whether the loom.weight_layout extension offers the type: a build with the

@@ -1,0 +1,344 @@
+// MUL_MAT with Q4_K / Q6_K A repacked in groups of 8 rows (weight_layout.h)
+// against B quantized to ActBlockK: as for Q4_0 (matmul_x8.cpp), the 8 int32
+// lanes of an accumulator are the 8 rows of a group, so one 32-byte load of
+// A gives 4 quants of 8 rows and the matching 4 activation bytes are
+// broadcast; one integer dot instruction per 32 products (AVX512-VNNI's
+// dpbusd; AVX2's maddubs + madd).
+//
+// Per super-block of 256 and group of 8 rows:
+//   Q4_K  sub-block j (32 quants, unsigned 4 bits u) dot_j = sum u * qb;
+//         isum = sum_j sc_j dot_j (vpmulld by the 6-bit scales, unpacked
+//         from the 3 packed words of 8 rows at once; AVX2: the dot in
+//         int16 pairs, maddubs per unit, then one madd by the scales);
+//         result += d_a d_b isum - dmin_a d_b sum_j m_j B_j, B_j = the
+//         activations' sum over sub-block j.
+//         VNNI: the high nibbles are read as (byte & 0xF0) = 16 u (dpbusd
+//         does not saturate) and the dot shifted right by 4, exactly.
+//   Q6_K  sub-block j (16 quants, u = q + 32 unsigned 6 bits, from the
+//         layout's planes A, B, C: 3 loads, 11 bit ops per 4 vectors):
+//         isum = sum_j sc_j (dot_j - 32 S_j), S_j the activations' sum over
+//         the 16; the offset term sum_j sc_j S_j is itself a dpbusd of the
+//         scales (sc + 128, unsigned) against S_j split in bytes.
+// The min / offset terms need the per-column activation sums as byte pairs
+// (lo 0..63, hi signed: S = 64 hi + lo; small enough for AVX2's maddubs
+// against unsigned bytes up to 255, without saturation), prepared once per node and
+// thread for every column (ColSums). Integer sums are exact; per
+// super-block one f32 multiply-add per row, as on the in-place K-quant path
+// (matmul_kquant_dot.cpp) whose numerics this matches (same activations,
+// f32 accumulation over super-blocks in lanes instead of a reduction).
+#include "ops/matmul_kquant.h"
+#include "weight_layout.h"
+
+#if LOOM_CPU_INT8_DOT
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "ops/avx.h"
+
+namespace loom::cpu {
+namespace {
+
+#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
+constexpr bool kVnni = true;
+constexpr int kCols = 4;  // columns per pass: 32 vector registers
+#else
+constexpr bool kVnni = false;
+constexpr int kCols = 2;
+#endif
+
+constexpr int kSuper = 256;
+
+inline __m256i load(const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
+inline __m256i bcast4(const int8_t* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return _mm256_set1_epi32(v);
+}
+inline __m256i bytes(int v) { return _mm256_set1_epi8(static_cast<char>(v)); }
+
+// One column's per-super-block activation sums, split into bytes for dpbusd
+// (S = 64 hi + lo, lo in 0..63, |hi| <= 64): Q4_K's 8 sums over 32, Q6_K's
+// 16 over 16 (and their total).
+struct ColSums {
+  int8_t lo[16], hi[16];
+  int32_t total;
+};
+
+void col_sums(int32_t type, const ActBlockK& y, ColSums* out) {
+  int32_t s[16];
+  int n = 16;
+  if (type == LOOM_TYPE_Q4_K) {
+    n = 8;
+    for (int j = 0; j < 8; ++j) s[j] = y.bsums[2 * j] + y.bsums[2 * j + 1];
+  } else {
+    for (int j = 0; j < 16; ++j) s[j] = y.bsums[j];
+  }
+  out->total = 0;
+  for (int j = 0; j < 16; ++j) {
+    const int32_t v = j < n ? s[j] : 0;
+    out->total += v;
+    out->hi[j] = static_cast<int8_t>(v >> 6);  // arithmetic: floor(v / 64)
+    out->lo[j] = static_cast<int8_t>(v & 63);
+  }
+}
+
+// int32 lanes: sum over 4 u bytes x 4 (lo + 64 hi) activation sums, as
+// the lo part (returned) and the hi part (*out_hi).
+inline __m256i dot_sums(__m256i acc_lo, __m256i acc_hi, __m256i u, const int8_t* lo, const int8_t* hi,
+                        __m256i* out_hi) {
+  *out_hi = dot_u8s8(acc_hi, u, bcast4(hi));
+  return dot_u8s8(acc_lo, u, bcast4(lo));
+}
+
+// 8 f16 at p and p + stride 4 bytes (lane j at p + 4 j) -> 8 floats.
+inline __m256 halves(const uint8_t* p, int shift) {
+  const __m256i v = _mm256_srli_epi32(load(p), shift);
+  const __m256i w = _mm256_and_si256(v, _mm256_set1_epi32(0xFFFF));
+  // Packed to 16 bits: [r0..r3 r0..r3 | r4..r7 r4..r7] -> [r0..r7].
+  const __m256i p16 = _mm256_permute4x64_epi64(_mm256_packus_epi32(w, w), 0x88);
+  return _mm256_cvtph_ps(_mm256_castsi256_si128(p16));
+}
+
+// Byte b of each dword, zero-extended: pshufb index pattern.
+inline __m256i byte_of_dwords(int b) {
+  const int32_t base = static_cast<int32_t>(0x80808000u) + b;
+  return _mm256_setr_epi32(base, base + 4, base + 8, base + 12, base, base + 4, base + 8, base + 12);
+}
+
+// Q4_K's per-unit step: VNNI, a dpbusd into int32 lanes; AVX2, maddubs into
+// int16 pairs summed over the sub-block's 8 units (at most 8 * 2 * 15 * 127
+// = 30480: no overflow), scaled and widened by one madd per sub-block.
+inline __m256i q4k_step(__m256i acc, __m256i u, __m256i y) {
+  if (kVnni) return dot_u8s8(acc, u, y);
+  return _mm256_add_epi16(acc, _mm256_maddubs_epi16(u, y));
+}
+// The pshufb pattern giving each row's scale byte b: VNNI, as an int32;
+// AVX2, as both int16 halves of its lane (the madd operand).
+inline __m256i scale_pattern(int b) {
+  if (kVnni) return byte_of_dwords(b);
+  const int32_t base = static_cast<int32_t>(0x80008000u) + b * 0x10001;
+  const __m256i step = _mm256_setr_epi32(0, 0x40004, 0x80008, 0xC000C, 0, 0x40004, 0x80008, 0xC000C);
+  return _mm256_add_epi32(_mm256_set1_epi32(base), step);
+}
+
+// ---------------------------------------------------------------- Q4_K
+// Superblock (1152 bytes): [0, 32) d|dmin of 8 rows; [32, 128) the packed
+// scale words u0, u1, u2 of 8 rows; [128, 1152) qs in 32 units of 4 bytes
+// (unit 8g + t: qs bytes 32g + 4t .. +3 of the 8 rows, at 128 + 32 (4t + g);
+// byte l of qs holds element 64 (l / 32) + l % 32 low, + 32 high).
+constexpr size_t kQ4KBytes = 8 * sizeof(loom_block_q4_k_t);
+
+template <int NC>
+void q4k_cols(const uint8_t* group, int64_t nsb, const ActBlockK* const* y, const ColSums* const* cs,
+              __m256 acc[NC]) {
+  // Sub-block pairs (2g, 2g + 1) interleaved: 2 * NC * G dot chains (AVX2:
+  // fewer, its 16 vector registers).
+  constexpr int G = kVnni ? (NC == 1 ? 4 : NC == 2 ? 2 : 1) : (NC == 1 ? 2 : 1);
+  const __m256i m3f = bytes(0x3F), m0f = bytes(0x0F), m30 = bytes(0x30);
+  for (int64_t i = 0; i < nsb; ++i) {
+    const uint8_t* sb = group + static_cast<size_t>(i) * kQ4KBytes;
+    const __m256i u0 = load(sb + 32), u2 = load(sb + 96);
+    const __m256i sc_lo = _mm256_and_si256(u0, m3f);
+    const __m256i sc_hi = _mm256_or_si256(_mm256_and_si256(u2, m0f), _mm256_and_si256(_mm256_srli_epi32(u0, 2), m30));
+    __m256i isum[NC];
+    for (int c = 0; c < NC; ++c) isum[c] = _mm256_setzero_si256();
+    for (int g0 = 0; g0 < 4; g0 += G) {
+      __m256i lo[G][NC], hi[G][NC];
+      for (int g = 0; g < G; ++g)
+        for (int c = 0; c < NC; ++c) lo[g][c] = hi[g][c] = _mm256_setzero_si256();
+      for (int t = 0; t < 8; ++t) {
+        for (int g = 0; g < G; ++g) {
+          const int gg = g0 + g;
+          const __m256i v = load(sb + 128 + 32 * (4 * t + gg));
+          const __m256i ul = _mm256_and_si256(v, m0f);
+          const __m256i uh = kVnni ? _mm256_and_si256(v, bytes(0xF0)) : _mm256_and_si256(_mm256_srli_epi16(v, 4), m0f);
+          for (int c = 0; c < NC; ++c) {
+            lo[g][c] = q4k_step(lo[g][c], ul, bcast4(y[c][i].qs + 64 * gg + 4 * t));
+            hi[g][c] = q4k_step(hi[g][c], uh, bcast4(y[c][i].qs + 64 * gg + 32 + 4 * t));
+          }
+        }
+      }
+      for (int g = 0; g < G; ++g) {
+        const int gg = g0 + g;
+        // Scales of sub-blocks 2gg, 2gg + 1: bytes of sc_lo (j < 4) / sc_hi.
+        const __m256i& src_a = 2 * gg < 4 ? sc_lo : sc_hi;
+        const __m256i s_a = _mm256_shuffle_epi8(src_a, scale_pattern((2 * gg) % 4));
+        const __m256i s_b = _mm256_shuffle_epi8(src_a, scale_pattern((2 * gg + 1) % 4));
+        for (int c = 0; c < NC; ++c) {
+          if (kVnni) {
+            isum[c] = _mm256_add_epi32(isum[c], _mm256_add_epi32(_mm256_mullo_epi32(lo[g][c], s_a),
+                                                                 _mm256_mullo_epi32(_mm256_srai_epi32(hi[g][c], 4), s_b)));
+          } else {
+            isum[c] = _mm256_add_epi32(isum[c], _mm256_add_epi32(_mm256_madd_epi16(lo[g][c], s_a),
+                                                                 _mm256_madd_epi16(hi[g][c], s_b)));
+          }
+        }
+      }
+    }
+    const __m256 d = halves(sb, 0), dmin = halves(sb, 16);
+    const __m256i w1 = load(sb + 64), w2 = load(sb + 96);  // again: fewer live registers in the loop
+    const __m256i mn_lo = _mm256_and_si256(w1, m3f);
+    const __m256i mn_hi =
+        _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(w2, 4), m0f), _mm256_and_si256(_mm256_srli_epi32(w1, 2), m30));
+    for (int c = 0; c < NC; ++c) {
+      const ColSums& s = cs[c][i];
+      __m256i mh;
+      __m256i ml = dot_sums(_mm256_setzero_si256(), _mm256_setzero_si256(), mn_lo, s.lo, s.hi, &mh);
+      ml = dot_sums(ml, mh, mn_hi, s.lo + 4, s.hi + 4, &mh);
+      const __m256i mins = _mm256_add_epi32(ml, _mm256_slli_epi32(mh, 6));
+      const __m256 yd = _mm256_set1_ps(y[c][i].d);
+      acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[c]), _mm256_mul_ps(d, yd), acc[c]);
+      acc[c] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(mins), _mm256_mul_ps(dmin, yd), acc[c]);
+    }
+  }
+}
+
+// ---------------------------------------------------------------- Q6_K
+// Superblock (1680 bytes): [0, 16) d of 8 rows (f16); [16, 144) the 16 int8
+// scales in 4 units (unit c: scales 4c .. 4c+3 of the 8 rows); then unit k
+// of planes A, B, C (weight_layout.h) at 144 + 96k, + 32, + 64. For half h
+// and t in 0..7, unit 8h + t gives elements 128h + 32p + 4t .. +3 (p =
+// 0..3), sub-block 8h + 2p + t / 4.
+constexpr size_t kQ6KBytes = 8 * sizeof(loom_block_q6_k_t);
+
+template <int NC>
+void q6k_cols(const uint8_t* group, int64_t nsb, const ActBlockK* const* y, const ColSums* const* cs,
+              __m256 acc[NC]) {
+  // Both quarters of 4 (t / 4 = 0, 1) at once for one column: 8 chains
+  // (AVX2: 4, its 16 vector registers).
+  constexpr int Q = kVnni && NC == 1 ? 2 : 1;
+  const __m256i m3f = bytes(0x3F), m30 = bytes(0x30);
+  for (int64_t i = 0; i < nsb; ++i) {
+    const uint8_t* sb = group + static_cast<size_t>(i) * kQ6KBytes;
+    __m256i sc[4];
+    for (int c = 0; c < 4; ++c) sc[c] = load(sb + 16 + 32 * c);
+    __m256i isum[NC];
+    for (int c = 0; c < NC; ++c) isum[c] = _mm256_setzero_si256();
+    for (int h = 0; h < 2; ++h) {
+      for (int q0 = 0; q0 < 2; q0 += Q) {
+        __m256i dp[Q][4][NC];
+        for (int q = 0; q < Q; ++q)
+          for (int p = 0; p < 4; ++p)
+            for (int c = 0; c < NC; ++c) dp[q][p][c] = _mm256_setzero_si256();
+        for (int q = 0; q < Q; ++q) {  // t in order: the superblock read front to back
+          for (int tt = 0; tt < 4; ++tt) {
+            const int t = 4 * (q0 + q) + tt;
+            const uint8_t* unit = sb + 144 + 96 * (8 * h + t);
+            const __m256i pa = load(unit), pb = load(unit + 32), pc = load(unit + 64);
+            __m256i u[4];
+            u[0] = _mm256_and_si256(pa, m3f);
+            u[1] = _mm256_and_si256(pb, m3f);
+            u[2] = _mm256_and_si256(pc, m3f);
+            u[3] = _mm256_or_si256(_mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(pa, 6), bytes(0x03)),
+                                                   _mm256_and_si256(_mm256_srli_epi16(pb, 4), bytes(0x0C))),
+                                   _mm256_and_si256(_mm256_srli_epi16(pc, 2), m30));
+            for (int p = 0; p < 4; ++p) {
+              for (int c = 0; c < NC; ++c) {
+                dp[q][p][c] = dot_u8s8(dp[q][p][c], u[p], bcast4(y[c][i].qs + 128 * h + 32 * p + 4 * t));
+              }
+            }
+          }
+        }
+        for (int q = 0; q < Q; ++q) {
+          for (int p = 0; p < 4; ++p) {
+            const int j = 8 * h + 2 * p + q0 + q;  // sub-block
+            // Scale j, sign-extended: byte j % 4 of unit j / 4 to the top, then down.
+            const __m256i s = _mm256_srai_epi32(_mm256_slli_epi32(sc[j / 4], 24 - 8 * (j % 4)), 24);
+            for (int c = 0; c < NC; ++c) isum[c] = _mm256_add_epi32(isum[c], _mm256_mullo_epi32(dp[q][p][c], s));
+          }
+        }
+      }
+    }
+    const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sb)));
+    for (int c = 0; c < NC; ++c) {
+      const ColSums& s = cs[c][i];
+      // sum_j sc_j S_j = sum_j (sc_j + 128) S_j - 128 total.
+      __m256i ol = _mm256_setzero_si256(), oh = _mm256_setzero_si256();
+      for (int k = 0; k < 4; ++k) ol = dot_sums(ol, oh, _mm256_xor_si256(sc[k], bytes(0x80)), s.lo + 4 * k, s.hi + 4 * k, &oh);
+      const __m256i off = _mm256_sub_epi32(_mm256_add_epi32(ol, _mm256_slli_epi32(oh, 6)), _mm256_set1_epi32(128 * s.total));
+      const __m256i total = _mm256_sub_epi32(isum[c], _mm256_slli_epi32(off, 5));
+      acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(total), _mm256_mul_ps(d, _mm256_set1_ps(y[c][i].d)), acc[c]);
+    }
+  }
+}
+
+// ---------------------------------------------------------------- driver
+
+template <int32_t kType, int NC>
+void group_cols(const loom_tensor_t* dst, const uint8_t* group, int64_t nsb, const ActBlockK* act,
+                const ColSums* sums, int64_t n0, int64_t m0) {
+  __m256 acc[NC];
+  const ActBlockK* y[NC];
+  const ColSums* cs[NC];
+  for (int c = 0; c < NC; ++c) {
+    acc[c] = _mm256_setzero_ps();
+    y[c] = act + (n0 + c) * nsb;
+    cs[c] = sums + (n0 + c) * nsb;
+  }
+  if constexpr (kType == LOOM_TYPE_Q4_K) {
+    q4k_cols<NC>(group, nsb, y, cs, acc);
+  } else {
+    q6k_cols<NC>(group, nsb, y, cs, acc);
+  }
+  for (int c = 0; c < NC; ++c) {
+    int64_t i1, i2, i3;  // B's batches are more columns: flat index -> dst's
+    unravel_row(dst, n0 + c, &i1, &i2, &i3);
+    if (dst->nb[0] == sizeof(float)) {
+      _mm256_storeu_ps(reinterpret_cast<float*>(elem_ptr(dst, m0, i1, i2, i3)), acc[c]);
+    } else {
+      alignas(32) float v[8];
+      _mm256_store_ps(v, acc[c]);
+      for (int r = 0; r < 8; ++r) std::memcpy(elem_ptr(dst, m0 + r, i1, i2, i3), &v[r], 4);
+    }
+  }
+}
+
+// Chunks claimed per thread: few and large, each a contiguous stream of
+// weights (matmul_x8.cpp).
+constexpr int64_t kChunksPerThread = 2;
+
+template <int32_t kType>
+void mul_mat_type(const loom_tensor_t* dst, const ActBlockK* act, Exec& ex) {
+  constexpr size_t kBytes = kType == LOOM_TYPE_Q4_K ? kQ4KBytes : kQ6KBytes;
+  const loom_tensor_t* a = dst->src[0];
+  const int64_t nsb = a->ne[0] / kSuper;
+  const int64_t n_len = nrows(dst);  // A is 2-D: every batch of B shares it
+  thread_local std::vector<ColSums> sums;
+  sums.resize(static_cast<size_t>(n_len * nsb));
+  for (int64_t b = 0; b < n_len * nsb; ++b) col_sums(kType, act[b], &sums[static_cast<size_t>(b)]);
+  const int64_t groups = a->ne[1] / kWeightGroupRows;
+  const auto* base = static_cast<const uint8_t*>(a->data);
+  const int64_t chunks = kChunksPerThread * ex.threads();
+  const int64_t per = (groups + chunks - 1) / chunks;
+  for (int64_t c = ex.next_chunk(); c * per < groups; c = ex.next_chunk()) {
+    for (int64_t g = c * per; g < std::min(groups, (c + 1) * per); ++g) {
+      const uint8_t* group = base + static_cast<size_t>(g * nsb) * kBytes;
+      const int64_t m0 = g * kWeightGroupRows;
+      int64_t n = 0;
+      for (; n + kCols <= n_len; n += kCols) group_cols<kType, kCols>(dst, group, nsb, act, sums.data(), n, m0);
+      for (; n < n_len; ++n) group_cols<kType, 1>(dst, group, nsb, act, sums.data(), n, m0);
+    }
+  }
+}
+
+}  // namespace
+
+void mul_mat_kquant_x8(const loom_tensor_t* dst, const ActBlockK* act, Exec& ex) {
+  if (dst->src[0]->type == LOOM_TYPE_Q4_K) {
+    mul_mat_type<LOOM_TYPE_Q4_K>(dst, act, ex);
+  } else {
+    mul_mat_type<LOOM_TYPE_Q6_K>(dst, act, ex);
+  }
+}
+
+}  // namespace loom::cpu
+
+#else
+
+namespace loom::cpu {
+void mul_mat_kquant_x8(const loom_tensor_t*, const ActBlockK*, Exec&) {}
+}  // namespace loom::cpu
+
+#endif  // LOOM_CPU_INT8_DOT
