@@ -176,6 +176,9 @@ const char* vulkan_limits(const OpCaps& caps, const loom_tensor_t* n) {
       // Q is read as F32 only; K and V as any float type (op_check).
       if (a->type != LOOM_TYPE_F32) return "types";
       return attention_kernel(caps, n) == nullptr ? "KV length over the device's loop budget" : nullptr;
+    case LOOM_OP_MUL_MAT_SPARSE_ROWS:
+    case LOOM_OP_MUL_MAT_SPARSE_COLS:
+      return "no shader yet (ABI 1.3 sparse products run on the cpu)";
     default:
       return nullptr;
   }
