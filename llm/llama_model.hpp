@@ -35,6 +35,7 @@
 
 #include "llm/arch.hpp"
 #include "llm/llama_hparams.hpp"
+#include "llm/sparse_ffn.hpp"
 #include "llm/tokenizer.hpp"
 #include "loom/buffer.hpp"
 #include "loom/gguf.hpp"
@@ -59,6 +60,12 @@ struct LlamaLayer {
   Tensor* ffn_gate = nullptr;
   Tensor* ffn_up = nullptr;
   Tensor* ffn_down = nullptr;
+  // The activation-sparse FFN's tensors (llm/sparse_ffn.hpp), bound only
+  // when LoadOptions::sparse and the model's FFN is ReLU; else nullptr.
+  Tensor* ffn_pred_in = nullptr;    // [n_embd, r]
+  Tensor* ffn_pred_out = nullptr;   // [r, n_ff]
+  Tensor* ffn_pred_bias = nullptr;  // [n_ff] (optional)
+  Tensor* ffn_down_t = nullptr;     // [n_embd, n_ff] neuron-major (optional)
 };
 
 struct LoadOptions {
@@ -81,6 +88,9 @@ struct LoadOptions {
   // Called while weights are copied into device buffers (not for zero-copy
   // placement): bytes copied so far, bytes to copy, the device's name.
   std::function<void(size_t done, size_t total, const std::string& device)> progress;
+  // Use the FFN predictors of a ReLU model when the file has them
+  // (llm/sparse_ffn.hpp); false: every layer dense (`loom run --sparse off`).
+  bool sparse = true;
 };
 
 class LlamaModel {
@@ -144,6 +154,13 @@ class LlamaModel {
   // else rope_freqs itself; nullptr when the model has none.
   Tensor* rope_freqs_for(int64_t il) const;
 
+  // The FFN activation and the predictors' threshold (llm/sparse_ffn.hpp).
+  const SparseFfnParams& sparse_params() const { return sparse_; }
+  // Whether layer il has its predictor bound (its FFN may run sparse).
+  bool layer_is_sparse(int64_t il) const;
+  // Layers with a predictor bound.
+  int64_t sparse_layers() const;
+
  private:
   LlamaModel(GgufFile file, const LoadOptions& o);
   Status read_hparams();
@@ -151,6 +168,8 @@ class LlamaModel {
   Status make_tensors();
   Status bind_weights();
   Status bind_layer(int64_t il);
+  // Layer il's predictor and neuron-major down projection, when wanted.
+  Status bind_sparse(int64_t il);
   // Find tensor `name`, check its type (a weight type) and shape against
   // the metadata; absent: NOT_FOUND when required, else *out = nullptr.
   Status find_weight(const std::string& name, std::initializer_list<int64_t> shape, bool required, Tensor** out);
@@ -197,6 +216,8 @@ class LlamaModel {
   bool zero_copy_ = false;
   size_t weights_bytes_ = 0;
   std::function<void(size_t, size_t, const std::string&)> progress_;
+  bool want_sparse_ = true;
+  SparseFfnParams sparse_;
 };
 
 }  // namespace loom::llm

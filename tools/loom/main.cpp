@@ -90,6 +90,8 @@ const char kHelp[] =
     "                         'blk\\..*\\.ffn_.*=cpu')\n"
     "  -t, --threads N        threads of the CPU-like devices\n"
     "  --kv-type f16|f32      KV cache element type (default f16)\n"
+    "  --sparse on|off        ReLU models with FFN predictors: compute only the\n"
+    "                         predicted neurons (default on; off: every layer dense)\n"
     "  --json                 print one JSON object at the end instead of streaming:\n"
     "                         prompt/generated token ids, text, tokens/s, devices\n"
     "options (plan):\n"
