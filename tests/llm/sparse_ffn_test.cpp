@@ -89,9 +89,12 @@ class SparseFfn : public ::testing::Test {
     ASSERT_NE(reg_->device("cpu"), nullptr);
   }
 
-  std::unique_ptr<LlamaModel> load(const std::string& name, bool sparse) {
+  std::unique_ptr<LlamaModel> load(const std::string& name, bool sparse,
+                                   const std::vector<registry::Device*>& devices = {}, int64_t n_gpu_layers = 0) {
     LoadOptions lo;
-    lo.devices.push_back(reg_->device("cpu"));
+    lo.devices = devices;
+    if (lo.devices.empty()) lo.devices.push_back(reg_->device("cpu"));
+    lo.n_gpu_layers = n_gpu_layers;
     lo.sparse = sparse;
     auto m = LlamaModel::load(files_->at(name), lo);
     EXPECT_TRUE(m.ok()) << name << ": " << m.status().to_string();
@@ -219,6 +222,29 @@ TEST_F(SparseFfn, SameGreedyTokensAsDense) {
     ASSERT_FALSE(want.empty());
     EXPECT_EQ(greedy(sparse.get(), 48), want);
   }
+}
+
+// Every layer on vulkan0 (lavapipe counts) runs the sparse products in
+// sparse.comp; the tokens are the cpu's dense ones.
+TEST_F(SparseFfn, VulkanRunsTheSparseLayers) {
+  registry::Device* vk = reg_->device("vulkan0");
+  if (vk == nullptr) GTEST_SKIP() << "no vulkan0 here";
+  auto dense = load("f32", false);
+  auto sparse = load("f32", true, {vk, reg_->device("cpu")}, kLayers);
+  ASSERT_NE(dense, nullptr);
+  ASSERT_NE(sparse, nullptr);
+  EXPECT_EQ(sparse->n_gpu_layers(), kLayers);
+  const LlamaHparams& h = sparse->hparams();
+  KvCache cache = KvCache::create(sparse->context(), *vk, h.n_layer, h.head_dim(), h.n_head_kv, 32, LOOM_TYPE_F32)
+                      .value();
+  const size_t mark = sparse->context().checkpoint();
+  auto g = build_llama_graph(*sparse, cache, 1, 0, false);
+  ASSERT_TRUE(g.ok()) << g.status().to_string();
+  EXPECT_EQ(g->sparse_layers, kLayers) << "vulkan0 runs the sparse products";
+  sparse->context().rollback(mark);
+  const std::vector<TokenId> want = greedy(dense.get(), 32);
+  ASSERT_FALSE(want.empty());
+  EXPECT_EQ(greedy(sparse.get(), 32), want);
 }
 
 TEST_F(SparseFfn, LogitsWithinTheStatedBoundOfDense) {
