@@ -114,6 +114,7 @@ const char kHelp[] =
     "  --threads N[,N...]     threads of the device; a list gives one row per count\n"
     "  --kv-type f16|f32      KV cache element type (default f16); the bound counts\n"
     "                         its bytes\n"
+    "  --sparse on|off        as for run\n"
     "  --json                 one JSON object: per-test samples, mean, stddev,\n"
     "                         measured read bandwidth and the generation bound\n"
     "options (tokenize):\n"
