@@ -30,11 +30,23 @@
 #include "ops/ops.h"
 #include "ops/simd.h"
 
+#if LOOM_CPU_INT8_DOT
+#include "ops/avx.h"
+#endif
+
 namespace loom::cpu {
 namespace {
 
 constexpr int64_t kRowChunk = 8;    // active (m, n) pairs per claimed chunk
 constexpr int64_t kColSlice = 512;  // outputs per claimed slice (whole blocks of every type)
+
+// Active rows are scattered through the weight (one in ten, say): the
+// hardware prefetcher does not follow, and in a 4 KiB-page file mapping
+// each row is a TLB miss too, so the next rows are fetched ahead by hand.
+constexpr int64_t kAhead = 4;
+inline void prefetch_bytes(const char* p, int64_t bytes) {
+  for (int64_t o = 0; o < bytes; o += 64) __builtin_prefetch(p + o);
+}
 
 float threshold_of(const loom_tensor_t* dst) {
   float t;
@@ -54,8 +66,16 @@ ActiveSet active_set(const loom_tensor_t* s, float t) {
   ActiveSet a;
   a.off.push_back(0);
   for (int64_t n = 0; n < s->ne[1]; ++n) {
+    const bool f32 = s->type == LOOM_TYPE_F32;
     for (int64_t j = 0; j < s->ne[0]; ++j) {
-      if (load_elem(s->type, elem_ptr(s, j, n, 0, 0)) > t) {  // NaN: inactive
+      const char* p = elem_ptr(s, j, n, 0, 0);
+      float v;
+      if (f32) {
+        std::memcpy(&v, p, sizeof v);
+      } else {
+        v = load_elem(s->type, p);
+      }
+      if (v > t) {  // NaN: inactive
         a.idx.push_back(static_cast<int32_t>(j));
         a.col.push_back(n);
       }
@@ -102,6 +122,57 @@ struct RowsJob {
   int64_t act_stride_bytes;  // bytes of one column's blocks
 };
 
+#if LOOM_CPU_INT8_DOT
+// A Q8_0 / Q4_0 block's 32 quants as signed bytes in element order (the
+// int8 path's unpacking, matmul_int8.cpp) and its scale.
+inline __m256i unpack_q(const loom_block_q8_0_t& b, float* d) {
+  *d = _cvtsh_ss(b.d);
+  return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs));
+}
+inline __m256i unpack_q(const loom_block_q4_0_t& b, float* d) {
+  *d = _cvtsh_ss(b.d);
+  const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qs));
+  const __m128i low4 = _mm_set1_epi8(0x0F);
+  const __m256i q = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(v, 4), low4), _mm_and_si128(v, low4));
+  return _mm256_sub_epi8(q, _mm256_set1_epi8(8));
+}
+
+// One row of Q8_0 / Q4_0 blocks dotted with one column of B's ActBlocks:
+// the same integer dot and f32 sums per block as MUL_MAT's int8 path, one
+// row at a time (a row per active neuron: no tiles to fill).
+template <typename Block>
+float row_dot_int8(const Block* a, const ActBlock* b, int64_t nblk) {
+  __m256 acc = _mm256_setzero_ps();
+  for (int64_t i = 0; i < nblk; ++i) {
+    float da;
+    const __m256i x = unpack_q(a[i], &da);
+    const __m256i sy = _mm256_sign_epi8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b[i].qs)), x);
+    const __m256 p = _mm256_cvtepi32_ps(dot_u8s8(_mm256_setzero_si256(), _mm256_abs_epi8(x), sy));
+    acc = _mm256_fmadd_ps(p, _mm256_set1_ps(da * b[i].d), acc);
+  }
+  return hsum_ps(acc);
+}
+
+// acc[0..len) += c * row[0..len) for a row of Q8_0 / Q4_0 blocks (len a
+// multiple of 32), dequantized in registers.
+template <typename Block>
+void axpy_blocks(float* acc, float c, const Block* row, int64_t len) {
+  for (int64_t i = 0; i < len / 32; ++i) {
+    float d;
+    const __m256i q = unpack_q(row[i], &d);
+    const __m256 cd = _mm256_set1_ps(c * d);
+    const __m128i lo = _mm256_castsi256_si128(q);
+    const __m128i hi = _mm256_extracti128_si256(q, 1);
+    const __m128i parts[4] = {lo, _mm_srli_si128(lo, 8), hi, _mm_srli_si128(hi, 8)};
+    for (int j = 0; j < 4; ++j) {
+      const __m256 v = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(parts[j]));
+      float* y = acc + 32 * i + 8 * j;
+      _mm256_storeu_ps(y, _mm256_fmadd_ps(cd, v, _mm256_loadu_ps(y)));
+    }
+  }
+}
+#endif
+
 // Rows [m0, m0 + len) of A against column n of B into dst[m0.., n], on
 // MUL_MAT's kernel for A's type through views of those rows.
 void rows_on_kernel(const RowsJob& j, int64_t n, int64_t m0, int64_t len) {
@@ -121,7 +192,9 @@ void rows_on_kernel(const RowsJob& j, int64_t n, int64_t m0, int64_t len) {
   dv.src[2] = nullptr;
   const char* act = static_cast<const char*>(j.act) + n * j.act_stride_bytes;
   switch (j.path) {
-    case RowPath::kInt8: mul_mat_int8_act(&dv, reinterpret_cast<const ActBlock*>(act), 0, 1); break;
+    case RowPath::kInt8:
+      mul_mat_int8_act(&dv, reinterpret_cast<const ActBlock*>(act), 0, 1);
+      break;
 #if LOOM_CPU_INT8_DOT
     case RowPath::kQ32: mul_mat_kquant_32(&dv, reinterpret_cast<const ActBlock*>(act), 0, 1); break;
     case RowPath::kSuper: mul_mat_kquant_k(&dv, reinterpret_cast<const ActBlockK*>(act), 0, 1); break;
@@ -151,6 +224,11 @@ void row_in_f32(const RowsJob& j, int64_t n, int64_t m, float* tmp) {
 // Items [i0, i1) of the active list: runs of consecutive rows of one column.
 void rows_chunk(const RowsJob& j, const ActiveSet& s, int64_t i0, int64_t i1, float* tmp) {
   const bool kernel = j.path == RowPath::kInt8 || j.path == RowPath::kQ32 || j.path == RowPath::kSuper;
+  const auto row_bytes = static_cast<int64_t>(j.a->nb[1]);
+  const auto n_items = static_cast<int64_t>(s.idx.size());
+  for (int64_t i = i0; i < std::min(n_items, i0 + kAhead); ++i) {
+    prefetch_bytes(row_ptr(j.a, s.idx[static_cast<size_t>(i)], 0, 0), row_bytes);
+  }
   for (int64_t i = i0; i < i1;) {
     const int64_t n = s.col[static_cast<size_t>(i)];
     const int64_t m0 = s.idx[static_cast<size_t>(i)];
@@ -158,6 +236,25 @@ void rows_chunk(const RowsJob& j, const ActiveSet& s, int64_t i0, int64_t i1, fl
     while (i + len < i1 && s.col[static_cast<size_t>(i + len)] == n && s.idx[static_cast<size_t>(i + len)] == m0 + len) {
       ++len;
     }
+    for (int64_t a = i + kAhead; a < std::min(n_items, i + kAhead + len); ++a) {
+      prefetch_bytes(row_ptr(j.a, s.idx[static_cast<size_t>(a)], 0, 0), row_bytes);
+    }
+#if LOOM_CPU_INT8_DOT
+    if (j.path == RowPath::kInt8 && len < 4) {
+      // Short runs (most, at high sparsity): one row at a time, no views.
+      const auto* b = reinterpret_cast<const ActBlock*>(static_cast<const char*>(j.act) + n * j.act_stride_bytes);
+      const int64_t nblk = j.a->ne[0] / 32;
+      for (int64_t m = m0; m < m0 + len; ++m) {
+        const char* row = row_ptr(j.a, m, 0, 0);
+        const float v = j.a->type == LOOM_TYPE_Q8_0
+                            ? row_dot_int8(reinterpret_cast<const loom_block_q8_0_t*>(row), b, nblk)
+                            : row_dot_int8(reinterpret_cast<const loom_block_q4_0_t*>(row), b, nblk);
+        std::memcpy(elem_ptr(j.dst, m, n, 0, 0), &v, sizeof v);
+      }
+      i += len;
+      continue;
+    }
+#endif
     if (kernel) {
       rows_on_kernel(j, n, m0, len);
     } else {
@@ -236,15 +333,36 @@ void cols_slice(const loom_tensor_t* dst, const ActiveSet& s, int64_t m0, int64_
   const loom_tensor_t* h = dst->src[1];
   const common::TypeTraits& tr = common::type_traits(w->type);
   const bool f32 = w->type == LOOM_TYPE_F32 && w->nb[0] == sizeof(float);
+  const int64_t slice_off = tr.is_quantized ? m0 / tr.block_size * static_cast<int64_t>(tr.type_size)
+                                            : m0 * static_cast<int64_t>(w->nb[0]);
+  const int64_t slice_bytes = tr.is_quantized ? len / tr.block_size * static_cast<int64_t>(tr.type_size)
+                                              : len * static_cast<int64_t>(w->nb[0]);
   for (int64_t n = 0; n < dst->ne[1]; ++n) {
     std::fill(acc, acc + len, 0.0f);
-    for (int64_t i = s.off[static_cast<size_t>(n)]; i < s.off[static_cast<size_t>(n + 1)]; ++i) {
+    const int64_t end = s.off[static_cast<size_t>(n + 1)];
+    for (int64_t i = s.off[static_cast<size_t>(n)]; i < std::min(end, s.off[static_cast<size_t>(n)] + kAhead); ++i) {
+      prefetch_bytes(row_ptr(w, s.idx[static_cast<size_t>(i)], 0, 0) + slice_off, slice_bytes);
+    }
+    for (int64_t i = s.off[static_cast<size_t>(n)]; i < end; ++i) {
       const int64_t k = s.idx[static_cast<size_t>(i)];
+      if (i + kAhead < end) prefetch_bytes(row_ptr(w, s.idx[static_cast<size_t>(i + kAhead)], 0, 0) + slice_off, slice_bytes);
       const float c = load_elem(h->type, elem_ptr(h, k, n, 0, 0));
       const char* row = row_ptr(w, k, 0, 0);
       const float* x = tmp;
+#if LOOM_CPU_INT8_DOT
+      if (w->type == LOOM_TYPE_Q8_0) {
+        axpy_blocks(acc, c, reinterpret_cast<const loom_block_q8_0_t*>(row) + m0 / 32, len);
+        continue;
+      }
+      if (w->type == LOOM_TYPE_Q4_0) {
+        axpy_blocks(acc, c, reinterpret_cast<const loom_block_q4_0_t*>(row) + m0 / 32, len);
+        continue;
+      }
+#endif
       if (f32) {
         x = reinterpret_cast<const float*>(row) + m0;
+      } else if (float_rows(w)) {
+        widen_range(w->type, row, m0, len, tmp);
       } else if (!tr.is_quantized) {
         for (int64_t e = 0; e < len; ++e) tmp[e] = load_elem(w->type, row + (m0 + e) * static_cast<int64_t>(w->nb[0]));
       } else {
