@@ -50,7 +50,8 @@ int64_t layer_of(const std::string& name) {
 }  // namespace
 
 LlamaModel::LlamaModel(GgufFile file, const LoadOptions& o)
-    : file_(std::move(file)), devices_(o.devices), progress_(o.progress), want_sparse_(o.sparse) {
+    : file_(std::move(file)), devices_(o.devices), progress_(o.progress), want_sparse_(o.sparse),
+      sparse_budget_(o.sparse_budget) {
   for (registry::Device* d : devices_) {
     if (d->info().type == LOOM_DEVICE_TYPE_CPU) {
       device_ = d;
@@ -214,6 +215,7 @@ StatusOr<std::unique_ptr<LlamaModel>> LlamaModel::load(const std::string& path, 
   LOOM_RETURN_IF_ERROR(m->bind_weights());
   LOOM_RETURN_IF_ERROR(m->assign_devices(options));
   LOOM_RETURN_IF_ERROR(m->place_weights());
+  if (options.sparse_budget >= 0) LOOM_RETURN_IF_ERROR(m->split_hot_cold(options.sparse_budget));
   return m;
 }
 
@@ -338,6 +340,11 @@ Status LlamaModel::bind_sparse(int64_t il) {
   LOOM_RETURN_IF_ERROR(find_weight(p + "ffn_pred_in.weight", {h.n_embd, r}, true, &l.ffn_pred_in));
   LOOM_RETURN_IF_ERROR(find_weight(p + "ffn_pred_out.weight", {r, h.n_ff}, true, &l.ffn_pred_out));
   LOOM_RETURN_IF_ERROR(find_weight(p + "ffn_pred_out.bias", {h.n_ff}, false, &l.ffn_pred_bias));
+  LOOM_RETURN_IF_ERROR(find_weight(p + "ffn_freq", {h.n_ff}, false, &l.ffn_freq));
+  if (l.ffn_freq && l.ffn_freq->type != LOOM_TYPE_F32) {
+    return unimplemented("[llm.load] " + file_.name() + ": tensor '" + p + "ffn_freq' must be f32, is " +
+                         type_name(l.ffn_freq->type));
+  }
   return find_weight(p + "ffn_down_t.weight", {h.n_embd, h.n_ff}, false, &l.ffn_down_t);
 }
 

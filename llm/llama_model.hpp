@@ -44,6 +44,19 @@
 
 namespace loom::llm {
 
+// One share of a sparse layer's neurons under hot/cold placement
+// (llm/sparse_ffn.hpp): the rows of gate, up, the neuron-major down and the
+// predictor's output layer for those neurons, in ascending neuron order, on
+// one device. n == 0: no share.
+struct SparseShare {
+  int64_t n = 0;
+  Tensor* gate = nullptr;       // [n_embd, n]
+  Tensor* up = nullptr;         // [n_embd, n]
+  Tensor* down_t = nullptr;     // [n_embd, n]
+  Tensor* pred_out = nullptr;   // [r, n]
+  Tensor* pred_bias = nullptr;  // [n] or nullptr
+};
+
 struct LlamaLayer {
   Tensor* attn_norm = nullptr;
   Tensor* wq = nullptr;
@@ -66,6 +79,11 @@ struct LlamaLayer {
   Tensor* ffn_pred_out = nullptr;   // [r, n_ff]
   Tensor* ffn_pred_bias = nullptr;  // [n_ff] (optional)
   Tensor* ffn_down_t = nullptr;     // [n_embd, n_ff] neuron-major (optional)
+  Tensor* ffn_freq = nullptr;       // F32 [n_ff]: each neuron's firing share (optional)
+  // Hot/cold placement (LoadOptions::sparse_budget): the frequent neurons'
+  // rows on the fast device, the rest on the host device; both n == 0
+  // when the layer is not split.
+  SparseShare ffn_hot, ffn_cold;
 };
 
 struct LoadOptions {
@@ -91,6 +109,12 @@ struct LoadOptions {
   // Use the FFN predictors of a ReLU model when the file has them
   // (llm/sparse_ffn.hpp); false: every layer dense (`loom run --sparse off`).
   bool sparse = true;
+  // Hot/cold placement of sparse layers (needs ffn_down_t and the
+  // blk.N.ffn_freq profile): bytes of FFN rows the fast device (the first
+  // device of `devices` other than the host device) may hold; the most
+  // frequently active neurons of all sparse layers go there, the rest stay
+  // on the host device, and both shares run and are added. < 0: off.
+  int64_t sparse_budget = -1;
 };
 
 class LlamaModel {
@@ -160,6 +184,10 @@ class LlamaModel {
   bool layer_is_sparse(int64_t il) const;
   // Layers with a predictor bound.
   int64_t sparse_layers() const;
+  // Hot/cold placement: the fast device (null when off) and the bytes of
+  // FFN rows placed on it.
+  registry::Device* sparse_fast_device() const { return sparse_fast_; }
+  size_t sparse_hot_bytes() const { return sparse_hot_bytes_; }
 
  private:
   LlamaModel(GgufFile file, const LoadOptions& o);
@@ -170,6 +198,12 @@ class LlamaModel {
   Status bind_layer(int64_t il);
   // Layer il's predictor and neuron-major down projection, when wanted.
   Status bind_sparse(int64_t il);
+  // Hot/cold placement under `budget` bytes (llm/sparse_placement.cpp).
+  Status split_hot_cold(int64_t budget);
+  // The rows `rows` of file tensor t (its ne[1], or elements of a 1-D one)
+  // as a new leaf named `name`, with their bytes appended to *bytes.
+  StatusOr<Tensor*> gather_rows(const Tensor* t, const std::vector<int64_t>& rows, const std::string& name,
+                                std::vector<uint8_t>* bytes);
   // Find tensor `name`, check its type (a weight type) and shape against
   // the metadata; absent: NOT_FOUND when required, else *out = nullptr.
   Status find_weight(const std::string& name, std::initializer_list<int64_t> shape, bool required, Tensor** out);
@@ -217,7 +251,11 @@ class LlamaModel {
   size_t weights_bytes_ = 0;
   std::function<void(size_t, size_t, const std::string&)> progress_;
   bool want_sparse_ = true;
+  int64_t sparse_budget_ = -1;
   SparseFfnParams sparse_;
+  registry::Device* sparse_fast_ = nullptr;
+  size_t sparse_hot_bytes_ = 0;
+  std::vector<Buffer> sparse_bufs_;  // the shares' tensors, a buffer per device
 };
 
 }  // namespace loom::llm

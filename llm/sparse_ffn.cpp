@@ -58,6 +58,41 @@ StatusOr<Tensor*> sparse_ffn(Context& ctx, const LlamaLayer& l, float t, Tensor*
   return down;
 }
 
+// One share of a split layer (hot or cold neurons): its predictor logits
+// from the shared hidden layer, its rows of gate and up, its AXPY down.
+StatusOr<Tensor*> share_ffn(Context& ctx, const SparseShare& sh, float t, Tensor* x, Tensor* hid,
+                            const std::string& name) {
+  LOOM_ASSIGN_OR_RETURN(Tensor * z, op::mul_mat(ctx, sh.pred_out, hid));
+  if (sh.pred_bias) {
+    LOOM_ASSIGN_OR_RETURN(z, op::add(ctx, z, sh.pred_bias));
+  }
+  named(z, "ffn_pred" + name);
+  LOOM_ASSIGN_OR_RETURN(Tensor * gate, op::mul_mat_sparse_rows(ctx, sh.gate, x, z, t));
+  LOOM_ASSIGN_OR_RETURN(Tensor * up, op::mul_mat_sparse_rows(ctx, sh.up, x, z, t));
+  LOOM_ASSIGN_OR_RETURN(gate, op::relu(ctx, gate));
+  LOOM_ASSIGN_OR_RETURN(Tensor * h, op::mul(ctx, gate, up));
+  LOOM_ASSIGN_OR_RETURN(Tensor * out, op::mul_mat_sparse_cols(ctx, sh.down_t, h, z, t));
+  return named(out, "ffn_out" + name);
+}
+
+// A layer under hot/cold placement: both shares from one hidden layer,
+// their outputs added (each share runs where its rows live).
+StatusOr<Tensor*> split_ffn(Context& ctx, const LlamaLayer& l, float t, Tensor* x, const std::string& sfx) {
+  LOOM_ASSIGN_OR_RETURN(Tensor * hid, op::mul_mat(ctx, l.ffn_pred_in, x));
+  LOOM_ASSIGN_OR_RETURN(hid, op::relu(ctx, hid));
+  Tensor* out = nullptr;
+  for (const auto& [sh, name] : {std::make_pair(&l.ffn_hot, ".hot"), std::make_pair(&l.ffn_cold, ".cold")}) {
+    if (sh->n == 0) continue;
+    LOOM_ASSIGN_OR_RETURN(Tensor * o, share_ffn(ctx, *sh, t, x, hid, name + sfx));
+    if (out == nullptr) {
+      out = o;
+    } else {
+      LOOM_ASSIGN_OR_RETURN(out, op::add(ctx, out, o));
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 float SparseFfnParams::logit_threshold() const { return std::log(threshold / (1.0f - threshold)); }
@@ -92,6 +127,10 @@ StatusOr<Tensor*> build_ffn(Context& ctx, const LlamaModel& model, int64_t il, T
   const LlamaLayer& l = model.layers[static_cast<size_t>(il)];
   const SparseFfnParams& p = model.sparse_params();
   if (sparse_out) *sparse_out = false;
+  if (l.ffn_hot.n > 0 || l.ffn_cold.n > 0) {
+    if (sparse_out) *sparse_out = true;
+    return split_ffn(ctx, l, p.logit_threshold(), x, "." + std::to_string(il));
+  }
   if (model.layer_is_sparse(il)) {
     LOOM_ASSIGN_OR_RETURN(Tensor * out, sparse_ffn(ctx, l, p.logit_threshold(), x, model.layer_device(il),
                                                    "." + std::to_string(il)));

@@ -475,8 +475,11 @@ def main():
                     (p + 'ffn_down.weight', L['down'], wtype)]
         if preds:
             p1, p2, bias = preds[li]
+            # Each neuron's firing share on the fitting sample: the frequency
+            # profile hot/cold placement ranks neurons by.
+            freq = (fit[li][1] > 0).mean(axis=0).astype(np.float32)
             tensors += [(p + 'ffn_pred_in.weight', p1, 0), (p + 'ffn_pred_out.weight', p2, 0),
-                        (p + 'ffn_pred_out.bias', bias, 0),
+                        (p + 'ffn_pred_out.bias', bias, 0), (p + 'ffn_freq', freq, 0),
                         (p + 'ffn_down_t.weight', np.ascontiguousarray(L['down'].T), wtype)]
     nbytes = write_gguf(a.out, kv, tensors)
 

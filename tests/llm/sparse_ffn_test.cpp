@@ -90,12 +90,14 @@ class SparseFfn : public ::testing::Test {
   }
 
   std::unique_ptr<LlamaModel> load(const std::string& name, bool sparse,
-                                   const std::vector<registry::Device*>& devices = {}, int64_t n_gpu_layers = 0) {
+                                   const std::vector<registry::Device*>& devices = {}, int64_t n_gpu_layers = 0,
+                                   int64_t sparse_budget = -1) {
     LoadOptions lo;
     lo.devices = devices;
     if (lo.devices.empty()) lo.devices.push_back(reg_->device("cpu"));
     lo.n_gpu_layers = n_gpu_layers;
     lo.sparse = sparse;
+    lo.sparse_budget = sparse_budget;
     auto m = LlamaModel::load(files_->at(name), lo);
     EXPECT_TRUE(m.ok()) << name << ": " << m.status().to_string();
     return m.ok() ? std::move(m).value() : nullptr;
@@ -245,6 +247,50 @@ TEST_F(SparseFfn, VulkanRunsTheSparseLayers) {
   const std::vector<TokenId> want = greedy(dense.get(), 32);
   ASSERT_FALSE(want.empty());
   EXPECT_EQ(greedy(sparse.get(), 32), want);
+}
+
+// Hot/cold placement: with a budget for ~20% of the neurons' rows, the most
+// frequent neurons' rows live on the fast device (sim0: the test plugin's
+// reference kernels; vulkan0 when present), the rest on the cpu; both
+// shares run and are added: the cpu's dense tokens.
+TEST_F(SparseFfn, HotColdPlacementGivesTheDenseTokens) {
+  registry::Options o;
+  o.paths = {LOOM_TEST_PLUGIN_DIR, LOOM_TEST_SIM_DIR};
+  o.use_env = false;
+  auto reg = registry::Registry::load(o);
+  auto dense = load("f32", false);
+  ASSERT_NE(dense, nullptr);
+  const std::vector<TokenId> want = greedy(dense.get(), 32);
+  ASSERT_FALSE(want.empty());
+  // Per neuron: gate, up and down_t rows of 64 f32, a pred_out row of 2r
+  // f32 (r = 16) and a bias: 900 bytes; 2 layers of 512 neurons.
+  const int64_t per_neuron = 3 * 64 * 4 + 32 * 4 + 4;
+  const int64_t budget = per_neuron * 2 * 512 / 5;
+  int ran = 0;
+  for (const char* fast : {"sim0", "vulkan0"}) {
+    SCOPED_TRACE(fast);
+    registry::Device* dev = reg->device(fast);
+    if (dev == nullptr) continue;
+    ++ran;
+    LoadOptions lo;
+    lo.devices = {dev, reg->device("cpu")};
+    lo.sparse_budget = budget;
+    auto m = LlamaModel::load(files_->at("f32"), lo);
+    ASSERT_TRUE(m.ok()) << m.status().to_string();
+    EXPECT_EQ((*m)->sparse_fast_device(), dev);
+    EXPECT_GT((*m)->sparse_hot_bytes(), 0u);
+    EXPECT_LE((*m)->sparse_hot_bytes(), static_cast<size_t>(budget));
+    int64_t hot = 0, cold = 0;
+    for (const LlamaLayer& l : (*m)->layers) {
+      hot += l.ffn_hot.n;
+      cold += l.ffn_cold.n;
+      EXPECT_EQ(l.ffn_hot.n + l.ffn_cold.n, 512);
+    }
+    EXPECT_EQ(hot, static_cast<int64_t>((*m)->sparse_hot_bytes()) / per_neuron);
+    EXPECT_GT(cold, hot);
+    EXPECT_EQ(greedy(m->get(), 32), want);
+  }
+  EXPECT_GT(ran, 0) << "sim0 missing: " << LOOM_TEST_SIM_DIR;
 }
 
 TEST_F(SparseFfn, LogitsWithinTheStatedBoundOfDense) {
