@@ -502,7 +502,36 @@ Status LlamaModel::relayout(registry::Device& device, std::vector<size_t>* which
       rest.push_back(i);
     }
   }
-  if (relaid.empty()) return Status();
+  // The rows a sparse layer reads are scattered (a tenth of them per
+  // token): from the file's 4 KiB-page mapping nearly every row is a TLB
+  // miss, so on a cpu device they are copied into its own buffer (huge
+  // pages for large buffers, plugins/common/host_buffer.cpp).
+  if (device.info().type == LOOM_DEVICE_TYPE_CPU && reads_host(&device)) {
+    std::vector<const Tensor*> sparse_read;
+    for (const LlamaLayer& l : layers) {
+      if (l.ffn_pred_in == nullptr) continue;
+      for (Tensor* t : {l.ffn_gate, l.ffn_up, l.ffn_down_t}) {
+        if (t) sparse_read.push_back(t);
+      }
+    }
+    std::vector<size_t> copy, keep;
+    for (size_t i : rest) {
+      const bool s = std::find(sparse_read.begin(), sparse_read.end(), file_tensors_[i]) != sparse_read.end();
+      (s ? copy : keep).push_back(i);
+    }
+    if (!copy.empty()) {
+      std::vector<Tensor*> ts;
+      for (size_t i : copy) ts.push_back(file_tensors_[i]);
+      LOOM_ASSIGN_OR_RETURN(sparse_copy_, allocate_tensors(device, ts));
+      LOOM_RETURN_IF_ERROR(copy_weights(copy, device));
+      for (size_t i : copy) relaid_bytes_ += file_.tensors()[i].nbytes;
+      rest = std::move(keep);
+    }
+  }
+  if (relaid.empty()) {
+    *which = std::move(rest);
+    return Status();
+  }
   std::vector<Tensor*> tensors;
   for (size_t i : relaid) tensors.push_back(file_tensors_[i]);
   LOOM_ASSIGN_OR_RETURN(relaid_, allocate_tensors(device, tensors, buft));

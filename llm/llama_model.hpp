@@ -161,7 +161,9 @@ class LlamaModel {
   bool zero_copy() const { return zero_copy_; }
   size_t weights_bytes() const { return weights_bytes_; }
   // Bytes of weights held in a layout of the host device's own choosing
-  // (loom.weight_layout: e.g. the cpu plugin's repacked Q8_0 / Q4_0).
+  // (loom.weight_layout: e.g. the cpu plugin's repacked Q8_0 / Q4_0), and
+  // of sparse layers' gate / up / down_t copied into a cpu device's own
+  // buffer (huge pages for their scattered rows).
   size_t relaid_bytes() const { return relaid_bytes_; }
 
   Tensor* tok_embd = nullptr;
@@ -246,6 +248,7 @@ class LlamaModel {
   std::vector<Tensor*> file_tensors_;  // one per GGUF tensor, in file order
   Buffer weights_;
   Buffer relaid_;  // weights in the device's own layout (relayout)
+  Buffer sparse_copy_;  // sparse layers' gate, up, down_t copied into the host device's own buffer (relayout)
   size_t relaid_bytes_ = 0;
   bool zero_copy_ = false;
   size_t weights_bytes_ = 0;

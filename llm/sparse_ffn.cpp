@@ -131,7 +131,9 @@ StatusOr<Tensor*> build_ffn(Context& ctx, const LlamaModel& model, int64_t il, T
     if (sparse_out) *sparse_out = true;
     return split_ffn(ctx, l, p.logit_threshold(), x, "." + std::to_string(il));
   }
-  if (model.layer_is_sparse(il)) {
+  // Batches of more tokens (prompt processing) run dense: their active sets
+  // together cover most rows, which the dense product streams faster.
+  if (model.layer_is_sparse(il) && x->ne[1] <= kSparseMaxTokens) {
     LOOM_ASSIGN_OR_RETURN(Tensor * out, sparse_ffn(ctx, l, p.logit_threshold(), x, model.layer_device(il),
                                                    "." + std::to_string(il)));
     if (out != nullptr) {

@@ -39,6 +39,11 @@ struct LlamaLayer;
 
 enum class FfnActivation { kSilu, kRelu };
 
+// A batch of more tokens than this runs a sparse layer dense (the union of
+// the tokens' active neurons covers most rows; the dense product streams
+// them faster). Layers under hot/cold placement always run their shares.
+constexpr int64_t kSparseMaxTokens = 4;
+
 struct SparseFfnParams {
   FfnActivation activation = FfnActivation::kSilu;
   float threshold = 0.5f;  // probability
@@ -52,7 +57,8 @@ struct SparseFfnParams {
 Status read_sparse_ffn_params(const GgufFile& file, const std::string& arch, SparseFfnParams* out);
 
 // Layer il's FFN: x [n_embd, T] (normed) -> [n_embd, T], sparse or dense as
-// the header comment says. *sparse_out (may be null) tells which.
+// the header comment says (dense for T > kSparseMaxTokens unless the layer
+// is split hot/cold). *sparse_out (may be null) tells which.
 StatusOr<Tensor*> build_ffn(Context& ctx, const LlamaModel& model, int64_t il, Tensor* x, bool* sparse_out);
 
 }  // namespace loom::llm

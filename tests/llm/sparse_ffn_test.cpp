@@ -103,9 +103,12 @@ class SparseFfn : public ::testing::Test {
     return m.ok() ? std::move(m).value() : nullptr;
   }
 
+  // Logits of every position of `prompt`, one token per step (decode
+  // steps: a sparse layer runs dense for longer batches, kSparseMaxTokens).
   static std::vector<float> logits(LlamaModel* m, const std::vector<TokenId>& prompt) {
     SessionOptions so;
     so.kv_type = LOOM_TYPE_F32;
+    so.n_batch = 1;
     auto s = LlamaSession::create(m, so);
     EXPECT_TRUE(s.ok()) << s.status().to_string();
     if (!s.ok()) return {};
@@ -174,6 +177,10 @@ TEST_F(SparseFfn, PredictorsAreBoundAndTheGraphUsesTheSparseOps) {
   auto g = build_llama_graph(*m, cache, 1, 0, false);
   ASSERT_TRUE(g.ok()) << g.status().to_string();
   EXPECT_EQ(g->sparse_layers, kLayers);
+  m->context().rollback(mark);
+  auto prefill = build_llama_graph(*m, cache, kSparseMaxTokens + 1, 0, false);
+  ASSERT_TRUE(prefill.ok()) << prefill.status().to_string();
+  EXPECT_EQ(prefill->sparse_layers, 0) << "a batch of more than kSparseMaxTokens tokens runs dense";
   m->context().rollback(mark);
 
   auto off = load("f32", false);
