@@ -8,17 +8,10 @@
 
 #include "loom/executor.hpp"
 #include "loom/ops.hpp"
+#include "conformance/matmul_ref.hpp"
 #include "conformance/suite.hpp"
 
 namespace loom::conformance {
-namespace {
-
-const loom_type_t kATypes[] = {LOOM_TYPE_F32, LOOM_TYPE_F16, LOOM_TYPE_BF16, LOOM_TYPE_Q8_0, LOOM_TYPE_Q4_0};
-
-struct MatCase {
-  int64_t k, m, n;
-  int64_t a2, a3, b2, b3;
-};
 
 // Whether a device may round B to 8-bit blocks for this product (ActQ8,
 // harness.hpp): A quantized and B's rows dense f32 (the cpu plugin's int8
@@ -36,7 +29,7 @@ int64_t act_block(loom_type_t ta) { return block_elems(ta) == 256 ? 256 : 32; }
 
 // B column (n, i2, i3) as the int8 path sees it: per block of `block` along
 // k, d = max|b| / 127, q = nearbyint(b * (1 / d)), b' = d * q.
-std::vector<double> q8_column(const HostView& b, int64_t n, int64_t i2, int64_t i3, int64_t block = 32) {
+std::vector<double> q8_column(const HostView& b, int64_t n, int64_t i2, int64_t i3, int64_t block) {
   const int64_t k_len = b.ne[0];
   std::vector<double> out(static_cast<size_t>(k_len));
   for (int64_t k0 = 0; k0 < k_len; k0 += block) {
@@ -51,6 +44,15 @@ std::vector<double> q8_column(const HostView& b, int64_t n, int64_t i2, int64_t 
   }
   return out;
 }
+
+namespace {
+
+const loom_type_t kATypes[] = {LOOM_TYPE_F32, LOOM_TYPE_F16, LOOM_TYPE_BF16, LOOM_TYPE_Q8_0, LOOM_TYPE_Q4_0};
+
+struct MatCase {
+  int64_t k, m, n;
+  int64_t a2, a3, b2, b3;
+};
 
 class MatMulTest : public OpTest {
  protected:

@@ -152,14 +152,6 @@ StatusOr<Tensor*> attention_block(Context& ctx, LlamaModel& model, const KvCache
   return op::mul_mat(ctx, l.wo, kqv);
 }
 
-// The SwiGLU feed-forward block of layer l: x [n_embd, T] -> [n_embd, T].
-StatusOr<Tensor*> ffn_block(Context& ctx, const LlamaLayer& l, Tensor* cur) {
-  LOOM_ASSIGN_OR_RETURN(Tensor * gate, op::mul_mat(ctx, l.ffn_gate, cur));
-  LOOM_ASSIGN_OR_RETURN(Tensor * up, op::mul_mat(ctx, l.ffn_up, cur));
-  LOOM_ASSIGN_OR_RETURN(Tensor * act, op::swiglu(ctx, gate, up));
-  return op::mul_mat(ctx, l.ffn_down, act);
-}
-
 }  // namespace
 
 StatusOr<LlamaBatchGraph> build_llama_graph(LlamaModel& model, const KvCache& cache, int64_t n_tokens,
@@ -194,7 +186,9 @@ StatusOr<LlamaBatchGraph> build_llama_graph(LlamaModel& model, const KvCache& ca
 
     LOOM_ASSIGN_OR_RETURN(cur, op::rms_norm(ctx, x, h.rms_eps));
     LOOM_ASSIGN_OR_RETURN(cur, op::mul(ctx, cur, l.ffn_norm));
-    LOOM_ASSIGN_OR_RETURN(Tensor * down, ffn_block(ctx, l, cur));
+    bool sparse = false;
+    LOOM_ASSIGN_OR_RETURN(Tensor * down, build_ffn(ctx, model, il, cur, &sparse));
+    g.sparse_layers += sparse ? 1 : 0;
     LOOM_ASSIGN_OR_RETURN(x, op::add(ctx, x, down));
     named(x, "layer_out" + sfx);
   }

@@ -14,6 +14,8 @@
 // n_kv), used when `fused_attention` and the layer's device
 // (model.layer_device(il)) supports the node. Unfused: MUL_MAT (K Q) +
 // SOFT_MAX with the -inf mask + MUL_MAT (V^T), for every other device.
+// The FFN is llm/sparse_ffn.hpp's build_ffn: SwiGLU or ReLU, sparse where
+// the layer has a predictor and its device runs the sparse products.
 #pragma once
 
 #include <cstdint>
@@ -38,6 +40,7 @@ struct LlamaBatchGraph {
   int64_t n_past = 0;
   int64_t n_kv = 0;
   int64_t fused_layers = 0;  // layers built with the ATTENTION node
+  int64_t sparse_layers = 0; // layers built with the sparse FFN (llm/sparse_ffn.hpp)
 };
 
 StatusOr<LlamaBatchGraph> build_llama_graph(LlamaModel& model, const KvCache& cache, int64_t n_tokens,

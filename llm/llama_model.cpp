@@ -50,7 +50,8 @@ int64_t layer_of(const std::string& name) {
 }  // namespace
 
 LlamaModel::LlamaModel(GgufFile file, const LoadOptions& o)
-    : file_(std::move(file)), devices_(o.devices), progress_(o.progress) {
+    : file_(std::move(file)), devices_(o.devices), progress_(o.progress), want_sparse_(o.sparse),
+      sparse_budget_(o.sparse_budget) {
   for (registry::Device* d : devices_) {
     if (d->info().type == LOOM_DEVICE_TYPE_CPU) {
       device_ = d;
@@ -214,6 +215,7 @@ StatusOr<std::unique_ptr<LlamaModel>> LlamaModel::load(const std::string& path, 
   LOOM_RETURN_IF_ERROR(m->bind_weights());
   LOOM_RETURN_IF_ERROR(m->assign_devices(options));
   LOOM_RETURN_IF_ERROR(m->place_weights());
+  if (options.sparse_budget >= 0) LOOM_RETURN_IF_ERROR(m->split_hot_cold(options.sparse_budget));
   return m;
 }
 
@@ -228,6 +230,7 @@ Status LlamaModel::read_hparams() {
                          supported_archs() + ")");
   }
   LOOM_RETURN_IF_ERROR(read_llama_hparams(file_, arch_, &hparams_));
+  LOOM_RETURN_IF_ERROR(read_sparse_ffn_params(file_, arch_, &sparse_));
   return read_llama_vocab(file_, &hparams_);
 }
 
@@ -318,14 +321,48 @@ Status LlamaModel::bind_layer(int64_t il) {
   LOOM_RETURN_IF_ERROR(find_weight(p + "ffn_norm.weight", {h.n_embd}, true, &l.ffn_norm));
   LOOM_RETURN_IF_ERROR(find_weight(p + "ffn_gate.weight", {h.n_embd, h.n_ff}, true, &l.ffn_gate));
   LOOM_RETURN_IF_ERROR(find_weight(p + "ffn_up.weight", {h.n_embd, h.n_ff}, true, &l.ffn_up));
-  return find_weight(p + "ffn_down.weight", {h.n_ff, h.n_embd}, true, &l.ffn_down);
+  LOOM_RETURN_IF_ERROR(find_weight(p + "ffn_down.weight", {h.n_ff, h.n_embd}, true, &l.ffn_down));
+  return bind_sparse(il);
+}
+
+Status LlamaModel::bind_sparse(int64_t il) {
+  if (!want_sparse_ || sparse_.activation != FfnActivation::kRelu) return Status();
+  const LlamaHparams& h = hparams_;
+  LlamaLayer& l = layers[static_cast<size_t>(il)];
+  const std::string p = "blk." + std::to_string(il) + ".";
+  const GgufTensorInfo* in = file_.find_tensor(p + "ffn_pred_in.weight");
+  if (in == nullptr) return Status();  // no predictor: a dense layer
+  const int64_t r = in->n_dims >= 2 ? in->ne[1] : 0;
+  if (r < 1 || r > h.n_ff) {
+    return invalid_argument("[llm.load] " + file_.name() + ": tensor '" + p + "ffn_pred_in.weight' has rank " +
+                            std::to_string(r) + ", must be in [1, n_ff = " + std::to_string(h.n_ff) + "]");
+  }
+  LOOM_RETURN_IF_ERROR(find_weight(p + "ffn_pred_in.weight", {h.n_embd, r}, true, &l.ffn_pred_in));
+  LOOM_RETURN_IF_ERROR(find_weight(p + "ffn_pred_out.weight", {r, h.n_ff}, true, &l.ffn_pred_out));
+  LOOM_RETURN_IF_ERROR(find_weight(p + "ffn_pred_out.bias", {h.n_ff}, false, &l.ffn_pred_bias));
+  LOOM_RETURN_IF_ERROR(find_weight(p + "ffn_freq", {h.n_ff}, false, &l.ffn_freq));
+  if (l.ffn_freq && l.ffn_freq->type != LOOM_TYPE_F32) {
+    return unimplemented("[llm.load] " + file_.name() + ": tensor '" + p + "ffn_freq' must be f32, is " +
+                         type_name(l.ffn_freq->type));
+  }
+  return find_weight(p + "ffn_down_t.weight", {h.n_embd, h.n_ff}, false, &l.ffn_down_t);
+}
+
+bool LlamaModel::layer_is_sparse(int64_t il) const {
+  return il >= 0 && il < static_cast<int64_t>(layers.size()) && layers[static_cast<size_t>(il)].ffn_pred_in != nullptr;
+}
+
+int64_t LlamaModel::sparse_layers() const {
+  int64_t n = 0;
+  for (int64_t il = 0; il < static_cast<int64_t>(layers.size()); ++il) n += layer_is_sparse(il) ? 1 : 0;
+  return n;
 }
 
 Status LlamaModel::check_elementwise_types() const {
   const std::string who = "[llm.load] " + file_.name() + ": ";
   std::vector<const Tensor*> elementwise = {output_norm};
   for (const LlamaLayer& l : layers) {
-    for (const Tensor* t : {l.attn_norm, l.ffn_norm, l.bq, l.bk, l.bv, l.q_norm, l.k_norm}) {
+    for (const Tensor* t : {l.attn_norm, l.ffn_norm, l.bq, l.bk, l.bv, l.q_norm, l.k_norm, l.ffn_pred_bias}) {
       if (t) elementwise.push_back(t);
     }
   }
@@ -441,10 +478,15 @@ Status LlamaModel::place_on(registry::Device& device, const std::vector<size_t>&
 
 Status LlamaModel::relayout(registry::Device& device, std::vector<size_t>* which) {
   // Only matrices every graph reads as a whole MUL_MAT A (not the embedding
-  // table, which GET_ROWS reads, even when the output head shares it).
+  // table, which GET_ROWS reads, even when the output head shares it, nor
+  // the gate and up of a sparse layer, which MUL_MAT_SPARSE_ROWS reads).
   std::vector<const Tensor*> matmul_only;
   for (const LlamaLayer& l : layers) {
-    for (Tensor* t : {l.wq, l.wk, l.wv, l.wo, l.ffn_gate, l.ffn_up, l.ffn_down}) matmul_only.push_back(t);
+    for (Tensor* t : {l.wq, l.wk, l.wv, l.wo, l.ffn_down, l.ffn_pred_in, l.ffn_pred_out}) matmul_only.push_back(t);
+    if (l.ffn_pred_in == nullptr) {
+      matmul_only.push_back(l.ffn_gate);
+      matmul_only.push_back(l.ffn_up);
+    }
   }
   if (output != tok_embd) matmul_only.push_back(output);
   loom_buffer_type_t* buft = nullptr;
@@ -460,7 +502,36 @@ Status LlamaModel::relayout(registry::Device& device, std::vector<size_t>* which
       rest.push_back(i);
     }
   }
-  if (relaid.empty()) return Status();
+  // The rows a sparse layer reads are scattered (a tenth of them per
+  // token): from the file's 4 KiB-page mapping nearly every row is a TLB
+  // miss, so on a cpu device they are copied into its own buffer (huge
+  // pages for large buffers, plugins/common/host_buffer.cpp).
+  if (device.info().type == LOOM_DEVICE_TYPE_CPU && reads_host(&device)) {
+    std::vector<const Tensor*> sparse_read;
+    for (const LlamaLayer& l : layers) {
+      if (l.ffn_pred_in == nullptr) continue;
+      for (Tensor* t : {l.ffn_gate, l.ffn_up, l.ffn_down_t}) {
+        if (t) sparse_read.push_back(t);
+      }
+    }
+    std::vector<size_t> copy, keep;
+    for (size_t i : rest) {
+      const bool s = std::find(sparse_read.begin(), sparse_read.end(), file_tensors_[i]) != sparse_read.end();
+      (s ? copy : keep).push_back(i);
+    }
+    if (!copy.empty()) {
+      std::vector<Tensor*> ts;
+      for (size_t i : copy) ts.push_back(file_tensors_[i]);
+      LOOM_ASSIGN_OR_RETURN(sparse_copy_, allocate_tensors(device, ts));
+      LOOM_RETURN_IF_ERROR(copy_weights(copy, device));
+      for (size_t i : copy) relaid_bytes_ += file_.tensors()[i].nbytes;
+      rest = std::move(keep);
+    }
+  }
+  if (relaid.empty()) {
+    *which = std::move(rest);
+    return Status();
+  }
   std::vector<Tensor*> tensors;
   for (size_t i : relaid) tensors.push_back(file_tensors_[i]);
   LOOM_ASSIGN_OR_RETURN(relaid_, allocate_tensors(device, tensors, buft));

@@ -35,6 +35,7 @@
 
 #include "llm/arch.hpp"
 #include "llm/llama_hparams.hpp"
+#include "llm/sparse_ffn.hpp"
 #include "llm/tokenizer.hpp"
 #include "loom/buffer.hpp"
 #include "loom/gguf.hpp"
@@ -42,6 +43,19 @@
 #include "loom/tensor.hpp"
 
 namespace loom::llm {
+
+// One share of a sparse layer's neurons under hot/cold placement
+// (llm/sparse_ffn.hpp): the rows of gate, up, the neuron-major down and the
+// predictor's output layer for those neurons, in ascending neuron order, on
+// one device. n == 0: no share.
+struct SparseShare {
+  int64_t n = 0;
+  Tensor* gate = nullptr;       // [n_embd, n]
+  Tensor* up = nullptr;         // [n_embd, n]
+  Tensor* down_t = nullptr;     // [n_embd, n]
+  Tensor* pred_out = nullptr;   // [r, n]
+  Tensor* pred_bias = nullptr;  // [n] or nullptr
+};
 
 struct LlamaLayer {
   Tensor* attn_norm = nullptr;
@@ -59,6 +73,17 @@ struct LlamaLayer {
   Tensor* ffn_gate = nullptr;
   Tensor* ffn_up = nullptr;
   Tensor* ffn_down = nullptr;
+  // The activation-sparse FFN's tensors (llm/sparse_ffn.hpp), bound only
+  // when LoadOptions::sparse and the model's FFN is ReLU; else nullptr.
+  Tensor* ffn_pred_in = nullptr;    // [n_embd, r]
+  Tensor* ffn_pred_out = nullptr;   // [r, n_ff]
+  Tensor* ffn_pred_bias = nullptr;  // [n_ff] (optional)
+  Tensor* ffn_down_t = nullptr;     // [n_embd, n_ff] neuron-major (optional)
+  Tensor* ffn_freq = nullptr;       // F32 [n_ff]: each neuron's firing share (optional)
+  // Hot/cold placement (LoadOptions::sparse_budget): the frequent neurons'
+  // rows on the fast device, the rest on the host device; both n == 0
+  // when the layer is not split.
+  SparseShare ffn_hot, ffn_cold;
 };
 
 struct LoadOptions {
@@ -81,6 +106,15 @@ struct LoadOptions {
   // Called while weights are copied into device buffers (not for zero-copy
   // placement): bytes copied so far, bytes to copy, the device's name.
   std::function<void(size_t done, size_t total, const std::string& device)> progress;
+  // Use the FFN predictors of a ReLU model when the file has them
+  // (llm/sparse_ffn.hpp); false: every layer dense (`loom run --sparse off`).
+  bool sparse = true;
+  // Hot/cold placement of sparse layers (needs ffn_down_t and the
+  // blk.N.ffn_freq profile): bytes of FFN rows the fast device (the first
+  // device of `devices` other than the host device) may hold; the most
+  // frequently active neurons of all sparse layers go there, the rest stay
+  // on the host device, and both shares run and are added. < 0: off.
+  int64_t sparse_budget = -1;
 };
 
 class LlamaModel {
@@ -127,7 +161,9 @@ class LlamaModel {
   bool zero_copy() const { return zero_copy_; }
   size_t weights_bytes() const { return weights_bytes_; }
   // Bytes of weights held in a layout of the host device's own choosing
-  // (loom.weight_layout: e.g. the cpu plugin's repacked Q8_0 / Q4_0).
+  // (loom.weight_layout: e.g. the cpu plugin's repacked Q8_0 / Q4_0), and
+  // of sparse layers' gate / up / down_t copied into a cpu device's own
+  // buffer (huge pages for their scattered rows).
   size_t relaid_bytes() const { return relaid_bytes_; }
 
   Tensor* tok_embd = nullptr;
@@ -144,6 +180,17 @@ class LlamaModel {
   // else rope_freqs itself; nullptr when the model has none.
   Tensor* rope_freqs_for(int64_t il) const;
 
+  // The FFN activation and the predictors' threshold (llm/sparse_ffn.hpp).
+  const SparseFfnParams& sparse_params() const { return sparse_; }
+  // Whether layer il has its predictor bound (its FFN may run sparse).
+  bool layer_is_sparse(int64_t il) const;
+  // Layers with a predictor bound.
+  int64_t sparse_layers() const;
+  // Hot/cold placement: the fast device (null when off) and the bytes of
+  // FFN rows placed on it.
+  registry::Device* sparse_fast_device() const { return sparse_fast_; }
+  size_t sparse_hot_bytes() const { return sparse_hot_bytes_; }
+
  private:
   LlamaModel(GgufFile file, const LoadOptions& o);
   Status read_hparams();
@@ -151,6 +198,14 @@ class LlamaModel {
   Status make_tensors();
   Status bind_weights();
   Status bind_layer(int64_t il);
+  // Layer il's predictor and neuron-major down projection, when wanted.
+  Status bind_sparse(int64_t il);
+  // Hot/cold placement under `budget` bytes (llm/sparse_placement.cpp).
+  Status split_hot_cold(int64_t budget);
+  // The rows `rows` of file tensor t (its ne[1], or elements of a 1-D one)
+  // as a new leaf named `name`, with their bytes appended to *bytes.
+  StatusOr<Tensor*> gather_rows(const Tensor* t, const std::vector<int64_t>& rows, const std::string& name,
+                                std::vector<uint8_t>* bytes);
   // Find tensor `name`, check its type (a weight type) and shape against
   // the metadata; absent: NOT_FOUND when required, else *out = nullptr.
   Status find_weight(const std::string& name, std::initializer_list<int64_t> shape, bool required, Tensor** out);
@@ -193,10 +248,17 @@ class LlamaModel {
   std::vector<Tensor*> file_tensors_;  // one per GGUF tensor, in file order
   Buffer weights_;
   Buffer relaid_;  // weights in the device's own layout (relayout)
+  Buffer sparse_copy_;  // sparse layers' gate, up, down_t copied into the host device's own buffer (relayout)
   size_t relaid_bytes_ = 0;
   bool zero_copy_ = false;
   size_t weights_bytes_ = 0;
   std::function<void(size_t, size_t, const std::string&)> progress_;
+  bool want_sparse_ = true;
+  int64_t sparse_budget_ = -1;
+  SparseFfnParams sparse_;
+  registry::Device* sparse_fast_ = nullptr;
+  size_t sparse_hot_bytes_ = 0;
+  std::vector<Buffer> sparse_bufs_;  // the shares' tensors, a buffer per device
 };
 
 }  // namespace loom::llm

@@ -341,6 +341,58 @@ StatusOr<Tensor*> attention(Context& ctx, Tensor* q, Tensor* k, Tensor* v, Tenso
   return t;
 }
 
+namespace {
+
+// Shared checks of the two sparse products: 2-D tensors, a MUL_MAT weight
+// type, F32 activations, float scores of `score_rows` x N, a finite threshold.
+Status check_sparse(const char* op, Context& ctx, Tensor* w, Tensor* x, Tensor* scores, float threshold,
+                    int64_t k, int64_t score_rows) {
+  LOOM_RETURN_IF_ERROR(check_src(op, ctx, w, "w"));
+  LOOM_RETURN_IF_ERROR(check_src(op, ctx, x, "x"));
+  LOOM_RETURN_IF_ERROR(check_src(op, ctx, scores, "scores"));
+  LOOM_RETURN_IF_ERROR(need_type(op, x, "x", LOOM_TYPE_F32));
+  LOOM_RETURN_IF_ERROR(need_float(op, scores, "scores"));
+  if (!type_is_float(w->type) && !type_is_quantized(w->type)) {
+    return invalid_argument(tag(op) + "w (" + w->describe() + ") must be a float or quantized weight type");
+  }
+  for (const Tensor* t : {w, x, scores}) {
+    if (t->ne[2] != 1 || t->ne[3] != 1) {
+      return invalid_argument(tag(op) + t->describe() + " must be 2-D (ne[2] = ne[3] = 1)");
+    }
+  }
+  if (x->ne[0] != k || scores->ne[0] != score_rows || scores->ne[1] != x->ne[1]) {
+    return invalid_argument(tag(op) + "w " + w->describe() + ", x " + x->describe() + " and scores " +
+                            scores->describe() + " do not match (x must be [" + std::to_string(k) +
+                            ", N], scores [" + std::to_string(score_rows) + ", N])");
+  }
+  if (!std::isfinite(threshold)) {
+    return invalid_argument(tag(op) + "threshold " + std::to_string(threshold) + " must be finite");
+  }
+  return Status();
+}
+
+}  // namespace
+
+StatusOr<Tensor*> mul_mat_sparse_rows(Context& ctx, Tensor* a, Tensor* b, Tensor* scores, float threshold) {
+  const char* op = "mul_mat_sparse_rows";
+  LOOM_RETURN_IF_ERROR(check_src(op, ctx, a, "w"));
+  LOOM_RETURN_IF_ERROR(check_sparse(op, ctx, a, b, scores, threshold, a->ne[0], a->ne[1]));
+  const int64_t ne[4] = {a->ne[1], b->ne[1], 1, 1};
+  LOOM_ASSIGN_OR_RETURN(Tensor * t, node(ctx, op, LOOM_OP_MUL_MAT_SPARSE_ROWS, LOOM_TYPE_F32, ne, {a, b, scores}));
+  t->set_param<float>(0, threshold);
+  return t;
+}
+
+StatusOr<Tensor*> mul_mat_sparse_cols(Context& ctx, Tensor* w, Tensor* h, Tensor* scores, float threshold) {
+  const char* op = "mul_mat_sparse_cols";
+  LOOM_RETURN_IF_ERROR(check_src(op, ctx, w, "w"));
+  LOOM_RETURN_IF_ERROR(check_sparse(op, ctx, w, h, scores, threshold, w->ne[1], w->ne[1]));
+  const int64_t ne[4] = {w->ne[0], h->ne[1], 1, 1};
+  LOOM_ASSIGN_OR_RETURN(Tensor * t, node(ctx, op, LOOM_OP_MUL_MAT_SPARSE_COLS, LOOM_TYPE_F32, ne, {w, h, scores}));
+  t->set_param<float>(0, threshold);
+  return t;
+}
+
 // In-place contract for plugins: when the allocator gives a node its first
 // source's memory (dst->data == src[0]->data, same type, shape and dense
 // layout), the kernel must still be correct. That holds when every output

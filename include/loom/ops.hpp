@@ -41,6 +41,16 @@ StatusOr<Tensor*> sum_rows(Context& ctx, Tensor* a);
 // the node runs (a device's status), not here.
 StatusOr<Tensor*> attention(Context& ctx, Tensor* q, Tensor* k, Tensor* v, Tensor* visible, float scale);
 
+// Activation-sparse products (ABI 1.3; semantics in loom/plugin.h). `scores`
+// float; element (j, n) is active iff scores[j, n] > threshold (finite).
+// Row-sparse (LOOM_OP_MUL_MAT_SPARSE_ROWS): a [K, M], b F32 [K, N], scores
+// [M, N] -> F32 [M, N], inactive rows exactly 0.
+StatusOr<Tensor*> mul_mat_sparse_rows(Context& ctx, Tensor* a, Tensor* b, Tensor* scores, float threshold);
+// Column-sparse AXPY (LOOM_OP_MUL_MAT_SPARSE_COLS): w [M, K] neuron-major
+// (row k = neuron k's outputs), h F32 [K, N], scores [K, N] -> F32 [M, N] =
+// sum over active k of h[k, n] * w[:, k].
+StatusOr<Tensor*> mul_mat_sparse_cols(Context& ctx, Tensor* w, Tensor* h, Tensor* scores, float threshold);
+
 // Whether `op` may write its result over its first source's memory when
 // that source is dead afterwards (same type, shape and layout).
 bool op_can_be_inplace(int32_t op);

@@ -26,7 +26,7 @@ extern "C" {
 /* ---------------------------------------------------------------- versions */
 
 #define LOOM_ABI_VERSION_MAJOR 1u
-#define LOOM_ABI_VERSION_MINOR 2u
+#define LOOM_ABI_VERSION_MINOR 3u
 /* Packed version: major in the high 16 bits, minor in the low 16 bits. */
 #define LOOM_ABI_MAKE_VERSION(major, minor) ((uint32_t)(((major) << 16) | ((minor) & 0xFFFFu)))
 #define LOOM_ABI_VERSION LOOM_ABI_MAKE_VERSION(LOOM_ABI_VERSION_MAJOR, LOOM_ABI_VERSION_MINOR)
@@ -299,7 +299,26 @@ typedef enum loom_op {
    * node with INVALID_ARGUMENT. The host never asks a plugin built for
    * ABI 1.0 about this op (docs/plugin-abi.md, host rule 15). */
   LOOM_OP_ATTENTION = 25,
-  LOOM_OP_COUNT = 26 /* number of op ids in this ABI version */
+  /* (ABI 1.3) Activation-sparse FFN products. Both are 2-D (ne[2] = ne[3]
+   * = 1 for every tensor), take a score tensor src2 (float, any strides)
+   * and an f32 param [0] threshold t (finite): element (j, n) of src2 is
+   * "active" iff src2[j, n] > t (a NaN score is inactive). The host never
+   * offers them to a plugin built for 1.0-1.2 (docs/plugin-abi.md, host
+   * rule 15).
+   * Row-sparse product (gate/up projections): src0 A [K, M] any type
+   * MUL_MAT's A takes; src1 B F32 [K, N]; src2 S [M, N]. Result F32 [M, N]:
+   * dst[m, n] = S[m, n] > t ? sum_k A[k, m] * B[k, n] : 0 (exactly 0 for an
+   * inactive row; only the active rows of A are read). */
+  LOOM_OP_MUL_MAT_SPARSE_ROWS = 26,
+  /* Column-sparse product, AXPY form (down projection): src0 W [M, K] any
+   * type MUL_MAT's A takes, stored neuron-major: row k of W (W[:, k]) is
+   * neuron k's M outputs, i.e. the transpose of MUL_MAT's A; src1 H F32
+   * [K, N]; src2 S [K, N]. Result F32 [M, N]:
+   * dst[:, n] = sum_{k : S[k, n] > t} H[k, n] * W[:, k]
+   * (0 when no k is active; only the active rows of W are read). Equal to
+   * MUL_MAT(transpose(W), H with the inactive elements zeroed). */
+  LOOM_OP_MUL_MAT_SPARSE_COLS = 27,
+  LOOM_OP_COUNT = 28 /* number of op ids in this ABI version */
 } loom_op_t;
 
 #define LOOM_ROPE_MODE_NORMAL 0

@@ -60,6 +60,8 @@ int op_source_count_impl(int32_t op) {
     case LOOM_OP_SWIGLU:
       return 2;
     case LOOM_OP_SET_ROWS:
+    case LOOM_OP_MUL_MAT_SPARSE_ROWS:
+    case LOOM_OP_MUL_MAT_SPARSE_COLS:
       return 3;
     case LOOM_OP_ATTENTION:
       return 4;
@@ -102,6 +104,32 @@ const char* check_attention(const loom_tensor_t* n) {
   float scale;
   std::memcpy(&scale, &n->op_params[0], sizeof scale);
   return std::isfinite(scale) ? nullptr : "scale";
+}
+
+bool is_2d(const loom_tensor_t* t) { return t->ne[2] == 1 && t->ne[3] == 1; }
+
+// (1.3) MUL_MAT_SPARSE_ROWS: A [K, M], B F32 [K, N], S float [M, N] -> F32
+// [M, N]; MUL_MAT_SPARSE_COLS: W [M, K], H F32 [K, N], S float [K, N] -> F32
+// [M, N]. All 2-D; a finite threshold.
+const char* check_sparse(const loom_tensor_t* n) {
+  const loom_tensor_t* a = n->src[0];
+  const loom_tensor_t* b = n->src[1];
+  const loom_tensor_t* s = n->src[2];
+  if (!(is_float(a->type) || is_quant(a->type)) || b->type != LOOM_TYPE_F32 || !is_float(s->type) ||
+      n->type != LOOM_TYPE_F32) {
+    return "types";
+  }
+  if (!is_2d(a) || !is_2d(b) || !is_2d(s) || !is_2d(n)) return "shapes";
+  const bool rows = n->op == LOOM_OP_MUL_MAT_SPARSE_ROWS;
+  const int64_t k = rows ? a->ne[0] : a->ne[1];
+  const int64_t m = rows ? a->ne[1] : a->ne[0];
+  const int64_t ns = b->ne[1];
+  const bool ok = b->ne[0] == k && n->ne[0] == m && n->ne[1] == ns &&
+                  (rows ? (s->ne[0] == m && s->ne[1] == ns) : (s->ne[0] == k && s->ne[1] == ns));
+  if (!ok) return "shapes";
+  float t;
+  std::memcpy(&t, &n->op_params[0], sizeof t);
+  return std::isfinite(t) ? nullptr : "threshold";
 }
 
 const char* check_op(const loom_tensor_t* n) {
@@ -192,6 +220,9 @@ const char* check_op(const loom_tensor_t* n) {
       return shape_is(n, 1, a->ne[1], a->ne[2], a->ne[3]) ? nullptr : "shapes";
     case LOOM_OP_ATTENTION:
       return check_attention(n);
+    case LOOM_OP_MUL_MAT_SPARSE_ROWS:
+    case LOOM_OP_MUL_MAT_SPARSE_COLS:
+      return check_sparse(n);
     default:
       return "op";
   }

@@ -10,7 +10,8 @@ const char* op_name(int32_t op) {
       "NONE", "RESHAPE",  "VIEW",   "PERMUTE", "TRANSPOSE", "GET_ROWS", "ADD",
       "SUB",  "MUL",      "DIV",    "SCALE",   "RMS_NORM",  "NORM",     "MUL_MAT",
       "ROPE", "SOFT_MAX", "CPY",    "CONT",    "SET_ROWS",  "SILU",     "GELU",
-      "RELU", "SWIGLU",   "ARGMAX", "SUM_ROWS", "ATTENTION"};
+      "RELU", "SWIGLU",   "ARGMAX", "SUM_ROWS", "ATTENTION", "MUL_MAT_SPARSE_ROWS",
+      "MUL_MAT_SPARSE_COLS"};
   return op >= 0 && op < LOOM_OP_COUNT ? kNames[op] : "INVALID";
 }
 
@@ -19,7 +20,7 @@ uint32_t op_abi_minor(int32_t op) {
   static const struct {
     int32_t first_op;
     uint32_t minor;
-  } kAdded[] = {{LOOM_OP_ATTENTION, 1}};
+  } kAdded[] = {{LOOM_OP_ATTENTION, 1}, {LOOM_OP_MUL_MAT_SPARSE_ROWS, 3}};
   uint32_t minor = 0;
   for (const auto& a : kAdded) {
     if (op >= a.first_op) minor = a.minor;

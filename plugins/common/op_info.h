@@ -14,7 +14,7 @@ namespace loom::common {
 const char* op_name(int32_t op);
 
 // The ABI minor (of this major) that added op id `op` (0 for the 1.0 ops,
-// 1 for ATTENTION). The one table behind host rule 15 (docs/plugin-abi.md).
+// 1 for ATTENTION, 3 for MUL_MAT_SPARSE_ROWS / _COLS). The one table behind host rule 15 (docs/plugin-abi.md).
 uint32_t op_abi_minor(int32_t op);
 // Whether a plugin built for `plugin_abi_version` (packed) knows op id `op`:
 // a valid id of this header, same major, minor >= op_abi_minor(op).

@@ -299,6 +299,9 @@ TEST(Cli, RunErrors) {
   Result kv = run_loom("run --kv-type bf16");
   EXPECT_EQ(kv.exit_code, 2);
   EXPECT_NE(kv.out.find("--kv-type 'bf16': expected f16 or f32"), std::string::npos) << kv.out;
+  Result sparse = run_loom("run --sparse maybe");
+  EXPECT_EQ(sparse.exit_code, 2);
+  EXPECT_NE(sparse.out.find("--sparse 'maybe': expected on or off"), std::string::npos) << sparse.out;
   Result unknown = run_loom("run --bogus");
   EXPECT_EQ(unknown.exit_code, 2);
   EXPECT_NE(unknown.out.find("--bogus"), std::string::npos) << unknown.out;

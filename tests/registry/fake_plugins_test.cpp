@@ -91,6 +91,30 @@ TEST_F(FakePlugins, OpsNewerThanThePluginsMinorAreNotOffered) {
   EXPECT_TRUE(new_dev->supports_op(attn));   // a 1.1 plugin is asked
 }
 
+// Host rule 15 for the ABI 1.3 ops: the sparse products are never offered
+// to a plugin built for 1.1 (or 1.2), whatever its supports_op says.
+TEST_F(FakePlugins, SparseProductsAreNotOfferedToOlderMinors) {
+  registry::Device* v11 = reg_->device("minor1");
+  registry::Device* now = reg_->device("allops0");
+  v11 = v11 ? v11 : reg_->device("minor10");
+  ASSERT_NE(v11, nullptr) << describe(*reg_);
+  ASSERT_NE(now, nullptr) << describe(*reg_);
+  ASSERT_EQ(LOOM_ABI_MINOR(get("allops").abi_version), 3u);
+  Context ctx;
+  Tensor* a = ctx.new_tensor(LOOM_TYPE_F32, {32, 8}, "a").value();
+  Tensor* x = ctx.new_tensor(LOOM_TYPE_F32, {32, 1}, "x").value();
+  Tensor* s = ctx.new_tensor(LOOM_TYPE_F32, {8, 1}, "s").value();
+  Tensor* h = ctx.new_tensor(LOOM_TYPE_F32, {8, 1}, "h").value();
+  Tensor* rows = op::mul_mat_sparse_rows(ctx, a, x, s, 0.0f).value();
+  Tensor* cols = op::mul_mat_sparse_cols(ctx, a, h, s, 0.0f).value();
+  Tensor* mm = op::mul_mat(ctx, a, x).value();
+  EXPECT_TRUE(v11->supports_op(mm));     // a 1.0 op: the plugin is asked
+  EXPECT_FALSE(v11->supports_op(rows));  // op 26 is 1.3: the host answers
+  EXPECT_FALSE(v11->supports_op(cols));  // op 27 too
+  EXPECT_TRUE(now->supports_op(rows));   // a 1.3 plugin is asked
+  EXPECT_TRUE(now->supports_op(cols));
+}
+
 // Host rule 15 for types: a tensor of a type added after the plugin's minor
 // (ABI 1.2: Q4_K and the other K-quants) is never offered to it.
 TEST_F(FakePlugins, TypesNewerThanThePluginsMinorAreNotOffered) {

@@ -286,6 +286,33 @@ TEST_F(Ops, AttentionShapesAndChecks) {
   EXPECT_TRUE(fails_with(op::attention(ctx_, q, k, v, nullptr, 1.0f), {"[op.attention]", "visible", "null"}));
 }
 
+TEST_F(Ops, SparseProductsCheckShapesTypesAndThreshold) {
+  Tensor* a = ctx_.new_tensor(LOOM_TYPE_Q8_0, {64, 10}, "a").value();  // [K, M]
+  Tensor* x = ctx_.new_tensor(LOOM_TYPE_F32, {64, 3}, "x").value();
+  Tensor* s = ctx_.new_tensor(LOOM_TYPE_F32, {10, 3}, "s").value();
+  Tensor* rows = op::mul_mat_sparse_rows(ctx_, a, x, s, 0.0f).value();
+  EXPECT_EQ(rows->op, LOOM_OP_MUL_MAT_SPARSE_ROWS);
+  EXPECT_EQ(rows->type, LOOM_TYPE_F32);
+  EXPECT_EQ(rows->ne[0], 10);
+  EXPECT_EQ(rows->ne[1], 3);
+  Tensor* w = ctx_.new_tensor(LOOM_TYPE_Q4_0, {64, 10}, "w").value();  // [M, K]: 10 neurons of 64 outputs
+  Tensor* h = ctx_.new_tensor(LOOM_TYPE_F32, {10, 3}, "h").value();
+  Tensor* cols = op::mul_mat_sparse_cols(ctx_, w, h, s, 0.5f).value();
+  EXPECT_EQ(cols->op, LOOM_OP_MUL_MAT_SPARSE_COLS);
+  EXPECT_EQ(cols->ne[0], 64);
+  EXPECT_EQ(cols->ne[1], 3);
+  Tensor* s_bad = ctx_.new_tensor(LOOM_TYPE_F32, {9, 3}, "s_bad").value();
+  EXPECT_TRUE(fails_with(op::mul_mat_sparse_rows(ctx_, a, x, s_bad, 0.0f), {"[op.mul_mat_sparse_rows]", "scores"}));
+  EXPECT_TRUE(fails_with(op::mul_mat_sparse_cols(ctx_, w, x, s, 0.0f), {"[op.mul_mat_sparse_cols]", "do not match"}));
+  EXPECT_TRUE(fails_with(op::mul_mat_sparse_rows(ctx_, a, x, s, std::numeric_limits<float>::quiet_NaN()),
+                         {"threshold", "finite"}));
+  Tensor* xi = ctx_.new_tensor(LOOM_TYPE_I32, {64, 3}, "xi").value();
+  EXPECT_TRUE(fails_with(op::mul_mat_sparse_rows(ctx_, a, xi, s, 0.0f), {"x", "must be f32"}));
+  Tensor* x3 = ctx_.new_tensor(LOOM_TYPE_F32, {64, 3, 2}, "x3").value();
+  EXPECT_TRUE(fails_with(op::mul_mat_sparse_rows(ctx_, a, x3, s, 0.0f), {"2-D"}));
+  EXPECT_TRUE(fails_with(op::mul_mat_sparse_rows(ctx_, a, x, nullptr, 0.0f), {"scores", "null"}));
+}
+
 TEST_F(Ops, InplaceSet) {
   for (int op : {LOOM_OP_ADD, LOOM_OP_SUB, LOOM_OP_MUL, LOOM_OP_DIV, LOOM_OP_SCALE, LOOM_OP_SILU,
                  LOOM_OP_GELU, LOOM_OP_RELU, LOOM_OP_SWIGLU, LOOM_OP_SOFT_MAX, LOOM_OP_RMS_NORM,
@@ -295,7 +322,8 @@ TEST_F(Ops, InplaceSet) {
   const int32_t never[] = {LOOM_OP_NONE,   LOOM_OP_RESHAPE,  LOOM_OP_VIEW,    LOOM_OP_PERMUTE,
                            LOOM_OP_TRANSPOSE, LOOM_OP_GET_ROWS, LOOM_OP_MUL_MAT, LOOM_OP_CPY,
                            LOOM_OP_CONT,   LOOM_OP_SET_ROWS, LOOM_OP_ARGMAX,  LOOM_OP_SUM_ROWS,
-                           LOOM_OP_ATTENTION, LOOM_OP_COUNT, -1};
+                           LOOM_OP_ATTENTION, LOOM_OP_MUL_MAT_SPARSE_ROWS, LOOM_OP_MUL_MAT_SPARSE_COLS,
+                           LOOM_OP_COUNT, -1};
   for (int32_t op : never) {
     EXPECT_FALSE(op::op_can_be_inplace(op)) << op;
   }

@@ -58,6 +58,12 @@ TEST(Types, Facts) {
   EXPECT_TRUE(common::plugin_knows_op(LOOM_ABI_MAKE_VERSION(1, 0), LOOM_OP_SUM_ROWS));
   EXPECT_TRUE(common::plugin_knows_op(LOOM_ABI_MAKE_VERSION(1, 1), LOOM_OP_ATTENTION));
   EXPECT_FALSE(common::plugin_knows_op(LOOM_ABI_MAKE_VERSION(1, 1), LOOM_OP_COUNT));
+  EXPECT_STREQ(op_name(LOOM_OP_MUL_MAT_SPARSE_ROWS), "MUL_MAT_SPARSE_ROWS");
+  EXPECT_STREQ(op_name(LOOM_OP_MUL_MAT_SPARSE_COLS), "MUL_MAT_SPARSE_COLS");
+  EXPECT_EQ(common::op_abi_minor(LOOM_OP_MUL_MAT_SPARSE_ROWS), 3u);
+  EXPECT_EQ(common::op_abi_minor(LOOM_OP_MUL_MAT_SPARSE_COLS), 3u);
+  EXPECT_FALSE(common::plugin_knows_op(LOOM_ABI_MAKE_VERSION(1, 2), LOOM_OP_MUL_MAT_SPARSE_ROWS));
+  EXPECT_TRUE(common::plugin_knows_op(LOOM_ABI_MAKE_VERSION(1, 3), LOOM_OP_MUL_MAT_SPARSE_COLS));
   // Forms: ROPE's frequency factors (src2) are 1.2.
   loom_tensor_t rope{};
   loom_tensor_t ff{};

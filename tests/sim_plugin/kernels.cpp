@@ -51,6 +51,30 @@ void mul_mat(const loom_tensor_t* d) {
   });
 }
 
+// The ABI 1.3 sparse products (F32 only): rows: dst[m, n] = S[m, n] > t ?
+// A[:, m] . B[:, n] : 0; cols: dst[m, n] = sum over k with S[k, n] > t of
+// H[k, n] W[m, k].
+void mul_mat_sparse(const loom_tensor_t* d) {
+  const loom_tensor_t* a = d->src[0];
+  const loom_tensor_t* b = d->src[1];
+  const loom_tensor_t* sc = d->src[2];
+  const float t = fparam(d, 0);
+  const bool rows = d->op == LOOM_OP_MUL_MAT_SPARSE_ROWS;
+  each(d, [&](int64_t m, int64_t n, int64_t, int64_t) {
+    double s = 0;
+    if (rows) {
+      if (at(sc, m, n, 0, 0) > t) {
+        for (int64_t k = 0; k < a->ne[0]; ++k) s += static_cast<double>(at(a, k, m, 0, 0)) * at(b, k, n, 0, 0);
+      }
+    } else {
+      for (int64_t k = 0; k < a->ne[1]; ++k) {
+        if (at(sc, k, n, 0, 0) > t) s += static_cast<double>(at(a, m, k, 0, 0)) * at(b, k, n, 0, 0);
+      }
+    }
+    at(d, m, n, 0, 0) = static_cast<float>(s);
+  });
+}
+
 // Row-wise ops: f(row index tuple) over rows of d.
 template <typename F>
 void rows(const loom_tensor_t* d, F&& f) {
@@ -142,8 +166,12 @@ bool kernel_exists(const loom_tensor_t* n) {
     case LOOM_OP_SCALE:
     case LOOM_OP_RMS_NORM:
     case LOOM_OP_SILU:
+    case LOOM_OP_RELU:
     case LOOM_OP_CONT:
       return all_f32(n, 0, 0);
+    case LOOM_OP_MUL_MAT_SPARSE_ROWS:
+    case LOOM_OP_MUL_MAT_SPARSE_COLS:
+      return all_f32(n, 0, 2);
     case LOOM_OP_GET_ROWS:
       return all_f32(n, 0, 0) && n->src[1] && n->src[1]->type == LOOM_TYPE_I32;
     default:
@@ -184,6 +212,16 @@ std::string run_kernel(const loom_tensor_t* d) {
         float x = at(a, i0, i1, i2, i3);
         at(d, i0, i1, i2, i3) = x / (1.0f + std::exp(-x));
       });
+      break;
+    case LOOM_OP_RELU:
+      each(d, [&](int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
+        const float x = at(a, i0, i1, i2, i3);
+        at(d, i0, i1, i2, i3) = x > 0.0f ? x : 0.0f;
+      });
+      break;
+    case LOOM_OP_MUL_MAT_SPARSE_ROWS:
+    case LOOM_OP_MUL_MAT_SPARSE_COLS:
+      mul_mat_sparse(d);
       break;
     case LOOM_OP_CONT:
     case LOOM_OP_CPY: {

@@ -44,6 +44,7 @@ struct BenchOptions {
   std::vector<int64_t> threads;  // empty: the device's default
   loom_type_t kv_type = llm::SessionOptions().kv_type;
   PlacementOptions placement;
+  bool sparse = true;  // --sparse on|off (llm::LoadOptions::sparse)
 };
 
 struct Row {
@@ -102,7 +103,8 @@ std::string parse_args(const std::vector<std::string>& args, BenchOptions* o) {
       a = a.substr(0, eq);
     }
     static const char* const kValued[] = {"-m", "--model", "-p", "--n-prompt", "-n", "--n-gen", "-r",
-                                          "--repetitions", "--batch", "--device", "--threads", "--kv-type"};
+                                          "--repetitions", "--batch", "--device", "--threads", "--kv-type",
+                                          "--sparse"};
     bool valued = is_placement_flag(a);
     for (const char* k : kValued) valued = valued || a == k;
     if (!valued) return "unexpected argument '" + args[i] + "'";
@@ -130,6 +132,9 @@ std::string parse_args(const std::vector<std::string>& args, BenchOptions* o) {
       if (!parse_int_list(v, 1, 1024, &o->threads)) return bad("an integer in [1, 1024] or a list like 1,2,4");
     } else if (a == "--kv-type") {
       if (!parse_kv_type(v, &o->kv_type)) return bad("f16 or f32");
+    } else if (a == "--sparse") {
+      if (v != "on" && v != "off") return bad("on or off");
+      o->sparse = v == "on";
     }
   }
   if (o->n_prompt == 0 && o->n_gen == 0) return "-p and -n are both 0: nothing to measure";
@@ -307,6 +312,7 @@ int cmd_bench(std::vector<std::string> args) {
   llm::LoadOptions lo;
   lo.devices = devices;
   lo.progress = load_progress("loom bench");
+  lo.sparse = o.sparse;
   if (std::string e = apply_placement(o.placement, devices, &lo); !e.empty()) return fail(e);
   auto model = llm::LlamaModel::load(o.model, lo);
   if (!model.ok()) return fail(model.status().message());

@@ -39,6 +39,8 @@ struct RunOptions {
   PlacementOptions placement;
   loom_type_t kv_type = llm::SessionOptions().kv_type;
   llm::SamplerOptions sampling;
+  bool sparse = true;  // --sparse on|off (llm::LoadOptions::sparse)
+  int64_t sparse_budget = -1;  // --sparse-budget BYTES (llm::LoadOptions::sparse_budget)
 };
 
 // Returns "" or the error for a bad-arguments exit (2).
@@ -57,7 +59,7 @@ std::string parse_args(std::vector<std::string> args, RunOptions* o) {
     static const char* const kValued[] = {"-m", "--model", "-p", "--prompt", "-f", "--file", "-n", "--n-predict",
                                           "--temp", "--top-k", "--top-p", "-s", "--seed", "-b", "--batch", "-c",
                                           "--ctx", "--device", "-t", "--threads", "--n-gpu-layers", "-ngl",
-                                          "--kv-type"};
+                                          "--kv-type", "--sparse", "--sparse-budget"};
     bool valued = is_placement_flag(a);
     for (const char* k : kValued) valued = valued || a == k;
     if (!valued) return "unexpected argument '" + args[i] + "'";
@@ -95,6 +97,11 @@ std::string parse_args(std::vector<std::string> args, RunOptions* o) {
       if (!parse_int(v, 1, 1024, &o->threads)) return bad("an integer in [1, 1024]");
     } else if (a == "--kv-type") {
       if (!parse_kv_type(v, &o->kv_type)) return bad("f16 or f32");
+    } else if (a == "--sparse") {
+      if (v != "on" && v != "off") return bad("on or off");
+      o->sparse = v == "on";
+    } else if (a == "--sparse-budget") {
+      if (!parse_int(v, 0, std::numeric_limits<int64_t>::max(), &o->sparse_budget)) return bad("a byte count >= 0");
     } else if (a == "--top-k") {
       if (!parse_int(v, 0, kMaxInt, &n)) return bad("an integer >= 0 (0: all tokens)");
       o->sampling.top_k = static_cast<int32_t>(n);
@@ -140,6 +147,8 @@ int cmd_run(std::vector<std::string> args) {
   lo.devices = devices;
   lo.progress = load_progress("loom run");
   lo.n_gpu_layers = o.n_gpu_layers;
+  lo.sparse = o.sparse;
+  lo.sparse_budget = o.sparse_budget;
   if (std::string e = apply_placement(o.placement, devices, &lo); !e.empty()) return fail(e);
   auto model = capi::load_text_model(o.model, lo);
   if (!model.ok()) return fail(model.status().message());

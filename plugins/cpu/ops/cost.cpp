@@ -15,6 +15,8 @@
 //  - ATTENTION: the (D + Dv) multiply-adds of each key at ~half the GEMV
 //    rate (strided cache rows), half the padded KV length visible on
 //    average (the real length is data, unseen when planning);
+//  - the sparse products: 15% of the weight's rows (the active share is
+//    data), at the decode read rate or the f32 multiply-add rate;
 //  - other ops ~1 ns per element.
 // Only the ranking against other devices matters.
 #include <algorithm>
@@ -83,6 +85,16 @@ double mul_mat_us(const loom_tensor_t* node, double work, int nth) {
   return widened / (widen_per_us(a->type) * nth) + work / (kMacPerUs * nth);
 }
 
+// The sparse products (ABI 1.3): which rows are active is data; planned as
+// kSparseShare of the weight's rows, read at the decode rate (scattered
+// rows: no better than streaming), or their multiply-adds on the int8 dots.
+constexpr double kSparseShare = 0.15;
+double sparse_us(const loom_tensor_t* node, int nth) {
+  const loom_tensor_t* a = node->src[0];
+  const double macs = static_cast<double>(a->ne[0] * a->ne[1]) * static_cast<double>(node->ne[1]) * kSparseShare;
+  return std::max(weight_bytes(a) * kSparseShare / (kReadBytesPerUs * nth), macs / (kMacPerUs * nth));
+}
+
 double attention_us(const loom_tensor_t* node, int nth) {
   const loom_tensor_t* q = node->src[0];
   const double keys = static_cast<double>(q->ne[1] * q->ne[2]) * static_cast<double>(node->src[1]->ne[1]) * 0.5;
@@ -99,6 +111,9 @@ double op_time_us(const loom_tensor_t* node, int threads) {
   const double wake_us = nth > 1 ? 3.0 : 0.5;  // waking the pool vs the calling thread alone
   if (node->op == LOOM_OP_MUL_MAT) return wake_us + mul_mat_us(node, work, nth);
   if (node->op == LOOM_OP_ATTENTION) return wake_us + attention_us(node, std::max(threads, 1));
+  if (node->op == LOOM_OP_MUL_MAT_SPARSE_ROWS || node->op == LOOM_OP_MUL_MAT_SPARSE_COLS) {
+    return wake_us + sparse_us(node, nth);
+  }
   return wake_us + work / (1000.0 * nth);
 }
 

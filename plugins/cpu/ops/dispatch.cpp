@@ -81,6 +81,10 @@ int64_t parallel_min_work() {
 int64_t work_estimate(const loom_tensor_t* node) {
   int64_t n = nelements(node);
   if (node->op == LOOM_OP_MUL_MAT && node->src[0] != nullptr) return n * node->src[0]->ne[0];
+  // The sparse products: the dense bound (the active share is data).
+  if ((node->op == LOOM_OP_MUL_MAT_SPARSE_ROWS || node->op == LOOM_OP_MUL_MAT_SPARSE_COLS) && node->src[0]) {
+    return nelements(node->src[0]) * node->ne[1];
+  }
   for (int i = 0; i < LOOM_MAX_SRC; ++i) {
     if (node->src[i] != nullptr) n = std::max(n, nelements(node->src[i]));
   }
@@ -110,6 +114,8 @@ loom_status_t* run_node(common::ThreadPool& pool, std::vector<uint8_t>& scratch,
     Exec ex(pool, work >= parallel_min_work(), scratch);
     if (node->op == LOOM_OP_MUL_MAT) {
       run_mul_mat(node, ex);
+    } else if (node->op == LOOM_OP_MUL_MAT_SPARSE_ROWS || node->op == LOOM_OP_MUL_MAT_SPARSE_COLS) {
+      run_mul_mat_sparse(node, ex);
     } else {
       const Kernel kernel = kernel_for(node->op);
       ex.run([&](int ith, int nth) { kernel(node, ith, nth); });

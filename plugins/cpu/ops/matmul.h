@@ -107,6 +107,11 @@ bool int8_path(const loom_tensor_t* dst);
 // dots against A's blocks in register tiles (matmul_int8.cpp).
 void run_mul_mat_int8(const loom_tensor_t* dst, Exec& ex);
 
+// Thread ith's share of a MUL_MAT with Q8_0 / Q4_0 A in GGUF's layout, B
+// already quantized into act ([rows of B][blocks per row]); the sparse
+// products (sparse_matmul.cpp) run it on views of A's active rows.
+void mul_mat_int8_act(const loom_tensor_t* dst, const ActBlock* act, int ith, int nth);
+
 // A MUL_MAT whose A is repacked
 // (weight_layout.h), B already quantized into act: [n_len][nblk] blocks
 // (matmul_x8.cpp).

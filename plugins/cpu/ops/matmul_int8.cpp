@@ -169,6 +169,14 @@ void quantize_act_rows(const loom_tensor_t* b, int64_t r0, int64_t r1, ActBlock*
   quantize_rows(b, r0, r1, act);
 }
 
+void mul_mat_int8_act(const loom_tensor_t* dst, const ActBlock* act, int ith, int nth) {
+  if (dst->src[0]->type == LOOM_TYPE_Q8_0) {
+    mul_mat_blocks<loom_block_q8_0_t>(dst, act, ith, nth);
+  } else {
+    mul_mat_blocks<loom_block_q4_0_t>(dst, act, ith, nth);
+  }
+}
+
 void run_mul_mat_int8(const loom_tensor_t* dst, Exec& ex) {
   const bool q8 = dst->src[0]->type == LOOM_TYPE_Q8_0;
   const bool repacked = is_repacked(dst->src[0]);
@@ -192,6 +200,7 @@ bool int8_dot_built() { return false; }
 void run_mul_mat_int8(const loom_tensor_t*, Exec&) {}
 void quantize_act_rows(const loom_tensor_t*, int64_t, int64_t, ActBlock*) {}
 void mul_mat_x8(const loom_tensor_t*, const ActBlock*, Exec&) {}
+void mul_mat_int8_act(const loom_tensor_t*, const ActBlock*, int, int) {}
 }  // namespace loom::cpu
 
 #endif

@@ -139,6 +139,7 @@ void kernel_unary(const loom_tensor_t* dst, int ith, int nth);     // SILU GELU 
 void kernel_swiglu(const loom_tensor_t* dst, int ith, int nth);
 void kernel_norm(const loom_tensor_t* dst, int ith, int nth);      // NORM RMS_NORM
 void run_mul_mat(const loom_tensor_t* dst, Exec& ex);  // quantizes B first on the int8 path
+void run_mul_mat_sparse(const loom_tensor_t* dst, Exec& ex);  // MUL_MAT_SPARSE_ROWS / _COLS (sparse_matmul.cpp)
 void kernel_rope(const loom_tensor_t* dst, int ith, int nth);
 void kernel_soft_max(const loom_tensor_t* dst, int ith, int nth);
 void kernel_copy(const loom_tensor_t* dst, int ith, int nth);      // CPY CONT

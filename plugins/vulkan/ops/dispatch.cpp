@@ -147,6 +147,16 @@ bool mul_mat_kernel(const OpCaps& caps, const loom_tensor_t* n, MatKernel* out, 
   return false;
 }
 
+// Loop iterations of one invocation of sparse.comp: the row-sparse
+// product's row_dot (as mul_mat_rows), the column-sparse one's loop over
+// every neuron.
+uint64_t sparse_loops(const loom_tensor_t* n) {
+  const loom_tensor_t* a = n->src[0];
+  if (n->op == LOOM_OP_MUL_MAT_SPARSE_COLS) return static_cast<uint64_t>(a->ne[1]) + 4;
+  const uint64_t kk = static_cast<uint64_t>(a->ne[0]);
+  return (is_block_type(a->type) ? kk / 32 * (is_writable_quant(a->type) ? 9 : 1) : kk) + 4;
+}
+
 // This plugin's own limits on a well-formed node; nullptr when none bites.
 const char* vulkan_limits(const OpCaps& caps, const loom_tensor_t* n) {
   if (!shader_type(n->type)) return "result type (no shader decodes it)";
@@ -176,6 +186,10 @@ const char* vulkan_limits(const OpCaps& caps, const loom_tensor_t* n) {
       // Q is read as F32 only; K and V as any float type (op_check).
       if (a->type != LOOM_TYPE_F32) return "types";
       return attention_kernel(caps, n) == nullptr ? "KV length over the device's loop budget" : nullptr;
+    case LOOM_OP_MUL_MAT_SPARSE_ROWS:
+    case LOOM_OP_MUL_MAT_SPARSE_COLS:
+      return caps.loop_budget == 0 || sparse_loops(n) <= caps.loop_budget ? nullptr
+                                                                           : "row length over the device's loop budget";
     default:
       return nullptr;
   }
@@ -360,6 +374,23 @@ std::string plan_mul_mat(const OpCaps& caps, const loom_tensor_t* n, Planner& p,
   return "";
 }
 
+// sparse.comp: the scores at slot 3 (binding 4), their offset, strides and
+// type in the parameters; one invocation per output element.
+std::string plan_sparse(const loom_tensor_t* n, Planner& p, Dispatch* d) {
+  const loom_tensor_t* s = n->src[2];
+  uint32_t off = 0;
+  LOOM_VK_TRY(p.bind_buffer(3, s, &off));
+  d->shader = n->op == LOOM_OP_MUL_MAT_SPARSE_ROWS ? "sparse_rows" : "sparse_cols";
+  d->spec[1] = static_cast<uint32_t>(n->src[0]->type);
+  d->n_spec = 2;
+  d->pc.p[0] |= static_cast<uint32_t>(s->type) << 24;
+  d->pc.p[1] = f32_bits(param_f32(n, 0));
+  d->pc.p[2] = off;
+  d->pc.p[3] = static_cast<uint32_t>(s->nb[0]);
+  d->pc.p[4] = static_cast<uint32_t>(s->nb[1]);
+  return p.grid(static_cast<uint64_t>(nelements(n)), 64);
+}
+
 std::string plan_rope(const OpCaps& caps, const loom_tensor_t* n, Planner& p, Dispatch* d) {
   const loom_tensor_t* a = n->src[0];
   const uint32_t n_dims = static_cast<uint32_t>(n->op_params[0]);
@@ -542,6 +573,11 @@ std::string plan_kernel(const OpCaps& caps, const loom_tensor_t* n, uint32_t nod
       return p.groups(static_cast<uint64_t>(nrows(a)), row_wg(a->ne[0]));
     case LOOM_OP_ATTENTION:
       return plan_attention(caps, n, node_id, p, d);
+    case LOOM_OP_MUL_MAT_SPARSE_ROWS:
+    case LOOM_OP_MUL_MAT_SPARSE_COLS:
+      LOOM_VK_TRY(p.bind(1, a));
+      LOOM_VK_TRY(p.bind(2, b));
+      return plan_sparse(n, p, d);
     default:
       return std::string("no kernel for op ") + common::op_name(n->op);
   }

@@ -1,0 +1,24 @@
+// The reference side of products whose B a device may round to 8-bit
+// blocks (the cpu plugin's int8 paths): MUL_MAT (matmul_cases.cpp) and the
+// sparse products of ABI 1.3 (sparse_cases.cpp).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "conformance/reference.hpp"
+#include "loom/tensor.hpp"
+
+namespace loom::conformance {
+
+// Whether a device may round B to 8-bit blocks for A of type ta (ActQ8,
+// harness.hpp): A quantized and B's rows dense f32.
+bool may_round_b(loom_type_t ta, const Tensor* b);
+// The block of B rounded together for A of type ta: 256 for the K-quants,
+// else 32.
+int64_t act_block(loom_type_t ta);
+// B column (n, i2, i3) as the int8 path sees it: per block of `block` along
+// k, d = max|b| / 127, q = nearbyint(b * (1 / d)), b' = d * q.
+std::vector<double> q8_column(const HostView& b, int64_t n, int64_t i2, int64_t i3, int64_t block = 32);
+
+}  // namespace loom::conformance

@@ -1,0 +1,329 @@
+// The activation-sparse FFN (llm/sparse_ffn.hpp) on synthetic ReLU llamas
+// made at test time by tools/make_sparse_gguf.py (~90% of neurons inactive
+// per token, predictors fitted for recall 0.999 on the model's own
+// activations): sparse and dense give the same greedy tokens, and logits
+// within the stated bound; a model without predictors, or --sparse off,
+// runs every layer dense; quantized weights take the sparse path too.
+//
+// Needs /usr/bin/python3 with numpy (Debian python3-numpy) and
+// stories260K.gguf (its vocabulary is borrowed); skips with the reason when
+// either is missing.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "llm_test_util.hpp"
+#include "llm/generate.hpp"
+#include "llm/llama_graph.hpp"
+#include "llm/llama_model.hpp"
+#include "llm/llama_session.hpp"
+#include "loom/registry.hpp"
+
+namespace loom::llm {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr char kPython[] = "/usr/bin/python3";
+constexpr int64_t kLayers = 2;
+
+std::string tool_path() { return std::string(LOOM_TEST_SOURCE_DIR) + "/tools/make_sparse_gguf.py"; }
+
+class SparseFfn : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    skip_reason_ = new std::string();
+    files_ = new std::map<std::string, std::string>();
+    const std::string stories = test::stories_path();
+    if (!fs::exists(stories)) {
+      *skip_reason_ = stories + " not found (its vocab is borrowed; set LOOM_MODELS_DIR)";
+      return;
+    }
+    if (std::system((std::string(kPython) + " -c 'import numpy' >/dev/null 2>&1").c_str()) != 0) {
+      *skip_reason_ = std::string(kPython) + " has no numpy (apt-get install python3-numpy)";
+      return;
+    }
+    char tmpl[] = "/tmp/loom-sparse-XXXXXX";
+    if (!mkdtemp(tmpl)) {
+      *skip_reason_ = "mkdtemp failed";
+      return;
+    }
+    dir_ = new std::string(tmpl);
+    const std::map<std::string, std::string> specs = {
+        {"f32", "--type f32"}, {"q8_0", "--type q8_0"}, {"dense", "--type f32 --no-predictors"},
+        {"f32_all", "--type f32 --recall 1.0"}};
+    for (const auto& [name, args] : specs) {
+      const std::string out = *dir_ + "/" + name + ".gguf";
+      std::string toks;
+      for (TokenId t : prompt()) toks += (toks.empty() ? "" : ",") + std::to_string(t);
+      const std::string cmd = std::string(kPython) + " " + tool_path() + " " + out + " --tokenizer-from " + stories +
+                              " --dim 64 --layers " + std::to_string(kLayers) +
+                              " --heads 4 --ffn 512 --sparsity 0.9 --recall 0.999 --noise 0.02 --seed 3 " + args +
+                              " --reference-tokens " + toks + " --reference-logits " + out + ".ref >/dev/null";
+      if (std::system(cmd.c_str()) != 0 || !fs::exists(out)) {
+        *skip_reason_ = "make_sparse_gguf.py failed: " + cmd;
+        return;
+      }
+      (*files_)[name] = out;
+    }
+  }
+  static void TearDownTestSuite() {
+    if (dir_) fs::remove_all(*dir_);
+  }
+
+  void SetUp() override {
+    if (!skip_reason_->empty()) GTEST_SKIP() << *skip_reason_;
+    registry::Options o;
+    o.paths = {LOOM_TEST_PLUGIN_DIR};
+    o.use_env = false;
+    reg_ = registry::Registry::load(o);
+    ASSERT_NE(reg_->device("cpu"), nullptr);
+  }
+
+  std::unique_ptr<LlamaModel> load(const std::string& name, bool sparse,
+                                   const std::vector<registry::Device*>& devices = {}, int64_t n_gpu_layers = 0,
+                                   int64_t sparse_budget = -1) {
+    LoadOptions lo;
+    lo.devices = devices;
+    if (lo.devices.empty()) lo.devices.push_back(reg_->device("cpu"));
+    lo.n_gpu_layers = n_gpu_layers;
+    lo.sparse = sparse;
+    lo.sparse_budget = sparse_budget;
+    auto m = LlamaModel::load(files_->at(name), lo);
+    EXPECT_TRUE(m.ok()) << name << ": " << m.status().to_string();
+    return m.ok() ? std::move(m).value() : nullptr;
+  }
+
+  // Logits of every position of `prompt`, one token per step (decode
+  // steps: a sparse layer runs dense for longer batches, kSparseMaxTokens).
+  static std::vector<float> logits(LlamaModel* m, const std::vector<TokenId>& prompt) {
+    SessionOptions so;
+    so.kv_type = LOOM_TYPE_F32;
+    so.n_batch = 1;
+    auto s = LlamaSession::create(m, so);
+    EXPECT_TRUE(s.ok()) << s.status().to_string();
+    if (!s.ok()) return {};
+    std::vector<float> out;
+    const Status st = (*s)->eval(prompt, true, &out);
+    EXPECT_TRUE(st.ok()) << st.to_string();
+    return out;
+  }
+
+  static std::vector<TokenId> greedy(LlamaModel* m, int32_t n) {
+    auto t = Tokenizer::from_gguf(m->file());
+    EXPECT_TRUE(t.ok());
+    auto s = LlamaSession::create(m, {});
+    EXPECT_TRUE(s.ok()) << s.status().to_string();
+    if (!t.ok() || !s.ok()) return {};
+    GenerateOptions g;
+    g.n_predict = n;
+    auto r = generate(**s, *t, "Once upon a time", g);
+    EXPECT_TRUE(r.ok()) << r.status().to_string();
+    return r.ok() ? r->generated_tokens : std::vector<TokenId>{};
+  }
+
+  static const std::vector<TokenId>& prompt() {
+    static const std::vector<TokenId> p = {1, 403, 407, 261, 378, 436, 264, 325, 301, 280, 334, 295};
+    return p;
+  }
+
+  static std::string* skip_reason_;
+  static std::string* dir_;
+  static std::map<std::string, std::string>* files_;
+  std::unique_ptr<registry::Registry> reg_;
+};
+
+std::string* SparseFfn::skip_reason_ = nullptr;
+std::string* SparseFfn::dir_ = nullptr;
+std::map<std::string, std::string>* SparseFfn::files_ = nullptr;
+
+// max |a - b| / max |b|
+double rel_max(const std::vector<float>& a, const std::vector<float>& b) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    num = std::max(num, std::fabs(double(a[i]) - b[i]));
+    den = std::max(den, std::fabs(double(b[i])));
+  }
+  return num / den;
+}
+
+TEST_F(SparseFfn, PredictorsAreBoundAndTheGraphUsesTheSparseOps) {
+  auto m = load("f32", true);
+  ASSERT_NE(m, nullptr);
+  EXPECT_EQ(m->sparse_params().activation, FfnActivation::kRelu);
+  EXPECT_EQ(m->sparse_layers(), kLayers);
+  EXPECT_GT(m->sparse_params().threshold, 0.0f);
+  EXPECT_LT(m->sparse_params().threshold, 0.5f);  // chosen for recall
+  for (const LlamaLayer& l : m->layers) {
+    EXPECT_NE(l.ffn_pred_in, nullptr);
+    EXPECT_NE(l.ffn_pred_out, nullptr);
+    EXPECT_NE(l.ffn_pred_bias, nullptr);
+    EXPECT_NE(l.ffn_down_t, nullptr);
+  }
+  const LlamaHparams& h = m->hparams();
+  KvCache cache =
+      KvCache::create(m->context(), *reg_->device("cpu"), h.n_layer, h.head_dim(), h.n_head_kv, 32, LOOM_TYPE_F32)
+          .value();
+  const size_t mark = m->context().checkpoint();
+  auto g = build_llama_graph(*m, cache, 1, 0, false);
+  ASSERT_TRUE(g.ok()) << g.status().to_string();
+  EXPECT_EQ(g->sparse_layers, kLayers);
+  m->context().rollback(mark);
+  auto prefill = build_llama_graph(*m, cache, kSparseMaxTokens + 1, 0, false);
+  ASSERT_TRUE(prefill.ok()) << prefill.status().to_string();
+  EXPECT_EQ(prefill->sparse_layers, 0) << "a batch of more than kSparseMaxTokens tokens runs dense";
+  m->context().rollback(mark);
+
+  auto off = load("f32", false);
+  ASSERT_NE(off, nullptr);
+  EXPECT_EQ(off->sparse_layers(), 0);
+  auto dense = load("dense", true);
+  ASSERT_NE(dense, nullptr);
+  EXPECT_EQ(dense->sparse_layers(), 0) << "no predictors: every layer dense";
+  EXPECT_EQ(dense->sparse_params().activation, FfnActivation::kRelu);
+}
+
+TEST_F(SparseFfn, LoomRunsTheModelTheToolFittedOn) {
+  // The tool's numpy forward (whose activations the predictors were fitted
+  // on) and loom's dense forward give the same logits: the predictors were
+  // fitted on the distribution loom will feed them.
+  for (const char* name : {"f32", "q8_0"}) {
+    SCOPED_TRACE(name);
+    auto dense = load(name, false);
+    ASSERT_NE(dense, nullptr);
+    const std::vector<float> got = logits(dense.get(), prompt());
+    std::vector<float> want(got.size());
+    FILE* f = std::fopen((files_->at(name) + ".ref").c_str(), "rb");
+    ASSERT_NE(f, nullptr);
+    const size_t n = std::fread(want.data(), sizeof(float), want.size(), f);
+    std::fclose(f);
+    ASSERT_EQ(n, want.size());
+    const double err = rel_max(got, want);
+    std::cout << "[ sparse ] " << name << ": loom dense vs the tool's numpy logits: " << err << "\n";
+    // F32: f32 rounding (measured 7e-7). Q8_0: loom's int8 dots round the
+    // activations to 8 bits per block of 32, numpy does not (measured 2e-2).
+    EXPECT_LT(err, name == std::string("f32") ? 1e-5 : 5e-2);
+  }
+}
+
+TEST_F(SparseFfn, SameGreedyTokensAsDense) {
+  // The test model (f32) and one whose threshold admits every neuron that
+  // fired on the fitting sample. (The Q8_0 model's logits stay within the
+  // bound below, but its random weights leave near-ties among the top
+  // tokens that the different rounding order of the sparse dots can flip,
+  // so its greedy text is not compared.)
+  for (const char* name : {"f32", "f32_all"}) {
+    SCOPED_TRACE(name);
+    auto sparse = load(name, true);
+    auto dense = load(name, false);
+    ASSERT_NE(sparse, nullptr);
+    ASSERT_NE(dense, nullptr);
+    const std::vector<TokenId> want = greedy(dense.get(), 48);
+    ASSERT_FALSE(want.empty());
+    EXPECT_EQ(greedy(sparse.get(), 48), want);
+  }
+}
+
+// Every layer on vulkan0 (lavapipe counts) runs the sparse products in
+// sparse.comp; the tokens are the cpu's dense ones.
+TEST_F(SparseFfn, VulkanRunsTheSparseLayers) {
+  registry::Device* vk = reg_->device("vulkan0");
+  if (vk == nullptr) GTEST_SKIP() << "no vulkan0 here";
+  auto dense = load("f32", false);
+  auto sparse = load("f32", true, {vk, reg_->device("cpu")}, kLayers);
+  ASSERT_NE(dense, nullptr);
+  ASSERT_NE(sparse, nullptr);
+  EXPECT_EQ(sparse->n_gpu_layers(), kLayers);
+  const LlamaHparams& h = sparse->hparams();
+  KvCache cache = KvCache::create(sparse->context(), *vk, h.n_layer, h.head_dim(), h.n_head_kv, 32, LOOM_TYPE_F32)
+                      .value();
+  const size_t mark = sparse->context().checkpoint();
+  auto g = build_llama_graph(*sparse, cache, 1, 0, false);
+  ASSERT_TRUE(g.ok()) << g.status().to_string();
+  EXPECT_EQ(g->sparse_layers, kLayers) << "vulkan0 runs the sparse products";
+  sparse->context().rollback(mark);
+  const std::vector<TokenId> want = greedy(dense.get(), 32);
+  ASSERT_FALSE(want.empty());
+  EXPECT_EQ(greedy(sparse.get(), 32), want);
+}
+
+// Hot/cold placement: with a budget for ~20% of the neurons' rows, the most
+// frequent neurons' rows live on the fast device (sim0: the test plugin's
+// reference kernels; vulkan0 when present), the rest on the cpu; both
+// shares run and are added: the cpu's dense tokens.
+TEST_F(SparseFfn, HotColdPlacementGivesTheDenseTokens) {
+  registry::Options o;
+  o.paths = {LOOM_TEST_PLUGIN_DIR, LOOM_TEST_SIM_DIR};
+  o.use_env = false;
+  auto reg = registry::Registry::load(o);
+  auto dense = load("f32", false);
+  ASSERT_NE(dense, nullptr);
+  const std::vector<TokenId> want = greedy(dense.get(), 32);
+  ASSERT_FALSE(want.empty());
+  // Per neuron: gate, up and down_t rows of 64 f32, a pred_out row of 2r
+  // f32 (r = 16) and a bias: 900 bytes; 2 layers of 512 neurons.
+  const int64_t per_neuron = 3 * 64 * 4 + 32 * 4 + 4;
+  const int64_t budget = per_neuron * 2 * 512 / 5;
+  int ran = 0;
+  for (const char* fast : {"sim0", "vulkan0"}) {
+    SCOPED_TRACE(fast);
+    registry::Device* dev = reg->device(fast);
+    if (dev == nullptr) continue;
+    ++ran;
+    LoadOptions lo;
+    lo.devices = {dev, reg->device("cpu")};
+    lo.sparse_budget = budget;
+    auto m = LlamaModel::load(files_->at("f32"), lo);
+    ASSERT_TRUE(m.ok()) << m.status().to_string();
+    EXPECT_EQ((*m)->sparse_fast_device(), dev);
+    EXPECT_GT((*m)->sparse_hot_bytes(), 0u);
+    EXPECT_LE((*m)->sparse_hot_bytes(), static_cast<size_t>(budget));
+    int64_t hot = 0, cold = 0;
+    for (const LlamaLayer& l : (*m)->layers) {
+      hot += l.ffn_hot.n;
+      cold += l.ffn_cold.n;
+      EXPECT_EQ(l.ffn_hot.n + l.ffn_cold.n, 512);
+    }
+    EXPECT_EQ(hot, static_cast<int64_t>((*m)->sparse_hot_bytes()) / per_neuron);
+    EXPECT_GT(cold, hot);
+    EXPECT_EQ(greedy(m->get(), 32), want);
+  }
+  EXPECT_GT(ran, 0) << "sim0 missing: " << LOOM_TEST_SIM_DIR;
+}
+
+TEST_F(SparseFfn, LogitsWithinTheStatedBoundOfDense) {
+  // The stated tolerance: over a 12-token prompt, max |sparse - dense| is
+  // at most 5e-2 of max |dense logit| with predictors fitted for recall
+  // 0.999 on the sample (held-out recall ~0.997; measured 2.1e-2 for F32
+  // and Q8_0), and at f32 rounding (< 1e-5; measured 6e-7) when the
+  // threshold admits every neuron, which checks the sparse kernels
+  // themselves. Unrelated logits would give ~1.
+  const std::map<std::string, double> bound = {{"f32", 5e-2}, {"q8_0", 5e-2}, {"f32_all", 1e-5}};
+  for (const auto& [name, b] : bound) {
+    SCOPED_TRACE(name);
+    auto sparse = load(name, true);
+    auto dense = load(name, false);
+    ASSERT_NE(sparse, nullptr);
+    ASSERT_NE(dense, nullptr);
+    const std::vector<float> want = logits(dense.get(), prompt());
+    const std::vector<float> got = logits(sparse.get(), prompt());
+    ASSERT_EQ(got.size(), want.size());
+    ASSERT_FALSE(want.empty());
+    const double err = rel_max(got, want);
+    std::cout << "[ sparse ] " << name << ": max |sparse - dense| / max |dense| = " << err << "\n";
+    EXPECT_LT(err, b);
+    EXPECT_GT(err, 0.0) << "identical to dense: did the sparse path run?";
+  }
+}
+
+}  // namespace
+}  // namespace loom::llm
