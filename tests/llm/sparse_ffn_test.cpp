@@ -300,6 +300,16 @@ TEST_F(SparseFfn, HotColdPlacementGivesTheDenseTokens) {
   EXPECT_GT(ran, 0) << "sim0 missing: " << LOOM_TEST_SIM_DIR;
 }
 
+TEST_F(SparseFfn, HotColdPlacementNeedsASecondDevice) {
+  LoadOptions lo;
+  lo.devices = {reg_->device("cpu")};
+  lo.sparse_budget = 100000;
+  auto m = LlamaModel::load(files_->at("f32"), lo);
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(m.status().message().find("needs a second device"), std::string::npos) << m.status().message();
+}
+
 TEST_F(SparseFfn, LogitsWithinTheStatedBoundOfDense) {
   // The stated tolerance: over a 12-token prompt, max |sparse - dense| is
   // at most 5e-2 of max |dense logit| with predictors fitted for recall
