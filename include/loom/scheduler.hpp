@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <string>
@@ -188,9 +189,10 @@ class Scheduler {
   // async_: CAP_ASYNC (compute may return before the work is done).
   std::vector<bool> async_, async_copy_, use_events_;
   // Per device: events recorded after its splits (k-th split of a compute
-  // -> events_[d][k]), and pipelining_ staging slots for queued copies, each
+  // -> events_[d][k]; a deque: the ordering keeps pointers to them while
+  // more are made), and pipelining_ staging slots for queued copies, each
   // with the event recorded after the copy that used it last.
-  std::vector<std::vector<Event>> events_;
+  std::vector<std::deque<Event>> events_;
   struct Slot {
     std::vector<unsigned char> bytes;
     Event done;
