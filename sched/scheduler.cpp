@@ -39,6 +39,7 @@ Scheduler::Scheduler(std::vector<registry::Device*> devices) : devices_(std::mov
   debug_ = env_flag("LOOM_SCHED_DEBUG", false);
   check_ = env_flag("LOOM_SCHED_CHECK", false);
   pipelining_ = static_cast<int>(env_int("LOOM_SCHED_PIPELINING", 1, 64, 1));
+  queued_copies_ = env_flag("LOOM_SCHED_QUEUED_COPIES", true);
 }
 
 Scheduler::~Scheduler() {

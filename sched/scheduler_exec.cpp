@@ -96,14 +96,70 @@ Status Scheduler::submit(Graph& graph) {
   }
   sched::Run& r = *run_;
   const sched::Plan& plan = *plan_;
-  r.order.add_splits(plan.splits.size());
-  for (const sched::Split& s : plan.splits)
-    r.splits.push_back({s.device, s.nodes.front(), s.nodes.back(), r.graphs});
   ++r.graphs;
   for (size_t si = 0; si < plan.splits.size(); ++si) {
     if (!issue_split(graph, si)) return finish();
   }
   return Status();
+}
+
+Event* Scheduler::next_event(size_t d) {
+  if (!use_events_[d] || !async_[d]) return nullptr;
+  const size_t k = run_->next_event[d]++;
+  while (events_[d].size() <= k) {
+    auto ev = devices_[d]->create_event();
+    if (!ev.ok()) {
+      LOOM_LOG_WARN("sched", ev.status().to_string() + "; synchronizing its stream instead");
+      use_events_[d] = false;
+      return nullptr;
+    }
+    events_[d].push_back(std::move(ev).value());
+  }
+  return &events_[d][k];
+}
+
+bool Scheduler::queued_copy(const sched::Copy& cp, const Tensor* src, size_t x, size_t dev, int32_t split,
+                            Status* st) {
+  sched::Run& r = *run_;
+  // The source's stream reads it after its own earlier work (which produced
+  // it) and after other devices' work on its memory (rule 1).
+  *st = r.order.stream_after_domain(x, x);
+  if (!st->ok()) return false;
+  Scheduler::Slot& slot = slots_[dev][r.next_slot[dev]++ % slots_[dev].size()];
+  if (slot.busy) {
+    *st = slot.done ? slot.done.synchronize() : streams_[dev].synchronize();
+    ++(slot.done ? stats_.event_syncs : stats_.stream_syncs);
+    slot.busy = false;
+    if (!st->ok()) return false;
+  }
+  slot.bytes.resize(src->nbytes());
+  *st = streams_[x].get_tensor_async(src, slot.bytes.data(), 0, slot.bytes.size());
+  if (!st->ok()) return false;
+  // The read is work of x on its own memory: an id of its own, so that host
+  // writes there (inputs of the next graph) wait for it too.
+  const int32_t id = r.order.add_splits(1);
+  const sched::Run::SplitInfo& reader = r.splits[static_cast<size_t>(split)];
+  r.splits.push_back({x, reader.first, reader.last, reader.graph, reader.local});
+  Event* ev = next_event(x);
+  *st = r.order.issued(x, id, {x}, ev);
+  if (!st->ok()) return false;
+  if (ev) {
+    *st = streams_[dev].wait_event(ev->raw());
+    ++stats_.events_waited;
+  } else {
+    *st = streams_[x].synchronize();  // no event after all: the host waits
+    ++stats_.stream_syncs;
+  }
+  if (st->ok()) *st = streams_[dev].set_tensor_async(cp.tensor, slot.bytes.data(), 0, slot.bytes.size());
+  if (!st->ok()) return false;
+  slot.busy = true;
+  ++stats_.async_copies;
+  if (!slot.done) {
+    auto e = devices_[dev]->create_event();
+    if (e.ok()) slot.done = std::move(e).value();
+  }
+  if (slot.done) *st = streams_[dev].record_event(slot.done.raw());
+  return st->ok();
 }
 
 bool Scheduler::copy_in(const sched::Copy& cp, const Tensor* src, size_t dev, int32_t split) {
@@ -120,9 +176,18 @@ bool Scheduler::copy_in(const sched::Copy& cp, const Tensor* src, size_t dev, in
     r.fail(f >= 0 ? f : split, st, "compute");
     return false;
   };
-  Status st = r.order.host_after_domain(r.order.domain(src));  // the source is complete
-  if (!st.ok()) return fail_wait(st);
-  if (async_copy_[dev]) {
+  const size_t x = r.order.domain(src);
+  Status st;
+  if (queued_copies_ && async_copy_[dev] && use_events_[dev] && x < devices_.size() && x != dev && async_[x] &&
+      use_events_[x] && streams_[x].has_get_async()) {
+    if (!queued_copy(cp, src, x, dev, split, &st)) {
+      const int32_t f = r.order.failed_split();
+      r.fail(f >= 0 ? f : split, st, "copying '" + std::string(src->name) + "' in");
+      return false;
+    }
+  } else if ((st = r.order.host_after_domain(x)), !st.ok()) {  // the source is complete
+    return fail_wait(st);
+  } else if (async_copy_[dev]) {
     // Queued on the destination stream (ordered after its earlier splits),
     // from a staging slot that stays alive until it is done.
     Scheduler::Slot& slot = slots_[dev][r.next_slot[dev]++ % slots_[dev].size()];
@@ -176,27 +241,14 @@ bool Scheduler::issue_split(Graph& graph, size_t si) {
   const sched::Split& s = plan.splits[si];
   const size_t dev = s.device;
   // The split's id in the run: its graph's first id + si.
-  const auto split = static_cast<int32_t>(r.splits.size() - plan.splits.size() + si);
+  // Ids are handed out in issue order (queued reads of copy sources get
+  // theirs in between), so on every stream they increase with the work.
+  const int32_t split = r.order.add_splits(1);
+  r.splits.push_back({dev, s.nodes.front(), s.nodes.back(), r.graphs - 1, static_cast<int32_t>(si)});
   const auto t0 = std::chrono::steady_clock::now();
   auto tensor = [&](int32_t id) -> Tensor* {
     const auto i = static_cast<size_t>(id);
     return i < n_nodes ? nodes[i] : graph.leafs()[i - n_nodes];
-  };
-  // An event for the k-th split of device d in this run, made on first use;
-  // nullptr when the device has none (it then stays without).
-  auto split_event = [&](size_t d) -> Event* {
-    if (!use_events_[d] || !async_[d]) return nullptr;
-    const size_t k = r.next_event[d]++;
-    while (events_[d].size() <= k) {
-      auto ev = devices_[d]->create_event();
-      if (!ev.ok()) {
-        LOOM_LOG_WARN("sched", ev.status().to_string() + "; synchronizing its stream instead");
-        use_events_[d] = false;
-        return nullptr;
-      }
-      events_[d].push_back(std::move(ev).value());
-    }
-    return &events_[d][k];
   };
   // The memory domains the split touches: its device's, and where every
   // source it reads in place and every node's base live.
@@ -246,7 +298,7 @@ bool Scheduler::issue_split(Graph& graph, size_t si) {
   // Each split is its own graph for the plugin: mix the split index in.
   g.fingerprint = plan.fingerprint ^ ((si + 1) * 0x9e3779b97f4a7c15ull);
   Status st = streams_[dev].compute(g);
-  if (st.ok()) st = r.order.issued(dev, split, domains, split_event(dev));
+  if (st.ok()) st = r.order.issued(dev, split, domains, next_event(dev));
   if (!st.ok()) {
     r.fail(split, st, "compute");
     return false;
@@ -298,14 +350,9 @@ Status Scheduler::finish() {
   if (!r.failing()) return Status();
   const sched::Run::SplitInfo& s = r.splits[static_cast<size_t>(r.failed)];
   // Split numbers are per graph; with several graphs in the run, name which.
-  const int32_t first_of_graph = [&] {
-    int32_t f = r.failed;
-    while (f > 0 && r.splits[static_cast<size_t>(f - 1)].graph == s.graph) --f;
-    return f;
-  }();
   return Status(r.status.code(),
                 "[sched.compute] " + (r.graphs > 1 ? "graph " + std::to_string(s.graph) + " of the run, " : "") +
-                    "split " + std::to_string(r.failed - first_of_graph) + " on device '" +
+                    "split " + std::to_string(s.local) + " on device '" +
                     devices_[s.device]->name() + "' (nodes " + std::to_string(s.first) + ".." +
                     std::to_string(s.last) + ", " + r.what + "): " + r.status.message());
 }

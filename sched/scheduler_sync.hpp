@@ -28,7 +28,8 @@ class Ordering {
  public:
   // streams/events/use_events/async per device; stats is updated.
   // buffer_types: each device's own buffer type, which names its domain.
-  // Split ids run on across the graphs of one run (add_splits per graph).
+  // Split ids run on across the graphs of one run (add_splits), in issue
+  // order: on each device they increase with the work queued.
   Ordering(std::vector<Stream>& streams, std::vector<loom_buffer_type_t*> buffer_types,
            const std::vector<bool>& use_events, const std::vector<bool>& async, SchedStats& stats);
   // Room for n more split ids; returns the first.
@@ -95,10 +96,13 @@ struct Run {
   Ordering order;
   std::vector<size_t> next_event, next_slot;  // per device
   std::vector<std::pair<loom_tensor_t**, loom_tensor_t*>> saved;  // swaps, in order
+  // A split id names a split, or a queued read of a copy's source on the
+  // source's stream (then device is the source's, local the reading split).
   struct SplitInfo {
     size_t device = 0;
     int32_t first = 0, last = 0;  // node range
     size_t graph = 0;             // graph of the run (0 = first submitted)
+    int32_t local = 0;            // split index in its graph's plan
   };
   std::vector<SplitInfo> splits;  // per split id
   size_t graphs = 0;

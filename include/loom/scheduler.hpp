@@ -204,12 +204,21 @@ class Scheduler {
   bool check_ = false;
   bool profile_ = false;
   bool offload_ = true;
+  // LOOM_SCHED_QUEUED_COPIES (default 1): copies between two devices with
+  // events and queued reads/writes go stream to stream, the host not waiting.
+  bool queued_copies_ = true;
   std::unique_ptr<sched::Run> run_;  // work submitted since the last finish(), or null
   Status poison_dead(const Graph& graph, size_t split, sched::Ordering& order);
   // One split of graph (plan split si) onto its device's stream; false when
   // it failed (recorded in run_).
   bool issue_split(Graph& graph, size_t si);
   bool copy_in(const sched::Copy& cp, const Tensor* src, size_t dev, int32_t split);
+  // The next event of device d in the current run (made on first use), or
+  // nullptr when d has none.
+  Event* next_event(size_t d);
+  // A fully queued copy (source stream reads, destination stream waits and
+  // writes; the host does not wait) when both devices allow it.
+  bool queued_copy(const sched::Copy& cp, const Tensor* src, size_t x, size_t dev, int32_t split, Status* st);
 };
 
 }  // namespace loom
