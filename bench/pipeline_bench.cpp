@@ -9,9 +9,10 @@
 // graph at a time (Scheduler::compute: each device idles while the others
 // work on the same micro-batch) or pipelined (Scheduler::submit for each
 // micro-batch, then finish: device k works on micro-batch i while device
-// k+1 works on i-1). Prints a markdown table: median wall time over --reps
-// repetitions, the speed-up, and the ideal pipeline speed-up
-// batches * k / (batches + k - 1) for k devices of equal work.
+// k+1 works on i-1), the two alternating repetition by repetition. Prints a
+// markdown table: median wall time over --reps repetitions, the speed-up,
+// the ideal pipeline speed-up batches * k / (batches + k - 1) for k devices
+// of equal work, and the most sim splits that ran at once (loom.sim.trace).
 //
 //   build/release/bin/loom_pipeline_bench [--layers 12] [--dim 64] [--tokens 8]
 //       [--batches 16] [--delay-us 200] [--reps 5]
@@ -28,6 +29,7 @@
 #include "loom/ops.hpp"
 #include "loom/registry.hpp"
 #include "loom/scheduler.hpp"
+#include "tests/sim_plugin/sim_trace.h"
 
 namespace {
 
@@ -59,9 +61,16 @@ int die(const Status& st) {
   return 1;
 }
 
-// Milliseconds to run every micro-batch over `devices` (layers split evenly),
-// pipelined or one graph at a time; the median of a.reps repetitions.
-StatusOr<double> run(const Args& a, const std::vector<registry::Device*>& devices, bool pipelined) {
+struct Result {
+  double plain_ms = 0, piped_ms = 0;  // medians
+  uint64_t plain_concurrent = 0, piped_concurrent = 0;  // most sim splits running at once
+};
+
+// Every micro-batch over `devices` (layers split evenly), one graph at a
+// time and pipelined, alternating repetitions so both see the same machine
+// load; the medians of a.reps repetitions each.
+StatusOr<Result> run(const Args& a, const std::vector<registry::Device*>& devices,
+                     const loom_sim_ext_trace_t* trace) {
   Context ctx;
   std::vector<Buffer> buffers;
   std::vector<Tensor*> w;
@@ -97,20 +106,29 @@ StatusOr<double> run(const Args& a, const std::vector<registry::Device*>& device
   LOOM_ASSIGN_OR_RETURN(auto sched, Scheduler::create(devices));
   std::vector<float> input(static_cast<size_t>(a.dim) * static_cast<size_t>(a.tokens));
   for (float& x : input) x = dist(rng);
-  std::vector<double> ms;
+  std::vector<double> ms[2];
+  Result res;
   for (int r = 0; r <= a.reps; ++r) {  // repetition 0 warms up (plans, buffers)
-    const auto t0 = std::chrono::steady_clock::now();
-    for (Batch& b : batches) {
-      LOOM_RETURN_IF_ERROR(sched->allocate(b.graph));
-      LOOM_RETURN_IF_ERROR(sched->set_input(b.x, input.data(), input.size() * sizeof(float)));
-      LOOM_RETURN_IF_ERROR(pipelined ? sched->submit(b.graph) : sched->compute(b.graph));
+    for (int pipelined = 0; pipelined < 2; ++pipelined) {
+      trace->reset();
+      const auto t0 = std::chrono::steady_clock::now();
+      for (Batch& b : batches) {
+        LOOM_RETURN_IF_ERROR(sched->allocate(b.graph));
+        LOOM_RETURN_IF_ERROR(sched->set_input(b.x, input.data(), input.size() * sizeof(float)));
+        LOOM_RETURN_IF_ERROR(pipelined ? sched->submit(b.graph) : sched->compute(b.graph));
+      }
+      LOOM_RETURN_IF_ERROR(sched->finish());
+      const double t = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      if (r == 0) continue;
+      ms[pipelined].push_back(t);
+      uint64_t& c = pipelined ? res.piped_concurrent : res.plain_concurrent;
+      c = std::max(c, trace->max_concurrent());
     }
-    LOOM_RETURN_IF_ERROR(sched->finish());
-    const double t = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    if (r > 0) ms.push_back(t);
   }
-  std::sort(ms.begin(), ms.end());
-  return ms[ms.size() / 2];
+  for (auto& v : ms) std::sort(v.begin(), v.end());
+  res.plain_ms = ms[0][ms[0].size() / 2];
+  res.piped_ms = ms[1][ms[1].size() / 2];
+  return res;
 }
 
 }  // namespace
@@ -144,18 +162,25 @@ int main(int argc, char** argv) {
   std::printf("layers %d (MUL_MAT + RMS_NORM each), dim %d, %d micro-batches of %d tokens, %d us per sim node, "
               "median of %d\n\n",
               a.layers, a.dim, a.batches, a.tokens, a.delay_us, a.reps);
-  std::printf("| sim devices | one graph at a time (ms) | pipelined (ms) | speed-up | ideal |\n");
-  std::printf("|---|---|---|---|---|\n");
+  const auto* trace = static_cast<const loom_sim_ext_trace_t*>(
+      reg->device("sim0")->extension(LOOM_SIM_EXT_TRACE, LOOM_SIM_EXT_TRACE_VERSION));
+  if (!trace) {
+    std::fprintf(stderr, "loom_pipeline_bench: the sim plugin has no loom.sim.trace extension\n");
+    return 1;
+  }
+  std::printf("| sim devices | one graph at a time (ms) | pipelined (ms) | speed-up | ideal | "
+              "most sims busy at once (plain / pipelined) |\n");
+  std::printf("|---|---|---|---|---|---|\n");
   for (int k = 1; k <= 3; ++k) {
     std::vector<registry::Device*> devices;
     for (int i = 0; i < k; ++i) devices.push_back(reg->device("sim" + std::to_string(i)));
     devices.push_back(reg->device("cpu"));
-    auto plain = run(a, devices, false);
-    if (!plain.ok()) return die(plain.status());
-    auto piped = run(a, devices, true);
-    if (!piped.ok()) return die(piped.status());
+    auto r = run(a, devices, trace);
+    if (!r.ok()) return die(r.status());
     const double ideal = static_cast<double>(a.batches) * k / (a.batches + k - 1);
-    std::printf("| %d | %.1f | %.1f | %.2f | %.2f |\n", k, *plain, *piped, *plain / *piped, ideal);
+    std::printf("| %d | %.1f | %.1f | %.2f | %.2f | %llu / %llu |\n", k, r->plain_ms, r->piped_ms,
+                r->plain_ms / r->piped_ms, ideal, static_cast<unsigned long long>(r->plain_concurrent),
+                static_cast<unsigned long long>(r->piped_concurrent));
   }
   return 0;
 }
