@@ -92,6 +92,19 @@ StatusOr<std::unique_ptr<LlamaSession>> LlamaSession::create(LlamaModel* model, 
   SessionOptions o = options;
   o.fused_attention = options.fused_attention && env_flag("LOOM_LLM_FUSED_ATTN", true);
   o.check_finite_nodes = options.check_finite_nodes || env_flag("LOOM_CHECK_FINITE", false);
+  if (options.pipeline < 0) {
+    return invalid_argument("[llm.session] pipeline " + std::to_string(options.pipeline) + " must be >= 0");
+  }
+  if (o.pipeline == 0) o.pipeline = static_cast<int>(env_int("LOOM_SCHED_PIPELINING", 1, 64, 0));
+  if (o.pipeline == 0) {
+    // Automatic: pipelined when more than one device holds layers.
+    std::vector<registry::Device*> holders;
+    for (int64_t il = 0; il < h.n_layer; ++il) {
+      registry::Device* d = model->layer_device(il);
+      if (std::find(holders.begin(), holders.end(), d) == holders.end()) holders.push_back(d);
+    }
+    o.pipeline = holders.size() > 1 ? 8 : 1;
+  }
   std::unique_ptr<LlamaSession> session(
       new LlamaSession(model, std::move(cache), std::move(kv_devices), std::move(sched), o, mark));
   LOOM_RETURN_IF_ERROR(session->reserve_worst_case());
@@ -140,6 +153,9 @@ Status LlamaSession::eval(const std::vector<TokenId>& tokens, bool all_logits, s
     }
   }
   logits->assign(static_cast<size_t>((all_logits ? n : 1) * n_vocab), 0.0f);
+  if (pipeline_ > 1 && !all_logits && !check_nodes_ && n > n_batch_) {
+    return eval_pipelined(tokens.data(), n, logits->data());
+  }
   for (int64_t start = 0; start < n; start += n_batch_) {
     const int64_t len = std::min(n_batch_, n - start);
     const bool last = start + len == n;
@@ -191,6 +207,66 @@ Status LlamaSession::eval_batch(const TokenId* tokens, int64_t n, bool all_logit
   // A failed step leaves nothing behind (its tensors and graph go).
   if (!st.ok()) drop_step();
   return st;
+}
+
+Status LlamaSession::eval_pipelined(const TokenId* tokens, int64_t n, float* out) {
+  drop_step();  // the kept decode graph's tensors sit where the micro-batches go
+  const int64_t group = n_batch_ * pipeline_;
+  const int64_t first = n_past_;
+  for (int64_t start = 0; start < n; start += group) {
+    const int64_t len = std::min(group, n - start);
+    Status st = submit_group(tokens + start, len, start + len == n ? out : nullptr);
+    if (!st.ok()) {
+      // The cache rows of this prompt are not trustworthy: forget them.
+      n_past_ = first;
+      return st;
+    }
+  }
+  return Status();
+}
+
+Status LlamaSession::submit_group(const TokenId* tokens, int64_t n, float* out) {
+  StepRollback rollback{model_->context(), mark_};
+  std::vector<Step> steps;  // alive until the scheduler finished them
+  steps.reserve(static_cast<size_t>((n + n_batch_ - 1) / n_batch_));
+  const int64_t first = n_past_;
+  int64_t pos = n_past_;
+  Status st;
+  for (int64_t start = 0; start < n && st.ok(); start += n_batch_) {
+    const int64_t len = std::min(n_batch_, n - start);
+    auto step = make_step(len, pos, padded_n_kv(pos, len, kv_pad_, cache_.n_ctx()), false);
+    if (!step.ok()) {
+      st = step.status();
+      break;
+    }
+    steps.push_back(std::move(step).value());
+    LlamaBatchGraph& g = steps.back().batch;
+    g.n_past = pos;
+    st = sched_->allocate(steps.back().graph);
+    LlamaBatchInputs in = make_batch_inputs(g, tokens + start);
+    if (st.ok()) st = sched_->set_input(g.tokens, in.tokens.data(), in.tokens.size() * sizeof(int32_t));
+    if (st.ok()) st = sched_->set_input(g.pos, in.pos.data(), in.pos.size() * sizeof(int32_t));
+    if (st.ok()) st = sched_->set_input(g.kv_rows, in.kv_rows.data(), in.kv_rows.size() * sizeof(int64_t));
+    if (st.ok() && g.mask) st = sched_->set_input(g.mask, in.mask.data(), in.mask.size() * sizeof(float));
+    if (st.ok() && g.visible) {
+      st = sched_->set_input(g.visible, in.visible.data(), in.visible.size() * sizeof(int32_t));
+    }
+    if (st.ok()) st = sched_->submit(steps.back().graph);
+    if (st.ok() && steps.size() > 1) ++pipelined_batches_;
+    ++steps_built_;
+    pos += len;
+  }
+  const Status done = sched_->finish();
+  if (st.ok()) st = done;
+  if (!st.ok()) return st;
+  steps_ += steps.size();
+  bytes_copied_ += sched_->last_stats().bytes_copied;
+  n_past_ = first + n;
+  if (!out) return Status();
+  const LlamaBatchGraph& g = steps.back().batch;
+  LOOM_RETURN_IF_ERROR(tensor_get(g.logits, out, g.logits->nbytes()));
+  const int64_t rows = g.logits->ne[1];
+  return check_logits(out, rows, g.logits->ne[0], n_past_ - rows);
 }
 
 Status LlamaSession::run_step(const TokenId* tokens, int64_t n, bool all_logits, float* out) {

@@ -46,6 +46,17 @@ struct SessionOptions {
   // first node that produced a NaN or infinity (slow). LOOM_CHECK_FINITE=1
   // in the environment forces true.
   bool check_finite_nodes = false;
+  // Pipelined prefill: a prompt longer than n_batch is cut into micro-batches
+  // of n_batch tokens, each its own graph, submitted to the scheduler one
+  // after another without waiting (Scheduler::submit), so the device holding
+  // the first layers works on micro-batch i+1 while the next device still
+  // works on micro-batch i. This many micro-batches are submitted before the
+  // session waits for all of them (then the next group): 1 = off; 0 =
+  // LOOM_SCHED_PIPELINING when set, else automatic: 8 when more than one
+  // device holds layers, 1 otherwise. Only where the last token's logits
+  // alone are asked for and check_finite_nodes is off; tokens are the same
+  // as unpipelined (same graphs, same order of work per device).
+  int pipeline = 0;
 };
 
 class LlamaSession {
@@ -77,6 +88,11 @@ class LlamaSession {
   bool fused_attention() const { return fused_attention_; }
   // Whether every node's result is checked for NaN and infinity (options and environment).
   bool check_finite_nodes() const { return check_nodes_; }
+  // Micro-batches submitted before waiting during prompt processing (1: no
+  // pipelining), after the automatic choice (SessionOptions::pipeline).
+  int pipeline() const { return pipeline_; }
+  // Micro-batches run pipelined (submitted while earlier ones ran) since the session began.
+  size_t pipelined_batches() const { return pipelined_batches_; }
   const LlamaModel& model() const { return *model_; }
   // Compute buffers of every device, summed.
   size_t compute_buffer_size() const;
@@ -103,8 +119,13 @@ class LlamaSession {
         kv_pad_(o.kv_pad),
         fused_attention_(o.fused_attention),
         check_nodes_(o.check_finite_nodes),
+        pipeline_(o.pipeline),
         mark_(mark) {}
   Status eval_batch(const TokenId* tokens, int64_t n, bool all_logits, float* out);
+  // Prompt tokens in micro-batches of n_batch, pipeline_ submitted at a time;
+  // the last token's logits into out.
+  Status eval_pipelined(const TokenId* tokens, int64_t n, float* out);
+  Status submit_group(const TokenId* tokens, int64_t n, float* out);
   Status run_step(const TokenId* tokens, int64_t n, bool all_logits, float* out);
   // The graph of a batch of n tokens at the current position, allocated on
   // the scheduler. Its tensors live in the model's context until the
@@ -139,6 +160,8 @@ class LlamaSession {
   int64_t kv_pad_;
   bool fused_attention_;
   bool check_nodes_;
+  int pipeline_;
+  size_t pipelined_batches_ = 0;
   std::unique_ptr<Step> cached_;  // the last step's graph, reused while its shape fits
   bool cached_all_logits_ = false;
   size_t steps_built_ = 0;

@@ -15,6 +15,7 @@
 #include "runtime/env.hpp"
 #include "loom/plugin_calls.hpp"
 #include "sched/scheduler_plan.hpp"
+#include "sched/scheduler_sync.hpp"
 
 namespace loom {
 namespace {
@@ -38,9 +39,13 @@ Scheduler::Scheduler(std::vector<registry::Device*> devices) : devices_(std::mov
   debug_ = env_flag("LOOM_SCHED_DEBUG", false);
   check_ = env_flag("LOOM_SCHED_CHECK", false);
   pipelining_ = static_cast<int>(env_int("LOOM_SCHED_PIPELINING", 1, 64, 1));
+  queued_copies_ = env_flag("LOOM_SCHED_QUEUED_COPIES", true);
 }
 
-Scheduler::~Scheduler() = default;
+Scheduler::~Scheduler() {
+  // Work still in flight reads the compute buffers released below.
+  if (run_) (void)finish();
+}
 
 StatusOr<std::unique_ptr<Scheduler>> Scheduler::create(std::vector<registry::Device*> devices) {
   if (devices.empty()) return invalid_argument("[sched.create] no devices given");
@@ -96,6 +101,10 @@ Status Scheduler::pin(const std::string& node_name, registry::Device* device) {
 }
 
 void Scheduler::set_offload(bool on) {
+  if (on != offload_ && run_) {
+    Status st = finish();  // the work in flight uses the plan dropped here
+    if (!st.ok()) LOOM_LOG_WARN("sched", st.to_string());
+  }
   if (on != offload_) plan_.reset();
   offload_ = on;
 }
@@ -115,6 +124,8 @@ StatusOr<sched::Plan*> Scheduler::plan_for(const Graph& graph) {
   auto owns = [this](const loom_buffer_t* b) { return owns_buffer(b); };
   const uint64_t fp = sched::fingerprint(graph, pins_, owns);
   if (plan_ && plan_->fingerprint == fp) return plan_.get();
+  // Work in flight still uses the current plan's copies: finish it first.
+  if (run_) LOOM_RETURN_IF_ERROR(finish());
   if (log_enabled(LogLevel::kDebug, "sched")) {
     log(LogLevel::kDebug, "sched",
         plan_ ? "re-plan: fingerprint " + hex(plan_->fingerprint) + " -> " + hex(fp) + " (nodes " +

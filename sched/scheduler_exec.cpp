@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "loom/executor.hpp"
 #include "loom/log.hpp"
 #include "loom/plugin_calls.hpp"
 #include "loom/scheduler.hpp"
@@ -54,12 +55,115 @@ Status read_bytes(const Tensor* src, std::vector<unsigned char>& out) {
 Status Scheduler::set_pipelining(int n) {
   if (n < 1)
     return invalid_argument("[sched.set_pipelining] n = " + std::to_string(n) + ", must be >= 1");
+  if (run_) return invalid_argument("[sched.set_pipelining] work is in flight; finish() it first");
   if (n != pipelining_) plan_.reset();
   pipelining_ = n;
   return Status();
 }
 
 Status Scheduler::compute(Graph& graph) {
+  Status st = submit(graph);
+  if (!st.ok()) return st;  // submit drained the run already
+  return finish();
+}
+
+Status Scheduler::set_input(Tensor* t, const void* data, size_t bytes) {
+  if (!t) return invalid_argument("[sched.set_input] tensor is null");
+  if (run_) {
+    sched::Run& r = *run_;
+    Status st = r.order.host_after_domain(r.order.domain(t));
+    if (!st.ok()) {
+      const int32_t f = r.order.failed_split();
+      r.fail(f >= 0 ? f : 0, st, "compute");
+      return finish();
+    }
+  }
+  return tensor_set(t, data, bytes);
+}
+
+Status Scheduler::submit(Graph& graph) {
+  // A graph of another plan finishes the work in flight first (plan_for).
+  LOOM_RETURN_IF_ERROR(allocate(graph));
+  if (!run_) {
+    stats_ = SchedStats{};
+    std::vector<loom_buffer_type_t*> bufts;
+    for (registry::Device* d : devices_) bufts.push_back(d->buffer_type());
+    run_ = std::make_unique<sched::Run>(streams_, bufts, use_events_, async_, stats_);
+    for (size_t d = 0; d < devices_.size(); ++d) {
+      if (async_copy_[d] && slots_[d].size() != static_cast<size_t>(pipelining_))
+        slots_[d].resize(static_cast<size_t>(pipelining_));
+    }
+  }
+  sched::Run& r = *run_;
+  const sched::Plan& plan = *plan_;
+  ++r.graphs;
+  for (size_t si = 0; si < plan.splits.size(); ++si) {
+    if (!issue_split(graph, si)) return finish();
+  }
+  return Status();
+}
+
+Event* Scheduler::next_event(size_t d) {
+  if (!use_events_[d] || !async_[d]) return nullptr;
+  const size_t k = run_->next_event[d]++;
+  while (events_[d].size() <= k) {
+    auto ev = devices_[d]->create_event();
+    if (!ev.ok()) {
+      LOOM_LOG_WARN("sched", ev.status().to_string() + "; synchronizing its stream instead");
+      use_events_[d] = false;
+      return nullptr;
+    }
+    events_[d].push_back(std::move(ev).value());
+  }
+  return &events_[d][k];
+}
+
+bool Scheduler::queued_copy(const sched::Copy& cp, const Tensor* src, size_t x, size_t dev, int32_t split,
+                            Status* st) {
+  sched::Run& r = *run_;
+  // The source's stream reads it after its own earlier work (which produced
+  // it) and after other devices' work on its memory (rule 1).
+  *st = r.order.stream_after_domain(x, x);
+  if (!st->ok()) return false;
+  Scheduler::Slot& slot = slots_[dev][r.next_slot[dev]++ % slots_[dev].size()];
+  if (slot.busy) {
+    *st = slot.done ? slot.done.synchronize() : streams_[dev].synchronize();
+    ++(slot.done ? stats_.event_syncs : stats_.stream_syncs);
+    slot.busy = false;
+    if (!st->ok()) return false;
+  }
+  slot.bytes.resize(src->nbytes());
+  *st = streams_[x].get_tensor_async(src, slot.bytes.data(), 0, slot.bytes.size());
+  if (!st->ok()) return false;
+  // The read is work of x on its own memory: an id of its own, so that host
+  // writes there (inputs of the next graph) wait for it too.
+  const int32_t id = r.order.add_splits(1);
+  const sched::Run::SplitInfo& reader = r.splits[static_cast<size_t>(split)];
+  r.splits.push_back({x, reader.first, reader.last, reader.graph, reader.local});
+  Event* ev = next_event(x);
+  *st = r.order.issued(x, id, {x}, ev);
+  if (!st->ok()) return false;
+  if (ev) {
+    *st = streams_[dev].wait_event(ev->raw());
+    ++stats_.events_waited;
+  } else {
+    *st = streams_[x].synchronize();  // no event after all: the host waits
+    ++stats_.stream_syncs;
+  }
+  if (st->ok()) *st = streams_[dev].set_tensor_async(cp.tensor, slot.bytes.data(), 0, slot.bytes.size());
+  if (!st->ok()) return false;
+  slot.busy = true;
+  ++stats_.async_copies;
+  if (!slot.done) {
+    auto e = devices_[dev]->create_event();
+    if (e.ok()) slot.done = std::move(e).value();
+  }
+  if (slot.done) *st = streams_[dev].record_event(slot.done.raw());
+  return st->ok();
+}
+
+bool Scheduler::copy_in(const sched::Copy& cp, const Tensor* src, size_t dev, int32_t split) {
+  sched::Run& r = *run_;
   auto link_name = [this](const Tensor* t) -> std::string {
     if (!t->buffer) return "host";
     for (registry::Device* d : devices_) {
@@ -67,218 +171,190 @@ Status Scheduler::compute(Graph& graph) {
     }
     return registry::buffer_type_name(t->buffer->buffer_type);
   };
-  LOOM_RETURN_IF_ERROR(allocate(graph));
+  auto fail_wait = [&](const Status& st) {
+    const int32_t f = r.order.failed_split();
+    r.fail(f >= 0 ? f : split, st, "compute");
+    return false;
+  };
+  const size_t x = r.order.domain(src);
+  Status st;
+  if (queued_copies_ && async_copy_[dev] && use_events_[dev] && x < devices_.size() && x != dev && async_[x] &&
+      use_events_[x] && streams_[x].has_get_async()) {
+    if (!queued_copy(cp, src, x, dev, split, &st)) {
+      const int32_t f = r.order.failed_split();
+      r.fail(f >= 0 ? f : split, st, "copying '" + std::string(src->name) + "' in");
+      return false;
+    }
+  } else if ((st = r.order.host_after_domain(x)), !st.ok()) {  // the source is complete
+    return fail_wait(st);
+  } else if (async_copy_[dev]) {
+    // Queued on the destination stream (ordered after its earlier splits),
+    // from a staging slot that stays alive until it is done.
+    Scheduler::Slot& slot = slots_[dev][r.next_slot[dev]++ % slots_[dev].size()];
+    if (slot.busy) {
+      if (slot.done) {
+        st = slot.done.synchronize();
+        ++stats_.event_syncs;
+      } else {
+        st = streams_[dev].synchronize();
+        ++stats_.stream_syncs;
+      }
+      slot.busy = false;
+      if (!st.ok()) {
+        const int32_t p = r.order.first_pending(dev);
+        r.fail(p >= 0 ? p : split, st, "copying '" + std::string(src->name) + "' in");
+        return false;
+      }
+    }
+    st = read_bytes(src, slot.bytes);
+    if (st.ok()) st = streams_[dev].set_tensor_async(cp.tensor, slot.bytes.data(), 0, slot.bytes.size());
+    if (st.ok()) {
+      slot.busy = true;
+      ++stats_.async_copies;
+      if (use_events_[dev] && !slot.done) {
+        auto ev = devices_[dev]->create_event();
+        if (ev.ok()) slot.done = std::move(ev).value();
+      }
+      if (slot.done) st = streams_[dev].record_event(slot.done.raw());
+    }
+  } else {
+    // Synchronous: the destination's memory must be idle as well.
+    st = r.order.host_after_domain(dev);
+    if (!st.ok()) return fail_wait(st);
+    st = copy_bytes(src, cp.tensor, staging_);
+  }
+  if (!st.ok()) {
+    r.fail(split, st, "copying '" + std::string(src->name) + "' in");
+    return false;
+  }
+  ++stats_.copies;
+  stats_.bytes_copied += cp.bytes;
+  stats_.bytes_per_link[link_name(src) + "->" + devices_[dev]->name()] += cp.bytes;
+  return true;
+}
+
+bool Scheduler::issue_split(Graph& graph, size_t si) {
+  sched::Run& r = *run_;
   const sched::Plan& plan = *plan_;
   const auto& nodes = graph.nodes();
   const auto n_nodes = nodes.size();
-  const size_t n_dev = devices_.size();
+  const sched::Split& s = plan.splits[si];
+  const size_t dev = s.device;
+  // The split's id in the run: its graph's first id + si.
+  // Ids are handed out in issue order (queued reads of copy sources get
+  // theirs in between), so on every stream they increase with the work.
+  const int32_t split = r.order.add_splits(1);
+  r.splits.push_back({dev, s.nodes.front(), s.nodes.back(), r.graphs - 1, static_cast<int32_t>(si)});
+  const auto t0 = std::chrono::steady_clock::now();
   auto tensor = [&](int32_t id) -> Tensor* {
     const auto i = static_cast<size_t>(id);
     return i < n_nodes ? nodes[i] : graph.leafs()[i - n_nodes];
   };
-  stats_ = SchedStats{};
-  std::vector<loom_buffer_type_t*> bufts;
-  for (registry::Device* d : devices_) bufts.push_back(d->buffer_type());
-  sched::Ordering order(streams_, bufts, use_events_, async_, plan.splits.size(), stats_);
-  for (size_t d = 0; d < n_dev; ++d) {
-    if (async_copy_[d] && slots_[d].size() != static_cast<size_t>(pipelining_))
-      slots_[d].resize(static_cast<size_t>(pipelining_));
+  // The memory domains the split touches: its device's, and where every
+  // source it reads in place and every node's base live.
+  std::vector<size_t> domains(1, dev);
+  auto touch = [&](const Tensor* t) {
+    const size_t x = r.order.domain(t);
+    if (std::find(domains.begin(), domains.end(), x) == domains.end()) domains.push_back(x);
+  };
+  std::vector<char> swapped(s.nodes.size() * LOOM_MAX_SRC, 0);
+  for (const sched::SrcSwap& w : s.swaps) {
+    const auto pos = std::find(s.nodes.begin(), s.nodes.end(), w.node) - s.nodes.begin();
+    swapped[static_cast<size_t>(pos) * LOOM_MAX_SRC + static_cast<size_t>(w.slot)] = 1;
   }
-  std::vector<size_t> next_event(n_dev, 0), next_slot(n_dev, 0);
-  // An event for the k-th split of device d, made on first use; nullptr
-  // when the device has none (it then stays without).
-  auto split_event = [&](size_t d) -> Event* {
-    if (!use_events_[d] || !async_[d]) return nullptr;
-    const size_t k = next_event[d]++;
-    while (events_[d].size() <= k) {
-      auto ev = devices_[d]->create_event();
-      if (!ev.ok()) {
-        LOOM_LOG_WARN("sched", ev.status().to_string() + "; synchronizing its stream instead");
-        use_events_[d] = false;
-        return nullptr;
-      }
-      events_[d].push_back(std::move(ev).value());
+  for (size_t k = 0; k < s.nodes.size(); ++k) {
+    const Tensor* n = nodes[static_cast<size_t>(s.nodes[k])];
+    touch(n);
+    for (int j = 0; j < LOOM_MAX_SRC; ++j) {
+      if (n->src[j] && !swapped[k * LOOM_MAX_SRC + static_cast<size_t>(j)]) touch(n->source(j));
     }
-    return &events_[d][k];
-  };
-  // The first error, by split index (async errors surface late).
-  struct Failure {
-    int32_t split = INT32_MAX;
-    Status status;
-    std::string what;
-  } failure;
-  auto fail = [&](int32_t si, const Status& st, const std::string& what) {
-    if (si < failure.split) failure = Failure{si, st, what};
-  };
-  // A failed wait on another split's work: name that split.
-  auto fail_wait = [&](int32_t si, const Status& st) {
-    const int32_t f = order.failed_split();
-    fail(f >= 0 ? f : si, st, "compute");
-  };
-  std::vector<std::pair<loom_tensor_t**, loom_tensor_t*>> saved;  // swaps of this compute
+  }
+  for (size_t x : domains) {
+    Status st = r.order.stream_after_domain(dev, x);
+    if (!st.ok()) {
+      const int32_t f = r.order.failed_split();
+      r.fail(f >= 0 ? f : split, st, "compute");
+      return false;
+    }
+  }
+  for (int32_t c : s.copies) {
+    const sched::Copy& cp = plan.copies[static_cast<size_t>(c)];
+    if (!copy_in(cp, tensor(cp.src_id), dev, split)) return false;
+  }
+  // The swaps stay until every stream is synchronized in finish(): an
+  // asynchronous stream may read the nodes' sources when it runs.
+  for (const sched::SrcSwap& w : s.swaps) {
+    Tensor* n = nodes[static_cast<size_t>(w.node)];
+    r.saved.emplace_back(&n->src[w.slot], n->src[w.slot]);
+    n->src[w.slot] = plan.copies[static_cast<size_t>(w.copy)].tensor;
+  }
   std::vector<loom_tensor_t*> abi_nodes;
-  std::vector<size_t> domains;
-  std::vector<char> swapped;
-  for (size_t si = 0; si < plan.splits.size() && failure.split == INT32_MAX; ++si) {
-    const sched::Split& s = plan.splits[si];
-    const size_t dev = s.device;
-    const auto split = static_cast<int32_t>(si);
-    const auto t0 = std::chrono::steady_clock::now();
-    // The memory domains the split touches: its device's, and where every
-    // source it reads in place and every node's base live.
-    domains.assign(1, dev);
-    auto touch = [&](const Tensor* t) {
-      const size_t x = order.domain(t);
-      if (std::find(domains.begin(), domains.end(), x) == domains.end()) domains.push_back(x);
-    };
-    swapped.assign(s.nodes.size() * LOOM_MAX_SRC, 0);
-    for (const sched::SrcSwap& w : s.swaps) {
-      const auto pos = std::find(s.nodes.begin(), s.nodes.end(), w.node) - s.nodes.begin();
-      swapped[static_cast<size_t>(pos) * LOOM_MAX_SRC + static_cast<size_t>(w.slot)] = 1;
-    }
-    for (size_t k = 0; k < s.nodes.size(); ++k) {
-      const Tensor* n = nodes[static_cast<size_t>(s.nodes[k])];
-      touch(n);
-      for (int j = 0; j < LOOM_MAX_SRC; ++j) {
-        if (n->src[j] && !swapped[k * LOOM_MAX_SRC + static_cast<size_t>(j)]) touch(n->source(j));
-      }
-    }
-    Status st;
-    for (size_t x : domains) {
-      st = order.stream_after_domain(dev, x);
-      if (!st.ok()) break;
-    }
+  for (int32_t i : s.nodes) abi_nodes.push_back(nodes[static_cast<size_t>(i)]);
+  loom_graph_t g;
+  std::memset(&g, 0, sizeof g);
+  g.struct_size = sizeof(loom_graph_t);
+  g.n_nodes = static_cast<int32_t>(abi_nodes.size());
+  g.nodes = abi_nodes.data();
+  // Each split is its own graph for the plugin: mix the split index in.
+  g.fingerprint = plan.fingerprint ^ ((si + 1) * 0x9e3779b97f4a7c15ull);
+  Status st = streams_[dev].compute(g);
+  if (st.ok()) st = r.order.issued(dev, split, domains, next_event(dev));
+  if (!st.ok()) {
+    r.fail(split, st, "compute");
+    return false;
+  }
+  ++stats_.splits;
+  if (profile_) {
+    stats_.split_us.push_back(
+        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
+  }
+  if (check_) {
+    st = poison_dead(graph, si, r.order);
     if (!st.ok()) {
-      fail_wait(split, st);
-      break;
-    }
-    for (int32_t c : s.copies) {
-      const sched::Copy& cp = plan.copies[static_cast<size_t>(c)];
-      const Tensor* src = tensor(cp.src_id);
-      st = order.host_after_domain(order.domain(src));  // the source is complete
-      if (!st.ok()) {
-        fail_wait(split, st);
-        break;
-      }
-      if (async_copy_[dev]) {
-        // Queued on the destination stream (ordered after its earlier
-        // splits), from a staging slot that stays alive until it is done.
-        Scheduler::Slot& slot = slots_[dev][next_slot[dev]++ % slots_[dev].size()];
-        if (slot.busy) {
-          if (slot.done) {
-            st = slot.done.synchronize();
-            ++stats_.event_syncs;
-          } else {
-            st = streams_[dev].synchronize();
-            ++stats_.stream_syncs;
-          }
-          slot.busy = false;
-          if (!st.ok()) {
-            fail(order.first_pending(dev) >= 0 ? order.first_pending(dev) : split, st,
-                 "copying '" + std::string(src->name) + "' in");
-            break;
-          }
-        }
-        st = read_bytes(src, slot.bytes);
-        if (st.ok())
-          st = streams_[dev].set_tensor_async(cp.tensor, slot.bytes.data(), 0, slot.bytes.size());
-        if (st.ok()) {
-          slot.busy = true;
-          ++stats_.async_copies;
-          if (use_events_[dev] && !slot.done) {
-            auto ev = devices_[dev]->create_event();
-            if (ev.ok()) slot.done = std::move(ev).value();
-          }
-          if (slot.done) st = streams_[dev].record_event(slot.done.raw());
-        }
-      } else {
-        // Synchronous: the destination's memory must be idle as well.
-        st = order.host_after_domain(dev);
-        if (!st.ok()) {
-          fail_wait(split, st);
-          break;
-        }
-        st = copy_bytes(src, cp.tensor, staging_);
-      }
-      if (!st.ok()) {
-        fail(split, st, "copying '" + std::string(src->name) + "' in");
-        break;
-      }
-      ++stats_.copies;
-      stats_.bytes_copied += cp.bytes;
-      stats_.bytes_per_link[link_name(src) + "->" + devices_[dev]->name()] += cp.bytes;
-    }
-    if (failure.split != INT32_MAX) break;
-    // The swaps stay until every stream is synchronized at the end: an
-    // asynchronous stream may read the nodes' sources when it runs.
-    for (const sched::SrcSwap& w : s.swaps) {
-      Tensor* n = nodes[static_cast<size_t>(w.node)];
-      saved.emplace_back(&n->src[w.slot], n->src[w.slot]);
-      n->src[w.slot] = plan.copies[static_cast<size_t>(w.copy)].tensor;
-    }
-    abi_nodes.clear();
-    for (int32_t i : s.nodes) abi_nodes.push_back(nodes[static_cast<size_t>(i)]);
-    loom_graph_t g;
-    std::memset(&g, 0, sizeof g);
-    g.struct_size = sizeof(loom_graph_t);
-    g.n_nodes = static_cast<int32_t>(abi_nodes.size());
-    g.nodes = abi_nodes.data();
-    // Each split is its own graph for the plugin: mix the split index in.
-    g.fingerprint = plan.fingerprint ^ ((si + 1) * 0x9e3779b97f4a7c15ull);
-    st = streams_[dev].compute(g);
-    if (st.ok()) st = order.issued(dev, split, domains, split_event(dev));
-    if (!st.ok()) {
-      fail(split, st, "compute");
-      break;
-    }
-    ++stats_.splits;
-    if (profile_) {
-      stats_.split_us.push_back(
-          std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
-    }
-    if (check_) {
-      st = poison_dead(graph, si, order);
-      if (!st.ok()) {
-        if (order.failed_split() >= 0) {
-          fail_wait(split, st);
-        } else {
-          fail(split, st, "check mode");
-        }
-      }
+      const int32_t f = r.order.failed_split();
+      r.fail(f >= 0 ? f : split, st, f >= 0 ? "compute" : "check mode");
+      return false;
     }
   }
+  return true;
+}
+
+Status Scheduler::finish() {
+  if (!run_) return Status();
+  std::unique_ptr<sched::Run> run = std::move(run_);
+  sched::Run& r = *run;
   // Drain every stream (on error too: queued work still reads the swapped
   // sources and the staging slots). A failed stream names its first split
   // whose event reports the failure, else its first unfinished split.
-  for (size_t d = 0; d < n_dev; ++d) {
-    if (order.issued_on(d).empty() && !async_copy_[d]) continue;
-    const int32_t pending = order.first_pending(d);
+  for (size_t d = 0; d < devices_.size(); ++d) {
+    if (r.order.issued_on(d).empty() && !async_copy_[d]) continue;
+    const int32_t pending = r.order.first_pending(d);
     Status st = streams_[d].synchronize();
     if (st.ok()) continue;
     int32_t at = pending;
-    for (int32_t s : order.issued_on(d)) {
-      Event* ev = s >= pending && pending >= 0 ? order.event_of(s) : nullptr;
+    for (int32_t s : r.order.issued_on(d)) {
+      Event* ev = s >= pending && pending >= 0 ? r.order.event_of(s) : nullptr;
       if (ev && !ev->synchronize().ok()) {
         at = s;
         break;
       }
     }
-    if (at < 0) at = failure.split != INT32_MAX ? failure.split : 0;
-    fail(at, st, "compute");
+    if (at < 0) at = r.failing() ? r.failed : 0;
+    r.fail(at, st, "compute");
   }
-  order.all_done();
+  r.order.all_done();
   for (auto& slots : slots_) {
     for (Scheduler::Slot& slot : slots) slot.busy = false;
   }
-  for (auto it = saved.rbegin(); it != saved.rend(); ++it) *it->first = it->second;
-  if (failure.split == INT32_MAX) return Status();
-  const Status& st = failure.status;
-  const sched::Split& s = plan.splits[static_cast<size_t>(failure.split)];
-  return Status(st.code(), "[sched.compute] split " + std::to_string(failure.split) +
-                               " on device '" + devices_[s.device]->name() + "' (nodes " +
-                               std::to_string(s.nodes.front()) + ".." +
-                               std::to_string(s.nodes.back()) + ", " + failure.what +
-                               "): " + st.message());
+  for (auto it = r.saved.rbegin(); it != r.saved.rend(); ++it) *it->first = it->second;
+  if (!r.failing()) return Status();
+  const sched::Run::SplitInfo& s = r.splits[static_cast<size_t>(r.failed)];
+  // Split numbers are per graph; with several graphs in the run, name which.
+  return Status(r.status.code(),
+                "[sched.compute] " + (r.graphs > 1 ? "graph " + std::to_string(s.graph) + " of the run, " : "") +
+                    "split " + std::to_string(s.local) + " on device '" +
+                    devices_[s.device]->name() + "' (nodes " + std::to_string(s.first) + ".." +
+                    std::to_string(s.last) + ", " + r.what + "): " + r.status.message());
 }
 
 Status Scheduler::poison_dead(const Graph& graph, size_t split, sched::Ordering& order) {

@@ -11,7 +11,7 @@ namespace loom::sched {
 
 Ordering::Ordering(std::vector<Stream>& streams, std::vector<loom_buffer_type_t*> buffer_types,
                    const std::vector<bool>& use_events, const std::vector<bool>& async,
-                   size_t n_splits, SchedStats& stats)
+                   SchedStats& stats)
     : streams_(streams),
       buffer_types_(std::move(buffer_types)),
       use_events_(use_events),
@@ -22,7 +22,12 @@ Ordering::Ordering(std::vector<Stream>& streams, std::vector<loom_buffer_type_t*
   waited_.assign(n, std::vector<int32_t>(n, -1));
   done_upto_.assign(n, -1);
   issued_.assign(n, {});
-  events_.assign(n_splits, nullptr);
+}
+
+int32_t Ordering::add_splits(size_t n) {
+  const auto first = static_cast<int32_t>(events_.size());
+  events_.resize(events_.size() + n, nullptr);
+  return first;
 }
 
 size_t Ordering::domain(const loom_tensor_t* t) const {

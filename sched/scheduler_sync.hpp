@@ -13,7 +13,10 @@
 // device's last touch first.
 #pragma once
 
+#include <climits>
 #include <cstdint>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "loom/buffer.hpp"
@@ -25,9 +28,12 @@ class Ordering {
  public:
   // streams/events/use_events/async per device; stats is updated.
   // buffer_types: each device's own buffer type, which names its domain.
+  // Split ids run on across the graphs of one run (add_splits), in issue
+  // order: on each device they increase with the work queued.
   Ordering(std::vector<Stream>& streams, std::vector<loom_buffer_type_t*> buffer_types,
-           const std::vector<bool>& use_events, const std::vector<bool>& async, size_t n_splits,
-           SchedStats& stats);
+           const std::vector<bool>& use_events, const std::vector<bool>& async, SchedStats& stats);
+  // Room for n more split ids; returns the first.
+  int32_t add_splits(size_t n);
 
   // The domain of t's memory (its view base's buffer).
   size_t domain(const loom_tensor_t* t) const;
@@ -70,6 +76,48 @@ class Ordering {
   std::vector<Event*> events_;                    // [split] -> recorded event or null
   int32_t failed_split_ = -1;
   size_t failed_device_ = 0;
+};
+
+}  // namespace loom::sched
+
+namespace loom::sched {
+
+// The work issued since the last Scheduler::finish() (one graph for
+// compute(), several for submit()): its ordering, the events and staging
+// slots handed out, the source swaps to undo at the end, the first failure
+// and, per split id, where it came from (for the error message).
+struct Run {
+  Run(std::vector<Stream>& streams, std::vector<loom_buffer_type_t*> buffer_types,
+      const std::vector<bool>& use_events, const std::vector<bool>& async, SchedStats& stats)
+      : order(streams, std::move(buffer_types), use_events, async, stats),
+        next_event(streams.size(), 0),
+        next_slot(streams.size(), 0) {}
+
+  Ordering order;
+  std::vector<size_t> next_event, next_slot;  // per device
+  std::vector<std::pair<loom_tensor_t**, loom_tensor_t*>> saved;  // swaps, in order
+  // A split id names a split, or a queued read of a copy's source on the
+  // source's stream (then device is the source's, local the reading split).
+  struct SplitInfo {
+    size_t device = 0;
+    int32_t first = 0, last = 0;  // node range
+    size_t graph = 0;             // graph of the run (0 = first submitted)
+    int32_t local = 0;            // split index in its graph's plan
+  };
+  std::vector<SplitInfo> splits;  // per split id
+  size_t graphs = 0;
+  // The first error, by split id (async errors surface late).
+  int32_t failed = INT32_MAX;
+  Status status;
+  std::string what;
+  void fail(int32_t split, const Status& st, const std::string& w) {
+    if (split < failed) {
+      failed = split;
+      status = st;
+      what = w;
+    }
+  }
+  bool failing() const { return failed != INT32_MAX; }
 };
 
 }  // namespace loom::sched

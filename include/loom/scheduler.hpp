@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <string>
@@ -32,6 +33,8 @@ namespace loom {
 namespace sched {
 struct Plan;      // internal (sched/scheduler_plan.hpp)
 class Ordering;  // internal (sched/scheduler_sync.hpp)
+struct Run;      // internal (sched/scheduler_sync.hpp)
+struct Copy;     // internal (sched/scheduler_plan.hpp)
 }
 
 // One split of the current plan, for inspection and tests.
@@ -94,7 +97,29 @@ class Scheduler {
   // device's stream (ordered by events or host waits, docs/scheduler.md) and
   // return when every stream is synchronized. A device error names the
   // split and device (the lowest failing split); the scheduler stays usable.
+  // compute() is submit() then finish().
   Status compute(Graph& graph);
+
+  // Pipelined execution of several graphs (e.g. the micro-batches of a
+  // prompt): submit() plans and issues a graph's splits like compute() but
+  // returns without waiting for the devices, so the next submit()'s splits
+  // queue behind them and device k runs graph i while device k-1 already
+  // runs graph i+1. The graphs of one run are ordered as if they were one
+  // long graph (docs/scheduler.md, "Pipelined submission"); they must be
+  // distinct Graph objects, alive and unchanged until finish(). A graph
+  // whose plan differs from the one in flight first finishes the work in
+  // flight. A failure stops issuing, drains every stream and is returned
+  // (by submit() when it is seen there, else by finish()).
+  Status submit(Graph& graph);
+  // Wait for everything submitted; the first error (lowest split, earliest
+  // graph) of the run. OK when nothing is in flight.
+  Status finish();
+  bool in_flight() const { return run_ != nullptr; }
+  // Write an input tensor of a graph about to be submitted (allocated by
+  // allocate() or an earlier submit of the same plan) once the work in
+  // flight that touches its memory is done; tensor_set when nothing is in
+  // flight.
+  Status set_input(Tensor* t, const void* data, size_t bytes);
 
   // Check mode (also LOOM_SCHED_CHECK=1): after each split, overwrite with
   // NaN bytes (0xFF) the memory of every tensor whose last reader has run
@@ -108,7 +133,8 @@ class Scheduler {
   // copies that may be in flight per asynchronous destination device at
   // once, each with its own host staging buffer; a further copy into that
   // device first waits for the oldest one. n >= 1, else INVALID_ARGUMENT.
-  // Changing it drops the cached plan (the next compute re-plans).
+  // Changing it drops the cached plan (the next compute re-plans); not while
+  // a run is in flight (INVALID_ARGUMENT, finish() first).
   Status set_pipelining(int n);
   int pipelining() const { return pipelining_; }
   // Cost-based offload (default on): a node that reads weights may run on an
@@ -163,9 +189,10 @@ class Scheduler {
   // async_: CAP_ASYNC (compute may return before the work is done).
   std::vector<bool> async_, async_copy_, use_events_;
   // Per device: events recorded after its splits (k-th split of a compute
-  // -> events_[d][k]), and pipelining_ staging slots for queued copies, each
+  // -> events_[d][k]; a deque: the ordering keeps pointers to them while
+  // more are made), and pipelining_ staging slots for queued copies, each
   // with the event recorded after the copy that used it last.
-  std::vector<std::vector<Event>> events_;
+  std::vector<std::deque<Event>> events_;
   struct Slot {
     std::vector<unsigned char> bytes;
     Event done;
@@ -177,7 +204,21 @@ class Scheduler {
   bool check_ = false;
   bool profile_ = false;
   bool offload_ = true;
+  // LOOM_SCHED_QUEUED_COPIES (default 1): copies between two devices with
+  // events and queued reads/writes go stream to stream, the host not waiting.
+  bool queued_copies_ = true;
+  std::unique_ptr<sched::Run> run_;  // work submitted since the last finish(), or null
   Status poison_dead(const Graph& graph, size_t split, sched::Ordering& order);
+  // One split of graph (plan split si) onto its device's stream; false when
+  // it failed (recorded in run_).
+  bool issue_split(Graph& graph, size_t si);
+  bool copy_in(const sched::Copy& cp, const Tensor* src, size_t dev, int32_t split);
+  // The next event of device d in the current run (made on first use), or
+  // nullptr when d has none.
+  Event* next_event(size_t d);
+  // A fully queued copy (source stream reads, destination stream waits and
+  // writes; the host does not wait) when both devices allow it.
+  bool queued_copy(const sched::Copy& cp, const Tensor* src, size_t x, size_t dev, int32_t split, Status* st);
 };
 
 }  // namespace loom

@@ -4,6 +4,7 @@
 
 #include "common/glue.h"
 #include "sim.h"
+#include "sim_trace.h"
 
 namespace loom::sim {
 namespace {
@@ -188,6 +189,9 @@ const void* device_get_extension(loom_device_t* d, const char* id, uint32_t vers
   if (id && std::strcmp(id, LOOM_EXT_COST) == 0 && version == LOOM_EXT_COST_VERSION &&
       Device::from(d)->config().flops_per_us > 0) {
     return &kCostExt;
+  }
+  if (id && std::strcmp(id, LOOM_SIM_EXT_TRACE) == 0 && version == LOOM_SIM_EXT_TRACE_VERSION) {
+    return trace_extension();
   }
   return nullptr;
 }

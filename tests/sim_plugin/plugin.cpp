@@ -117,6 +117,17 @@ loom_status_t* plugin_init(void** out_context) {
                              "[sim.init] " + flops_var + "='" + f + "' is not a positive number");
         }
       }
+      const std::string delay_var = "LOOM_SIM_DELAY_US_" + std::to_string(i);
+      if (const char* dl = std::getenv(delay_var.c_str()); dl && *dl) {
+        char* end = nullptr;
+        errno = 0;
+        const unsigned long v = std::strtoul(dl, &end, 10);
+        if (errno != 0 || *end != '\0' || v > 1000000) {
+          return make_status(LOOM_STATUS_INVALID_ARGUMENT,
+                             "[sim.init] " + delay_var + "='" + dl + "' is not an integer in [0, 1000000]");
+        }
+        c.delay_us = static_cast<unsigned>(v);
+      }
       c.async = async;
       c.jitter_us = jitter_us;
       std::string err = parse_ops(static_cast<size_t>(i), &c.ops);

@@ -40,6 +40,7 @@ struct DeviceConfig {
   double flops_per_us = 0;  // loom.cost speed (LOOM_SIM_FLOPS_<i>); 0: no cost hint
   bool async = false;       // LOOM_SIM_ASYNC=1: worker-thread streams, events, queued copies
   unsigned jitter_us = 0;   // LOOM_SIM_JITTER_US: random delay per queued work item
+  unsigned delay_us = 0;    // LOOM_SIM_DELAY_US_<i>: fixed sleep per computed node
 };
 
 // One device with its own buffer type ("sim<i>"); lives until shutdown.
@@ -78,6 +79,9 @@ bool node_supported(const Device& dev, const loom_tensor_t* node);
 
 // Op names for messages and LOOM_SIM_OPS_<i> parsing (common/op_info.h).
 using common::op_name;
+
+// The loom.sim.trace extension (sim_trace.h), shared by every device.
+const void* trace_extension();
 
 loom_status_t* stream_create(loom_device_t* device, loom_stream_t** out_stream);
 // Only offered with LOOM_SIM_ASYNC=1 (the device table has NULL otherwise).

@@ -12,6 +12,8 @@
 // after failed work returns that error from its synchronize.
 // LOOM_SIM_JITTER_US=N sleeps 0..N microseconds before each work item so
 // races show up in tests.
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
@@ -29,6 +31,7 @@
 #include "common/glue.h"
 #include "kernels.h"
 #include "sim.h"
+#include "sim_trace.h"
 
 namespace loom::sim {
 namespace {
@@ -48,9 +51,38 @@ struct Failure {
   std::string message;
 };
 
-// Run nodes in order; the first failure stops.
+// loom.sim.trace counters: compute work items running now, the most at
+// once, those that started while another ran, and all of them.
+std::atomic<uint64_t> g_running{0}, g_max_running{0}, g_overlapped{0}, g_computes{0};
+
+struct RunningScope {
+  RunningScope() {
+    const uint64_t before = g_running.fetch_add(1);
+    ++g_computes;
+    if (before > 0) ++g_overlapped;
+    uint64_t m = g_max_running.load();
+    while (before + 1 > m && !g_max_running.compare_exchange_weak(m, before + 1)) {
+    }
+  }
+  ~RunningScope() { g_running.fetch_sub(1); }
+};
+
+uint64_t trace_max_concurrent() { return g_max_running.load(); }
+uint64_t trace_overlapped() { return g_overlapped.load(); }
+uint64_t trace_computes() { return g_computes.load(); }
+void trace_reset() {
+  g_max_running = 0;
+  g_overlapped = 0;
+  g_computes = 0;
+}
+const loom_sim_ext_trace_t kTraceExt = {sizeof(loom_sim_ext_trace_t), trace_max_concurrent, trace_overlapped,
+                                        trace_computes, trace_reset};
+
+// Run nodes in order; the first failure stops. LOOM_SIM_DELAY_US_<i> sleeps
+// that long per computed node (a fixed per-op cost for pipelining benches).
 Failure run_nodes(Device& dev, const std::vector<const loom_tensor_t*>& nodes,
                   const std::string& fail_at) {
+  RunningScope running;
   const std::string& name = dev.config().name;
   for (size_t i = 0; i < nodes.size(); ++i) {
     const loom_tensor_t* node = nodes[i];
@@ -75,6 +107,7 @@ Failure run_nodes(Device& dev, const std::vector<const loom_tensor_t*>& nodes,
                                                   "' is not in this device's memory"};
       }
     }
+    if (dev.config().delay_us > 0) std::this_thread::sleep_for(std::chrono::microseconds(dev.config().delay_us));
     std::string err = run_kernel(node);
     if (!err.empty()) return {LOOM_STATUS_INTERNAL, "[sim.compute] " + name + ": " + err};
   }
@@ -351,6 +384,8 @@ loom_status_t* event_create(loom_device_t* device, loom_event_t** out_event) {
     return nullptr;
   });
 }
+
+const void* trace_extension() { return &kTraceExt; }
 
 bool node_supported(const Device& dev, const loom_tensor_t* node) {
   if (node->op < 0 || node->op >= LOOM_OP_COUNT) return false;
