@@ -186,7 +186,7 @@ StatusOr<LlamaSession::Step> LlamaSession::build_step(int64_t n, bool all_logits
   return step;
 }
 
-StatusOr<std::string> LlamaSession::plan_dot(int64_t n_tokens) {
+StatusOr<std::string> LlamaSession::plan(int64_t n_tokens, PlanDetail detail, PlanFormat format) {
   if (n_tokens < 1 || n_past_ + n_tokens > cache_.n_ctx()) {
     return invalid_argument("[llm.plan] batch of " + std::to_string(n_tokens) + " tokens does not fit the context of " +
                             std::to_string(cache_.n_ctx()));
@@ -194,7 +194,7 @@ StatusOr<std::string> LlamaSession::plan_dot(int64_t n_tokens) {
   drop_step();
   StepRollback rollback{model_->context(), mark_};
   LOOM_ASSIGN_OR_RETURN(Step step, build_step(n_tokens, false));
-  return sched_->to_dot(step.graph);
+  return sched_->render(step.graph, detail, format);
 }
 
 void LlamaSession::drop_step() {

@@ -76,8 +76,10 @@ class LlamaSession {
   // first node that produced one).
   Status eval(const std::vector<TokenId>& tokens, bool all_logits, std::vector<float>* logits);
   // Plan (without computing) the graph of a batch of n_tokens at the current
-  // position and return the scheduler's plan as Graphviz DOT.
-  StatusOr<std::string> plan_dot(int64_t n_tokens);
+  // position and return the scheduler's plan rendered at that detail, in
+  // that format (Scheduler::render); plan_dot: every node, as DOT.
+  StatusOr<std::string> plan(int64_t n_tokens, PlanDetail detail, PlanFormat format);
+  StatusOr<std::string> plan_dot(int64_t n_tokens) { return plan(n_tokens, PlanDetail::kNodes, PlanFormat::kDot); }
   // Forget the cached positions (start a new sequence).
   void reset() { n_past_ = 0; }
 

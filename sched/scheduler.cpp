@@ -250,7 +250,19 @@ std::string Scheduler::describe(const Graph& graph) const {
 }
 
 std::string Scheduler::to_dot(const Graph& graph) const {
-  return plan_ ? sched::plan_to_dot(*plan_, graph, devices_) : "digraph loom_plan {}\n";
+  return render(graph, PlanDetail::kNodes, PlanFormat::kDot);
+}
+
+std::string Scheduler::render(const Graph& graph, PlanDetail detail, PlanFormat format) const {
+  const bool dot = format == PlanFormat::kDot;
+  if (!plan_) return dot ? "digraph loom_plan {}\n" : "(no plan)\n";
+  std::vector<size_t> allocated;
+  for (size_t d = 0; d < devices_.size(); ++d) allocated.push_back(compute_buffer_size(d));
+  if (detail == PlanDetail::kNodes) {
+    return dot ? sched::plan_to_dot(*plan_, graph, devices_, allocated) : sched::describe_plan(*plan_, graph, devices_);
+  }
+  return dot ? sched::splits_to_dot(*plan_, graph, devices_, allocated)
+             : sched::describe_splits(*plan_, graph, devices_, allocated);
 }
 
 }  // namespace loom

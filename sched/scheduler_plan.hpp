@@ -107,10 +107,18 @@ class Builder {
   std::unordered_map<const Tensor*, int32_t> ids_;
 };
 
-// Debug print and DOT (scheduler_debug.cpp).
+// Debug print and DOT (scheduler_debug.cpp). describe_plan: every split
+// with its copies and every node with the reason for its device (what
+// LOOM_SCHED_DEBUG=1 prints); describe_splits / splits_to_dot: one entry per
+// split with the data crossing between them; plan_to_dot: every node.
+// allocated: the compute buffers' sizes per device (may be empty).
 std::string describe_plan(const Plan& plan, const Graph& graph,
                           const std::vector<registry::Device*>& devices);
-std::string plan_to_dot(const Plan& plan, const Graph& graph,
-                        const std::vector<registry::Device*>& devices);
+std::string describe_splits(const Plan& plan, const Graph& graph, const std::vector<registry::Device*>& devices,
+                            const std::vector<size_t>& allocated);
+std::string splits_to_dot(const Plan& plan, const Graph& graph, const std::vector<registry::Device*>& devices,
+                          const std::vector<size_t>& allocated);
+std::string plan_to_dot(const Plan& plan, const Graph& graph, const std::vector<registry::Device*>& devices,
+                        const std::vector<size_t>& allocated);
 
 }  // namespace loom::sched

@@ -19,7 +19,7 @@ done
 
 # python3-numpy: synthetic-model tests; Vulkan headers, glslc and lavapipe
 # (mesa-vulkan-drivers): the vulkan plugin is built and tested on the CPU.
-scripts/deps.sh python3-numpy libvulkan-dev glslc mesa-vulkan-drivers
+scripts/deps.sh python3-numpy libvulkan-dev glslc mesa-vulkan-drivers graphviz
 jobs=${LOOM_JOBS:-$(nproc)}
 
 echo "== release build and tests"

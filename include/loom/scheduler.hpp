@@ -70,6 +70,15 @@ struct SchedStats {
   size_t async_copies = 0;
 };
 
+// How much of a plan Scheduler::render shows: one entry per split (its
+// device, the layers or node range it covers, node count, the weights it
+// reads, the device's compute memory, and the data copied or read between
+// splits), or every node, views included, with op, type and shape.
+enum class PlanDetail { kSplits, kNodes };
+// Text lines, or Graphviz DOT (splits: a box each and labelled edges;
+// nodes: a cluster per device holding its weights and a cluster per split).
+enum class PlanFormat { kText, kDot };
+
 class Scheduler {
  public:
   // devices: non-empty, no nulls or duplicates; order = preference.
@@ -160,7 +169,10 @@ class Scheduler {
   // (one cluster per device, copies as edges between clusters), for the
   // current plan applied to `graph`.
   std::string describe(const Graph& graph) const;
-  std::string to_dot(const Graph& graph) const;
+  std::string to_dot(const Graph& graph) const;  // render(graph, kNodes, kDot)
+  // The current plan applied to `graph` at a level of detail, in a format
+  // (describe() is the node-level text).
+  std::string render(const Graph& graph, PlanDetail detail, PlanFormat format) const;
 
  private:
   explicit Scheduler(std::vector<registry::Device*> devices);

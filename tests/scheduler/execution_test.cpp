@@ -281,6 +281,7 @@ TEST(SchedulerExecution, DebugTextAndDot) {
   Context ctx;
   SCHED_ASSIGN(Tensor * x, ctx.new_tensor(LOOM_TYPE_F32, {4, 2}, "x"));
   SCHED_ASSIGN(Tensor * w, ctx.new_tensor(LOOM_TYPE_F32, {4, 4}, "w"));
+  w->flags |= LOOM_TENSOR_FLAG_PARAM;
   SCHED_ASSIGN(Buffer weights, allocate_tensors(*sim0, {w}));
   SCHED_ASSIGN(Tensor * h, op::mul_mat(ctx, w, x));
   h->set_name("h");
@@ -297,9 +298,21 @@ TEST(SchedulerExecution, DebugTextAndDot) {
   EXPECT_TRUE(contains(text, "fallback")) << text;
   const std::string dot = sched->to_dot(g);
   EXPECT_TRUE(contains(dot, "digraph loom_plan")) << dot;
-  EXPECT_TRUE(contains(dot, "subgraph cluster_0")) << dot;
-  EXPECT_TRUE(contains(dot, "subgraph cluster_1")) << dot;
-  EXPECT_TRUE(contains(dot, "n0 -> n1 [color=red")) << dot;
+  EXPECT_TRUE(contains(dot, "subgraph cluster_dev_0")) << dot;
+  EXPECT_TRUE(contains(dot, "subgraph cluster_split_1")) << dot;
+  // The weight in sim0's cluster; h copied to the cpu by split 1, read by o.
+  EXPECT_TRUE(contains(dot, "label=\"sim0: weights 64 B")) << dot;
+  EXPECT_TRUE(contains(dot, "l0 [label=\"w\\lf32 [4, 4], 64 B, weight\\l\", shape=ellipse")) << dot;
+  EXPECT_TRUE(contains(dot, "c0 [label=\"h@cpu\\lcopy f32 [4, 2], 32 B\\l\", shape=note")) << dot;
+  EXPECT_TRUE(contains(dot, "n0 -> c0 [color=red, fontcolor=red, label=\"copy 32 B\"]")) << dot;
+  EXPECT_TRUE(contains(dot, "c0 -> n1;")) << dot;
+  // The split level: a box per split, the copy as an edge with its size.
+  const std::string splits = sched->render(g, PlanDetail::kSplits, PlanFormat::kDot);
+  EXPECT_TRUE(contains(splits, "s0 [label=\"split 0 on sim0\\lweights w\\lnodes 0..0: 1 computed, 0 views")) << splits;
+  EXPECT_TRUE(contains(splits, "s0 -> s1 [label=\"copy 1 tensor, 32 B\", color=red")) << splits;
+  const std::string brief = sched->render(g, PlanDetail::kSplits, PlanFormat::kText);
+  EXPECT_TRUE(contains(brief, "split 1 on cpu: nodes 1..1: 1 computed, 0 views; no weights read here")) << brief;
+  EXPECT_TRUE(contains(brief, "\n  in: copy 1 tensor, 32 B from split 0 (sim0)\n")) << brief;
   // LOOM_SCHED_DEBUG=1 (read at create) prints every new plan to stderr.
   ScopedEnv debug("LOOM_SCHED_DEBUG", std::string("1"));
   SCHED_ASSIGN(auto loud, Scheduler::create({sim0, env.dev("cpu")}));

@@ -1,6 +1,7 @@
 // `loom plan`: the scheduler's plan of one forward step of a model (or, with
 // no model available, of a small synthetic two-matmul graph) over a device
-// list, written as Graphviz DOT.
+// list, as Graphviz DOT or text: one box per split with the copies between
+// them (default), or every node (--detail nodes).
 #include <sys/stat.h>
 
 #include <cerrno>
@@ -28,6 +29,8 @@ struct PlanOptions {
   std::string output;  // "" : stdout
   int64_t n_batch = 1;
   int64_t n_gpu_layers = 0;
+  PlanDetail detail = PlanDetail::kSplits;
+  PlanFormat format = PlanFormat::kDot;
   PlacementOptions placement;
 };
 
@@ -51,7 +54,8 @@ std::string parse_args(const std::vector<std::string>& args, PlanOptions* o) {
       a = a.substr(0, eq);
     }
     const bool valued = a == "-m" || a == "--model" || a == "--device" || a == "--batch" || a == "-o" ||
-                        a == "--output" || a == "--n-gpu-layers" || a == "-ngl" || is_placement_flag(a);
+                        a == "--output" || a == "--n-gpu-layers" || a == "-ngl" || a == "--detail" ||
+                        a == "--format" || is_placement_flag(a);
     if (!valued) return "unexpected argument '" + args[i] + "'";
     if (!has_inline) {
       if (i + 1 >= args.size()) return a + " needs a value";
@@ -66,6 +70,12 @@ std::string parse_args(const std::vector<std::string>& args, PlanOptions* o) {
       o->device = v;
     } else if (a == "-o" || a == "--output") {
       o->output = v;
+    } else if (a == "--detail") {
+      if (v != "splits" && v != "nodes") return "--detail '" + v + "': expected splits or nodes";
+      o->detail = v == "nodes" ? PlanDetail::kNodes : PlanDetail::kSplits;
+    } else if (a == "--format") {
+      if (v != "dot" && v != "text") return "--format '" + v + "': expected dot or text";
+      o->format = v == "text" ? PlanFormat::kText : PlanFormat::kDot;
     } else if (a == "--batch") {
       if (!parse_count(v, 1, &o->n_batch)) return a + " '" + v + "': expected an integer >= 1";
     } else if (!parse_count(v, 0, &o->n_gpu_layers)) {
@@ -82,7 +92,8 @@ int fail(const std::string& msg) {
 
 // y = w2 * (w1 * x): x [256, batch], w1 [256, 512], w2 [512, 256]; every
 // leaf is an input the scheduler places.
-StatusOr<std::string> synthetic_dot(const std::vector<registry::Device*>& devices, int64_t batch) {
+StatusOr<std::string> synthetic_plan(const std::vector<registry::Device*>& devices, const PlanOptions& o) {
+  const int64_t batch = o.n_batch;
   Context ctx;
   LOOM_ASSIGN_OR_RETURN(Tensor * x, ctx.new_tensor(LOOM_TYPE_F32, {256, batch}, "x"));
   LOOM_ASSIGN_OR_RETURN(Tensor * w1, ctx.new_tensor(LOOM_TYPE_F32, {256, 512}, "w1"));
@@ -95,7 +106,20 @@ StatusOr<std::string> synthetic_dot(const std::vector<registry::Device*>& device
   LOOM_ASSIGN_OR_RETURN(Graph graph, Graph::build({y}));
   LOOM_ASSIGN_OR_RETURN(auto sched, Scheduler::create(devices));
   LOOM_RETURN_IF_ERROR(sched->allocate(graph));
-  return sched->to_dot(graph);
+  return sched->render(graph, o.detail, o.format);
+}
+
+// The plan of one step of the model over the devices (o.n_batch tokens).
+StatusOr<std::string> model_plan(const std::vector<registry::Device*>& devices, const PlanOptions& o) {
+  llm::LoadOptions lo;
+  lo.devices = devices;
+  lo.n_gpu_layers = o.n_gpu_layers;
+  if (std::string e = apply_placement(o.placement, devices, &lo); !e.empty()) return invalid_argument(e);
+  LOOM_ASSIGN_OR_RETURN(std::unique_ptr<llm::LlamaModel> model, llm::LlamaModel::load(o.model, lo));
+  llm::SessionOptions so;
+  so.n_batch = o.n_batch;
+  LOOM_ASSIGN_OR_RETURN(std::unique_ptr<llm::LlamaSession> session, llm::LlamaSession::create(model.get(), so));
+  return session->plan(o.n_batch, o.detail, o.format);
 }
 
 }  // namespace
@@ -109,24 +133,7 @@ int cmd_plan(std::vector<std::string> args) {
   if (rc >= 0) return rc;
   const std::vector<registry::Device*>& devices = mc.devices;
 
-  StatusOr<std::string> dot = std::string();
-  std::unique_ptr<llm::LlamaModel> model;
-  if (o.model.empty()) {
-    dot = synthetic_dot(devices, o.n_batch);
-  } else {
-    llm::LoadOptions lo;
-    lo.devices = devices;
-    lo.n_gpu_layers = o.n_gpu_layers;
-    if (std::string e = apply_placement(o.placement, devices, &lo); !e.empty()) return fail(e);
-    auto m = llm::LlamaModel::load(o.model, lo);
-    if (!m.ok()) return fail(m.status().message());
-    model = std::move(m).value();
-    llm::SessionOptions so;
-    so.n_batch = o.n_batch;
-    auto session = llm::LlamaSession::create(model.get(), so);
-    if (!session.ok()) return fail(session.status().message());
-    dot = (*session)->plan_dot(o.n_batch);
-  }
+  StatusOr<std::string> dot = o.model.empty() ? synthetic_plan(devices, o) : model_plan(devices, o);
   if (!dot.ok()) return fail(dot.status().message());
   if (o.output.empty()) {
     std::fputs(dot->c_str(), stdout);
