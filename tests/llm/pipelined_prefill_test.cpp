@@ -1,8 +1,10 @@
 // Pipelined prefill (SessionOptions::pipeline): stories260K split by layers
-// over sim0,sim1,cpu with asynchronous sim streams; a prompt cut into
-// micro-batches submitted without waiting gives the same greedy tokens as
-// the same split unpipelined and as the cpu alone. Pipelining is on by
-// default when more than one device holds layers, off otherwise.
+// over sim0,sim1(,cpu) with asynchronous sim streams and a fixed delay per
+// sim node; a prompt cut into micro-batches submitted without waiting gives
+// the same greedy tokens as the same split unpipelined and as the cpu
+// alone, and (layers on sim0 and sim1 only) sim0 and sim1 worked at the
+// same time, by the sim plugin's loom.sim.trace counters. Pipelining is on
+// by default when more than one device holds layers, off otherwise.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -17,6 +19,7 @@
 #include "llm_test_util.hpp"
 #include "loom/registry.hpp"
 #include "registry/registry_test_util.hpp"
+#include "sim_plugin/sim_trace.h"
 
 namespace loom::llm {
 namespace {
@@ -36,6 +39,8 @@ class PipelinedPrefill : public ::testing::Test {
     ScopedEnv n("LOOM_SIM_DEVICES", std::optional<std::string>("2"));
     ScopedEnv async("LOOM_SIM_ASYNC", std::optional<std::string>("1"));
     ScopedEnv jitter("LOOM_SIM_JITTER_US", std::optional<std::string>("20"));
+    ScopedEnv d0("LOOM_SIM_DELAY_US_0", std::optional<std::string>("100"));
+    ScopedEnv d1("LOOM_SIM_DELAY_US_1", std::optional<std::string>("100"));
     ScopedEnv ops0("LOOM_SIM_OPS_0", std::optional<std::string>(kSimOps));
     ScopedEnv ops1("LOOM_SIM_OPS_1", std::optional<std::string>(kSimOps));
     ScopedEnv host0("LOOM_SIM_HOST_0", std::nullopt);
@@ -47,9 +52,15 @@ class PipelinedPrefill : public ::testing::Test {
   }
 
   // Greedy tokens after kPrompt; *session_pipeline and *pipelined get the
-  // session's pipeline depth and micro-batches run pipelined.
+  // session's pipeline depth and micro-batches run pipelined. The prompt is
+  // first evaluated alone (then the session is reset) to read the sim
+  // trace counters of prefill: max_concurrent_, overlapped_.
   std::vector<TokenId> greedy(const std::vector<std::string>& names, std::vector<double> split, int pipeline,
                               int* session_pipeline, size_t* pipelined) {
+    const auto* trace = static_cast<const loom_sim_ext_trace_t*>(
+        reg_->device("sim0")->extension(LOOM_SIM_EXT_TRACE, LOOM_SIM_EXT_TRACE_VERSION));
+    EXPECT_NE(trace, nullptr);
+    if (!trace) return {};
     ScopedEnv env("LOOM_SCHED_PIPELINING", std::nullopt);
     LoadOptions lo;
     for (const std::string& n : names) lo.devices.push_back(reg_->device(n));
@@ -64,6 +75,13 @@ class PipelinedPrefill : public ::testing::Test {
     auto s = LlamaSession::create(model.get(), so);
     EXPECT_TRUE(s.ok()) << s.status().to_string();
     if (!s.ok()) return {};
+    trace->reset();
+    std::vector<float> logits;
+    const Status prefill = (*s)->eval(model->tokenizer()->encode_prompt(kPrompt), false, &logits);
+    EXPECT_TRUE(prefill.ok()) << prefill.to_string();
+    max_concurrent_ = trace->max_concurrent();
+    overlapped_ = trace->overlapped();
+    (*s)->reset();
     GenerateOptions opt;
     opt.n_predict = 30;
     auto r = generate(**s, *model->tokenizer(), kPrompt, opt);
@@ -76,6 +94,7 @@ class PipelinedPrefill : public ::testing::Test {
   }
 
   std::unique_ptr<registry::Registry> reg_;
+  uint64_t max_concurrent_ = 0, overlapped_ = 0;
 };
 
 TEST_F(PipelinedPrefill, SameTokensAsUnpipelinedAndAsTheCpuAlone) {
@@ -96,11 +115,26 @@ TEST_F(PipelinedPrefill, SameTokensAsUnpipelinedAndAsTheCpuAlone) {
   EXPECT_GT(pipelined, 0u);
   EXPECT_EQ(piped, cpu);
 
-  // Groups of 2 micro-batches: several runs per prompt, a partial last one.
-  const std::vector<TokenId> two = greedy({"sim0", "sim1", "cpu"}, {1, 1, 0}, 2, &depth, &pipelined);
-  EXPECT_EQ(depth, 2);
-  EXPECT_GT(pipelined, 0u);
-  EXPECT_EQ(two, cpu);
+}
+
+TEST_F(PipelinedPrefill, SimDevicesOverlapWhenTheyHoldEveryLayer) {
+  int depth = 0;
+  size_t pipelined = 0;
+  const std::vector<TokenId> cpu = greedy({"cpu"}, {}, 0, &depth, &pipelined);
+  ASSERT_FALSE(cpu.empty());
+  // Layers 0-2 on sim0, 3-4 and the output head on sim1 (the cpu keeps the
+  // ops the sims lack: ROPE, SET_ROWS, SWIGLU, and the KV cache).
+  const std::vector<TokenId> plain = greedy({"sim0", "sim1", "cpu"}, {1, 1, 0}, 1, &depth, &pipelined);
+  EXPECT_EQ(plain, cpu);
+  EXPECT_EQ(max_concurrent_, 1u) << "unpipelined, sim0 and sim1 never work at once";
+  for (int p : {0, 2}) {  // automatic (8), and groups of 2 with a partial last one
+    const std::vector<TokenId> piped = greedy({"sim0", "sim1", "cpu"}, {1, 1, 0}, p, &depth, &pipelined);
+    EXPECT_EQ(depth, p == 0 ? 8 : 2);
+    EXPECT_GT(pipelined, 0u);
+    EXPECT_EQ(piped, cpu) << "pipeline " << p;
+    EXPECT_EQ(max_concurrent_, 2u) << "pipeline " << p << ": sim0 and sim1 never worked at once";
+    EXPECT_GT(overlapped_, 0u) << "pipeline " << p;
+  }
 }
 
 TEST_F(PipelinedPrefill, NegativeDepthIsAnError) {

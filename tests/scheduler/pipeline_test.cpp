@@ -50,7 +50,7 @@ StatusOr<Batch> build_batch(Context& ctx, const Model& m) {
   return b;
 }
 
-class Pipeline : public ::testing::Test {
+class SchedulerPipeline : public ::testing::Test {
  protected:
   void SetUp() override {
     if (!setup_.ready()) GTEST_SKIP() << "sim or cpu plugin not loaded:\n" << setup_.why();
@@ -122,7 +122,7 @@ class Pipeline : public ::testing::Test {
   uint64_t max_concurrent_ = 0, overlapped_ = 0;
 };
 
-TEST_F(Pipeline, SubmittedBatchesOverlapDevicesAndMatchOneAtATime) {
+TEST_F(SchedulerPipeline, SubmittedBatchesOverlapDevicesAndMatchOneAtATime) {
   std::vector<float> ref0, ref1, got0, got1;
   run(false, &ref0, &ref1);
   // One graph at a time: sim1 always waits for sim0's part of the same graph.
@@ -134,7 +134,7 @@ TEST_F(Pipeline, SubmittedBatchesOverlapDevicesAndMatchOneAtATime) {
   EXPECT_GE(overlapped_, 1u);
 }
 
-TEST_F(Pipeline, FailureInALaterBatchNamesItAndTheSchedulerRecovers) {
+TEST_F(SchedulerPipeline, FailureInALaterBatchNamesItAndTheSchedulerRecovers) {
   SCHED_ASSIGN(auto sched, Scheduler::create({setup_.dev("sim0"), setup_.dev("sim1"), setup_.dev("cpu")}));
   std::vector<Batch> batches;
   for (int i = 0; i < 3; ++i) {
