@@ -24,10 +24,11 @@ namespace {
 
 struct PlanOptions {
   std::string model;
-  std::string device;  // "": LOOM_DEVICES, else cpu
+  std::string device;  // "": LOOM_DEVICES, else auto
   std::string output;  // "" : stdout
   int64_t n_batch = 1;
-  int64_t n_gpu_layers = 0;
+  int64_t n_gpu_layers = -1;  // -1: as many as fit (llm/fit.hpp)
+  bool fit_only = false;      // --fit: the size report only
   PlacementOptions placement;
 };
 
@@ -49,6 +50,10 @@ std::string parse_args(const std::vector<std::string>& args, PlanOptions* o) {
     if (has_inline) {
       v = a.substr(eq + 1);
       a = a.substr(0, eq);
+    }
+    if (a == "--fit") {
+      o->fit_only = true;
+      continue;
     }
     const bool valued = a == "-m" || a == "--model" || a == "--device" || a == "--batch" || a == "-o" ||
                         a == "--output" || a == "--n-gpu-layers" || a == "-ngl" || is_placement_flag(a);
@@ -118,11 +123,12 @@ int cmd_plan(std::vector<std::string> args) {
     lo.devices = devices;
     lo.n_gpu_layers = o.n_gpu_layers;
     if (std::string e = apply_placement(o.placement, devices, &lo); !e.empty()) return fail(e);
+    llm::SessionOptions so;
+    so.n_batch = o.n_batch;
+    if (int rc_fit = fit_report(o.model, so, o.n_gpu_layers, o.fit_only, &lo); rc_fit >= 0) return rc_fit;
     auto m = llm::LlamaModel::load(o.model, lo);
     if (!m.ok()) return fail(m.status().message());
     model = std::move(m).value();
-    llm::SessionOptions so;
-    so.n_batch = o.n_batch;
     auto session = llm::LlamaSession::create(model.get(), so);
     if (!session.ok()) return fail(session.status().message());
     dot = (*session)->plan_dot(o.n_batch);
