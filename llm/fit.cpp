@@ -81,7 +81,7 @@ class Fitter {
       if (StatusOr<registry::Device::Memory> m = d->memory(); m.ok() && m->total > 0) {
         f.memory_known = true;
         f.total = m->total;
-        f.free = m->free;
+        f.free = m->free > 0 ? m->free : m->total;  // no free figure: the total (as LlamaSession)
       }
       kv_writable_.push_back(k == host_ || KvCache::writable_on(*d, r_.kv_type, s_.h.head_dim(), s_.h.n_head_kv));
     }

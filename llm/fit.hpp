@@ -30,7 +30,8 @@
 // memory is not host memory; in list order) takes as many of the remaining
 // layers as fit in its free memory after its KV cache and compute; the
 // host device keeps the rest. A device reporting no memory size takes all
-// remaining layers. Explicit requests are checked: one that does not fit is
+// remaining layers; one reporting a total but no free figure (0) is sized
+// by its total, as LlamaSession's KV check does. Explicit requests are checked: one that does not fit is
 // RESOURCE_EXHAUSTED naming, per device, bytes needed and free.
 #pragma once
 
