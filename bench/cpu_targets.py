@@ -88,7 +88,7 @@ def loom_bench(build, model, p, n, reps, threads, may_fail=False):
     """The JSON of one `loom bench` run; None when may_fail and the build
     cannot run the model (an older build without that weight type)."""
     cmd = [os.path.join(build, "bin", "loom"), "bench", "-m", model, "-p", str(p), "-n", str(n), "-r", str(reps),
-           "--threads", str(threads), "--json"]
+           "--threads", str(threads), "--device", "cpu", "--json"]  # the cpu plugin alone (default: auto)
     out = subprocess.run(cmd, env=env_for(build), capture_output=True, text=True)
     if out.returncode != 0:
         if may_fail:

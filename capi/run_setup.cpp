@@ -14,8 +14,8 @@ std::string resolve_device_spec(const std::string& given, const std::string& giv
     from = std::string("LOOM_DEVICES=") + env;
     spec = env;
   } else {
-    from = "the default device cpu";
-    spec = "cpu";
+    from = "the default device policy auto";
+    spec = "auto";
   }
   if (origin) *origin = from;
   return spec;

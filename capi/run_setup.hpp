@@ -1,6 +1,6 @@
 // The C++ steps `loom run` and the C API (include/loom/loom.h) share, so the
 // two resolve device lists, set threads and refuse models the same way:
-// what a device spec means (given, else LOOM_DEVICES, else cpu), which
+// what a device spec means (given, else LOOM_DEVICES, else auto), which
 // plugins a spec needs loaded, and a model load that insists on a tokenizer.
 // The generation itself is llm::generate for both.
 #pragma once
@@ -16,7 +16,7 @@
 namespace loom::capi {
 
 // The device spec a model runs on: `given` when not empty, else
-// $LOOM_DEVICES when set and not empty, else "cpu". *origin (may be null)
+// $LOOM_DEVICES when set and not empty, else "auto" (Registry::select). *origin (may be null)
 // names where it came from, for messages: "--device X" is the caller's to
 // phrase, so given specs are named by `given_label` + " " + given.
 std::string resolve_device_spec(const std::string& given, const std::string& given_label, std::string* origin);

@@ -62,6 +62,16 @@ StatusOr<std::vector<Device*>> Registry::select(std::string_view spec_in) const 
       return not_found("[registry.select] policy " + (spec.empty() ? std::string("auto") : spec) +
                        ": no devices found (run `loom devices` to see why)");
     }
+    // The policies end with the CPU: when its plugin failed, say so rather
+    // than run without it.
+    if (out.back()->info().type != LOOM_DEVICE_TYPE_CPU) {
+      for (const Candidate& c : candidates()) {
+        if (c.plugin == "cpu" && c.fate == Fate::kFailed && !c.reason.empty()) {
+          return not_found("[registry.select] policy " + (spec.empty() ? std::string("auto") : spec) +
+                           ": no CPU device (devices: " + names_of(out) + "); plugin cpu failed: " + c.reason);
+        }
+      }
+    }
     if (out.front()->info().type != LOOM_DEVICE_TYPE_GPU) {
       LOOM_LOG_INFO("registry", "no GPU device; falling back to " + names_of(out));
     }

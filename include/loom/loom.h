@@ -207,7 +207,7 @@ typedef struct loom_devices loom_devices_t;
  * one must exist, else NOT_FOUND naming it and the devices there are), or a
  * policy: "auto" / "gpu-first" (GPUs, then accelerators, then the CPU;
  * emulated devices only when named) or "cpu-only". NULL or "": the
- * LOOM_DEVICES environment variable when set, else "cpu". Error messages
+ * LOOM_DEVICES environment variable when set, else "auto". Error messages
  * name where the list came from ("LOOM_DEVICES=cuda0: ..."). An empty
  * selection is an error. *out_devices is released with loom_devices_free and
  * keeps the registry's plugins loaded. */

@@ -141,7 +141,9 @@ loom_status_t* device_get_props(loom_device_t* d, loom_device_props_t* out) {
     if (fits(LOOM_STRUCT_END(loom_device_props_t, type))) out->type = LOOM_DEVICE_TYPE_GPU;
     if (fits(LOOM_STRUCT_END(loom_device_props_t, memory_free))) {
       out->memory_total = dev->config().memory;
-      out->memory_free = dev->config().memory - dev->used;
+      // Unlimited (no LOOM_SIM_MEMORY_i): no size, not 0 minus what is used.
+      const size_t cap = dev->config().memory;
+      out->memory_free = cap > dev->used ? cap - dev->used : 0;
     }
     if (fits(LOOM_STRUCT_END(loom_device_props_t, pci_bus_id)))
       std::memset(out->pci_bus_id, 0, sizeof out->pci_bus_id);

@@ -314,6 +314,14 @@ int cmd_bench(std::vector<std::string> args) {
   lo.progress = load_progress("loom bench");
   lo.sparse = o.sparse;
   if (std::string e = apply_placement(o.placement, devices, &lo); !e.empty()) return fail(e);
+  {  // layers where they fit (llm/fit.hpp), sized for this run's context
+    llm::SessionOptions fo;
+    fo.n_ctx = o.n_prompt + o.n_gen;
+    fo.n_batch = std::max<int64_t>(1, std::min(o.n_batch, std::max<int64_t>(1, o.n_prompt)));
+    fo.kv_type = o.kv_type;
+    llm::FitPlan fit;
+    if (std::string e = fit_placement(o.model, fo, -1, &lo, &fit); !e.empty()) return fail(e);
+  }
   auto model = llm::LlamaModel::load(o.model, lo);
   if (!model.ok()) return fail(model.status().message());
   const llm::LlamaModel& m = **model;

@@ -122,6 +122,12 @@ int cmd_chat(std::vector<std::string> args) {
   lo.devices = mc.devices;
   lo.progress = load_progress("loom chat");
   if (std::string e = apply_placement(o.placement, mc.devices, &lo); !e.empty()) return fail(e);
+  {  // layers where they fit (llm/fit.hpp)
+    llm::SessionOptions fo;
+    fo.n_ctx = o.n_ctx;
+    llm::FitPlan fit;
+    if (std::string e = fit_placement(o.model, fo, -1, &lo, &fit); !e.empty()) return fail(e);
+  }
   auto model = llm::LlamaModel::load(o.model, lo);
   if (!model.ok()) return fail(model.status().message());
   const llm::Tokenizer* tok = (*model)->tokenizer();

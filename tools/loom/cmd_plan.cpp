@@ -25,10 +25,11 @@ namespace {
 
 struct PlanOptions {
   std::string model;
-  std::string device;  // "": LOOM_DEVICES, else cpu
+  std::string device;  // "": LOOM_DEVICES, else auto
   std::string output;  // "" : stdout
   int64_t n_batch = 1;
-  int64_t n_gpu_layers = 0;
+  int64_t n_gpu_layers = -1;  // -1: as many as fit (llm/fit.hpp)
+  bool fit_only = false;      // --fit: the size report only
   PlanDetail detail = PlanDetail::kSplits;
   PlanFormat format = PlanFormat::kDot;
   PlacementOptions placement;
@@ -52,6 +53,10 @@ std::string parse_args(const std::vector<std::string>& args, PlanOptions* o) {
     if (has_inline) {
       v = a.substr(eq + 1);
       a = a.substr(0, eq);
+    }
+    if (a == "--fit") {
+      o->fit_only = true;
+      continue;
     }
     const bool valued = a == "-m" || a == "--model" || a == "--device" || a == "--batch" || a == "-o" ||
                         a == "--output" || a == "--n-gpu-layers" || a == "-ngl" || a == "--detail" ||
@@ -110,14 +115,9 @@ StatusOr<std::string> synthetic_plan(const std::vector<registry::Device*>& devic
 }
 
 // The plan of one step of the model over the devices (o.n_batch tokens).
-StatusOr<std::string> model_plan(const std::vector<registry::Device*>& devices, const PlanOptions& o) {
-  llm::LoadOptions lo;
-  lo.devices = devices;
-  lo.n_gpu_layers = o.n_gpu_layers;
-  if (std::string e = apply_placement(o.placement, devices, &lo); !e.empty()) return invalid_argument(e);
+// The plan of the model's forward step, loaded with lo (placed by the fit).
+StatusOr<std::string> model_plan(const llm::LoadOptions& lo, const llm::SessionOptions& so, const PlanOptions& o) {
   LOOM_ASSIGN_OR_RETURN(std::unique_ptr<llm::LlamaModel> model, llm::LlamaModel::load(o.model, lo));
-  llm::SessionOptions so;
-  so.n_batch = o.n_batch;
   LOOM_ASSIGN_OR_RETURN(std::unique_ptr<llm::LlamaSession> session, llm::LlamaSession::create(model.get(), so));
   return session->plan(o.n_batch, o.detail, o.format);
 }
@@ -133,7 +133,19 @@ int cmd_plan(std::vector<std::string> args) {
   if (rc >= 0) return rc;
   const std::vector<registry::Device*>& devices = mc.devices;
 
-  StatusOr<std::string> dot = o.model.empty() ? synthetic_plan(devices, o) : model_plan(devices, o);
+  StatusOr<std::string> dot = std::string();
+  if (o.model.empty()) {
+    dot = synthetic_plan(devices, o);
+  } else {
+    llm::LoadOptions lo;
+    lo.devices = devices;
+    lo.n_gpu_layers = o.n_gpu_layers;
+    if (std::string e = apply_placement(o.placement, devices, &lo); !e.empty()) return fail(e);
+    llm::SessionOptions so;
+    so.n_batch = o.n_batch;
+    if (int rc_fit = fit_report(o.model, so, o.n_gpu_layers, o.fit_only, &lo); rc_fit >= 0) return rc_fit;
+    dot = model_plan(lo, so, o);
+  }
   if (!dot.ok()) return fail(dot.status().message());
   if (o.output.empty()) {
     std::fputs(dot->c_str(), stdout);

@@ -30,12 +30,14 @@ struct RunOptions {
   std::string model;
   std::string prompt;
   std::string prompt_file;  // -f FILE, or "-" (stdin; also -p -): the prompt, byte for byte
-  std::string device;  // "": LOOM_DEVICES, else cpu
+  std::string device;  // "": LOOM_DEVICES, else auto
   int64_t n_predict = 200;
   int64_t n_batch = 32;
   int64_t n_ctx = 0;  // 0: the model's
   int64_t threads = 0;  // 0: the device's default
-  int64_t n_gpu_layers = 0;
+  int64_t n_gpu_layers = -1;  // -1: as many as fit (llm/fit.hpp)
+  bool verbose = false;       // -v: print the fit report
+  bool fit_only = false;      // --fit: print the fit report and exit
   PlacementOptions placement;
   loom_type_t kv_type = llm::SessionOptions().kv_type;
   llm::SamplerOptions sampling;
@@ -60,6 +62,14 @@ std::string parse_args(std::vector<std::string> args, RunOptions* o) {
                                           "--temp", "--top-k", "--top-p", "-s", "--seed", "-b", "--batch", "-c",
                                           "--ctx", "--device", "-t", "--threads", "--n-gpu-layers", "-ngl",
                                           "--kv-type", "--sparse", "--sparse-budget"};
+    if (a == "-v" || a == "--verbose") {
+      o->verbose = true;
+      continue;
+    }
+    if (a == "--fit") {
+      o->fit_only = true;
+      continue;
+    }
     bool valued = is_placement_flag(a);
     for (const char* k : kValued) valued = valued || a == k;
     if (!valued) return "unexpected argument '" + args[i] + "'";
@@ -150,15 +160,32 @@ int cmd_run(std::vector<std::string> args) {
   lo.sparse = o.sparse;
   lo.sparse_budget = o.sparse_budget;
   if (std::string e = apply_placement(o.placement, devices, &lo); !e.empty()) return fail(e);
-  auto model = capi::load_text_model(o.model, lo);
-  if (!model.ok()) return fail(model.status().message());
-  const llm::Tokenizer* tok = (*model)->tokenizer();
   llm::SessionOptions so;
   so.n_ctx = o.n_ctx;
   so.n_batch = o.n_batch;
   so.kv_type = o.kv_type;
+  llm::FitPlan fit;
+  if (std::string e = fit_placement(o.model, so, o.n_gpu_layers, &lo, &fit); !e.empty()) return fail(e);
+  if (o.fit_only) {
+    std::fputs(fit.report().c_str(), stdout);
+    return 0;
+  }
+  if (o.verbose) std::fputs(fit.report().c_str(), stderr);
+  auto model = capi::load_text_model(o.model, lo);
+  if (!model.ok()) return fail(model.status().message());
+  const llm::Tokenizer* tok = (*model)->tokenizer();
   auto session = llm::LlamaSession::create(model->get(), so);
   if (!session.ok()) return fail(session.status().message());
+  if (o.verbose) {
+    std::string reserved;
+    const Scheduler& sched = (*session)->scheduler();
+    for (size_t i = 0; i < sched.devices().size(); ++i) {
+      reserved += (reserved.empty() ? "" : ", ") + sched.devices()[i]->name() + " " +
+                  std::to_string(sched.compute_buffer_size(i)) + " bytes";
+    }
+    std::fprintf(stderr, "fit: placed %s; compute buffers reserved: %s\n", (*model)->placement().c_str(),
+                 reserved.c_str());
+  }
 
   llm::GenerateOptions go;
   go.n_predict = static_cast<int32_t>(o.n_predict);

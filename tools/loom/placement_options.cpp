@@ -1,6 +1,7 @@
 #include "placement_options.hpp"
 
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 
 namespace loom::cli {
@@ -78,6 +79,40 @@ std::string apply_placement(const PlacementOptions& o, const std::vector<registr
     lo->overrides.push_back({pattern, dev});
   }
   return "";
+}
+
+std::string fit_placement(const std::string& path, const llm::SessionOptions& so, int64_t n_gpu_layers,
+                          llm::LoadOptions* lo, llm::FitPlan* plan) {
+  llm::FitRequest r;
+  r.devices = lo->devices;
+  r.n_gpu_layers = lo->tensor_split.empty() ? n_gpu_layers : 0;
+  r.tensor_split = lo->tensor_split;
+  r.overrides = lo->overrides;
+  r.n_ctx = so.n_ctx;
+  r.n_batch = so.n_batch;
+  r.kv_type = so.kv_type;
+  r.kv_pad = so.kv_pad;
+  auto p = llm::fit_model(path, r);
+  if (!p.ok()) return p.status().message();
+  *plan = std::move(p).value();
+  if (lo->tensor_split.empty()) {
+    lo->tensor_split = plan->tensor_split;
+    lo->n_gpu_layers = plan->n_gpu_layers;
+  } else {
+    lo->n_gpu_layers = 0;  // the split decides
+  }
+  return "";
+}
+
+int fit_report(const std::string& path, const llm::SessionOptions& so, int64_t n_gpu_layers, bool fit_only,
+               llm::LoadOptions* lo) {
+  llm::FitPlan plan;
+  if (std::string e = fit_placement(path, so, n_gpu_layers, lo, &plan); !e.empty()) {
+    std::fprintf(stderr, "loom plan: %s\n", e.c_str());
+    return 1;
+  }
+  std::fputs(plan.report().c_str(), fit_only ? stdout : stderr);
+  return fit_only ? 0 : -1;
 }
 
 }  // namespace loom::cli
