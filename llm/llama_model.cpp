@@ -215,7 +215,10 @@ StatusOr<std::unique_ptr<LlamaModel>> LlamaModel::load(const std::string& path, 
   LOOM_RETURN_IF_ERROR(m->bind_weights());
   LOOM_RETURN_IF_ERROR(m->assign_devices(options));
   LOOM_RETURN_IF_ERROR(m->place_weights());
-  if (options.sparse_budget >= 0) LOOM_RETURN_IF_ERROR(m->split_hot_cold(options.sparse_budget));
+  if (options.sparse_budget < 0 && !options.sparse_profile.empty()) {
+    return invalid_argument("[llm.load] a sparse profile (" + options.sparse_profile + ") is used only with a sparse budget");
+  }
+  if (options.sparse_budget >= 0) LOOM_RETURN_IF_ERROR(m->split_hot_cold(options.sparse_budget, options.sparse_profile));
   return m;
 }
 

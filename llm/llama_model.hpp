@@ -115,6 +115,9 @@ struct LoadOptions {
   // frequently active neurons of all sparse layers go there, the rest stay
   // on the host device, and both shares run and are added. < 0: off.
   int64_t sparse_budget = -1;
+  // A GGUF whose blk.N.ffn_freq tensors (`loom profile -o`) rank the neurons
+  // for sparse_budget instead of the model's own (empty: the model's).
+  std::string sparse_profile;
 };
 
 class LlamaModel {
@@ -201,7 +204,7 @@ class LlamaModel {
   // Layer il's predictor and neuron-major down projection, when wanted.
   Status bind_sparse(int64_t il);
   // Hot/cold placement under `budget` bytes (llm/sparse_placement.cpp).
-  Status split_hot_cold(int64_t budget);
+  Status split_hot_cold(int64_t budget, const std::string& profile);
   // The rows `rows` of file tensor t (its ne[1], or elements of a 1-D one)
   // as a new leaf named `name`, with their bytes appended to *bytes.
   StatusOr<Tensor*> gather_rows(const Tensor* t, const std::vector<int64_t>& rows, const std::string& name,
