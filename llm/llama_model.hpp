@@ -80,6 +80,11 @@ struct LlamaLayer {
   Tensor* ffn_pred_bias = nullptr;  // [n_ff] (optional)
   Tensor* ffn_down_t = nullptr;     // [n_embd, n_ff] neuron-major (optional)
   Tensor* ffn_freq = nullptr;       // F32 [n_ff]: each neuron's firing share (optional)
+  // A sparse layer's gate and up copied into the device's own (repacked)
+  // layout for its dense form (prompt batches), where the device has one;
+  // else nullptr and the dense form reads ffn_gate / ffn_up.
+  Tensor* ffn_gate_dense = nullptr;
+  Tensor* ffn_up_dense = nullptr;
   // Hot/cold placement (LoadOptions::sparse_budget): the frequent neurons'
   // rows on the fast device, the rest on the host device; both n == 0
   // when the layer is not split.
@@ -252,6 +257,7 @@ class LlamaModel {
   Buffer weights_;
   Buffer relaid_;  // weights in the device's own layout (relayout)
   Buffer sparse_copy_;  // sparse layers' gate, up, down_t copied into the host device's own buffer (relayout)
+  Buffer sparse_dense_;  // sparse layers' gate and up in the device's repacked layout for dense batches (relayout)
   size_t relaid_bytes_ = 0;
   bool zero_copy_ = false;
   size_t weights_bytes_ = 0;

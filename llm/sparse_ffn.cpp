@@ -16,9 +16,10 @@ Tensor* named(Tensor* t, const std::string& name) {
 
 // The dense FFN: h = act(gate x) * (up x), down h.
 StatusOr<Tensor*> dense_ffn(Context& ctx, const LlamaLayer& l, FfnActivation act, Tensor* x, Tensor** gate_out) {
-  LOOM_ASSIGN_OR_RETURN(Tensor * gate, op::mul_mat(ctx, l.ffn_gate, x));
+  // A sparse layer's repacked copies when the device keeps them (prompt batches).
+  LOOM_ASSIGN_OR_RETURN(Tensor * gate, op::mul_mat(ctx, l.ffn_gate_dense ? l.ffn_gate_dense : l.ffn_gate, x));
   if (gate_out) *gate_out = gate;
-  LOOM_ASSIGN_OR_RETURN(Tensor * up, op::mul_mat(ctx, l.ffn_up, x));
+  LOOM_ASSIGN_OR_RETURN(Tensor * up, op::mul_mat(ctx, l.ffn_up_dense ? l.ffn_up_dense : l.ffn_up, x));
   Tensor* h = nullptr;
   if (act == FfnActivation::kRelu) {
     LOOM_ASSIGN_OR_RETURN(gate, op::relu(ctx, gate));

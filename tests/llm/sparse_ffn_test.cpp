@@ -300,6 +300,31 @@ TEST_F(SparseFfn, HotColdPlacementGivesTheDenseTokens) {
   EXPECT_GT(ran, 0) << "sim0 missing: " << LOOM_TEST_SIM_DIR;
 }
 
+// Prompt batches (> kSparseMaxTokens) run a sparse layer dense; on the cpu
+// that dense product reads a repacked copy of gate and up (the layout
+// --sparse off uses), so its prefill logits are --sparse off's exactly.
+TEST_F(SparseFfn, DensePrefillOfSparseLayersUsesTheRepackedCopy) {
+  auto sparse = load("q8_0", true);
+  auto dense = load("q8_0", false);
+  ASSERT_NE(sparse, nullptr);
+  ASSERT_NE(dense, nullptr);
+  for (const LlamaLayer& l : sparse->layers) {
+    EXPECT_NE(l.ffn_gate_dense, nullptr);
+    EXPECT_NE(l.ffn_up_dense, nullptr);
+  }
+  for (const LlamaLayer& l : dense->layers) EXPECT_EQ(l.ffn_gate_dense, nullptr);
+  std::vector<float> a, b;
+  for (auto [m, out] : {std::make_pair(sparse.get(), &a), std::make_pair(dense.get(), &b)}) {
+    SessionOptions so;
+    so.n_batch = static_cast<int64_t>(prompt().size());
+    auto s = LlamaSession::create(m, so);
+    ASSERT_TRUE(s.ok()) << s.status().to_string();
+    ASSERT_TRUE((*s)->eval(prompt(), true, out).ok());
+  }
+  ASSERT_FALSE(a.empty());
+  EXPECT_EQ(a, b);
+}
+
 TEST_F(SparseFfn, HotColdPlacementNeedsASecondDevice) {
   LoadOptions lo;
   lo.devices = {reg_->device("cpu")};
