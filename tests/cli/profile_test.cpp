@@ -169,6 +169,13 @@ TEST_F(CliProfile, PlacementByTheProfileGivesTheDenseTokens) {
   const size_t brace = split.out.rfind("\n{");
   ASSERT_NE(brace, std::string::npos) << split.out;
   EXPECT_EQ(loom::test::parse_json(split.out.substr(brace + 1)).at("text"), loom::test::parse_json(dense.out).at("text"));
+  // The same with asynchronous sim streams (the hot share queued on sim0
+  // while the cpu computes the cold one), random delays on sim0's work.
+  auto async = run_loom(args + " --device sim0,cpu --plugin-path " + std::string(LOOM_TEST_SIM_DIR) +
+                            " --sparse-budget " + std::to_string(budget) + " --sparse-profile " + out,
+                        "LOOM_SIM_DEVICES=1 LOOM_SIM_ASYNC=1 LOOM_SIM_JITTER_US=200", false);
+  ASSERT_EQ(async.exit_code, 0) << async.out;
+  EXPECT_EQ(loom::test::parse_json(async.out).at("text"), loom::test::parse_json(dense.out).at("text"));
 }
 
 TEST_F(CliProfile, BadInputIsAnErrorNamingWhy) {
