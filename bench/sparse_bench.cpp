@@ -2,7 +2,8 @@
 // plugin; LOOM_BENCH_DEVICE=<name> picks another): one decode token through
 // an FFN of n_embd -> n_ff -> n_embd, gate/up/down of one weight type.
 //   dense:  relu(gate x) * (up x), then down (three MUL_MATs)
-//   sparse: the predictor (rank r: [n_embd, 2r], [2r, n_ff], F32) then
+//   sparse: the predictor (rank r: [n_embd, 2r], [2r, n_ff], F32; the
+//           _pq8 rows: Q8_0, as make_sparse_gguf.py --pred-type q8_0) then
 //           MUL_MAT_SPARSE_ROWS for gate and up, MUL_MAT_SPARSE_COLS for
 //           the neuron-major down, with random scores of which `active`
 //           percent pass the threshold.
@@ -53,7 +54,7 @@ struct Leaf {
   std::vector<uint8_t> bytes;
 };
 
-void run(benchmark::State& state, loom_type_t type, bool sparse) {
+void run(benchmark::State& state, loom_type_t type, bool sparse, loom_type_t pred_type = LOOM_TYPE_F32) {
   const int64_t d = state.range(0), ff = state.range(1);
   const double active = sparse ? static_cast<double>(state.range(2)) / 100.0 : 1.0;
   loom::registry::Device* dev = bench_device();
@@ -80,8 +81,8 @@ void run(benchmark::State& state, loom_type_t type, bool sparse) {
     out = loom::op::mul_mat(ctx, down, h).value();
   } else {
     loom::Tensor* down_t = leaf(type, d, ff, "down_t");
-    loom::Tensor* p1 = leaf(LOOM_TYPE_F32, d, 2 * kRank, "pred_in");
-    loom::Tensor* p2 = leaf(LOOM_TYPE_F32, 2 * kRank, ff, "pred_out");
+    loom::Tensor* p1 = leaf(pred_type, d, 2 * kRank, "pred_in");
+    loom::Tensor* p2 = leaf(pred_type, 2 * kRank, ff, "pred_out");
     // The predictor's logits are computed (their cost counts), but which
     // neurons pass is set by an added score: 0 or -1e30 with P(active).
     loom::Tensor* mask = ctx.new_tensor(LOOM_TYPE_F32, {ff, 1}, "mask").value();
@@ -107,19 +108,21 @@ void run(benchmark::State& state, loom_type_t type, bool sparse) {
     state.SkipWithError(st.message().c_str());
     return;
   }
-  state.SetLabel(std::string(loom::type_name(type)) + (sparse ? " sparse" : " dense"));
+  state.SetLabel(std::string(loom::type_name(type)) + (sparse ? " sparse, predictor " + std::string(loom::type_name(pred_type)) : " dense"));
   // Weight bytes a dense pass reads (the sparse one reads ~active of them).
   state.counters["weight_MB"] = 3.0 * static_cast<double>(loom::type_row_size(type, d) * static_cast<size_t>(ff)) / 1e6;
 }
 
 void BM_ffn_dense(benchmark::State& state, loom_type_t type) { run(state, type, false); }
 void BM_ffn_sparse(benchmark::State& state, loom_type_t type) { run(state, type, true); }
+void BM_ffn_sparse_pq8(benchmark::State& state, loom_type_t type) { run(state, type, true, LOOM_TYPE_Q8_0); }
 
 }  // namespace
 
 #define LOOM_FFN_BENCH(name, type)                                                                             \
   BENCHMARK_CAPTURE(BM_ffn_dense, name, type)->Args({2048, 8192, 100})->Unit(benchmark::kMicrosecond)->UseRealTime(); \
-  BENCHMARK_CAPTURE(BM_ffn_sparse, name, type)->Args({2048, 8192, 10})->Unit(benchmark::kMicrosecond)->UseRealTime();
+  BENCHMARK_CAPTURE(BM_ffn_sparse, name, type)->Args({2048, 8192, 10})->Unit(benchmark::kMicrosecond)->UseRealTime(); \
+  BENCHMARK_CAPTURE(BM_ffn_sparse_pq8, name, type)->Args({2048, 8192, 10})->Unit(benchmark::kMicrosecond)->UseRealTime();
 LOOM_FFN_BENCH(q8_0, LOOM_TYPE_Q8_0)
 LOOM_FFN_BENCH(q4_0, LOOM_TYPE_Q4_0)
 LOOM_FFN_BENCH(f16, LOOM_TYPE_F16)

@@ -187,7 +187,9 @@ StatusOr<LlamaBatchGraph> build_llama_graph(LlamaModel& model, const KvCache& ca
     LOOM_ASSIGN_OR_RETURN(cur, op::rms_norm(ctx, x, h.rms_eps));
     LOOM_ASSIGN_OR_RETURN(cur, op::mul(ctx, cur, l.ffn_norm));
     bool sparse = false;
-    LOOM_ASSIGN_OR_RETURN(Tensor * down, build_ffn(ctx, model, il, cur, &sparse));
+    Tensor* gate = nullptr;
+    LOOM_ASSIGN_OR_RETURN(Tensor * down, build_ffn(ctx, model, il, cur, &sparse, &gate));
+    g.ffn_gate.push_back(gate);
     g.sparse_layers += sparse ? 1 : 0;
     LOOM_ASSIGN_OR_RETURN(x, op::add(ctx, x, down));
     named(x, "layer_out" + sfx);

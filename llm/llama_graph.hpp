@@ -41,6 +41,9 @@ struct LlamaBatchGraph {
   int64_t n_kv = 0;
   int64_t fused_layers = 0;  // layers built with the ATTENTION node
   int64_t sparse_layers = 0; // layers built with the sparse FFN (llm/sparse_ffn.hpp)
+  // Per layer: the dense FFN's gate pre-activation F32 [n_ff, n_tokens]
+  // (nullptr where the layer ran sparse): `loom profile` counts firings.
+  std::vector<Tensor*> ffn_gate;
 };
 
 StatusOr<LlamaBatchGraph> build_llama_graph(LlamaModel& model, const KvCache& cache, int64_t n_tokens,

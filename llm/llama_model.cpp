@@ -215,7 +215,10 @@ StatusOr<std::unique_ptr<LlamaModel>> LlamaModel::load(const std::string& path, 
   LOOM_RETURN_IF_ERROR(m->bind_weights());
   LOOM_RETURN_IF_ERROR(m->assign_devices(options));
   LOOM_RETURN_IF_ERROR(m->place_weights());
-  if (options.sparse_budget >= 0) LOOM_RETURN_IF_ERROR(m->split_hot_cold(options.sparse_budget));
+  if (options.sparse_budget < 0 && !options.sparse_profile.empty()) {
+    return invalid_argument("[llm.load] a sparse profile (" + options.sparse_profile + ") is used only with a sparse budget");
+  }
+  if (options.sparse_budget >= 0) LOOM_RETURN_IF_ERROR(m->split_hot_cold(options.sparse_budget, options.sparse_profile));
   return m;
 }
 
@@ -526,6 +529,40 @@ Status LlamaModel::relayout(registry::Device& device, std::vector<size_t>* which
       LOOM_RETURN_IF_ERROR(copy_weights(copy, device));
       for (size_t i : copy) relaid_bytes_ += file_.tensors()[i].nbytes;
       rest = std::move(keep);
+    }
+  }
+  // Prompt batches run a sparse layer dense (kSparseMaxTokens): its gate
+  // and up, kept in GGUF's layout for the row-sparse product, get a second
+  // copy in the device's repacked layout for that dense product (memory for
+  // prefill speed: without it, prefill reads them through the slower
+  // unrepacked path).
+  if (buft != nullptr) {
+    std::vector<Tensor*> dense;
+    std::vector<size_t> dense_src;
+    for (LlamaLayer& l : layers) {
+      if (l.ffn_pred_in == nullptr) continue;
+      for (Tensor* LlamaLayer::*f : {&LlamaLayer::ffn_gate, &LlamaLayer::ffn_up}) {
+        const Tensor* t = l.*f;
+        const auto it = std::find(file_tensors_.begin(), file_tensors_.end(), t);
+        if (it == file_tensors_.end()) continue;
+        const auto i = static_cast<size_t>(it - file_tensors_.begin());
+        if (std::find(which->begin(), which->end(), i) == which->end()) continue;
+        if (device.weight_buffer_type(t) != buft) continue;
+        LOOM_ASSIGN_OR_RETURN(Tensor * c, ctx_.new_tensor(static_cast<loom_type_t>(t->type), {t->ne[0], t->ne[1]},
+                                                          std::string(t->name) + ".dense"));
+        c->flags |= LOOM_TENSOR_FLAG_PARAM;
+        (f == &LlamaLayer::ffn_gate ? l.ffn_gate_dense : l.ffn_up_dense) = c;
+        dense.push_back(c);
+        dense_src.push_back(i);
+      }
+    }
+    if (!dense.empty()) {
+      LOOM_ASSIGN_OR_RETURN(sparse_dense_, allocate_tensors(device, dense, buft));
+      for (size_t k = 0; k < dense.size(); ++k) {
+        const GgufTensorInfo& info = file_.tensors()[dense_src[k]];
+        LOOM_RETURN_IF_ERROR(tensor_set(dense[k], info.data, info.nbytes));
+        relaid_bytes_ += info.nbytes;
+      }
     }
   }
   if (relaid.empty()) {

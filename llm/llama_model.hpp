@@ -80,6 +80,11 @@ struct LlamaLayer {
   Tensor* ffn_pred_bias = nullptr;  // [n_ff] (optional)
   Tensor* ffn_down_t = nullptr;     // [n_embd, n_ff] neuron-major (optional)
   Tensor* ffn_freq = nullptr;       // F32 [n_ff]: each neuron's firing share (optional)
+  // A sparse layer's gate and up copied into the device's own (repacked)
+  // layout for its dense form (prompt batches), where the device has one;
+  // else nullptr and the dense form reads ffn_gate / ffn_up.
+  Tensor* ffn_gate_dense = nullptr;
+  Tensor* ffn_up_dense = nullptr;
   // Hot/cold placement (LoadOptions::sparse_budget): the frequent neurons'
   // rows on the fast device, the rest on the host device; both n == 0
   // when the layer is not split.
@@ -115,6 +120,9 @@ struct LoadOptions {
   // frequently active neurons of all sparse layers go there, the rest stay
   // on the host device, and both shares run and are added. < 0: off.
   int64_t sparse_budget = -1;
+  // A GGUF whose blk.N.ffn_freq tensors (`loom profile -o`) rank the neurons
+  // for sparse_budget instead of the model's own (empty: the model's).
+  std::string sparse_profile;
 };
 
 class LlamaModel {
@@ -201,7 +209,7 @@ class LlamaModel {
   // Layer il's predictor and neuron-major down projection, when wanted.
   Status bind_sparse(int64_t il);
   // Hot/cold placement under `budget` bytes (llm/sparse_placement.cpp).
-  Status split_hot_cold(int64_t budget);
+  Status split_hot_cold(int64_t budget, const std::string& profile);
   // The rows `rows` of file tensor t (its ne[1], or elements of a 1-D one)
   // as a new leaf named `name`, with their bytes appended to *bytes.
   StatusOr<Tensor*> gather_rows(const Tensor* t, const std::vector<int64_t>& rows, const std::string& name,
@@ -249,6 +257,7 @@ class LlamaModel {
   Buffer weights_;
   Buffer relaid_;  // weights in the device's own layout (relayout)
   Buffer sparse_copy_;  // sparse layers' gate, up, down_t copied into the host device's own buffer (relayout)
+  Buffer sparse_dense_;  // sparse layers' gate and up in the device's repacked layout for dense batches (relayout)
   size_t relaid_bytes_ = 0;
   bool zero_copy_ = false;
   size_t weights_bytes_ = 0;

@@ -173,7 +173,13 @@ Status LlamaSession::eval(const std::vector<TokenId>& tokens, bool all_logits, s
 StatusOr<LlamaSession::Step> LlamaSession::make_step(int64_t n, int64_t n_past, int64_t n_kv, bool all_logits) {
   LOOM_ASSIGN_OR_RETURN(LlamaBatchGraph g, build_llama_graph(*model_, cache_, n, n_past, all_logits, n_kv,
                                                                   fused_attention_));
-  LOOM_ASSIGN_OR_RETURN(Graph graph, Graph::build({g.logits}));
+  std::vector<Tensor*> outputs = {g.logits};
+  if (count_ffn_) {
+    for (Tensor* t : g.ffn_gate) {
+      if (t) outputs.push_back(t);
+    }
+  }
+  LOOM_ASSIGN_OR_RETURN(Graph graph, Graph::build(outputs));
   if (check_nodes_) {
     LOOM_ASSIGN_OR_RETURN(graph, keep_every_node(graph));
   }
@@ -195,6 +201,27 @@ StatusOr<std::string> LlamaSession::plan(int64_t n_tokens, PlanDetail detail, Pl
   StepRollback rollback{model_->context(), mark_};
   LOOM_ASSIGN_OR_RETURN(Step step, build_step(n_tokens, false));
   return sched_->render(step.graph, detail, format);
+}
+
+Status LlamaSession::count_ffn_activity(const LlamaBatchGraph& g) {
+  ffn_counts_.resize(g.ffn_gate.size());
+  std::vector<float> v;
+  for (size_t il = 0; il < g.ffn_gate.size(); ++il) {
+    const Tensor* t = g.ffn_gate[il];
+    if (t == nullptr) continue;
+    if (t->type != LOOM_TYPE_F32) {
+      return internal_error("[llm.eval] layer " + std::to_string(il) + "'s FFN gate output is not F32");
+    }
+    v.resize(static_cast<size_t>(t->ne[0] * t->ne[1]));
+    LOOM_RETURN_IF_ERROR(tensor_get(t, v.data(), v.size() * sizeof(float)));
+    std::vector<uint64_t>& c = ffn_counts_[il];
+    c.resize(static_cast<size_t>(t->ne[0]), 0);
+    for (int64_t n = 0; n < t->ne[1]; ++n) {
+      for (int64_t j = 0; j < t->ne[0]; ++j) c[static_cast<size_t>(j)] += v[static_cast<size_t>(n * t->ne[0] + j)] > 0.0f;
+    }
+  }
+  ffn_tokens_ += static_cast<uint64_t>(g.n_tokens);
+  return Status();
 }
 
 void LlamaSession::drop_step() {
@@ -298,6 +325,7 @@ Status LlamaSession::run_step(const TokenId* tokens, int64_t n, bool all_logits,
     LOOM_RETURN_IF_ERROR(check_nodes_finite(
         graph, *sched_, "step at positions [" + std::to_string(first) + ", " + std::to_string(n_past_) + ")"));
   }
+  if (count_ffn_) LOOM_RETURN_IF_ERROR(count_ffn_activity(g));
   if (!out) return Status();
   LOOM_RETURN_IF_ERROR(tensor_get(g.logits, out, g.logits->nbytes()));
   const int64_t rows = g.logits->ne[1];

@@ -57,6 +57,11 @@ struct SessionOptions {
   // alone are asked for and check_finite_nodes is off; tokens are the same
   // as unpipelined (same graphs, same order of work per device).
   int pipeline = 0;
+  // Count, per layer and FFN neuron, the tokens whose gate pre-activation is
+  // > 0 in layers that run dense (the ReLU neuron fires): `loom profile`
+  // collects blk.N.ffn_freq this way (llm/sparse_ffn.hpp). Load the model
+  // with sparse off so every layer is dense.
+  bool count_ffn_activity = false;
 };
 
 class LlamaSession {
@@ -109,6 +114,11 @@ class LlamaSession {
   size_t bytes_copied() const { return bytes_copied_; }
   size_t splits_last() const { return sched_->last_stats().splits; }
   void reset_stats() { steps_ = bytes_copied_ = 0; }
+  // With SessionOptions::count_ffn_activity: per layer, per neuron, the
+  // evaluated tokens it fired for (empty for a layer that ran sparse), and
+  // the tokens evaluated.
+  const std::vector<std::vector<uint64_t>>& ffn_activity() const { return ffn_counts_; }
+  uint64_t ffn_tokens_counted() const { return ffn_tokens_; }
 
  private:
   LlamaSession(LlamaModel* model, KvCache cache, std::vector<registry::Device*> kv_devices,
@@ -122,6 +132,7 @@ class LlamaSession {
         fused_attention_(o.fused_attention),
         check_nodes_(o.check_finite_nodes),
         pipeline_(o.pipeline),
+        count_ffn_(o.count_ffn_activity),
         mark_(mark) {}
   Status eval_batch(const TokenId* tokens, int64_t n, bool all_logits, float* out);
   // Prompt tokens in micro-batches of n_batch, pipeline_ submitted at a time;
@@ -164,6 +175,11 @@ class LlamaSession {
   bool check_nodes_;
   int pipeline_;
   size_t pipelined_batches_ = 0;
+  bool count_ffn_;
+  std::vector<std::vector<uint64_t>> ffn_counts_;
+  uint64_t ffn_tokens_ = 0;
+  // Adds the fired neurons of the step's gate outputs (count_ffn_) to ffn_counts_.
+  Status count_ffn_activity(const LlamaBatchGraph& g);
   std::unique_ptr<Step> cached_;  // the last step's graph, reused while its shape fits
   bool cached_all_logits_ = false;
   size_t steps_built_ = 0;

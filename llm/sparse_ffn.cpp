@@ -15,9 +15,11 @@ Tensor* named(Tensor* t, const std::string& name) {
 }
 
 // The dense FFN: h = act(gate x) * (up x), down h.
-StatusOr<Tensor*> dense_ffn(Context& ctx, const LlamaLayer& l, FfnActivation act, Tensor* x) {
-  LOOM_ASSIGN_OR_RETURN(Tensor * gate, op::mul_mat(ctx, l.ffn_gate, x));
-  LOOM_ASSIGN_OR_RETURN(Tensor * up, op::mul_mat(ctx, l.ffn_up, x));
+StatusOr<Tensor*> dense_ffn(Context& ctx, const LlamaLayer& l, FfnActivation act, Tensor* x, Tensor** gate_out) {
+  // A sparse layer's repacked copies when the device keeps them (prompt batches).
+  LOOM_ASSIGN_OR_RETURN(Tensor * gate, op::mul_mat(ctx, l.ffn_gate_dense ? l.ffn_gate_dense : l.ffn_gate, x));
+  if (gate_out) *gate_out = gate;
+  LOOM_ASSIGN_OR_RETURN(Tensor * up, op::mul_mat(ctx, l.ffn_up_dense ? l.ffn_up_dense : l.ffn_up, x));
   Tensor* h = nullptr;
   if (act == FfnActivation::kRelu) {
     LOOM_ASSIGN_OR_RETURN(gate, op::relu(ctx, gate));
@@ -123,10 +125,12 @@ Status read_sparse_ffn_params(const GgufFile& file, const std::string& arch, Spa
   return Status();
 }
 
-StatusOr<Tensor*> build_ffn(Context& ctx, const LlamaModel& model, int64_t il, Tensor* x, bool* sparse_out) {
+StatusOr<Tensor*> build_ffn(Context& ctx, const LlamaModel& model, int64_t il, Tensor* x, bool* sparse_out,
+                            Tensor** dense_gate) {
   const LlamaLayer& l = model.layers[static_cast<size_t>(il)];
   const SparseFfnParams& p = model.sparse_params();
   if (sparse_out) *sparse_out = false;
+  if (dense_gate) *dense_gate = nullptr;
   if (l.ffn_hot.n > 0 || l.ffn_cold.n > 0) {
     if (sparse_out) *sparse_out = true;
     return split_ffn(ctx, l, p.logit_threshold(), x, "." + std::to_string(il));
@@ -141,7 +145,7 @@ StatusOr<Tensor*> build_ffn(Context& ctx, const LlamaModel& model, int64_t il, T
       return out;
     }
   }
-  return dense_ffn(ctx, l, p.activation, x);
+  return dense_ffn(ctx, l, p.activation, x, dense_gate);
 }
 
 }  // namespace loom::llm

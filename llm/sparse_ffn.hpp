@@ -58,7 +58,10 @@ Status read_sparse_ffn_params(const GgufFile& file, const std::string& arch, Spa
 
 // Layer il's FFN: x [n_embd, T] (normed) -> [n_embd, T], sparse or dense as
 // the header comment says (dense for T > kSparseMaxTokens unless the layer
-// is split hot/cold). *sparse_out (may be null) tells which.
-StatusOr<Tensor*> build_ffn(Context& ctx, const LlamaModel& model, int64_t il, Tensor* x, bool* sparse_out);
+// is split hot/cold). *sparse_out (may be null) tells which; *dense_gate
+// (may be null) gets the dense form's gate pre-activation [n_ff, T] (the
+// ReLU neuron fires where it is > 0), nullptr when the layer runs sparse.
+StatusOr<Tensor*> build_ffn(Context& ctx, const LlamaModel& model, int64_t il, Tensor* x, bool* sparse_out,
+                            Tensor** dense_gate = nullptr);
 
 }  // namespace loom::llm

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstring>
 #include <numeric>
+#include <optional>
 
 #include "llm/llama_model.hpp"
 #include "loom/executor.hpp"
@@ -64,8 +65,33 @@ StatusOr<Tensor*> LlamaModel::gather_rows(const Tensor* t, const std::vector<int
   return out;
 }
 
-Status LlamaModel::split_hot_cold(int64_t budget) {
+Status LlamaModel::split_hot_cold(int64_t budget, const std::string& profile_path) {
   const std::string who = "[llm.load] " + file_.name() + ": hot/cold placement: ";
+  // A separate profile (loom profile -o): its blk.N.ffn_freq replace the model's.
+  std::optional<GgufFile> profile;
+  if (!profile_path.empty()) {
+    StatusOr<GgufFile> pf = GgufFile::open(profile_path);
+    if (!pf.ok()) return Status(pf.status().code(), who + "profile " + profile_path + ": " + pf.status().message());
+    profile.emplace(std::move(pf).value());
+  }
+  auto freq_of = [&](int64_t il, const float** f) -> Status {
+    const std::string name = "blk." + std::to_string(il) + ".ffn_freq";
+    *f = nullptr;
+    if (profile) {
+      const GgufTensorInfo* pi = profile->find_tensor(name);
+      if (pi == nullptr) return Status();
+      if (pi->type != LOOM_TYPE_F32 || pi->n_elements() != hparams_.n_ff) {
+        return invalid_argument(who + "profile " + profile_path + ": '" + name + "' must be f32 with n_ff = " +
+                                std::to_string(hparams_.n_ff) + " elements, is " + type_name(pi->type) + " with " +
+                                std::to_string(pi->n_elements()));
+      }
+      *f = static_cast<const float*>(pi->data);
+      return Status();
+    }
+    const LlamaLayer& l = layers[static_cast<size_t>(il)];
+    if (l.ffn_freq) *f = static_cast<const float*>(file_.find_tensor(l.ffn_freq->name)->data);
+    return Status();
+  };
   for (registry::Device* d : devices_) {
     if (d != device_) {
       sparse_fast_ = d;
@@ -79,20 +105,21 @@ Status LlamaModel::split_hot_cold(int64_t budget) {
   std::vector<int64_t> split_layers;
   for (int64_t il = 0; il < static_cast<int64_t>(layers.size()); ++il) {
     const LlamaLayer& l = layers[static_cast<size_t>(il)];
-    if (!layer_is_sparse(il) || l.ffn_down_t == nullptr || l.ffn_freq == nullptr) continue;
+    const float* f = nullptr;
+    LOOM_RETURN_IF_ERROR(freq_of(il, &f));
+    if (!layer_is_sparse(il) || l.ffn_down_t == nullptr || f == nullptr) continue;
     if (layer_dev_[static_cast<size_t>(il)] != device_) continue;  // an offloaded layer is whole already
     if (!runs_sparse(*sparse_fast_, l)) {
       LOOM_LOG_WARN("llm", who + sparse_fast_->name() + " does not run the sparse products of layer " +
                                std::to_string(il) + ": it stays on " + device_->name());
       continue;
     }
-    const GgufTensorInfo* fi = file_.find_tensor(l.ffn_freq->name);
-    const auto* f = static_cast<const float*>(fi->data);
     for (int64_t j = 0; j < hparams_.n_ff; ++j) ranked.push_back({f[j], il, j});
     split_layers.push_back(il);
   }
   if (split_layers.empty()) {
-    LOOM_LOG_WARN("llm", who + "no layer has a predictor, ffn_down_t and ffn_freq: nothing to place");
+    LOOM_LOG_WARN("llm", who + "no layer has a predictor, ffn_down_t and ffn_freq" +
+                               (profile ? " (in the profile " + profile_path + ")" : std::string()) + ": nothing to place");
     return Status();
   }
   std::stable_sort(ranked.begin(), ranked.end(), [](const Ranked& a, const Ranked& b) { return a.freq > b.freq; });

@@ -31,7 +31,7 @@ for loom's column-sparse (AXPY) product. Numpy only (Debian's
 python3-numpy). Usage:
   make_sparse_gguf.py OUT.gguf --tokenizer-from stories260K.gguf \
       [--dim 64 --layers 2 --heads 4 --ffn 512 --sparsity 0.9 --rank 16 \
-       --type f32|f16|q8_0|q4_0 --seed 0 --recall 0.99]
+       --type f32|f16|q8_0|q4_0 --pred-type f32|f16|q8_0|q4_0 --seed 0 --recall 0.99]
 Prints one line per layer (sparsity, predicted share, recall, precision) and
 a summary; --json FILE writes the same as JSON.
 """
@@ -381,6 +381,8 @@ def main():
     ap.add_argument('--rank', type=int, default=None, help='predictor rank r (hidden 2r; default rank-true)')
     ap.add_argument('--recall', type=float, default=0.99, help='predictor recall the threshold is chosen for')
     ap.add_argument('--type', default='f32', choices=sorted(TYPE_IDS))
+    ap.add_argument('--pred-type', default='f32', choices=sorted(TYPE_IDS),
+                    help='weight type of the predictor matrices (q8_0 / q4_0 need --dim and 2 x rank multiples of 32)')
     ap.add_argument('--samples', type=int, default=48, help='sampled sequences (of --seq tokens) to fit on')
     ap.add_argument('--seq', type=int, default=32)
     ap.add_argument('--no-predictors', action='store_true', help='write the ReLU model without predictors')
@@ -402,6 +404,9 @@ def main():
         raise SystemExit(f'--type {a.type} needs --dim and --ffn multiples of 32')
     rank_true = a.rank_true or max(2, d // 4)
     rank = a.rank or rank_true
+    ptype = TYPE_IDS[a.pred_type]
+    if ptype in (2, 8) and (d % 32 or (2 * rank) % 32):
+        raise SystemExit(f'--pred-type {a.pred_type} needs --dim and 2 x --rank multiples of 32')
 
     kvsrc = read_gguf_kv(a.tokenizer_from)
     vocab = len(kvsrc['tokenizer.ggml.tokens'])
@@ -432,6 +437,8 @@ def main():
     preds, report = [], []
     if not a.no_predictors:
         preds = [fit_predictor(*fit[li], rank) for li in range(a.layers)]
+        # The matrices as loom will read them (threshold and recall measured on those).
+        preds = [(decode_roundtrip(p1, ptype), decode_roundtrip(p2, ptype), b) for p1, p2, b in preds]
         zs = [predict(preds[li], fit[li][0]) for li in range(a.layers)]
         thr = choose_threshold(zs, [fit[li][1] > 0 for li in range(a.layers)], a.recall)
     for li in range(a.layers):
@@ -478,7 +485,7 @@ def main():
             # Each neuron's firing share on the fitting sample: the frequency
             # profile hot/cold placement ranks neurons by.
             freq = (fit[li][1] > 0).mean(axis=0).astype(np.float32)
-            tensors += [(p + 'ffn_pred_in.weight', p1, 0), (p + 'ffn_pred_out.weight', p2, 0),
+            tensors += [(p + 'ffn_pred_in.weight', p1, ptype), (p + 'ffn_pred_out.weight', p2, ptype),
                         (p + 'ffn_pred_out.bias', bias, 0), (p + 'ffn_freq', freq, 0),
                         (p + 'ffn_down_t.weight', np.ascontiguousarray(L['down'].T), wtype)]
     nbytes = write_gguf(a.out, kv, tensors)

@@ -60,7 +60,7 @@ class SparseFfn : public ::testing::Test {
     dir_ = new std::string(tmpl);
     const std::map<std::string, std::string> specs = {
         {"f32", "--type f32"}, {"q8_0", "--type q8_0"}, {"dense", "--type f32 --no-predictors"},
-        {"f32_all", "--type f32 --recall 1.0"}};
+        {"f32_all", "--type f32 --recall 1.0"}, {"q8_0_pq8", "--type q8_0 --pred-type q8_0"}};
     for (const auto& [name, args] : specs) {
       const std::string out = *dir_ + "/" + name + ".gguf";
       std::string toks;
@@ -300,6 +300,31 @@ TEST_F(SparseFfn, HotColdPlacementGivesTheDenseTokens) {
   EXPECT_GT(ran, 0) << "sim0 missing: " << LOOM_TEST_SIM_DIR;
 }
 
+// Prompt batches (> kSparseMaxTokens) run a sparse layer dense; on the cpu
+// that dense product reads a repacked copy of gate and up (the layout
+// --sparse off uses), so its prefill logits are --sparse off's exactly.
+TEST_F(SparseFfn, DensePrefillOfSparseLayersUsesTheRepackedCopy) {
+  auto sparse = load("q8_0", true);
+  auto dense = load("q8_0", false);
+  ASSERT_NE(sparse, nullptr);
+  ASSERT_NE(dense, nullptr);
+  for (const LlamaLayer& l : sparse->layers) {
+    EXPECT_NE(l.ffn_gate_dense, nullptr);
+    EXPECT_NE(l.ffn_up_dense, nullptr);
+  }
+  for (const LlamaLayer& l : dense->layers) EXPECT_EQ(l.ffn_gate_dense, nullptr);
+  std::vector<float> a, b;
+  for (auto [m, out] : {std::make_pair(sparse.get(), &a), std::make_pair(dense.get(), &b)}) {
+    SessionOptions so;
+    so.n_batch = static_cast<int64_t>(prompt().size());
+    auto s = LlamaSession::create(m, so);
+    ASSERT_TRUE(s.ok()) << s.status().to_string();
+    ASSERT_TRUE((*s)->eval(prompt(), true, out).ok());
+  }
+  ASSERT_FALSE(a.empty());
+  EXPECT_EQ(a, b);
+}
+
 TEST_F(SparseFfn, HotColdPlacementNeedsASecondDevice) {
   LoadOptions lo;
   lo.devices = {reg_->device("cpu")};
@@ -317,7 +342,10 @@ TEST_F(SparseFfn, LogitsWithinTheStatedBoundOfDense) {
   // and Q8_0), and at f32 rounding (< 1e-5; measured 6e-7) when the
   // threshold admits every neuron, which checks the sparse kernels
   // themselves. Unrelated logits would give ~1.
-  const std::map<std::string, double> bound = {{"f32", 5e-2}, {"q8_0", 5e-2}, {"f32_all", 1e-5}};
+  // q8_0_pq8: the predictor matrices in Q8_0 too (make_sparse_gguf.py
+  // --pred-type q8_0, its threshold fitted on the quantized matrices).
+  const std::map<std::string, double> bound = {
+      {"f32", 5e-2}, {"q8_0", 5e-2}, {"q8_0_pq8", 5e-2}, {"f32_all", 1e-5}};
   for (const auto& [name, b] : bound) {
     SCOPED_TRACE(name);
     auto sparse = load(name, true);

@@ -43,6 +43,7 @@ struct RunOptions {
   llm::SamplerOptions sampling;
   bool sparse = true;  // --sparse on|off (llm::LoadOptions::sparse)
   int64_t sparse_budget = -1;  // --sparse-budget BYTES (llm::LoadOptions::sparse_budget)
+  std::string sparse_profile;  // --sparse-profile FILE (llm::LoadOptions::sparse_profile)
 };
 
 // Returns "" or the error for a bad-arguments exit (2).
@@ -61,7 +62,7 @@ std::string parse_args(std::vector<std::string> args, RunOptions* o) {
     static const char* const kValued[] = {"-m", "--model", "-p", "--prompt", "-f", "--file", "-n", "--n-predict",
                                           "--temp", "--top-k", "--top-p", "-s", "--seed", "-b", "--batch", "-c",
                                           "--ctx", "--device", "-t", "--threads", "--n-gpu-layers", "-ngl",
-                                          "--kv-type", "--sparse", "--sparse-budget"};
+                                          "--kv-type", "--sparse", "--sparse-budget", "--sparse-profile"};
     if (a == "-v" || a == "--verbose") {
       o->verbose = true;
       continue;
@@ -112,6 +113,9 @@ std::string parse_args(std::vector<std::string> args, RunOptions* o) {
       o->sparse = v == "on";
     } else if (a == "--sparse-budget") {
       if (!parse_int(v, 0, std::numeric_limits<int64_t>::max(), &o->sparse_budget)) return bad("a byte count >= 0");
+    } else if (a == "--sparse-profile") {
+      if (v.empty()) return a + " needs a file (from 'loom profile')";
+      o->sparse_profile = v;
     } else if (a == "--top-k") {
       if (!parse_int(v, 0, kMaxInt, &n)) return bad("an integer >= 0 (0: all tokens)");
       o->sampling.top_k = static_cast<int32_t>(n);
@@ -159,6 +163,7 @@ int cmd_run(std::vector<std::string> args) {
   lo.n_gpu_layers = o.n_gpu_layers;
   lo.sparse = o.sparse;
   lo.sparse_budget = o.sparse_budget;
+  lo.sparse_profile = o.sparse_profile;
   if (std::string e = apply_placement(o.placement, devices, &lo); !e.empty()) return fail(e);
   llm::SessionOptions so;
   so.n_ctx = o.n_ctx;

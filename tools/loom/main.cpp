@@ -38,6 +38,11 @@ const char kHelp[] =
     "  conformance      the conformance suite (ABI checks, every op and type the\n"
     "                   device claims against a host reference) on a plugin file\n"
     "                   or a device: a table and a summary; exit 0 when all pass\n"
+    "  profile          run a ReLU-FFN model densely over a text and write each\n"
+    "                   layer's neuron firing shares (blk.N.ffn_freq) to a GGUF\n"
+    "                   for --sparse-budget (-m MODEL -p TEXT|-f FILE [-o OUT]\n"
+    "                   [--ctx N] [--batch N] [--device LIST]; default OUT:\n"
+    "                   MODEL with .ffn_freq.gguf for .gguf)\n"
     "\n"
     "options (every command):\n"
     "  --json                 one JSON object on stdout instead of text\n"
@@ -108,6 +113,8 @@ const char kHelp[] =
     "  --sparse-budget BYTES  hot/cold placement: the most frequently active neurons'\n"
     "                         FFN rows, up to BYTES, on the second --device, the rest\n"
     "                         on the cpu; both shares run and are added\n"
+    "  --sparse-profile FILE  rank neurons for --sparse-budget by FILE's\n"
+    "                         blk.N.ffn_freq (from 'loom profile') instead of the model's\n"
     "  --json                 print one JSON object at the end instead of streaming:\n"
     "                         prompt/generated token ids, text, tokens/s, devices\n"
     "options (plan):\n"
@@ -244,6 +251,7 @@ int main(int argc, char** argv) {
                : cmd == "tokenize" ? loom::cli::cmd_tokenize
                : cmd == "chat"     ? loom::cli::cmd_chat
                : cmd == "conformance" ? loom::cli::cmd_conformance
+               : cmd == "profile"  ? loom::cli::cmd_profile
                                    : nullptr;
   if (fn == nullptr) {
     std::fprintf(stderr, "loom: unknown command '%s' (try 'loom --help')\n", cmd.c_str());
