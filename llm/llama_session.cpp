@@ -153,7 +153,7 @@ Status LlamaSession::eval(const std::vector<TokenId>& tokens, bool all_logits, s
     }
   }
   logits->assign(static_cast<size_t>((all_logits ? n : 1) * n_vocab), 0.0f);
-  if (pipeline_ > 1 && !all_logits && !check_nodes_ && n > n_batch_) {
+  if (pipeline_ > 1 && !all_logits && !check_nodes_ && !count_ffn_ && n > n_batch_) {
     return eval_pipelined(tokens.data(), n, logits->data());
   }
   for (int64_t start = 0; start < n; start += n_batch_) {

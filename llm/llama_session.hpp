@@ -54,8 +54,9 @@ struct SessionOptions {
   // session waits for all of them (then the next group): 1 = off; 0 =
   // LOOM_SCHED_PIPELINING when set, else automatic: 8 when more than one
   // device holds layers, 1 otherwise. Only where the last token's logits
-  // alone are asked for and check_finite_nodes is off; tokens are the same
-  // as unpipelined (same graphs, same order of work per device).
+  // alone are asked for and check_finite_nodes and count_ffn_activity are
+  // off; tokens are the same as unpipelined (same graphs, same order of work
+  // per device).
   int pipeline = 0;
   // Count, per layer and FFN neuron, the tokens whose gate pre-activation is
   // > 0 in layers that run dense (the ReLU neuron fires): `loom profile`

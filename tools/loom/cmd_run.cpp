@@ -160,6 +160,9 @@ int cmd_run(std::vector<std::string> args) {
   llm::LoadOptions lo;
   lo.devices = devices;
   lo.progress = load_progress("loom run");
+  // Hot/cold placement keeps the layers on the CPU and moves only the hot
+  // FFN rows (the budget), so the automatic layer fit stays out of it.
+  if (o.sparse_budget >= 0 && o.n_gpu_layers < 0 && o.placement.tensor_split.empty()) o.n_gpu_layers = 0;
   lo.n_gpu_layers = o.n_gpu_layers;
   lo.sparse = o.sparse;
   lo.sparse_budget = o.sparse_budget;
