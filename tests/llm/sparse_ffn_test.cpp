@@ -27,6 +27,7 @@
 #include "llm/llama_model.hpp"
 #include "llm/llama_session.hpp"
 #include "loom/registry.hpp"
+#include "story_run.hpp"
 
 namespace loom::llm {
 namespace {
@@ -118,23 +119,8 @@ class SparseFfn : public ::testing::Test {
     return out;
   }
 
-  static std::vector<TokenId> greedy(LlamaModel* m, int32_t n) {
-    auto t = Tokenizer::from_gguf(m->file());
-    EXPECT_TRUE(t.ok());
-    auto s = LlamaSession::create(m, {});
-    EXPECT_TRUE(s.ok()) << s.status().to_string();
-    if (!t.ok() || !s.ok()) return {};
-    GenerateOptions g;
-    g.n_predict = n;
-    auto r = generate(**s, *t, "Once upon a time", g);
-    EXPECT_TRUE(r.ok()) << r.status().to_string();
-    return r.ok() ? r->generated_tokens : std::vector<TokenId>{};
-  }
-
-  static const std::vector<TokenId>& prompt() {
-    static const std::vector<TokenId> p = {1, 403, 407, 261, 378, 436, 264, 325, 301, 280, 334, 295};
-    return p;
-  }
+  static std::vector<TokenId> greedy(LlamaModel* m, int32_t n) { return test::greedy(m, n); }
+  static const std::vector<TokenId>& prompt() { return test::story_prompt(); }
 
   static std::string* skip_reason_;
   static std::string* dir_;
