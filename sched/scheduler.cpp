@@ -182,7 +182,12 @@ Status Scheduler::apply(Graph& graph) {
     loom_buffer_t* b = buffers_[d].raw();
     if (!b)
       return internal_error("[sched.apply] no compute buffer on '" + devices_[d]->name() + "'");
-    t->data = static_cast<char*>(buffers_[d].base()) + offset;
+    void* data = static_cast<char*>(buffers_[d].base()) + offset;
+    // The plan's own tensors (copy destinations) are shared by every graph
+    // of a pipelined run: when already in place they are left untouched, as
+    // a device may still be reading them for the previous graph.
+    if (t->data == data && t->buffer == b) return Status();
+    t->data = data;
     t->buffer = b;
     Status st = registry::buffer_init_tensor(b, t);
     return st.ok() ? st : st.with_context("sched.apply");
