@@ -1,4 +1,5 @@
-// The generated Unicode tables (llm/unicode_data.cpp, written by
+// The generated Unicode tables (llm/unicode_data.cpp and
+// llm/unicode_case_data.cpp, written by
 // tools/gen_unicode_tables.py). Read them through llm/unicode.hpp.
 #pragma once
 
