@@ -118,8 +118,11 @@ LOOM_CASE(SparseMatMulTest, ColsEveryWeightType) {
   int i = 0;
   for (loom_type_t t : kWeightTypes) {
     const int64_t mb = block_elems(t) > 1 ? block_elems(t) : 40;
-    // m past one 512-output slice of the cpu kernel for the 32-blocks.
-    const SparseCase cases[] = {{53, mb, 1, 0.6f}, {20, mb * (mb == 32 ? 20 : 2), 3, 0.2f}, {9, mb, 5, -2.0f},
+    // For the 32-blocks m = 23 blocks: past one 512-output slice of the cpu
+    // kernel, and (Q8_0 / Q4_0: 128-output slices) a last slice of 3 blocks,
+    // one register group of 2 and a single block with AVX2, single blocks
+    // with AVX-512 (groups of 4).
+    const SparseCase cases[] = {{53, mb, 1, 0.6f}, {20, mb * (mb == 32 ? 23 : 2), 3, 0.2f}, {9, mb, 5, -2.0f},
                                 {7, mb, 2, 2.0f}};
     for (const SparseCase& c : cases) {
       const std::vector<Layout> lw = layouts_for(t);

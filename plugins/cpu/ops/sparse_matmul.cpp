@@ -11,8 +11,11 @@
 //
 // MUL_MAT_SPARSE_COLS (AXPY): dst[:, n] = sum_{k active} H[k, n] W[:, k],
 // W neuron-major [M, K]. The threads claim slices of the M outputs (whole
-// quant blocks); for each column, every active neuron's slice of its row is
-// widened to f32 and added with simd_axpy in increasing k. Each output is
+// quant blocks; 128 outputs for Q8_0 / Q4_0); for each column, every
+// active neuron's slice of its row is added in increasing k: Q8_0 / Q4_0
+// dequantized in registers into sums that stay in registers for the whole
+// active list (axpy_group), other types widened to f32 and added with
+// simd_axpy into a slice in memory. Each output is
 // owned by one thread and summed in a fixed order, so results do not depend
 // on the thread count.
 //
@@ -33,19 +36,26 @@
 #if LOOM_CPU_INT8_DOT
 #include "ops/avx.h"
 #endif
+#ifdef __AVX512F__
+#include <immintrin.h>
+#endif
 
 namespace loom::cpu {
 namespace {
 
-constexpr int64_t kRowChunk = 8;    // active (m, n) pairs per claimed chunk
+constexpr int64_t kRowChunk = 64;   // active (m, n) pairs per claimed chunk
 constexpr int64_t kColSlice = 512;  // outputs per claimed slice (whole blocks of every type)
+constexpr int64_t kColSlice32 = 128;  // for Q8_0 / Q4_0: one register group (AVX-512) per slice
 
 // Active rows are scattered through the weight (one in ten, say): the
-// hardware prefetcher does not follow, and in a 4 KiB-page file mapping
-// each row is a TLB miss too, so the next rows are fetched ahead by hand.
-constexpr int64_t kAhead = 4;
+// hardware prefetcher does not follow, so the rows (or row pieces) the next
+// items need are fetched by hand, into L2 (prefetcht2: a core has more L2
+// than L1 misses in flight; with prefetcht0 the row-sparse product read
+// ~9 GB/s against ~13 with L2 hints, LOOM_CPU_PROFILE on the bench model).
+constexpr int64_t kAhead = 8;       // rows of MUL_MAT_SPARSE_ROWS in flight per thread
+constexpr int64_t kColsAhead = 16;  // neurons' slice pieces in flight per thread (AXPY)
 inline void prefetch_bytes(const char* p, int64_t bytes) {
-  for (int64_t o = 0; o < bytes; o += 64) __builtin_prefetch(p + o);
+  for (int64_t o = 0; o < bytes; o += 64) __builtin_prefetch(p + o, 0, 1);
 }
 
 float threshold_of(const loom_tensor_t* dst) {
@@ -62,25 +72,45 @@ struct ActiveSet {
   std::vector<int64_t> col;  // the column of each entry of idx
 };
 
+// Appends to a.idx the j < len with p[j] > t (contiguous f32 scores):
+// AVX-512 compares 16 at a time and compresses the passing indices in a
+// register; otherwise branchless (every j written, the count advanced by
+// the comparison), so a random 10% does not cost a mispredict per score.
+void append_active_f32(ActiveSet& a, const float* p, int64_t len, float t) {
+  const size_t base = a.idx.size();
+  a.idx.resize(base + static_cast<size_t>(len) + 16);
+  int32_t* out = a.idx.data() + base;
+  int64_t cnt = 0, j = 0;
+#ifdef __AVX512F__
+  const __m512 tv = _mm512_set1_ps(t);
+  __m512i jv = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  for (; j + 16 <= len; j += 16) {
+    const __mmask16 m = _mm512_cmp_ps_mask(_mm512_loadu_ps(p + j), tv, _CMP_GT_OQ);  // NaN: inactive
+    _mm512_storeu_si512(out + cnt, _mm512_maskz_compress_epi32(m, jv));
+    cnt += __builtin_popcount(m);
+    jv = _mm512_add_epi32(jv, _mm512_set1_epi32(16));
+  }
+#endif
+  for (; j < len; ++j) {
+    out[cnt] = static_cast<int32_t>(j);
+    cnt += p[j] > t ? 1 : 0;  // NaN: inactive
+  }
+  a.idx.resize(base + static_cast<size_t>(cnt));
+}
+
 ActiveSet active_set(const loom_tensor_t* s, float t) {
   ActiveSet a;
   a.off.push_back(0);
   for (int64_t n = 0; n < s->ne[1]; ++n) {
-    const bool f32 = s->type == LOOM_TYPE_F32;
-    for (int64_t j = 0; j < s->ne[0]; ++j) {
-      const char* p = elem_ptr(s, j, n, 0, 0);
-      float v;
-      if (f32) {
-        std::memcpy(&v, p, sizeof v);
-      } else {
-        v = load_elem(s->type, p);
-      }
-      if (v > t) {  // NaN: inactive
-        a.idx.push_back(static_cast<int32_t>(j));
-        a.col.push_back(n);
+    if (s->type == LOOM_TYPE_F32 && s->nb[0] == sizeof(float)) {
+      append_active_f32(a, reinterpret_cast<const float*>(row_ptr(s, n, 0, 0)), s->ne[0], t);
+    } else {
+      for (int64_t j = 0; j < s->ne[0]; ++j) {
+        if (load_elem(s->type, elem_ptr(s, j, n, 0, 0)) > t) a.idx.push_back(static_cast<int32_t>(j));  // NaN: inactive
       }
     }
     a.off.push_back(static_cast<int64_t>(a.idx.size()));
+    a.col.resize(a.idx.size(), n);
   }
   return a;
 }
@@ -153,23 +183,71 @@ float row_dot_int8(const Block* a, const ActBlock* b, int64_t nblk) {
   return hsum_ps(acc);
 }
 
-// acc[0..len) += c * row[0..len) for a row of Q8_0 / Q4_0 blocks (len a
-// multiple of 32), dequantized in registers.
-template <typename Block>
-void axpy_blocks(float* acc, float c, const Block* row, int64_t len) {
-  for (int64_t i = 0; i < len / 32; ++i) {
-    float d;
-    const __m256i q = unpack_q(row[i], &d);
-    const __m256 cd = _mm256_set1_ps(c * d);
-    const __m128i lo = _mm256_castsi256_si128(q);
-    const __m128i hi = _mm256_extracti128_si256(q, 1);
-    const __m128i parts[4] = {lo, _mm_srli_si128(lo, 8), hi, _mm_srli_si128(hi, 8)};
-    for (int j = 0; j < 4; ++j) {
-      const __m256 v = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(parts[j]));
-      float* y = acc + 32 * i + 8 * j;
-      _mm256_storeu_ps(y, _mm256_fmadd_ps(cd, v, _mm256_loadu_ps(y)));
+// Outputs [32 b0, 32 (b0 + NB)) of column n of MUL_MAT_SPARSE_COLS for a
+// Q8_0 / Q4_0 neuron-major W: the NB blocks' sums stay in registers while
+// every active neuron's NB blocks (its piece of the slice) are dequantized
+// and added in increasing k, the pieces of the next `ahead` neurons
+// fetched meanwhile: one FMA per output per neuron, in increasing k.
+template <typename Block, int NB>
+void axpy_group(const loom_tensor_t* w, const loom_tensor_t* h, const ActiveSet& s, int64_t n, int64_t b0, float* out,
+                int64_t ahead) {
+  const int64_t beg = s.off[static_cast<size_t>(n)], end = s.off[static_cast<size_t>(n + 1)];
+  const int64_t piece = NB * static_cast<int64_t>(sizeof(Block));
+  auto piece_of = [&](int64_t i) {
+    return reinterpret_cast<const Block*>(row_ptr(w, s.idx[static_cast<size_t>(i)], 0, 0)) + b0;
+  };
+  for (int64_t i = beg; i < std::min(end, beg + ahead); ++i) prefetch_bytes(reinterpret_cast<const char*>(piece_of(i)), piece);
+#ifdef __AVX512F__
+  __m512 acc[2 * NB];
+  for (auto& a : acc) a = _mm512_setzero_ps();
+#else
+  __m256 acc[4 * NB];
+  for (auto& a : acc) a = _mm256_setzero_ps();
+#endif
+  for (int64_t i = beg; i < end; ++i) {
+    if (i + ahead < end) prefetch_bytes(reinterpret_cast<const char*>(piece_of(i + ahead)), piece);
+    const float c = load_elem(h->type, elem_ptr(h, s.idx[static_cast<size_t>(i)], n, 0, 0));
+    const Block* r = piece_of(i);
+    for (int b = 0; b < NB; ++b) {
+      float d;
+      const __m256i q = unpack_q(r[b], &d);
+#ifdef __AVX512F__
+      const __m512 cd = _mm512_set1_ps(c * d);
+      acc[2 * b] = _mm512_fmadd_ps(cd, _mm512_maskz_cvtepi32_ps(0xFFFF, _mm512_maskz_cvtepi8_epi32(0xFFFF, _mm256_castsi256_si128(q))), acc[2 * b]);
+      acc[2 * b + 1] =
+          _mm512_fmadd_ps(cd, _mm512_maskz_cvtepi32_ps(0xFFFF, _mm512_maskz_cvtepi8_epi32(0xFFFF, _mm256_extracti128_si256(q, 1))), acc[2 * b + 1]);
+#else
+      const __m256 cd = _mm256_set1_ps(c * d);
+      const __m128i lo = _mm256_castsi256_si128(q);
+      const __m128i hi = _mm256_extracti128_si256(q, 1);
+      const __m128i parts[4] = {lo, _mm_srli_si128(lo, 8), hi, _mm_srli_si128(hi, 8)};
+      for (int p = 0; p < 4; ++p) {
+        acc[4 * b + p] = _mm256_fmadd_ps(cd, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(parts[p])), acc[4 * b + p]);
+      }
+#endif
     }
   }
+#ifdef __AVX512F__
+  for (int a = 0; a < 2 * NB; ++a) _mm512_storeu_ps(out + 16 * a, acc[a]);
+#else
+  for (int a = 0; a < 4 * NB; ++a) _mm256_storeu_ps(out + 8 * a, acc[a]);
+#endif
+}
+
+// Outputs [m0, m0 + len) (whole blocks) of column n into out: groups of
+// kGroupBlocks blocks, then single blocks.
+template <typename Block>
+void axpy_slice_int8(const loom_tensor_t* w, const loom_tensor_t* h, const ActiveSet& s, int64_t n, int64_t m0,
+                     int64_t len, float* out, int64_t ahead) {
+#ifdef __AVX512F__
+  constexpr int kGroupBlocks = 4;  // 8 zmm sums
+#else
+  constexpr int kGroupBlocks = 2;  // 8 ymm sums
+#endif
+  int64_t b = m0 / 32;
+  const int64_t b_end = (m0 + len) / 32;
+  for (; b + kGroupBlocks <= b_end; b += kGroupBlocks) axpy_group<Block, kGroupBlocks>(w, h, s, n, b, out + 32 * b - m0, ahead);
+  for (; b < b_end; ++b) axpy_group<Block, 1>(w, h, s, n, b, out + 32 * b - m0, ahead);
 }
 #endif
 
@@ -225,8 +303,8 @@ void row_in_f32(const RowsJob& j, int64_t n, int64_t m, float* tmp) {
 void rows_chunk(const RowsJob& j, const ActiveSet& s, int64_t i0, int64_t i1, float* tmp) {
   const bool kernel = j.path == RowPath::kInt8 || j.path == RowPath::kQ32 || j.path == RowPath::kSuper;
   const auto row_bytes = static_cast<int64_t>(j.a->nb[1]);
-  const auto n_items = static_cast<int64_t>(s.idx.size());
-  for (int64_t i = i0; i < std::min(n_items, i0 + kAhead); ++i) {
+  const int64_t ahead = kAhead;
+  for (int64_t i = i0; i < std::min(i1, i0 + ahead); ++i) {
     prefetch_bytes(row_ptr(j.a, s.idx[static_cast<size_t>(i)], 0, 0), row_bytes);
   }
   for (int64_t i = i0; i < i1;) {
@@ -236,7 +314,7 @@ void rows_chunk(const RowsJob& j, const ActiveSet& s, int64_t i0, int64_t i1, fl
     while (i + len < i1 && s.col[static_cast<size_t>(i + len)] == n && s.idx[static_cast<size_t>(i + len)] == m0 + len) {
       ++len;
     }
-    for (int64_t a = i + kAhead; a < std::min(n_items, i + kAhead + len); ++a) {
+    for (int64_t a = i + ahead; a < std::min(i1, i + ahead + len); ++a) {
       prefetch_bytes(row_ptr(j.a, s.idx[static_cast<size_t>(a)], 0, 0), row_bytes);
     }
 #if LOOM_CPU_INT8_DOT
@@ -266,6 +344,11 @@ void rows_chunk(const RowsJob& j, const ActiveSet& s, int64_t i0, int64_t i1, fl
 
 void zero_inactive_rows(const loom_tensor_t* dst, const ActiveSet& s) {
   for (int64_t n = 0; n < dst->ne[1]; ++n) {
+    if (dst->nb[0] == sizeof(float)) {
+      // A contiguous column: all of it zeroed, the active rows written later.
+      std::memset(elem_ptr(dst, 0, n, 0, 0), 0, sizeof(float) * static_cast<size_t>(dst->ne[0]));
+      continue;
+    }
     int64_t next = s.off[static_cast<size_t>(n)];
     const int64_t end = s.off[static_cast<size_t>(n + 1)];
     for (int64_t m = 0; m < dst->ne[0]; ++m) {
@@ -338,6 +421,17 @@ void cols_slice(const loom_tensor_t* dst, const ActiveSet& s, int64_t m0, int64_
   const int64_t slice_bytes = tr.is_quantized ? len / tr.block_size * static_cast<int64_t>(tr.type_size)
                                               : len * static_cast<int64_t>(w->nb[0]);
   for (int64_t n = 0; n < dst->ne[1]; ++n) {
+#if LOOM_CPU_INT8_DOT
+    if (w->type == LOOM_TYPE_Q8_0 || w->type == LOOM_TYPE_Q4_0) {
+      if (w->type == LOOM_TYPE_Q8_0) {
+        axpy_slice_int8<loom_block_q8_0_t>(w, h, s, n, m0, len, acc, kColsAhead);
+      } else {
+        axpy_slice_int8<loom_block_q4_0_t>(w, h, s, n, m0, len, acc, kColsAhead);
+      }
+      for (int64_t e = 0; e < len; ++e) std::memcpy(elem_ptr(dst, m0 + e, n, 0, 0), &acc[e], sizeof(float));
+      continue;
+    }
+#endif
     std::fill(acc, acc + len, 0.0f);
     const int64_t end = s.off[static_cast<size_t>(n + 1)];
     for (int64_t i = s.off[static_cast<size_t>(n)]; i < std::min(end, s.off[static_cast<size_t>(n)] + kAhead); ++i) {
@@ -349,16 +443,6 @@ void cols_slice(const loom_tensor_t* dst, const ActiveSet& s, int64_t m0, int64_
       const float c = load_elem(h->type, elem_ptr(h, k, n, 0, 0));
       const char* row = row_ptr(w, k, 0, 0);
       const float* x = tmp;
-#if LOOM_CPU_INT8_DOT
-      if (w->type == LOOM_TYPE_Q8_0) {
-        axpy_blocks(acc, c, reinterpret_cast<const loom_block_q8_0_t*>(row) + m0 / 32, len);
-        continue;
-      }
-      if (w->type == LOOM_TYPE_Q4_0) {
-        axpy_blocks(acc, c, reinterpret_cast<const loom_block_q4_0_t*>(row) + m0 / 32, len);
-        continue;
-      }
-#endif
       if (f32) {
         x = reinterpret_cast<const float*>(row) + m0;
       } else if (float_rows(w)) {
@@ -377,14 +461,16 @@ void cols_slice(const loom_tensor_t* dst, const ActiveSet& s, int64_t m0, int64_
 void run_sparse_cols(const loom_tensor_t* dst, Exec& ex) {
   const ActiveSet s = active_set(dst->src[2], threshold_of(dst));
   const int64_t m = dst->ne[0];
-  const int64_t slices = (m + kColSlice - 1) / kColSlice;
+  const int32_t wt = dst->src[0]->type;
+  const int64_t slice = wt == LOOM_TYPE_Q8_0 || wt == LOOM_TYPE_Q4_0 ? kColSlice32 : kColSlice;
+  const int64_t slices = (m + slice - 1) / slice;
   const int slots = ex.threads();
   float* base = static_cast<float*>(ex.scratch(sizeof(float) * 2 * kColSlice * static_cast<size_t>(slots)));
   ex.run([&](int ith, int) {
     float* acc = base + 2 * kColSlice * ith;
     for (int64_t c = ex.next_chunk(); c < slices; c = ex.next_chunk()) {
-      const int64_t m0 = c * kColSlice;
-      cols_slice(dst, s, m0, std::min(kColSlice, m - m0), acc, acc + kColSlice);
+      const int64_t m0 = c * slice;
+      cols_slice(dst, s, m0, std::min(slice, m - m0), acc, acc + kColSlice);
     }
   });
 }
