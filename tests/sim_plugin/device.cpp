@@ -192,7 +192,7 @@ const void* device_get_extension(loom_device_t* d, const char* id, uint32_t vers
       Device::from(d)->config().flops_per_us > 0) {
     return &kCostExt;
   }
-  if (id && std::strcmp(id, LOOM_SIM_EXT_TRACE) == 0 && version == LOOM_SIM_EXT_TRACE_VERSION) {
+  if (id && std::strcmp(id, LOOM_SIM_EXT_TRACE) == 0 && version >= 1 && version <= LOOM_SIM_EXT_TRACE_VERSION) {
     return trace_extension();
   }
   return nullptr;

@@ -1,7 +1,9 @@
 #include "kernels.h"
 
 #include <cmath>
+#include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "sim.h"
 
@@ -53,27 +55,45 @@ void mul_mat(const loom_tensor_t* d) {
 
 // The ABI 1.3 sparse products (F32 only): rows: dst[m, n] = S[m, n] > t ?
 // A[:, m] . B[:, n] : 0; cols: dst[m, n] = sum over k with S[k, n] > t of
-// H[k, n] W[m, k].
+// H[k, n] W[m, k]. Only the active rows (columns) are read.
 void mul_mat_sparse(const loom_tensor_t* d) {
   const loom_tensor_t* a = d->src[0];
   const loom_tensor_t* b = d->src[1];
   const loom_tensor_t* sc = d->src[2];
   const float t = fparam(d, 0);
-  const bool rows = d->op == LOOM_OP_MUL_MAT_SPARSE_ROWS;
-  each(d, [&](int64_t m, int64_t n, int64_t, int64_t) {
-    double s = 0;
-    if (rows) {
+  if (d->op == LOOM_OP_MUL_MAT_SPARSE_ROWS) {
+    each(d, [&](int64_t m, int64_t n, int64_t, int64_t) {
+      double s = 0;
       if (at(sc, m, n, 0, 0) > t) {
         for (int64_t k = 0; k < a->ne[0]; ++k) s += static_cast<double>(at(a, k, m, 0, 0)) * at(b, k, n, 0, 0);
       }
-    } else {
-      for (int64_t k = 0; k < a->ne[1]; ++k) {
-        if (at(sc, k, n, 0, 0) > t) s += static_cast<double>(at(a, m, k, 0, 0)) * at(b, k, n, 0, 0);
-      }
+      at(d, m, n, 0, 0) = static_cast<float>(s);
+    });
+    return;
+  }
+  std::vector<double> acc(static_cast<size_t>(d->ne[0]));
+  for (int64_t n = 0; n < d->ne[1]; ++n) {
+    std::fill(acc.begin(), acc.end(), 0.0);
+    for (int64_t k = 0; k < a->ne[1]; ++k) {
+      if (!(at(sc, k, n, 0, 0) > t)) continue;
+      const double h = at(b, k, n, 0, 0);
+      for (int64_t m = 0; m < d->ne[0]; ++m) acc[static_cast<size_t>(m)] += h * at(a, m, k, 0, 0);
     }
-    at(d, m, n, 0, 0) = static_cast<float>(s);
-  });
+    for (int64_t m = 0; m < d->ne[0]; ++m) at(d, m, n, 0, 0) = static_cast<float>(acc[static_cast<size_t>(m)]);
+  }
 }
+
+// Active entries of a sparse product's score tensor: S[:rows, n] > t.
+int64_t active(const loom_tensor_t* d) {
+  const loom_tensor_t* sc = d->src[2];
+  const float t = fparam(d, 0);
+  int64_t n_active = 0;
+  for (int64_t n = 0; n < sc->ne[1]; ++n)
+    for (int64_t k = 0; k < sc->ne[0]; ++k) n_active += at(sc, k, n, 0, 0) > t;
+  return n_active;
+}
+
+int64_t elements(const loom_tensor_t* t) { return t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3]; }
 
 // Row-wise ops: f(row index tuple) over rows of d.
 template <typename F>
@@ -233,6 +253,26 @@ std::string run_kernel(const loom_tensor_t* d) {
       return std::string("no kernel for op ") + op_name(d->op);
   }
   return "";
+}
+
+size_t node_bytes(const loom_tensor_t* d) {
+  int64_t n = elements(d);  // written
+  switch (d->op) {
+    case LOOM_OP_MUL_MAT_SPARSE_ROWS:
+    case LOOM_OP_MUL_MAT_SPARSE_COLS:
+      // Only the active rows of the weight (neuron-major for both: a row of
+      // gate/up, a row of down_t), plus the input and the scores.
+      n += active(d) * d->src[0]->ne[0] + elements(d->src[1]) + elements(d->src[2]);
+      break;
+    case LOOM_OP_GET_ROWS:
+      n += elements(d) + elements(d->src[1]);  // the rows gathered and the indices
+      break;
+    default:
+      for (int k = 0; k < LOOM_MAX_SRC; ++k) {
+        if (d->src[k]) n += elements(d->src[k]);
+      }
+  }
+  return static_cast<size_t>(n) * sizeof(float);
 }
 
 }  // namespace loom::sim

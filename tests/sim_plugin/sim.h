@@ -41,6 +41,7 @@ struct DeviceConfig {
   bool async = false;       // LOOM_SIM_ASYNC=1: worker-thread streams, events, queued copies
   unsigned jitter_us = 0;   // LOOM_SIM_JITTER_US: random delay per queued work item
   unsigned delay_us = 0;    // LOOM_SIM_DELAY_US_<i>: fixed sleep per computed node
+  double gbps = 0;          // LOOM_SIM_GBPS_<i>: a node takes >= node_bytes / gbps ns; 0: off
 };
 
 // One device with its own buffer type ("sim<i>"); lives until shutdown.

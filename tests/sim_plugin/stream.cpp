@@ -16,6 +16,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
@@ -67,6 +68,28 @@ struct RunningScope {
   ~RunningScope() { g_running.fetch_sub(1); }
 };
 
+// v2: busy intervals of compute work items, while recording is on.
+constexpr size_t kMaxIntervals = 65536;
+std::atomic<bool> g_recording{false};
+std::mutex g_intervals_m;
+std::vector<loom_sim_trace_interval_t> g_intervals;
+
+int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+void record_interval(size_t device, int64_t begin_ns, const char* last_node) {
+  if (!g_recording.load()) return;
+  loom_sim_trace_interval_t iv{};
+  iv.device = static_cast<uint32_t>(device);
+  iv.begin_ns = begin_ns;
+  iv.end_ns = now_ns();
+  std::snprintf(iv.last_node, sizeof iv.last_node, "%s", last_node ? last_node : "");
+  std::lock_guard<std::mutex> lock(g_intervals_m);
+  if (g_intervals.size() < kMaxIntervals) g_intervals.push_back(iv);
+}
+
 uint64_t trace_max_concurrent() { return g_max_running.load(); }
 uint64_t trace_overlapped() { return g_overlapped.load(); }
 uint64_t trace_computes() { return g_computes.load(); }
@@ -74,15 +97,25 @@ void trace_reset() {
   g_max_running = 0;
   g_overlapped = 0;
   g_computes = 0;
+  std::lock_guard<std::mutex> lock(g_intervals_m);
+  g_intervals.clear();
+}
+void trace_set_recording(int on) { g_recording = on != 0; }
+size_t trace_intervals(loom_sim_trace_interval_t* out, size_t max) {
+  std::lock_guard<std::mutex> lock(g_intervals_m);
+  if (out != nullptr) std::copy_n(g_intervals.begin(), std::min(max, g_intervals.size()), out);
+  return g_intervals.size();
 }
 const loom_sim_ext_trace_t kTraceExt = {sizeof(loom_sim_ext_trace_t), trace_max_concurrent, trace_overlapped,
-                                        trace_computes, trace_reset};
+                                        trace_computes, trace_reset, trace_set_recording, trace_intervals};
 
 // Run nodes in order; the first failure stops. LOOM_SIM_DELAY_US_<i> sleeps
 // that long per computed node (a fixed per-op cost for pipelining benches).
 Failure run_nodes(Device& dev, const std::vector<const loom_tensor_t*>& nodes,
                   const std::string& fail_at) {
   RunningScope running;
+  const int64_t begin_ns = now_ns();
+  const char* last_node = nullptr;
   const std::string& name = dev.config().name;
   for (size_t i = 0; i < nodes.size(); ++i) {
     const loom_tensor_t* node = nodes[i];
@@ -108,9 +141,20 @@ Failure run_nodes(Device& dev, const std::vector<const loom_tensor_t*>& nodes,
       }
     }
     if (dev.config().delay_us > 0) std::this_thread::sleep_for(std::chrono::microseconds(dev.config().delay_us));
+    const auto t0 = std::chrono::steady_clock::now();
     std::string err = run_kernel(node);
     if (!err.empty()) return {LOOM_STATUS_INTERNAL, "[sim.compute] " + name + ": " + err};
+    // LOOM_SIM_GBPS_<i>: the node takes at least the time its bytes take at
+    // that bandwidth (a fast device's memory; the reference kernel's own
+    // time counts towards it).
+    if (dev.config().gbps > 0) {
+      const auto want = t0 + std::chrono::nanoseconds(static_cast<int64_t>(
+                                 static_cast<double>(node_bytes(node)) / dev.config().gbps));
+      std::this_thread::sleep_until(want);
+    }
+    last_node = node->name;
   }
+  record_interval(dev.index(), begin_ns, last_node);
   return {};
 }
 
