@@ -19,8 +19,9 @@ std::string run_kernel(const loom_tensor_t* node);
 
 // Bytes a computed node moves (every element read and written, all F32;
 // the sparse products count only their active weight rows, GET_ROWS only
-// the rows it gathers): what LOOM_SIM_GBPS_<i> times. Call after the node
-// ran (a sparse product reads its scores).
-size_t node_bytes(const loom_tensor_t* node);
+// the rows it gathers): what LOOM_SIM_GBPS_<i> times. active_share < 0:
+// count the active rows (after the node ran: it reads the scores); else
+// assume that share of the rows (loom.cost, before the data exists).
+size_t node_bytes(const loom_tensor_t* node, double active_share = -1.0);
 
 }  // namespace loom::sim

@@ -151,7 +151,10 @@ loom_status_t* plugin_init(void** out_context) {
   });
 }
 
-void plugin_shutdown(void* context) { delete static_cast<PluginContext*>(context); }
+void plugin_shutdown(void* context) {
+  delete static_cast<PluginContext*>(context);
+  profile_report();
+}
 
 size_t plugin_device_count(void* context) {
   return static_cast<PluginContext*>(context)->devices.size();

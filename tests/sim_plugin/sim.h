@@ -83,6 +83,8 @@ using common::op_name;
 
 // The loom.sim.trace extension (sim_trace.h), shared by every device.
 const void* trace_extension();
+// LOOM_SIM_PROFILE=1: print the per-op times to stderr (at shutdown) and reset.
+void profile_report();
 
 loom_status_t* stream_create(loom_device_t* device, loom_stream_t** out_stream);
 // Only offered with LOOM_SIM_ASYNC=1 (the device table has NULL otherwise).

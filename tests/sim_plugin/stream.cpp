@@ -68,6 +68,18 @@ struct RunningScope {
   ~RunningScope() { g_running.fetch_sub(1); }
 };
 
+// LOOM_SIM_PROFILE=1 (read at each compute): per op, the nodes run, the
+// time in their kernels, their time with the LOOM_SIM_GBPS_<i> /
+// LOOM_SIM_DELAY_US_<i> wait, and their bytes (node_bytes), printed to
+// stderr by profile_report() at plugin shutdown. A measuring aid.
+struct OpProfile {
+  uint64_t nodes = 0;
+  int64_t kernel_ns = 0, total_ns = 0;
+  uint64_t bytes = 0;
+};
+std::mutex g_profile_m;
+std::vector<OpProfile> g_profile(LOOM_OP_COUNT);
+
 // v2: busy intervals of compute work items, while recording is on.
 constexpr size_t kMaxIntervals = 65536;
 std::atomic<bool> g_recording{false};
@@ -116,6 +128,8 @@ Failure run_nodes(Device& dev, const std::vector<const loom_tensor_t*>& nodes,
   RunningScope running;
   const int64_t begin_ns = now_ns();
   const char* last_node = nullptr;
+  const char* prof_env = std::getenv("LOOM_SIM_PROFILE");
+  const bool profile = prof_env && std::string(prof_env) == "1";
   const std::string& name = dev.config().name;
   for (size_t i = 0; i < nodes.size(); ++i) {
     const loom_tensor_t* node = nodes[i];
@@ -140,10 +154,12 @@ Failure run_nodes(Device& dev, const std::vector<const loom_tensor_t*>& nodes,
                                                   "' is not in this device's memory"};
       }
     }
+    const auto start = std::chrono::steady_clock::now();
     if (dev.config().delay_us > 0) std::this_thread::sleep_for(std::chrono::microseconds(dev.config().delay_us));
     const auto t0 = std::chrono::steady_clock::now();
     std::string err = run_kernel(node);
     if (!err.empty()) return {LOOM_STATUS_INTERNAL, "[sim.compute] " + name + ": " + err};
+    const auto t1 = std::chrono::steady_clock::now();
     // LOOM_SIM_GBPS_<i>: the node takes at least the time its bytes take at
     // that bandwidth (a fast device's memory; the reference kernel's own
     // time counts towards it).
@@ -153,6 +169,15 @@ Failure run_nodes(Device& dev, const std::vector<const loom_tensor_t*>& nodes,
       std::this_thread::sleep_until(want);
     }
     last_node = node->name;
+    if (profile) {
+      const auto t2 = std::chrono::steady_clock::now();
+      std::lock_guard<std::mutex> lock(g_profile_m);
+      OpProfile& p = g_profile[static_cast<size_t>(node->op)];
+      ++p.nodes;
+      p.kernel_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count();
+      p.total_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(t2 - start).count();
+      p.bytes += node_bytes(node);
+    }
   }
   record_interval(dev.index(), begin_ns, last_node);
   return {};
@@ -430,6 +455,21 @@ loom_status_t* event_create(loom_device_t* device, loom_event_t** out_event) {
 }
 
 const void* trace_extension() { return &kTraceExt; }
+
+void profile_report() {
+  std::lock_guard<std::mutex> lock(g_profile_m);
+  bool any = false;
+  for (size_t op = 0; op < g_profile.size(); ++op) {
+    const OpProfile& p = g_profile[op];
+    if (p.nodes == 0) continue;
+    if (!any) std::fprintf(stderr, "[sim] profile: op, nodes, kernel ms, with waits ms, MB, kernel GB/s\n");
+    any = true;
+    std::fprintf(stderr, "[sim]   %-22s %8llu %10.3f %10.3f %10.3f %8.2f\n", op_name(static_cast<int32_t>(op)),
+                 static_cast<unsigned long long>(p.nodes), p.kernel_ns / 1e6, p.total_ns / 1e6, p.bytes / 1e6,
+                 p.kernel_ns > 0 ? static_cast<double>(p.bytes) / static_cast<double>(p.kernel_ns) : 0.0);
+  }
+  g_profile.assign(LOOM_OP_COUNT, OpProfile{});
+}
 
 bool node_supported(const Device& dev, const loom_tensor_t* node) {
   if (node->op < 0 || node->op >= LOOM_OP_COUNT) return false;
