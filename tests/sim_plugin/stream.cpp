@@ -124,12 +124,10 @@ const loom_sim_ext_trace_t kTraceExt = {sizeof(loom_sim_ext_trace_t), trace_max_
 // Run nodes in order; the first failure stops. LOOM_SIM_DELAY_US_<i> sleeps
 // that long per computed node (a fixed per-op cost for pipelining benches).
 Failure run_nodes(Device& dev, const std::vector<const loom_tensor_t*>& nodes,
-                  const std::string& fail_at) {
+                  const std::string& fail_at, bool profile) {
   RunningScope running;
   const int64_t begin_ns = now_ns();
   const char* last_node = nullptr;
-  const char* prof_env = std::getenv("LOOM_SIM_PROFILE");
-  const bool profile = prof_env && std::string(prof_env) == "1";
   const std::string& name = dev.config().name;
   for (size_t i = 0; i < nodes.size(); ++i) {
     const loom_tensor_t* node = nodes[i];
@@ -274,16 +272,18 @@ loom_status_t* stream_compute(loom_stream_t* s, const loom_graph_t* g) {
       return make_status(LOOM_STATUS_INVALID_ARGUMENT, "[sim.compute] " + name + ": graph is null");
     const char* env = std::getenv("LOOM_SIM_FAIL_AT");
     std::string fail_at = env ? env : "";
+    const char* prof_env = std::getenv("LOOM_SIM_PROFILE");  // read here, not on the worker thread
+    const bool profile = prof_env && std::string(prof_env) == "1";
     // The node list is copied: the graph struct need only live for this call.
     std::vector<const loom_tensor_t*> nodes(g->nodes, g->nodes + g->n_nodes);
     if (!st->async) {
-      Failure f = run_nodes(dev, nodes, fail_at);
+      Failure f = run_nodes(dev, nodes, fail_at, profile);
       return f.code == LOOM_STATUS_OK ? nullptr : make_status(f.code, f.message);
     }
     Device* d = &dev;
-    st->enqueue([d, nodes = std::move(nodes), fail_at](const std::string& failure) -> std::string {
+    st->enqueue([d, nodes = std::move(nodes), fail_at, profile](const std::string& failure) -> std::string {
       if (!failure.empty()) return "";  // work after a failure is skipped until synchronize
-      return run_nodes(*d, nodes, fail_at).message;
+      return run_nodes(*d, nodes, fail_at, profile).message;
     });
     return nullptr;
   });
