@@ -17,6 +17,9 @@
 #   layer      --device cpu,sim0 -ngl 0 -ot 'blk\.0\.ffn_.*=sim0': layer 0's
 #              whole FFN (gate, up, down, down_t, predictor) on sim0, as
 #              many whole layers' FFNs as the budget holds (one)
+#   layer-ngl  --device cpu,sim0 -ngl 1: all of layer 0 (its 39.0 MB of
+#              weights and its KV cache) on sim0; ops sim0 lacks (ROPE,
+#              SET_ROWS, ATTENTION) run on the cpu
 #   hot/cold   --device cpu,sim0 --sparse-budget BUDGET: the rows of the
 #              20% most frequent neurons of all layers on sim0
 # BUDGET = the bytes of those 20% (gate, up and down_t rows, predictor
@@ -56,10 +59,11 @@ neuron_bytes=$(( (3 * dim + 2 * rank) * 4 + 4 ))
 budget=$(( ffn * layers / 5 * neuron_bytes ))
 
 export LOOM_SIM_DEVICES=1 LOOM_SIM_ASYNC=1 LOOM_SIM_GBPS_0=$gbps
-names=(dense all-cpu layer hot/cold)
+names=(dense all-cpu layer layer-ngl hot/cold)
 args=("--device cpu --sparse off"
       "--device cpu"
       "--device cpu,sim0 -ngl 0 -ot blk\\.0\\.ffn_.*=sim0"
+      "--device cpu,sim0 -ngl 1"
       "--device cpu,sim0 --sparse-budget $budget")
 declare -A samples
 for ((r = 0; r < reps; ++r)); do
