@@ -28,7 +28,8 @@
 # simulated device's kernels). The cpu comes first in --device: the
 # scheduler offloads a node only to an earlier device, and with sim0 first
 # it moved the cpu-resident layers' matmuls to sim0 (copying ~42 MB of
-# weights per token). LOOM_SIM_PROFILE=1 prints sim0's time per op.
+# weights per token). LOOM_SIM_PROFILE=1 LOOM_LOG=sim:info prints sim0's
+# time per op.
 #
 # Environment: SIM_GBPS (default 160), THREADS (1), N (32), REPS (3),
 # MODEL (/tmp/loom_sparse_placement.gguf), STORIES (../shared/models/

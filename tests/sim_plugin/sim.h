@@ -83,7 +83,7 @@ using common::op_name;
 
 // The loom.sim.trace extension (sim_trace.h), shared by every device.
 const void* trace_extension();
-// LOOM_SIM_PROFILE=1: print the per-op times to stderr (at shutdown) and reset.
+// LOOM_SIM_PROFILE=1: log the per-op times (category "sim", info; at shutdown) and reset.
 void profile_report();
 
 loom_status_t* stream_create(loom_device_t* device, loom_stream_t** out_stream);

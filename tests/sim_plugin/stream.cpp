@@ -70,8 +70,9 @@ struct RunningScope {
 
 // LOOM_SIM_PROFILE=1 (read at each compute): per op, the nodes run, the
 // time in their kernels, their time with the LOOM_SIM_GBPS_<i> /
-// LOOM_SIM_DELAY_US_<i> wait, and their bytes (node_bytes), printed to
-// stderr by profile_report() at plugin shutdown. A measuring aid.
+// LOOM_SIM_DELAY_US_<i> wait, and their bytes (node_bytes), logged through
+// the host (category "sim", level info) by profile_report() at plugin
+// shutdown. A measuring aid.
 struct OpProfile {
   uint64_t nodes = 0;
   int64_t kernel_ns = 0, total_ns = 0;
@@ -458,15 +459,19 @@ const void* trace_extension() { return &kTraceExt; }
 
 void profile_report() {
   std::lock_guard<std::mutex> lock(g_profile_m);
-  bool any = false;
+  std::string text;
   for (size_t op = 0; op < g_profile.size(); ++op) {
     const OpProfile& p = g_profile[op];
     if (p.nodes == 0) continue;
-    if (!any) std::fprintf(stderr, "[sim] profile: op, nodes, kernel ms, with waits ms, MB, kernel GB/s\n");
-    any = true;
-    std::fprintf(stderr, "[sim]   %-22s %8llu %10.3f %10.3f %10.3f %8.2f\n", op_name(static_cast<int32_t>(op)),
-                 static_cast<unsigned long long>(p.nodes), p.kernel_ns / 1e6, p.total_ns / 1e6, p.bytes / 1e6,
-                 p.kernel_ns > 0 ? static_cast<double>(p.bytes) / static_cast<double>(p.kernel_ns) : 0.0);
+    char line[160];
+    std::snprintf(line, sizeof line, "\n  %-22s %8llu %10.3f %10.3f %10.3f %8.2f", op_name(static_cast<int32_t>(op)),
+                  static_cast<unsigned long long>(p.nodes), p.kernel_ns / 1e6, p.total_ns / 1e6, p.bytes / 1e6,
+                  p.kernel_ns > 0 ? static_cast<double>(p.bytes) / static_cast<double>(p.kernel_ns) : 0.0);
+    text += line;
+  }
+  if (!text.empty()) {
+    common::plugin_log(LOOM_LOG_LEVEL_INFO, "sim",
+                       "profile: op, nodes, kernel ms, with waits ms, MB, kernel GB/s" + text);
   }
   g_profile.assign(LOOM_OP_COUNT, OpProfile{});
 }
