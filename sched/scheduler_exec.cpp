@@ -297,7 +297,16 @@ bool Scheduler::issue_split(Graph& graph, size_t si) {
   g.nodes = abi_nodes.data();
   // Each split is its own graph for the plugin: mix the split index in.
   g.fingerprint = plan.fingerprint ^ ((si + 1) * 0x9e3779b97f4a7c15ull);
+  const auto c0 = std::chrono::steady_clock::now();
   Status st = streams_[dev].compute(g);
+  if (profile_) {
+    auto ns = [](std::chrono::steady_clock::time_point t) {
+      return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+    };
+    stats_.split_times.push_back(
+        {dev, abi_nodes.empty() ? std::string() : std::string(abi_nodes.back()->name), ns(c0),
+         ns(std::chrono::steady_clock::now())});
+  }
   if (st.ok()) st = r.order.issued(dev, split, domains, next_event(dev));
   if (!st.ok()) {
     r.fail(split, st, "compute");

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -78,6 +79,9 @@ class Builder {
   // Steps (one file each).
   Status place();         // scheduler_placement.cpp
   Status build_splits();  // scheduler_splits.cpp
+  // Whether node i (on dev) needs a new copy of a result an asynchronous
+  // device computed in this graph (build_splits cuts before it).
+  bool waits_on_async(size_t i, size_t dev, const std::map<std::pair<int32_t, size_t>, int32_t>& copy_of) const;
   Status plan_memory();   // scheduler_memory.cpp
 
   // Helpers shared by the steps.

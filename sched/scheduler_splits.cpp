@@ -3,6 +3,13 @@
 // nothing), and list for each split the sources its device cannot read
 // where they live. Each (tensor, device) pair is copied once per graph, by
 // the first split that needs it.
+//
+// A split is also cut before a node that needs a new copy of a result of
+// an asynchronous device's split of this graph (CAP_ASYNC: its work may
+// still be running). The copy waits for that work; the split's nodes before
+// it need not, so they run meanwhile (e.g. the cold share of a hot/cold
+// sparse FFN on the cpu while the device computes the hot share, before the
+// node that adds the two: docs/sparse-ffn.md).
 #include <map>
 #include <string>
 #include <utility>
@@ -12,6 +19,27 @@
 #include "sched/scheduler_plan.hpp"
 
 namespace loom::sched {
+
+bool Builder::waits_on_async(size_t i, size_t dev,
+                             const std::map<std::pair<int32_t, size_t>, int32_t>& copy_of) const {
+  const Tensor* t = g_.nodes()[i];
+  const auto n_nodes = static_cast<int32_t>(g_.nodes().size());
+  for (int k = 0; k < LOOM_MAX_SRC; ++k) {
+    const Tensor* s = t->source(k);
+    if (!s || readable(dev, s)) continue;
+    const int32_t sid = id(s);
+    if (sid < 0 || copy_of.count({sid, dev})) continue;  // an error later, or copied already
+    // Where the data was computed: the base's node (a leaf is ready).
+    const int32_t bid = id(const_cast<Tensor*>(s)->base());
+    if (bid < 0 || bid >= n_nodes) continue;
+    const int32_t from = plan_->node_device[static_cast<size_t>(bid)];
+    if (from >= 0 && static_cast<size_t>(from) != dev &&
+        (devices_[static_cast<size_t>(from)]->info().caps & LOOM_DEVICE_CAP_ASYNC) != 0) {
+      return true;
+    }
+  }
+  return false;
+}
 
 Status Builder::build_splits() {
   const auto& nodes = g_.nodes();
@@ -23,6 +51,11 @@ Status Builder::build_splits() {
     const int32_t d = plan_->node_device[i];
     if (common::is_view_op(t->op) || d < 0) continue;
     const size_t dev = static_cast<size_t>(d);
+    if (!plan_->splits.empty() && plan_->splits.back().device == dev && !plan_->splits.back().nodes.empty() &&
+        waits_on_async(i, dev, copy_of)) {
+      plan_->splits.emplace_back();
+      plan_->splits.back().device = dev;
+    }
     if (plan_->splits.empty() || plan_->splits.back().device != dev) {
       plan_->splits.emplace_back();
       plan_->splits.back().device = dev;

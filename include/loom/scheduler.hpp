@@ -58,6 +58,17 @@ struct SchedStats {
   // the compute (+ its run on a synchronous device); filled only with
   // set_profile(true).
   std::vector<double> split_us;
+  // Also with set_profile(true), per split: its device (index in
+  // devices()), its last node's name, and when its device's compute call
+  // began and returned (std::chrono::steady_clock, ns since its epoch):
+  // the run itself on a synchronous device (the cpu), the queuing on an
+  // asynchronous one.
+  struct SplitTime {
+    size_t device = 0;
+    std::string last_node;
+    int64_t begin_ns = 0, end_ns = 0;
+  };
+  std::vector<SplitTime> split_times;
   // How the splits were ordered (docs/scheduler.md, "Execution and
   // concurrency model"): events recorded after splits, waits of one stream
   // on another's event (no host involved), host waits on an event, host

@@ -18,10 +18,13 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "llm_test_util.hpp"
+#include "registry/registry_test_util.hpp"
+#include "sim_plugin/sim_trace.h"
 #include "llm/generate.hpp"
 #include "llm/llama_graph.hpp"
 #include "llm/llama_model.hpp"
@@ -284,6 +287,81 @@ TEST_F(SparseFfn, HotColdPlacementGivesTheDenseTokens) {
     EXPECT_EQ(greedy(m->get(), 32), want);
   }
   EXPECT_GT(ran, 0) << "sim0 missing: " << LOOM_TEST_SIM_DIR;
+}
+
+// Both shares run at once: with an asynchronous sim0 that sleeps 3 ms per
+// node, in every decode step and layer the cpu computes the cold share
+// (its own split, cut before the add that waits for the hot share; timed
+// by the scheduler's profile) after sim0's split with the hot share was
+// issued and before sim0 finished it (sim0's busy intervals from the
+// loom.sim.trace extension, the same steady clock). Without the cut the
+// cold share shares its split with the add, which copies the hot output in
+// first: the cpu waited for sim0 before computing anything.
+TEST_F(SparseFfn, HotAndColdSharesRunConcurrently) {
+  test::ScopedEnv n_sim("LOOM_SIM_DEVICES", std::optional<std::string>("1"));
+  test::ScopedEnv async("LOOM_SIM_ASYNC", std::optional<std::string>("1"));
+  test::ScopedEnv delay("LOOM_SIM_DELAY_US_0", std::optional<std::string>("3000"));
+  registry::Options o;
+  o.paths = {LOOM_TEST_PLUGIN_DIR, LOOM_TEST_SIM_DIR};
+  o.use_env = false;
+  auto reg = registry::Registry::load(o);
+  registry::Device* sim = reg->device("sim0");
+  ASSERT_NE(sim, nullptr) << "sim0 missing: " << LOOM_TEST_SIM_DIR;
+  const auto* trace =
+      static_cast<const loom_sim_ext_trace_t*>(sim->extension(LOOM_SIM_EXT_TRACE, LOOM_SIM_EXT_TRACE_VERSION));
+  ASSERT_NE(trace, nullptr) << "sim plugin without loom.sim.trace v2";
+  LoadOptions lo;
+  lo.devices = {sim, reg->device("cpu")};
+  lo.sparse_budget = (3 * 64 * 4 + 32 * 4 + 4) * 2 * 512 / 5;  // ~20% of the rows (as above)
+  auto m = LlamaModel::load(files_->at("f32"), lo);
+  ASSERT_TRUE(m.ok()) << m.status().to_string();
+  SessionOptions so;
+  so.kv_type = LOOM_TYPE_F32;
+  so.n_batch = 1;
+  auto s = LlamaSession::create(m->get(), so);
+  ASSERT_TRUE(s.ok()) << s.status().to_string();
+  (*s)->scheduler().set_profile(true);
+  trace->reset();
+  trace->set_recording(1);
+  constexpr int kSteps = 3;
+  // Per layer and step: sim0's split ending with the hot share's output,
+  // and the cpu split issued next (with the cut: the cold share's).
+  std::vector<SchedStats::SplitTime> hot_issued, next_cpu;
+  std::vector<float> logits;
+  for (int step = 0; step < kSteps; ++step) {
+    ASSERT_TRUE((*s)->eval({prompt()[static_cast<size_t>(step)]}, false, &logits).ok());
+    const auto& devs = (*s)->scheduler().devices();
+    const auto& times = (*s)->scheduler().last_stats().split_times;
+    for (size_t k = 0; k < times.size(); ++k) {
+      if (devs[times[k].device] != sim || times[k].last_node.rfind("ffn_out.hot.", 0) != 0) continue;
+      hot_issued.push_back(times[k]);
+      size_t c = k + 1;
+      while (c < times.size() && devs[times[c].device] != reg->device("cpu")) ++c;
+      ASSERT_LT(c, times.size()) << "no cpu split after " << times[k].last_node;
+      next_cpu.push_back(times[c]);
+    }
+  }
+  trace->set_recording(0);
+  std::vector<loom_sim_trace_interval_t> busy(trace->intervals(nullptr, 0));
+  busy.resize(trace->intervals(busy.data(), busy.size()));
+  std::vector<loom_sim_trace_interval_t> hot_busy;
+  for (const auto& b : busy) {
+    if (std::string(b.last_node).rfind("ffn_out.hot.", 0) == 0) hot_busy.push_back(b);
+  }
+  ASSERT_EQ(hot_issued.size(), static_cast<size_t>(kSteps * kLayers)) << "sim0 computes each layer's hot share";
+  ASSERT_EQ(hot_busy.size(), hot_issued.size());
+  for (size_t i = 0; i < hot_issued.size(); ++i) {
+    const std::string layer = hot_issued[i].last_node.substr(std::string("ffn_out.hot.").size());
+    SCOPED_TRACE("step " + std::to_string(i / kLayers) + ", layer " + layer);
+    EXPECT_EQ(std::string(hot_busy[i].last_node), hot_issued[i].last_node);
+    EXPECT_EQ(next_cpu[i].last_node, "ffn_out.cold." + layer)
+        << "the cold share does not end a cpu split: it shares one with the add, which waits for the hot share";
+    EXPECT_GE(next_cpu[i].begin_ns, hot_issued[i].begin_ns);
+    EXPECT_LE(next_cpu[i].end_ns, hot_busy[i].end_ns)
+        << "the cpu finished its next split " << (next_cpu[i].end_ns - hot_busy[i].end_ns) / 1000
+        << " us after sim0 finished the hot share (it waited for it)";
+    EXPECT_LT(hot_busy[i].begin_ns, hot_busy[i].end_ns);
+  }
 }
 
 // Prompt batches (> kSparseMaxTokens) run a sparse layer dense; on the cpu

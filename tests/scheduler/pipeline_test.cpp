@@ -163,5 +163,57 @@ TEST_F(SchedulerPipeline, FailureInALaterBatchNamesItAndTheSchedulerRecovers) {
   SCHED_OK(sched->compute(batches[0].graph));
 }
 
+// LOOM_SIM_GBPS_0=G (a fast device's bandwidth for placement benches): a
+// node takes at least the bytes it moves / G. One MUL_MAT of a [256, 256]
+// F32 weight and a [256, 1] input moves (65536 + 256 + 256) * 4 = 264192
+// bytes: at 0.1 GB/s, >= 2.64 ms of sim0's busy interval (trace v2), and
+// the product is still the real one.
+TEST(SimBandwidth, ANodeTakesItsBytesOverTheStatedBandwidth) {
+  ScopedEnv gbps("LOOM_SIM_GBPS_0", std::string("0.1"));
+  SimSetup setup{1, {}};
+  if (!setup.ready()) GTEST_SKIP() << "sim or cpu plugin not loaded:\n" << setup.why();
+  const auto* trace = static_cast<const loom_sim_ext_trace_t*>(
+      setup.dev("sim0")->extension(LOOM_SIM_EXT_TRACE, LOOM_SIM_EXT_TRACE_VERSION));
+  ASSERT_NE(trace, nullptr);
+  Context ctx;
+  std::mt19937 rng(3);
+  SCHED_ASSIGN(Tensor * w, ctx.new_tensor(LOOM_TYPE_F32, {256, 256}, "w"));
+  SCHED_ASSIGN(Tensor * x, ctx.new_tensor(LOOM_TYPE_F32, {256, 1}, "x"));
+  x->flags |= LOOM_TENSOR_FLAG_INPUT;
+  SCHED_ASSIGN(Buffer wb, allocate_tensors(*setup.dev("sim0"), {w}));
+  const std::vector<float> wv = random_values(256 * 256, rng), xv = random_values(256, rng);
+  SCHED_OK(set_f32(w, wv));
+  SCHED_ASSIGN(Tensor * y, op::mul_mat(ctx, w, x));
+  y->set_name("wx");
+  SCHED_ASSIGN(Graph g, Graph::build({y}));
+  SCHED_ASSIGN(auto sched, Scheduler::create({setup.dev("sim0"), setup.dev("cpu")}));
+  SCHED_OK(sched->allocate(g));
+  SCHED_OK(sched->set_input(x, xv.data(), xv.size() * sizeof(float)));
+  trace->reset();
+  trace->set_recording(1);
+  SCHED_OK(sched->compute(g));
+  trace->set_recording(0);
+  std::vector<loom_sim_trace_interval_t> busy(trace->intervals(nullptr, 0));
+  busy.resize(trace->intervals(busy.data(), busy.size()));
+  ASSERT_EQ(busy.size(), 1u);
+  EXPECT_STREQ(busy[0].last_node, "wx");
+  EXPECT_EQ(busy[0].device, 0u);
+  EXPECT_GE(busy[0].end_ns - busy[0].begin_ns, 2641920);
+  const std::vector<float> got = get_f32(y);
+  ASSERT_EQ(got.size(), 256u);
+  for (int m = 0; m < 256; m += 51) {
+    double want = 0;
+    for (int k = 0; k < 256; ++k) want += double(wv[static_cast<size_t>(m * 256 + k)]) * xv[static_cast<size_t>(k)];
+    EXPECT_NEAR(got[static_cast<size_t>(m)], want, 1e-4) << "row " << m;
+  }
+}
+
+TEST(SimBandwidth, ABandwidthThatIsNotAPositiveNumberFailsInit) {
+  ScopedEnv gbps("LOOM_SIM_GBPS_0", std::string("fast"));
+  SimSetup setup{1, {}};
+  EXPECT_EQ(setup.dev("sim0"), nullptr);
+  EXPECT_TRUE(test::contains(setup.why(), "LOOM_SIM_GBPS_0='fast' is not a number")) << setup.why();
+}
+
 }  // namespace
 }  // namespace loom::schedtest

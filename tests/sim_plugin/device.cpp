@@ -1,8 +1,10 @@
 // Device and buffer tables of the simulated plugin.
+#include <algorithm>
 #include <cstring>
 #include <new>
 
 #include "common/glue.h"
+#include "kernels.h"
 #include "sim.h"
 #include "sim_trace.h"
 
@@ -175,24 +177,34 @@ bool device_supports_buffer_type(loom_device_t* d, const loom_buffer_type_t* t) 
 }
 
 // loom.cost from LOOM_SIM_FLOPS_<i>: flops (2*K per MUL_MAT result element,
-// 1 per element otherwise) over that many per microsecond.
+// 1 per element otherwise) over that many per microsecond; from
+// LOOM_SIM_GBPS_<i>: the node's bytes (node_bytes, a sparse product's
+// active share taken as 15% of its rows, as the cpu plugin plans it) over
+// that bandwidth; with both, the larger.
 double cost_op_time_us(loom_device_t* d, const loom_tensor_t* node) {
   const Device* dev = Device::from(d);
   if (!node || !node_supported(*dev, node)) return -1.0;
-  double n = 1;
-  for (int k = 0; k < 4; ++k) n *= static_cast<double>(node->ne[k]);
-  if (node->op == LOOM_OP_MUL_MAT && node->src[0]) n *= 2.0 * static_cast<double>(node->src[0]->ne[0]);
-  return n / dev->config().flops_per_us;
+  double us = 0;
+  if (dev->config().flops_per_us > 0) {
+    double n = 1;
+    for (int k = 0; k < 4; ++k) n *= static_cast<double>(node->ne[k]);
+    if (node->op == LOOM_OP_MUL_MAT && node->src[0]) n *= 2.0 * static_cast<double>(node->src[0]->ne[0]);
+    us = n / dev->config().flops_per_us;
+  }
+  if (dev->config().gbps > 0) {
+    us = std::max(us, static_cast<double>(node_bytes(node, 0.15)) / (dev->config().gbps * 1e3));
+  }
+  return us;
 }
 
 const loom_ext_cost_t kCostExt = {sizeof(loom_ext_cost_t), cost_op_time_us};
 
 const void* device_get_extension(loom_device_t* d, const char* id, uint32_t version) {
   if (id && std::strcmp(id, LOOM_EXT_COST) == 0 && version == LOOM_EXT_COST_VERSION &&
-      Device::from(d)->config().flops_per_us > 0) {
+      (Device::from(d)->config().flops_per_us > 0 || Device::from(d)->config().gbps > 0)) {
     return &kCostExt;
   }
-  if (id && std::strcmp(id, LOOM_SIM_EXT_TRACE) == 0 && version == LOOM_SIM_EXT_TRACE_VERSION) {
+  if (id && std::strcmp(id, LOOM_SIM_EXT_TRACE) == 0 && version >= 1 && version <= LOOM_SIM_EXT_TRACE_VERSION) {
     return trace_extension();
   }
   return nullptr;

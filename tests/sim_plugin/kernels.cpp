@@ -1,7 +1,9 @@
 #include "kernels.h"
 
 #include <cmath>
+#include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "sim.h"
 
@@ -38,10 +40,37 @@ void binary(const loom_tensor_t* d, bool mul) {
   });
 }
 
+// Rows stored contiguously (element stride 4 bytes): the fast paths below.
+bool rows_contiguous(const loom_tensor_t* t) { return t->nb[0] == sizeof(float); }
+
+const float* row_ptr(const loom_tensor_t* t, int64_t i1, int64_t i2, int64_t i3) {
+  return reinterpret_cast<const float*>(data_ptr(t) + i1 * t->nb[1] + i2 * t->nb[2] + i3 * t->nb[3]);
+}
+
+// Dot of n contiguous floats, accumulated in double (8 partial sums, so
+// the compiler vectorizes it: a placement bench's simulated device should
+// be no slower than it must).
+double dot(const float* a, const float* b, int64_t n) {
+  double s[8] = {};
+  int64_t k = 0;
+  for (; k + 8 <= n; k += 8) {
+    for (int j = 0; j < 8; ++j) s[j] += static_cast<double>(a[k + j]) * b[k + j];
+  }
+  for (; k < n; ++k) s[0] += static_cast<double>(a[k]) * b[k];
+  return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
+}
+
 void mul_mat(const loom_tensor_t* d) {
   const loom_tensor_t* a = d->src[0];
   const loom_tensor_t* b = d->src[1];
   const int64_t r2 = b->ne[2] / a->ne[2], r3 = b->ne[3] / a->ne[3];
+  if (rows_contiguous(a) && rows_contiguous(b)) {
+    each(d, [&](int64_t m, int64_t n, int64_t i2, int64_t i3) {
+      at(d, m, n, i2, i3) =
+          static_cast<float>(dot(row_ptr(a, m, i2 / r2, i3 / r3), row_ptr(b, n, i2, i3), a->ne[0]));
+    });
+    return;
+  }
   each(d, [&](int64_t m, int64_t n, int64_t i2, int64_t i3) {
     double s = 0;
     for (int64_t k = 0; k < a->ne[0]; ++k) {
@@ -53,27 +82,55 @@ void mul_mat(const loom_tensor_t* d) {
 
 // The ABI 1.3 sparse products (F32 only): rows: dst[m, n] = S[m, n] > t ?
 // A[:, m] . B[:, n] : 0; cols: dst[m, n] = sum over k with S[k, n] > t of
-// H[k, n] W[m, k].
+// H[k, n] W[m, k]. Only the active rows (columns) are read.
 void mul_mat_sparse(const loom_tensor_t* d) {
   const loom_tensor_t* a = d->src[0];
   const loom_tensor_t* b = d->src[1];
   const loom_tensor_t* sc = d->src[2];
   const float t = fparam(d, 0);
-  const bool rows = d->op == LOOM_OP_MUL_MAT_SPARSE_ROWS;
-  each(d, [&](int64_t m, int64_t n, int64_t, int64_t) {
-    double s = 0;
-    if (rows) {
+  if (d->op == LOOM_OP_MUL_MAT_SPARSE_ROWS) {
+    const bool fast = rows_contiguous(a) && rows_contiguous(b);
+    each(d, [&](int64_t m, int64_t n, int64_t, int64_t) {
+      double s = 0;
       if (at(sc, m, n, 0, 0) > t) {
-        for (int64_t k = 0; k < a->ne[0]; ++k) s += static_cast<double>(at(a, k, m, 0, 0)) * at(b, k, n, 0, 0);
+        if (fast) {
+          s = dot(row_ptr(a, m, 0, 0), row_ptr(b, n, 0, 0), a->ne[0]);
+        } else {
+          for (int64_t k = 0; k < a->ne[0]; ++k) s += static_cast<double>(at(a, k, m, 0, 0)) * at(b, k, n, 0, 0);
+        }
       }
-    } else {
-      for (int64_t k = 0; k < a->ne[1]; ++k) {
-        if (at(sc, k, n, 0, 0) > t) s += static_cast<double>(at(a, m, k, 0, 0)) * at(b, k, n, 0, 0);
+      at(d, m, n, 0, 0) = static_cast<float>(s);
+    });
+    return;
+  }
+  std::vector<double> acc(static_cast<size_t>(d->ne[0]));
+  for (int64_t n = 0; n < d->ne[1]; ++n) {
+    std::fill(acc.begin(), acc.end(), 0.0);
+    for (int64_t k = 0; k < a->ne[1]; ++k) {
+      if (!(at(sc, k, n, 0, 0) > t)) continue;
+      const double h = at(b, k, n, 0, 0);
+      if (rows_contiguous(a)) {
+        const float* w = row_ptr(a, k, 0, 0);
+        for (int64_t m = 0; m < d->ne[0]; ++m) acc[static_cast<size_t>(m)] += h * w[m];
+      } else {
+        for (int64_t m = 0; m < d->ne[0]; ++m) acc[static_cast<size_t>(m)] += h * at(a, m, k, 0, 0);
       }
     }
-    at(d, m, n, 0, 0) = static_cast<float>(s);
-  });
+    for (int64_t m = 0; m < d->ne[0]; ++m) at(d, m, n, 0, 0) = static_cast<float>(acc[static_cast<size_t>(m)]);
+  }
 }
+
+// Active entries of a sparse product's score tensor: S[:rows, n] > t.
+int64_t active(const loom_tensor_t* d) {
+  const loom_tensor_t* sc = d->src[2];
+  const float t = fparam(d, 0);
+  int64_t n_active = 0;
+  for (int64_t n = 0; n < sc->ne[1]; ++n)
+    for (int64_t k = 0; k < sc->ne[0]; ++k) n_active += at(sc, k, n, 0, 0) > t;
+  return n_active;
+}
+
+int64_t elements(const loom_tensor_t* t) { return t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3]; }
 
 // Row-wise ops: f(row index tuple) over rows of d.
 template <typename F>
@@ -233,6 +290,29 @@ std::string run_kernel(const loom_tensor_t* d) {
       return std::string("no kernel for op ") + op_name(d->op);
   }
   return "";
+}
+
+size_t node_bytes(const loom_tensor_t* d, double active_share) {
+  int64_t n = elements(d);  // written
+  switch (d->op) {
+    case LOOM_OP_MUL_MAT_SPARSE_ROWS:
+    case LOOM_OP_MUL_MAT_SPARSE_COLS: {
+      // Only the active rows of the weight (neuron-major for both: a row of
+      // gate/up, a row of down_t), plus the input and the scores.
+      const double rows = active_share >= 0 ? active_share * static_cast<double>(elements(d->src[2]))
+                                            : static_cast<double>(active(d));
+      n += static_cast<int64_t>(rows) * d->src[0]->ne[0] + elements(d->src[1]) + elements(d->src[2]);
+      break;
+    }
+    case LOOM_OP_GET_ROWS:
+      n += elements(d) + elements(d->src[1]);  // the rows gathered and the indices
+      break;
+    default:
+      for (int k = 0; k < LOOM_MAX_SRC; ++k) {
+        if (d->src[k]) n += elements(d->src[k]);
+      }
+  }
+  return static_cast<size_t>(n) * sizeof(float);
 }
 
 }  // namespace loom::sim

@@ -7,7 +7,9 @@
 // LOOM_SIM_EMULATED_<i>=1 marks device i LOOM_DEVICE_CAP_EMULATED; LOOM_SIM_HOST_<i>=1 makes device i's memory
 // host-readable (a BLAS-like accelerator); LOOM_SIM_ASYNC=1 gives every
 // device asynchronous streams (a worker thread each), events and queued
-// copies; LOOM_SIM_JITTER_US=N delays each queued work item by 0..N us.
+// copies; LOOM_SIM_JITTER_US=N delays each queued work item by 0..N us;
+// LOOM_SIM_DELAY_US_<i>=N sleeps N us per node; LOOM_SIM_GBPS_<i>=G makes
+// each node take at least its bytes (node_bytes) / G GB/s.
 // All are read at init.
 #include <cerrno>
 #include <cstdlib>
@@ -128,6 +130,16 @@ loom_status_t* plugin_init(void** out_context) {
         }
         c.delay_us = static_cast<unsigned>(v);
       }
+      const std::string gbps_var = "LOOM_SIM_GBPS_" + std::to_string(i);
+      if (const char* g = std::getenv(gbps_var.c_str()); g && *g) {
+        char* end = nullptr;
+        errno = 0;
+        c.gbps = std::strtod(g, &end);
+        if (errno != 0 || *end != '\0' || !(c.gbps > 0) || c.gbps > 1e6) {
+          return make_status(LOOM_STATUS_INVALID_ARGUMENT,
+                             "[sim.init] " + gbps_var + "='" + g + "' is not a number in (0, 1e6] (GB/s)");
+        }
+      }
       c.async = async;
       c.jitter_us = jitter_us;
       std::string err = parse_ops(static_cast<size_t>(i), &c.ops);
@@ -139,7 +151,10 @@ loom_status_t* plugin_init(void** out_context) {
   });
 }
 
-void plugin_shutdown(void* context) { delete static_cast<PluginContext*>(context); }
+void plugin_shutdown(void* context) {
+  delete static_cast<PluginContext*>(context);
+  profile_report();
+}
 
 size_t plugin_device_count(void* context) {
   return static_cast<PluginContext*>(context)->devices.size();

@@ -41,6 +41,7 @@ struct DeviceConfig {
   bool async = false;       // LOOM_SIM_ASYNC=1: worker-thread streams, events, queued copies
   unsigned jitter_us = 0;   // LOOM_SIM_JITTER_US: random delay per queued work item
   unsigned delay_us = 0;    // LOOM_SIM_DELAY_US_<i>: fixed sleep per computed node
+  double gbps = 0;          // LOOM_SIM_GBPS_<i>: a node takes >= node_bytes / gbps ns; 0: off
 };
 
 // One device with its own buffer type ("sim<i>"); lives until shutdown.
@@ -82,6 +83,8 @@ using common::op_name;
 
 // The loom.sim.trace extension (sim_trace.h), shared by every device.
 const void* trace_extension();
+// LOOM_SIM_PROFILE=1: log the per-op times (category "sim", info; at shutdown) and reset.
+void profile_report();
 
 loom_status_t* stream_create(loom_device_t* device, loom_stream_t** out_stream);
 // Only offered with LOOM_SIM_ASYNC=1 (the device table has NULL otherwise).

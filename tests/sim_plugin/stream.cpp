@@ -16,6 +16,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
@@ -67,6 +68,41 @@ struct RunningScope {
   ~RunningScope() { g_running.fetch_sub(1); }
 };
 
+// LOOM_SIM_PROFILE=1 (read at each compute): per op, the nodes run, the
+// time in their kernels, their time with the LOOM_SIM_GBPS_<i> /
+// LOOM_SIM_DELAY_US_<i> wait, and their bytes (node_bytes), logged through
+// the host (category "sim", level info) by profile_report() at plugin
+// shutdown. A measuring aid.
+struct OpProfile {
+  uint64_t nodes = 0;
+  int64_t kernel_ns = 0, total_ns = 0;
+  uint64_t bytes = 0;
+};
+std::mutex g_profile_m;
+std::vector<OpProfile> g_profile(LOOM_OP_COUNT);
+
+// v2: busy intervals of compute work items, while recording is on.
+constexpr size_t kMaxIntervals = 65536;
+std::atomic<bool> g_recording{false};
+std::mutex g_intervals_m;
+std::vector<loom_sim_trace_interval_t> g_intervals;
+
+int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+void record_interval(size_t device, int64_t begin_ns, const char* last_node) {
+  if (!g_recording.load()) return;
+  loom_sim_trace_interval_t iv{};
+  iv.device = static_cast<uint32_t>(device);
+  iv.begin_ns = begin_ns;
+  iv.end_ns = now_ns();
+  std::snprintf(iv.last_node, sizeof iv.last_node, "%s", last_node ? last_node : "");
+  std::lock_guard<std::mutex> lock(g_intervals_m);
+  if (g_intervals.size() < kMaxIntervals) g_intervals.push_back(iv);
+}
+
 uint64_t trace_max_concurrent() { return g_max_running.load(); }
 uint64_t trace_overlapped() { return g_overlapped.load(); }
 uint64_t trace_computes() { return g_computes.load(); }
@@ -74,15 +110,25 @@ void trace_reset() {
   g_max_running = 0;
   g_overlapped = 0;
   g_computes = 0;
+  std::lock_guard<std::mutex> lock(g_intervals_m);
+  g_intervals.clear();
+}
+void trace_set_recording(int on) { g_recording = on != 0; }
+size_t trace_intervals(loom_sim_trace_interval_t* out, size_t max) {
+  std::lock_guard<std::mutex> lock(g_intervals_m);
+  if (out != nullptr) std::copy_n(g_intervals.begin(), std::min(max, g_intervals.size()), out);
+  return g_intervals.size();
 }
 const loom_sim_ext_trace_t kTraceExt = {sizeof(loom_sim_ext_trace_t), trace_max_concurrent, trace_overlapped,
-                                        trace_computes, trace_reset};
+                                        trace_computes, trace_reset, trace_set_recording, trace_intervals};
 
 // Run nodes in order; the first failure stops. LOOM_SIM_DELAY_US_<i> sleeps
 // that long per computed node (a fixed per-op cost for pipelining benches).
 Failure run_nodes(Device& dev, const std::vector<const loom_tensor_t*>& nodes,
-                  const std::string& fail_at) {
+                  const std::string& fail_at, bool profile) {
   RunningScope running;
+  const int64_t begin_ns = now_ns();
+  const char* last_node = nullptr;
   const std::string& name = dev.config().name;
   for (size_t i = 0; i < nodes.size(); ++i) {
     const loom_tensor_t* node = nodes[i];
@@ -107,10 +153,32 @@ Failure run_nodes(Device& dev, const std::vector<const loom_tensor_t*>& nodes,
                                                   "' is not in this device's memory"};
       }
     }
+    const auto start = std::chrono::steady_clock::now();
     if (dev.config().delay_us > 0) std::this_thread::sleep_for(std::chrono::microseconds(dev.config().delay_us));
+    const auto t0 = std::chrono::steady_clock::now();
     std::string err = run_kernel(node);
     if (!err.empty()) return {LOOM_STATUS_INTERNAL, "[sim.compute] " + name + ": " + err};
+    const auto t1 = std::chrono::steady_clock::now();
+    // LOOM_SIM_GBPS_<i>: the node takes at least the time its bytes take at
+    // that bandwidth (a fast device's memory; the reference kernel's own
+    // time counts towards it).
+    if (dev.config().gbps > 0) {
+      const auto want = t0 + std::chrono::nanoseconds(static_cast<int64_t>(
+                                 static_cast<double>(node_bytes(node)) / dev.config().gbps));
+      std::this_thread::sleep_until(want);
+    }
+    last_node = node->name;
+    if (profile) {
+      const auto t2 = std::chrono::steady_clock::now();
+      std::lock_guard<std::mutex> lock(g_profile_m);
+      OpProfile& p = g_profile[static_cast<size_t>(node->op)];
+      ++p.nodes;
+      p.kernel_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count();
+      p.total_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(t2 - start).count();
+      p.bytes += node_bytes(node);
+    }
   }
+  record_interval(dev.index(), begin_ns, last_node);
   return {};
 }
 
@@ -205,16 +273,18 @@ loom_status_t* stream_compute(loom_stream_t* s, const loom_graph_t* g) {
       return make_status(LOOM_STATUS_INVALID_ARGUMENT, "[sim.compute] " + name + ": graph is null");
     const char* env = std::getenv("LOOM_SIM_FAIL_AT");
     std::string fail_at = env ? env : "";
+    const char* prof_env = std::getenv("LOOM_SIM_PROFILE");  // read here, not on the worker thread
+    const bool profile = prof_env && std::string(prof_env) == "1";
     // The node list is copied: the graph struct need only live for this call.
     std::vector<const loom_tensor_t*> nodes(g->nodes, g->nodes + g->n_nodes);
     if (!st->async) {
-      Failure f = run_nodes(dev, nodes, fail_at);
+      Failure f = run_nodes(dev, nodes, fail_at, profile);
       return f.code == LOOM_STATUS_OK ? nullptr : make_status(f.code, f.message);
     }
     Device* d = &dev;
-    st->enqueue([d, nodes = std::move(nodes), fail_at](const std::string& failure) -> std::string {
+    st->enqueue([d, nodes = std::move(nodes), fail_at, profile](const std::string& failure) -> std::string {
       if (!failure.empty()) return "";  // work after a failure is skipped until synchronize
-      return run_nodes(*d, nodes, fail_at).message;
+      return run_nodes(*d, nodes, fail_at, profile).message;
     });
     return nullptr;
   });
@@ -386,6 +456,25 @@ loom_status_t* event_create(loom_device_t* device, loom_event_t** out_event) {
 }
 
 const void* trace_extension() { return &kTraceExt; }
+
+void profile_report() {
+  std::lock_guard<std::mutex> lock(g_profile_m);
+  std::string text;
+  for (size_t op = 0; op < g_profile.size(); ++op) {
+    const OpProfile& p = g_profile[op];
+    if (p.nodes == 0) continue;
+    char line[160];
+    std::snprintf(line, sizeof line, "\n  %-22s %8llu %10.3f %10.3f %10.3f %8.2f", op_name(static_cast<int32_t>(op)),
+                  static_cast<unsigned long long>(p.nodes), p.kernel_ns / 1e6, p.total_ns / 1e6, p.bytes / 1e6,
+                  p.kernel_ns > 0 ? static_cast<double>(p.bytes) / static_cast<double>(p.kernel_ns) : 0.0);
+    text += line;
+  }
+  if (!text.empty()) {
+    common::plugin_log(LOOM_LOG_LEVEL_INFO, "sim",
+                       "profile: op, nodes, kernel ms, with waits ms, MB, kernel GB/s" + text);
+  }
+  g_profile.assign(LOOM_OP_COUNT, OpProfile{});
+}
 
 bool node_supported(const Device& dev, const loom_tensor_t* node) {
   if (node->op < 0 || node->op >= LOOM_OP_COUNT) return false;
