@@ -189,8 +189,8 @@ float row_dot_int8(const Block* a, const ActBlock* b, int64_t nblk) {
 // and added in increasing k, the pieces of the next `ahead` neurons
 // fetched meanwhile: one FMA per output per neuron, in increasing k.
 template <typename Block, int NB>
-void axpy_group(const loom_tensor_t* w, const loom_tensor_t* h, const ActiveSet& s, int64_t n, int64_t b0, float* out,
-                int64_t ahead) {
+void axpy_group(const loom_tensor_t* w, const loom_tensor_t* h, const ActiveSet& s, int64_t n, int64_t b0, float* out) {
+  constexpr int64_t ahead = kColsAhead;
   const int64_t beg = s.off[static_cast<size_t>(n)], end = s.off[static_cast<size_t>(n + 1)];
   const int64_t piece = NB * static_cast<int64_t>(sizeof(Block));
   auto piece_of = [&](int64_t i) {
@@ -238,7 +238,7 @@ void axpy_group(const loom_tensor_t* w, const loom_tensor_t* h, const ActiveSet&
 // kGroupBlocks blocks, then single blocks.
 template <typename Block>
 void axpy_slice_int8(const loom_tensor_t* w, const loom_tensor_t* h, const ActiveSet& s, int64_t n, int64_t m0,
-                     int64_t len, float* out, int64_t ahead) {
+                     int64_t len, float* out) {
 #ifdef __AVX512F__
   constexpr int kGroupBlocks = 4;  // 8 zmm sums
 #else
@@ -246,8 +246,8 @@ void axpy_slice_int8(const loom_tensor_t* w, const loom_tensor_t* h, const Activ
 #endif
   int64_t b = m0 / 32;
   const int64_t b_end = (m0 + len) / 32;
-  for (; b + kGroupBlocks <= b_end; b += kGroupBlocks) axpy_group<Block, kGroupBlocks>(w, h, s, n, b, out + 32 * b - m0, ahead);
-  for (; b < b_end; ++b) axpy_group<Block, 1>(w, h, s, n, b, out + 32 * b - m0, ahead);
+  for (; b + kGroupBlocks <= b_end; b += kGroupBlocks) axpy_group<Block, kGroupBlocks>(w, h, s, n, b, out + 32 * b - m0);
+  for (; b < b_end; ++b) axpy_group<Block, 1>(w, h, s, n, b, out + 32 * b - m0);
 }
 #endif
 
@@ -303,8 +303,7 @@ void row_in_f32(const RowsJob& j, int64_t n, int64_t m, float* tmp) {
 void rows_chunk(const RowsJob& j, const ActiveSet& s, int64_t i0, int64_t i1, float* tmp) {
   const bool kernel = j.path == RowPath::kInt8 || j.path == RowPath::kQ32 || j.path == RowPath::kSuper;
   const auto row_bytes = static_cast<int64_t>(j.a->nb[1]);
-  const int64_t ahead = kAhead;
-  for (int64_t i = i0; i < std::min(i1, i0 + ahead); ++i) {
+  for (int64_t i = i0; i < std::min(i1, i0 + kAhead); ++i) {
     prefetch_bytes(row_ptr(j.a, s.idx[static_cast<size_t>(i)], 0, 0), row_bytes);
   }
   for (int64_t i = i0; i < i1;) {
@@ -314,7 +313,7 @@ void rows_chunk(const RowsJob& j, const ActiveSet& s, int64_t i0, int64_t i1, fl
     while (i + len < i1 && s.col[static_cast<size_t>(i + len)] == n && s.idx[static_cast<size_t>(i + len)] == m0 + len) {
       ++len;
     }
-    for (int64_t a = i + ahead; a < std::min(i1, i + ahead + len); ++a) {
+    for (int64_t a = i + kAhead; a < std::min(i1, i + kAhead + len); ++a) {
       prefetch_bytes(row_ptr(j.a, s.idx[static_cast<size_t>(a)], 0, 0), row_bytes);
     }
 #if LOOM_CPU_INT8_DOT
@@ -424,9 +423,9 @@ void cols_slice(const loom_tensor_t* dst, const ActiveSet& s, int64_t m0, int64_
 #if LOOM_CPU_INT8_DOT
     if (w->type == LOOM_TYPE_Q8_0 || w->type == LOOM_TYPE_Q4_0) {
       if (w->type == LOOM_TYPE_Q8_0) {
-        axpy_slice_int8<loom_block_q8_0_t>(w, h, s, n, m0, len, acc, kColsAhead);
+        axpy_slice_int8<loom_block_q8_0_t>(w, h, s, n, m0, len, acc);
       } else {
-        axpy_slice_int8<loom_block_q4_0_t>(w, h, s, n, m0, len, acc, kColsAhead);
+        axpy_slice_int8<loom_block_q4_0_t>(w, h, s, n, m0, len, acc);
       }
       for (int64_t e = 0; e < len; ++e) std::memcpy(elem_ptr(dst, m0 + e, n, 0, 0), &acc[e], sizeof(float));
       continue;
