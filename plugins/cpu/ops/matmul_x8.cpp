@@ -54,20 +54,30 @@ struct Super<LOOM_TYPE_Q4_0> {
   static constexpr int kN = 8;
   static constexpr int32_t kOffset = 8;
   static constexpr size_t kBytes = 8 * sizeof(loom_block_q4_0_t);
+  // u[0..3]: low nibbles (quants 4t .. 4t+3); u[4..7]: high nibbles
+  // (quants 16+4t ..). With VNNI the high nibbles stay in place, 16 x the
+  // quant: their dots are 16 x the true ones, an exact multiple shifted back
+  // once per block instead of once per vector (without VNNI, maddubs would
+  // saturate its int16 pair sums on 240 x 127 x 2).
+  static constexpr int kHighShift = kVnni ? 4 : 0;
   __m256i u[kN];
   static constexpr int yoff(int j) { return j < 4 ? 4 * j : 16 + 4 * (j - 4); }
   void load(const uint8_t* sb) {
     const __m256i low4 = _mm256_set1_epi8(0x0F);
     for (int t = 0; t < 4; ++t) {
       const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(sb + 16 + 32 * t));
-      u[t] = _mm256_and_si256(v, low4);                            // quants 4t .. 4t+3
-      u[t + 4] = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);  // quants 16+4t ..
+      u[t] = _mm256_and_si256(v, low4);
+      u[t + 4] = kVnni ? _mm256_andnot_si256(low4, v) : _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
     }
   }
   __m256i dot(const ActBlock& y) const {
-    __m256i acc = _mm256_setzero_si256();
-    for (int j = 0; j < kN; ++j) acc = dot_u8s8(acc, u[j], bcast4(y.qs + yoff(j)));
-    return acc;
+    // Two chains of 4 (low, high): the integer dots' latency is not one
+    // chain of 8. A high-nibble lane sums at most 4 x 4 products of
+    // 240 x 127: far inside int32.
+    __m256i lo = _mm256_setzero_si256(), hi = _mm256_setzero_si256();
+    for (int j = 0; j < 4; ++j) lo = dot_u8s8(lo, u[j], bcast4(y.qs + yoff(j)));
+    for (int j = 4; j < kN; ++j) hi = dot_u8s8(hi, u[j], bcast4(y.qs + yoff(j)));
+    return _mm256_add_epi32(lo, _mm256_srai_epi32(hi, kHighShift));
   }
 };
 
@@ -85,15 +95,15 @@ struct Super<LOOM_TYPE_Q8_0> {
     }
   }
   __m256i dot(const ActBlock& y) const {
-    __m256i acc = _mm256_setzero_si256();
+    __m256i acc[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};  // two chains, as Q4_0
     for (int j = 0; j < kN; ++j) {
       if (kVnni) {
-        acc = dot_u8s8(acc, u[j], bcast4(y.qs + yoff(j)));
+        acc[j & 1] = dot_u8s8(acc[j & 1], u[j], bcast4(y.qs + yoff(j)));
       } else {
-        acc = dot_u8s8(acc, _mm256_abs_epi8(u[j]), _mm256_sign_epi8(bcast4(y.qs + yoff(j)), u[j]));
+        acc[j & 1] = dot_u8s8(acc[j & 1], _mm256_abs_epi8(u[j]), _mm256_sign_epi8(bcast4(y.qs + yoff(j)), u[j]));
       }
     }
-    return acc;
+    return _mm256_add_epi32(acc[0], acc[1]);
   }
 };
 
