@@ -35,7 +35,7 @@
 #include <cstring>
 #include <vector>
 
-#include "ops/avx.h"
+#include "ops/x8_groups.h"
 
 namespace loom::cpu {
 namespace {
@@ -282,22 +282,8 @@ void group_cols(const loom_tensor_t* dst, const uint8_t* group, int64_t nsb, con
   } else {
     q6k_cols<NC>(group, nsb, y, cs, acc);
   }
-  for (int c = 0; c < NC; ++c) {
-    int64_t i1, i2, i3;  // B's batches are more columns: flat index -> dst's
-    unravel_row(dst, n0 + c, &i1, &i2, &i3);
-    if (dst->nb[0] == sizeof(float)) {
-      _mm256_storeu_ps(reinterpret_cast<float*>(elem_ptr(dst, m0, i1, i2, i3)), acc[c]);
-    } else {
-      alignas(32) float v[8];
-      _mm256_store_ps(v, acc[c]);
-      for (int r = 0; r < 8; ++r) std::memcpy(elem_ptr(dst, m0 + r, i1, i2, i3), &v[r], 4);
-    }
-  }
+  for (int c = 0; c < NC; ++c) store_group(dst, n0 + c, m0, acc[c]);
 }
-
-// Chunks claimed per thread: few and large, each a contiguous stream of
-// weights (matmul_x8.cpp).
-constexpr int64_t kChunksPerThread = 2;
 
 template <int32_t kType>
 void mul_mat_type(const loom_tensor_t* dst, const ActBlockK* act, Exec& ex) {
@@ -308,19 +294,14 @@ void mul_mat_type(const loom_tensor_t* dst, const ActBlockK* act, Exec& ex) {
   thread_local std::vector<ColSums> sums;
   sums.resize(static_cast<size_t>(n_len * nsb));
   for (int64_t b = 0; b < n_len * nsb; ++b) col_sums(kType, act[b], &sums[static_cast<size_t>(b)]);
-  const int64_t groups = a->ne[1] / kWeightGroupRows;
   const auto* base = static_cast<const uint8_t*>(a->data);
-  const int64_t chunks = kChunksPerThread * ex.threads();
-  const int64_t per = (groups + chunks - 1) / chunks;
-  for (int64_t c = ex.next_chunk(); c * per < groups; c = ex.next_chunk()) {
-    for (int64_t g = c * per; g < std::min(groups, (c + 1) * per); ++g) {
-      const uint8_t* group = base + static_cast<size_t>(g * nsb) * kBytes;
-      const int64_t m0 = g * kWeightGroupRows;
-      int64_t n = 0;
-      for (; n + kCols <= n_len; n += kCols) group_cols<kType, kCols>(dst, group, nsb, act, sums.data(), n, m0);
-      for (; n < n_len; ++n) group_cols<kType, 1>(dst, group, nsb, act, sums.data(), n, m0);
-    }
-  }
+  for_each_group(a->ne[1], ex, [&](int64_t g) {
+    const uint8_t* group = base + static_cast<size_t>(g * nsb) * kBytes;
+    const int64_t m0 = g * kWeightGroupRows;
+    int64_t n = 0;
+    for (; n + kCols <= n_len; n += kCols) group_cols<kType, kCols>(dst, group, nsb, act, sums.data(), n, m0);
+    for (; n < n_len; ++n) group_cols<kType, 1>(dst, group, nsb, act, sums.data(), n, m0);
+  });
 }
 
 }  // namespace
