@@ -70,29 +70,19 @@ bool reads_f16(const loom_tensor_t* t) {
 }
 #endif
 
-// Row j of head g: as f32 (float) or as raw F16 bits (uint16_t, reads_f16).
-template <typename T>
-const T* kv_row(const loom_tensor_t* t, int64_t j, int64_t g, float* scratch);
-template <>
-inline const float* kv_row<float>(const loom_tensor_t* t, int64_t j, int64_t g, float* scratch) {
-  return f32_row(t, j, g, scratch);
-}
-template <>
-inline const uint16_t* kv_row<uint16_t>(const loom_tensor_t* t, int64_t j, int64_t g, float*) {
-  return reinterpret_cast<const uint16_t*>(row_ptr(t, j, g, 0));
-}
-
 // Rows j0 .. j0+nb of head g of K or V (scratch: nb rows of ne[0] floats,
 // used only for rows that need widening).
 template <typename T>
 void block_rows(const loom_tensor_t* t, int64_t j0, int64_t nb, int64_t g, float* scratch, const T** rows) {
   if (std::is_same_v<T, uint16_t> || (t->type == LOOM_TYPE_F32 && t->nb[0] == sizeof(float))) {
-    // Rows read in place: one row stride apart.
+    // Rows read in place (F16 bits, reads_f16, or f32): one row stride apart.
     const char* base = row_ptr(t, j0, g, 0);
     for (int64_t jj = 0; jj < nb; ++jj) rows[jj] = reinterpret_cast<const T*>(base + jj * static_cast<int64_t>(t->nb[1]));
     return;
   }
-  for (int64_t jj = 0; jj < nb; ++jj) rows[jj] = kv_row<T>(t, j0 + jj, g, scratch + jj * t->ne[0]);
+  if constexpr (std::is_same_v<T, float>) {
+    for (int64_t jj = 0; jj < nb; ++jj) rows[jj] = f32_row(t, j0 + jj, g, scratch + jj * t->ne[0]);
+  }
 }
 
 // kSimdLanes values from f32 or (F16C) F16 memory.

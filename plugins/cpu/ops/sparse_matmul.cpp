@@ -53,7 +53,9 @@ constexpr int64_t kColSlice32 = 128;  // for Q8_0 / Q4_0: one register group (AV
 // than L1 misses in flight; with prefetcht0 the row-sparse product read
 // ~9 GB/s against ~13 with L2 hints, LOOM_CPU_PROFILE on the bench model).
 constexpr int64_t kAhead = 8;       // rows of MUL_MAT_SPARSE_ROWS in flight per thread
+#if LOOM_CPU_INT8_DOT
 constexpr int64_t kColsAhead = 16;  // neurons' slice pieces in flight per thread (AXPY)
+#endif
 inline void prefetch_bytes(const char* p, int64_t bytes) {
   for (int64_t o = 0; o < bytes; o += 64) __builtin_prefetch(p + o, 0, 1);
 }
