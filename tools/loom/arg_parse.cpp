@@ -19,6 +19,22 @@ bool parse_int(const std::string& s, int64_t lo, int64_t hi, int64_t* out) {
   return true;
 }
 
+Option split_option(const std::string& arg) {
+  Option o;
+  const size_t eq = arg.find('=');
+  o.inline_value = arg.rfind("--", 0) == 0 && eq != std::string::npos;
+  o.flag = o.inline_value ? arg.substr(0, eq) : arg;
+  if (o.inline_value) o.value = arg.substr(eq + 1);
+  return o;
+}
+
+std::string take_value(const std::vector<std::string>& args, size_t* i, Option* o) {
+  if (o->inline_value) return "";
+  if (*i + 1 >= args.size()) return o->flag + " needs a value";
+  o->value = args[++*i];
+  return "";
+}
+
 bool parse_float(const std::string& s, double lo, double hi, double* out) {
   if (s.empty()) return false;
   errno = 0;

@@ -95,23 +95,16 @@ bool parse_int_list(const std::string& s, int64_t lo, int64_t hi, std::vector<in
 std::string parse_args(const std::vector<std::string>& args, BenchOptions* o) {
   constexpr int64_t kMaxInt = std::numeric_limits<int32_t>::max();
   for (size_t i = 0; i < args.size(); ++i) {
-    std::string a = args[i], v;
-    const size_t eq = a.find('=');
-    const bool has_inline = a.rfind("--", 0) == 0 && eq != std::string::npos;
-    if (has_inline) {
-      v = a.substr(eq + 1);
-      a = a.substr(0, eq);
-    }
+    Option opt = split_option(args[i]);
+    const std::string& a = opt.flag;
     static const char* const kValued[] = {"-m", "--model", "-p", "--n-prompt", "-n", "--n-gen", "-r",
                                           "--repetitions", "--batch", "--device", "--threads", "--kv-type",
                                           "--sparse"};
     bool valued = is_placement_flag(a);
     for (const char* k : kValued) valued = valued || a == k;
     if (!valued) return "unexpected argument '" + args[i] + "'";
-    if (!has_inline) {
-      if (i + 1 >= args.size()) return a + " needs a value";
-      v = args[++i];
-    }
+    if (std::string e = take_value(args, &i, &opt); !e.empty()) return e;
+    const std::string& v = opt.value;
     auto bad = [&](const char* want) { return a + " '" + v + "': expected " + want; };
     if (is_placement_flag(a)) {
       if (std::string e = take_placement_flag(a, v, &o->placement); !e.empty()) return e;

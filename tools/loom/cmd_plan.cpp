@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "arg_parse.hpp"
 #include "cli.hpp"
 #include "placement_options.hpp"
 #include "llm/llama_model.hpp"
@@ -47,14 +48,9 @@ bool parse_count(const std::string& s, int64_t lo, int64_t* out) {
 
 std::string parse_args(const std::vector<std::string>& args, PlanOptions* o) {
   for (size_t i = 0; i < args.size(); ++i) {
-    std::string a = args[i], v;
-    const size_t eq = a.find('=');
-    const bool has_inline = a.rfind("--", 0) == 0 && eq != std::string::npos;
-    if (has_inline) {
-      v = a.substr(eq + 1);
-      a = a.substr(0, eq);
-    }
-    if (a == "--fit") {
+    Option opt = split_option(args[i]);
+    const std::string& a = opt.flag;
+    if (args[i] == "--fit") {
       o->fit_only = true;
       continue;
     }
@@ -62,10 +58,8 @@ std::string parse_args(const std::vector<std::string>& args, PlanOptions* o) {
                         a == "--output" || a == "--n-gpu-layers" || a == "-ngl" || a == "--detail" ||
                         a == "--format" || is_placement_flag(a);
     if (!valued) return "unexpected argument '" + args[i] + "'";
-    if (!has_inline) {
-      if (i + 1 >= args.size()) return a + " needs a value";
-      v = args[++i];
-    }
+    if (std::string e = take_value(args, &i, &opt); !e.empty()) return e;
+    const std::string& v = opt.value;
     if (is_placement_flag(a)) {
       if (std::string e = take_placement_flag(a, v, &o->placement); !e.empty()) return e;
     } else if (a == "-m" || a == "--model") {

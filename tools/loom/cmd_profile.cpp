@@ -38,22 +38,15 @@ struct ProfileOptions {
 std::string parse_args(const std::vector<std::string>& args, ProfileOptions* o) {
   constexpr int64_t kMaxInt = std::numeric_limits<int32_t>::max();
   for (size_t i = 0; i < args.size(); ++i) {
-    std::string a = args[i], v;
-    const size_t eq = a.find('=');
-    const bool has_inline = a.rfind("--", 0) == 0 && eq != std::string::npos;
-    if (has_inline) {
-      v = a.substr(eq + 1);
-      a = a.substr(0, eq);
-    }
+    Option opt = split_option(args[i]);
+    const std::string& a = opt.flag;
     static const char* const kValued[] = {"-m", "--model", "-p", "--prompt", "-f", "--file", "-o", "--output",
                                           "--device", "-c", "--ctx", "-b", "--batch"};
     bool valued = false;
     for (const char* k : kValued) valued = valued || a == k;
     if (!valued) return "unexpected argument '" + args[i] + "'";
-    if (!has_inline) {
-      if (i + 1 >= args.size()) return a + " needs a value";
-      v = args[++i];
-    }
+    if (std::string e = take_value(args, &i, &opt); !e.empty()) return e;
+    const std::string& v = opt.value;
     if (a == "-m" || a == "--model") {
       o->model = v;
     } else if (a == "-p" || a == "--prompt") {

@@ -50,34 +50,27 @@ struct RunOptions {
 std::string parse_args(std::vector<std::string> args, RunOptions* o) {
   constexpr int64_t kMaxInt = std::numeric_limits<int32_t>::max();
   for (size_t i = 0; i < args.size(); ++i) {
-    std::string a = args[i], v;
-    const size_t eq = a.find('=');
-    const bool has_inline = a.rfind("--", 0) == 0 && eq != std::string::npos;
-    if (has_inline) {
-      v = a.substr(eq + 1);
-      a = a.substr(0, eq);
-    }
+    Option opt = split_option(args[i]);
+    const std::string& a = opt.flag;
     // Short forms as llama.cpp users know them: -c ctx, -t threads, -b batch,
     // -s seed, -f prompt file.
     static const char* const kValued[] = {"-m", "--model", "-p", "--prompt", "-f", "--file", "-n", "--n-predict",
                                           "--temp", "--top-k", "--top-p", "-s", "--seed", "-b", "--batch", "-c",
                                           "--ctx", "--device", "-t", "--threads", "--n-gpu-layers", "-ngl",
                                           "--kv-type", "--sparse", "--sparse-budget", "--sparse-profile"};
-    if (a == "-v" || a == "--verbose") {
+    if (args[i] == "-v" || args[i] == "--verbose") {
       o->verbose = true;
       continue;
     }
-    if (a == "--fit") {
+    if (args[i] == "--fit") {
       o->fit_only = true;
       continue;
     }
     bool valued = is_placement_flag(a);
     for (const char* k : kValued) valued = valued || a == k;
     if (!valued) return "unexpected argument '" + args[i] + "'";
-    if (!has_inline) {
-      if (i + 1 >= args.size()) return a + " needs a value";
-      v = args[++i];
-    }
+    if (std::string e = take_value(args, &i, &opt); !e.empty()) return e;
+    const std::string& v = opt.value;
     auto bad = [&](const char* want) { return a + " '" + v + "': expected " + want; };
     int64_t n = 0;
     double f = 0;

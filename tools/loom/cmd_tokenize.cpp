@@ -29,27 +29,20 @@ struct TokenizeOptions {
 // Returns "" or the error for a bad-arguments exit (2).
 std::string parse_args(const std::vector<std::string>& args, TokenizeOptions* o) {
   for (size_t i = 0; i < args.size(); ++i) {
-    std::string a = args[i], v;
-    if (a == "--ids") {
+    Option opt = split_option(args[i]);
+    const std::string& a = opt.flag;
+    if (args[i] == "--ids") {
       o->ids_only = true;
       continue;
     }
-    if (a == "--no-parse-special") {
+    if (args[i] == "--no-parse-special") {
       o->parse_special = false;
       continue;
     }
-    const size_t eq = a.find('=');
-    const bool has_inline = a.rfind("--", 0) == 0 && eq != std::string::npos;
-    if (has_inline) {
-      v = a.substr(eq + 1);
-      a = a.substr(0, eq);
-    }
     const bool valued = a == "-m" || a == "--model" || a == "-p" || a == "--prompt" || a == "-f" || a == "--file";
     if (!valued) return "unexpected argument '" + args[i] + "'";
-    if (!has_inline) {
-      if (i + 1 >= args.size()) return a + " needs a value";
-      v = args[++i];
-    }
+    if (std::string e = take_value(args, &i, &opt); !e.empty()) return e;
+    const std::string& v = opt.value;
     if (a == "-m" || a == "--model") {
       o->model = v;
     } else if (a == "-p" || a == "--prompt") {
