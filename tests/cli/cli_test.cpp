@@ -78,6 +78,20 @@ TEST(Cli, BadArgumentsExitTwo) {
   EXPECT_NE(d.out.find("--bogus"), std::string::npos) << d.out;
   Result e = run_loom("");
   EXPECT_EQ(e.exit_code, 2);
+  // Both value forms, a value missing at the end, a switch given a value.
+  for (const char* args : {"run -m", "bench --model", "plan --device", "profile -o", "tokenize -p"}) {
+    Result m = run_loom(args);
+    EXPECT_EQ(m.exit_code, 2) << args;
+    EXPECT_NE(m.out.find("needs a value"), std::string::npos) << args << ": " << m.out;
+  }
+  for (const char* args : {"run --fit=1 -m x", "plan --fit=yes -m x", "tokenize --ids=1 -m x -p a"}) {
+    Result s = run_loom(args);
+    EXPECT_EQ(s.exit_code, 2) << args;
+    EXPECT_NE(s.out.find("unexpected argument '--"), std::string::npos) << args << ": " << s.out;
+  }
+  Result inl = run_loom("run --model=/nonexistent/m.gguf -n 1");
+  EXPECT_EQ(inl.exit_code, 1) << inl.out;  // parsed: the model file is what fails
+  EXPECT_NE(inl.out.find("/nonexistent/m.gguf"), std::string::npos) << inl.out;
 }
 
 TEST(Cli, DevicesJsonListsCpu) {
