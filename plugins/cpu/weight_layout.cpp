@@ -42,6 +42,11 @@ constexpr Field kQ8_0[] = {{0, 0, 2, 1}, {2, 16, 4, 8}};
 // kernel reads them (the 4 pairs of sub-blocks side by side).
 constexpr Field kQ4_K[] = {{0, 0, 4, 1},          {4, 32, 4, 3},          {16, 128, 4, 8, 128},
                            {48, 160, 4, 8, 128}, {80, 192, 4, 8, 128}, {112, 224, 4, 8, 128}};
+// Q5_K: Q4_K's fields (its qs 32 bytes further on in the block), then qh in
+// 8 units of 4 bytes at 1152 (unit t: qh bytes 4t .. +3).
+constexpr Field kQ5_K[] = {{0, 0, 4, 1},           {4, 32, 4, 3},           {48, 128, 4, 8, 128},
+                           {80, 160, 4, 8, 128},  {112, 192, 4, 8, 128}, {144, 224, 4, 8, 128},
+                           {16, 1152, 4, 8}};
 // Q6_K: d; the 16 int8 scales in 4 units; the 6-bit quants re-cut into
 // planes A, B, C (64 bytes each, 16 units; see weight_layout.h), unit k of
 // A, B, C side by side (96 bytes a step, read in order).
@@ -103,6 +108,7 @@ Fields fields_of(int32_t type) {
     case LOOM_TYPE_Q4_0: return {kQ4_0, 2};
     case LOOM_TYPE_Q8_0: return {kQ8_0, 2};
     case LOOM_TYPE_Q4_K: return {kQ4_K, 6};
+    case LOOM_TYPE_Q5_K: return {kQ5_K, 7};
     case LOOM_TYPE_Q6_K: return {kQ6_K, 5, q6k_encode, q6k_decode};
     default: return {nullptr, 0};
   }
@@ -181,7 +187,7 @@ common::HostBufferConfig weight_buffer_config() {
 
 const char* weight_layout_unsupported(const loom_tensor_t* t) {
   if (t == nullptr) return "null tensor";
-  if (fields_of(t->type).n == 0) return "only Q8_0, Q4_0, Q4_K and Q6_K matrices are repacked";
+  if (fields_of(t->type).n == 0) return "only Q8_0, Q4_0, Q4_K, Q5_K and Q6_K matrices are repacked";
   if (t->view_src != nullptr) return "a view";
   if (t->ne[2] != 1 || t->ne[3] != 1) return "more than 2 dimensions";
   if (t->ne[1] % kWeightGroupRows != 0) return "rows not a multiple of 8";

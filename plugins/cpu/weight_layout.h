@@ -1,5 +1,5 @@
 // The "cpu_weights" buffer type (loom.weight_layout): Q8_0 / Q4_0 / Q4_K /
-// Q6_K matrices stored with rows interleaved in groups of 8 for the integer
+// Q5_K / Q6_K matrices stored with rows interleaved in groups of 8 for the integer
 // GEMV/GEMM kernels (ops/matmul_x8.cpp, ops/matmul_kquant_x8.cpp).
 // set_tensor / get_tensor take and give GGUF's bytes, exactly.
 //
@@ -16,6 +16,8 @@
 //                as 3 units (words u0, u1, u2: the kernel unpacks 8 rows'
 //                6-bit scales and mins at once) at 32; qs, 32 units, at
 //                128, unit 8g + t (qs bytes 32g + 4t ..) at 128 + 32 (4t + g).
+//   Q5_K         Q4_K's fields at the same places, then qh in 8 units
+//                at 1152 (unit t: qh bytes 4t .. +3 of the 8 rows).
 //   Q6_K         the 6-bit quants u = q + 32 re-cut (ql / qh -> planes A,
 //                B, C of 64 bytes a row): byte b = 32h + l of A, B, C holds
 //                u(128h + l), u(128h + 32 + l), u(128h + 64 + l) in bits
@@ -43,7 +45,7 @@ const common::HostLayout* weight_layout();
 // The config of the device's "cpu_weights" buffer type.
 common::HostBufferConfig weight_buffer_config();
 
-// nullptr when t can be stored in the layout (Q8_0 / Q4_0 / Q4_K / Q6_K,
+// nullptr when t can be stored in the layout (Q8_0 / Q4_0 / Q4_K / Q5_K / Q6_K,
 // 2-D, dense, rows a multiple of 8, not a view), else why not.
 const char* weight_layout_unsupported(const loom_tensor_t* t);
 

@@ -1,4 +1,4 @@
-// MUL_MAT with Q4_K / Q6_K A repacked in groups of 8 rows (weight_layout.h)
+// MUL_MAT with Q4_K / Q5_K / Q6_K A repacked in groups of 8 rows (weight_layout.h)
 // against B quantized to ActBlockK: as for Q4_0 (matmul_x8.cpp), the 8 int32
 // lanes of an accumulator are the 8 rows of a group, so one 32-byte load of
 // A gives 4 quants of 8 rows and the matching 4 activation bytes are
@@ -69,7 +69,7 @@ struct ColSums {
 void col_sums(int32_t type, const ActBlockK& y, ColSums* out) {
   int32_t s[16];
   int n = 16;
-  if (type == LOOM_TYPE_Q4_K) {
+  if (type == LOOM_TYPE_Q4_K || type == LOOM_TYPE_Q5_K) {
     n = 8;
     for (int j = 0; j < 8; ++j) s[j] = y.bsums[2 * j] + y.bsums[2 * j + 1];
   } else {
@@ -110,35 +110,53 @@ inline __m256i byte_of_dwords(int b) {
 // Q4_K's per-unit step: VNNI, a dpbusd into int32 lanes; AVX2, maddubs into
 // int16 pairs summed over the sub-block's 8 units (at most 8 * 2 * 15 * 127
 // = 30480: no overflow), scaled and widened by one madd per sub-block.
+// kWide: int32 lanes on AVX2 too (Q5_K: 8 * 2 * 31 * 127 would overflow).
+template <bool kWide>
 inline __m256i q4k_step(__m256i acc, __m256i u, __m256i y) {
-  if (kVnni) return dot_u8s8(acc, u, y);
+  if (kWide) return dot_u8s8(acc, u, y);
   return _mm256_add_epi16(acc, _mm256_maddubs_epi16(u, y));
 }
-// The pshufb pattern giving each row's scale byte b: VNNI, as an int32;
-// AVX2, as both int16 halves of its lane (the madd operand).
+// The pshufb pattern giving each row's scale byte b: kWide (int32 sums), as
+// an int32; else as both int16 halves of its lane (the madd operand).
+template <bool kWide>
 inline __m256i scale_pattern(int b) {
-  if (kVnni) return byte_of_dwords(b);
+  if (kWide) return byte_of_dwords(b);
   const int32_t base = static_cast<int32_t>(0x80008000u) + b * 0x10001;
   const __m256i step = _mm256_setr_epi32(0, 0x40004, 0x80008, 0xC000C, 0, 0x40004, 0x80008, 0xC000C);
   return _mm256_add_epi32(_mm256_set1_epi32(base), step);
 }
 
-// ---------------------------------------------------------------- Q4_K
+// ---------------------------------------------------------------- Q4_K, Q5_K
 // Superblock (1152 bytes): [0, 32) d|dmin of 8 rows; [32, 128) the packed
 // scale words u0, u1, u2 of 8 rows; [128, 1152) qs in 32 units of 4 bytes
 // (unit 8g + t: qs bytes 32g + 4t .. +3 of the 8 rows, at 128 + 32 (4t + g);
 // byte l of qs holds element 64 (l / 32) + l % 32 low, + 32 high).
+// Q5_K (1408 bytes): the same, then [1152, 1408) qh in 8 units (unit t: qh
+// bytes 4t .. +3 of the 8 rows; bit 2g of byte l: the fifth bit of element
+// 64g + l, bit 2g + 1 of element 64g + 32 + l).
 constexpr size_t kQ4KBytes = 8 * sizeof(loom_block_q4_k_t);
+constexpr size_t kQ5KBytes = 8 * sizeof(loom_block_q5_k_t);
 
-template <int NC>
+// Bit b of each byte of v at bit 4, the other bits 0.
+inline __m256i bit_to_4(__m256i v, int b) {
+  const __m256i s = b <= 4 ? _mm256_slli_epi16(v, 4 - b) : _mm256_srli_epi16(v, b - 4);
+  return _mm256_and_si256(s, bytes(0x10));
+}
+
+// kQ5: Q5_K (the fifth bit from qh ORed into each quant; the high nibbles
+// shifted down, as 16 x 31 does not fit a byte).
+template <int NC, bool kQ5>
 void q4k_cols(const uint8_t* group, int64_t nsb, const ActBlockK* const* y, const ColSums* const* cs,
               __m256 acc[NC]) {
+  constexpr bool kWide = kVnni || kQ5;            // int32 dot sums
+  constexpr bool kHighAsIs = kVnni && !kQ5;       // high nibbles read as 16 u
+  constexpr size_t kBytes = kQ5 ? kQ5KBytes : kQ4KBytes;
   // Sub-block pairs (2g, 2g + 1) interleaved: 2 * NC * G dot chains (AVX2:
   // fewer, its 16 vector registers).
   constexpr int G = kVnni ? (NC == 1 ? 4 : NC == 2 ? 2 : 1) : (NC == 1 ? 2 : 1);
   const __m256i m3f = bytes(0x3F), m0f = bytes(0x0F), m30 = bytes(0x30);
   for (int64_t i = 0; i < nsb; ++i) {
-    const uint8_t* sb = group + static_cast<size_t>(i) * kQ4KBytes;
+    const uint8_t* sb = group + static_cast<size_t>(i) * kBytes;
     const __m256i u0 = load(sb + 32), u2 = load(sb + 96);
     const __m256i sc_lo = _mm256_and_si256(u0, m3f);
     const __m256i sc_hi = _mm256_or_si256(_mm256_and_si256(u2, m0f), _mm256_and_si256(_mm256_srli_epi32(u0, 2), m30));
@@ -149,14 +167,19 @@ void q4k_cols(const uint8_t* group, int64_t nsb, const ActBlockK* const* y, cons
       for (int g = 0; g < G; ++g)
         for (int c = 0; c < NC; ++c) lo[g][c] = hi[g][c] = _mm256_setzero_si256();
       for (int t = 0; t < 8; ++t) {
+        const __m256i qh = kQ5 ? load(sb + kQ4KBytes + 32 * t) : _mm256_setzero_si256();
         for (int g = 0; g < G; ++g) {
           const int gg = g0 + g;
           const __m256i v = load(sb + 128 + 32 * (4 * t + gg));
-          const __m256i ul = _mm256_and_si256(v, m0f);
-          const __m256i uh = kVnni ? _mm256_and_si256(v, bytes(0xF0)) : _mm256_and_si256(_mm256_srli_epi16(v, 4), m0f);
+          __m256i ul = _mm256_and_si256(v, m0f);
+          __m256i uh = kHighAsIs ? _mm256_and_si256(v, bytes(0xF0)) : _mm256_and_si256(_mm256_srli_epi16(v, 4), m0f);
+          if (kQ5) {
+            ul = _mm256_or_si256(ul, bit_to_4(qh, 2 * gg));
+            uh = _mm256_or_si256(uh, bit_to_4(qh, 2 * gg + 1));
+          }
           for (int c = 0; c < NC; ++c) {
-            lo[g][c] = q4k_step(lo[g][c], ul, bcast4(y[c][i].qs + 64 * gg + 4 * t));
-            hi[g][c] = q4k_step(hi[g][c], uh, bcast4(y[c][i].qs + 64 * gg + 32 + 4 * t));
+            lo[g][c] = q4k_step<kWide>(lo[g][c], ul, bcast4(y[c][i].qs + 64 * gg + 4 * t));
+            hi[g][c] = q4k_step<kWide>(hi[g][c], uh, bcast4(y[c][i].qs + 64 * gg + 32 + 4 * t));
           }
         }
       }
@@ -164,12 +187,13 @@ void q4k_cols(const uint8_t* group, int64_t nsb, const ActBlockK* const* y, cons
         const int gg = g0 + g;
         // Scales of sub-blocks 2gg, 2gg + 1: bytes of sc_lo (j < 4) / sc_hi.
         const __m256i& src_a = 2 * gg < 4 ? sc_lo : sc_hi;
-        const __m256i s_a = _mm256_shuffle_epi8(src_a, scale_pattern((2 * gg) % 4));
-        const __m256i s_b = _mm256_shuffle_epi8(src_a, scale_pattern((2 * gg + 1) % 4));
+        const __m256i s_a = _mm256_shuffle_epi8(src_a, scale_pattern<kWide>((2 * gg) % 4));
+        const __m256i s_b = _mm256_shuffle_epi8(src_a, scale_pattern<kWide>((2 * gg + 1) % 4));
         for (int c = 0; c < NC; ++c) {
-          if (kVnni) {
+          if (kWide) {
+            const __m256i h = kHighAsIs ? _mm256_srai_epi32(hi[g][c], 4) : hi[g][c];
             isum[c] = _mm256_add_epi32(isum[c], _mm256_add_epi32(_mm256_mullo_epi32(lo[g][c], s_a),
-                                                                 _mm256_mullo_epi32(_mm256_srai_epi32(hi[g][c], 4), s_b)));
+                                                                 _mm256_mullo_epi32(h, s_b)));
           } else {
             isum[c] = _mm256_add_epi32(isum[c], _mm256_add_epi32(_mm256_madd_epi16(lo[g][c], s_a),
                                                                  _mm256_madd_epi16(hi[g][c], s_b)));
@@ -277,8 +301,8 @@ void group_cols(const loom_tensor_t* dst, const uint8_t* group, int64_t nsb, con
     y[c] = act + (n0 + c) * nsb;
     cs[c] = sums + (n0 + c) * nsb;
   }
-  if constexpr (kType == LOOM_TYPE_Q4_K) {
-    q4k_cols<NC>(group, nsb, y, cs, acc);
+  if constexpr (kType == LOOM_TYPE_Q4_K || kType == LOOM_TYPE_Q5_K) {
+    q4k_cols<NC, kType == LOOM_TYPE_Q5_K>(group, nsb, y, cs, acc);
   } else {
     q6k_cols<NC>(group, nsb, y, cs, acc);
   }
@@ -287,7 +311,7 @@ void group_cols(const loom_tensor_t* dst, const uint8_t* group, int64_t nsb, con
 
 template <int32_t kType>
 void mul_mat_type(const loom_tensor_t* dst, const ActBlockK* act, Exec& ex) {
-  constexpr size_t kBytes = kType == LOOM_TYPE_Q4_K ? kQ4KBytes : kQ6KBytes;
+  constexpr size_t kBytes = kType == LOOM_TYPE_Q4_K ? kQ4KBytes : kType == LOOM_TYPE_Q5_K ? kQ5KBytes : kQ6KBytes;
   const loom_tensor_t* a = dst->src[0];
   const int64_t nsb = a->ne[0] / kSuper;
   const int64_t n_len = nrows(dst);  // A is 2-D: every batch of B shares it
@@ -307,10 +331,10 @@ void mul_mat_type(const loom_tensor_t* dst, const ActBlockK* act, Exec& ex) {
 }  // namespace
 
 void mul_mat_kquant_x8(const loom_tensor_t* dst, const ActBlockK* act, Exec& ex) {
-  if (dst->src[0]->type == LOOM_TYPE_Q4_K) {
-    mul_mat_type<LOOM_TYPE_Q4_K>(dst, act, ex);
-  } else {
-    mul_mat_type<LOOM_TYPE_Q6_K>(dst, act, ex);
+  switch (dst->src[0]->type) {
+    case LOOM_TYPE_Q4_K: mul_mat_type<LOOM_TYPE_Q4_K>(dst, act, ex); break;
+    case LOOM_TYPE_Q5_K: mul_mat_type<LOOM_TYPE_Q5_K>(dst, act, ex); break;
+    default: mul_mat_type<LOOM_TYPE_Q6_K>(dst, act, ex); break;
   }
 }
 
