@@ -15,6 +15,7 @@
 
 #if LOOM_CPU_INT8_DOT
 
+#include <cstring>
 #include <type_traits>
 
 #include "common/quant.h"
@@ -200,11 +201,22 @@ struct Q3K {
   float d, dmin;
   __m256i sc[2], all;
   explicit Q3K(const Block& blk) : b(blk), d(_cvtsh_ss(blk.d)), dmin(4.0f * d) {
-    int8_t s[16];
-    common::q3_k_scales(blk.scales, s);
-    sc[0] = scales8_s(s);
-    sc[1] = scales8_s(s + 8);
-    all = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s)));
+    const __m128i s = scales(blk.scales);
+    sc[0] = _mm256_broadcastsi128_si256(_mm_cvtepi8_epi16(s));
+    sc[1] = _mm256_broadcastsi128_si256(_mm_cvtepi8_epi16(_mm_srli_si128(s, 8)));
+    all = _mm256_cvtepi8_epi16(s);
+  }
+  // The 16 6-bit scales (common::q3_k_scales, minus 32) in vector lanes:
+  // scale j's low 4 bits are nibble j / 8 of byte j % 8, its high 2 bits
+  // bits 2 (j / 4) .. of byte 8 + j % 4.
+  static __m128i scales(const uint8_t* p) {
+    int32_t w2;
+    std::memcpy(&w2, p + 8, 4);
+    const __m128i w01 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));  // 8 + 4 bytes: none past the 12
+    const __m128i lo = _mm_and_si128(_mm_srlv_epi32(_mm_shuffle_epi32(w01, _MM_SHUFFLE(1, 0, 1, 0)), _mm_setr_epi32(0, 0, 4, 4)),
+                                     _mm_set1_epi8(0x0F));
+    const __m128i hi = _mm_and_si128(_mm_srlv_epi32(_mm_set1_epi32(w2), _mm_setr_epi32(0, 2, 4, 6)), _mm_set1_epi8(0x03));
+    return _mm_sub_epi8(_mm_or_si128(lo, _mm_slli_epi32(hi, 4)), _mm_set1_epi8(32));
   }
   void group(int h, __m256i* u) const {
     const __m256i q = load256(b.qs + 32 * h), hm = load256(b.hmask);
