@@ -18,7 +18,6 @@
 #include <cstring>
 #include <type_traits>
 
-#include "common/quant.h"
 #include "ops/avx.h"
 
 // zmm kernels: AVX-512BW for the byte ops, VNNI for dpwssd (the avx512 variant).
