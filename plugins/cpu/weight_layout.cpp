@@ -105,7 +105,8 @@ void q6k_decode(const uint8_t* in, uint8_t* out) {
 
 Fields fields_of(int32_t type) {
   switch (type) {
-    case LOOM_TYPE_Q4_0: return {kQ4_0, 2};
+    case LOOM_TYPE_Q4_0:
+    case LOOM_TYPE_IQ4_NL: return {kQ4_0, 2};  // the same block: d, 16 bytes of nibbles
     case LOOM_TYPE_Q8_0: return {kQ8_0, 2};
     case LOOM_TYPE_Q4_K: return {kQ4_K, 6};
     case LOOM_TYPE_Q5_K: return {kQ5_K, 7};
@@ -187,7 +188,7 @@ common::HostBufferConfig weight_buffer_config() {
 
 const char* weight_layout_unsupported(const loom_tensor_t* t) {
   if (t == nullptr) return "null tensor";
-  if (fields_of(t->type).n == 0) return "only Q8_0, Q4_0, Q4_K, Q5_K and Q6_K matrices are repacked";
+  if (fields_of(t->type).n == 0) return "only Q8_0, Q4_0, IQ4_NL, Q4_K, Q5_K and Q6_K matrices are repacked";
   if (t->view_src != nullptr) return "a view";
   if (t->ne[2] != 1 || t->ne[3] != 1) return "more than 2 dimensions";
   if (t->ne[1] % kWeightGroupRows != 0) return "rows not a multiple of 8";

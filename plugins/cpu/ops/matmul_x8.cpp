@@ -6,17 +6,19 @@
 // madd) and 3 f32 operations for 8 rows x 32 products.
 //
 // A's quants are read as unsigned bytes u = q + offset (Q4_0's nibbles as
-// stored: offset 8; Q8_0 xor 0x80: offset 128), so
+// stored: offset 8; Q8_0 xor 0x80 and IQ4_NL's table values + 128: offset
+// 128), so
 //   sum_k a_k b_k = d_a d_b (sum_k u_k qb_k - offset sum_k qb_k)
-// with sum_k qb_k from the ActBlock, the difference taken in integers. Without VNNI, Q8_0 uses the
-// sign trick instead (|q| times sign(q) * qb: maddubs would saturate on
-// u = q + 128). Integer sums are exact; only the f32 accumulation over
-// blocks rounds.
+// with sum_k qb_k from the ActBlock, the difference taken in integers.
+// Without VNNI, Q8_0 and IQ4_NL use the sign trick instead (|q| times
+// sign(q) * qb: maddubs would saturate on u = q + 128). Integer sums are
+// exact; only the f32 accumulation over blocks rounds.
 #include "ops/matmul.h"
 #include "weight_layout.h"
 
 #if LOOM_CPU_INT8_DOT
 
+#include "common/quant.h"
 #include "ops/x8_groups.h"
 
 #include <algorithm>
@@ -42,6 +44,23 @@ inline __m256i bcast4(const int8_t* p) {
   int32_t v;
   std::memcpy(&v, p, 4);
   return _mm256_set1_epi32(v);
+}
+
+// The 8 dots of a.u[j] (8 rows x 4 bytes) with activation group S::yoff(j):
+// VNNI, u unsigned (the type's offset added); else u signed, through the
+// sign trick (|u| times sign(u) * qb). Two chains of 4.
+template <typename S>
+inline __m256i signed_or_offset_dot(const S& a, const ActBlock& y) {
+  __m256i acc[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
+  for (int j = 0; j < 8; ++j) {
+    const __m256i b = bcast4(y.qs + S::yoff(j));
+    if (kVnni) {
+      acc[j & 1] = dot_u8s8(acc[j & 1], a.u[j], b);
+    } else {
+      acc[j & 1] = dot_u8s8(acc[j & 1], _mm256_abs_epi8(a.u[j]), _mm256_sign_epi8(b, a.u[j]));
+    }
+  }
+  return _mm256_add_epi32(acc[0], acc[1]);
 }
 
 // One superblock of A unpacked: kN vectors of 8 rows x 4 quant bytes and the
@@ -94,17 +113,31 @@ struct Super<LOOM_TYPE_Q8_0> {
       u[t] = kVnni ? _mm256_xor_si256(v, _mm256_set1_epi8(static_cast<char>(0x80))) : v;
     }
   }
-  __m256i dot(const ActBlock& y) const {
-    __m256i acc[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};  // two chains, as Q4_0
-    for (int j = 0; j < kN; ++j) {
-      if (kVnni) {
-        acc[j & 1] = dot_u8s8(acc[j & 1], u[j], bcast4(y.qs + yoff(j)));
-      } else {
-        acc[j & 1] = dot_u8s8(acc[j & 1], _mm256_abs_epi8(u[j]), _mm256_sign_epi8(bcast4(y.qs + yoff(j)), u[j]));
-      }
+  __m256i dot(const ActBlock& y) const { return signed_or_offset_dot(*this, y); }
+};
+
+// IQ4_NL: Q4_0's layout, each nibble an index into the 16 signed values
+// (pshufb). VNNI: the values + 128 as unsigned bytes (offset 128, as
+// Q8_0); else the signed values with the sign trick (maddubs would
+// saturate on 241 x 127 x 2).
+template <>
+struct Super<LOOM_TYPE_IQ4_NL> {
+  static constexpr int kN = 8;
+  static constexpr int32_t kOffset = kVnni ? 128 : 0;
+  static constexpr size_t kBytes = 8 * sizeof(loom_block_iq4_nl_t);
+  __m256i u[kN];
+  static constexpr int yoff(int j) { return Super<LOOM_TYPE_Q4_0>::yoff(j); }
+  void load(const uint8_t* sb) {
+    const __m256i low4 = _mm256_set1_epi8(0x0F);
+    __m256i table = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(common::kIq4nlValues)));
+    if (kVnni) table = _mm256_xor_si256(table, _mm256_set1_epi8(static_cast<char>(0x80)));
+    for (int t = 0; t < 4; ++t) {
+      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(sb + 16 + 32 * t));
+      u[t] = _mm256_shuffle_epi8(table, _mm256_and_si256(v, low4));
+      u[t + 4] = _mm256_shuffle_epi8(table, _mm256_and_si256(_mm256_srli_epi16(v, 4), low4));
     }
-    return _mm256_add_epi32(acc[0], acc[1]);
   }
+  __m256i dot(const ActBlock& y) const { return signed_or_offset_dot(*this, y); }
 };
 
 // Columns [n0, n0 + NC) (flat over B's rows) for rows m0 .. m0+7.
@@ -149,10 +182,10 @@ void mul_mat_type(const loom_tensor_t* dst, const ActBlock* act, Exec& ex) {
 }  // namespace
 
 void mul_mat_x8(const loom_tensor_t* dst, const ActBlock* act, Exec& ex) {
-  if (dst->src[0]->type == LOOM_TYPE_Q8_0) {
-    mul_mat_type<LOOM_TYPE_Q8_0>(dst, act, ex);
-  } else {
-    mul_mat_type<LOOM_TYPE_Q4_0>(dst, act, ex);
+  switch (dst->src[0]->type) {
+    case LOOM_TYPE_Q8_0: mul_mat_type<LOOM_TYPE_Q8_0>(dst, act, ex); break;
+    case LOOM_TYPE_IQ4_NL: mul_mat_type<LOOM_TYPE_IQ4_NL>(dst, act, ex); break;
+    default: mul_mat_type<LOOM_TYPE_Q4_0>(dst, act, ex); break;
   }
 }
 
