@@ -84,23 +84,25 @@ void binary(const loom_tensor_t* d, bool mul) {
   });
 }
 
-// Dot of n contiguous floats: 16 independent f32 partial sums (the
+// Dot of n contiguous floats: Lanes independent f32 partial sums (the
 // compiler vectorizes them at -O2/-O3 on any x86-64, SSE2 up), added
 // pairwise. A placement bench's simulated device should be no slower than
 // it must; f32 sums as the cpu plugin's kernels use.
-float dot(const float* __restrict a, const float* __restrict b, int64_t n) {
-  constexpr int kLanes = 16;
-  float s[kLanes] = {};
+template <int Lanes>
+float dot_lanes(const float* __restrict a, const float* __restrict b, int64_t n) {
+  float s[Lanes] = {};
   int64_t k = 0;
-  for (; k + kLanes <= n; k += kLanes) {
-    for (int j = 0; j < kLanes; ++j) s[j] += a[k + j] * b[k + j];
+  for (; k + Lanes <= n; k += Lanes) {
+    for (int j = 0; j < Lanes; ++j) s[j] += a[k + j] * b[k + j];
   }
-  for (; k < n; ++k) s[k % kLanes] += a[k] * b[k];
-  for (int w = kLanes / 2; w > 0; w /= 2) {
+  for (; k < n; ++k) s[k % Lanes] += a[k] * b[k];
+  for (int w = Lanes / 2; w > 0; w /= 2) {
     for (int j = 0; j < w; ++j) s[j] += s[j + w];
   }
   return s[0];
 }
+// 16 sums for long rows, 8 for short ones (a predictor's rank-32 rows).
+float dot(const float* a, const float* b, int64_t n) { return n >= 128 ? dot_lanes<16>(a, b, n) : dot_lanes<8>(a, b, n); }
 
 void mul_mat(const loom_tensor_t* d) {
   const loom_tensor_t* a = d->src[0];

@@ -195,6 +195,7 @@ bool spin_until(unsigned spin_us, F&& ready) {
       if (ready()) return true;
     }
     if (std::chrono::steady_clock::now() >= until) return ready();
+    std::this_thread::yield();  // a busy machine: let other runnable threads have the core
   }
 }
 
