@@ -25,13 +25,15 @@
 # BUDGET = the bytes of those 20% (gate, up and down_t rows, predictor
 # output row and bias). The cpu runs THREADS threads (default 1: the
 # machine this was written on has 2 cores, the second one runs the
-# simulated device's kernels). The cpu comes first in --device: the
-# scheduler offloads a node only to an earlier device, and with sim0 first
-# it moved the cpu-resident layers' matmuls to sim0 (copying ~42 MB of
-# weights per token). LOOM_SIM_PROFILE=1 LOOM_LOG=sim:info prints sim0's
-# time per op.
+# simulated device's kernels: every configuration is 1 cpu thread, and all
+# but dense and all-cpu also use sim0). sim0's waits poll SPIN_US
+# microseconds before they block (LOOM_SIM_SPIN_US, as a GPU runtime spins
+# on a fence; a condition-variable wake-up costs tens of microseconds here,
+# several per token). The cpu comes first in --device: the scheduler
+# offloads a node only to an earlier device. LOOM_SIM_PROFILE=1
+# LOOM_LOG=sim:info prints sim0's time per op.
 #
-# Environment: SIM_GBPS (default 160), THREADS (1), N (32), REPS (3),
+# Environment: SIM_GBPS (default 160), SPIN_US (300), THREADS (1), N (32), REPS (3),
 # MODEL (/tmp/loom_sparse_placement.gguf), STORIES (../shared/models/
 # stories260K.gguf: the vocabulary is borrowed), PYTHON (/usr/bin/python3,
 # needs numpy).
@@ -44,6 +46,7 @@ model=${MODEL:-/tmp/loom_sparse_placement.gguf}
 stories=${STORIES:-$root/../shared/models/stories260K.gguf}
 python=${PYTHON:-/usr/bin/python3}
 gbps=${SIM_GBPS:-160}
+spin=${SPIN_US:-300}
 threads=${THREADS:-1}
 n=${N:-32}
 reps=${REPS:-3}
@@ -59,7 +62,7 @@ fi
 neuron_bytes=$(( (3 * dim + 2 * rank) * 4 + 4 ))
 budget=$(( ffn * layers / 5 * neuron_bytes ))
 
-export LOOM_SIM_DEVICES=1 LOOM_SIM_ASYNC=1 LOOM_SIM_GBPS_0=$gbps
+export LOOM_SIM_DEVICES=1 LOOM_SIM_ASYNC=1 LOOM_SIM_GBPS_0=$gbps LOOM_SIM_SPIN_US=$spin
 names=(dense all-cpu layer layer-ngl hot/cold)
 args=("--device cpu --sparse off"
       "--device cpu"
@@ -78,7 +81,7 @@ for ((r = 0; r < reps; ++r)); do
   done
 done
 median() { tr ' ' '\n' <<<"$1" | sed '/^$/d' | sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
-echo "model $model (dim $dim, $layers layers, ffn $ffn, f32); sim0 $gbps GB/s; cpu $threads thread(s); budget $budget bytes; tg$n, median of $reps"
+echo "model $model (dim $dim, $layers layers, ffn $ffn, f32); sim0 $gbps GB/s, spin $spin us; cpu $threads thread(s); budget $budget bytes; tg$n, median of $reps"
 echo
 echo "| placement | arguments | decode t/s (median) | samples |"
 echo "| --- | --- | ---: | --- |"

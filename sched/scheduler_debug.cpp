@@ -218,7 +218,9 @@ class NodesDot {
   }
 
   std::string render() {
-    s_ = "digraph loom_plan {\n  rankdir=TB;\n  labelloc=t;\n  label=\"" + dot_escape(headline(p_, v_, devices_)) +
+    // newrank: graphviz 2.43's default ranking fails ("trouble in
+    // init_rank") on some plans whose clusters nest splits in devices.
+    s_ = "digraph loom_plan {\n  rankdir=TB;\n  newrank=true;\n  labelloc=t;\n  label=\"" + dot_escape(headline(p_, v_, devices_)) +
          "\";\n  node [shape=box, style=filled, fontname=\"Helvetica\", fontsize=10];\n";
     group();
     for (size_t d = 0; d < devices_.size(); ++d) device_cluster(d);

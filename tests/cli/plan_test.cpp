@@ -198,7 +198,10 @@ TEST_F(Plan, SplitsOverThreeDevices) {
     EXPECT_NE(l.find("compute memory of " + m[1].str()), std::string::npos) << l;
   }
   EXPECT_EQ(devices, (std::set<std::string>{"sim0", "sim1", "cpu"})) << text;
-  EXPECT_NE(d.label["s0"].find("split 0 on sim0\\llayer 0"), std::string::npos) << text;
+  // The embedding lookup stays with its table on the cpu (GET_ROWS costs
+  // the rows it gathers); layer 0 starts on sim0.
+  EXPECT_NE(d.label["s0"].find("split 0 on cpu\\lweights token_embd.weight"), std::string::npos) << text;
+  EXPECT_NE(d.label["s1"].find("split 1 on sim0\\llayer 0"), std::string::npos) << text;
   EXPECT_NE(d.label["s" + std::to_string(n - 1)].find("on cpu\\llayer 4 + output.weight, output_norm.weight\\l"), std::string::npos) << text;
   // Copies: red edges labelled with tensors and bytes, summing to the headline.
   static const std::regex copy_label(R"re(label="copy (\d+) tensors?, (\d+(?:\.\d)?) (B|KiB|MiB)")re");
@@ -275,7 +278,8 @@ TEST_F(Plan, NodesOverThreeDevices) {
 TEST_F(Plan, TextAtBothLevels) {
   const std::string splits = plan(sim_args() + " --format text", sim_env());
   EXPECT_EQ(splits.rfind("plan: ", 0), 0u) << splits;
-  EXPECT_NE(splits.find("split 0 on sim0: layer 0"), std::string::npos) << splits;
+  EXPECT_NE(splits.find("split 0 on cpu: weights token_embd.weight"), std::string::npos) << splits;
+  EXPECT_NE(splits.find("split 1 on sim0: layer 0"), std::string::npos) << splits;
   EXPECT_TRUE(std::regex_search(splits, std::regex(R"(\n  in: copy \d+ tensors?, [\d.]+ (B|KiB) from split \d+ \(sim0\)\n)")))
       << splits;
   EXPECT_NE(splits.find("\ndevice sim1: weights "), std::string::npos) << splits;

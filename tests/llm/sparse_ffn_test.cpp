@@ -29,7 +29,11 @@
 #include "llm/llama_graph.hpp"
 #include "llm/llama_model.hpp"
 #include "llm/llama_session.hpp"
+#include "loom/executor.hpp"
+#include "loom/graph.hpp"
+#include "loom/ops.hpp"
 #include "loom/registry.hpp"
+#include "loom/scheduler.hpp"
 #include "story_run.hpp"
 
 namespace loom::llm {
@@ -429,6 +433,76 @@ TEST_F(SparseFfn, LogitsWithinTheStatedBoundOfDense) {
     EXPECT_LT(err, b);
     EXPECT_GT(err, 0.0) << "identical to dense: did the sparse path run?";
   }
+}
+
+
+// The cpu plugin's loom.cost plans a sparse product as 15% of the weight's
+// rows active per column (plugins/cpu/ops/cost.cpp: within 2x of
+// LOOM_CPU_PROFILE on the bench models): below the dense product of the
+// same weight; N columns read the rows active in any of them (4 columns:
+// 48% of the rows, so more than twice one column's estimate, and still
+// below dense). GET_ROWS costs the rows it gathers, not the table: an
+// embedding lookup of one token is a few microseconds, and a scheduler
+// with a sim device that states its bandwidth keeps it (and the table) on
+// the cpu instead of copying the table over every step.
+TEST(SparseCost, CpuPlansTheActiveRowsAndGetRowsTheGatheredRows) {
+  test::ScopedEnv n_sim("LOOM_SIM_DEVICES", std::optional<std::string>("1"));
+  test::ScopedEnv gbps("LOOM_SIM_GBPS_0", std::optional<std::string>("160"));
+  registry::Options o;
+  o.paths = {LOOM_TEST_PLUGIN_DIR, LOOM_TEST_SIM_DIR};
+  o.use_env = false;
+  auto reg = registry::Registry::load(o);
+  registry::Device* cpu = reg->device("cpu");
+  ASSERT_NE(cpu, nullptr);
+  ASSERT_TRUE(cpu->set_threads(1).ok());
+  for (loom_type_t type : {LOOM_TYPE_F32, LOOM_TYPE_Q8_0}) {
+    SCOPED_TRACE(type);
+    Context ctx;
+    auto w = ctx.new_tensor(type, {512, 3276}, "w");
+    ASSERT_TRUE(w.ok());
+    auto wbuf = allocate_tensors(*cpu, {*w});
+    ASSERT_TRUE(wbuf.ok()) << wbuf.status().to_string();
+    double sparse_us[2] = {}, dense_us[2] = {};
+    const int64_t cols[2] = {1, 4};
+    for (int i = 0; i < 2; ++i) {
+      auto x = ctx.new_tensor(LOOM_TYPE_F32, {512, cols[i]}, "x");
+      auto sc = ctx.new_tensor(LOOM_TYPE_F32, {3276, cols[i]}, "s");
+      ASSERT_TRUE(x.ok() && sc.ok());
+      auto rows = op::mul_mat_sparse_rows(ctx, *w, *x, *sc, 0.5f);
+      auto dense = op::mul_mat(ctx, *w, *x);
+      ASSERT_TRUE(rows.ok() && dense.ok());
+      sparse_us[i] = cpu->op_time_us(*rows);
+      dense_us[i] = cpu->op_time_us(*dense);
+      EXPECT_GT(sparse_us[i], 0.0);
+      EXPECT_LT(sparse_us[i], dense_us[i]) << cols[i] << " columns";
+    }
+    EXPECT_GT(sparse_us[1], 2.0 * sparse_us[0]) << "4 columns read the rows active in any of them";
+  }
+  Context ctx;
+  auto table = ctx.new_tensor(LOOM_TYPE_F32, {512, 4096}, "token_embd");
+  auto ids = ctx.new_tensor(LOOM_TYPE_I32, {1}, "ids");
+  ASSERT_TRUE(table.ok() && ids.ok());
+  (*ids)->flags |= LOOM_TENSOR_FLAG_INPUT;
+  auto tbuf = allocate_tensors(*cpu, {*table});
+  ASSERT_TRUE(tbuf.ok()) << tbuf.status().to_string();
+  auto rows = op::get_rows(ctx, *table, *ids);
+  ASSERT_TRUE(rows.ok());
+  auto y = op::rms_norm(ctx, *rows, 1e-5f);
+  ASSERT_TRUE(y.ok());
+  EXPECT_LT(cpu->op_time_us(*rows), 5.0);
+  registry::Device* sim = reg->device("sim0");
+  if (sim == nullptr) GTEST_SKIP() << "sim0 missing: " << LOOM_TEST_SIM_DIR;
+  auto g = Graph::build({*y});
+  ASSERT_TRUE(g.ok());
+  auto sched = Scheduler::create({sim, cpu});
+  ASSERT_TRUE(sched.ok());
+  ASSERT_TRUE((*sched)->allocate(*g).ok());
+  for (size_t i = 0; i < g->nodes().size(); ++i) {
+    if (g->nodes()[i] == *rows) {
+      EXPECT_EQ((*sched)->device_of(i), 1) << (*sched)->describe(*g);
+    }
+  }
+  EXPECT_EQ((*sched)->copy_count(), 0u) << (*sched)->describe(*g);
 }
 
 }  // namespace

@@ -215,5 +215,47 @@ TEST(SimBandwidth, ABandwidthThatIsNotAPositiveNumberFailsInit) {
   EXPECT_TRUE(test::contains(setup.why(), "LOOM_SIM_GBPS_0='fast' is not a number")) << setup.why();
 }
 
+// LOOM_SIM_SPIN_US=N: waits poll N us before blocking (worker, events,
+// synchronize); asynchronous sim streams that spin still give the product,
+// graph after graph.
+TEST(SimSpin, SpinningAsyncStreamsGiveTheProduct) {
+  ScopedEnv async("LOOM_SIM_ASYNC", std::string("1"));
+  ScopedEnv spin("LOOM_SIM_SPIN_US", std::string("300"));
+  SimSetup setup{1, {}};
+  if (!setup.ready()) GTEST_SKIP() << "sim or cpu plugin not loaded:\n" << setup.why();
+  Context ctx;
+  std::mt19937 rng(5);
+  SCHED_ASSIGN(Tensor * w, ctx.new_tensor(LOOM_TYPE_F32, {64, 48}, "w"));
+  SCHED_ASSIGN(Tensor * x, ctx.new_tensor(LOOM_TYPE_F32, {64, 1}, "x"));
+  x->flags |= LOOM_TENSOR_FLAG_INPUT;
+  SCHED_ASSIGN(Buffer wb, allocate_tensors(*setup.dev("sim0"), {w}));
+  const std::vector<float> wv = random_values(64 * 48, rng);
+  SCHED_OK(set_f32(w, wv));
+  SCHED_ASSIGN(Tensor * y, op::mul_mat(ctx, w, x));
+  SCHED_ASSIGN(Tensor * z, op::relu(ctx, y));  // on the cpu: a copy back each time
+  SCHED_ASSIGN(Graph g, Graph::build({z}));
+  SCHED_ASSIGN(auto sched, Scheduler::create({setup.dev("sim0"), setup.dev("cpu")}));
+  SCHED_OK(sched->allocate(g));
+  for (int round = 0; round < 5; ++round) {
+    const std::vector<float> xv = random_values(64, rng);
+    SCHED_OK(sched->set_input(x, xv.data(), xv.size() * sizeof(float)));
+    SCHED_OK(sched->compute(g));
+    const std::vector<float> got = get_f32(z);
+    ASSERT_EQ(got.size(), 48u);
+    for (int m = 0; m < 48; ++m) {
+      double want = 0;
+      for (int k = 0; k < 64; ++k) want += double(wv[static_cast<size_t>(m * 64 + k)]) * xv[static_cast<size_t>(k)];
+      EXPECT_NEAR(got[static_cast<size_t>(m)], std::max(want, 0.0), 1e-4) << "round " << round << " row " << m;
+    }
+  }
+}
+
+TEST(SimSpin, ASpinThatIsNotAnIntegerFailsInit) {
+  ScopedEnv spin("LOOM_SIM_SPIN_US", std::string("-5"));
+  SimSetup setup{1, {}};
+  EXPECT_EQ(setup.dev("sim0"), nullptr);
+  EXPECT_TRUE(test::contains(setup.why(), "LOOM_SIM_SPIN_US='-5' is not an integer in [0, 100000]")) << setup.why();
+}
+
 }  // namespace
 }  // namespace loom::schedtest

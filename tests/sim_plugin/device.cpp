@@ -1,4 +1,6 @@
 // Device and buffer tables of the simulated plugin.
+#include <sys/mman.h>
+
 #include <algorithm>
 #include <cstring>
 #include <new>
@@ -15,6 +17,8 @@ using loom::common::guarded;
 using loom::common::make_status;
 
 constexpr size_t kAlignment = 64;
+constexpr size_t kHugePage = size_t{2} << 20;
+constexpr size_t kHugePageMin = size_t{1} << 20;
 
 struct SimBuffer {
   loom_buffer_t raw;
@@ -102,7 +106,15 @@ loom_status_t* type_alloc(loom_buffer_type_t* t, size_t size, loom_buffer_t** ou
                              std::to_string(cap) + " free");
     }
     const loom_host_services_t* host = loom::common::host_services();
-    void* data = host->aligned_alloc(size ? size : 1, kAlignment);
+    // Large buffers on whole 2 MiB pages with transparent huge pages asked
+    // for (as the cpu plugin's are, and a GPU's memory is mapped): the
+    // sparse kernels read scattered rows, each a TLB miss on 4 KiB pages.
+    const bool huge = size >= kHugePageMin;
+    const size_t bytes = huge ? (size + kHugePage - 1) / kHugePage * kHugePage : (size ? size : 1);
+    void* data = host->aligned_alloc(bytes, huge ? kHugePage : kAlignment);
+#ifdef MADV_HUGEPAGE
+    if (data && huge) (void)::madvise(data, bytes, MADV_HUGEPAGE);  // advice only
+#endif
     if (!data) {
       return make_status(LOOM_STATUS_RESOURCE_EXHAUSTED,
                          "[sim.alloc] out of host memory for " + std::to_string(size) + " bytes");

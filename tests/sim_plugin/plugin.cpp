@@ -84,6 +84,17 @@ loom_status_t* plugin_init(void** out_context) {
       }
       jitter_us = static_cast<unsigned>(v);
     }
+    unsigned spin_us = 0;
+    if (const char* j = std::getenv("LOOM_SIM_SPIN_US"); j && *j) {
+      char* end = nullptr;
+      errno = 0;
+      const unsigned long v = std::strtoul(j, &end, 10);
+      if (errno != 0 || *end != '\0' || v > 100000) {
+        return make_status(LOOM_STATUS_INVALID_ARGUMENT,
+                           std::string("[sim.init] LOOM_SIM_SPIN_US='") + j + "' is not an integer in [0, 100000]");
+      }
+      spin_us = static_cast<unsigned>(v);
+    }
     auto ctx = std::make_unique<PluginContext>();
     for (long i = 0; i < n; ++i) {
       DeviceConfig c;
@@ -142,6 +153,7 @@ loom_status_t* plugin_init(void** out_context) {
       }
       c.async = async;
       c.jitter_us = jitter_us;
+      c.spin_us = spin_us;
       std::string err = parse_ops(static_cast<size_t>(i), &c.ops);
       if (!err.empty()) return make_status(LOOM_STATUS_INVALID_ARGUMENT, "[sim.init] " + err);
       ctx->devices.push_back(std::make_unique<Device>(std::move(c), static_cast<size_t>(i)));

@@ -40,6 +40,7 @@ struct DeviceConfig {
   double flops_per_us = 0;  // loom.cost speed (LOOM_SIM_FLOPS_<i>); 0: no cost hint
   bool async = false;       // LOOM_SIM_ASYNC=1: worker-thread streams, events, queued copies
   unsigned jitter_us = 0;   // LOOM_SIM_JITTER_US: random delay per queued work item
+  unsigned spin_us = 0;     // LOOM_SIM_SPIN_US: poll this long before blocking (worker, waits)
   unsigned delay_us = 0;    // LOOM_SIM_DELAY_US_<i>: fixed sleep per computed node
   double gbps = 0;          // LOOM_SIM_GBPS_<i>: a node takes >= node_bytes / gbps ns; 0: off
 };

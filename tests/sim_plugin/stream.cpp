@@ -182,12 +182,29 @@ Failure run_nodes(Device& dev, const std::vector<const loom_tensor_t*>& nodes,
   return {};
 }
 
+// Polls ready() for up to spin_us microseconds; whether it became true.
+// LOOM_SIM_SPIN_US: a thread that waits for the other side polls that long
+// before it blocks on a condition variable (whose wake-up can cost tens of
+// microseconds in a VM), as a real device's runtime spins on a fence.
+template <typename F>
+bool spin_until(unsigned spin_us, F&& ready) {
+  if (spin_us == 0) return ready();
+  const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(spin_us);
+  for (;;) {
+    for (int i = 0; i < 64; ++i) {
+      if (ready()) return true;
+    }
+    if (std::chrono::steady_clock::now() >= until) return ready();
+    std::this_thread::yield();  // a busy machine: let other runnable threads have the core
+  }
+}
+
 // An event: records count up; a marker in a stream's queue signals one.
 struct EventState {
   std::mutex m;
   std::condition_variable cv;
   uint64_t recorded = 0;
-  uint64_t signaled = 0;
+  std::atomic<uint64_t> signaled{0};  // written under m; read without it while spinning
   std::string failure;  // the stream's first error before the last signal, "" none
 };
 
@@ -204,9 +221,12 @@ struct Stream {
   loom_stream_t raw;
   bool async = false;
   unsigned jitter_us = 0;
+  unsigned spin_us = 0;
   std::mutex m;
   std::condition_variable cv;
   std::deque<Work> queue;
+  std::atomic<size_t> queued{0};  // queue.size(), written under m; read without it while spinning
+  std::atomic<bool> idle{true};   // queue empty and not busy, likewise
   bool busy = false;
   bool stop = false;
   std::string error;  // first error since the last synchronize
@@ -216,6 +236,8 @@ struct Stream {
     {
       std::lock_guard<std::mutex> lock(m);
       queue.push_back(std::move(w));
+      queued.store(queue.size());
+      idle.store(false);
     }
     cv.notify_all();
   }
@@ -224,10 +246,16 @@ struct Stream {
     std::mt19937 rng(static_cast<uint32_t>(std::hash<std::thread::id>()(std::this_thread::get_id())));
     std::unique_lock<std::mutex> lock(m);
     for (;;) {
+      if (queue.empty() && !stop && spin_us > 0) {
+        lock.unlock();
+        spin_until(spin_us, [&] { return queued.load() > 0; });
+        lock.lock();
+      }
       cv.wait(lock, [&] { return stop || !queue.empty(); });
       if (queue.empty()) return;  // stop requested and drained
       Work w = std::move(queue.front());
       queue.pop_front();
+      queued.store(queue.size());
       busy = true;
       const std::string failure = error;
       lock.unlock();
@@ -244,6 +272,7 @@ struct Stream {
       lock.lock();
       if (!err.empty() && error.empty()) error = std::move(err);
       busy = false;
+      idle.store(queue.empty());
       cv.notify_all();
     }
   }
@@ -294,6 +323,7 @@ loom_status_t* stream_synchronize(loom_stream_t* s) {
   return guarded("sim.synchronize", [&]() -> loom_status_t* {
     Stream* st = sim_stream(s);
     if (!st->async) return nullptr;
+    spin_until(st->spin_us, [&] { return st->idle.load(); });
     std::unique_lock<std::mutex> lock(st->m);
     st->cv.wait(lock, [&] { return st->queue.empty() && !st->busy; });
     std::string err = std::exchange(st->error, std::string());
@@ -388,7 +418,9 @@ loom_status_t* stream_wait_event(loom_stream_t* s, loom_event_t* e) {
       std::lock_guard<std::mutex> lock(ev->m);
       target = ev->recorded;  // the latest record at the time of the call
     }
-    sim_stream(s)->enqueue([ev, target](const std::string&) -> std::string {
+    const unsigned spin_us = sim_stream(s)->spin_us;
+    sim_stream(s)->enqueue([ev, target, spin_us](const std::string&) -> std::string {
+      spin_until(spin_us, [&] { return ev->signaled.load() >= target; });
       std::unique_lock<std::mutex> lock(ev->m);
       ev->cv.wait(lock, [&] { return ev->signaled >= target; });
       return "";
@@ -419,8 +451,13 @@ void event_destroy(loom_event_t* e) { delete static_cast<SimEvent*>(e->context);
 loom_status_t* event_synchronize(loom_event_t* e) {
   return guarded("sim.event_synchronize", [&]() -> loom_status_t* {
     EventState& ev = *static_cast<SimEvent*>(e->context)->state;
+    uint64_t target;
+    {
+      std::lock_guard<std::mutex> lock(ev.m);
+      target = ev.recorded;
+    }
+    spin_until(Device::from(e->device)->config().spin_us, [&] { return ev.signaled.load() >= target; });
     std::unique_lock<std::mutex> lock(ev.m);
-    const uint64_t target = ev.recorded;
     ev.cv.wait(lock, [&] { return ev.signaled >= target; });
     return ev.failure.empty() ? nullptr : make_status(LOOM_STATUS_INTERNAL, ev.failure);
   });
@@ -437,6 +474,7 @@ loom_status_t* stream_create(loom_device_t* device, loom_stream_t** out_stream) 
     auto s = std::make_unique<Stream>();
     s->async = c.async;
     s->jitter_us = c.jitter_us;
+    s->spin_us = c.spin_us;
     s->raw = loom_stream_t{sizeof(loom_stream_t), c.async ? &kAsyncStreamIface : &kStreamIface,
                            device, s.get()};
     if (s->async) s->worker = std::thread([st = s.get()] { st->run(); });
