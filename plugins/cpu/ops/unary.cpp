@@ -64,12 +64,18 @@ void kernel_unary(const loom_tensor_t* dst, int ith, int nth) {
       store_row(dst, i1, i2, i3, x.data());
       continue;
     }
-    for (float& v : x) {
-      switch (dst->op) {
-        case LOOM_OP_GELU: v = gelu(v); break;
-        case LOOM_OP_RELU: v = v > 0.0f ? v : 0.0f; break;
-        default: v = v * scale + bias; break;  // LOOM_OP_SCALE
-      }
+    // One loop per op, so RELU and SCALE vectorize (a switch per element
+    // kept a 8192-wide RELU at ~9 us).
+    switch (dst->op) {
+      case LOOM_OP_GELU:
+        for (float& v : x) v = gelu(v);
+        break;
+      case LOOM_OP_RELU:
+        for (float& v : x) v = v > 0.0f ? v : 0.0f;
+        break;
+      default:  // LOOM_OP_SCALE
+        for (float& v : x) v = v * scale + bias;
+        break;
     }
     store_row(dst, i1, i2, i3, x.data());
   }
