@@ -108,7 +108,7 @@ void run_mul_mat_kquant(const loom_tensor_t* dst, Exec& ex) {
       }
     });
   } else {
-    const bool repacked = is_repacked(dst->src[0]);  // IQ4_NL in groups of 8 rows
+    const bool repacked = is_repacked(dst->src[0]);  // Q4_1 / IQ4_NL in groups of 8 rows
     run_on_quantized_b<ActBlock>(dst, ex, quantize_act_rows, [&](const ActBlock* act, int ith, int nth) {
       if (repacked) {
         mul_mat_x8(dst, act, ex);

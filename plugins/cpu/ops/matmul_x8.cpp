@@ -73,6 +73,7 @@ struct Super<LOOM_TYPE_Q4_0> {
   static constexpr int kN = 8;
   static constexpr int32_t kOffset = 8;
   static constexpr size_t kBytes = 8 * sizeof(loom_block_q4_0_t);
+  static constexpr bool kMin = false;  // a per-row additive term m (Q4_1)
   // u[0..3]: low nibbles (quants 4t .. 4t+3); u[4..7]: high nibbles
   // (quants 16+4t ..). With VNNI the high nibbles stay in place, 16 x the
   // quant: their dots are 16 x the true ones, an exact multiple shifted back
@@ -105,6 +106,7 @@ struct Super<LOOM_TYPE_Q8_0> {
   static constexpr int kN = 8;
   static constexpr int32_t kOffset = kVnni ? 128 : 0;
   static constexpr size_t kBytes = 8 * sizeof(loom_block_q8_0_t);
+  static constexpr bool kMin = false;
   __m256i u[kN];  // VNNI: q ^ 0x80; else: q itself (signed)
   static constexpr int yoff(int j) { return 4 * j; }
   void load(const uint8_t* sb) {
@@ -125,6 +127,7 @@ struct Super<LOOM_TYPE_IQ4_NL> {
   static constexpr int kN = 8;
   static constexpr int32_t kOffset = kVnni ? 128 : 0;
   static constexpr size_t kBytes = 8 * sizeof(loom_block_iq4_nl_t);
+  static constexpr bool kMin = false;
   __m256i u[kN];
   static constexpr int yoff(int j) { return Super<LOOM_TYPE_Q4_0>::yoff(j); }
   void load(const uint8_t* sb) {
@@ -140,6 +143,17 @@ struct Super<LOOM_TYPE_IQ4_NL> {
   __m256i dot(const ActBlock& y) const { return signed_or_offset_dot(*this, y); }
 };
 
+// Q4_1: x = d q + m, q the nibble (no offset). Superblock: d of 8 rows at
+// 0, m at 16, quants from 32 (Q4_0's units 16 bytes further on); per block
+// and column the result also gains m d_b sum_k qb_k.
+template <>
+struct Super<LOOM_TYPE_Q4_1> : Super<LOOM_TYPE_Q4_0> {
+  static constexpr int32_t kOffset = 0;
+  static constexpr size_t kBytes = 8 * sizeof(loom_block_q4_1_t);
+  static constexpr bool kMin = true;
+  void load(const uint8_t* sb) { Super<LOOM_TYPE_Q4_0>::load(sb + 16); }
+};
+
 // Columns [n0, n0 + NC) (flat over B's rows) for rows m0 .. m0+7.
 template <int32_t kType, int NC>
 void group_cols(const loom_tensor_t* dst, const uint8_t* group, int64_t nblk, const ActBlock* act,
@@ -152,12 +166,14 @@ void group_cols(const loom_tensor_t* dst, const uint8_t* group, int64_t nblk, co
     const uint8_t* sb = group + static_cast<size_t>(i) * S::kBytes;
     a.load(sb);
     const __m256 da = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sb)));
+    const __m256 ma = S::kMin ? _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sb + 16))) : da;
     for (int c = 0; c < NC; ++c) {
       const ActBlock& y = act[(n0 + c) * nblk + i];
       __m256i isum = a.dot(y);
       if (S::kOffset != 0) isum = _mm256_sub_epi32(isum, _mm256_set1_epi32(S::kOffset * y.sum));
       const __m256 v = _mm256_mul_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(y.d));
       acc[c] = _mm256_fmadd_ps(da, v, acc[c]);
+      if (S::kMin) acc[c] = _mm256_fmadd_ps(ma, _mm256_set1_ps(y.d * static_cast<float>(y.sum)), acc[c]);
     }
   }
   for (int c = 0; c < NC; ++c) store_group(dst, n0 + c, m0, acc[c]);
@@ -185,6 +201,7 @@ void mul_mat_x8(const loom_tensor_t* dst, const ActBlock* act, Exec& ex) {
   switch (dst->src[0]->type) {
     case LOOM_TYPE_Q8_0: mul_mat_type<LOOM_TYPE_Q8_0>(dst, act, ex); break;
     case LOOM_TYPE_IQ4_NL: mul_mat_type<LOOM_TYPE_IQ4_NL>(dst, act, ex); break;
+    case LOOM_TYPE_Q4_1: mul_mat_type<LOOM_TYPE_Q4_1>(dst, act, ex); break;
     default: mul_mat_type<LOOM_TYPE_Q4_0>(dst, act, ex); break;
   }
 }
