@@ -9,7 +9,8 @@
 // stored: offset 8; Q8_0 xor 0x80 and IQ4_NL's table values + 128: offset
 // 128), so
 //   sum_k a_k b_k = d_a d_b (sum_k u_k qb_k - offset sum_k qb_k)
-// with sum_k qb_k from the ActBlock, the difference taken in integers.
+// with sum_k qb_k from the ActBlock, the difference taken in integers
+// (Q4_1: offset 0, and its per-row m adds m d_b sum_k qb_k in f32).
 // Without VNNI, Q8_0 and IQ4_NL use the sign trick instead (|q| times
 // sign(q) * qb: maddubs would saturate on u = q + 128). Integer sums are
 // exact; only the f32 accumulation over blocks rounds.
