@@ -98,8 +98,9 @@ void quantize_act_rows_k(const loom_tensor_t* b, int64_t r0, int64_t r1, ActBloc
 }
 
 void run_mul_mat_kquant(const loom_tensor_t* dst, Exec& ex) {
+  // Q4_1 / IQ4_NL / Q4_K / Q5_K / Q6_K may lie in groups of 8 rows.
+  const bool repacked = is_repacked(dst->src[0]);
   if (kquant_superblock(dst->src[0]->type)) {
-    const bool repacked = is_repacked(dst->src[0]);  // Q4_K / Q5_K / Q6_K in groups of 8 rows
     run_on_quantized_b<ActBlockK>(dst, ex, quantize_act_rows_k, [&](const ActBlockK* act, int ith, int nth) {
       if (repacked) {
         mul_mat_kquant_x8(dst, act, ex);
@@ -108,7 +109,6 @@ void run_mul_mat_kquant(const loom_tensor_t* dst, Exec& ex) {
       }
     });
   } else {
-    const bool repacked = is_repacked(dst->src[0]);  // Q4_1 / IQ4_NL in groups of 8 rows
     run_on_quantized_b<ActBlock>(dst, ex, quantize_act_rows, [&](const ActBlock* act, int ith, int nth) {
       if (repacked) {
         mul_mat_x8(dst, act, ex);
