@@ -222,12 +222,20 @@ bool b_rows_dense(const loom_tensor_t* dst) {
          bsrc->nb[2] % sizeof(float) == 0 && bsrc->nb[3] % sizeof(float) == 0;
 }
 
+// A read as columns (a transposed view): k is A's slow axis.
+bool columns_path(const loom_tensor_t* dst) {
+  return columns_contiguous(dst->src[0]) && dst->src[0]->nb[0] != dst->src[0]->nb[1];
+}
+
+// Float A that is not repacked, on the packed GEMM (run_mul_mat_gemm).
+bool float_gemm(const loom_tensor_t* dst) {
+  return b_rows_dense(dst) && !columns_path(dst) && !is_repacked(dst->src[0]) && gemm_path(dst);
+}
+
 void kernel_mul_mat(const loom_tensor_t* dst, int ith, int nth) {
   if (b_rows_dense(dst)) {
-    if (columns_contiguous(dst->src[0]) && dst->src[0]->nb[0] != dst->src[0]->nb[1]) {
+    if (columns_path(dst)) {
       mul_mat_columns(dst, ith, nth);
-    } else if (!is_repacked(dst->src[0]) && gemm_path(dst)) {
-      mul_mat_gemm(dst, ith, nth);
     } else if (!is_repacked(dst->src[0]) && gemv_path(dst)) {
       mul_mat_gemv(dst, ith, nth);
     } else {
@@ -275,6 +283,10 @@ void run_mul_mat(const loom_tensor_t* dst, Exec& ex) {
   }
   if (kquant_path(dst)) {
     run_mul_mat_kquant(dst, ex);
+    return;
+  }
+  if (float_gemm(dst)) {
+    run_mul_mat_gemm(dst, ex);
     return;
   }
   ex.run([&](int ith, int nth) { kernel_mul_mat(dst, ith, nth); });

@@ -81,8 +81,9 @@ constexpr int64_t kGemmMinN = 8;
 // packed GEMM: F32 / F16 / BF16 A with contiguous rows, dense dst rows, at
 // least kGemmMinN columns, a build with LOOM_CPU_GEMM.
 bool gemm_path(const loom_tensor_t* dst);
-// The share of thread ith of nth of a GEMM-path node.
-void mul_mat_gemm(const loom_tensor_t* dst, int ith, int nth);
+// A GEMM-path node: B packed once (shared by the threads), then blocks of
+// A's rows over the pool.
+void run_mul_mat_gemm(const loom_tensor_t* dst, Exec& ex);
 // Decode with float A (contiguous rows, at most 4 columns of B, LOOM_CPU_GEMM
 // builds): A converted in registers, no widened copy.
 bool gemv_path(const loom_tensor_t* dst);

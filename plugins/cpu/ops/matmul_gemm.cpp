@@ -1,15 +1,15 @@
 // MUL_MAT with F32 / F16 / BF16 A: for at most 4 columns of B (decode) a
 // GEMV that converts A in registers (row_dots); for prefill-sized B a
-// packed GEMM in the
-// BLIS style. Per block of kKc values of k, a block of kMc rows of A is
+// packed GEMM in the BLIS style. Per block of kKc values of k, a block of kMc rows of A is
 // packed (widened to f32) as micro-panels [k][kMr], and kNr columns of B at a
 // time as [k][kNr]; the micro-kernel keeps a kMr x kNr tile of the result in
 // vector registers (kMr rows of A = two vectors, times kNr broadcast B
 // values) and adds it to dst after the first k block. Register tiles per
 // ISA: AVX-512 32 x 12 (24 of 32 zmm accumulators), AVX2 16 x 6 (12 of 16).
-// Work is split over (batch, block of kMc rows); every thread packs what it
-// reads. Results are f32 sums in a fixed order per element (independent of
-// the thread count).
+// B is packed once, its panels split over the pool; then the work is split
+// over (batch, block of kMc rows), each thread packing its rows of A. Both
+// packings transpose 8 x 8 floats in registers. Results are f32 sums in a
+// fixed order per element (independent of the thread count).
 #include "ops/matmul.h"
 
 #if LOOM_CPU_GEMM
@@ -73,40 +73,81 @@ void micro(const float* ap, const float* bp, int64_t kc, char* c, int64_t ldc, i
   }
 }
 
-struct Panels {
-  std::vector<float> a, b, row;
-};
-
-// Rows [m0, m0 + mc) of A (batch a2, a3), k in [k0, k0 + kc), into
-// micro-panels [k][kMr], zero rows past the end.
-void pack_a(const loom_tensor_t* a, int64_t m0, int64_t mc, int64_t a2, int64_t a3, int64_t k0, int64_t kc,
-            Panels* p) {
-  const int64_t panels = (mc + kMr - 1) / kMr;
-  p->a.assign(static_cast<size_t>(panels * kMr * kc), 0.0f);
-  p->row.resize(static_cast<size_t>(kc));
-  for (int64_t r = 0; r < mc; ++r) {
-    widen_range(a->type, row_ptr(a, m0 + r, a2, a3), k0, kc, p->row.data());
-    float* dst = p->a.data() + (r / kMr) * kMr * kc + (r % kMr);
-    for (int64_t k = 0; k < kc; ++k) dst[k * kMr] = p->row[static_cast<size_t>(k)];
-  }
-}
-
-// Columns [n0, n0 + cols) of B (batch i2, i3), k in [k0, k0 + kc), as [k][kNr].
-void pack_b(const loom_tensor_t* b, int64_t n0, int cols, int64_t i2, int64_t i3, int64_t k0, int64_t kc,
-            float* out) {
-  if (cols < kNr) std::fill(out, out + kc * kNr, 0.0f);
-  for (int j = 0; j < cols; ++j) {
-    const float* src = reinterpret_cast<const float*>(row_ptr(b, n0 + j, i2, i3)) + k0;
-    for (int64_t k = 0; k < kc; ++k) out[k * kNr + j] = src[k];
-  }
-}
-
 // 8 elements of a float row from element k as f32 lanes.
 inline __m256 load8(int32_t type, const char* row, int64_t k) {
   if (type == LOOM_TYPE_F32) return _mm256_loadu_ps(reinterpret_cast<const float*>(row) + k);
   const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 2 * k));
   if (type == LOOM_TYPE_F16) return _mm256_cvtph_ps(h);
   return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));  // BF16
+}
+
+// 8 x 8 floats transposed in registers: r[i] lane j <- r[j] lane i.
+inline void transpose8(__m256 r[8]) {
+  __m256 t[8], u[8];
+  for (int i = 0; i < 8; i += 2) {
+    t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+  }
+  for (int h = 0; h < 8; h += 4) {
+    u[h] = _mm256_shuffle_ps(t[h], t[h + 2], 0x44);
+    u[h + 1] = _mm256_shuffle_ps(t[h], t[h + 2], 0xEE);
+    u[h + 2] = _mm256_shuffle_ps(t[h + 1], t[h + 3], 0x44);
+    u[h + 3] = _mm256_shuffle_ps(t[h + 1], t[h + 3], 0xEE);
+  }
+  for (int i = 0; i < 4; ++i) {
+    r[i] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x20);
+    r[i + 4] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x31);
+  }
+}
+
+// Up to 8 rows `src` (nullptr: a row of zeros) of a float type, elements
+// [k0, k0 + kc), stored transposed: element k of row i at out[k * ld + i]
+// for i < width (8 lanes per store, or the first `width` under a mask).
+void pack_rows(int32_t type, const char* const* src, int width, int64_t k0, int64_t kc, float* out, int64_t ld) {
+  const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(width), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  int64_t k = 0;
+  for (; k + 8 <= kc; k += 8) {
+    __m256 r[8];
+    for (int i = 0; i < 8; ++i) r[i] = src[i] != nullptr ? load8(type, src[i], k0 + k) : _mm256_setzero_ps();
+    transpose8(r);
+    for (int i = 0; i < 8; ++i) {
+      if (width == 8) {
+        _mm256_storeu_ps(out + (k + i) * ld, r[i]);
+      } else {
+        _mm256_maskstore_ps(out + (k + i) * ld, mask, r[i]);
+      }
+    }
+  }
+  for (; k < kc; ++k) {
+    for (int i = 0; i < width; ++i) {
+      float v = 0.0f;
+      if (src[i] != nullptr) widen_range(type, src[i], k0 + k, 1, &v);
+      out[k * ld + i] = v;
+    }
+  }
+}
+
+// Rows [m0, m0 + mc) of A (batch a2, a3), k in [k0, k0 + kc), into
+// micro-panels [k][kMr], zero rows past mc.
+void pack_a(const loom_tensor_t* a, int64_t m0, int64_t mc, int64_t a2, int64_t a3, int64_t k0, int64_t kc,
+            float* out) {
+  const int64_t rows = (mc + kMr - 1) / kMr * kMr;
+  for (int64_t r = 0; r < rows; r += 8) {
+    const char* src[8];
+    for (int i = 0; i < 8; ++i) src[i] = r + i < mc ? row_ptr(a, m0 + r + i, a2, a3) : nullptr;
+    pack_rows(a->type, src, 8, k0, kc, out + (r / kMr) * kMr * kc + r % kMr, kMr);
+  }
+}
+
+// Columns [n0, n0 + kNr) of B (batch i2, i3; zero past n_len), k in
+// [k0, k0 + kc), as [k][kNr].
+void pack_b(const loom_tensor_t* b, int64_t n0, int64_t n_len, int64_t i2, int64_t i3, int64_t k0, int64_t kc,
+            float* out) {
+  for (int j = 0; j < kNr; j += 8) {
+    const char* src[8];
+    for (int i = 0; i < 8; ++i) src[i] = j + i < kNr && n0 + j + i < n_len ? row_ptr(b, n0 + j + i, i2, i3) : nullptr;
+    pack_rows(LOOM_TYPE_F32, src, std::min(8, kNr - j), k0, kc, out + j, kNr);
+  }
 }
 
 // Row `row` of float A dotted with NC columns of B: A converted in
@@ -174,51 +215,58 @@ bool gemm_path(const loom_tensor_t* dst) {
   return float_rows(dst->src[0]) && dst->nb[0] == 4 && dst->src[1]->ne[1] >= kGemmMinN;
 }
 
-void mul_mat_gemm(const loom_tensor_t* dst, int ith, int nth) {
+void run_mul_mat_gemm(const loom_tensor_t* dst, Exec& ex) {
   const loom_tensor_t* a = dst->src[0];
   const loom_tensor_t* b = dst->src[1];
-  const int64_t k_len = a->ne[0];
-  const int64_t m_len = a->ne[1];
-  const int64_t n_len = b->ne[1];
-  const int64_t n_panels = (n_len + kNr - 1) / kNr;
-  const int64_t r2 = b->ne[2] / a->ne[2];
-  const int64_t r3 = b->ne[3] / a->ne[3];
-  const int64_t m_blocks = (m_len + kMc - 1) / kMc;
-  int64_t w0, w1;
-  common::split_range(m_blocks * b->ne[2] * b->ne[3], ith, nth, &w0, &w1);
-  thread_local Panels p;
+  const MatDims d(dst);
+  const int64_t n_panels = (d.n + kNr - 1) / kNr;
+  const int64_t k_blocks = (d.k + kKc - 1) / kKc;
+  const int64_t m_blocks = (d.m + kMc - 1) / kMc;
+  const int64_t batches = d.b2 * d.b3;
+  // B packed once for all threads: per batch, per block of k (k0, kc), the
+  // panels [kc][kNr] one after another (panel np at k0 * n_panels * kNr +
+  // np * kNr * kc of the batch).
+  const int64_t batch_floats = n_panels * kNr * d.k;
+  auto* bp = static_cast<float*>(ex.scratch(static_cast<size_t>(batches * batch_floats) * sizeof(float)));
+  ex.run([&](int ith, int nth) {
+    int64_t w0, w1;
+    common::split_range(batches * k_blocks * n_panels, ith, nth, &w0, &w1);
+    for (int64_t w = w0; w < w1; ++w) {
+      const int64_t np = w % n_panels;
+      const int64_t k0 = (w / n_panels) % k_blocks * kKc;
+      const int64_t batch = w / (n_panels * k_blocks);
+      const int64_t kc = std::min(kKc, d.k - k0);
+      pack_b(b, np * kNr, d.n, batch % d.b2, batch / d.b2, k0, kc,
+             bp + batch * batch_floats + k0 * n_panels * kNr + np * kNr * kc);
+    }
+  });
   const auto ldc = static_cast<int64_t>(dst->nb[1]);
-  // Runs of work items of one batch: B is packed once per block of k for
-  // the whole run, A once per block of rows.
-  for (int64_t ws = w0; ws < w1;) {
-    const int64_t batch = ws / m_blocks;
-    const int64_t we = std::min(w1, (batch + 1) * m_blocks);
-    const int64_t i2 = batch % b->ne[2];
-    const int64_t i3 = batch / b->ne[2];
-    for (int64_t k0 = 0; k0 < k_len; k0 += kKc) {
-      const int64_t kc = std::min(kKc, k_len - k0);
-      p.b.resize(static_cast<size_t>(n_panels * kNr * kc));
-      for (int64_t np = 0; np < n_panels; ++np) {
-        const int cols = static_cast<int>(std::min<int64_t>(kNr, n_len - np * kNr));
-        pack_b(b, np * kNr, cols, i2, i3, k0, kc, p.b.data() + np * kNr * kc);
-      }
-      for (int64_t w = ws; w < we; ++w) {
-        const int64_t m0 = (w % m_blocks) * kMc;
-        const int64_t mc = std::min(kMc, m_len - m0);
-        pack_a(a, m0, mc, i2 / r2, i3 / r3, k0, kc, &p);
+  ex.run([&](int ith, int nth) {
+    int64_t w0, w1;
+    common::split_range(m_blocks * batches, ith, nth, &w0, &w1);
+    thread_local std::vector<float> ap;
+    ap.resize(static_cast<size_t>((kMc + kMr - 1) / kMr * kMr * kKc));
+    for (int64_t w = w0; w < w1; ++w) {
+      const int64_t batch = w / m_blocks;
+      const int64_t i2 = batch % d.b2, i3 = batch / d.b2;
+      const int64_t m0 = (w % m_blocks) * kMc;
+      const int64_t mc = std::min(kMc, d.m - m0);
+      for (int64_t k0 = 0; k0 < d.k; k0 += kKc) {
+        const int64_t kc = std::min(kKc, d.k - k0);
+        pack_a(a, m0, mc, i2 / d.r2, i3 / d.r3, k0, kc, ap.data());
+        const float* bk = bp + batch * batch_floats + k0 * n_panels * kNr;
         for (int64_t np = 0; np < n_panels; ++np) {
           const int64_t n0 = np * kNr;
-          const int cols = static_cast<int>(std::min<int64_t>(kNr, n_len - n0));
+          const int cols = static_cast<int>(std::min<int64_t>(kNr, d.n - n0));
           for (int64_t r0 = 0; r0 < mc; r0 += kMr) {
             const int rows = static_cast<int>(std::min<int64_t>(kMr, mc - r0));
-            micro(p.a.data() + (r0 / kMr) * kMr * kc, p.b.data() + np * kNr * kc, kc,
-                  elem_ptr(dst, m0 + r0, n0, i2, i3), ldc, rows, cols, k0 > 0);
+            micro(ap.data() + (r0 / kMr) * kMr * kc, bk + np * kNr * kc, kc, elem_ptr(dst, m0 + r0, n0, i2, i3), ldc,
+                  rows, cols, k0 > 0);
           }
         }
       }
     }
-    ws = we;
-  }
+  });
 }
 
 }  // namespace loom::cpu
@@ -227,7 +275,7 @@ void mul_mat_gemm(const loom_tensor_t* dst, int ith, int nth) {
 
 namespace loom::cpu {
 bool gemm_path(const loom_tensor_t*) { return false; }
-void mul_mat_gemm(const loom_tensor_t*, int, int) {}
+void run_mul_mat_gemm(const loom_tensor_t*, Exec&) {}
 bool gemv_path(const loom_tensor_t*) { return false; }
 void mul_mat_gemv(const loom_tensor_t*, int, int) {}
 }  // namespace loom::cpu
