@@ -78,6 +78,20 @@ TEST(CliBench, JsonHasPositiveRates) {
   }
 }
 
+// Prefill alone (-n 0) and generation alone with one token (-p 0 -n 1): the
+// context is exactly what is measured, so the untimed warm-up must not add
+// a decode step to the prompt batch (it did: "16 cached + 1 new tokens
+// exceed the context of 16 tokens").
+TEST(CliBench, OnlyPrefillOrOnlyOneTokenFitsTheContext) {
+  const std::string model = bench_model();
+  if (!fs::exists(model)) GTEST_SKIP() << model << " not found (set LOOM_MODELS_DIR)";
+  for (const char* args : {"-p 16 -n 0", "-p 0 -n 1"}) {
+    BenchResult r = run_bench("-m " + model + " " + args + " -r 1 --threads 1 --json", true);
+    ASSERT_EQ(r.exit_code, 0) << args << ": " << r.out;
+    EXPECT_NE(r.out.find(args[3] == '1' ? "\"pp16\"" : "\"tg1\""), std::string::npos) << args << ": " << r.out;
+  }
+}
+
 // Byte counts are JSON integers written with every digit: stories260K's
 // weights (about 1 MB) once printed as 1.04038e+06.
 TEST(CliBench, JsonByteCountsAreExactIntegers) {

@@ -369,12 +369,17 @@ int cmd_bench(std::vector<std::string> args) {
         if (!st.ok() && devices.size() == 1) return fail("--threads " + std::to_string(threads) + ": " + st.message());
       }
     }
-    // Warm-up (untimed): one batch and one decode step.
-    s.reset();
-    std::vector<llm::TokenId> warm(prompt.begin(), prompt.begin() + std::min<int64_t>(o.n_prompt, s.n_batch()));
-    if (warm.empty()) warm.push_back(gen.front());
-    Status st = s.eval(warm, false, &logits);
-    if (st.ok()) st = s.eval({gen.empty() ? warm.front() : gen.front()}, false, &logits);
+    // Warm-up (untimed): one batch of the prompt, then one decode step from
+    // an empty cache (the context holds exactly what is measured).
+    Status st;
+    if (o.n_prompt > 0) {
+      s.reset();
+      st = s.eval({prompt.begin(), prompt.begin() + std::min<int64_t>(o.n_prompt, s.n_batch())}, false, &logits);
+    }
+    if (st.ok() && o.n_gen > 0) {
+      s.reset();
+      st = s.eval({gen.front()}, false, &logits);
+    }
     if (!st.ok()) return fail(st.message());
 
     Row pp{dev_names, threads, "pp" + std::to_string(o.n_prompt), o.n_prompt, {}, {}, 0, 0};
