@@ -97,6 +97,22 @@ int64_t work_estimate(const loom_tensor_t* node) {
   return n;
 }
 
+int64_t Exec::claim_chunk(int ith, int nth, int64_t chunks) {
+  if (nth > kOwners) {
+    const int64_t c = next_chunk();
+    return c < chunks ? c : -1;
+  }
+  for (int k = 0; k < nth; ++k) {
+    const int owner = (ith + k) % nth;
+    int64_t c0, c1;
+    common::split_range(chunks, owner, nth, &c0, &c1);
+    if (owned_[owner].next.load(std::memory_order_relaxed) >= c1 - c0) continue;  // spent: skip the write
+    const int64_t i = owned_[owner].next.fetch_add(1, std::memory_order_relaxed);
+    if (i < c1 - c0) return c0 + i;
+  }
+  return -1;
+}
+
 void* Exec::scratch(size_t bytes) {
   constexpr size_t kAlign = 64;
   if (scratch_.size() < bytes + kAlign) scratch_.resize(bytes + kAlign);

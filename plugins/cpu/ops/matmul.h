@@ -116,7 +116,7 @@ void mul_mat_int8_act(const loom_tensor_t* dst, const ActBlock* act, int ith, in
 // A MUL_MAT whose A is a repacked Q8_0 / Q4_0 / Q4_1 / IQ4_NL matrix
 // (weight_layout.h), B already quantized into act: [n_len][nblk] blocks
 // (matmul_x8.cpp).
-// Rows are claimed in chunks through ex.next_chunk() (call inside ex.run).
-void mul_mat_x8(const loom_tensor_t* dst, const ActBlock* act, Exec& ex);
+// Groups of rows are claimed with ex.claim_chunk(ith, nth) (inside ex.run).
+void mul_mat_x8(const loom_tensor_t* dst, const ActBlock* act, Exec& ex, int ith, int nth);
 
 }  // namespace loom::cpu

@@ -182,7 +182,7 @@ void run_mul_mat_int8(const loom_tensor_t* dst, Exec& ex) {
   const bool repacked = is_repacked(dst->src[0]);
   run_on_quantized_b<ActBlock>(dst, ex, quantize_rows, [&](const ActBlock* act, int ith, int nth) {
     if (repacked) {
-      mul_mat_x8(dst, act, ex);
+      mul_mat_x8(dst, act, ex, ith, nth);
     } else if (q8) {
       mul_mat_blocks<loom_block_q8_0_t>(dst, act, ith, nth);
     } else {
@@ -199,7 +199,7 @@ namespace loom::cpu {
 bool int8_dot_built() { return false; }
 void run_mul_mat_int8(const loom_tensor_t*, Exec&) {}
 void quantize_act_rows(const loom_tensor_t*, int64_t, int64_t, ActBlock*) {}
-void mul_mat_x8(const loom_tensor_t*, const ActBlock*, Exec&) {}
+void mul_mat_x8(const loom_tensor_t*, const ActBlock*, Exec&, int, int) {}
 void mul_mat_int8_act(const loom_tensor_t*, const ActBlock*, int, int) {}
 }  // namespace loom::cpu
 

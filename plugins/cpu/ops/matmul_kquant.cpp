@@ -103,7 +103,7 @@ void run_mul_mat_kquant(const loom_tensor_t* dst, Exec& ex) {
   if (kquant_superblock(dst->src[0]->type)) {
     run_on_quantized_b<ActBlockK>(dst, ex, quantize_act_rows_k, [&](const ActBlockK* act, int ith, int nth) {
       if (repacked) {
-        mul_mat_kquant_x8(dst, act, ex);
+        mul_mat_kquant_x8(dst, act, ex, ith, nth);
       } else {
         mul_mat_kquant_k(dst, act, ith, nth);
       }
@@ -111,7 +111,7 @@ void run_mul_mat_kquant(const loom_tensor_t* dst, Exec& ex) {
   } else {
     run_on_quantized_b<ActBlock>(dst, ex, quantize_act_rows, [&](const ActBlock* act, int ith, int nth) {
       if (repacked) {
-        mul_mat_x8(dst, act, ex);
+        mul_mat_x8(dst, act, ex, ith, nth);
       } else {
         mul_mat_kquant_32(dst, act, ith, nth);
       }

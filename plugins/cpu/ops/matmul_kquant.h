@@ -47,10 +47,10 @@ void quantize_act_rows(const loom_tensor_t* b, int64_t r0, int64_t r1, ActBlock*
 // (matmul_q32.cpp).
 void mul_mat_kquant_k(const loom_tensor_t* dst, const ActBlockK* act, int ith, int nth);
 void mul_mat_kquant_32(const loom_tensor_t* dst, const ActBlock* act, int ith, int nth);
-// The node's share of thread-pool chunks when A is a repacked (cpu_weights)
-// Q4_K / Q5_K / Q6_K matrix (matmul_kquant_x8.cpp): groups of 8 rows claimed with
-// ex.next_chunk().
-void mul_mat_kquant_x8(const loom_tensor_t* dst, const ActBlockK* act, Exec& ex);
+// Slot ith of nth's part of the node when A is a repacked (cpu_weights)
+// Q4_K / Q5_K / Q6_K matrix (matmul_kquant_x8.cpp): groups of 8 rows claimed
+// with ex.claim_chunk().
+void mul_mat_kquant_x8(const loom_tensor_t* dst, const ActBlockK* act, Exec& ex, int ith, int nth);
 
 // Elements of B per activation block.
 constexpr int64_t act_elems(const ActBlock*) { return 32; }

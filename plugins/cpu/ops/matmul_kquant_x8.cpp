@@ -310,7 +310,7 @@ void group_cols(const loom_tensor_t* dst, const uint8_t* group, int64_t nsb, con
 }
 
 template <int32_t kType>
-void mul_mat_type(const loom_tensor_t* dst, const ActBlockK* act, Exec& ex) {
+void mul_mat_type(const loom_tensor_t* dst, const ActBlockK* act, Exec& ex, int ith, int nth) {
   constexpr size_t kBytes = kType == LOOM_TYPE_Q4_K ? kQ4KBytes : kType == LOOM_TYPE_Q5_K ? kQ5KBytes : kQ6KBytes;
   const loom_tensor_t* a = dst->src[0];
   const int64_t nsb = a->ne[0] / kSuper;
@@ -319,7 +319,7 @@ void mul_mat_type(const loom_tensor_t* dst, const ActBlockK* act, Exec& ex) {
   sums.resize(static_cast<size_t>(n_len * nsb));
   for (int64_t b = 0; b < n_len * nsb; ++b) col_sums(kType, act[b], &sums[static_cast<size_t>(b)]);
   const auto* base = static_cast<const uint8_t*>(a->data);
-  for_each_group(a->ne[1], ex, [&](int64_t g) {
+  for_each_group(a->ne[1], ex, ith, nth, [&](int64_t g) {
     const uint8_t* group = base + static_cast<size_t>(g * nsb) * kBytes;
     const int64_t m0 = g * kWeightGroupRows;
     int64_t n = 0;
@@ -330,11 +330,11 @@ void mul_mat_type(const loom_tensor_t* dst, const ActBlockK* act, Exec& ex) {
 
 }  // namespace
 
-void mul_mat_kquant_x8(const loom_tensor_t* dst, const ActBlockK* act, Exec& ex) {
+void mul_mat_kquant_x8(const loom_tensor_t* dst, const ActBlockK* act, Exec& ex, int ith, int nth) {
   switch (dst->src[0]->type) {
-    case LOOM_TYPE_Q4_K: mul_mat_type<LOOM_TYPE_Q4_K>(dst, act, ex); break;
-    case LOOM_TYPE_Q5_K: mul_mat_type<LOOM_TYPE_Q5_K>(dst, act, ex); break;
-    default: mul_mat_type<LOOM_TYPE_Q6_K>(dst, act, ex); break;
+    case LOOM_TYPE_Q4_K: mul_mat_type<LOOM_TYPE_Q4_K>(dst, act, ex, ith, nth); break;
+    case LOOM_TYPE_Q5_K: mul_mat_type<LOOM_TYPE_Q5_K>(dst, act, ex, ith, nth); break;
+    default: mul_mat_type<LOOM_TYPE_Q6_K>(dst, act, ex, ith, nth); break;
   }
 }
 
@@ -343,7 +343,7 @@ void mul_mat_kquant_x8(const loom_tensor_t* dst, const ActBlockK* act, Exec& ex)
 #else
 
 namespace loom::cpu {
-void mul_mat_kquant_x8(const loom_tensor_t*, const ActBlockK*, Exec&) {}
+void mul_mat_kquant_x8(const loom_tensor_t*, const ActBlockK*, Exec&, int, int) {}
 }  // namespace loom::cpu
 
 #endif  // LOOM_CPU_INT8_DOT

@@ -181,13 +181,13 @@ void group_cols(const loom_tensor_t* dst, const uint8_t* group, int64_t nblk, co
 }
 
 template <int32_t kType>
-void mul_mat_type(const loom_tensor_t* dst, const ActBlock* act, Exec& ex) {
+void mul_mat_type(const loom_tensor_t* dst, const ActBlock* act, Exec& ex, int ith, int nth) {
   using S = Super<kType>;
   const loom_tensor_t* a = dst->src[0];
   const int64_t nblk = a->ne[0] / kBlock;
   const int64_t n_len = nrows(dst);  // A is 2-D: every batch of B shares it
   const auto* base = static_cast<const uint8_t*>(a->data);
-  for_each_group(a->ne[1], ex, [&](int64_t g) {
+  for_each_group(a->ne[1], ex, ith, nth, [&](int64_t g) {
     const uint8_t* group = base + static_cast<size_t>(g * nblk) * S::kBytes;
     const int64_t m0 = g * kWeightGroupRows;
     int64_t n = 0;
@@ -198,12 +198,12 @@ void mul_mat_type(const loom_tensor_t* dst, const ActBlock* act, Exec& ex) {
 
 }  // namespace
 
-void mul_mat_x8(const loom_tensor_t* dst, const ActBlock* act, Exec& ex) {
+void mul_mat_x8(const loom_tensor_t* dst, const ActBlock* act, Exec& ex, int ith, int nth) {
   switch (dst->src[0]->type) {
-    case LOOM_TYPE_Q8_0: mul_mat_type<LOOM_TYPE_Q8_0>(dst, act, ex); break;
-    case LOOM_TYPE_IQ4_NL: mul_mat_type<LOOM_TYPE_IQ4_NL>(dst, act, ex); break;
-    case LOOM_TYPE_Q4_1: mul_mat_type<LOOM_TYPE_Q4_1>(dst, act, ex); break;
-    default: mul_mat_type<LOOM_TYPE_Q4_0>(dst, act, ex); break;
+    case LOOM_TYPE_Q8_0: mul_mat_type<LOOM_TYPE_Q8_0>(dst, act, ex, ith, nth); break;
+    case LOOM_TYPE_IQ4_NL: mul_mat_type<LOOM_TYPE_IQ4_NL>(dst, act, ex, ith, nth); break;
+    case LOOM_TYPE_Q4_1: mul_mat_type<LOOM_TYPE_Q4_1>(dst, act, ex, ith, nth); break;
+    default: mul_mat_type<LOOM_TYPE_Q4_0>(dst, act, ex, ith, nth); break;
   }
 }
 

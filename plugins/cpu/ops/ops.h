@@ -4,6 +4,7 @@
 // compute in f32 with double accumulation for reductions.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <stdexcept>
@@ -76,6 +77,7 @@ class Exec {
   template <typename Fn>
   void run(Fn&& fn) {
     chunk_.store(0, std::memory_order_relaxed);
+    for (int i = 0; i < std::min(threads(), kOwners); ++i) owned_[i].next.store(0, std::memory_order_relaxed);
     if (!parallel_ || pool_.size() == 1) {
       fn(0, 1);
     } else {
@@ -86,6 +88,15 @@ class Exec {
   // threads), so a thread that starts late or runs slow takes fewer chunks.
   // Which thread computes a chunk does not change its result.
   int64_t next_chunk() { return chunk_.fetch_add(1, std::memory_order_relaxed); }
+  // Inside run(), slot ith of nth: the next unclaimed of `chunks` chunks, -1
+  // when none is left. Slot ith first takes its own share (split_range of
+  // the chunks) in order, then the unclaimed chunks of the other shares.
+  // So, unless a slot starts late or runs slow, each thread reads one
+  // contiguous stream, and the same rows step after step (on a host whose
+  // two cores sit on two L3 slices each keeps its half of the weights);
+  // next_chunk hands them out in arrival order. Every chunk is claimed
+  // once. More than kOwners slots share next_chunk's order.
+  int64_t claim_chunk(int ith, int nth, int64_t chunks);
   // At least `bytes` of 64-byte aligned memory, valid until the next node;
   // call before run(), not inside.
   void* scratch(size_t bytes);
@@ -95,6 +106,11 @@ class Exec {
   bool parallel_;
   std::vector<uint8_t>& scratch_;
   std::atomic<int64_t> chunk_{0};
+  static constexpr int kOwners = 16;
+  struct alignas(64) Owned {
+    std::atomic<int64_t> next;  // claims of this share so far (set in run())
+  };
+  Owned owned_[kOwners];
 };
 
 // Run one node; `scratch` is the device's, reused across nodes.

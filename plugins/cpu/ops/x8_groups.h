@@ -13,21 +13,23 @@
 
 namespace loom::cpu {
 
-// Chunks claimed per thread: few and large, because each thread's chunk is
-// a contiguous stream of weights the hardware prefetcher must follow
-// (chunks of 4 groups, 32 rows, halved decode speed on a 2-core Zen 4);
-// two per thread still lets a thread that starts late take less.
-constexpr int64_t kGroupChunksPerThread = 2;
+// Chunks per thread: each thread takes its own share first
+// (Exec::claim_chunk), a contiguous stream of weights the hardware
+// prefetcher follows, and the same rows every step; 4 per thread let a
+// thread that starts late or runs slow leave up to 3/4 of its share to the
+// others. (Chunks handed out in arrival order, as next_chunk does, split the
+// stream: 4 groups a chunk halved decode on a 2-core Zen 4, and even with 2
+// chunks a thread the rows of each thread changed from step to step.)
+constexpr int64_t kGroupChunksPerThread = 4;
 
-// fn(g) for every group g of `rows` rows of A, the groups claimed in
-// contiguous chunks with ex.next_chunk() (inside ex.run()).
+// fn(g) for every group g of `rows` rows of A: slot ith of nth's share of
+// the chunks of groups first (inside ex.run()).
 template <typename Fn>
-void for_each_group(int64_t rows, Exec& ex, Fn&& fn) {
+void for_each_group(int64_t rows, Exec& ex, int ith, int nth, Fn&& fn) {
   const int64_t groups = rows / kWeightGroupRows;
-  const int64_t chunks = kGroupChunksPerThread * ex.threads();
-  const int64_t per = (groups + chunks - 1) / chunks;
-  for (int64_t c = ex.next_chunk(); c * per < groups; c = ex.next_chunk()) {
-    for (int64_t g = c * per; g < std::min(groups, (c + 1) * per); ++g) fn(g);
+  const int64_t chunks = std::min(groups, kGroupChunksPerThread * nth);
+  for (int64_t c = ex.claim_chunk(ith, nth, chunks); c >= 0; c = ex.claim_chunk(ith, nth, chunks)) {
+    for (int64_t g = groups * c / chunks; g < groups * (c + 1) / chunks; ++g) fn(g);
   }
 }
 
