@@ -258,7 +258,7 @@ struct BlockStep {
 // and V as one stream at a time, which the hardware prefetchers alone ran
 // at under half the DRAM bandwidth; asking for the stream read next (this
 // head's V block during its K pass, the next head's K block during the V
-// pass) keeps two in flight.
+// pass) keeps two in flight; the pass also asks for its own next block.
 void prefetch_block(const loom_tensor_t* t, int64_t j0, int64_t nb, int64_t g) {
 #ifdef __AVX2__
   const auto row_bytes = static_cast<int64_t>(t->ne[0] * t->nb[0]);
@@ -285,6 +285,7 @@ void two_pass(const BlockStep<KT, VT>& step, HeadState* st, int64_t i0, int64_t 
   for (int64_t j0 = 0; j0 < n; j0 += kBlock) {
     const int64_t nb = std::min(kBlock, n - j0);
     prefetch_block(step.v, j0, nb, g);
+    if (j0 + kBlock < n) prefetch_block(step.k, j0 + kBlock, std::min(kBlock, n - j0 - kBlock), g);
     block_rows(step.k, j0, nb, g, step.kscratch, krows);
     for (int64_t i = i0; i < i1; ++i) block_scores(st[i].q, krows, nb, step.d, step.scale, scores + (i - i0) * n + j0);
   }
@@ -302,6 +303,7 @@ void two_pass(const BlockStep<KT, VT>& step, HeadState* st, int64_t i0, int64_t 
   for (int64_t j0 = 0; j0 < n; j0 += kBlock) {
     const int64_t nb = std::min(kBlock, n - j0);
     if (next_head) prefetch_block(step.k, j0, nb, g + 1);
+    if (j0 + kBlock < n) prefetch_block(step.v, j0 + kBlock, std::min(kBlock, n - j0 - kBlock), g);
     block_rows(step.v, j0, nb, g, step.vscratch, vrows);
     for (int64_t i = i0; i < i1; ++i) block_axpy(st[i].acc, scores + (i - i0) * n + j0, vrows, nb, step.dv);
   }
