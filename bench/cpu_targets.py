@@ -15,8 +15,9 @@ builds row by row so both see the same machine state:
     build's loom bench runs measured);
   - loom_ops_bench: 1024^3 F32 GEMM against OpenBLAS cblas_sgemm in the
     same run, the dispatch cost per tiny node, decode GEMV weight GB/s,
-    decode ATTENTION over an f32 and an f16 cache coming from memory, and
-    the peak f32 FMA / int8 multiply-add rates measured on the spot.
+    decode ATTENTION over an f32 and an f16 cache coming from memory, the
+    read bandwidth with 1 and with 2 threads, and the peak f32 FMA / int8
+    multiply-add rates measured on the spot.
 
 Usage:
   bench/cpu_targets.py [--build build/release] [--before OLD_BUILD]
@@ -218,7 +219,8 @@ def main():
     # measure the current plugins.
     for label, build in builds[-1:]:
         log(f"cpu_targets: {label}: loom_ops_bench")
-        ops = ops_bench(build, "f32/K:1024|sgemm/K:1024|dispatch|peak|mul_mat/q4_0/K:768/M:2048/N:1/|attention_cold")
+        ops = ops_bench(build, "f32/K:1024|sgemm/K:1024|dispatch|peak|mul_mat/q4_0/K:768/M:2048/N:1/|attention_cold|"
+                               "memory_read/[12]/")
         if ops is None:
             rows.append((f"ops rows ({label})", {label: "loom_ops_bench not built (-DLOOM_BUILD_BENCH=ON)"}, ""))
             continue
@@ -244,6 +246,16 @@ def main():
                 rows.append((f"decode ATTENTION, {typ} cache from memory (12 heads of 64, 300 rows, 1 node)",
                              {label: f"{att['real_time']:.0f} us = {att['bytes_per_second'] / 1e9:.1f} GB/s K+V"},
                              f"{att['bytes_per_second'] / 1e9 / bw:.2f}x DRAM bandwidth"))
+        # Read bandwidth with 1 and with 2 threads, one after the other: when
+        # 2 threads read twice what 1 does, each core is at its own limit
+        # (~31 GB/s on these VMs) and a bound taken then leaves a decode no
+        # cycle to compute in; when 2 read barely more than 1, the cores
+        # share a path that the decode can fill.
+        rd1, rd2 = get("BM_memory_read/1/"), get("BM_memory_read/2/")
+        if rd1 and rd2 and "bytes_per_second" in rd1 and "bytes_per_second" in rd2:
+            one, two = rd1["bytes_per_second"] / 1e9, rd2["bytes_per_second"] / 1e9
+            rows.append(("memory read 256 MiB, 1 thread / 2 threads", {label: f"{one:.1f} / {two:.1f} GB/s"},
+                         f"2 threads = {two / one:.2f}x 1 thread"))
         for name in ("BM_peak_fma/2", "BM_peak_int8/2"):
             pk = get(name)
             if pk and "MAC/s" in pk:
