@@ -228,7 +228,7 @@ class WeightLayoutTest : public MatMulTest {
 };
 
 LOOM_CASE(WeightLayoutTest, MatMulMatchesCanonicalAndBytesRoundTrip) {
-  // Every type the cpu plugin repacks (Q8_0 / Q4_0 / Q4_1 / IQ4_NL blocks of 32, Q4_K /
+  // Every type the cpu plugin repacks (Q8_0 / Q4_0 / Q4_1 / Q5_0 / Q5_1 / IQ4_NL blocks of 32, Q4_K /
   // Q5_K / Q6_K super-blocks of 256: their scales and quants spread over 8 rows),
   // decode (1..4 columns) and prefill column counts, one and several groups
   // of 8 rows (threads split the groups), one and three super-blocks.
@@ -238,7 +238,7 @@ LOOM_CASE(WeightLayoutTest, MatMulMatchesCanonicalAndBytesRoundTrip) {
     int64_t k, m;
   };
   const Shape2 shapes[] = {{LOOM_TYPE_Q8_0, 96, 24},   {LOOM_TYPE_Q4_0, 96, 24},  {LOOM_TYPE_IQ4_NL, 96, 24},
-                           {LOOM_TYPE_Q4_1, 96, 24},
+                           {LOOM_TYPE_Q4_1, 96, 24},  {LOOM_TYPE_Q5_0, 96, 24},  {LOOM_TYPE_Q5_1, 96, 24},
                            {LOOM_TYPE_Q4_K, 256, 8},
                            {LOOM_TYPE_Q4_K, 768, 40}, {LOOM_TYPE_Q5_K, 256, 8},  {LOOM_TYPE_Q5_K, 768, 40},
                            {LOOM_TYPE_Q6_K, 256, 16}, {LOOM_TYPE_Q6_K, 768, 24}};
@@ -298,7 +298,7 @@ LOOM_CASE(WeightLayoutTest, MatMulMatchesCanonicalAndBytesRoundTrip) {
   if (ran == 0) LOOM_SKIP() << dev_->name() << " offers no weight layout for quantized matrices (baseline build or another plugin)";
   if (reference_device()) {
     LOOM_EXPECT_EQ(offered_k, 6 * 4) << "the cpu plugin repacks Q4_K, Q5_K and Q6_K where it repacks Q8_0 / Q4_0";
-    LOOM_EXPECT_EQ(offered_32, 4 * 4) << "the cpu plugin repacks Q8_0, Q4_0, Q4_1 and IQ4_NL";
+    LOOM_EXPECT_EQ(offered_32, 6 * 4) << "the cpu plugin repacks Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 and IQ4_NL";
   }
 }
 
@@ -308,7 +308,8 @@ LOOM_CASE(WeightLayoutTest, RowsNotAMultipleOf8StayCanonical) {
   // reads it in place (the WeightTypes cases cover that path's results).
   if (!reference_device()) LOOM_SKIP() << "the cpu plugin's rule";
   for (loom_type_t ta :
-       {LOOM_TYPE_Q8_0, LOOM_TYPE_Q4_0, LOOM_TYPE_Q4_1, LOOM_TYPE_IQ4_NL, LOOM_TYPE_Q4_K, LOOM_TYPE_Q5_K, LOOM_TYPE_Q6_K}) {
+       {LOOM_TYPE_Q8_0, LOOM_TYPE_Q4_0, LOOM_TYPE_Q4_1, LOOM_TYPE_Q5_0, LOOM_TYPE_Q5_1, LOOM_TYPE_IQ4_NL, LOOM_TYPE_Q4_K,
+        LOOM_TYPE_Q5_K, LOOM_TYPE_Q6_K}) {
     const int64_t k = block_elems(ta) == 256 ? 512 : 64;
     LOOM_TRACE(type_str(ta));
     Tensor* odd = unwrap(ctx_.new_tensor(ta, {k, 12}, "odd"), "new_tensor");

@@ -30,9 +30,10 @@ struct Traits {
     if (std::strcmp(id, LOOM_EXT_WEIGHT_LAYOUT) == 0 && version == LOOM_EXT_WEIGHT_LAYOUT_VERSION) return &kWeightExt;
     return nullptr;
   }
-  // loom.weight_layout: Q8_0 / Q4_0 / Q4_1 / IQ4_NL / Q4_K / Q5_K / Q6_K matrices go to cpu_weights (weight_layout.h);
-  // large float matrices to the plain host type, whose big buffers have
-  // huge pages (a copy instead of the file's 4 KiB mapping).
+  // loom.weight_layout: Q8_0 / Q4_0 / Q4_1 / Q5_0 / Q5_1 / IQ4_NL / Q4_K /
+  // Q5_K / Q6_K matrices go to cpu_weights (weight_layout.h); large float
+  // matrices to the plain host type, whose big buffers have huge pages (a
+  // copy instead of the file's 4 KiB mapping).
   static loom_buffer_type_t* weight_buffer_type(loom_device_t* d, const loom_tensor_t* t) {
     try {
       if (!weight_layout_enabled()) return nullptr;

@@ -38,6 +38,10 @@ constexpr Field kQ4_0[] = {{0, 0, 2, 1}, {2, 16, 4, 4}};
 constexpr Field kQ8_0[] = {{0, 0, 2, 1}, {2, 16, 4, 8}};
 // Q4_1: d and m as two 2-byte fields (8 rows each), then Q4_0's quant units.
 constexpr Field kQ4_1[] = {{0, 0, 2, 1}, {2, 16, 2, 1}, {4, 32, 4, 4}};
+// Q5_0: d; qh as one 4-byte unit (bit i: quant i's fifth bit); Q4_0's
+// quant units. Q5_1: d, m, then Q5_0's qh and quant units.
+constexpr Field kQ5_0[] = {{0, 0, 2, 1}, {2, 16, 4, 1}, {6, 48, 4, 4}};
+constexpr Field kQ5_1[] = {{0, 0, 2, 1}, {2, 16, 2, 1}, {4, 32, 4, 1}, {8, 64, 4, 4}};
 // d|dmin as one 4-byte unit; the 12 scale bytes as 3 units (words u0 u1 u2
 // of 8 rows, one vector each); qs in 32 units of 4 bytes, unit 8g + t
 // (bytes 32g + 4t ..) stored as the (4t + g)-th: in the order the decode
@@ -111,6 +115,8 @@ Fields fields_of(int32_t type) {
     case LOOM_TYPE_IQ4_NL: return {kQ4_0, 2};  // the same block: d, 16 bytes of nibbles
     case LOOM_TYPE_Q8_0: return {kQ8_0, 2};
     case LOOM_TYPE_Q4_1: return {kQ4_1, 3};
+    case LOOM_TYPE_Q5_0: return {kQ5_0, 3};
+    case LOOM_TYPE_Q5_1: return {kQ5_1, 4};
     case LOOM_TYPE_Q4_K: return {kQ4_K, 6};
     case LOOM_TYPE_Q5_K: return {kQ5_K, 7};
     case LOOM_TYPE_Q6_K: return {kQ6_K, 5, q6k_encode, q6k_decode};
@@ -191,7 +197,7 @@ common::HostBufferConfig weight_buffer_config() {
 
 const char* weight_layout_unsupported(const loom_tensor_t* t) {
   if (t == nullptr) return "null tensor";
-  if (fields_of(t->type).n == 0) return "only Q8_0, Q4_0, Q4_1, IQ4_NL, Q4_K, Q5_K and Q6_K matrices are repacked";
+  if (fields_of(t->type).n == 0) return "only Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q4_K, Q5_K and Q6_K matrices are repacked";
   if (t->view_src != nullptr) return "a view";
   if (t->ne[2] != 1 || t->ne[3] != 1) return "more than 2 dimensions";
   if (t->ne[1] % kWeightGroupRows != 0) return "rows not a multiple of 8";

@@ -1,5 +1,5 @@
 // The "cpu_weights" buffer type (loom.weight_layout): Q8_0 / Q4_0 / Q4_1 /
-// IQ4_NL / Q4_K / Q5_K / Q6_K matrices stored with rows interleaved in groups of 8 for the integer
+// Q5_0 / Q5_1 / IQ4_NL / Q4_K / Q5_K / Q6_K matrices stored with rows interleaved in groups of 8 for the integer
 // GEMV/GEMM kernels (ops/matmul_x8.cpp, ops/matmul_kquant_x8.cpp).
 // set_tensor / get_tensor take and give GGUF's bytes, exactly.
 //
@@ -14,6 +14,9 @@
 //                (Q4_0: 4 units, Q8_0: 8). IQ4_NL: Q4_0's (the same block).
 //   Q4_1         d (2-byte unit) at 0, m (2-byte unit) at 16; qs in 4
 //                4-byte units at 32.
+//   Q5_0         d at 0; qh (one 4-byte unit: bit i is quant i's fifth
+//                bit) at 16; qs in 4 4-byte units at 48.
+//   Q5_1         d at 0, m at 16; qh at 32; qs in 4 4-byte units at 64.
 //   Q4_K         d|dmin (one 4-byte unit) at 0; the 12 packed scale bytes
 //                as 3 units (words u0, u1, u2: the kernel unpacks 8 rows'
 //                6-bit scales and mins at once) at 32; qs, 32 units, at
@@ -47,7 +50,8 @@ const common::HostLayout* weight_layout();
 // The config of the device's "cpu_weights" buffer type.
 common::HostBufferConfig weight_buffer_config();
 
-// nullptr when t can be stored in the layout (Q8_0 / Q4_0 / Q4_1 / IQ4_NL / Q4_K / Q5_K / Q6_K,
+// nullptr when t can be stored in the layout (Q8_0 / Q4_0 / Q4_1 / Q5_0 / Q5_1 / IQ4_NL / Q4_K /
+// Q5_K / Q6_K,
 // 2-D, dense, rows a multiple of 8, not a view), else why not.
 const char* weight_layout_unsupported(const loom_tensor_t* t);
 

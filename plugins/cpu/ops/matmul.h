@@ -113,7 +113,7 @@ void run_mul_mat_int8(const loom_tensor_t* dst, Exec& ex);
 // products (sparse_matmul.cpp) run it on views of A's active rows.
 void mul_mat_int8_act(const loom_tensor_t* dst, const ActBlock* act, int ith, int nth);
 
-// A MUL_MAT whose A is a repacked Q8_0 / Q4_0 / Q4_1 / IQ4_NL matrix
+// A MUL_MAT whose A is a repacked Q8_0 / Q4_0 / Q4_1 / Q5_0 / Q5_1 / IQ4_NL matrix
 // (weight_layout.h), B already quantized into act: [n_len][nblk] blocks
 // (matmul_x8.cpp).
 // Groups of rows are claimed with ex.claim_chunk(ith, nth) (inside ex.run).

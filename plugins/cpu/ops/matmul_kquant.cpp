@@ -98,7 +98,7 @@ void quantize_act_rows_k(const loom_tensor_t* b, int64_t r0, int64_t r1, ActBloc
 }
 
 void run_mul_mat_kquant(const loom_tensor_t* dst, Exec& ex) {
-  // Q4_1 / IQ4_NL / Q4_K / Q5_K / Q6_K may lie in groups of 8 rows.
+  // Q4_1 / Q5_0 / Q5_1 / IQ4_NL / Q4_K / Q5_K / Q6_K may lie in groups of 8 rows.
   const bool repacked = is_repacked(dst->src[0]);
   if (kquant_superblock(dst->src[0]->type)) {
     run_on_quantized_b<ActBlockK>(dst, ex, quantize_act_rows_k, [&](const ActBlockK* act, int ith, int nth) {

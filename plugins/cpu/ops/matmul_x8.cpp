@@ -10,7 +10,8 @@
 // 128), so
 //   sum_k a_k b_k = d_a d_b (sum_k u_k qb_k - offset sum_k qb_k)
 // with sum_k qb_k from the ActBlock, the difference taken in integers
-// (Q4_1: offset 0, and its per-row m adds m d_b sum_k qb_k in f32).
+// (Q4_1 / Q5_1: offset 0, and the per-row m adds m d_b sum_k qb_k in f32;
+// Q5_0: the fifth bits ORed in as bit 4, offset 16).
 // Without VNNI, Q8_0 and IQ4_NL use the sign trick instead (|q| times
 // sign(q) * qb: maddubs would saturate on u = q + 128). Integer sums are
 // exact; only the f32 accumulation over blocks rounds.
@@ -155,6 +156,52 @@ struct Super<LOOM_TYPE_Q4_1> : Super<LOOM_TYPE_Q4_0> {
   void load(const uint8_t* sb) { Super<LOOM_TYPE_Q4_0>::load(sb + 16); }
 };
 
+// Bits 4s .. 4s+3 of each 32-bit lane of qh as 0x10 (set) or 0 in the
+// lane's bytes 0 .. 3: the fifth bits of one quant unit (s < 4: the low
+// nibbles' quants 4s .., s >= 4: the high nibbles' 16 + 4(s - 4) ..).
+inline __m256i fifth_bits(__m256i qh, int s) {
+  const __m256i lanes = _mm256_setr_epi8(0, 0, 0, 0, 4, 4, 4, 4, 8, 8, 8, 8, 12, 12, 12, 12, 0, 0, 0, 0, 4, 4, 4, 4,
+                                         8, 8, 8, 8, 12, 12, 12, 12);
+  const __m256i rep = _mm256_shuffle_epi8(qh, _mm256_add_epi8(lanes, _mm256_set1_epi8(static_cast<char>(s / 2))));
+  const __m256i bit = s % 2 == 0 ? _mm256_set1_epi32(0x08040201) : _mm256_set1_epi32(static_cast<int>(0x80402010u));
+  return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(rep, bit), bit), _mm256_set1_epi8(0x10));
+}
+
+// Q5_0: x = d (q - 16) with q = nibble | fifth bit << 4 (0 .. 31, offset
+// 16: maddubs' pair sums stay below 31 x 127 x 2). Superblock: d at 0, qh
+// at 16, Q4_0's quant units at 48. Q5_1: x = d q + m; d at 0, m at 16, qh
+// at 32, quants at 64.
+template <int32_t kType>
+struct Super5 {
+  static constexpr bool kQ51 = kType == LOOM_TYPE_Q5_1;
+  static constexpr int kN = 8;
+  static constexpr int32_t kOffset = kQ51 ? 0 : 16;
+  static constexpr size_t kBytes = 8 * (kQ51 ? sizeof(loom_block_q5_1_t) : sizeof(loom_block_q5_0_t));
+  static constexpr bool kMin = kQ51;
+  static constexpr size_t kQh = kQ51 ? 32 : 16;
+  __m256i u[kN];
+  static constexpr int yoff(int j) { return Super<LOOM_TYPE_Q4_0>::yoff(j); }
+  void load(const uint8_t* sb) {
+    const __m256i low4 = _mm256_set1_epi8(0x0F);
+    const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(sb + kQh));
+    for (int t = 0; t < 4; ++t) {
+      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(sb + kQh + 32 + 32 * t));
+      u[t] = _mm256_or_si256(_mm256_and_si256(v, low4), fifth_bits(qh, t));
+      u[t + 4] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 4), low4), fifth_bits(qh, t + 4));
+    }
+  }
+  __m256i dot(const ActBlock& y) const {
+    __m256i lo = _mm256_setzero_si256(), hi = _mm256_setzero_si256();
+    for (int j = 0; j < 4; ++j) lo = dot_u8s8(lo, u[j], bcast4(y.qs + yoff(j)));
+    for (int j = 4; j < kN; ++j) hi = dot_u8s8(hi, u[j], bcast4(y.qs + yoff(j)));
+    return _mm256_add_epi32(lo, hi);
+  }
+};
+template <>
+struct Super<LOOM_TYPE_Q5_0> : Super5<LOOM_TYPE_Q5_0> {};
+template <>
+struct Super<LOOM_TYPE_Q5_1> : Super5<LOOM_TYPE_Q5_1> {};
+
 // Columns [n0, n0 + NC) (flat over B's rows) for rows m0 .. m0+7.
 template <int32_t kType, int NC>
 void group_cols(const loom_tensor_t* dst, const uint8_t* group, int64_t nblk, const ActBlock* act,
@@ -203,6 +250,8 @@ void mul_mat_x8(const loom_tensor_t* dst, const ActBlock* act, Exec& ex, int ith
     case LOOM_TYPE_Q8_0: mul_mat_type<LOOM_TYPE_Q8_0>(dst, act, ex, ith, nth); break;
     case LOOM_TYPE_IQ4_NL: mul_mat_type<LOOM_TYPE_IQ4_NL>(dst, act, ex, ith, nth); break;
     case LOOM_TYPE_Q4_1: mul_mat_type<LOOM_TYPE_Q4_1>(dst, act, ex, ith, nth); break;
+    case LOOM_TYPE_Q5_0: mul_mat_type<LOOM_TYPE_Q5_0>(dst, act, ex, ith, nth); break;
+    case LOOM_TYPE_Q5_1: mul_mat_type<LOOM_TYPE_Q5_1>(dst, act, ex, ith, nth); break;
     default: mul_mat_type<LOOM_TYPE_Q4_0>(dst, act, ex, ith, nth); break;
   }
 }
