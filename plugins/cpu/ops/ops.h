@@ -92,10 +92,9 @@ class Exec {
   // when none is left. Slot ith first takes its own share (split_range of
   // the chunks) in order, then the unclaimed chunks of the other shares.
   // So, unless a slot starts late or runs slow, each thread reads one
-  // contiguous stream, and the same rows step after step (on a host whose
-  // two cores sit on two L3 slices each keeps its half of the weights);
-  // next_chunk hands them out in arrival order. Every chunk is claimed
-  // once. More than kOwners slots share next_chunk's order.
+  // contiguous stream, and the same rows step after step, where next_chunk
+  // hands the chunks out in arrival order. Every chunk is claimed once.
+  // More than kOwners slots share next_chunk's order.
   int64_t claim_chunk(int ith, int nth, int64_t chunks);
   // At least `bytes` of 64-byte aligned memory, valid until the next node;
   // call before run(), not inside.
