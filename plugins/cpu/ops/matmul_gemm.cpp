@@ -1,8 +1,8 @@
 // MUL_MAT with F32 / F16 / BF16 A: for at most 4 columns of B (decode) a
 // GEMV that converts A in registers (row_dots); for prefill-sized B a
-// packed GEMM in the BLIS style. Per block of kKc values of k, a block of kMc rows of A is
-// packed (widened to f32) as micro-panels [k][kMr], and kNr columns of B at a
-// time as [k][kNr]; the micro-kernel keeps a kMr x kNr tile of the result in
+// packed GEMM in the BLIS style. Per block of kKc values of k, a block of
+// kMc rows of A is packed (widened to f32) as micro-panels [k][kMr], and kNr
+// columns of B at a time as [k][kNr]; the micro-kernel keeps a kMr x kNr tile of the result in
 // vector registers (kMr rows of A = two vectors, times kNr broadcast B
 // values) and adds it to dst after the first k block. Register tiles per
 // ISA: AVX-512 32 x 12 (24 of 32 zmm accumulators), AVX2 16 x 6 (12 of 16).
