@@ -14,7 +14,8 @@ builds row by row so both see the same machine state:
     build's KV cache type / the median of the read bandwidths the newest
     build's loom bench runs measured);
   - loom_ops_bench: 1024^3 F32 GEMM against OpenBLAS cblas_sgemm in the
-    same run, the dispatch cost per tiny node, decode GEMV weight GB/s,
+    same run, the dispatch cost per tiny node, decode GEMV weight GB/s
+    (one GEMV in cache; a decode step's 72 GEMVs from memory),
     decode ATTENTION over an f32 and an f16 cache coming from memory, the
     read bandwidth with 1 and with 2 threads, and the peak f32 FMA / int8
     multiply-add rates measured on the spot.
@@ -220,7 +221,7 @@ def main():
     for label, build in builds[-1:]:
         log(f"cpu_targets: {label}: loom_ops_bench")
         ops = ops_bench(build, "f32/K:1024|sgemm/K:1024|dispatch|peak|mul_mat/q4_0/K:768/M:2048/N:1/|attention_cold|"
-                               "memory_read/[12]/")
+                               "memory_read/[12]/|decode_chain/(f32|q4_0)")
         if ops is None:
             rows.append((f"ops rows ({label})", {label: "loom_ops_bench not built (-DLOOM_BUILD_BENCH=ON)"}, ""))
             continue
@@ -240,6 +241,15 @@ def main():
         if gemv and "weight_GB/s" in gemv:
             rows.append(("Q4_0 GEMV 768x2048 (in cache)", {label: f"{gemv['weight_GB/s']:.1f} GB/s weights"},
                          f"{gemv['bw_fraction']:.2f}x DRAM bandwidth"))
+        # A decode step's weights alone (72 GEMVs, no other node): how much
+        # of the probe the GEMVs keep between nodes.
+        for typ in ("f32", "q4_0"):
+            ch = get(f"BM_decode_chain/{typ}/")
+            if ch and "weight_GB/s" in ch:
+                rows.append((f"decode weight stream alone, {typ} (72 GEMVs of the 768-dim step, "
+                             f"{ch['weight_bytes'] / 1e6:.0f} MB, 1 graph)",
+                             {label: f"{ch['real_time']:.2f} ms = {ch['weight_GB/s']:.1f} GB/s"},
+                             f"{ch['bw_fraction']:.2f}x the run's probe"))
         for typ in ("f32", "f16"):
             att = get(f"BM_attention_cold/{typ}/300")
             if att and "bytes_per_second" in att:

@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -311,6 +312,83 @@ void decode_args(benchmark::internal::Benchmark* b) {
   b->ArgNames({"K", "M", "N"})->Unit(benchmark::kMicrosecond)->UseRealTime();
 }
 
+// The weight stream of a decode step alone: 12 "layers" of a 768-dim model
+// (four 768x768 projections, then 768 -> 2048 -> 768), every matrix its
+// own, chained as one graph of 72 GEMVs over one column: 260 MB of F32
+// weights, far past the caches, read once per graph. weight_GB/s over the
+// probe says what a decode loses between nodes and to short streams (the
+// single GEMV over a 1 GB matrix reads at the probe's rate).
+void BM_decode_chain(benchmark::State& state, loom_type_t type) {
+  constexpr int64_t kDim = 768, kFfn = 2048, kLayers = 12;
+  loom::registry::Device* dev = bench_device();
+  if (!dev) {
+    state.SkipWithError("no bench device");
+    return;
+  }
+  loom::Context ctx;
+  auto x = ctx.new_tensor(LOOM_TYPE_F32, {kDim, 1}, "x");
+  if (!x.ok()) {
+    state.SkipWithError(x.status().message().c_str());
+    return;
+  }
+  std::vector<loom::Tensor*> weights;
+  loom::Tensor* cur = *x;
+  for (int64_t l = 0; l < kLayers; ++l) {
+    for (int64_t out : {kDim, kDim, kDim, kDim, kFfn, kDim}) {
+      auto w = ctx.new_tensor(type, {cur->ne[0], out}, "w" + std::to_string(weights.size()));
+      auto y = w.ok() ? loom::op::mul_mat(ctx, *w, cur) : w;
+      if (!y.ok()) {
+        state.SkipWithError(y.status().message().c_str());
+        return;
+      }
+      weights.push_back(*w);
+      cur = *y;
+    }
+  }
+  auto g = loom::Graph::build({cur});
+  auto ex = loom::Executor::create(dev);
+  if (!g.ok() || !ex.ok()) {
+    state.SkipWithError(!g.ok() ? g.status().message().c_str() : ex.status().message().c_str());
+    return;
+  }
+  // Weights where a model load puts them (as BM_loom_mul_mat).
+  loom::Status st;
+  std::vector<loom::Buffer> relaid;
+  for (loom::Tensor* w : weights) {
+    if (loom_buffer_type_t* wbt = dev->weight_buffer_type(w); st.ok() && wbt != nullptr) {
+      auto wb = loom::allocate_tensors(*dev, {w}, wbt);
+      st = wb.status();
+      if (wb.ok()) relaid.push_back(std::move(wb).value());
+    }
+  }
+  if (st.ok()) st = (*ex)->allocate(*g);
+  // Values scaled by 1/sqrt(K) so the chain's activations stay near 1.
+  size_t bytes = 0;
+  for (size_t i = 0; st.ok() && i < weights.size(); ++i) {
+    const int64_t k = weights[i]->ne[0], m = weights[i]->ne[1];
+    std::vector<float> wf = random_floats(static_cast<size_t>(k * m), static_cast<uint32_t>(10 + i));
+    for (float& v : wf) v *= 1.7f / std::sqrt(static_cast<float>(k));
+    std::vector<uint8_t> wq(loom::type_row_size(type, k) * static_cast<size_t>(m));
+    loom::from_float(type, wf.data(), wq.data(), k * m);
+    st = loom::tensor_set(weights[i], wq.data(), wq.size());
+    bytes += wq.size();
+  }
+  std::vector<float> xf = random_floats(static_cast<size_t>(kDim), 2);
+  if (st.ok()) st = loom::tensor_set(*x, xf.data(), xf.size() * sizeof(float));
+  if (st.ok()) st = (*ex)->compute(*g);  // warm-up
+  const double t0 = now_s();
+  while (st.ok() && state.KeepRunning()) st = (*ex)->compute(*g);
+  if (!st.ok()) {
+    state.SkipWithError(st.message().c_str());
+    return;
+  }
+  const double per_iter = (now_s() - t0) / static_cast<double>(std::max<benchmark::IterationCount>(1, state.iterations()));
+  const double gbs = static_cast<double>(bytes) / per_iter / 1e9;
+  state.counters["weight_bytes"] = static_cast<double>(bytes);
+  state.counters["weight_GB/s"] = gbs;
+  state.counters["bw_fraction"] = gbs / measured_bandwidth_gbs();
+}
+
 // Read bandwidth: each of range(0) threads sums its slice of a 256 MiB
 // buffer per iteration.
 void BM_memory_read(benchmark::State& state) {
@@ -589,6 +667,10 @@ BENCHMARK_CAPTURE(BM_attention, f32, LOOM_TYPE_F32)->Arg(64)->Arg(300)->Arg(512)
 BENCHMARK_CAPTURE(BM_attention, f16, LOOM_TYPE_F16)->Arg(64)->Arg(300)->Arg(512)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK_CAPTURE(BM_attention_cold, f32, LOOM_TYPE_F32)->Arg(300)->Unit(benchmark::kMicrosecond)->UseManualTime();
 BENCHMARK_CAPTURE(BM_attention_cold, f16, LOOM_TYPE_F16)->Arg(300)->Unit(benchmark::kMicrosecond)->UseManualTime();
+BENCHMARK_CAPTURE(BM_decode_chain, f32, LOOM_TYPE_F32)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_decode_chain, f16, LOOM_TYPE_F16)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_decode_chain, q8_0, LOOM_TYPE_Q8_0)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_decode_chain, q4_0, LOOM_TYPE_Q4_0)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_dispatch)->Arg(1000)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK_CAPTURE(BM_loom_mul_mat, f32, LOOM_TYPE_F32)->Apply(mul_mat_args);
 BENCHMARK_CAPTURE(BM_loom_mul_mat, q8_0, LOOM_TYPE_Q8_0)->Apply(mul_mat_args);

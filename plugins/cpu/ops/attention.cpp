@@ -170,17 +170,31 @@ template <typename T>
 void block_axpy(float* acc, const float* p, const T* const* v, int64_t nb, int64_t dv) {
 #ifdef __AVX512F__
   if (dv % 16 == 0 && (std::is_same_v<T, uint16_t> || std::is_same_v<T, float>)) {
-    // 16 lanes per group: 4 groups cover a head of 64.
+    // 16 lanes per group: 4 groups cover a head of 64. Even and odd rows
+    // go to their own accumulators: 8 FMA chains, so a row does not wait
+    // on the previous row's FMA latency (4 chains held the V pass to one
+    // FMA per cycle).
     constexpr int kWide = 4;
     int64_t e = 0;
     for (; e + kWide * 16 <= dv; e += kWide * 16) {
-      __m512 a[kWide];
-      for (int g = 0; g < kWide; ++g) a[g] = _mm512_loadu_ps(acc + e + 16 * g);
-      for (int64_t jj = 0; jj < nb; ++jj) {
+      __m512 a[kWide], b[kWide];
+      for (int g = 0; g < kWide; ++g) {
+        a[g] = _mm512_loadu_ps(acc + e + 16 * g);
+        b[g] = _mm512_setzero_ps();
+      }
+      int64_t jj = 0;
+      for (; jj + 2 <= nb; jj += 2) {
+        const __m512 p0 = _mm512_set1_ps(p[jj]), p1 = _mm512_set1_ps(p[jj + 1]);
+        for (int g = 0; g < kWide; ++g) {
+          a[g] = _mm512_fmadd_ps(p0, lanes16(v[jj] + e + 16 * g), a[g]);
+          b[g] = _mm512_fmadd_ps(p1, lanes16(v[jj + 1] + e + 16 * g), b[g]);
+        }
+      }
+      if (jj < nb) {
         const __m512 pj = _mm512_set1_ps(p[jj]);
         for (int g = 0; g < kWide; ++g) a[g] = _mm512_fmadd_ps(pj, lanes16(v[jj] + e + 16 * g), a[g]);
       }
-      for (int g = 0; g < kWide; ++g) _mm512_storeu_ps(acc + e + 16 * g, a[g]);
+      for (int g = 0; g < kWide; ++g) _mm512_storeu_ps(acc + e + 16 * g, _mm512_add_ps(a[g], b[g]));
     }
     for (; e < dv; e += 16) {
       __m512 a = _mm512_loadu_ps(acc + e);
@@ -238,17 +252,14 @@ struct BlockStep {
     float s[kBlock];
     block_rows(k, j0, nb, g, kscratch, krows);
     block_scores(hs.q, krows, nb, d, scale, s);
-    float bm = -std::numeric_limits<float>::infinity();
-    for (int64_t jj = 0; jj < nb; ++jj) bm = std::max(bm, s[jj]);
+    const float bm = simd_max(s, nb);
     if (bm > hs.m) {
       const float c = std::exp(hs.m - bm);  // 0 on the first block
       hs.l *= c;
       simd_scale(hs.acc, c, dv);
       hs.m = bm;
     }
-    for (int64_t jj = 0; jj < nb; ++jj) s[jj] -= hs.m;
-    simd_exp_inplace(s, nb);
-    for (int64_t jj = 0; jj < nb; ++jj) hs.l += s[jj];
+    hs.l += simd_exp_shifted_sum(s, hs.m, nb);
     block_rows(v, j0, nb, g, vscratch, vrows);
     block_axpy(hs.acc, s, vrows, nb, dv);
   }
@@ -291,14 +302,8 @@ void two_pass(const BlockStep<KT, VT>& step, HeadState* st, int64_t i0, int64_t 
   }
   for (int64_t i = i0; i < i1; ++i) {
     float* sc = scores + (i - i0) * n;
-    float m = -std::numeric_limits<float>::infinity();
-    for (int64_t j = 0; j < n; ++j) m = std::max(m, sc[j]);
-    for (int64_t j = 0; j < n; ++j) sc[j] -= m;
-    simd_exp_inplace(sc, n);
-    float l = 0.0f;
-    for (int64_t j = 0; j < n; ++j) l += sc[j];
-    st[i].m = m;
-    st[i].l = l;
+    st[i].m = simd_max(sc, n);
+    st[i].l = simd_exp_shifted_sum(sc, st[i].m, n);
   }
   for (int64_t j0 = 0; j0 < n; j0 += kBlock) {
     const int64_t nb = std::min(kBlock, n - j0);

@@ -96,6 +96,43 @@ inline void simd_exp_inplace(float* x, int64_t n) {
   }
 }
 
+// max_k x[k] (-inf for n == 0): lanes, then across them.
+inline float simd_max(const float* x, int64_t n) {
+  const float ninf = -__builtin_inff();
+  simd_f m = simd_f{} + ninf;
+  int64_t k = 0;
+  for (; k + kSimdLanes <= n; k += kSimdLanes) {
+    const simd_f v = simd_load(x + k);
+    m = v > m ? v : m;
+  }
+  float r = ninf;
+  for (int j = 0; j < kSimdLanes; ++j) r = m[j] > r ? m[j] : r;
+  for (; k < n; ++k) r = x[k] > r ? x[k] : r;
+  return r;
+}
+
+// x[k] = e^(x[k] - m) for k < n, returning their sum (per lane in order,
+// then the lanes: the order depends only on n).
+inline float simd_exp_shifted_sum(float* x, float m, int64_t n) {
+  simd_f acc = {};
+  int64_t k = 0;
+  for (; k + kSimdLanes <= n; k += kSimdLanes) {
+    const simd_f e = simd_exp(simd_load(x + k) - m);
+    simd_store(x + k, e);
+    acc += e;
+  }
+  if (k < n) {
+    simd_f t = {};
+    std::memcpy(&t, x + k, static_cast<size_t>(n - k) * sizeof(float));
+    t = simd_exp(t - m);
+    std::memcpy(x + k, &t, static_cast<size_t>(n - k) * sizeof(float));
+    for (int64_t j = 0; j < n - k; ++j) acc[j] += t[j];
+  }
+  float s = 0.0f;
+  for (int j = 0; j < kSimdLanes; ++j) s += acc[j];
+  return s;
+}
+
 // y[k] *= c for k < n.
 inline void simd_scale(float* y, float c, int64_t n) {
   int64_t k = 0;
