@@ -289,6 +289,10 @@ void run_mul_mat(const loom_tensor_t* dst, Exec& ex) {
     run_mul_mat_gemm(dst, ex);
     return;
   }
+  if (b_rows_dense(dst) && !columns_path(dst) && !is_repacked(dst->src[0]) && gemv_path(dst)) {
+    ex.run([&](int ith, int nth) { mul_mat_gemv(dst, ith, nth, &ex); });
+    return;
+  }
   ex.run([&](int ith, int nth) { kernel_mul_mat(dst, ith, nth); });
 }
 
