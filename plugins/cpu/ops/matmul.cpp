@@ -232,12 +232,12 @@ bool float_gemm(const loom_tensor_t* dst) {
   return b_rows_dense(dst) && !columns_path(dst) && !is_repacked(dst->src[0]) && gemm_path(dst);
 }
 
-void kernel_mul_mat(const loom_tensor_t* dst, int ith, int nth) {
+void kernel_mul_mat(const loom_tensor_t* dst, int ith, int nth, Exec& ex) {
   if (b_rows_dense(dst)) {
     if (columns_path(dst)) {
       mul_mat_columns(dst, ith, nth);
     } else if (!is_repacked(dst->src[0]) && gemv_path(dst)) {
-      mul_mat_gemv(dst, ith, nth);
+      mul_mat_gemv(dst, ith, nth, ex);
     } else {
       mul_mat_fast(dst, ith, nth);
     }
@@ -289,11 +289,7 @@ void run_mul_mat(const loom_tensor_t* dst, Exec& ex) {
     run_mul_mat_gemm(dst, ex);
     return;
   }
-  if (b_rows_dense(dst) && !columns_path(dst) && !is_repacked(dst->src[0]) && gemv_path(dst)) {
-    ex.run([&](int ith, int nth) { mul_mat_gemv(dst, ith, nth, &ex); });
-    return;
-  }
-  ex.run([&](int ith, int nth) { kernel_mul_mat(dst, ith, nth); });
+  ex.run([&](int ith, int nth) { kernel_mul_mat(dst, ith, nth, ex); });
 }
 
 }  // namespace loom::cpu

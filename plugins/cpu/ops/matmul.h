@@ -87,15 +87,15 @@ void run_mul_mat_gemm(const loom_tensor_t* dst, Exec& ex);
 // Decode with float A (contiguous rows, at most 4 columns of B, LOOM_CPU_GEMM
 // builds): A converted in registers, no widened copy.
 bool gemv_path(const loom_tensor_t* dst);
-// With ex, rows are claimed in kGemvChunksPerThread chunks a thread, each
-// thread's own share first (Exec::claim_chunk), so a thread that runs slow
-// leaves rows to the other; else a static split. Own share first against
+// Rows are claimed in kGemvChunksPerThread chunks a thread, each thread's
+// own share first (Exec::claim_chunk), so a thread that runs slow leaves
+// rows to the other. Own share first against
 // the static split, alternated 6x (s768-f32) and 4x (s768-f16), tg64 after
 // a 256-token prompt: F32 95.0 -> 96.3 t/s (medians; faster in 6 of 6
 // pairs, 88-92% -> 91-93% of the bound probed beside each), F16 faster in
 // 4 of 4 pairs (~2%).
 constexpr int64_t kGemvChunksPerThread = 4;
-void mul_mat_gemv(const loom_tensor_t* dst, int ith, int nth, Exec* ex = nullptr);
+void mul_mat_gemv(const loom_tensor_t* dst, int ith, int nth, Exec& ex);
 
 // One block of 32 activations quantized to 8 bits: x[i] ~= d * qs[i], with
 // d = max|x| / 127 and qs[i] = round-to-nearest-even(x[i] * (1 / d)) (0 when

@@ -198,11 +198,11 @@ void row_dots(int32_t type, const char* row, const float* const* b, int64_t k_le
 
 bool gemv_path(const loom_tensor_t* dst) { return float_rows(dst->src[0]) && dst->src[1]->ne[1] <= 4; }
 
-void mul_mat_gemv(const loom_tensor_t* dst, int ith, int nth, Exec* ex) {
+void mul_mat_gemv(const loom_tensor_t* dst, int ith, int nth, Exec& ex) {
   const loom_tensor_t* a = dst->src[0];
   const loom_tensor_t* b = dst->src[1];
   const MatDims d(dst);
-  const auto row = [&](int64_t m, int64_t i2, int64_t i3) {
+  const auto dot_row = [&](int64_t m, int64_t i2, int64_t i3) {
     const float* bc[4];
     for (int64_t c = 0; c < d.n; ++c) bc[c] = reinterpret_cast<const float*>(row_ptr(b, c, i2, i3));
     const char* row = row_ptr(a, m, i2 / d.r2, i3 / d.r3);
@@ -221,16 +221,14 @@ void mul_mat_gemv(const loom_tensor_t* dst, int ith, int nth, Exec* ex) {
     }
     for (int64_t c = 0; c < d.n; ++c) std::memcpy(elem_ptr(dst, m, c, i2, i3), &out[c], 4);
   };
-  if (ex == nullptr) {
-    for_share(d, d.m, ith, nth, row);
-    return;
-  }
   // Rows (over the batches) in kGemvChunksPerThread chunks a thread, each
-  // thread's own share first (Exec::claim_chunk).
+  // thread's own share first.
   const int64_t units = d.m * d.b2 * d.b3;
   const int64_t chunks = std::min<int64_t>(units, kGemvChunksPerThread * nth);
-  for (int64_t c = ex->claim_chunk(ith, nth, chunks); c >= 0; c = ex->claim_chunk(ith, nth, chunks)) {
-    for (int64_t w = units * c / chunks; w < units * (c + 1) / chunks; ++w) row(w % d.m, (w / d.m) % d.b2, w / (d.m * d.b2));
+  for (int64_t c = ex.claim_chunk(ith, nth, chunks); c >= 0; c = ex.claim_chunk(ith, nth, chunks)) {
+    for (int64_t w = units * c / chunks; w < units * (c + 1) / chunks; ++w) {
+      dot_row(w % d.m, (w / d.m) % d.b2, w / (d.m * d.b2));
+    }
   }
 }
 
@@ -300,7 +298,7 @@ namespace loom::cpu {
 bool gemm_path(const loom_tensor_t*) { return false; }
 void run_mul_mat_gemm(const loom_tensor_t*, Exec&) {}
 bool gemv_path(const loom_tensor_t*) { return false; }
-void mul_mat_gemv(const loom_tensor_t*, int, int, Exec*) {}
+void mul_mat_gemv(const loom_tensor_t*, int, int, Exec&) {}
 }  // namespace loom::cpu
 
 #endif
