@@ -84,18 +84,6 @@ inline simd_f simd_exp(simd_f x) {
   return x != x ? x : e;
 }
 
-// x[k] = e^x[k] for k < n (scalar tail through the same lanes).
-inline void simd_exp_inplace(float* x, int64_t n) {
-  int64_t k = 0;
-  for (; k + kSimdLanes <= n; k += kSimdLanes) simd_store(x + k, simd_exp(simd_load(x + k)));
-  if (k < n) {
-    simd_f t = {};
-    std::memcpy(&t, x + k, static_cast<size_t>(n - k) * sizeof(float));
-    t = simd_exp(t);
-    std::memcpy(x + k, &t, static_cast<size_t>(n - k) * sizeof(float));
-  }
-}
-
 // max_k x[k] (-inf for n == 0): lanes, then across them.
 inline float simd_max(const float* x, int64_t n) {
   const float ninf = -__builtin_inff();
