@@ -146,7 +146,7 @@ inline __m256i bit_to_4(__m256i v, int b) {
 // kQ5: Q5_K (the fifth bit from qh ORed into each quant; the high nibbles
 // shifted down, as 16 x 31 does not fit a byte).
 template <int NC, bool kQ5>
-void q4k_cols(const uint8_t* group, int64_t nsb, const ActBlockK* const* y, const ColSums* const* cs,
+void q4k_cols(const uint8_t* group, int64_t nsb, bool prefetch, const ActBlockK* const* y, const ColSums* const* cs,
               __m256 acc[NC]) {
   constexpr bool kWide = kVnni || kQ5;            // int32 dot sums
   constexpr bool kHighAsIs = kVnni && !kQ5;       // high nibbles read as 16 u
@@ -157,6 +157,7 @@ void q4k_cols(const uint8_t* group, int64_t nsb, const ActBlockK* const* y, cons
   const __m256i m3f = bytes(0x3F), m0f = bytes(0x0F), m30 = bytes(0x30);
   for (int64_t i = 0; i < nsb; ++i) {
     const uint8_t* sb = group + static_cast<size_t>(i) * kBytes;
+    if (prefetch) prefetch_ahead<kBytes>(sb);
     const __m256i u0 = load(sb + 32), u2 = load(sb + 96);
     const __m256i sc_lo = _mm256_and_si256(u0, m3f);
     const __m256i sc_hi = _mm256_or_si256(_mm256_and_si256(u2, m0f), _mm256_and_si256(_mm256_srli_epi32(u0, 2), m30));
@@ -228,7 +229,7 @@ void q4k_cols(const uint8_t* group, int64_t nsb, const ActBlockK* const* y, cons
 constexpr size_t kQ6KBytes = 8 * sizeof(loom_block_q6_k_t);
 
 template <int NC>
-void q6k_cols(const uint8_t* group, int64_t nsb, const ActBlockK* const* y, const ColSums* const* cs,
+void q6k_cols(const uint8_t* group, int64_t nsb, bool prefetch, const ActBlockK* const* y, const ColSums* const* cs,
               __m256 acc[NC]) {
   // Both quarters of 4 (t / 4 = 0, 1) at once for one column: 8 chains
   // (AVX2: 4, its 16 vector registers).
@@ -236,6 +237,7 @@ void q6k_cols(const uint8_t* group, int64_t nsb, const ActBlockK* const* y, cons
   const __m256i m3f = bytes(0x3F), m30 = bytes(0x30);
   for (int64_t i = 0; i < nsb; ++i) {
     const uint8_t* sb = group + static_cast<size_t>(i) * kQ6KBytes;
+    if (prefetch) prefetch_ahead<kQ6KBytes>(sb);
     __m256i sc[4];
     for (int c = 0; c < 4; ++c) sc[c] = load(sb + 16 + 32 * c);
     __m256i isum[NC];
@@ -302,9 +304,10 @@ void group_cols(const loom_tensor_t* dst, const uint8_t* group, int64_t nsb, con
     cs[c] = sums + (n0 + c) * nsb;
   }
   if constexpr (kType == LOOM_TYPE_Q4_K || kType == LOOM_TYPE_Q5_K) {
-    q4k_cols<NC, kType == LOOM_TYPE_Q5_K>(group, nsb, y, cs, acc);
+    // The first pass over the group streams it in (prefetch_ahead).
+    q4k_cols<NC, kType == LOOM_TYPE_Q5_K>(group, nsb, n0 == 0, y, cs, acc);
   } else {
-    q6k_cols<NC>(group, nsb, y, cs, acc);
+    q6k_cols<NC>(group, nsb, n0 == 0, y, cs, acc);
   }
   for (int c = 0; c < NC; ++c) store_group(dst, n0 + c, m0, acc[c]);
 }

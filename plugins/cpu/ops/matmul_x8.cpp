@@ -212,6 +212,7 @@ void group_cols(const loom_tensor_t* dst, const uint8_t* group, int64_t nblk, co
   S a;
   for (int64_t i = 0; i < nblk; ++i) {
     const uint8_t* sb = group + static_cast<size_t>(i) * S::kBytes;
+    if (n0 == 0) prefetch_ahead<S::kBytes>(sb);  // the first pass over the group streams it in
     a.load(sb);
     const __m256 da = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sb)));
     const __m256 ma = S::kMin ? _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sb + 16))) : da;
