@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "common/type_traits.h"
 #include "ops/ops.h"
 
 namespace loom::cpu {
@@ -42,13 +43,27 @@ void kernel_set_rows(const loom_tensor_t* dst, int ith, int nth) {
   const loom_tensor_t* idx = dst->src[2];
   int64_t r0, r1;
   common::split_range(nrows(rows), ith, nth, &r0, &r1);
+  // Every destination row asked for first: a decode step writes one new
+  // row per KV head, each in its own cold cache line(s), and waiting for
+  // them one after another made SET_ROWS the slowest small node of a step.
+  // (Contiguous rows only: a strided row's span may be anything.)
+  const common::TypeTraits& tr = common::type_traits(dst->type);
+  const int64_t row_bytes =
+      dst->nb[0] == tr.type_size ? static_cast<int64_t>(tr.type_size) * (dst->ne[0] / tr.block_size) : 0;
+  for (int64_t r = r0; r < r1; ++r) {
+    int64_t i, j, l;
+    unravel_row(rows, r, &i, &j, &l);
+    const int64_t row = load_index(idx, i, j, l);
+    check_index(row, dst->ne[1], i, j, l);
+    const char* p = row_ptr(dst, row, j, l);
+    for (int64_t off = 0; off < row_bytes; off += 64) __builtin_prefetch(p + off, 1);
+  }
   thread_local std::vector<float> x;
   x.resize(static_cast<size_t>(rows->ne[0]));
   for (int64_t r = r0; r < r1; ++r) {
     int64_t i, j, l;
     unravel_row(rows, r, &i, &j, &l);
     const int64_t row = load_index(idx, i, j, l);
-    check_index(row, dst->ne[1], i, j, l);
     load_row(rows, i, j, l, x.data());
     store_row(dst, row, j, l, x.data());
   }
