@@ -128,5 +128,12 @@ inline void simd_scale(float* y, float c, int64_t n) {
   for (; k < n; ++k) y[k] *= c;
 }
 
+// y[k] = x[k] / c for k < n (a division per element, as the scalar loop).
+inline void simd_div(float* y, const float* x, float c, int64_t n) {
+  int64_t k = 0;
+  for (; k + kSimdLanes <= n; k += kSimdLanes) simd_store(y + k, simd_load(x + k) / c);
+  for (; k < n; ++k) y[k] = x[k] / c;
+}
+
 }  // namespace
 }  // namespace loom::cpu
