@@ -196,6 +196,36 @@ void row_dots(int32_t type, const char* row, const float* const* b, int64_t k_le
 
 }  // namespace
 
+#ifdef __AVX512F__
+// One F16 row dotted with one column, 16 lanes a conversion and FMA (the
+// AVX2 form converts 8): 4 chains of 16, 64 elements a step; the tail
+// through row_dots. The maskz forms: GCC 12 warns about the undefined
+// source of the plain ones.
+float f16_row_dot16(const char* row, const float* b, int64_t k_len) {
+  constexpr int kAcc = 4;
+  __m512 acc[kAcc];
+  for (int i = 0; i < kAcc; ++i) acc[i] = _mm512_setzero_ps();
+  const auto* h = reinterpret_cast<const uint16_t*>(row);
+  int64_t k = 0;
+  for (; k + 16 * kAcc <= k_len; k += 16 * kAcc) {
+    for (int i = 0; i < kAcc; ++i) {
+      const __m512 av =
+          _mm512_maskz_cvtph_ps(0xFFFF, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(h + k + 16 * i)));
+      acc[i] = _mm512_fmadd_ps(av, _mm512_loadu_ps(b + k + 16 * i), acc[i]);
+    }
+  }
+  const __m512 s = _mm512_add_ps(_mm512_add_ps(acc[0], acc[1]), _mm512_add_ps(acc[2], acc[3]));
+  float sum = hsum_ps(_mm256_add_ps(_mm512_maskz_extractf32x8_ps(0xFF, s, 0), _mm512_maskz_extractf32x8_ps(0xFF, s, 1)));
+  if (k < k_len) {
+    float tail;
+    const float* bt = b + k;
+    row_dots<1, 1>(LOOM_TYPE_F16, row + 2 * k, &bt, k_len - k, &tail);
+    sum += tail;
+  }
+  return sum;
+}
+#endif
+
 bool gemv_path(const loom_tensor_t* dst) { return float_rows(dst->src[0]) && dst->src[1]->ne[1] <= 4; }
 
 void mul_mat_gemv(const loom_tensor_t* dst, int ith, int nth, Exec& ex) {
@@ -212,6 +242,12 @@ void mul_mat_gemv(const loom_tensor_t* dst, int ith, int nth, Exec& ex) {
         if (a->type == LOOM_TYPE_F32) {
           row_dots<1, 4>(a->type, row, bc, d.k, out);
         } else {
+#ifdef __AVX512F__
+          if (a->type == LOOM_TYPE_F16) {
+            out[0] = f16_row_dot16(row, bc[0], d.k);
+            break;
+          }
+#endif
           row_dots<1, 8>(a->type, row, bc, d.k, out);
         }
         break;
