@@ -23,7 +23,12 @@ uint64_t xgetbv0() {
 CpuFeatures read_features() {
   CpuFeatures f;
   uint32_t a = 0, b = 0, c = 0, d = 0;
+  if (!__get_cpuid(0, &a, &b, &c, &d)) return f;
+  const bool amd = b == 0x68747541 && d == 0x69746e65 && c == 0x444d4163;  // "AuthenticAMD"
   if (!__get_cpuid(1, &a, &b, &c, &d)) return f;
+  // Family: the base field, plus the extended field when the base is 15.
+  const uint32_t family = ((a >> 8) & 0xF) == 0xF ? 0xF + ((a >> 20) & 0xFF) : (a >> 8) & 0xF;
+  f.split_avx512 = amd && family < 0x1A;
   const bool osxsave = bit(c, 27);
   const bool avx = bit(c, 28);
   f.fma = bit(c, 12);

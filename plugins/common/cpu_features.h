@@ -12,6 +12,10 @@ struct CpuFeatures {
   bool avx512bf16 = false, avxvnni = false;
   bool os_avx = false;     // XCR0: SSE and AVX state
   bool os_avx512 = false;  // XCR0: opmask and both ZMM halves as well
+  // AMD before family 26 (Zen 4): 512-bit operations run as two 256-bit
+  // halves. A kernel whose 512-bit form measured slower there keeps its
+  // 256-bit form on such a CPU.
+  bool split_avx512 = false;
   // The x86-64-v3 set the cpu-avx2 variant needs (AVX2, FMA, F16C, OS AVX).
   bool runs_avx2() const { return os_avx && avx2 && fma && f16c; }
   // What the cpu-avx512 variant needs (F, BW, DQ, VL, VNNI, OS AVX-512).

@@ -20,6 +20,7 @@
 #include <cstring>
 #include <vector>
 
+#include "common/cpu_features.h"
 #include "common/fp16.h"
 
 namespace loom::cpu {
@@ -199,7 +200,10 @@ void row_dots(int32_t type, const char* row, const float* const* b, int64_t k_le
 #ifdef __AVX512F__
 // One F16 row dotted with one column, 16 lanes a conversion and FMA (the
 // AVX2 form converts 8): 4 chains of 16, 64 elements a step; the tail
-// through row_dots. The maskz forms: GCC 12 warns about the undefined
+// through row_dots. Not on a CPU that splits 512-bit operations (Zen 4:
+// s768-f16 tg64 176 -> 149 t/s in the eighth session); on a 2-core Zen 5,
+// 768x2048 in L3 35.5 -> 24.8 us, 131072x2048 from memory 10.4 -> 7.8 ms,
+// s768-f16 tg64 median 332 -> 342 t/s (6 alternations). The maskz forms: GCC 12 warns about the undefined
 // source of the plain ones.
 float f16_row_dot16(const char* row, const float* b, int64_t k_len) {
   constexpr int kAcc = 4;
@@ -232,6 +236,9 @@ void mul_mat_gemv(const loom_tensor_t* dst, int ith, int nth, Exec& ex) {
   const loom_tensor_t* a = dst->src[0];
   const loom_tensor_t* b = dst->src[1];
   const MatDims d(dst);
+#ifdef __AVX512F__
+  static const bool split_avx512 = common::cpu_features().split_avx512;
+#endif
   const auto dot_row = [&](int64_t m, int64_t i2, int64_t i3) {
     const float* bc[4];
     for (int64_t c = 0; c < d.n; ++c) bc[c] = reinterpret_cast<const float*>(row_ptr(b, c, i2, i3));
@@ -243,7 +250,7 @@ void mul_mat_gemv(const loom_tensor_t* dst, int ith, int nth, Exec& ex) {
           row_dots<1, 4>(a->type, row, bc, d.k, out);
         } else {
 #ifdef __AVX512F__
-          if (a->type == LOOM_TYPE_F16) {
+          if (a->type == LOOM_TYPE_F16 && !split_avx512) {
             out[0] = f16_row_dot16(row, bc[0], d.k);
             break;
           }
