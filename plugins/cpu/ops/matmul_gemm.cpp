@@ -203,8 +203,8 @@ void row_dots(int32_t type, const char* row, const float* const* b, int64_t k_le
 // through row_dots. Not on a CPU that splits 512-bit operations (Zen 4:
 // s768-f16 tg64 176 -> 149 t/s in the eighth session); on a 2-core Zen 5,
 // 768x2048 in L3 35.5 -> 24.8 us, 131072x2048 from memory 10.4 -> 7.8 ms,
-// s768-f16 tg64 median 332 -> 342 t/s (6 alternations). The maskz forms: GCC 12 warns about the undefined
-// source of the plain ones.
+// s768-f16 tg64 median 332 -> 342 t/s (6 alternations). The maskz forms:
+// GCC 12 warns about the undefined source of the plain ones.
 float f16_row_dot16(const char* row, const float* b, int64_t k_len) {
   constexpr int kAcc = 4;
   __m512 acc[kAcc];

@@ -46,10 +46,14 @@ void kernel_set_rows(const loom_tensor_t* dst, int ith, int nth) {
   // Every destination row asked for first: a decode step writes one new
   // row per KV head, each in its own cold cache line(s), and waiting for
   // them one after another made SET_ROWS the slowest small node of a step.
-  // (Contiguous rows only: a strided row's span may be anything.)
+  // (Contiguous rows only: a strided row's span may be anything; and at
+  // most kPrefetchRows rows, a decode step's: a prefill's many rows would
+  // not all stay in cache until written, and lie side by side per head.)
+  constexpr int64_t kPrefetchRows = 64;
   const common::TypeTraits& tr = common::type_traits(dst->type);
-  const int64_t row_bytes =
-      dst->nb[0] == tr.type_size ? static_cast<int64_t>(tr.type_size) * (dst->ne[0] / tr.block_size) : 0;
+  const int64_t row_bytes = dst->nb[0] == tr.type_size && r1 - r0 <= kPrefetchRows
+                                ? static_cast<int64_t>(tr.type_size) * (dst->ne[0] / tr.block_size)
+                                : 0;
   for (int64_t r = r0; r < r1; ++r) {
     int64_t i, j, l;
     unravel_row(rows, r, &i, &j, &l);
