@@ -9,9 +9,9 @@
 // softmax: keys in blocks of kBlock; a block's scores first, then the
 // running max m moves to the block's max (rescaling the running sum l and
 // the accumulator by exp(m_old - m_new)) and the block's values are added
-// with weights exp(s - m). Threads split the (h, t) pairs; each pair is
-// computed by one thread in a fixed order, so results do not depend on the
-// thread count.
+// with weights exp(s - m). Threads split the (h, t) pairs in equal shares
+// of work (work_share); each pair is computed by one thread in a fixed
+// order, so results do not depend on the thread count.
 //
 // Precision: dots, exp, the sums and the accumulator are f32 (dots in
 // vector lanes, 16 wide with AVX-512; exp in lanes: simd_exp, < 2e-7
@@ -406,6 +406,30 @@ AttendFn attend_for(const loom_tensor_t* k, const loom_tensor_t* v) {
   return attend_heads<float, float>;
 }
 
+// Pairs [p0, p1) (p = t * n_head + h) of slot ith of nth: equal shares of
+// the work, a pair's being its visible rows plus one (its fixed cost), not
+// equal numbers of pairs: in a causal prefill the last queries see the
+// most rows, and halving the pairs left one of 2 threads 3/4 of the work.
+void work_share(const std::vector<int64_t>& visible, int64_t n_head, int ith, int nth, int64_t* p0, int64_t* p1) {
+  int64_t total = 0;
+  for (int64_t v : visible) total += (v + 1) * n_head;
+  // The first pair at or past share i's start.
+  auto boundary = [&](int i) -> int64_t {
+    const auto n_q = static_cast<int64_t>(visible.size());
+    if (i >= nth) return n_q * n_head;
+    const int64_t target = total / nth * i + total % nth * i / nth;  // total * i / nth without overflow
+    int64_t acc = 0;
+    for (int64_t t = 0; t < n_q; ++t) {
+      const int64_t w = visible[static_cast<size_t>(t)] + 1;
+      if (acc + w * n_head > target) return t * n_head + (target - acc + w - 1) / w;
+      acc += w * n_head;
+    }
+    return n_q * n_head;
+  };
+  *p0 = boundary(ith);
+  *p1 = boundary(ith + 1);
+}
+
 }  // namespace
 
 int64_t attention_work(const loom_tensor_t* node) {
@@ -426,7 +450,7 @@ void kernel_attention(const loom_tensor_t* dst, int ith, int nth) {
   const std::vector<int64_t> visible = load_visible(dst->src[3], k->ne[1]);
   const AttendFn attend = attend_for(k, dst->src[2]);
   int64_t p0, p1;
-  common::split_range(n_head * q->ne[2], ith, nth, &p0, &p1);
+  work_share(visible, n_head, ith, nth, &p0, &p1);
   // Pairs p = t * n_head + h: one run of heads per query t.
   for (int64_t p = p0; p < p1;) {
     const int64_t t = p / n_head;
