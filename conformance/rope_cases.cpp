@@ -39,6 +39,13 @@ class RopeTest : public OpTest {
     }
     Tensor* out = unwrap(op::rope(ctx_, a.t, p.t, c.n_dims, c.mode, c.base, c.scale, ff.t), "rope");
     LOOM_ASSERT_OK(run_threads({out}));
+    expect_rope(out, t, a, pos, c, ff);
+  }
+
+  // out against the double reference of ROPE(a) at positions pos with c's
+  // parameters and ff's factors (ff.t null: none).
+  void expect_rope(Tensor* out, loom_type_t t, const Operand& a, const std::vector<int64_t>& pos, const RopeCase& c,
+                   const Operand& ff) {
     std::vector<double> ref(static_cast<size_t>(nelements(c.ne)));
     std::vector<double> tol(ref.size());
     const int half = c.n_dims / 2;
@@ -147,6 +154,32 @@ LOOM_CASE(RopeTest, FactorsChangeTheAnglesBetweenNodes) {
       }
     }
     expect_close(read(outs[n]), ref, tol, c.ne, "rope node " + std::to_string(n));
+  }
+}
+
+// Nodes at the same positions with other base, scale and n_dims, in one
+// graph: a kernel that keeps cos/sin rows per position must drop them when
+// the parameters change. Positions past 65536 too (a kernel may keep only
+// the first positions' rows).
+LOOM_CASE(RopeTest, ParametersChangeBetweenNodesAtTheSamePositions) {
+  seed(506);
+  const std::vector<int64_t> pos = {3, 70000, 3, 150000};
+  const RopeCase cases[] = {
+      {{8, 2, 4, 1}, 8, LOOM_ROPE_MODE_NORMAL, 10000.0f, 1.0f},
+      {{8, 2, 4, 1}, 8, LOOM_ROPE_MODE_NORMAL, 500000.0f, 1.0f},
+      {{8, 2, 4, 1}, 4, LOOM_ROPE_MODE_NORMAL, 10000.0f, 0.5f},
+      {{8, 2, 4, 1}, 8, LOOM_ROPE_MODE_NORMAL, 10000.0f, 1.0f},
+  };
+  Operand a = input(LOOM_TYPE_F32, cases[0].ne);
+  Operand p = input_ints(LOOM_TYPE_I32, {4, 1, 1, 1}, pos);
+  std::vector<Tensor*> outs;
+  for (const RopeCase& c : cases) {
+    outs.push_back(unwrap(op::rope(ctx_, a.t, p.t, c.n_dims, c.mode, c.base, c.scale), "rope"));
+  }
+  LOOM_ASSERT_OK(run_threads(outs));
+  for (size_t n = 0; n < outs.size(); ++n) {
+    LOOM_TRACE("rope node " + std::to_string(n));
+    expect_rope(outs[n], LOOM_TYPE_F32, a, pos, cases[n], Operand{});
   }
 }
 

@@ -12,39 +12,68 @@ namespace loom::cpu {
 
 namespace {
 
-// cos / sin of theta_i for one position: a decode step's Q and K of every
-// layer share the position and parameters, so each thread keeps the last
-// table and computes it again only when they change (same values).
+// cos / sin of theta_i per position, kept per thread: the Q and K of every
+// layer share the positions and parameters (a decode step: one position; a
+// prefill: each of its positions, 12 layers x 2 nodes that computed the
+// same table again, two thirds of a prefill's ROPE time), so a position's
+// row is computed once for the parameters and then read (same values).
+// Positions 0 .. while the rows fit kCacheBytes are kept; others in one
+// scratch row.
 struct RopeTable {
-  int32_t p = 0;
+  static constexpr size_t kCacheBytes = size_t{4} << 20;
   int64_t n_dims = -1;
   float freq_base = 0.0f, freq_scale = 0.0f;
-  std::vector<double> cs;  // cos, sin of theta_i for i < n_dims / 2
-  std::vector<float> factors;  // the factors the table was made with (empty: none)
+  std::vector<double> pw;      // freq_base^(-2i/n_dims)
+  std::vector<double> rows;    // row p: cos, sin of theta_i for i < n_dims / 2
+  std::vector<uint8_t> ready;  // whether row p is computed
+  std::vector<double> one;     // a position past the kept rows
+  std::vector<float> factors;  // the factors the rows were made with (empty: none)
 
   // ff: the frequency factors (src2) or nullptr. Compared by value: a
   // buffer may hold other factors at the same address later.
   const double* get(int32_t pos, int64_t dims, float base, float scale, const loom_tensor_t* ff) {
     const int64_t half = dims / 2;
     const bool same_ff = same_factors(ff, half);  // always: it also records ff's values
-    if (pos != p || dims != n_dims || base != freq_base || scale != freq_scale || !same_ff) {
-      cs.resize(static_cast<size_t>(2 * half));
+    if (dims != n_dims || base != freq_base || scale != freq_scale || !same_ff) {
+      pw.resize(static_cast<size_t>(half));
       for (int64_t i = 0; i < half; ++i) {
-        const double f = factors.empty() ? 1.0 : static_cast<double>(factors[static_cast<size_t>(i)]);
-        const double theta = static_cast<double>(pos) * scale *
-                             std::pow(static_cast<double>(base), -2.0 * static_cast<double>(i) / dims) / f;
-        cs[static_cast<size_t>(2 * i)] = std::cos(theta);
-        cs[static_cast<size_t>(2 * i + 1)] = std::sin(theta);
+        pw[static_cast<size_t>(i)] = std::pow(static_cast<double>(base), -2.0 * static_cast<double>(i) / dims);
       }
-      p = pos;
+      rows.clear();
+      ready.clear();
       n_dims = dims;
       freq_base = base;
       freq_scale = scale;
     }
-    return cs.data();
+    const auto row_len = static_cast<size_t>(2 * half);
+    const size_t kept = row_len == 0 ? 0 : kCacheBytes / (row_len * sizeof(double));
+    if (pos < 0 || static_cast<size_t>(pos) >= kept) {
+      one.resize(row_len);
+      fill(pos, scale, one.data());
+      return one.data();
+    }
+    const auto at = static_cast<size_t>(pos);
+    if (at >= ready.size()) {
+      ready.resize(at + 1, 0);
+      rows.resize((at + 1) * row_len);
+    }
+    if (!ready[at]) {
+      fill(pos, scale, rows.data() + at * row_len);
+      ready[at] = 1;
+    }
+    return rows.data() + at * row_len;
   }
 
  private:
+  void fill(int32_t pos, float scale, double* cs) const {
+    for (size_t i = 0; i < pw.size(); ++i) {
+      const double f = factors.empty() ? 1.0 : static_cast<double>(factors[i]);
+      const double theta = static_cast<double>(pos) * scale * pw[i] / f;
+      cs[2 * i] = std::cos(theta);
+      cs[2 * i + 1] = std::sin(theta);
+    }
+  }
+
   // Whether ff holds `factors`; when not, copies them in (the caller rebuilds).
   bool same_factors(const loom_tensor_t* ff, int64_t half) {
     if (ff == nullptr) {
