@@ -104,13 +104,31 @@ inline __m512 lanes16(const uint16_t* p) {
 #endif
 
 #ifdef __AVX2__
+// Lane r: the sum of acc[r]'s 8 lanes (a transposing reduction).
+inline __m256 hsum8(const __m256* acc) {
+  const __m256 t0 = _mm256_hadd_ps(_mm256_hadd_ps(acc[0], acc[1]), _mm256_hadd_ps(acc[2], acc[3]));
+  const __m256 t1 = _mm256_hadd_ps(_mm256_hadd_ps(acc[4], acc[5]), _mm256_hadd_ps(acc[6], acc[7]));
+  return _mm256_add_ps(_mm256_permute2f128_ps(t0, t1, 0x20), _mm256_permute2f128_ps(t0, t1, 0x31));
+}
+
+#ifdef __AVX512F__
+// hsum8 of 8 accumulators of 16 lanes, each's halves added first (maskz
+// extracts: GCC 12 warns on the plain cast).
+inline __m256 hsum8_wide(const __m512* wide) {
+  __m256 h[8];
+  for (int r = 0; r < 8; ++r) {
+    h[r] = _mm256_add_ps(_mm512_maskz_extractf32x8_ps(0xFF, wide[r], 0), _mm512_maskz_extractf32x8_ps(0xFF, wide[r], 1));
+  }
+  return hsum8(h);
+}
+#endif
+
 // The 8 dots q . k[r] (d % 8 == 0), one per lane: 8 accumulators, then a
 // transposing reduction (hadd) instead of 8 horizontal sums. With AVX-512
 // and d % 16 == 0 the accumulators are 16 lanes wide (half the
 // instructions; the halves are added before the reduction).
 template <typename T>
 inline __m256 dot8(const float* q, const T* const* k, int64_t d) {
-  __m256 acc[8];
 #ifdef __AVX512F__
   if (d % 16 == 0) {
     __m512 wide[8];
@@ -119,22 +137,39 @@ inline __m256 dot8(const float* q, const T* const* k, int64_t d) {
       const __m512 qv = _mm512_loadu_ps(q + e);
       for (int r = 0; r < 8; ++r) wide[r] = _mm512_fmadd_ps(qv, lanes16(k[r] + e), wide[r]);
     }
-    for (int r = 0; r < 8; ++r) {
-      // Halves added (maskz extracts: GCC 12 warns on the plain cast).
-      acc[r] = _mm256_add_ps(_mm512_maskz_extractf32x8_ps(0xFF, wide[r], 0), _mm512_maskz_extractf32x8_ps(0xFF, wide[r], 1));
-    }
-  } else
+    return hsum8_wide(wide);
+  }
 #endif
-  {
-    for (int r = 0; r < 8; ++r) acc[r] = _mm256_setzero_ps();
-    for (int64_t e = 0; e < d; e += 8) {
-      const __m256 qv = _mm256_loadu_ps(q + e);
-      for (int r = 0; r < 8; ++r) acc[r] = _mm256_fmadd_ps(qv, reinterpret_cast<__m256>(lanes(k[r] + e)), acc[r]);
+  __m256 acc[8];
+  for (int r = 0; r < 8; ++r) acc[r] = _mm256_setzero_ps();
+  for (int64_t e = 0; e < d; e += 8) {
+    const __m256 qv = _mm256_loadu_ps(q + e);
+    for (int r = 0; r < 8; ++r) acc[r] = _mm256_fmadd_ps(qv, reinterpret_cast<__m256>(lanes(k[r] + e)), acc[r]);
+  }
+  return hsum8(acc);
+}
+#endif
+
+#ifdef __AVX512F__
+// The 8 dots of dot8 for two queries q0, q1 over the same keys (d % 16 ==
+// 0): each query's lanes computed exactly as dot8 computes them (the same
+// accumulators, in the same order), each key row read and converted once
+// for both. A prefill's queries read their head's K and V from L2: two
+// queries a row halve that traffic.
+template <typename T>
+inline void dot8x2(const float* q0, const float* q1, const T* const* k, int64_t d, __m256* out0, __m256* out1) {
+  __m512 w0[8], w1[8];
+  for (int r = 0; r < 8; ++r) w0[r] = w1[r] = _mm512_setzero_ps();
+  for (int64_t e = 0; e < d; e += 16) {
+    const __m512 a = _mm512_loadu_ps(q0 + e), b = _mm512_loadu_ps(q1 + e);
+    for (int r = 0; r < 8; ++r) {
+      const __m512 kv = lanes16(k[r] + e);
+      w0[r] = _mm512_fmadd_ps(a, kv, w0[r]);
+      w1[r] = _mm512_fmadd_ps(b, kv, w1[r]);
     }
   }
-  const __m256 t0 = _mm256_hadd_ps(_mm256_hadd_ps(acc[0], acc[1]), _mm256_hadd_ps(acc[2], acc[3]));
-  const __m256 t1 = _mm256_hadd_ps(_mm256_hadd_ps(acc[4], acc[5]), _mm256_hadd_ps(acc[6], acc[7]));
-  return _mm256_add_ps(_mm256_permute2f128_ps(t0, t1, 0x20), _mm256_permute2f128_ps(t0, t1, 0x31));
+  *out0 = hsum8_wide(w0);
+  *out1 = hsum8_wide(w1);
 }
 #endif
 
@@ -227,6 +262,93 @@ void block_axpy(float* acc, const float* p, const T* const* v, int64_t nb, int64
   }
 }
 
+#ifdef __AVX512F__
+// Two queries at once over the same K / V rows, with each query's
+// numbers exactly those of block_scores / block_axpy (their AVX-512
+// paths), so results do not depend on which queries were paired.
+constexpr bool kPairs = true;
+
+// block_scores for q0 and q1 (d % 16 == 0).
+template <typename T>
+void block_scores2(const float* q0, const float* q1, const T* const* k, int64_t nb, int64_t d, float scale, float* s0,
+                   float* s1) {
+  const __m256 sc = _mm256_set1_ps(scale);
+  __m256 r0, r1;
+  int64_t jj = 0;
+  for (; jj + 8 <= nb; jj += 8) {
+    dot8x2(q0, q1, k + jj, d, &r0, &r1);
+    _mm256_storeu_ps(s0 + jj, _mm256_mul_ps(r0, sc));
+    _mm256_storeu_ps(s1 + jj, _mm256_mul_ps(r1, sc));
+  }
+  if (jj < nb) {
+    const T* kk[8];
+    for (int r = 0; r < 8; ++r) kk[r] = k[std::min<int64_t>(jj + r, nb - 1)];
+    float t0[8], t1[8];
+    dot8x2(q0, q1, kk, d, &r0, &r1);
+    _mm256_storeu_ps(t0, _mm256_mul_ps(r0, sc));
+    _mm256_storeu_ps(t1, _mm256_mul_ps(r1, sc));
+    for (int64_t r = 0; jj + r < nb; ++r) {
+      s0[jj + r] = t0[r];
+      s1[jj + r] = t1[r];
+    }
+  }
+}
+
+// block_axpy for (acc0, p0) and (acc1, p1) over the same nb rows (dv % 16
+// == 0): each V row read and converted once for both.
+template <typename T>
+void block_axpy2(float* acc0, float* acc1, const float* p0, const float* p1, const T* const* v, int64_t nb,
+                 int64_t dv) {
+  constexpr int kWide = 4;
+  int64_t e = 0;
+  for (; e + kWide * 16 <= dv; e += kWide * 16) {
+    __m512 a0[kWide], b0[kWide], a1[kWide], b1[kWide];
+    for (int g = 0; g < kWide; ++g) {
+      a0[g] = _mm512_loadu_ps(acc0 + e + 16 * g);
+      a1[g] = _mm512_loadu_ps(acc1 + e + 16 * g);
+      b0[g] = b1[g] = _mm512_setzero_ps();
+    }
+    int64_t jj = 0;
+    for (; jj + 2 <= nb; jj += 2) {
+      const __m512 p00 = _mm512_set1_ps(p0[jj]), p01 = _mm512_set1_ps(p0[jj + 1]);
+      const __m512 p10 = _mm512_set1_ps(p1[jj]), p11 = _mm512_set1_ps(p1[jj + 1]);
+      for (int g = 0; g < kWide; ++g) {
+        const __m512 v0 = lanes16(v[jj] + e + 16 * g), v1 = lanes16(v[jj + 1] + e + 16 * g);
+        a0[g] = _mm512_fmadd_ps(p00, v0, a0[g]);
+        b0[g] = _mm512_fmadd_ps(p01, v1, b0[g]);
+        a1[g] = _mm512_fmadd_ps(p10, v0, a1[g]);
+        b1[g] = _mm512_fmadd_ps(p11, v1, b1[g]);
+      }
+    }
+    if (jj < nb) {
+      const __m512 q0 = _mm512_set1_ps(p0[jj]), q1 = _mm512_set1_ps(p1[jj]);
+      for (int g = 0; g < kWide; ++g) {
+        const __m512 v0 = lanes16(v[jj] + e + 16 * g);
+        a0[g] = _mm512_fmadd_ps(q0, v0, a0[g]);
+        a1[g] = _mm512_fmadd_ps(q1, v0, a1[g]);
+      }
+    }
+    for (int g = 0; g < kWide; ++g) {
+      _mm512_storeu_ps(acc0 + e + 16 * g, _mm512_add_ps(a0[g], b0[g]));
+      _mm512_storeu_ps(acc1 + e + 16 * g, _mm512_add_ps(a1[g], b1[g]));
+    }
+  }
+  for (; e < dv; e += 16) {
+    __m512 a0 = _mm512_loadu_ps(acc0 + e), a1 = _mm512_loadu_ps(acc1 + e);
+    for (int64_t jj = 0; jj < nb; ++jj) a0 = _mm512_fmadd_ps(_mm512_set1_ps(p0[jj]), lanes16(v[jj] + e), a0);
+    for (int64_t jj = 0; jj < nb; ++jj) a1 = _mm512_fmadd_ps(_mm512_set1_ps(p1[jj]), lanes16(v[jj] + e), a1);
+    _mm512_storeu_ps(acc0 + e, a0);
+    _mm512_storeu_ps(acc1 + e, a1);
+  }
+}
+#else
+constexpr bool kPairs = false;
+template <typename T>
+void block_scores2(const float*, const float*, const T* const*, int64_t, int64_t, float, float*, float*) {}
+template <typename T>
+void block_axpy2(float*, float*, const float*, const float*, const T* const*, int64_t, int64_t) {}
+#endif
+
 // Running softmax state of one query head: max m, sum l, output acc.
 struct HeadState {
   float m = -std::numeric_limits<float>::infinity();
@@ -301,12 +423,19 @@ void prefetch_block(const loom_tensor_t* t, int64_t j0, int64_t nb, int64_t g) {
 #endif
 }
 
-// Query heads st[i0, i1) of kv head g over rows [0, n) in two passes: every
-// score first (K read front to back), the softmax over all of them, then
-// the weighted V rows (V read front to back). scores: (i1 - i0) * n floats.
+// Queries st[0, nq) of kv head g, query i over rows [0, ns[i]), in two
+// passes: every score first (K read front to back), each query's softmax,
+// then the weighted V rows (V read front to back). Queries go in pairs
+// where the kernels allow (kPairs: each row read once for two; a query's
+// scores past its own rows are computed and not used). scores: nq * max(ns)
+// floats.
 template <typename KT, typename VT>
-void two_pass(const BlockStep<KT, VT>& step, HeadState* st, int64_t i0, int64_t i1, int64_t g, int64_t n,
-              bool next_head, float* scores) {
+void two_pass(const BlockStep<KT, VT>& step, HeadState* st, const int64_t* ns, int64_t nq, int64_t g, bool next_head,
+              float* scores) {
+  int64_t n = 0;
+  for (int64_t i = 0; i < nq; ++i) n = std::max(n, ns[i]);
+  const bool pair_k = kPairs && step.d % 16 == 0;
+  const bool pair_v = kPairs && step.dv % 16 == 0;
   const KT* krows[kBlock];
   const VT* vrows[kBlock];
   for (int64_t j0 = 0; j0 < n; j0 += kBlock) {
@@ -314,83 +443,107 @@ void two_pass(const BlockStep<KT, VT>& step, HeadState* st, int64_t i0, int64_t 
     prefetch_block(step.v, j0, nb, g);
     if (j0 + kBlock < n) prefetch_block(step.k, j0 + kBlock, std::min(kBlock, n - j0 - kBlock), g);
     block_rows(step.k, j0, nb, g, step.kscratch, krows);
-    for (int64_t i = i0; i < i1; ++i) block_scores(st[i].q, krows, nb, step.d, step.scale, scores + (i - i0) * n + j0);
+    int64_t i = 0;
+    for (; pair_k && i + 2 <= nq; i += 2) {
+      block_scores2(st[i].q, st[i + 1].q, krows, nb, step.d, step.scale, scores + i * n + j0, scores + (i + 1) * n + j0);
+    }
+    for (; i < nq; ++i) block_scores(st[i].q, krows, nb, step.d, step.scale, scores + i * n + j0);
   }
-  for (int64_t i = i0; i < i1; ++i) {
-    float* sc = scores + (i - i0) * n;
-    st[i].m = simd_max(sc, n);
-    st[i].l = simd_exp_shifted_sum(sc, st[i].m, n);
+  for (int64_t i = 0; i < nq; ++i) {
+    float* sc = scores + i * n;
+    st[i].m = simd_max(sc, ns[i]);
+    st[i].l = simd_exp_shifted_sum(sc, st[i].m, ns[i]);
   }
   for (int64_t j0 = 0; j0 < n; j0 += kBlock) {
     const int64_t nb = std::min(kBlock, n - j0);
     if (next_head) prefetch_block(step.k, j0, nb, g + 1);
     if (j0 + kBlock < n) prefetch_block(step.v, j0 + kBlock, std::min(kBlock, n - j0 - kBlock), g);
     block_rows(step.v, j0, nb, g, step.vscratch, vrows);
-    for (int64_t i = i0; i < i1; ++i) block_axpy(st[i].acc, scores + (i - i0) * n + j0, vrows, nb, step.dv);
+    auto rows_of = [&](int64_t i) { return std::clamp<int64_t>(ns[i] - j0, 0, kBlock); };
+    for (int64_t i = 0; i < nq;) {
+      const int64_t nb_i = rows_of(i);
+      if (pair_v && i + 1 < nq && nb_i > 0 && rows_of(i + 1) == nb_i) {
+        block_axpy2(st[i].acc, st[i + 1].acc, scores + i * n + j0, scores + (i + 1) * n + j0, vrows, nb_i, step.dv);
+        i += 2;
+        continue;
+      }
+      if (nb_i > 0) block_axpy(st[i].acc, scores + i * n + j0, vrows, nb_i, step.dv);
+      ++i;
+    }
   }
 }
 
-// Queries (h, t) for h in [h0, h1) over their visible KV rows [0, n), in
-// the order that reads the cache front to back. The llama graph's cache
-// keeps each kv head's rows contiguous (K[:, j, g] at g * n_ctx + j): per
-// kv head, two_pass reads its K rows, then its V rows, each one sequential
-// stream the hardware prefetchers run ahead of (in a row-major order, a
-// head's rows a whole cache row apart, decode attention waited on memory at
-// a quarter of its bandwidth; alternating K and V blocks with the online
-// softmax was 7% slower than the two streams). When a row's heads lie side
-// by side instead (K's head stride below its row stride), blocks of rows
-// outer and heads inner, with the online softmax, read each block of rows
-// once.
+// Queries (h, t) for h in [h0, h1) and t in [t0, t0 + nt), query t over
+// its visible KV rows [0, ns[t - t0]), in the order that reads the cache
+// front to back. The llama graph's cache keeps each kv head's rows
+// contiguous (K[:, j, g] at g * n_ctx + j): per kv head, two_pass reads its
+// K rows, then its V rows, each one sequential stream the hardware
+// prefetchers run ahead of (in a row-major order, a head's rows a whole
+// cache row apart, decode attention waited on memory at a quarter of its
+// bandwidth; alternating K and V blocks with the online softmax was 7%
+// slower than the two streams); a head's queries side by side, so that
+// two_pass pairs two queries of one head (a prefill's consecutive t) or
+// two heads of one kv head. When a row's heads lie side by side instead
+// (K's head stride below its row stride), blocks of rows outer and queries
+// inner, with the online softmax, read each block of rows once.
 // KT / VT: how K / V rows are read (float or F16 bits, reads_f16).
 template <typename KT, typename VT>
-void attend_heads(const loom_tensor_t* dst, int64_t t, int64_t h0, int64_t h1, int64_t n, float scale,
-                  int64_t group) {
+void attend_heads(const loom_tensor_t* dst, int64_t t0, int64_t nt, int64_t h0, int64_t h1, const int64_t* ns,
+                  float scale, int64_t group) {
   const loom_tensor_t* q = dst->src[0];
   const loom_tensor_t* k = dst->src[1];
   const loom_tensor_t* v = dst->src[2];
   const int64_t d = q->ne[0];
   const int64_t dv = v->ne[0];
-  const int64_t nh = h1 - h0;
+  const int64_t nq = (h1 - h0) * nt;  // query i: head h0 + i / nt, t0 + i % nt
   thread_local std::vector<float> buf;
-  // Per head: q (d), acc (dv); then kBlock K and kBlock V rows of scratch
+  // Per query: q (d), acc (dv); then kBlock K and kBlock V rows of scratch
   // (used when the cache rows need widening).
-  buf.assign(static_cast<size_t>(nh * (d + dv) + kBlock * (d + dv)), 0.0f);
-  const BlockStep<KT, VT> step{k, v, d, dv, scale, buf.data() + nh * (d + dv), buf.data() + nh * (d + dv) + kBlock * d};
+  buf.assign(static_cast<size_t>(nq * (d + dv) + kBlock * (d + dv)), 0.0f);
+  const BlockStep<KT, VT> step{k, v, d, dv, scale, buf.data() + nq * (d + dv), buf.data() + nq * (d + dv) + kBlock * d};
   thread_local std::vector<HeadState> st;
-  st.assign(static_cast<size_t>(nh), HeadState{});
-  for (int64_t i = 0; i < nh; ++i) {
+  st.assign(static_cast<size_t>(nq), HeadState{});
+  thread_local std::vector<int64_t> qn;  // rows of query i
+  qn.resize(static_cast<size_t>(nq));
+  int64_t n_max = 0;
+  for (int64_t i = 0; i < nq; ++i) {
     float* qi = buf.data() + i * (d + dv);
-    load_row(q, h0 + i, t, 0, qi);
+    load_row(q, h0 + i / nt, t0 + i % nt, 0, qi);
     st[static_cast<size_t>(i)].q = qi;
     st[static_cast<size_t>(i)].acc = qi + d;
+    qn[static_cast<size_t>(i)] = ns[i % nt];
+    n_max = std::max(n_max, ns[i % nt]);
   }
   const bool rows_of_a_head_together = k->ne[2] == 1 || k->nb[2] > k->nb[1];
   if (rows_of_a_head_together) {
     thread_local std::vector<float> scores;
-    scores.resize(static_cast<size_t>(std::min(group, nh) * n) + 1);
+    scores.resize(static_cast<size_t>(std::min(group, h1 - h0) * nt * n_max) + 1);
     for (int64_t g = h0 / group; g <= (h1 - 1) / group; ++g) {
-      const int64_t i0 = std::max(h0, g * group) - h0, i1 = std::min(h1, (g + 1) * group) - h0;
-      two_pass(step, st.data(), i0, i1, g, n, g < (h1 - 1) / group, scores.data());
+      const int64_t i0 = (std::max(h0, g * group) - h0) * nt, i1 = (std::min(h1, (g + 1) * group) - h0) * nt;
+      two_pass(step, st.data() + i0, qn.data() + i0, i1 - i0, g, g < (h1 - 1) / group, scores.data());
     }
   } else {
-    for (int64_t j0 = 0; j0 < n; j0 += kBlock) {
-      for (int64_t i = 0; i < nh; ++i) step(st[static_cast<size_t>(i)], (h0 + i) / group, j0, std::min(kBlock, n - j0));
+    for (int64_t j0 = 0; j0 < n_max; j0 += kBlock) {
+      for (int64_t i = 0; i < nq; ++i) {
+        const int64_t n = qn[static_cast<size_t>(i)];
+        if (j0 < n) step(st[static_cast<size_t>(i)], (h0 + i / nt) / group, j0, std::min(kBlock, n - j0));
+      }
     }
   }
   thread_local std::vector<float> out;
   out.resize(static_cast<size_t>(dv));
-  for (int64_t i = 0; i < nh; ++i) {
+  for (int64_t i = 0; i < nq; ++i) {
     const HeadState& hs = st[static_cast<size_t>(i)];
-    if (n == 0) {
+    if (qn[static_cast<size_t>(i)] == 0) {
       std::fill(out.begin(), out.end(), 0.0f);
     } else {
       simd_div(out.data(), hs.acc, hs.l, dv);
     }
-    store_row(dst, h0 + i, t, 0, out.data());
+    store_row(dst, h0 + i / nt, t0 + i % nt, 0, out.data());
   }
 }
 
-using AttendFn = void (*)(const loom_tensor_t*, int64_t, int64_t, int64_t, int64_t, float, int64_t);
+using AttendFn = void (*)(const loom_tensor_t*, int64_t, int64_t, int64_t, int64_t, const int64_t*, float, int64_t);
 
 // attend_heads for this node's K and V layouts.
 AttendFn attend_for(const loom_tensor_t* k, const loom_tensor_t* v) {
@@ -451,13 +604,16 @@ void kernel_attention(const loom_tensor_t* dst, int ith, int nth) {
   const AttendFn attend = attend_for(k, dst->src[2]);
   int64_t p0, p1;
   work_share(visible, n_head, ith, nth, &p0, &p1);
-  // Pairs p = t * n_head + h: one run of heads per query t.
+  // Pairs p = t * n_head + h: one run of heads per query t, or two queries'
+  // every head when both lie in this share (two_pass pairs them).
+  const int64_t n_tok = q->ne[2];
   for (int64_t p = p0; p < p1;) {
     const int64_t t = p / n_head;
     const int64_t h0 = p % n_head;
     const int64_t h1 = std::min(n_head, h0 + (p1 - p));
-    attend(dst, t, h0, h1, visible[static_cast<size_t>(t)], scale, group);
-    p += h1 - h0;
+    const int64_t nt = h0 == 0 && h1 == n_head && t + 1 < n_tok && p + 2 * n_head <= p1 ? 2 : 1;
+    attend(dst, t, nt, h0, h1, visible.data() + t, scale, group);
+    p += nt * (h1 - h0);
   }
 }
 
