@@ -36,6 +36,9 @@ namespace loom::cpu {
 namespace {
 
 constexpr int64_t kBlock = 32;  // keys scored before the accumulator is touched
+// Queries of a head taken together (a prefill's consecutive tokens): each
+// block of K and V rows comes from L2 once for all of them, then from L1.
+constexpr int64_t kTile = 4;
 
 // Row (i1, i2) of a float tensor as contiguous f32: the row itself when it
 // already is, else widened into scratch.
@@ -604,14 +607,18 @@ void kernel_attention(const loom_tensor_t* dst, int ith, int nth) {
   const AttendFn attend = attend_for(k, dst->src[2]);
   int64_t p0, p1;
   work_share(visible, n_head, ith, nth, &p0, &p1);
-  // Pairs p = t * n_head + h: one run of heads per query t, or two queries'
-  // every head when both lie in this share (two_pass pairs them).
+  // Pairs p = t * n_head + h: one run of heads per query t, or up to kTile
+  // queries' every head when they all lie in this share (two_pass pairs
+  // them).
   const int64_t n_tok = q->ne[2];
   for (int64_t p = p0; p < p1;) {
     const int64_t t = p / n_head;
     const int64_t h0 = p % n_head;
     const int64_t h1 = std::min(n_head, h0 + (p1 - p));
-    const int64_t nt = h0 == 0 && h1 == n_head && t + 1 < n_tok && p + 2 * n_head <= p1 ? 2 : 1;
+    int64_t nt = 1;
+    if (h0 == 0 && h1 == n_head) {
+      while (nt < kTile && t + nt < n_tok && p + (nt + 1) * n_head <= p1) ++nt;
+    }
     attend(dst, t, nt, h0, h1, visible.data() + t, scale, group);
     p += nt * (h1 - h0);
   }
