@@ -14,14 +14,15 @@ namespace loom::cpu {
 
 namespace {
 
-// x[i] = silu(x[i]) (* g[i] when g is given), in vector lanes.
-void silu_row(float* x, const float* g, int64_t n) {
+// out[i] = silu(x[i]) (* g[i] when g is given), in vector lanes. Each
+// lane group is read before it is written: out may be x or g itself.
+void silu_row(float* out, const float* x, const float* g, int64_t n) {
   int64_t i = 0;
   for (; i + kSimdLanes <= n; i += kSimdLanes) {
     const simd_f v = simd_load(x + i);
     simd_f y = v / (1.0f + simd_exp(-v));
     if (g != nullptr) y *= simd_load(g + i);
-    simd_store(x + i, y);
+    simd_store(out + i, y);
   }
   if (i < n) {  // the tail through the same lanes
     simd_f v = {}, gv = {};
@@ -29,7 +30,7 @@ void silu_row(float* x, const float* g, int64_t n) {
     if (g != nullptr) std::memcpy(&gv, g + i, static_cast<size_t>(n - i) * sizeof(float));
     simd_f y = v / (1.0f + simd_exp(-v));
     if (g != nullptr) y *= gv;
-    std::memcpy(x + i, &y, static_cast<size_t>(n - i) * sizeof(float));
+    std::memcpy(out + i, &y, static_cast<size_t>(n - i) * sizeof(float));
   }
 }
 
@@ -60,7 +61,7 @@ void kernel_unary(const loom_tensor_t* dst, int ith, int nth) {
     unravel_row(dst, r, &i1, &i2, &i3);
     load_row(a, i1, i2, i3, x.data());
     if (dst->op == LOOM_OP_SILU) {
-      silu_row(x.data(), nullptr, a->ne[0]);
+      silu_row(x.data(), x.data(), nullptr, a->ne[0]);
       store_row(dst, i1, i2, i3, x.data());
       continue;
     }
@@ -88,22 +89,14 @@ void kernel_swiglu(const loom_tensor_t* dst, int ith, int nth) {
   common::split_range(nrows(dst), ith, nth, &r0, &r1);
   const auto f32_rows = [](const loom_tensor_t* t) { return t->type == LOOM_TYPE_F32 && t->nb[0] == sizeof(float); };
   if (f32_rows(a) && f32_rows(b) && f32_rows(dst)) {
-    // F32 rows (the llama FFN): gate copied into dst (unless dst is the gate
-    // itself, in place), then scaled there; no scratch rows.
+    // F32 rows (the llama FFN): one pass from gate and up into dst, which
+    // may be either of them (in place); no copies, no scratch rows.
     for (int64_t r = r0; r < r1; ++r) {
       int64_t i1, i2, i3;
       unravel_row(dst, r, &i1, &i2, &i3);
-      auto* out = reinterpret_cast<float*>(row_ptr(dst, i1, i2, i3));
-      const auto* in = reinterpret_cast<const float*>(row_ptr(a, i1, i2, i3));
-      const auto* up = reinterpret_cast<const float*>(row_ptr(b, i1, i2, i3));
-      if (out == up && out != in) {
-        // dst holds the up rows: keep them before the gate overwrites them.
-        thread_local std::vector<float> keep;
-        keep.assign(up, up + a->ne[0]);
-        up = keep.data();
-      }
-      if (out != in) std::memmove(out, in, static_cast<size_t>(a->ne[0]) * sizeof(float));
-      silu_row(out, up, a->ne[0]);
+      silu_row(reinterpret_cast<float*>(row_ptr(dst, i1, i2, i3)),
+               reinterpret_cast<const float*>(row_ptr(a, i1, i2, i3)),
+               reinterpret_cast<const float*>(row_ptr(b, i1, i2, i3)), a->ne[0]);
     }
     return;
   }
@@ -115,7 +108,7 @@ void kernel_swiglu(const loom_tensor_t* dst, int ith, int nth) {
     unravel_row(dst, r, &i1, &i2, &i3);
     load_row(a, i1, i2, i3, x.data());
     load_row(b, i1, i2, i3, g.data());
-    silu_row(x.data(), g.data(), a->ne[0]);
+    silu_row(x.data(), x.data(), g.data(), a->ne[0]);
     store_row(dst, i1, i2, i3, x.data());
   }
 }
