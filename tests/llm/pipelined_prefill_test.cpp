@@ -128,11 +128,18 @@ TEST_F(PipelinedPrefill, SimDevicesOverlapWhenTheyHoldEveryLayer) {
   EXPECT_EQ(plain, cpu);
   EXPECT_EQ(max_concurrent_, 1u) << "unpipelined, sim0 and sim1 never work at once";
   for (int p : {0, 2}) {  // automatic (8), and groups of 2 with a partial last one
-    const std::vector<TokenId> piped = greedy({"sim0", "sim1", "cpu"}, {1, 1, 0}, p, &depth, &pipelined);
-    EXPECT_EQ(depth, p == 0 ? 8 : 2);
-    EXPECT_GT(pipelined, 0u);
-    EXPECT_EQ(piped, cpu) << "pipeline " << p;
-    EXPECT_EQ(max_concurrent_, 2u) << "pipeline " << p << ": sim0 and sim1 never worked at once";
+    // The overlap is a matter of timing: the host thread runs every layer's
+    // cpu ops between the sims' work, and under a sanitizer on a busy
+    // 2-core machine one prefill can miss it (seen once in CI). Up to 3
+    // prefills, each with the right tokens; one of them must overlap.
+    for (int attempt = 0; attempt < 3; ++attempt) {
+      const std::vector<TokenId> piped = greedy({"sim0", "sim1", "cpu"}, {1, 1, 0}, p, &depth, &pipelined);
+      EXPECT_EQ(depth, p == 0 ? 8 : 2);
+      EXPECT_GT(pipelined, 0u);
+      EXPECT_EQ(piped, cpu) << "pipeline " << p;
+      if (max_concurrent_ == 2u && overlapped_ > 0u) break;
+    }
+    EXPECT_EQ(max_concurrent_, 2u) << "pipeline " << p << ": sim0 and sim1 never worked at once in 3 prefills";
     EXPECT_GT(overlapped_, 0u) << "pipeline " << p;
   }
 }
