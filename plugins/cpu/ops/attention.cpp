@@ -201,6 +201,18 @@ void block_scores(const float* q, const T* const* k, int64_t nb, int64_t d, floa
   }
 }
 
+#ifdef __AVX512F__
+// block_axpy's last lanes [e0, dv) (dv % 16 == 0), 16 at a time.
+template <typename T>
+inline void axpy_tail16(float* acc, const float* p, const T* const* v, int64_t nb, int64_t e0, int64_t dv) {
+  for (int64_t e = e0; e < dv; e += 16) {
+    __m512 a = _mm512_loadu_ps(acc + e);
+    for (int64_t jj = 0; jj < nb; ++jj) a = _mm512_fmadd_ps(_mm512_set1_ps(p[jj]), lanes16(v[jj] + e), a);
+    _mm512_storeu_ps(acc + e, a);
+  }
+}
+#endif
+
 // acc[e] += sum_jj p[jj] * v[jj][e]: up to kGroups lane groups of acc stay
 // in registers over the block's rows, independent chains so the FMAs do not
 // wait on each other's latency. F16 rows (uint16_t) have dv % 8 == 0.
@@ -234,11 +246,7 @@ void block_axpy(float* acc, const float* p, const T* const* v, int64_t nb, int64
       }
       for (int g = 0; g < kWide; ++g) _mm512_storeu_ps(acc + e + 16 * g, _mm512_add_ps(a[g], b[g]));
     }
-    for (; e < dv; e += 16) {
-      __m512 a = _mm512_loadu_ps(acc + e);
-      for (int64_t jj = 0; jj < nb; ++jj) a = _mm512_fmadd_ps(_mm512_set1_ps(p[jj]), lanes16(v[jj] + e), a);
-      _mm512_storeu_ps(acc + e, a);
-    }
+    axpy_tail16(acc, p, v, nb, e, dv);
     return;
   }
 #endif
@@ -336,13 +344,8 @@ void block_axpy2(float* acc0, float* acc1, const float* p0, const float* p1, con
       _mm512_storeu_ps(acc1 + e + 16 * g, _mm512_add_ps(a1[g], b1[g]));
     }
   }
-  for (; e < dv; e += 16) {
-    __m512 a0 = _mm512_loadu_ps(acc0 + e), a1 = _mm512_loadu_ps(acc1 + e);
-    for (int64_t jj = 0; jj < nb; ++jj) a0 = _mm512_fmadd_ps(_mm512_set1_ps(p0[jj]), lanes16(v[jj] + e), a0);
-    for (int64_t jj = 0; jj < nb; ++jj) a1 = _mm512_fmadd_ps(_mm512_set1_ps(p1[jj]), lanes16(v[jj] + e), a1);
-    _mm512_storeu_ps(acc0 + e, a0);
-    _mm512_storeu_ps(acc1 + e, a1);
-  }
+  axpy_tail16(acc0, p0, v, nb, e, dv);
+  axpy_tail16(acc1, p1, v, nb, e, dv);
 }
 #else
 constexpr bool kPairs = false;
