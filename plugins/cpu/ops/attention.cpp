@@ -213,11 +213,49 @@ inline void axpy_tail16(float* acc, const float* p, const T* const* v, int64_t n
 }
 #endif
 
+// The KV stream a pass reads next (rows back to back, as in the llama
+// cache), asked into L2 at the pace the current pass consumes its own
+// rows: two lines a row, between the kernel's loads. Asked for a block (64
+// lines) at once, the requests filled the core's miss buffers and the
+// pass's own loads waited behind them: decode ATTENTION per call in a
+// s768 step 41-50 -> 35-39 us (Q8_0 and F16 models, 5 alternations).
+struct Ahead {
+  const char* base = nullptr;  // the first line of row 0
+  int64_t next = 0;            // byte offset of the next line to ask for
+  int64_t limit = 0;           // bytes from base to the end of the last row
+  int64_t row_bytes = 0;
+  Ahead() = default;
+  // Rows [0, n_rows) of kv head g of t when they lie back to back; else an
+  // Ahead that asks for nothing (base null).
+  Ahead(const loom_tensor_t* t, int64_t g, int64_t n_rows) {
+    const auto rb = static_cast<int64_t>(t->ne[0] * t->nb[0]);
+    if (static_cast<int64_t>(t->nb[1]) != rb || n_rows <= 0) return;
+    const char* first = row_ptr(t, 0, g, 0);
+    const auto skew = static_cast<int64_t>(reinterpret_cast<uintptr_t>(first) % 64);
+    base = first - skew;
+    limit = skew + n_rows * rb;
+    row_bytes = rb;
+  }
+  // The next n rows' lines.
+  void rows(int64_t n) { until(next + n * row_bytes); }
+  // Every line up to row `row` (after kernels that do not call rows()).
+  void upto(int64_t row) { until(row * row_bytes); }
+  void until(int64_t stop) {
+#ifdef __AVX2__
+    stop = std::min(limit, stop);
+    for (; next < stop; next += 64) _mm_prefetch(base + next, _MM_HINT_T1);
+#else
+    next = std::max(next, stop);
+#endif
+  }
+};
+
 // acc[e] += sum_jj p[jj] * v[jj][e]: up to kGroups lane groups of acc stay
 // in registers over the block's rows, independent chains so the FMAs do not
 // wait on each other's latency. F16 rows (uint16_t) have dv % 8 == 0.
 template <typename T>
-void block_axpy(float* acc, const float* p, const T* const* v, int64_t nb, int64_t dv) {
+void block_axpy(float* acc, const float* p, const T* const* v, int64_t nb, int64_t dv, Ahead* ahead = nullptr) {
+  (void)ahead;  // builds without AVX-512: two_pass asks after the block (Ahead::upto)
 #ifdef __AVX512F__
   if (dv % 16 == 0 && (std::is_same_v<T, uint16_t> || std::is_same_v<T, float>)) {
     // 16 lanes per group: 4 groups cover a head of 64. Even and odd rows
@@ -234,6 +272,7 @@ void block_axpy(float* acc, const float* p, const T* const* v, int64_t nb, int64
       }
       int64_t jj = 0;
       for (; jj + 2 <= nb; jj += 2) {
+        if (ahead != nullptr && e == 0) ahead->rows(2);
         const __m512 p0 = _mm512_set1_ps(p[jj]), p1 = _mm512_set1_ps(p[jj + 1]);
         for (int g = 0; g < kWide; ++g) {
           a[g] = _mm512_fmadd_ps(p0, lanes16(v[jj] + e + 16 * g), a[g]);
@@ -309,7 +348,7 @@ void block_scores2(const float* q0, const float* q1, const T* const* k, int64_t 
 // == 0): each V row read and converted once for both.
 template <typename T>
 void block_axpy2(float* acc0, float* acc1, const float* p0, const float* p1, const T* const* v, int64_t nb,
-                 int64_t dv) {
+                 int64_t dv, Ahead* ahead = nullptr) {
   constexpr int kWide = 4;
   int64_t e = 0;
   for (; e + kWide * 16 <= dv; e += kWide * 16) {
@@ -321,6 +360,7 @@ void block_axpy2(float* acc0, float* acc1, const float* p0, const float* p1, con
     }
     int64_t jj = 0;
     for (; jj + 2 <= nb; jj += 2) {
+      if (ahead != nullptr && e == 0) ahead->rows(2);
       const __m512 p00 = _mm512_set1_ps(p0[jj]), p01 = _mm512_set1_ps(p0[jj + 1]);
       const __m512 p10 = _mm512_set1_ps(p1[jj]), p11 = _mm512_set1_ps(p1[jj + 1]);
       for (int g = 0; g < kWide; ++g) {
@@ -352,7 +392,7 @@ constexpr bool kPairs = false;
 template <typename T>
 void block_scores2(const float*, const float*, const T* const*, int64_t, int64_t, float, float*, float*) {}
 template <typename T>
-void block_axpy2(float*, float*, const float*, const float*, const T* const*, int64_t, int64_t) {}
+void block_axpy2(float*, float*, const float*, const float*, const T* const*, int64_t, int64_t, Ahead* = nullptr) {}
 #endif
 
 // Running softmax state of one query head: max m, sum l, output acc.
@@ -393,30 +433,12 @@ struct BlockStep {
   }
 };
 
-// Rows [j0, j0 + nb) of kv head g of K or V asked into L2: two_pass reads K
-// and V as one stream at a time, which the hardware prefetchers alone ran
-// at under half the DRAM bandwidth; asking for the stream read next (this
-// head's V block during its K pass, the next head's K block during the V
-// pass) keeps two in flight; the pass also asks for its own next block.
+// Rows [j0, j0 + nb) of kv head g of K or V asked into L2, rows not back
+// to back (two_pass's fallback for the stream it reads next; Ahead when
+// they are).
 void prefetch_block(const loom_tensor_t* t, int64_t j0, int64_t nb, int64_t g) {
 #ifdef __AVX2__
   const auto row_bytes = static_cast<int64_t>(t->ne[0] * t->nb[0]);
-  if (static_cast<int64_t>(t->nb[1]) == row_bytes) {
-    // The block's rows back to back (the llama cache): one flat range, four
-    // lines a step, no per-row address arithmetic (the per-row loops were a
-    // third of the node's instructions with the cache in L2).
-    const char* p = row_ptr(t, j0, g, 0);
-    const int64_t bytes = nb * row_bytes;
-    int64_t off = 0;
-    for (; off + 256 <= bytes; off += 256) {
-      _mm_prefetch(p + off, _MM_HINT_T1);
-      _mm_prefetch(p + off + 64, _MM_HINT_T1);
-      _mm_prefetch(p + off + 128, _MM_HINT_T1);
-      _mm_prefetch(p + off + 192, _MM_HINT_T1);
-    }
-    for (; off < bytes; off += 64) _mm_prefetch(p + off, _MM_HINT_T1);
-    return;
-  }
   for (int64_t j = j0; j < j0 + nb; ++j) {
     const char* row = row_ptr(t, j, g, 0);
     for (int64_t off = 0; off < row_bytes; off += 64) _mm_prefetch(row + off, _MM_HINT_T1);
@@ -433,8 +455,11 @@ void prefetch_block(const loom_tensor_t* t, int64_t j0, int64_t nb, int64_t g) {
 // passes: every score first (K read front to back), each query's softmax,
 // then the weighted V rows (V read front to back). Queries go in pairs
 // where the kernels allow (kPairs: each row read once for two; a query's
-// scores past its own rows are computed and not used). scores: nq * max(ns)
-// floats.
+// scores past its own rows are computed and not used). Each pass asks for
+// the stream read after it (the K pass for this head's V rows, the V pass
+// for the next head's K rows) at its own pace, so two streams are in
+// flight and the hardware prefetchers follow the pass's own. scores: nq *
+// max(ns) floats.
 template <typename KT, typename VT>
 void two_pass(const BlockStep<KT, VT>& step, HeadState* st, const int64_t* ns, int64_t nq, int64_t g, bool next_head,
               float* scores) {
@@ -444,38 +469,49 @@ void two_pass(const BlockStep<KT, VT>& step, HeadState* st, const int64_t* ns, i
   const bool pair_v = kPairs && step.dv % 16 == 0;
   const KT* krows[kBlock];
   const VT* vrows[kBlock];
+  Ahead v_ahead(step.v, g, n);  // read next: this head's V rows
   for (int64_t j0 = 0; j0 < n; j0 += kBlock) {
     const int64_t nb = std::min(kBlock, n - j0);
-    prefetch_block(step.v, j0, nb, g);
-    if (j0 + kBlock < n) prefetch_block(step.k, j0 + kBlock, std::min(kBlock, n - j0 - kBlock), g);
+    if (v_ahead.base == nullptr) prefetch_block(step.v, j0, nb, g);
     block_rows(step.k, j0, nb, g, step.kscratch, krows);
-    int64_t i = 0;
-    for (; pair_k && i + 2 <= nq; i += 2) {
-      block_scores2(st[i].q, st[i + 1].q, krows, nb, step.d, step.scale, scores + i * n + j0, scores + (i + 1) * n + j0);
+    // Scores 8 keys at a time (each key's score is the same whichever
+    // group it falls in), V's next 8 rows asked for before each group.
+    for (int64_t c = 0; c < nb; c += 8) {
+      const int64_t nc = std::min<int64_t>(8, nb - c);
+      v_ahead.rows(nc);
+      int64_t i = 0;
+      for (; pair_k && i + 2 <= nq; i += 2) {
+        block_scores2(st[i].q, st[i + 1].q, krows + c, nc, step.d, step.scale, scores + i * n + j0 + c,
+                      scores + (i + 1) * n + j0 + c);
+      }
+      for (; i < nq; ++i) block_scores(st[i].q, krows + c, nc, step.d, step.scale, scores + i * n + j0 + c);
     }
-    for (; i < nq; ++i) block_scores(st[i].q, krows, nb, step.d, step.scale, scores + i * n + j0);
   }
   for (int64_t i = 0; i < nq; ++i) {
     float* sc = scores + i * n;
     st[i].m = simd_max(sc, ns[i]);
     st[i].l = simd_exp_shifted_sum(sc, st[i].m, ns[i]);
   }
+  Ahead k_ahead;  // read next: the next head's K rows
+  if (next_head) k_ahead = Ahead(step.k, g + 1, n);
   for (int64_t j0 = 0; j0 < n; j0 += kBlock) {
     const int64_t nb = std::min(kBlock, n - j0);
-    if (next_head) prefetch_block(step.k, j0, nb, g + 1);
-    if (j0 + kBlock < n) prefetch_block(step.v, j0 + kBlock, std::min(kBlock, n - j0 - kBlock), g);
+    if (next_head && k_ahead.base == nullptr) prefetch_block(step.k, j0, nb, g + 1);
     block_rows(step.v, j0, nb, g, step.vscratch, vrows);
     auto rows_of = [&](int64_t i) { return std::clamp<int64_t>(ns[i] - j0, 0, kBlock); };
     for (int64_t i = 0; i < nq;) {
       const int64_t nb_i = rows_of(i);
+      Ahead* ahead = i == 0 ? &k_ahead : nullptr;  // one query's pass paces the next stream
       if (pair_v && i + 1 < nq && nb_i > 0 && rows_of(i + 1) == nb_i) {
-        block_axpy2(st[i].acc, st[i + 1].acc, scores + i * n + j0, scores + (i + 1) * n + j0, vrows, nb_i, step.dv);
+        block_axpy2(st[i].acc, st[i + 1].acc, scores + i * n + j0, scores + (i + 1) * n + j0, vrows, nb_i, step.dv,
+                    ahead);
         i += 2;
         continue;
       }
-      if (nb_i > 0) block_axpy(st[i].acc, scores + i * n + j0, vrows, nb_i, step.dv);
+      if (nb_i > 0) block_axpy(st[i].acc, scores + i * n + j0, vrows, nb_i, step.dv, ahead);
       ++i;
     }
+    k_ahead.upto(j0 + nb);
   }
 }
 
