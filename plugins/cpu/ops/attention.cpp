@@ -213,41 +213,45 @@ inline void axpy_tail16(float* acc, const float* p, const T* const* v, int64_t n
 }
 #endif
 
-// The KV stream a pass reads next (rows back to back, as in the llama
-// cache), asked into L2 at the pace the current pass consumes its own
-// rows: two lines a row, between the kernel's loads. Asked for a block (64
+// The KV stream a pass reads next (rows [0, n_rows) of kv head g of K or
+// V), asked into L2 at the pace the current pass consumes its own rows:
+// a few lines at a time, between the kernel's loads. Asked for a block (64
 // lines) at once, the requests filled the core's miss buffers and the
 // pass's own loads waited behind them: decode ATTENTION per call in a
 // s768 step 41-50 -> 35-39 us (Q8_0 and F16 models, 5 alternations).
-struct Ahead {
-  const char* base = nullptr;  // the first line of row 0
-  int64_t next = 0;            // byte offset of the next line to ask for
-  int64_t limit = 0;           // bytes from base to the end of the last row
-  int64_t row_bytes = 0;
-  Ahead() = default;
-  // Rows [0, n_rows) of kv head g of t when they lie back to back; else an
-  // Ahead that asks for nothing (base null).
-  Ahead(const loom_tensor_t* t, int64_t g, int64_t n_rows) {
-    const auto rb = static_cast<int64_t>(t->ne[0] * t->nb[0]);
-    if (static_cast<int64_t>(t->nb[1]) != rb || n_rows <= 0) return;
-    const char* first = row_ptr(t, 0, g, 0);
-    const auto skew = static_cast<int64_t>(reinterpret_cast<uintptr_t>(first) % 64);
-    base = first - skew;
-    limit = skew + n_rows * rb;
-    row_bytes = rb;
-  }
-  // The next n rows' lines.
-  void rows(int64_t n) { until(next + n * row_bytes); }
-  // Every line up to row `row` (after kernels that do not call rows()).
-  void upto(int64_t row) { until(row * row_bytes); }
-  void until(int64_t stop) {
+class Ahead {
+ public:
+  Ahead() = default;  // asks for nothing
+  Ahead(const loom_tensor_t* t, int64_t g, int64_t n_rows)
+      : t_(t), g_(g), n_rows_(n_rows), row_bytes_(static_cast<int64_t>(t->ne[0] * t->nb[0])) {}
+  // The next n rows.
+  void rows(int64_t n) { upto(asked_ + n); }
+  // Every row before `row` (after kernels that do not call rows()).
+  void upto(int64_t row) {
+    row = std::min(row, n_rows_);
+    if (t_ == nullptr || row <= asked_) return;
 #ifdef __AVX2__
-    stop = std::min(limit, stop);
-    for (; next < stop; next += 64) _mm_prefetch(base + next, _MM_HINT_T1);
-#else
-    next = std::max(next, stop);
+    if (static_cast<int64_t>(t_->nb[1]) == row_bytes_) {
+      // Rows back to back (the llama cache): one flat range of lines.
+      const char* first = row_ptr(t_, 0, g_, 0);
+      const char* line0 = first - reinterpret_cast<uintptr_t>(first) % 64;
+      const int64_t stop = (first - line0) + row * row_bytes_;
+      for (; next_line_ < stop; next_line_ += 64) _mm_prefetch(line0 + next_line_, _MM_HINT_T1);
+    } else {
+      for (int64_t j = asked_; j < row; ++j) {
+        const char* r = row_ptr(t_, j, g_, 0);
+        for (int64_t off = 0; off < row_bytes_; off += 64) _mm_prefetch(r + off, _MM_HINT_T1);
+      }
+    }
 #endif
+    asked_ = row;
   }
+
+ private:
+  const loom_tensor_t* t_ = nullptr;
+  int64_t g_ = 0, n_rows_ = 0, row_bytes_ = 0;
+  int64_t asked_ = 0;      // rows asked for
+  int64_t next_line_ = 0;  // rows back to back: bytes from line0 asked for
 };
 
 // acc[e] += sum_jj p[jj] * v[jj][e]: up to kGroups lane groups of acc stay
@@ -433,24 +437,6 @@ struct BlockStep {
   }
 };
 
-// Rows [j0, j0 + nb) of kv head g of K or V asked into L2, rows not back
-// to back (two_pass's fallback for the stream it reads next; Ahead when
-// they are).
-void prefetch_block(const loom_tensor_t* t, int64_t j0, int64_t nb, int64_t g) {
-#ifdef __AVX2__
-  const auto row_bytes = static_cast<int64_t>(t->ne[0] * t->nb[0]);
-  for (int64_t j = j0; j < j0 + nb; ++j) {
-    const char* row = row_ptr(t, j, g, 0);
-    for (int64_t off = 0; off < row_bytes; off += 64) _mm_prefetch(row + off, _MM_HINT_T1);
-  }
-#else
-  (void)t;
-  (void)j0;
-  (void)nb;
-  (void)g;
-#endif
-}
-
 // Queries st[0, nq) of kv head g, query i over rows [0, ns[i]), in two
 // passes: every score first (K read front to back), each query's softmax,
 // then the weighted V rows (V read front to back). Queries go in pairs
@@ -472,7 +458,6 @@ void two_pass(const BlockStep<KT, VT>& step, HeadState* st, const int64_t* ns, i
   Ahead v_ahead(step.v, g, n);  // read next: this head's V rows
   for (int64_t j0 = 0; j0 < n; j0 += kBlock) {
     const int64_t nb = std::min(kBlock, n - j0);
-    if (v_ahead.base == nullptr) prefetch_block(step.v, j0, nb, g);
     block_rows(step.k, j0, nb, g, step.kscratch, krows);
     // Scores 8 keys at a time (each key's score is the same whichever
     // group it falls in), V's next 8 rows asked for before each group.
@@ -496,7 +481,6 @@ void two_pass(const BlockStep<KT, VT>& step, HeadState* st, const int64_t* ns, i
   if (next_head) k_ahead = Ahead(step.k, g + 1, n);
   for (int64_t j0 = 0; j0 < n; j0 += kBlock) {
     const int64_t nb = std::min(kBlock, n - j0);
-    if (next_head && k_ahead.base == nullptr) prefetch_block(step.k, j0, nb, g + 1);
     block_rows(step.v, j0, nb, g, step.vscratch, vrows);
     auto rows_of = [&](int64_t i) { return std::clamp<int64_t>(ns[i] - j0, 0, kBlock); };
     for (int64_t i = 0; i < nq;) {
