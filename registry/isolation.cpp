@@ -80,30 +80,70 @@ ProbeSettings probe_settings(const Options& options, std::vector<std::string>* w
   return s;
 }
 
+namespace {
+
+// Probe the files at `which` in children and store the records (and in the
+// cache, unless the helper itself failed).
+void probe_fresh(const std::vector<Candidate>& cands, const std::vector<size_t>& which,
+                 const std::vector<std::string>& keys, const ProbeSettings& settings,
+                 std::vector<ProbeRecord>* records) {
+  if (which.empty()) return;
+  std::vector<std::string> paths;
+  for (size_t i : which) paths.push_back(cands[i].path);
+  LOOM_LOG_DEBUG("registry", "probing " + std::to_string(which.size()) + " plugin file(s) in child processes");
+  std::vector<ProbeRecord> got = probe_in_children(settings.helper, paths, settings.timeout_s);
+  for (size_t k = 0; k < which.size(); ++k) {
+    const size_t i = which[k];
+    (*records)[i] = std::move(got[k]);
+    // A helper that could not even start says nothing about the file.
+    if (!(*records)[i].helper_failed) probe_cache_write(settings.cache_dir, keys[i], (*records)[i]);
+  }
+}
+
+// The wanted device names that no ready record lists.
+std::vector<std::string> unserved(const std::vector<ProbeRecord>& records, const std::vector<bool>& have,
+                                  const std::vector<std::string>& wanted) {
+  std::vector<std::string> out;
+  for (const auto& w : wanted) {
+    bool found = false;
+    for (size_t i = 0; i < records.size() && !found; ++i) {
+      found = have[i] && records[i].finished && records[i].fate == Fate::kReady && serves_any(records[i], {w});
+    }
+    if (!found) out.push_back(w);
+  }
+  return out;
+}
+
+}  // namespace
+
 void probe_candidates(std::vector<Candidate>& cands, const Options& options, const ProbeSettings& settings) {
   std::vector<size_t> todo;
-  std::vector<std::string> keys(cands.size()), paths;
+  std::vector<std::string> keys(cands.size());
   std::vector<ProbeRecord> records(cands.size());
   std::vector<bool> cached(cands.size(), false), have(cands.size(), false);
   for (size_t i = 0; i < cands.size(); ++i) {
     if (!pending(cands[i])) continue;
     keys[i] = probe_cache_key(cands[i].path);
+    have[i] = true;
     if (probe_cache_read(settings.cache_dir, keys[i], &records[i])) {
-      cached[i] = have[i] = true;
+      cached[i] = true;
       continue;
     }
     todo.push_back(i);
-    paths.push_back(cands[i].path);
   }
-  if (!todo.empty()) {
-    LOOM_LOG_DEBUG("registry", "probing " + std::to_string(todo.size()) + " plugin file(s) in child processes");
-    std::vector<ProbeRecord> got = probe_in_children(settings.helper, paths, settings.timeout_s);
-    for (size_t k = 0; k < todo.size(); ++k) {
-      const size_t i = todo[k];
-      records[i] = std::move(got[k]);
-      have[i] = true;
-      // A helper that could not even start says nothing about the file.
-      if (!records[i].helper_failed) probe_cache_write(settings.cache_dir, keys[i], records[i]);
+  probe_fresh(cands, todo, keys, settings, &records);
+  // A device the caller named that no record lists: the cached records may
+  // predate something the inputs do not show (a driver reached in a way no
+  // file or variable names), so ask those files again before saying no.
+  const std::vector<std::string> missing = unserved(records, have, options.wanted_devices);
+  if (!missing.empty()) {
+    std::vector<size_t> again;
+    for (size_t i = 0; i < cands.size(); ++i) {
+      if (cached[i]) again.push_back(i), cached[i] = false;
+    }
+    if (!again.empty()) {
+      LOOM_LOG_DEBUG("registry", "no cached probe lists " + join(missing) + "; probing the cached files again");
+      probe_fresh(cands, again, keys, settings, &records);
     }
   }
   for (size_t i = 0; i < cands.size(); ++i) {

@@ -15,11 +15,14 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <mutex>
+#include <set>
 
 #include "loom/log.hpp"
 #include "registry/discovery.hpp"
 #include "registry/loader.hpp"
 #include "registry/plugin_handle.hpp"
+#include "registry/probe_inputs.hpp"
 
 #ifndef LOOM_INSTALL_PLUGIN_DIR
 #define LOOM_INSTALL_PLUGIN_DIR ""
@@ -167,6 +170,7 @@ ProbeRecord finish(const Child& c, double timeout_s) {
   }
   ProbeRecord bad;
   bad.step = r.step;
+  bad.inputs = std::move(r.inputs);  // what it had read before it stopped
   bad.failure = failure + ", probed in a child";
   std::string tail = last_line(c.err_text);
   if (!tail.empty()) bad.failure += "; its last words: " + tail.substr(0, 300);
@@ -277,11 +281,42 @@ void write_all(const std::string& s) {
   }
 }
 
-void report_step(const char* step) { write_all(format_probe_step(step)); }
+// What the probe's answer depends on, written as it is learnt so that a
+// child that dies part-way still leaves what it had read.
+struct InputLog {
+  std::mutex mu;
+  std::set<std::string> objects_before;  // mapped before the plugin was opened
+  std::set<std::string> written;          // "<kind> <name>" already written
+
+  void emit(char kind, const std::string& name) {
+    if (kind != 'e' && volatile_path(name)) return;
+    std::lock_guard<std::mutex> lock(mu);
+    if (!written.insert(std::string(1, kind) + " " + name).second) return;
+    const std::string line = kind == 'e' ? env_input(name) : kind == 'd' ? dir_input(name) : file_input(name);
+    write_all(format_probe_input(line));
+  }
+  // The shared objects mapped since the start (the plugin, its drivers).
+  void objects() {
+    for (const std::string& o : loaded_objects()) {
+      if (!objects_before.count(o)) emit('f', o);
+    }
+  }
+};
+
+InputLog* g_inputs = nullptr;
+
+void note_input(char kind, const char* name) {
+  if (g_inputs) g_inputs->emit(kind, name);
+}
+
+void report_step(const char* step) {
+  if (g_inputs) g_inputs->objects();
+  write_all(format_probe_step(step));
+}
 
 }  // namespace
 
-int probe_child_main(int argc, char** argv) {
+int probe_child_main(int argc, char** argv, const ProbeWatch& watch) {
   if (argc != 4 || std::strcmp(argv[1], "--fd") != 0) {
     std::fprintf(stderr, "usage: loom-probe --fd N <plugin file>\n"
                          "Loads one loom plugin file and reports what it found on fd N. Run by libloom,\n"
@@ -295,6 +330,14 @@ int probe_child_main(int argc, char** argv) {
   if (!parse_plugin_file_name(std::filesystem::path(path).filename().string(), &c.plugin, &c.variant)) {
     c.plugin = std::filesystem::path(path).stem().string();
   }
+  static InputLog inputs;  // never destroyed: the child leaves by _exit
+  for (const std::string& o : loaded_objects()) inputs.objects_before.insert(o);
+  for (const std::string& line : base_inputs()) write_all(format_probe_input(line));
+  g_inputs = &inputs;
+  // The host's own settings (LOOM_LOG) are read before watching: they do
+  // not change what the plugin finds.
+  (void)log_enabled(LogLevel::kDebug, "registry");
+  if (watch.start) watch.start(note_input);
   report_step("start");
   set_step_hook(report_step);
   ProbeRecord r;
@@ -314,6 +357,7 @@ int probe_child_main(int argc, char** argv) {
       }
     }
   }
+  inputs.objects();
   r.finished = true;
   record_outcome(c, &r);
   write_all(format_probe_record(r));

@@ -22,10 +22,20 @@ std::string find_probe_helper();
 std::vector<ProbeRecord> probe_in_children(const std::string& helper, const std::vector<std::string>& paths,
                                            double timeout_s);
 
+// How the helper watches what the plugin reads (tools/loom-probe/watch.hpp):
+// start(sink) makes every read of an environment variable ('e'), folder
+// ('d') or file ('f') by any code in the process call sink(kind, name) at
+// once. Null: no watch (the record then lists only base_inputs() and the
+// shared objects the plugin mapped).
+struct ProbeWatch {
+  void (*start)(void (*sink)(char kind, const char* name)) = nullptr;
+};
+
 // The helper's main (argv: loom-probe --fd N <plugin file>): load the file
-// in this process, write the record to fd N, exit without running static
+// in this process, write the record to fd N (with the inputs its answer
+// depended on, registry/probe_inputs.hpp), exit without running static
 // destructors.
-int probe_child_main(int argc, char** argv);
+int probe_child_main(int argc, char** argv, const ProbeWatch& watch = {});
 
 }  // namespace loom::registry
 

@@ -11,6 +11,7 @@
 
 #include "loom/log.hpp"
 #include "loom/plugin.h"
+#include "registry/probe_inputs.hpp"
 #include "registry/secure_env.hpp"
 
 #ifndef LOOM_VERSION_STRING
@@ -20,7 +21,7 @@
 namespace loom::registry {
 namespace {
 
-constexpr const char* kMagic = "loom-probe-cache 1";
+constexpr const char* kMagic = "loom-probe-cache 2";  // 2: records list their inputs
 
 std::string hash_name(const std::string& key) {
   uint64_t h = 1469598103934665603ull;  // FNV-1a
@@ -70,6 +71,13 @@ bool probe_cache_read(const std::string& dir, const std::string& key, ProbeRecor
   bool complete = false;
   ProbeRecord r = parse_probe_record(rest.str(), &complete);
   if (!complete) return false;
+  // A record made under another environment or before a driver changed
+  // says nothing about now: probe again.
+  const std::string changed = changed_input(r.inputs);
+  if (!changed.empty()) {
+    LOOM_LOG_DEBUG("registry", "probe cache: " + key.substr(0, key.find(' ')) + ": " + changed + "; probing again");
+    return false;
+  }
   *out = std::move(r);
   return true;
 }

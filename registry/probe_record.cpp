@@ -54,6 +54,7 @@ void record_outcome(const Candidate& from, ProbeRecord* to) { copy_outcome(from,
 void apply_outcome(const ProbeRecord& from, Candidate* to) { copy_outcome(from, to); }
 
 std::string format_probe_step(const char* step) { return std::string("step ") + step + "\n"; }
+std::string format_probe_input(const std::string& input) { return "input " + escape(input) + "\n"; }
 
 std::string format_probe_record(const ProbeRecord& r) {
   std::ostringstream o;
@@ -67,6 +68,7 @@ std::string format_probe_record(const ProbeRecord& r) {
   o << "score " << r.score << "\n";
   if (!r.plugin_version.empty()) o << "version " << escape(r.plugin_version) << "\n";
   for (const auto& d : r.devices) o << "device " << escape(d) << "\n";
+  for (const auto& i : r.inputs) o << format_probe_input(i);
   o << "end\n";
   return o.str();
 }
@@ -90,6 +92,7 @@ ProbeRecord parse_probe_record(const std::string& text, bool* complete) {
     else if (key == "reason") r.reason = value;
     else if (key == "version") r.plugin_version = value;
     else if (key == "device") r.devices.push_back(value);
+    else if (key == "input") r.inputs.push_back(value);
     else if (key == "abi") r.abi_version = static_cast<uint32_t>(std::strtoul(value.c_str(), nullptr, 10));
     else if (key == "score") r.score = static_cast<int32_t>(std::strtol(value.c_str(), nullptr, 10));
     else if (key == "stage") {

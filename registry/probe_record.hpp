@@ -29,6 +29,9 @@ struct ProbeRecord {
   int32_t score = -1;
   std::string plugin_version;
   std::vector<std::string> devices;  // names of the devices it listed
+  // What the answer depended on, one line each (registry/probe_inputs.hpp);
+  // the cache uses the record only while every one still holds.
+  std::vector<std::string> inputs;
   // The helper itself did not start or run (says nothing about the file;
   // never cached).
   bool helper_failed = false;
@@ -47,5 +50,7 @@ std::string format_probe_record(const ProbeRecord& r);
 ProbeRecord parse_probe_record(const std::string& text, bool* complete);
 // One "step <name>\n" line, written by the child before each step.
 std::string format_probe_step(const char* step);
+// One "input <line>\n" line (an input of registry/probe_inputs.hpp).
+std::string format_probe_input(const std::string& input);
 
 }  // namespace loom::registry

@@ -218,6 +218,7 @@ std::unique_ptr<Registry> Registry::load(const Options& options) {
         const std::string why = d->name() + " (same device as " + info.name + ")";
         LOOM_LOG_DEBUG("registry", "hiding device " + why + ": plugin " + info.plugin + " is preferred");
         reg->duplicates_.push_back(why);
+        reg->hidden_ptrs_.push_back(reg->device_ptrs_[k]);  // still selectable by name
         reg->device_ptrs_[k] = nullptr;
         continue;
       }
@@ -225,6 +226,9 @@ std::unique_ptr<Registry> Registry::load(const Options& options) {
         const std::string why = info.name + " (same device as " + d->name() + ")";
         LOOM_LOG_DEBUG("registry", "hiding device " + why);
         reg->duplicates_.push_back(why);
+        // Out of the list and the policies, but a user who names it gets it.
+        reg->devices_.push_back(std::make_unique<Device>(raw, std::move(info), handle));
+        reg->hidden_ptrs_.push_back(reg->devices_.back().get());
         return;
       }
       if (d->name() != info.name) continue;
@@ -327,6 +331,9 @@ Device* Registry::device(std::string_view name) const {
   for (Device* d : device_ptrs_) {
     if (d->name() == name) return d;
   }
+  for (Device* d : hidden_ptrs_) {
+    if (d->name() == name) return d;
+  }
   return nullptr;
 }
 
@@ -341,6 +348,7 @@ Status Registry::shutdown() {
     shut_down_ = true;
     // Devices belong to the plugins being unloaded: forget them first.
     device_ptrs_.clear();
+    hidden_ptrs_.clear();
     devices_.clear();
     duplicates_.clear();
   }

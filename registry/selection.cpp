@@ -92,9 +92,9 @@ StatusOr<std::vector<Device*>> Registry::select(std::string_view spec_in) const 
       // A plugin of that name that did not load says why (e.g. a forced variant).
       std::string why;
       for (const Candidate& c : candidates()) {
-        if (c.fate == Fate::kFailed && !c.reason.empty() && name.rfind(c.plugin, 0) == 0) {
-          why = "; plugin " + c.plugin + " failed: " + c.reason;
-          break;
+        if (c.fate != Fate::kReady && !c.reason.empty() && name.rfind(c.plugin, 0) == 0) {
+          why = "; plugin " + c.plugin + " " + fate_name(c.fate) + ": " + c.reason;
+          if (c.fate == Fate::kFailed) break;  // the most telling; else look on for one
         }
       }
       return not_found("[registry.select] device '" + name + "' not found; devices: " + names_of(all) +

@@ -175,6 +175,9 @@ class Registry {
   // paths, a device name a plugin could not take, a variant from outside
   // loom's folders chosen over a built-in one, a missing probe helper.
   const std::vector<std::string>& warnings() const { return warnings_; }
+  // The device of that name: one of devices(), else a device hidden as
+  // the same physical device as one of them (a user who names vulkan0 gets
+  // it even where cuda0 shows the same GPU); nullptr when none.
   Device* device(std::string_view name) const;
 
   // spec: a comma list of device names (all must exist, else NOT_FOUND
@@ -197,6 +200,7 @@ class Registry {
   std::vector<Candidate> candidates_;
   std::vector<std::unique_ptr<Device>> devices_;
   std::vector<Device*> device_ptrs_;
+  std::vector<Device*> hidden_ptrs_;  // same-device duplicates, reachable by name only
   std::vector<std::string> duplicates_;
   std::vector<std::string> warnings_;
   std::vector<std::shared_ptr<PluginHandle>> plugins_;

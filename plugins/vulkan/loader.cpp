@@ -1,5 +1,7 @@
 #include "loader.h"
 
+#include "icd_report.h"
+
 #include <dlfcn.h>
 #include <link.h>
 
@@ -79,7 +81,7 @@ std::string Loader::open() {
   VkResult r = create(&ci, nullptr, &instance_);
   if (r != VK_SUCCESS) {
     instance_ = VK_NULL_HANDLE;
-    return std::string("vkCreateInstance failed: ") + result_name(r);
+    return std::string("vkCreateInstance failed: ") + result_name(r) + "; " + icd_report();
   }
 #define LOOM_VK_LOAD_INSTANCE(name)                                          \
   name = reinterpret_cast<PFN_##name>(get_instance_proc_(instance_, #name)); \

@@ -11,6 +11,7 @@
 
 #include "common/glue.h"
 #include "device.h"
+#include "icd_report.h"
 #include "loader.h"
 #include "loom/plugin.h"
 
@@ -86,7 +87,7 @@ loom_status_t* plugin_init(void** out_context) {
     }
     if (ctx->devices.empty()) {
       std::string msg = "no Vulkan device with a compute queue";
-      if (phys.empty()) msg += " (the loader lists no physical device)";
+      if (phys.empty()) msg += " (the loader lists no physical device; " + icd_report() + ")";
       if (!all)
         msg += " among LOOM_VULKAN_DEVICES=" + std::string(std::getenv("LOOM_VULKAN_DEVICES"));
       if (!skipped.empty()) msg += ": " + skipped;

@@ -3,6 +3,7 @@
 // The devices, buffers and streams are the null plugin's pieces. The
 // hostile kinds (10 and up) crash, exit or hang in one entry each; they are
 // built into their own folder and must only ever run in a probe child.
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -29,6 +30,9 @@
 #define FAKE_ABORT 11  // calls abort() there
 #define FAKE_EXIT 12   // calls exit(0) there
 #define FAKE_HANG 13   // never returns from there
+// Kinds 20+: what a probe's answer depends on (tests/registry/isolation_test.cpp).
+#define FAKE_GATED 20  // init: UNAVAILABLE unless LOOM_FAKE_GATE names a file that opens; exits if it says "exit"
+#define FAKE_IS_HOSTILE (FAKE_KIND >= FAKE_SEGV && FAKE_KIND <= FAKE_HANG)
 #define FAKE_AT_CTOR 0
 #define FAKE_AT_QUERY 1
 #define FAKE_AT_SCORE 2
@@ -77,7 +81,7 @@
 extern "C" int loomfake_dep_answer(void);
 #endif
 
-#if FAKE_KIND >= FAKE_SEGV
+#if FAKE_IS_HOSTILE
 #include <signal.h>
 #include <unistd.h>
 // Misbehave if this is the entry FAKE_HOSTILE_AT names.
@@ -181,7 +185,7 @@ loom_status_t* wrong_stream_create(loom_device_t* d, loom_stream_t** out) {
 }
 #endif
 
-#if FAKE_KIND >= FAKE_SEGV && FAKE_HOSTILE_AT == FAKE_AT_PROPS
+#if FAKE_IS_HOSTILE && FAKE_HOSTILE_AT == FAKE_AT_PROPS
 loom_status_t* hostile_get_props(loom_device_t*, loom_device_props_t*) {
   misbehave();
   return nullptr;
@@ -201,6 +205,16 @@ loom_status_t* fake_init([[maybe_unused]] void** out_context) {
 #elif FAKE_KIND == FAKE_INIT_ERROR
     return make_status(LOOM_STATUS_INTERNAL, "[fake.init] driver table corrupt: expected 7, got 3");
 #else
+#if FAKE_KIND == FAKE_GATED
+    // Like a driver found through a variable and a file on disk.
+    const char* gate = std::getenv("LOOM_FAKE_GATE");
+    FILE* f = gate ? std::fopen(gate, "r") : nullptr;
+    if (f == nullptr) return make_status(LOOM_STATUS_UNAVAILABLE, "fake driver file absent (LOOM_FAKE_GATE)");
+    char first[8] = {0};
+    const bool broken = std::fgets(first, sizeof first, f) != nullptr && std::strncmp(first, "exit", 4) == 0;
+    std::fclose(f);
+    if (broken) std::_Exit(7);  // a driver that takes its process down (only ever run in a probe child)
+#endif
     auto ctx = std::make_unique<FakeContext>();
     for (size_t i = 0; i < FAKE_DEVICES; ++i) {
       loom::null::DeviceConfig config = loom::null::make_device_config(FAKE_PREFIX, i, FAKE_UUID_TAG);
@@ -209,7 +223,7 @@ loom_status_t* fake_init([[maybe_unused]] void** out_context) {
       ctx->devices.push_back(std::make_unique<Device>(std::move(config)));
     }
 #if FAKE_KIND == FAKE_THROW_PROPS || FAKE_KIND == FAKE_BAD_IFACE || \
-    (FAKE_KIND >= FAKE_SEGV && FAKE_HOSTILE_AT == FAKE_AT_PROPS)
+    (FAKE_IS_HOSTILE && FAKE_HOSTILE_AT == FAKE_AT_PROPS)
     ctx->iface = *ctx->devices[0]->raw()->iface;
     ctx->iface.get_props = FAKE_PATCHED_GET_PROPS;
     for (auto& d : ctx->devices) d->raw()->iface = &ctx->iface;
@@ -244,7 +258,7 @@ loom_device_t* fake_device_get(void* context, size_t index) {
   return index < ctx->devices.size() ? ctx->devices[index]->raw() : nullptr;
 }
 
-#if FAKE_KIND >= FAKE_SEGV && FAKE_HOSTILE_AT == FAKE_AT_SCORE && FAKE_SCORE < 0
+#if FAKE_IS_HOSTILE && FAKE_HOSTILE_AT == FAKE_AT_SCORE && FAKE_SCORE < 0
 #undef FAKE_SCORE
 #define FAKE_SCORE 1
 #endif

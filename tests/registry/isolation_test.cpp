@@ -8,6 +8,8 @@
 #include <sys/stat.h>
 
 #include <chrono>
+#include <fstream>
+#include <iterator>
 
 #include "registry_test_util.hpp"
 
@@ -170,6 +172,94 @@ TEST_F(Isolation, AnOutsideVariantThatWinsIsAWarning) {
   ASSERT_EQ(outside->fate, Fate::kReady) << describe(*reg);
   EXPECT_TRUE(contains(warnings_of(*reg), "variant cpu-outside from application")) << warnings_of(*reg);
   EXPECT_TRUE(contains(warnings_of(*reg), "is used instead of loom's own")) << warnings_of(*reg);
+}
+
+// A probe made under another environment never hides a device later (the
+// H200 case: a first run without the driver on the path, then a run with
+// it). The gated fake finds its device only when LOOM_FAKE_GATE names a
+// file that opens; each cached record lists the variables and files the
+// plugin read, and is used only while they are as they were.
+TEST_F(Isolation, ACachedProbeFollowsTheEnvironmentAndFilesThePluginRead) {
+  const std::string gated = std::string(LOOM_TEST_FAKE_DIR) + "/../gated_plugins/libloom-gated.so";
+  const std::string driver = dir_.path() + "/driver.txt";
+  auto load = [&](bool wanted) {
+    registry::Options o = only({gated}, true);
+    if (wanted) o.wanted_devices = {"gated0"};
+    return Registry::load(o);
+  };
+  auto records = [&] {
+    std::string text;
+    for (const auto& e : fs::directory_iterator(dir_.path() + "/cache/probe")) {
+      std::ifstream in(e.path());
+      text += std::string(std::istreambuf_iterator<char>(in), {});
+    }
+    return text;
+  };
+  auto fate_of = [](const Registry& reg) {
+    const registry::Candidate* c = find_candidate(reg, "gated");
+    return c ? c->fate : Fate::kFailed;
+  };
+  {
+    ScopedEnv gate("LOOM_FAKE_GATE", std::nullopt);
+    auto reg = load(false);
+    EXPECT_EQ(fate_of(*reg), Fate::kUnavailable) << describe(*reg);
+  }
+  {
+    // Another value of a variable init read: probed again, found.
+    ScopedEnv gate("LOOM_FAKE_GATE", driver);
+    auto reg = load(true);
+    EXPECT_EQ(fate_of(*reg), Fate::kUnavailable) << describe(*reg);  // the file is not there yet
+    // The record says what it depended on.
+    const std::string r = records();
+    EXPECT_TRUE(contains(r, "input env LOOM_FAKE_GATE ")) << r;
+    EXPECT_TRUE(contains(r, "input file absent " + driver)) << r;
+    EXPECT_TRUE(contains(r, " /etc/ld.so.cache\n")) << r;
+    std::ofstream(driver) << "installed\n";
+    // A file init looked for appeared ("a driver installed since").
+    auto after = load(true);
+    ASSERT_NE(after->device("gated0"), nullptr) << describe(*after);
+    auto again = load(true);  // and that answer is cached as it is
+    ASSERT_NE(again->device("gated0"), nullptr) << describe(*again);
+    // A driver that takes its process down: a failure, cached as such ...
+    std::ofstream(driver, std::ios::trunc) << "exit\n";
+    auto broken = load(false);
+    ASSERT_EQ(fate_of(*broken), Fate::kFailed) << describe(*broken);
+    EXPECT_TRUE(contains(find_candidate(*broken, "gated")->reason, "exited with status 7 in init"));
+    auto cached = load(false);
+    EXPECT_TRUE(contains(find_candidate(*cached, "gated")->reason, "cached result")) << describe(*cached);
+    // ... until the driver changes: the failure does not outlive it.
+    std::ofstream(driver, std::ios::trunc) << "fixed, and longer\n";
+    auto fixed = load(false);
+    ASSERT_NE(fixed->device("gated0"), nullptr) << describe(*fixed);
+  }
+  {
+    ScopedEnv gate("LOOM_FAKE_GATE", std::nullopt);
+    auto reg = load(true);
+    EXPECT_EQ(fate_of(*reg), Fate::kUnavailable) << describe(*reg);
+  }
+}
+
+// A cached record that is stale in a way no input shows still cannot hide a
+// device the caller names: a miss probes the cached files again.
+TEST_F(Isolation, ANamedDeviceMissingFromTheCacheIsProbedAgain) {
+  const std::string gated = std::string(LOOM_TEST_FAKE_DIR) + "/../gated_plugins/libloom-gated.so";
+  const std::string driver = dir_.path() + "/driver.txt";
+  std::ofstream(driver) << "installed\n";
+  ScopedEnv gate("LOOM_FAKE_GATE", driver);
+  registry::Options o = only({gated}, true);
+  o.wanted_devices = {"gated0"};
+  ASSERT_NE(Registry::load(o)->device("gated0"), nullptr);
+  // Forge the cached record into "unavailable" with inputs that still hold.
+  for (const auto& e : fs::directory_iterator(dir_.path() + "/cache/probe")) {
+    std::ifstream in(e.path());
+    std::string text(std::istreambuf_iterator<char>(in), {});
+    const size_t at = text.find("fate ready");
+    ASSERT_NE(at, std::string::npos) << text;
+    text.replace(at, 10, "fate unavailable");
+    std::ofstream(e.path(), std::ios::trunc) << text;
+  }
+  auto reg = Registry::load(o);
+  ASSERT_NE(reg->device("gated0"), nullptr) << describe(*reg);
 }
 
 }  // namespace

@@ -9,18 +9,8 @@
 
 #include "vulkan_test_util.hpp"
 
-#ifndef LOOM_MODELS_DIR_DEFAULT
-#define LOOM_MODELS_DIR_DEFAULT "../shared/models"
-#endif
-
 namespace loom::vktest {
 namespace {
-
-std::string model_path() {
-  const char* env = std::getenv("LOOM_MODELS_DIR");
-  return std::string(env != nullptr && *env != '\0' ? env : LOOM_MODELS_DIR_DEFAULT) +
-         "/stories260K.gguf";
-}
 
 class VulkanStories : public ::testing::Test {
  protected:

@@ -4,6 +4,7 @@
 
 #include <sys/wait.h>
 
+#include <cstdlib>
 #include <cstdio>
 #include <random>
 #include <sstream>
@@ -70,6 +71,15 @@ Status run_small_graph(registry::Device* dev, std::vector<float>* out) {
   LOOM_RETURN_IF_ERROR(ex->compute(g));
   out->assign(24 * 5, 0.0f);
   return tensor_get(y, out->data(), out->size() * 4);
+}
+
+#ifndef LOOM_MODELS_DIR_DEFAULT
+#define LOOM_MODELS_DIR_DEFAULT "../shared/models"
+#endif
+
+std::string model_path() {
+  const char* env = std::getenv("LOOM_MODELS_DIR");
+  return std::string(env != nullptr && *env != '\0' ? env : LOOM_MODELS_DIR_DEFAULT) + "/stories260K.gguf";
 }
 
 ProcResult run_loom(const std::string& args, bool merge_stderr, const std::string& env) {

@@ -26,6 +26,9 @@ const registry::Candidate* candidate(const registry::Registry& reg, const std::s
 // result; the status says why it could not run.
 Status run_small_graph(registry::Device* dev, std::vector<float>* out);
 
+// stories260K.gguf in $LOOM_MODELS_DIR, else in ../shared/models.
+std::string model_path();
+
 struct ProcResult {
   int exit_code = -1;
   std::string out;
