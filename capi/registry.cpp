@@ -53,7 +53,7 @@ StatusOr<registry::Options> registry_options(const loom_registry_options_t* o) {
     ro.paths.push_back(ec ? std::string(p) : abs.string());
   }
   if (LOOM_CAPI_HAS_FIELD(o, loom_registry_options_t, devices) && o->devices != nullptr) {
-    ro.wanted_devices = named_devices(o->devices);
+    ro.wanted_devices = registry::DeviceSpec::parse(o->devices).names;
   }
   return ro;
 }
@@ -124,7 +124,7 @@ loom_status_t* loom_devices_select(const loom_registry_t* registry, const char* 
   return guard("loom_devices_select", [&]() -> loom_status_t* {
     if (registry == nullptr) return bad_argument("loom_devices_select", "registry is NULL");
     if (out_devices == nullptr) return bad_argument("loom_devices_select", "out_devices is NULL");
-    auto sel = select_devices(*registry->reg, spec ? spec : "", "device spec");
+    auto sel = registry->reg->select(registry::DeviceSpec::resolve(spec ? spec : "", "device spec"));
     if (!sel.ok()) return to_c(sel.status().with_context("loom_devices_select"));
     auto h = std::make_unique<loom_devices>();
     h->reg = registry->reg;

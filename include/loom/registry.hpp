@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "loom/buffer.hpp"
+#include "loom/device_spec.hpp"
 #include "loom/plugin.h"
 #include "loom/status.hpp"
 
@@ -185,6 +186,10 @@ class Registry {
   // (all devices: GPUs, then accelerators, then the CPU), "gpu-first"
   // (same as auto), "cpu-only" (CPU devices only).
   StatusOr<std::vector<Device*>> select(std::string_view spec) const;
+  // The same for a parsed spec; when it has an origin (DeviceSpec::resolve)
+  // errors start with it and point at `loom devices`:
+  // "LOOM_DEVICES=cuda0: [registry.select] device 'cuda0' not found; ...".
+  StatusOr<std::vector<Device*>> select(const DeviceSpec& spec) const;
   // select(LOOM_DEVICES), or "auto" when unset.
   StatusOr<std::vector<Device*>> select_from_env() const;
 
@@ -197,6 +202,8 @@ class Registry {
 
  private:
   Registry() = default;
+  StatusOr<std::vector<Device*>> select_policy(const std::string& policy) const;
+  StatusOr<std::vector<Device*>> select_names(const DeviceSpec& spec) const;
   std::vector<Candidate> candidates_;
   std::vector<std::unique_ptr<Device>> devices_;
   std::vector<Device*> device_ptrs_;

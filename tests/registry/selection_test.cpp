@@ -79,6 +79,53 @@ TEST_F(Selection, CpuOnlyWithoutACpuIsNotFound) {
   EXPECT_TRUE(contains(sel.status().message(), "cpu-only")) << sel.status().message();
 }
 
+// One parser for --device, LOOM_DEVICES and the C API's spec.
+TEST(DeviceSpec, ListsArePoliciesOrTrimmedNames) {
+  using registry::DeviceSpec;
+  for (const char* p : {"", "  ", "auto", " gpu-first ", "cpu-only"}) {
+    const DeviceSpec s = DeviceSpec::parse(p);
+    EXPECT_TRUE(s.is_policy()) << "'" << p << "'";
+    EXPECT_TRUE(s.names.empty()) << p;
+  }
+  EXPECT_EQ(DeviceSpec::parse("").policy, "auto");
+  EXPECT_EQ(DeviceSpec::parse(" gpu-first ").policy, "gpu-first");
+  const DeviceSpec list = DeviceSpec::parse(" cuda0 , cpu,,cuda0, vulkan0 ");
+  EXPECT_FALSE(list.is_policy());
+  EXPECT_EQ(list.names, (std::vector<std::string>{"cuda0", "cpu", "vulkan0"}));
+  EXPECT_EQ(list.text, "cuda0 , cpu,,cuda0, vulkan0");
+  EXPECT_TRUE(DeviceSpec::parse(" , ").names.empty());
+  EXPECT_FALSE(DeviceSpec::parse(" , ").is_policy());
+  // "auto,cpu" is a list (a device named auto), not a policy.
+  EXPECT_EQ(DeviceSpec::parse("auto,cpu").names, (std::vector<std::string>{"auto", "cpu"}));
+}
+
+TEST(DeviceSpec, ResolveTakesTheGivenThenLoomDevicesThenAuto) {
+  using registry::DeviceSpec;
+  ScopedEnv d("LOOM_DEVICES", " sim0, cpu ");
+  DeviceSpec given = DeviceSpec::resolve("cuda0", "--device");
+  EXPECT_EQ(given.names, std::vector<std::string>{"cuda0"});
+  EXPECT_EQ(given.origin, "--device cuda0");
+  DeviceSpec env = DeviceSpec::resolve("  ", "--device");
+  EXPECT_EQ(env.names, (std::vector<std::string>{"sim0", "cpu"}));
+  EXPECT_EQ(env.origin, "LOOM_DEVICES= sim0, cpu ");
+  ScopedEnv none("LOOM_DEVICES", "");
+  DeviceSpec fallback = DeviceSpec::resolve("", "--device");
+  EXPECT_EQ(fallback.policy, "auto");
+  EXPECT_EQ(fallback.origin, "the default device policy auto");
+}
+
+TEST_F(Selection, SpacesInAListAreTrimmedAndTheOriginLeadsErrors) {
+  auto sel = reg_->select(" null1 , null0 ");
+  ASSERT_TRUE(sel.ok()) << sel.status().to_string();
+  EXPECT_EQ(names(*sel), (std::vector<std::string>{"null1", "null0"}));
+  auto bad = reg_->select(registry::DeviceSpec::resolve("null0,nosuch", "--device"));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), StatusCode::kNotFound);
+  EXPECT_TRUE(contains(bad.status().message(), "--device null0,nosuch: [registry.select] device 'nosuch' not found"))
+      << bad.status().message();
+  EXPECT_TRUE(contains(bad.status().message(), "(see 'loom devices')")) << bad.status().message();
+}
+
 TEST_F(Selection, FromEnv) {
   {
     ScopedEnv d("LOOM_DEVICES", "null1");

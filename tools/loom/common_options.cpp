@@ -41,7 +41,7 @@ std::unique_ptr<registry::Registry> load_registry(const CommonOptions& opts, con
     std::filesystem::path abs = std::filesystem::absolute(p, ec);
     ro.paths.push_back(ec ? p : abs.string());
   }
-  ro.wanted_devices = capi::named_devices(device_spec);
+  ro.wanted_devices = registry::DeviceSpec::resolve(device_spec, "--device").names;
   return registry::Registry::load(ro);
 }
 
@@ -96,7 +96,7 @@ bool parse_kv_type(const std::string& value, loom_type_t* out) {
 
 std::string select_devices(const registry::Registry& reg, const std::string& given,
                            std::vector<registry::Device*>* out) {
-  auto sel = capi::select_devices(reg, given, "--device");
+  auto sel = reg.select(registry::DeviceSpec::resolve(given, "--device"));
   if (!sel.ok()) return sel.status().message();
   *out = std::move(sel).value();
   return "";
