@@ -6,10 +6,10 @@
 // Isolation: by default each case family (the suite name of a case:
 // "MatMulTest", "Abi") runs in its own child process, the loom binary
 // itself started again with the hidden options below. A case that crashes
-// the process, kills the device's context or hangs costs that case only:
-// the child streams a record per case, and when it dies, the case it was in
-// fails with the signal, exit status or timeout, and the family's remaining
-// cases go on in a fresh child.
+// the process or hangs costs that case only: the child streams a record per
+// case, and when it dies, the case it was in fails with the signal, exit
+// status or timeout, and the family's remaining cases go on in a fresh
+// child. A device context lost to a sticky error costs its family only.
 #pragma once
 
 #include <map>

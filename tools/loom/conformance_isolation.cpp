@@ -94,7 +94,7 @@ Attempt run_child(const ConformanceArgs& a, const std::string& device, const Fam
   ChildProcess child;
   const std::string err = child.start("/proc/self/exe", child_argv(a, device, f, from));
   if (!err.empty()) {
-    at.error = "could not start a child process: " + err;
+    at.error = err;
     return at;
   }
   at.started = true;
@@ -176,7 +176,7 @@ void run_family(const ConformanceArgs& a, const std::string& device, const Famil
     const Attempt at = run_child(a, device, f, from, out);
     from += at.reported;
     if (at.done) return;
-    const LostCase l = lost_case(f, at, a.case_timeout_s);
+    LostCase l = lost_case(f, at, a.case_timeout_s);
     if (at.in_case && from < f.cases.size()) {
       lose(l, f.cases[from]->name,
            "its child process " + l.reason + " in this case" +
@@ -189,15 +189,13 @@ void run_family(const ConformanceArgs& a, const std::string& device, const Famil
     const std::string why = at.error.empty() ? "" : ": " + at.error;
     if (from < f.cases.size()) {
       // Not one case started: another child would fare no better.
-      const std::string msg = at.started ? "not run: the child process for " + f.name + " " + l.reason +
-                                               " before its first case" + why
-                                         : "not run: the child process for " + f.name + " " + l.reason;
+      if (at.started) l.reason += " before its first case" + why;
+      const std::string msg = "not run: the child process for " + f.name + " " + l.reason;
       for (; from < f.cases.size(); ++from) lose(l, f.cases[from]->name, msg, at, out);
       return;
     }
-    lose(l, "(child process)",
-         "the child process for " + f.name + " " + l.reason + " after its last case (unloading the plugin)" + why,
-         at, out);
+    l.reason += " after its last case (unloading the plugin)" + why;
+    lose(l, "(child process)", "the child process for " + f.name + " " + l.reason, at, out);
     return;
   }
 }
