@@ -39,8 +39,8 @@ struct ConformanceArgs {
 };
 
 // A case that did not report because its child process died, hung or never
-// started it: the family, the case ("" when no case can be blamed: the child
-// died before its first case or after its last), and why.
+// started it: the family, the case ("(child process)" when the child died
+// after its last case, in the plugin's shutdown), and why.
 struct LostCase {
   std::string family, name;
   std::string reason;     // "crashed with SIGSEGV", "gave no answer in 600 s (killed)", ...
