@@ -1,8 +1,10 @@
 // One source, many broken (or odd) plugins: each build of this file in
 // CMakeLists.txt sets FAKE_KIND and friends to exercise one registry path.
 // The devices, buffers and streams are the null plugin's pieces. The
-// hostile kinds (10 and up) crash, exit or hang in one entry each; they are
+// hostile kinds (10 to 13) crash, exit or hang in one entry each; they are
 // built into their own folder and must only ever run in a probe child.
+// Kinds 14 to 17 do it inside compute (their own folder too: only a child
+// process of `loom conformance` may run their graphs).
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -12,6 +14,8 @@
 #include <vector>
 
 #include "common/glue.h"
+#include "common/op_info.h"
+#include "common/type_traits.h"
 #include "device.h"
 #include "loom/plugin.h"
 
@@ -32,13 +36,28 @@
 #define FAKE_HANG 13   // never returns from there
 // Kinds 20+: what a probe's answer depends on (tests/registry/isolation_test.cpp).
 #define FAKE_GATED 20  // init: UNAVAILABLE unless LOOM_FAKE_GATE names a file that opens; exits if it says "exit"
-#define FAKE_IS_HOSTILE (FAKE_KIND >= FAKE_SEGV && FAKE_KIND <= FAKE_HANG)
+#define FAKE_IS_HOSTILE ((FAKE_KIND >= FAKE_SEGV && FAKE_KIND <= FAKE_HANG) || FAKE_COMPUTE_HOSTILE)
 #define FAKE_AT_CTOR 0
 #define FAKE_AT_QUERY 1
 #define FAKE_AT_SCORE 2
 #define FAKE_AT_INIT 3
 #define FAKE_AT_COUNT 4
 #define FAKE_AT_PROPS 5
+// Kinds 14-17 misbehave inside compute, in a MUL_MAT over rows of 1024 or
+// more elements (an out-of-bounds kernel), not in a registry entry: they
+// claim MUL_MAT and SCALE on F32 and compute them right everywhere else.
+// `loom conformance` must lose that case alone (tests/cli/conformance_isolation_test.cpp).
+#define FAKE_SEGV_COMPUTE 14   // raises SIGSEGV there
+#define FAKE_ABORT_COMPUTE 15  // calls abort() there
+#define FAKE_HANG_COMPUTE 16   // never returns from there
+#define FAKE_DEAD_CONTEXT 17   // fails that graph; every later stream_create in the process fails
+#define FAKE_AT_NOWHERE -1     // no registry entry misbehaves
+#if FAKE_KIND >= FAKE_SEGV_COMPUTE && FAKE_KIND <= FAKE_DEAD_CONTEXT
+#define FAKE_COMPUTE_HOSTILE 1
+#define FAKE_HOSTILE_AT FAKE_AT_NOWHERE
+#else
+#define FAKE_COMPUTE_HOSTILE 0
+#endif
 
 #ifndef FAKE_KIND
 #error "FAKE_KIND must be set"
@@ -185,6 +204,93 @@ loom_status_t* wrong_stream_create(loom_device_t* d, loom_stream_t** out) {
 }
 #endif
 
+#if FAKE_COMPUTE_HOSTILE
+// Right F32 kernels (any strides, broadcast batches) but for the bad rows.
+constexpr int64_t kBadRow = 1024;
+bool g_context_lost = false;  // FAKE_DEAD_CONTEXT: a graph failed in this process
+
+bool supports_f32(loom_device_t*, const loom_tensor_t* n) {
+  const bool f32 = n->type == LOOM_TYPE_F32 && n->src[0] != nullptr && n->src[0]->type == LOOM_TYPE_F32;
+  if (n->op == LOOM_OP_SCALE) return f32;
+  return n->op == LOOM_OP_MUL_MAT && f32 && n->src[1] != nullptr && n->src[1]->type == LOOM_TYPE_F32;
+}
+
+float& at(const loom_tensor_t* t, int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
+  return *reinterpret_cast<float*>(static_cast<char*>(t->data) + i0 * t->nb[0] + i1 * t->nb[1] + i2 * t->nb[2] +
+                                   i3 * t->nb[3]);
+}
+
+void right_kernel(const loom_tensor_t* n) {
+  const loom_tensor_t* a = n->src[0];
+  const loom_tensor_t* b = n->src[1];
+  float scale = 0.0f, bias = 0.0f;
+  if (n->op == LOOM_OP_SCALE) {
+    std::memcpy(&scale, &n->op_params[0], sizeof scale);
+    std::memcpy(&bias, &n->op_params[1], sizeof bias);
+  }
+  for (int64_t i3 = 0; i3 < n->ne[3]; ++i3)
+    for (int64_t i2 = 0; i2 < n->ne[2]; ++i2)
+      for (int64_t i1 = 0; i1 < n->ne[1]; ++i1)
+        for (int64_t i0 = 0; i0 < n->ne[0]; ++i0) {
+          if (n->op == LOOM_OP_SCALE) {
+            at(n, i0, i1, i2, i3) = at(a, i0, i1, i2, i3) * scale + bias;
+            continue;
+          }
+          double sum = 0.0;
+          for (int64_t k = 0; k < a->ne[0]; ++k) {
+            sum += static_cast<double>(at(a, k, i0, i2 / (b->ne[2] / a->ne[2]), i3 / (b->ne[3] / a->ne[3]))) *
+                   at(b, k, i1, i2, i3);
+          }
+          at(n, i0, i1, i2, i3) = static_cast<float>(sum);
+        }
+}
+
+// What the broken kernel does to the process.
+loom_status_t* bad_rows(const loom_tensor_t* n) {
+#if FAKE_KIND == FAKE_SEGV_COMPUTE
+  (void)n;
+  raise(SIGSEGV);
+#elif FAKE_KIND == FAKE_ABORT_COMPUTE
+  (void)n;
+  std::abort();
+#elif FAKE_KIND == FAKE_HANG_COMPUTE
+  (void)n;
+  for (;;) pause();
+#endif
+  g_context_lost = true;  // a sticky error, as CUDA's cudaErrorIllegalAddress
+  return make_status(LOOM_STATUS_INTERNAL, std::string("[" FAKE_NAME ".compute] ") + n->name +
+                                               ": an illegal memory access was encountered (the context is lost)");
+}
+
+void hostile_destroy(loom_stream_t* s) { delete s; }
+loom_status_t* hostile_compute(loom_stream_t*, const loom_graph_t* g) {
+  for (int32_t i = 0; i < g->n_nodes; ++i) {
+    const loom_tensor_t* n = g->nodes[i];
+    if (n->op == LOOM_OP_NONE || loom::common::is_view_op(n->op)) continue;
+    if (!supports_f32(nullptr, n)) {
+      return make_status(LOOM_STATUS_UNIMPLEMENTED, std::string("[" FAKE_NAME ".compute] op ") +
+                                                        loom::common::op_name(n->op) + " of node '" + n->name +
+                                                        "' (" + loom::common::type_name(n->type) + ") is not supported");
+    }
+    if (n->op == LOOM_OP_MUL_MAT && n->src[0]->ne[0] >= kBadRow) return bad_rows(n);
+    right_kernel(n);
+  }
+  return nullptr;
+}
+// No loom.threads: the null pieces' one names the null plugin in its errors.
+const void* no_extension(loom_device_t*, const char*, uint32_t) { return nullptr; }
+loom_status_t* hostile_sync(loom_stream_t*) { return nullptr; }
+const loom_stream_iface_t kHostileStream = {sizeof(loom_stream_iface_t), hostile_destroy, hostile_compute,
+                                            hostile_sync, nullptr, nullptr, nullptr, nullptr};
+loom_status_t* hostile_stream_create(loom_device_t* d, loom_stream_t** out) {
+  if (g_context_lost) {
+    return make_status(LOOM_STATUS_INTERNAL, "[" FAKE_NAME ".stream_create] the context was lost to an earlier error");
+  }
+  *out = new loom_stream_t{sizeof(loom_stream_t), &kHostileStream, d, nullptr};
+  return nullptr;
+}
+#endif
+
 #if FAKE_IS_HOSTILE && FAKE_HOSTILE_AT == FAKE_AT_PROPS
 loom_status_t* hostile_get_props(loom_device_t*, loom_device_props_t*) {
   misbehave();
@@ -232,6 +338,13 @@ loom_status_t* fake_init([[maybe_unused]] void** out_context) {
     ctx->iface = *ctx->devices[0]->raw()->iface;
     ctx->iface.supports_op = supports_wrong;
     ctx->iface.stream_create = wrong_stream_create;
+    for (auto& d : ctx->devices) d->raw()->iface = &ctx->iface;
+#endif
+#if FAKE_COMPUTE_HOSTILE
+    ctx->iface = *ctx->devices[0]->raw()->iface;
+    ctx->iface.supports_op = supports_f32;
+    ctx->iface.stream_create = hostile_stream_create;
+    ctx->iface.get_extension = no_extension;
     for (auto& d : ctx->devices) d->raw()->iface = &ctx->iface;
 #endif
 #if FAKE_SUPPORTS_ALL

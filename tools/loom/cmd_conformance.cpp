@@ -1,38 +1,31 @@
-// `loom conformance [--plugin FILE | --device NAME] [--ops LIST] [--json]`:
-// the conformance suite (conformance/, the same cases test_ops runs) on one
-// plugin file's devices or one device. Prints a table per device (op, types,
-// graphs claimed, passed, worst error as a fraction of the tolerance), the
-// ABI checks and every failure, and a summary. Exit 0 only when every case
-// the device claimed passed; an unknown device, a file that is not there or
-// does not load is an error (1), never a silent skip; bad arguments 2.
+// `loom conformance [--plugin FILE | --device NAME] [--ops LIST] [--json]
+// [--case-timeout S] [--no-isolate]`: the conformance suite (conformance/,
+// the same cases test_ops runs) on one plugin file's devices or one device,
+// each case family in its own child process unless --no-isolate
+// (conformance_isolation.cpp). Prints a table per device (op, types, graphs
+// claimed, passed, worst error as a fraction of the tolerance), the ABI
+// checks, the cases lost with a child and every failure, and a summary
+// (conformance_report.cpp). Exit 0 only when every case the device claimed
+// passed; an unknown device, a file that is not there or does not load is an
+// error (1), never a silent skip; bad arguments 2.
 #include <sys/stat.h>
 
 #include <algorithm>
 #include <cctype>
-#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <map>
 #include <string>
 #include <vector>
 
-#include "cli.hpp"
+#include "arg_parse.hpp"
 #include "common/op_info.h"
-#include "conformance/suite.hpp"
-#include "json.hpp"
+#include "conformance_cli.hpp"
 
 namespace loom::cli {
 namespace {
 
 namespace conf = loom::conformance;
-
-struct ConformanceArgs {
-  CommonOptions common;
-  std::string plugin;  // --plugin FILE
-  std::string device;  // --device NAME
-  std::vector<std::string> ops;
-};
 
 std::string upper(std::string s) {
   for (char& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
@@ -79,8 +72,27 @@ std::string parse(std::vector<std::string>& args, ConformanceArgs* a) {
     } else if (s == "--device") {
       if (!next(&a->device)) return "--device needs a device name";
     } else if (s == "--ops") {
-      if (!next(&v)) return "--ops needs a comma-separated op list";
-      if (std::string e = parse_ops(v, &a->ops); !e.empty()) return e;
+      if (!next(&a->ops_text)) return "--ops needs a comma-separated op list";
+      if (std::string e = parse_ops(a->ops_text, &a->ops); !e.empty()) return e;
+    } else if (s == "--no-isolate") {
+      a->isolate = false;
+    } else if (s == "--case-timeout") {
+      if (!next(&v) || !parse_float(v, 0.001, 1e6, &a->case_timeout_s)) {
+        return "--case-timeout needs a number of seconds (0.001 to 1e6)";
+      }
+    } else if (s == "--child-fd" || s == "--child-family" || s == "--child-from") {
+      // The hidden child mode (conformance_child.cpp): given by the parent only.
+      int64_t n = 0;
+      if (!next(&v)) return s + " needs a value";
+      if (s == "--child-family") {
+        a->child_family = v;
+      } else if (!parse_int(v, 0, 1 << 30, &n)) {
+        return s + ": not a number: " + v;
+      } else if (s == "--child-fd") {
+        a->child_fd = static_cast<int>(n);
+      } else {
+        a->child_from = static_cast<size_t>(n);
+      }
     } else {
       return "unknown argument '" + s + "'";
     }
@@ -88,6 +100,7 @@ std::string parse(std::vector<std::string>& args, ConformanceArgs* a) {
   if (a->plugin.empty() && a->device.empty()) {
     return "name what to test: --plugin FILE (a libloom-<name>.so) or --device NAME ('loom devices' lists them)";
   }
+  if ((a->child_fd >= 0) != !a->child_family.empty()) return "--child-fd and --child-family go together";
   return "";
 }
 
@@ -97,7 +110,8 @@ std::string candidate_line(const registry::Candidate& c) {
   return s;
 }
 
-// The record of dev's plugin file (ready), nullptr when none.
+}  // namespace
+
 const registry::Candidate* candidate_of(const registry::Registry& reg, const registry::Device* dev) {
   for (const registry::Candidate& c : reg.candidates()) {
     if (c.fate == registry::Fate::kReady && c.plugin == dev->info().plugin) return &c;
@@ -105,140 +119,6 @@ const registry::Candidate* candidate_of(const registry::Registry& reg, const reg
   return nullptr;
 }
 
-std::string ratio_text(double r) {
-  if (std::isinf(r)) return "inf";
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%.3g", r);
-  return buf;
-}
-
-struct Counts {
-  int passed = 0, failed = 0, skipped = 0, not_claimed = 0;
-  int rows = 0, rows_claimed = 0, rows_failed = 0;
-};
-
-Counts count(const conf::SuiteResult& r) {
-  Counts c;
-  for (const conf::CaseResult& k : r.cases) {
-    switch (k.outcome) {
-      case conf::Outcome::kPassed: ++c.passed; break;
-      case conf::Outcome::kFailed: ++c.failed; break;
-      case conf::Outcome::kSkipped: ++c.skipped; break;
-      default: ++c.not_claimed; break;
-    }
-  }
-  for (const auto& kv : r.rows) {
-    ++c.rows;
-    if (kv.second.claimed > 0) ++c.rows_claimed;
-    if (kv.second.passed != kv.second.claimed) ++c.rows_failed;
-  }
-  return c;
-}
-
-void print_text(const registry::Device* dev, const registry::Candidate* cand, const conf::SuiteResult& r) {
-  std::printf("loom conformance: device %s (plugin %s", dev->name().c_str(), dev->info().plugin.c_str());
-  if (cand != nullptr) {
-    std::printf(", %s, ABI %u.%u", cand->path.c_str(), LOOM_ABI_MAJOR(cand->abi_version),
-                LOOM_ABI_MINOR(cand->abi_version));
-  }
-  std::printf(")\n\n");
-  std::printf("| %-12s | %-28s | %-9s | %-9s | %-13s |\n", "op", "types", "claimed", "passed", "worst err/tol");
-  std::printf("|--------------|------------------------------|-----------|-----------|---------------|\n");
-  // Rows with a claimed graph; the rest summarised per op below the table.
-  std::map<std::string, int> unclaimed;
-  for (const auto& kv : r.rows) {
-    const conf::Row& row = kv.second;
-    if (row.claimed == 0) {
-      ++unclaimed[row.op];
-      continue;
-    }
-    const std::string claimed = std::to_string(row.claimed) + "/" + std::to_string(row.graphs);
-    const std::string passed = row.claimed == 0 ? "-" : std::to_string(row.passed) + "/" + std::to_string(row.claimed);
-    const std::string worst = row.claimed == 0 ? "-" : ratio_text(row.worst);
-    std::printf("| %-12s | %-28s | %-9s | %-9s | %-13s |%s\n", row.op.c_str(), row.types.c_str(), claimed.c_str(),
-                passed.c_str(), worst.c_str(), row.passed != row.claimed ? "  FAILED" : "");
-  }
-  if (!unclaimed.empty()) {
-    std::string line;
-    for (const auto& kv : unclaimed) line += (line.empty() ? "" : ", ") + kv.first + " (" + std::to_string(kv.second) + ")";
-    std::printf("\nnot claimed (op: type combinations): %s\n", line.c_str());
-  }
-  std::printf("\nABI and device checks:\n");
-  for (const conf::CaseResult& c : r.cases) {
-    if (c.runs > 0) continue;  // op cases are in the table
-    std::printf("  %-52s %s%s\n", (c.suite + "." + c.name).c_str(), conf::outcome_name(c.outcome),
-                c.outcome == conf::Outcome::kSkipped ? (": " + c.skip_reason).c_str() : "");
-  }
-  bool header = false;
-  for (const conf::CaseResult& c : r.cases) {
-    if (c.outcome != conf::Outcome::kFailed) continue;
-    if (!header) std::printf("\nfailures:\n");
-    header = true;
-    std::printf("  %s.%s:\n", c.suite.c_str(), c.name.c_str());
-    size_t shown = 0;
-    for (const conf::Failure& f : c.failures) {
-      if (shown++ == 5) {
-        std::printf("    ... %zu more\n", c.failures.size() - 5);
-        break;
-      }
-      std::string where = f.file.empty() ? "" : std::filesystem::path(f.file).filename().string() + ":" + std::to_string(f.line) + ": ";
-      // The first lines of each message: the count and a few elements.
-      std::string msg = f.message;
-      size_t cut = 0;
-      for (int lines = 0; lines < 4 && cut != std::string::npos; ++lines) cut = msg.find('\n', cut + 1);
-      if (cut != std::string::npos) msg = msg.substr(0, cut) + "\n      ...";
-      for (size_t p = msg.find('\n'); p != std::string::npos; p = msg.find('\n', p + 1)) msg.insert(p + 1, "    ");
-      std::printf("    %s%s\n", where.c_str(), msg.c_str());
-    }
-  }
-  const Counts n = count(r);
-  std::printf("\nsummary: %s: %d cases: %d passed, %d failed, %d skipped, %d not claimed; %d op/type rows: %d claimed, %d failed -> %s\n",
-              dev->name().c_str(), n.passed + n.failed + n.skipped + n.not_claimed, n.passed, n.failed,
-              n.skipped, n.not_claimed, n.rows, n.rows_claimed, n.rows_failed, r.ok() ? "PASS" : "FAIL");
-  if (n.rows_claimed == 0) std::printf("note: %s claims none of the suite's op graphs\n", dev->name().c_str());
-}
-
-Json device_json(const registry::Device* dev, const registry::Candidate* cand, const conf::SuiteResult& r) {
-  const Counts n = count(r);
-  Json j;
-  j["device"] = dev->name();
-  j["plugin"] = dev->info().plugin;
-  if (cand != nullptr) {
-    j["file"] = cand->path;
-    j["abi"] = std::to_string(LOOM_ABI_MAJOR(cand->abi_version)) + "." + std::to_string(LOOM_ABI_MINOR(cand->abi_version));
-  }
-  j["ok"] = r.ok();
-  j["rows"] = Json::array();
-  for (const auto& kv : r.rows) {
-    const conf::Row& row = kv.second;
-    Json jr;
-    jr["op"] = row.op;
-    jr["types"] = row.types;
-    jr["graphs"] = row.graphs;
-    jr["claimed"] = row.claimed;
-    jr["passed"] = row.passed;
-    jr["worst_err_over_tol"] = row.claimed == 0 || std::isinf(row.worst) ? Json(nullptr) : Json(row.worst);
-    j["rows"].push_back(std::move(jr));
-  }
-  j["cases"] = Json::array();
-  for (const conf::CaseResult& c : r.cases) {
-    Json jc;
-    jc["case"] = c.suite + "." + c.name;
-    jc["outcome"] = conf::outcome_name(c.outcome);
-    jc["graphs"] = c.runs;
-    jc["claimed"] = c.claimed_runs;
-    if (!c.skip_reason.empty()) jc["skip_reason"] = c.skip_reason;
-    jc["failures"] = Json::array();
-    for (const conf::Failure& f : c.failures) jc["failures"].push_back(f.message);
-    j["cases"].push_back(std::move(jc));
-  }
-  j["summary"] = {{"passed", n.passed},   {"failed", n.failed},           {"skipped", n.skipped},
-                  {"not_claimed", n.not_claimed}, {"rows", n.rows}, {"rows_claimed", n.rows_claimed},
-                  {"rows_failed", n.rows_failed}};
-  return j;
-}
-
-// The devices to test and their registry, or the error (exit 1).
 std::string pick_devices(const ConformanceArgs& a, std::unique_ptr<registry::Registry>* reg,
                          std::vector<registry::Device*>* devs) {
   if (!a.plugin.empty()) {
@@ -286,16 +166,16 @@ std::string pick_devices(const ConformanceArgs& a, std::unique_ptr<registry::Reg
   return "";
 }
 
-}  // namespace
-
 int cmd_conformance(std::vector<std::string> args) {
   ConformanceArgs a;
   if (std::string err = parse(args, &a); !err.empty()) {
     std::fprintf(stderr, "conformance: %s\n", err.c_str());
     return 2;
   }
-  // Small shapes still take a CPU-like device's threaded paths.
+  // Small shapes still take a CPU-like device's threaded paths (children
+  // inherit it).
   setenv("LOOM_CPU_PARALLEL_MIN_WORK", "0", 0);
+  if (a.child_fd >= 0) conformance_child(a);
   std::unique_ptr<registry::Registry> reg;
   std::vector<registry::Device*> devs;
   if (std::string err = pick_devices(a, &reg, &devs); !err.empty()) {
@@ -309,12 +189,17 @@ int cmd_conformance(std::vector<std::string> args) {
     conf::SuiteOptions opt;
     opt.only_ops = a.ops;
     opt.candidate = candidate_of(*reg, dev);
-    const conf::SuiteResult r = conf::run_suite(dev, opt);
-    ok = ok && r.ok();
-    if (a.common.json) {
-      out["devices"].push_back(device_json(dev, opt.candidate, r));
+    DeviceRun run;
+    if (a.isolate) {
+      run = run_isolated(a, dev->name(), opt);
     } else {
-      print_text(dev, opt.candidate, r);
+      run.suite = conf::run_suite(dev, opt);
+    }
+    ok = ok && run.suite.ok();
+    if (a.common.json) {
+      out["devices"].push_back(report_json(dev, opt.candidate, run));
+    } else {
+      print_report(dev, opt.candidate, run);
     }
   }
   if (a.common.json) {
