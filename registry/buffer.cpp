@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "loom/log.hpp"
+#include "loom/plugin_calls.hpp"
 #include "registry/guard.hpp"
 #include "registry/plugin_handle.hpp"
 
@@ -32,22 +33,10 @@ Buffer& Buffer::operator=(Buffer&& o) noexcept {
   return *this;
 }
 
-void* Buffer::base() const {
-  if (!raw_) return nullptr;
-  void* p = nullptr;
-  std::string err = call_plugin([&] { p = raw_->iface->base(raw_); });
-  if (!err.empty()) LOOM_LOG_WARN("registry", "[buffer.base] " + err);
-  return p;
-}
+// Through the raw-handle door, with its struct_size checks.
+void* Buffer::base() const { return raw_ ? registry::buffer_base(raw_) : nullptr; }
 
-bool Buffer::is_host() const {
-  if (!raw_ || !raw_->buffer_type || !raw_->buffer_type->iface) return false;
-  loom_buffer_type_t* t = raw_->buffer_type;
-  bool host = false;
-  std::string err = call_plugin([&] { host = t->iface->is_host(t); });
-  if (!err.empty()) LOOM_LOG_WARN("registry", "[buffer.is_host] " + err);
-  return host;
-}
+bool Buffer::is_host() const { return raw_ && registry::buffer_type_is_host(raw_->buffer_type); }
 
 Status Buffer::clear(uint8_t value) {
   if (!raw_) return invalid_argument("[buffer.clear] empty buffer");
@@ -109,6 +98,9 @@ bool Stream::has_events() const {
 Status Stream::set_tensor_async(loom_tensor_t* tensor, const void* data, size_t offset,
                                 size_t size) {
   if (!has_set_async()) return unimplemented("[stream.set_tensor_async] not provided");
+  Status range = registry::check_tensor_range("stream.set_tensor_async", tensor ? tensor->buffer : nullptr, tensor,
+                                              offset, size);
+  if (!range.ok()) return range;
   return call_plugin_status("stream.set_tensor_async", "set_tensor_async", [&] {
     return raw_->iface->set_tensor_async(raw_, tensor, data, offset, size);
   });
@@ -121,6 +113,9 @@ bool Stream::has_get_async() const {
 
 Status Stream::get_tensor_async(const loom_tensor_t* tensor, void* data, size_t offset, size_t size) {
   if (!has_get_async()) return unimplemented("[stream.get_tensor_async] not provided");
+  Status range = registry::check_tensor_range("stream.get_tensor_async", tensor ? tensor->buffer : nullptr, tensor,
+                                              offset, size);
+  if (!range.ok()) return range;
   return call_plugin_status("stream.get_tensor_async", "get_tensor_async", [&] {
     return raw_->iface->get_tensor_async(raw_, tensor, data, offset, size);
   });

@@ -2,6 +2,9 @@
 // struct_size checks for buffers and buffer types.
 #include "loom/plugin_calls.hpp"
 
+#include <cstring>
+
+#include "common/type_traits.h"
 #include "loom/log.hpp"
 #include "registry/guard.hpp"
 #include "registry/loader.hpp"
@@ -16,6 +19,46 @@ bool has_buffer_entry(const loom_buffer_t* b, size_t end) {
 Status no_buffer(const char* op) { return invalid_argument(std::string("[") + op + "] buffer is null"); }
 
 }  // namespace
+
+StatusOr<size_t> tensor_span_bytes(const loom_tensor_t* t) {
+  if (!common::type_is_valid(t->type)) return invalid_argument("type id " + std::to_string(t->type) + " is unknown");
+  const common::TypeTraits& tr = common::type_traits(t->type);
+  for (int i = 0; i < LOOM_MAX_DIMS; ++i) {
+    if (t->ne[i] < 0) return invalid_argument("negative extent");
+    if (t->ne[i] == 0) return size_t{0};
+  }
+  // As ggml counts: the last element's (or block's) end from data.
+  unsigned __int128 bytes = tr.type_size;
+  const uint64_t blocks = (static_cast<uint64_t>(t->ne[0]) + tr.block_size - 1) / static_cast<uint64_t>(tr.block_size);
+  bytes += static_cast<unsigned __int128>(blocks - 1) * static_cast<uint64_t>(t->nb[0]);
+  for (int i = 1; i < LOOM_MAX_DIMS; ++i) {
+    bytes += static_cast<unsigned __int128>(t->ne[i] - 1) * static_cast<uint64_t>(t->nb[i]);
+  }
+  if (bytes > SIZE_MAX) return invalid_argument("its byte span overflows");
+  return static_cast<size_t>(bytes);
+}
+
+Status check_tensor_range(const char* op, loom_buffer_t* b, const loom_tensor_t* t, size_t offset, size_t size) {
+  const std::string where = std::string("[") + op + "] ";
+  if (t == nullptr) return invalid_argument(where + "tensor is null");
+  const std::string name = "tensor '" + std::string(t->name, strnlen(t->name, LOOM_MAX_NAME)) + "'";
+  StatusOr<size_t> span = tensor_span_bytes(t);
+  if (!span.ok()) return invalid_argument(where + name + ": " + span.status().message());
+  if (offset > *span || size > *span - offset) {
+    return invalid_argument(where + name + ": bytes [" + std::to_string(offset) + ", " + std::to_string(offset) +
+                            " + " + std::to_string(size) + ") are outside its " + std::to_string(*span) + " bytes");
+  }
+  if (b == nullptr || *span == 0) return Status();
+  const char* base = static_cast<const char*>(buffer_base(b));
+  const char* data = static_cast<const char*>(t->data);
+  if (base == nullptr) return Status();  // a buffer without addresses: the plugin places its tensors itself
+  if (data < base || static_cast<size_t>(data - base) > b->size || *span > b->size - static_cast<size_t>(data - base)) {
+    return invalid_argument(where + name + ": its " + std::to_string(*span) + " bytes at data " +
+                            std::to_string(reinterpret_cast<uintptr_t>(data)) + " are not inside its buffer [" +
+                            std::to_string(reinterpret_cast<uintptr_t>(base)) + ", +" + std::to_string(b->size) + ")");
+  }
+  return Status();
+}
 
 StatusOr<size_t> buffer_type_alignment(loom_buffer_type_t* buft) {
   if (!buft || !buft->iface) return invalid_argument("[buffer_type.alignment] buffer type is null");
@@ -76,6 +119,8 @@ Status buffer_set_tensor(loom_buffer_t* b, loom_tensor_t* t, const void* data, s
   if (!has_buffer_entry(b, LOOM_STRUCT_END(loom_buffer_iface_t, set_tensor)) || !b->iface->set_tensor) {
     return internal_error("[buffer.set_tensor] " + buffer_type_name(b->buffer_type) + ": no set_tensor entry");
   }
+  if (Status st = check_tensor_range("buffer.set_tensor", b, t, offset, size); !st.ok()) return st;
+  if (data == nullptr && size > 0) return invalid_argument("[buffer.set_tensor] data is null");
   return call_plugin_status("buffer.set_tensor", buffer_type_name(b->buffer_type),
                             [&] { return b->iface->set_tensor(b, t, data, offset, size); });
 }
@@ -85,6 +130,8 @@ Status buffer_get_tensor(loom_buffer_t* b, const loom_tensor_t* t, void* data, s
   if (!has_buffer_entry(b, LOOM_STRUCT_END(loom_buffer_iface_t, get_tensor)) || !b->iface->get_tensor) {
     return internal_error("[buffer.get_tensor] " + buffer_type_name(b->buffer_type) + ": no get_tensor entry");
   }
+  if (Status st = check_tensor_range("buffer.get_tensor", b, t, offset, size); !st.ok()) return st;
+  if (data == nullptr && size > 0) return invalid_argument("[buffer.get_tensor] data is null");
   return call_plugin_status("buffer.get_tensor", buffer_type_name(b->buffer_type),
                             [&] { return b->iface->get_tensor(b, t, data, offset, size); });
 }
@@ -93,6 +140,10 @@ Status buffer_copy_tensor(loom_buffer_t* b, const loom_tensor_t* src, loom_tenso
   if (!b) return no_buffer("buffer.copy_tensor");
   if (!has_buffer_entry(b, LOOM_STRUCT_END(loom_buffer_iface_t, copy_tensor)) || !b->iface->copy_tensor) {
     return unimplemented("[buffer.copy_tensor] not provided");
+  }
+  if (Status st = check_tensor_range("buffer.copy_tensor", b, dst, 0, 0); !st.ok()) return st;
+  if (Status st = check_tensor_range("buffer.copy_tensor", src ? src->buffer : nullptr, src, 0, 0); !st.ok()) {
+    return st;
   }
   return call_plugin_status("buffer.copy_tensor", buffer_type_name(b->buffer_type),
                             [&] { return b->iface->copy_tensor(b, src, dst); });

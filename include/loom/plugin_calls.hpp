@@ -28,6 +28,17 @@ std::string buffer_type_name(loom_buffer_type_t* buft);
 // when the call fails).
 bool buffer_type_is_host(loom_buffer_type_t* buft);
 
+// The bytes tensor `t` spans from its data pointer (ggml's nbytes: the
+// first row's blocks plus (ne[i] - 1) * nb[i] for the other dims; 0 when an
+// extent is 0). INVALID_ARGUMENT for an unknown type, a negative extent or
+// a span past SIZE_MAX.
+StatusOr<size_t> tensor_span_bytes(const loom_tensor_t* t);
+// The host's range check before any plugin call that moves tensor bytes
+// (docs/plugin-abi.md, host rule 19): [offset, offset + size) inside t's
+// span without overflow, and t's span inside buffer `b` (when b is given and
+// has a base address). INVALID_ARGUMENT "[op] tensor 'x': ..." otherwise.
+Status check_tensor_range(const char* op, loom_buffer_t* b, const loom_tensor_t* t, size_t offset, size_t size);
+
 // Base address of `b` (nullptr when the call fails; logged).
 void* buffer_base(loom_buffer_t* b);
 // The buffer's init_tensor for a tensor just placed in it; OK when the
