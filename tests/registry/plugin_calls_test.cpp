@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <stdexcept>
 #include <vector>
 
@@ -87,6 +88,50 @@ TEST(PluginCalls, ExceptionsBecomeStatuses) {
   // A missing get_tensor entry is an error, not a jump through NULL.
   EXPECT_EQ(registry::buffer_get_tensor(&f.buf, &f.t, x, 0, sizeof x).code(), StatusCode::kInternal);
   EXPECT_EQ(registry::buffer_init_tensor(nullptr, &f.t).code(), StatusCode::kInvalidArgument);
+}
+
+// Host rule 19: a range outside the tensor or a tensor outside its buffer
+// never reaches the plugin (the throwing entries would say so).
+TEST(PluginCalls, RangesAreCheckedBeforeThePluginSeesThem) {
+  Fixture f(&kNew);
+  float x[8] = {};
+  Status st = registry::buffer_set_tensor(&f.buf, &f.t, x, 8, 12);  // 8 + 12 > 16 bytes
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << st.message();
+  EXPECT_NE(st.message().find("[buffer.set_tensor] tensor 't': bytes [8, 8 + 12) are outside its 16 bytes"),
+            std::string::npos)
+      << st.message();
+  st = registry::buffer_set_tensor(&f.buf, &f.t, x, SIZE_MAX - 3, 8);  // offset + size overflows
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << st.message();
+  st = registry::buffer_set_tensor(&f.buf, &f.t, x, 4, SIZE_MAX);
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << st.message();
+  f.t.data = f.mem.data() + 248;  // 16 bytes from 8 before the end
+  st = registry::buffer_set_tensor(&f.buf, &f.t, x, 0, 4);
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << st.message();
+  EXPECT_NE(st.message().find("are not inside its buffer"), std::string::npos) << st.message();
+  st = registry::buffer_copy_tensor(&f.buf, &f.t, &f.t);
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << st.message();
+  // Strides count: 4 rows of 16 bytes 64 apart span 3 * 64 + 16 bytes.
+  f.t.data = f.mem.data();
+  f.t.ne[1] = 4;
+  f.t.nb[1] = 64;
+  StatusOr<size_t> span = registry::tensor_span_bytes(&f.t);
+  ASSERT_TRUE(span.ok());
+  EXPECT_EQ(*span, 3u * 64 + 16);
+  f.t.ne[1] = 5;  // 4 * 64 + 16 > 256
+  EXPECT_EQ(registry::buffer_set_tensor(&f.buf, &f.t, x, 0, 4).code(), StatusCode::kInvalidArgument);
+  // A quantized row: whole blocks (2 Q8_0 blocks of 34 bytes).
+  f.t.type = LOOM_TYPE_Q8_0;
+  f.t.ne[0] = 64;
+  f.t.ne[1] = 1;
+  f.t.nb[0] = 34;
+  span = registry::tensor_span_bytes(&f.t);
+  ASSERT_TRUE(span.ok());
+  EXPECT_EQ(*span, 68u);
+  // In range, the plugin is called (and throws, by design of this fixture).
+  f.t.type = LOOM_TYPE_F32;
+  f.t.ne[0] = 4;
+  f.t.nb[0] = 4;
+  EXPECT_EQ(registry::buffer_set_tensor(&f.buf, &f.t, x, 0, 16).code(), StatusCode::kInternal);
 }
 
 TEST(PluginCalls, AlignmentMustBeAPowerOfTwo) {
