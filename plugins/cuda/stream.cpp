@@ -8,6 +8,7 @@
 #include "common/op_check.h"
 #include "common/op_info.h"
 #include "device.h"
+#include "ops/support.h"
 
 namespace loom::cuda {
 namespace {
@@ -76,10 +77,10 @@ loom_status_t* Stream::init() {
   device_->make_current();
   cudaError_t e = cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking);
   if (e != cudaSuccess) return cuda_status(device_, "stream_create", e);
-  if ((e = cudaMalloc(reinterpret_cast<void**>(&error_), sizeof(int32_t))) != cudaSuccess) return cuda_status(device_, "stream_create", e);
-  if ((e = cudaMemset(error_, 0, sizeof(int32_t))) != cudaSuccess) return cuda_status(device_, "stream_create", e);
-  if ((e = cudaMallocHost(reinterpret_cast<void**>(&error_host_), sizeof(int32_t))) != cudaSuccess) return cuda_status(device_, "stream_create", e);
-  *error_host_ = 0;
+  if ((e = cudaMalloc(reinterpret_cast<void**>(&error_), sizeof(KernelFault))) != cudaSuccess) return cuda_status(device_, "stream_create", e);
+  if ((e = cudaMemset(error_, 0, sizeof(KernelFault))) != cudaSuccess) return cuda_status(device_, "stream_create", e);
+  if ((e = cudaMallocHost(reinterpret_cast<void**>(&error_host_), sizeof(KernelFault))) != cudaSuccess) return cuda_status(device_, "stream_create", e);
+  *error_host_ = KernelFault{};
   graphs_ = common::plugin_env_flag("LOOM_CUDA_GRAPHS", false);
   const Cublas* cb = device_->cublas();
   if (cb != nullptr && cb->ok()) {
@@ -146,16 +147,34 @@ loom_status_t* Stream::compute(const loom_graph_t* graph) {
   ctx.scratch = this;
   ctx.error = error_;
   ctx.sm_count = device_->sm_count();
-  loom_status_t* st = nullptr;
+  loom_status_t* st = check_graph(graph);
+  if (st != nullptr) return st;
   if (graphs_ && run_as_cuda_graph(ctx, graph, &st)) return st;
   return launch_all(ctx, graph);
+}
+
+namespace {
+bool is_compute(const loom_tensor_t* n) { return n != nullptr && n->op != LOOM_OP_NONE && !common::is_view_op(n->op); }
+}  // namespace
+
+loom_status_t* Stream::check_graph(const loom_graph_t* graph) {
+  // Before any launch: a node the kernels cannot run must not reach them
+  // (a half-launched graph or a kernel reading the wrong type).
+  for (int32_t i = 0; i < graph->n_nodes; ++i) {
+    const loom_tensor_t* node = graph->nodes[i];
+    if (!is_compute(node)) continue;
+    if (const char* why = unsupported_reason(node)) {
+      return make_status(LOOM_STATUS_UNIMPLEMENTED, refusal_message(node, why));
+    }
+    if (loom_status_t* st = common::check_node_memory("cuda.compute", node, common::op_source_count(node->op))) return st;
+  }
+  return nullptr;
 }
 
 loom_status_t* Stream::launch_all(const LaunchContext& ctx, const loom_graph_t* graph) {
   for (int32_t i = 0; i < graph->n_nodes; ++i) {
     const loom_tensor_t* node = graph->nodes[i];
-    if (node == nullptr || node->op == LOOM_OP_NONE || common::is_view_op(node->op)) continue;
-    if (loom_status_t* st = common::check_node_memory("cuda.compute", node, common::op_source_count(node->op))) return st;
+    if (!is_compute(node)) continue;
     if (loom_status_t* st = launch_node(ctx, node)) return st;
   }
   return nullptr;
@@ -237,17 +256,14 @@ bool Stream::run_as_cuda_graph(const LaunchContext& eager_ctx, const loom_graph_
 
 loom_status_t* Stream::synchronize() {
   device_->make_current();
-  cudaError_t e = cudaMemcpyAsync(error_host_, error_, sizeof(int32_t), cudaMemcpyDeviceToHost, stream_);
+  cudaError_t e = cudaMemcpyAsync(error_host_, error_, sizeof(KernelFault), cudaMemcpyDeviceToHost, stream_);
   if (e == cudaSuccess) e = cudaStreamSynchronize(stream_);
   if (e != cudaSuccess) return cuda_status(device_, "synchronize", e);
-  const int32_t code = *error_host_;
-  if (code == kErrNone) return nullptr;
-  *error_host_ = 0;
-  cudaMemsetAsync(error_, 0, sizeof(int32_t), stream_);
-  return make_status(LOOM_STATUS_INVALID_ARGUMENT,
-                     "[cuda.synchronize] " + device_->name() + ": " +
-                         (code == kErrRowIndex ? "a GET_ROWS / SET_ROWS row index is outside the source rows"
-                                               : "an ATTENTION visible count is outside [0, n_kv]"));
+  if (error_host_->code == kErrNone) return nullptr;
+  const std::string what = fault_message(*error_host_);
+  *error_host_ = KernelFault{};
+  cudaMemsetAsync(error_, 0, sizeof(KernelFault), stream_);
+  return make_status(LOOM_STATUS_INVALID_ARGUMENT, "[cuda.synchronize] " + device_->name() + ": " + what);
 }
 
 loom_status_t* Stream::set_async(loom_tensor_t* t, const void* data, size_t offset, size_t size) {

@@ -39,6 +39,9 @@ class Stream final : public Scratch {
  private:
   explicit Stream(Device* device);
   loom_status_t* init();
+  // UNIMPLEMENTED for the first node the kernels do not run (support.h),
+  // INVALID_ARGUMENT for one without memory; nothing is launched.
+  loom_status_t* check_graph(const loom_graph_t* graph);
   // Enqueue every node of graph with ctx.
   loom_status_t* launch_all(const LaunchContext& ctx, const loom_graph_t* graph);
   // The graph path: replay, capture, or false to run eagerly.
@@ -49,8 +52,8 @@ class Stream final : public Scratch {
   Device* device_;
   cudaStream_t stream_ = nullptr;
   cublasHandle_t blas_ = nullptr;
-  int32_t* error_ = nullptr;       // device word
-  int32_t* error_host_ = nullptr;  // pinned mirror
+  KernelFault* error_ = nullptr;       // device word (ops/fault.h)
+  KernelFault* error_host_ = nullptr;  // pinned mirror
   void* scratch_ = nullptr;
   size_t scratch_size_ = 0;
   bool graphs_ = false;     // LOOM_CUDA_GRAPHS

@@ -3,11 +3,13 @@
 // chunk's exact softmax (max and sum through the shared-memory tree), sums
 // the chunk's weighted V rows per output element, and merges the chunk
 // into the running state (attention.cuh's online merge). A visible[t]
-// outside [0, n_kv] sets kErrVisible and writes a zero row.
+// outside [0, n_kv] fills the fault word (kErrVisible, t and the value)
+// and writes a zero row.
 #include <cstring>
 
 #include "attention.cuh"
 #include "dequant.cuh"
+#include "fault.cuh"
 #include "launch.cuh"
 #include "ops.h"
 #include "tensor.cuh"
@@ -37,7 +39,7 @@ struct AddF {
 
 // Shared memory: q [D], acc [Dv], p [kAttnChunk], reduce [kAttnChunk].
 __global__ void attention_kernel(TArg dst, TArg q, TArg k, TArg v, const uint8_t* vis, int64_t vis_stride, float scale,
-                                 int32_t* err) {
+                                 KernelFault* err) {
   extern __shared__ float sh[];
   const int64_t D = q.ne[0], Dv = v.ne[0], n_kv = k.ne[1];
   const int64_t h = blockIdx.x, t = blockIdx.y;
@@ -49,7 +51,7 @@ __global__ void attention_kernel(TArg dst, TArg q, TArg k, TArg v, const uint8_t
   uint8_t* out = dst.data + h * dst.nb[1] + t * dst.nb[2];
   const int32_t visible = *reinterpret_cast<const int32_t*>(vis + t * vis_stride);
   const bool bad = visible < 0 || visible > n_kv;
-  if (bad && threadIdx.x == 0) atomicCAS(err, 0, static_cast<int32_t>(kErrVisible));
+  if (bad && threadIdx.x == 0) report_fault(err, kErrVisible, LOOM_OP_ATTENTION, t, visible, n_kv);
   for (int64_t d = threadIdx.x; d < D; d += kAttnChunk) qs[d] = load_elem(q.type, q.data + q.offset(d, h, t, 0));
   for (int64_t d = threadIdx.x; d < Dv; d += kAttnChunk) acc[d] = 0.0f;
   __syncthreads();

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "cublas.h"
+#include "fault.h"
 #include "loom/plugin.h"
 
 namespace loom::cuda {
@@ -27,28 +28,17 @@ class Scratch {
   virtual void* get(size_t bytes, loom_status_t** st) = 0;
 };
 
-// Codes kernels write into the error word (first error wins).
-enum KernelError : int32_t {
-  kErrNone = 0,
-  kErrRowIndex = 1,   // GET_ROWS / SET_ROWS index outside the rows
-  kErrVisible = 2,    // ATTENTION visible[t] outside [0, n_kv]
-};
-
 struct LaunchContext {
   cudaStream_t stream = nullptr;
   const Cublas* cublas = nullptr;  // nullptr or !ok(): no cuBLAS
   cublasHandle_t blas = nullptr;   // bound to stream
   Scratch* scratch = nullptr;
-  int32_t* error = nullptr;        // device word, 0 = fine
+  KernelFault* error = nullptr;    // device word, code 0 = fine
   int sm_count = 1;
 };
 
-// Whether the kernels run `node` (a well-formed compute node per
-// common::check_node): types, layouts (quantized rows contiguous, result
-// rows dense where a kernel writes whole rows).
-bool supports_node(const loom_tensor_t* node);
-
-// Enqueue one node; NULL or a status naming the node and the CUDA error.
+// Enqueue one node that passed unsupported_reason (support.h); NULL or a
+// status naming the node and the CUDA error.
 loom_status_t* launch_node(const LaunchContext& ctx, const loom_tensor_t* node);
 
 // Per family (ops/<family>.cu).
