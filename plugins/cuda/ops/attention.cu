@@ -1,4 +1,5 @@
-// ATTENTION: a block of kAttnChunk threads per (query head, token). The
+// ATTENTION: a block of kAttnChunk threads per (query head, token) for
+// prefill (decode goes to attention_split.cu, support.h picks). The
 // block scores kAttnChunk KV rows at a time (a thread per row), takes the
 // chunk's exact softmax (max and sum through the shared-memory tree), sums
 // the chunk's weighted V rows per output element, and merges the chunk
@@ -12,6 +13,7 @@
 #include "fault.cuh"
 #include "launch.cuh"
 #include "ops.h"
+#include "support.h"
 #include "tensor.cuh"
 
 namespace loom::cuda {
@@ -82,6 +84,7 @@ __global__ void attention_kernel(TArg dst, TArg q, TArg k, TArg v, const uint8_t
 }  // namespace
 
 loom_status_t* launch_attention(const LaunchContext& ctx, const loom_tensor_t* node) {
+  if (node_path(node) == Path::kAttentionSplit) return launch_attention_split(ctx, node);
   const loom_tensor_t* q = node->src[0];
   if (node->ne[0] * node->ne[1] * node->ne[2] == 0) return nullptr;
   float scale;

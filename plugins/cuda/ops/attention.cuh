@@ -42,9 +42,32 @@ LOOM_HD MergeFactors online_factors(OnlineState a, OnlineState b) {
 LOOM_HD OnlineState online_merge(OnlineState a, OnlineState b, MergeFactors f) {
   return {fmaxf(a.m, b.m), a.l * f.ca + b.l * f.cb};
 }
-// acc element after the merge.
+// acc element after the merge (acc_b: the other side's, for one row v_j
+// with state {score, 1}).
 LOOM_HD float online_merge_acc(float acc_a, float acc_b, MergeFactors f) { return acc_a * f.ca + acc_b * f.cb; }
 // The output element: acc / l, or 0 when no row was visible.
 LOOM_HD float online_finish(OnlineState s, float acc) { return s.l > 0.0f ? acc / s.l : 0.0f; }
+
+// The decode path (attention_split.cu, flash-decoding): the KV range is
+// cut into splits of kSplitRows rows, one block of kSplitWarps warps per
+// (head, token, split); warp w takes rows w, w + kSplitWarps, ... of its
+// split, each row a one-row chunk merged into the warp's state
+// (online_factors with {score, 1}), and writes its partial (m, l, acc[Dv]).
+// A second kernel merges the partials of (head, token) in order (split,
+// then warp) and divides. Lane l holds elements l, l + 32, ... of a row, so
+// head sizes up to kSplitMaxDim fit in registers.
+constexpr int kSplitWarps = 4;
+constexpr int kSplitRows = 256;
+constexpr int kSplitMaxDim = 256;
+constexpr int64_t kSplitMaxTokens = 8;
+
+// Lane `lane`'s part of q . k (elements lane, lane + 32, ... in order); the
+// warp's 32 parts then sum in the halving tree (launch.cuh) and the sum is
+// multiplied by the scale.
+LOOM_HD float split_lane_dot(const float* q, const uint8_t* k, int k_type, int64_t nb0, int64_t d, int lane) {
+  float s = 0.0f;
+  for (int64_t i = lane; i < d; i += 32) s += q[i] * load_elem(k_type, k + i * nb0);
+  return s;
+}
 
 }  // namespace loom::cuda

@@ -49,6 +49,7 @@ loom_status_t* launch_rows(const LaunchContext& ctx, const loom_tensor_t* node);
 loom_status_t* launch_copy(const LaunchContext& ctx, const loom_tensor_t* node);  // cpy, cont
 loom_status_t* launch_mul_mat(const LaunchContext& ctx, const loom_tensor_t* node);
 loom_status_t* launch_attention(const LaunchContext& ctx, const loom_tensor_t* node);
+loom_status_t* launch_attention_split(const LaunchContext& ctx, const loom_tensor_t* node);  // decode
 
 // The status after a launch: NULL when cudaGetLastError is clean, else
 // INTERNAL "[cuda.compute] node ...: <what>: <cuda error>".

@@ -2,6 +2,7 @@
 
 #include "common/op_check.h"
 #include "common/op_info.h"
+#include "attention.cuh"
 #include "weight_types.h"
 
 namespace loom::cuda {
@@ -50,9 +51,12 @@ Path copy(const loom_tensor_t* n) {
 // cuBLAS writes whole result columns at a leading dimension: dense f32 rows.
 Path mul_mat(const loom_tensor_t* n) { return n->nb[0] == 4 && n->nb[1] % 4 == 0 ? Path::kMulMat : Path::kNone; }
 
+// A few tokens with heads up to kSplitMaxDim: the split (flash-decoding)
+// kernels; else a block per (head, token).
 Path attention(const loom_tensor_t* n) {
-  const bool fits = n->src[0]->ne[0] <= kAttnMaxDim && n->src[2]->ne[0] <= kAttnMaxDim &&
-                    n->src[0]->ne[2] <= kAttnMaxTokens;
+  const int64_t d = n->src[0]->ne[0], dv = n->src[2]->ne[0], tokens = n->src[0]->ne[2];
+  if (d <= kSplitMaxDim && dv <= kSplitMaxDim && tokens <= kSplitMaxTokens) return Path::kAttentionSplit;
+  const bool fits = d <= kAttnMaxDim && dv <= kAttnMaxDim && tokens <= kAttnMaxTokens;
   return fits ? Path::kAttention : Path::kNone;
 }
 

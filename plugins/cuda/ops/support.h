@@ -27,7 +27,8 @@ enum class Path : uint8_t {
   kGetRows, kSetRows,                                // rows.cu
   kCopyBlocks, kCopyQuantize, kCopyDequantize, kCopyPlain,  // copy.cu
   kMulMat,                                           // matmul.cu (GEMV or cuBLAS by batch size)
-  kAttention,                                        // attention.cu
+  kAttention,                                        // attention.cu (any token count)
+  kAttentionSplit,                                   // attention_split.cu (decode: split over the KV length)
 };
 
 constexpr uint32_t type_bit(int32_t t) { return 1u << static_cast<uint32_t>(t); }
