@@ -1,5 +1,6 @@
 #include "stream.h"
 
+#include <cstring>
 #include <memory>
 #include <string>
 
@@ -8,6 +9,7 @@
 #include "common/op_check.h"
 #include "common/op_info.h"
 #include "device.h"
+#include "ops/gemv.h"
 #include "ops/support.h"
 
 namespace loom::cuda {
@@ -81,7 +83,7 @@ loom_status_t* Stream::init() {
   if ((e = cudaMemset(error_, 0, sizeof(KernelFault))) != cudaSuccess) return cuda_status(device_, "stream_create", e);
   if ((e = cudaMallocHost(reinterpret_cast<void**>(&error_host_), sizeof(KernelFault))) != cudaSuccess) return cuda_status(device_, "stream_create", e);
   *error_host_ = KernelFault{};
-  graphs_ = common::plugin_env_flag("LOOM_CUDA_GRAPHS", false);
+  graphs_ = common::plugin_env_flag("LOOM_CUDA_GRAPHS", true);
   const Cublas* cb = device_->cublas();
   if (cb != nullptr && cb->ok()) {
     if (cb->create(&blas_) != CUBLAS_STATUS_SUCCESS) {
@@ -147,9 +149,11 @@ loom_status_t* Stream::compute(const loom_graph_t* graph) {
   ctx.scratch = this;
   ctx.error = error_;
   ctx.sm_count = device_->sm_count();
-  loom_status_t* st = check_graph(graph);
-  if (st != nullptr) return st;
+  loom_status_t* st = nullptr;
+  // A replay skips check_graph: its key (fingerprint and addresses) is the
+  // one of a graph that passed it.
   if (graphs_ && run_as_cuda_graph(ctx, graph, &st)) return st;
+  if ((st = check_graph(graph)) != nullptr) return st;
   return launch_all(ctx, graph);
 }
 
@@ -183,23 +187,33 @@ loom_status_t* Stream::launch_all(const LaunchContext& ctx, const loom_graph_t* 
 namespace {
 
 // What a captured graph bakes in: the host's fingerprint and every node's
-// and source's address and params (FNV-1a).
+// and source's address and params (FNV-1a over 8-byte words: a decode step
+// hashes a few thousand of them).
 uint64_t graph_key(const loom_graph_t* g) {
   uint64_t h = 1469598103934665603ull ^ g->fingerprint;
-  auto mix = [&h](const void* p, size_t n) {
-    const uint8_t* b = static_cast<const uint8_t*>(p);
-    for (size_t i = 0; i < n; ++i) h = (h ^ b[i]) * 1099511628211ull;
-  };
+  auto mix = [&h](uint64_t w) { h = (h ^ w) * 1099511628211ull; };
   for (int32_t i = 0; i < g->n_nodes; ++i) {
     const loom_tensor_t* t = g->nodes[i];
     if (t == nullptr) continue;
-    mix(&t->data, sizeof t->data);
-    mix(t->op_params, sizeof t->op_params);
-    for (const loom_tensor_t* s : t->src) {
-      if (s) mix(&s->data, sizeof s->data);
-    }
+    mix(reinterpret_cast<uintptr_t>(t->data));
+    static_assert(sizeof t->op_params % 8 == 0, "op_params in whole 8-byte words");
+    uint64_t words[sizeof t->op_params / 8];
+    std::memcpy(words, t->op_params, sizeof words);
+    for (uint64_t w : words) mix(w);
+    for (const loom_tensor_t* s : t->src) mix(s ? reinterpret_cast<uintptr_t>(s->data) : 0);
   }
   return h == 0 ? 1 : h;
+}
+
+// Graphs worth capturing: decode-sized, every MUL_MAT on the GEMV kernels
+// (N <= kGemvMaxCols). Prefill keeps cuBLAS, which may allocate workspace
+// and cannot run inside a capture here.
+bool decode_sized(const loom_graph_t* g) {
+  for (int32_t i = 0; i < g->n_nodes; ++i) {
+    const loom_tensor_t* t = g->nodes[i];
+    if (t != nullptr && t->op == LOOM_OP_MUL_MAT && t->src[1] != nullptr && t->src[1]->ne[1] > kGemvMaxCols) return false;
+  }
+  return true;
 }
 
 }  // namespace
@@ -216,13 +230,14 @@ bool Stream::run_as_cuda_graph(const LaunchContext& eager_ctx, const loom_graph_
     if (graph_exec_) common::plugin_log(LOOM_LOG_LEVEL_DEBUG, "cuda", device_->name() + ": graph changed, CUDA graph dropped");
     drop_cuda_graph();
     graph_key_ = key;
-    graph_failed_ = false;
+    graph_failed_ = !decode_sized(graph);  // prefill: eager, never captured
     return false;  // first run of this key: eager (it also sizes the scratch)
   }
   if (graph_failed_) return false;  // capture failed for this key: eager
   if (graph_exec_ == nullptr) {
-    // Second run with the same key: capture. MUL_MAT runs on the GEMV
-    // kernels here (cuBLAS may allocate workspace while capturing).
+    // Second run with the same key: check, then capture. MUL_MAT runs on the
+    // GEMV kernels here (cuBLAS may allocate workspace while capturing).
+    if ((*st = check_graph(graph)) != nullptr) return true;
     LaunchContext ctx = eager_ctx;
     ctx.blas = nullptr;
     if (cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal) != cudaSuccess) {

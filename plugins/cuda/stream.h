@@ -3,10 +3,13 @@
 // compute() enqueues a graph's kernels and returns (LOOM_DEVICE_CAP_ASYNC);
 // synchronize() waits and reports CUDA errors and the kernels' input
 // errors (row index, visible count) as statuses. Events are cudaEvents.
-// With LOOM_CUDA_GRAPHS=1 (experimental, off by default) a graph computed
-// twice in a row with the same key (the host's fingerprint plus every
-// node's addresses and params) is captured as a CUDA graph on its second
-// run and replayed while the key stays; a new key drops it (debug log).
+// CUDA graphs (on by default, LOOM_CUDA_GRAPHS=0 turns them off): a
+// decode-sized graph (every MUL_MAT with at most kGemvMaxCols columns)
+// computed twice in a row with the same key (the host's fingerprint plus
+// every node's addresses and params) is captured as a CUDA graph on its
+// second run and replayed while the key stays; a new key drops it (debug
+// log). The first run of a key is eager and sizes the scratch, so a
+// capture never allocates.
 // One thread at a time per stream (plugin.h).
 #pragma once
 
