@@ -2,7 +2,8 @@
 // host: the split kernel's order (splits of kSplitRows rows, warp w taking
 // rows w, w + kSplitWarps, ..., each row merged into the warp's online
 // state, lane parts of q . k summed in the halving tree) and the combine
-// kernel's (partials merged in split-then-warp order), against the cpu
+// kernel's (partials merged in split-then-warp order), with query heads
+// grouped per kv head as the kernel's blocks take them, against the cpu
 // plugin running the same node. Also which path support.h picks.
 #include <gtest/gtest.h>
 
@@ -45,7 +46,8 @@ const uint8_t* kv_row(const Operand& x, int64_t j, int64_t g) {
 
 TEST_F(CudaAttentionOnHost, SplitPartialsAndCombineMatchTheCpuPlugin) {
   seed(2810);
-  const int64_t D = 72, Dv = 40, H = 4, T = 3, n_kv = 600, Hkv = 2;
+  // 6 query heads per kv head: a chunk of kSplitHeads and one of 2.
+  const int64_t D = 72, Dv = 40, H = 12, T = 3, n_kv = 600, Hkv = 2;
   const float scale = 0.3f;
   Operand q = input(LOOM_TYPE_F32, {D, H, T, 1});
   Operand k = input(LOOM_TYPE_F16, {D, n_kv, Hkv, 1});
@@ -59,9 +61,15 @@ TEST_F(CudaAttentionOnHost, SplitPartialsAndCombineMatchTheCpuPlugin) {
   std::vector<float> emu;
   for (int64_t t = 0; t < T; ++t) {
     for (int64_t h = 0; h < H; ++h) {
-      const int64_t g = h / (H / Hkv);
-      std::vector<float> qrow(static_cast<size_t>(D));
-      for (int64_t d = 0; d < D; ++d) qrow[static_cast<size_t>(d)] = static_cast<float>(q.h.at(d, h, t));
+      const int64_t ratio = H / Hkv, g = h / ratio;
+      // The block's heads h0 .. h0 + nh - 1 (h is head i of them).
+      const int64_t h0 = g * ratio + (h - g * ratio) / cu::kSplitHeads * cu::kSplitHeads;
+      const int nh = static_cast<int>(std::min<int64_t>(cu::kSplitHeads, g * ratio + ratio - h0));
+      const int i = static_cast<int>(h - h0);
+      std::vector<float> qs(static_cast<size_t>(cu::kSplitHeads * D), 0.0f);
+      for (int hh = 0; hh < nh; ++hh) {
+        for (int64_t d = 0; d < D; ++d) qs[static_cast<size_t>(hh * D + d)] = static_cast<float>(q.h.at(d, h0 + hh, t));
+      }
       std::vector<Partial> parts;
       for (int64_t s = 0; s < splits; ++s) {
         const int64_t j0 = s * cu::kSplitRows, j1 = std::min(j0 + cu::kSplitRows, visible[static_cast<size_t>(t)]);
@@ -70,7 +78,9 @@ TEST_F(CudaAttentionOnHost, SplitPartialsAndCombineMatchTheCpuPlugin) {
           for (int64_t j = j0 + w; j < j1; j += cu::kSplitWarps) {
             float lanes[cu::kWarp];
             for (int lane = 0; lane < cu::kWarp; ++lane) {
-              lanes[lane] = cu::split_lane_dot(qrow.data(), kv_row(k, j, g), LOOM_TYPE_F16, 2, D, lane);
+              float dots[cu::kSplitHeads];
+              cu::split_lane_dots(qs.data(), D, nh, kv_row(k, j, g), LOOM_TYPE_F16, 2, D, lane, dots);
+              lanes[lane] = dots[i];
             }
             const float score = cu::tree_reduce(lanes, cu::kWarp, [](float a, float b) { return a + b; }) * scale;
             const cu::OnlineState row{score, 1.0f};

@@ -50,24 +50,36 @@ LOOM_HD float online_finish(OnlineState s, float acc) { return s.l > 0.0f ? acc 
 
 // The decode path (attention_split.cu, flash-decoding): the KV range is
 // cut into splits of kSplitRows rows, one block of kSplitWarps warps per
-// (head, token, split); warp w takes rows w, w + kSplitWarps, ... of its
-// split, each row a one-row chunk merged into the warp's state
-// (online_factors with {score, 1}), and writes its partial (m, l, acc[Dv]).
-// A second kernel merges the partials of (head, token) in order (split,
-// then warp) and divides. Lane l holds elements l, l + 32, ... of a row, so
-// head sizes up to kSplitMaxDim fit in registers.
+// (kv head, group of up to kSplitHeads query heads sharing it, token,
+// split), so each K / V row is read once for all heads of its group. Warp
+// w takes rows w, w + kSplitWarps, ... of its split, each row a one-row
+// chunk merged into the warp's state per head (online_factors with
+// {score, 1}), and writes its partials (m, l, acc[Dv]) per head. A second
+// kernel merges the partials of (head, token) in order (split, then warp)
+// and divides. Lane l holds elements l, l + 32, ... of a row, so head
+// sizes up to kSplitMaxDim fit in registers.
 constexpr int kSplitWarps = 4;
 constexpr int kSplitRows = 256;
 constexpr int kSplitMaxDim = 256;
+constexpr int kSplitHeads = 4;
 constexpr int64_t kSplitMaxTokens = 8;
 
-// Lane `lane`'s part of q . k (elements lane, lane + 32, ... in order); the
-// warp's 32 parts then sum in the halving tree (launch.cuh) and the sum is
+// Lane `lane`'s parts of q_i . k for the nh query heads at q + i * q_stride
+// (elements lane, lane + 32, ... in order, k read once for all heads); each
+// head's 32 parts then sum in the halving tree (launch.cuh) and the sum is
 // multiplied by the scale.
-LOOM_HD float split_lane_dot(const float* q, const uint8_t* k, int k_type, int64_t nb0, int64_t d, int lane) {
-  float s = 0.0f;
-  for (int64_t i = lane; i < d; i += 32) s += q[i] * load_elem(k_type, k + i * nb0);
-  return s;
+LOOM_HD void split_lane_dots(const float* q, int64_t q_stride, int nh, const uint8_t* k, int k_type, int64_t nb0,
+                             int64_t d, int lane, float* out) {
+  for (int i = 0; i < kSplitHeads; ++i) out[i] = 0.0f;
+  for (int64_t e = lane; e < d; e += 32) {
+    const float kv = load_elem(k_type, k + e * nb0);
+    for (int i = 0; i < kSplitHeads; ++i) {
+      if (i < nh) out[i] += q[i * q_stride + e] * kv;
+    }
+  }
 }
+
+// Heads of one kv head's group a block takes: chunks of kSplitHeads.
+LOOM_HD int64_t split_head_chunks(int64_t ratio) { return (ratio + kSplitHeads - 1) / kSplitHeads; }
 
 }  // namespace loom::cuda
