@@ -70,9 +70,15 @@ constexpr int64_t kSplitMaxTokens = 8;
 // multiplied by the scale.
 LOOM_HD void split_lane_dots(const float* q, int64_t q_stride, int nh, const uint8_t* k, int k_type, int64_t nb0,
                              int64_t d, int lane, float* out) {
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
   for (int i = 0; i < kSplitHeads; ++i) out[i] = 0.0f;
   for (int64_t e = lane; e < d; e += 32) {
     const float kv = load_elem(k_type, k + e * nb0);
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
     for (int i = 0; i < kSplitHeads; ++i) {
       if (i < nh) out[i] += q[i * q_stride + e] * kv;
     }

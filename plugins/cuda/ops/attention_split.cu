@@ -75,7 +75,9 @@ __global__ void __launch_bounds__(kSplitWarps * 32)
     }
   }
   const int64_t parts = gridDim.z * static_cast<int64_t>(kSplitWarps);
-  for (int i = 0; i < nh; ++i) {
+#pragma unroll
+  for (int i = 0; i < kSplitHeads; ++i) {
+    if (i >= nh) break;  // constant indices keep st / acc in registers
     float* out = part + ((t * H + h0 + i) * parts + split * kSplitWarps + warp) * (2 + Dv);
     if (lane == 0) {
       out[0] = st[i].m;
