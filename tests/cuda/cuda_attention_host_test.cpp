@@ -63,8 +63,10 @@ TEST_F(CudaAttentionOnHost, SplitPartialsAndCombineMatchTheCpuPlugin) {
     for (int64_t h = 0; h < H; ++h) {
       const int64_t ratio = H / Hkv, g = h / ratio;
       // The block's heads h0 .. h0 + nh - 1 (h is head i of them).
-      const int64_t h0 = g * ratio + (h - g * ratio) / cu::kSplitHeads * cu::kSplitHeads;
-      const int nh = static_cast<int>(std::min<int64_t>(cu::kSplitHeads, g * ratio + ratio - h0));
+      const cu::SplitHeads heads = cu::split_block_heads(g * cu::split_head_chunks(ratio) + (h - g * ratio) / cu::kSplitHeads, ratio);
+      ASSERT_EQ(heads.g, g);
+      const int64_t h0 = heads.h0;
+      const int nh = heads.nh;
       const int i = static_cast<int>(h - h0);
       std::vector<float> qs(static_cast<size_t>(cu::kSplitHeads * D), 0.0f);
       for (int hh = 0; hh < nh; ++hh) {
@@ -112,6 +114,26 @@ TEST_F(CudaAttentionOnHost, SplitPartialsAndCombineMatchTheCpuPlugin) {
   expect_close(got, ref, tol, {Dv, H, T, 1}, "attention split");
   // Token 1 sees nothing: a zero row, as on the cpu plugin.
   for (int64_t i = Dv * H; i < 2 * Dv * H; ++i) EXPECT_EQ(emu[static_cast<size_t>(i)], 0.0f);
+}
+
+// The split grid's blocks (kv heads x chunks) take every query head once,
+// each with its own kv head.
+TEST(CudaAttentionPath, SplitBlocksCoverEveryHeadOnce) {
+  for (int64_t hkv : {1, 2, 8}) {
+    for (int64_t ratio = 1; ratio <= 9; ++ratio) {
+      std::vector<int> seen(static_cast<size_t>(hkv * ratio), 0);
+      for (int64_t bx = 0; bx < hkv * cu::split_head_chunks(ratio); ++bx) {
+        const cu::SplitHeads s = cu::split_block_heads(bx, ratio);
+        ASSERT_GE(s.nh, 1);
+        ASSERT_LE(s.nh, cu::kSplitHeads);
+        for (int i = 0; i < s.nh; ++i) {
+          ASSERT_EQ((s.h0 + i) / ratio, s.g) << "head " << s.h0 + i << " ratio " << ratio;
+          ++seen[static_cast<size_t>(s.h0 + i)];
+        }
+      }
+      for (int c : seen) ASSERT_EQ(c, 1) << "hkv " << hkv << " ratio " << ratio;
+    }
+  }
 }
 
 TEST(CudaAttentionPath, DecodeSplitsPrefillAndLargeHeadsDoNot) {

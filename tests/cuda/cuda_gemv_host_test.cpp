@@ -25,6 +25,7 @@
 #include "loom/ops.hpp"
 #include "ops/test_device.hpp"
 #include "plugins/cuda/ops/act_quant.cuh"
+#include "plugins/cuda/ops/gemv_grid.cuh"
 #include "plugins/cuda/ops/gemv_lane.cuh"
 #include "plugins/cuda/ops/launch.cuh"
 
@@ -106,6 +107,41 @@ TEST(CudaGemv, IntegerDotAndByteHelpers) {
   EXPECT_EQ(cu::sub_bytes(0x000F0800u, 0x08080808u), 0xF80700F8u);
   EXPECT_EQ(cu::spread_bit4(0xFu), 0x10101010u);
   EXPECT_EQ(cu::spread_bit4(0x5u), 0x00100010u);
+}
+
+// Every launch, block and warp of a GEMV grid (gemv_grid.cuh) with a tiny
+// y / z limit so launches split: every result (m, n, z) is written exactly
+// once and its column of B's 8-bit blocks (n + N * z) is in range.
+TEST(CudaGemv, GridWritesEveryResultOnce) {
+  struct Case { int64_t m, n, b2, b3, limit; };
+  for (const Case& c : {Case{13, 1, 1, 1, 65535}, Case{13, 3, 2, 3, 2}, Case{5, 20, 2, 3, 2}, Case{9, 8, 5, 1, 3},
+                        Case{4, 17, 1, 1, 1}}) {
+    const int64_t mats = c.b2 * c.b3, nc = cu::gemv_nc(c.n);
+    std::vector<int> hits(static_cast<size_t>(c.m * c.n * mats), 0);
+    int launches = 0;
+    cu::for_gemv_launches<bool>(c.m, c.n, mats, [&](const cu::GemvLaunch& l) {
+      ++launches;
+      for (int64_t bx = 0; bx < l.gx; ++bx) {
+        for (int64_t by = 0; by < l.gy; ++by) {
+          for (int64_t bz = 0; bz < l.gz; ++bz) {
+            for (int w = 0; w < cu::kGemvWarps; ++w) {
+              cu::GemvCell cell;
+              if (!cu::gemv_cell(bx, by, bz, w, c.m, c.n, c.b2, l.n0, l.z0, static_cast<int>(nc), &cell)) continue;
+              EXPECT_EQ(cell.i2 + c.b2 * cell.i3, cell.z);
+              for (int k = 0; k < cell.ncols; ++k) {
+                const int64_t n = cell.c0 + k, col = n + c.n * cell.z;
+                EXPECT_LT(col, c.n * mats);
+                ++hits[static_cast<size_t>((cell.z * c.n + n) * c.m + cell.m)];
+              }
+            }
+          }
+        }
+      }
+      return false;
+    }, c.limit);
+    for (size_t i = 0; i < hits.size(); ++i) ASSERT_EQ(hits[i], 1) << "result " << i << " of case m " << c.m << " n " << c.n;
+    if (c.limit < 65535) EXPECT_GT(launches, 1);
+  }
 }
 
 class CudaGemvOnHost : public ::testing::Test, public OpTest {

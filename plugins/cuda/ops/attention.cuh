@@ -88,4 +88,16 @@ LOOM_HD void split_lane_dots(const float* q, int64_t q_stride, int nh, const uin
 // Heads of one kv head's group a block takes: chunks of kSplitHeads.
 LOOM_HD int64_t split_head_chunks(int64_t ratio) { return (ratio + kSplitHeads - 1) / kSplitHeads; }
 
+// Block x of the split grid (kv heads x chunks): its kv head g and query
+// heads h0 .. h0 + nh - 1 (ratio query heads per kv head).
+struct SplitHeads {
+  int64_t g, h0;
+  int nh;
+};
+LOOM_HD SplitHeads split_block_heads(int64_t bx, int64_t ratio) {
+  const int64_t chunks = split_head_chunks(ratio), g = bx / chunks, h0 = g * ratio + (bx % chunks) * kSplitHeads;
+  const int64_t left = g * ratio + ratio - h0;
+  return {g, h0, static_cast<int>(left < kSplitHeads ? left : kSplitHeads)};
+}
+
 }  // namespace loom::cuda

@@ -30,9 +30,9 @@ __global__ void __launch_bounds__(kSplitWarps * 32)
                            KernelFault* err) {
   __shared__ float qs[kSplitHeads * kSplitMaxDim];
   const int64_t D = q.ne[0], Dv = v.ne[0], n_kv = k.ne[1], H = q.ne[1], ratio = H / k.ne[2];
-  const int64_t chunks = split_head_chunks(ratio), g = blockIdx.x / chunks;
-  const int64_t h0 = g * ratio + (blockIdx.x % chunks) * kSplitHeads;
-  const int nh = static_cast<int>(g * ratio + ratio - h0 < kSplitHeads ? g * ratio + ratio - h0 : kSplitHeads);
+  const SplitHeads heads = split_block_heads(blockIdx.x, ratio);
+  const int64_t g = heads.g, h0 = heads.h0;
+  const int nh = heads.nh;
   const int64_t t = blockIdx.y, split = blockIdx.z;
   const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
   const int32_t visible = *reinterpret_cast<const int32_t*>(vis + t * vis_stride);

@@ -6,14 +6,13 @@
 // halving tree (launch.cuh).
 #pragma once
 
+#include "gemv_grid.cuh"
 #include "ops.h"
 #include "tensor.cuh"
 #include "weight_types.h"
 
 namespace loom::cuda {
 
-constexpr int kGemvWarps = 4;
-constexpr int64_t kGemvMaxCols = 8;
 
 // B rounded to 8-bit blocks in scratch (act_quant.cuh's layout).
 struct ActQ8 {
@@ -53,23 +52,14 @@ loom_status_t* launch_gemv_typed(const LaunchContext& ctx, const loom_tensor_t* 
 LOOM_CUDA_WEIGHT_TYPES(LOOM_CUDA_DECLARE_GEMV)
 #undef LOOM_CUDA_DECLARE_GEMV
 
-// The grid of a GEMV (rows of A in blocks of kGemvWarps, column groups,
-// batch matrices) split where it exceeds the y / z limits: fn(grid, n0, z0).
+// The GEMV's launches (gemv_grid.cuh) with their grids: fn(grid, n0, z0).
 template <typename Fn>
 loom_status_t* for_gemv_grids(const loom_tensor_t* node, Fn fn) {
-  constexpr int64_t kMaxGridYZ = 65535;
   const loom_tensor_t* b = node->src[1];
-  const int64_t rows = (node->src[0]->ne[1] + kGemvWarps - 1) / kGemvWarps, mats = b->ne[2] * b->ne[3];
-  const int64_t groups = (b->ne[1] + kGemvMaxCols - 1) / kGemvMaxCols;
-  if (rows > 0x7FFFFFFF) return launch_status(node, "gemv: too many rows");
-  for (int64_t z0 = 0; z0 < mats; z0 += kMaxGridYZ) {
-    for (int64_t g0 = 0; g0 < groups; g0 += kMaxGridYZ) {
-      const dim3 grid(static_cast<unsigned>(rows), static_cast<unsigned>(groups - g0 < kMaxGridYZ ? groups - g0 : kMaxGridYZ),
-                      static_cast<unsigned>(mats - z0 < kMaxGridYZ ? mats - z0 : kMaxGridYZ));
-      if (loom_status_t* st = fn(grid, g0 * kGemvMaxCols, z0)) return st;
-    }
-  }
-  return nullptr;
+  if ((node->src[0]->ne[1] + kGemvWarps - 1) / kGemvWarps > 0x7FFFFFFF) return launch_status(node, "gemv: too many rows");
+  return for_gemv_launches<loom_status_t*>(node->src[0]->ne[1], b->ne[1], b->ne[2] * b->ne[3], [&](const GemvLaunch& l) {
+    return fn(dim3(static_cast<unsigned>(l.gx), static_cast<unsigned>(l.gy), static_cast<unsigned>(l.gz)), l.n0, l.z0);
+  });
 }
 
 }  // namespace loom::cuda

@@ -71,14 +71,11 @@ loom_status_t* launch_float(const LaunchContext& ctx, const loom_tensor_t* node)
   const int64_t n = b.ne[1];
   return for_gemv_grids(node, [&](dim3 grid, int64_t n0, int64_t z0) {
     const int threads = kGemvWarps * kWarp;
-    if (n == 1) {
-      gemv_float_kernel<T, 1><<<grid, threads, 0, ctx.stream>>>(dst, a, b, b.ne[2], b.ne[3], n0, z0);
-    } else if (n == 2) {
-      gemv_float_kernel<T, 2><<<grid, threads, 0, ctx.stream>>>(dst, a, b, b.ne[2], b.ne[3], n0, z0);
-    } else if (n <= 4) {
-      gemv_float_kernel<T, 4><<<grid, threads, 0, ctx.stream>>>(dst, a, b, b.ne[2], b.ne[3], n0, z0);
-    } else {
-      gemv_float_kernel<T, 8><<<grid, threads, 0, ctx.stream>>>(dst, a, b, b.ne[2], b.ne[3], n0, z0);
+    switch (gemv_nc(n)) {
+      case 1: gemv_float_kernel<T, 1><<<grid, threads, 0, ctx.stream>>>(dst, a, b, b.ne[2], b.ne[3], n0, z0); break;
+      case 2: gemv_float_kernel<T, 2><<<grid, threads, 0, ctx.stream>>>(dst, a, b, b.ne[2], b.ne[3], n0, z0); break;
+      case 4: gemv_float_kernel<T, 4><<<grid, threads, 0, ctx.stream>>>(dst, a, b, b.ne[2], b.ne[3], n0, z0); break;
+      default: gemv_float_kernel<T, 8><<<grid, threads, 0, ctx.stream>>>(dst, a, b, b.ne[2], b.ne[3], n0, z0); break;
     }
     return launch_status(node, "gemv kernel");
   });

@@ -26,24 +26,18 @@ __device__ __forceinline__ void gemv_store(float (&acc)[NC], const TArg& dst, in
   }
 }
 
-// Where a warp works: row m of A (batch a2, a3), columns c0 .. c0 + ncols of
-// batch (i2, i3). false: past the last row.
-struct GemvPos {
-  int64_t m, c0, i2, i3, z;
+// Where a warp works (gemv_grid.cuh's gemv_cell) and its row of A (batch
+// a2, a3). false: past the last row.
+struct GemvPos : GemvCell {
   const uint8_t* arow;
-  int ncols;
 };
 template <int NC>
 __device__ __forceinline__ bool gemv_pos(const TArg& a, int64_t n_cols, int64_t b2, int64_t b3, int64_t n0, int64_t z0,
                                          GemvPos* p) {
-  p->m = blockIdx.x * static_cast<int64_t>(kGemvWarps) + threadIdx.x / kWarp;
-  if (p->m >= a.ne[1]) return false;
-  p->z = z0 + blockIdx.z;
-  p->i2 = p->z % b2;
-  p->i3 = p->z / b2;
-  p->c0 = n0 + static_cast<int64_t>(blockIdx.y) * kGemvMaxCols;
-  const int64_t left = n_cols - p->c0;
-  p->ncols = static_cast<int>(left < NC ? left : NC);
+  if (!gemv_cell(blockIdx.x, blockIdx.y, blockIdx.z, static_cast<int>(threadIdx.x / kWarp), a.ne[1], n_cols, b2, n0, z0,
+                 NC, p)) {
+    return false;
+  }
   const int64_t a2 = p->i2 / (b2 / a.ne[2]), a3 = p->i3 / (b3 / a.ne[3]);
   p->arow = a.data + p->m * a.nb[1] + a2 * a.nb[2] + a3 * a.nb[3];
   return true;
@@ -78,8 +72,7 @@ __global__ void __launch_bounds__(kGemvWarps * 32) gemv_quant_kernel(TArg dst, T
   gemv_store<NC>(acc, dst, p.m, p.c0, p.ncols, p.i2, p.i3);
 }
 
-// The launch of gemv_quant_kernel<T, NC> with NC the smallest of 1, 2, 4, 8
-// that holds min(N, kGemvMaxCols) columns.
+// The launches of gemv_quant_kernel<T, NC>, NC = gemv_nc(N).
 template <int T>
 loom_status_t* launch_quant_kernels(const LaunchContext& ctx, const loom_tensor_t* node, const ActQ8& act) {
   const TArg dst = targ(node), a = targ(node->src[0]);
@@ -87,14 +80,11 @@ loom_status_t* launch_quant_kernels(const LaunchContext& ctx, const loom_tensor_
   const int64_t n = b->ne[1];
   return for_gemv_grids(node, [&](dim3 grid, int64_t n0, int64_t z0) {
     const int threads = kGemvWarps * kWarp;
-    if (n == 1) {
-      gemv_quant_kernel<T, 1><<<grid, threads, 0, ctx.stream>>>(dst, a, act, n, b->ne[2], b->ne[3], n0, z0);
-    } else if (n == 2) {
-      gemv_quant_kernel<T, 2><<<grid, threads, 0, ctx.stream>>>(dst, a, act, n, b->ne[2], b->ne[3], n0, z0);
-    } else if (n <= 4) {
-      gemv_quant_kernel<T, 4><<<grid, threads, 0, ctx.stream>>>(dst, a, act, n, b->ne[2], b->ne[3], n0, z0);
-    } else {
-      gemv_quant_kernel<T, 8><<<grid, threads, 0, ctx.stream>>>(dst, a, act, n, b->ne[2], b->ne[3], n0, z0);
+    switch (gemv_nc(n)) {
+      case 1: gemv_quant_kernel<T, 1><<<grid, threads, 0, ctx.stream>>>(dst, a, act, n, b->ne[2], b->ne[3], n0, z0); break;
+      case 2: gemv_quant_kernel<T, 2><<<grid, threads, 0, ctx.stream>>>(dst, a, act, n, b->ne[2], b->ne[3], n0, z0); break;
+      case 4: gemv_quant_kernel<T, 4><<<grid, threads, 0, ctx.stream>>>(dst, a, act, n, b->ne[2], b->ne[3], n0, z0); break;
+      default: gemv_quant_kernel<T, 8><<<grid, threads, 0, ctx.stream>>>(dst, a, act, n, b->ne[2], b->ne[3], n0, z0); break;
     }
     return launch_status(node, "gemv kernel");
   });
