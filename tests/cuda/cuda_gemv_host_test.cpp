@@ -126,7 +126,9 @@ TEST(CudaGemv, GridWritesEveryResultOnce) {
           for (int64_t bz = 0; bz < l.gz; ++bz) {
             for (int w = 0; w < cu::kGemvWarps; ++w) {
               cu::GemvCell cell;
-              if (!cu::gemv_cell(bx, by, bz, w, c.m, c.n, c.b2, l.n0, l.z0, static_cast<int>(nc), &cell)) continue;
+              if (!cu::gemv_cell(bx, by, bz, w, c.m, c.n, c.b2, l.n0, l.z0, static_cast<int>(nc), &cell)) {
+                continue;
+              }
               EXPECT_EQ(cell.i2 + c.b2 * cell.i3, cell.z);
               for (int k = 0; k < cell.ncols; ++k) {
                 const int64_t n = cell.c0 + k, col = n + c.n * cell.z;
@@ -140,7 +142,9 @@ TEST(CudaGemv, GridWritesEveryResultOnce) {
       return false;
     }, c.limit);
     for (size_t i = 0; i < hits.size(); ++i) ASSERT_EQ(hits[i], 1) << "result " << i << " of case m " << c.m << " n " << c.n;
-    if (c.limit < 65535) EXPECT_GT(launches, 1);
+    if (c.limit < 65535) {
+      EXPECT_GT(launches, 1);
+    }
   }
 }
 
