@@ -64,7 +64,11 @@ const loom_event_iface_t kEventIface = {sizeof(loom_event_iface_t), e_destroy, e
 
 // ------------------------------------------------------------------ stream
 
-Stream::Stream(Device* device) : raw_{sizeof(loom_stream_t), &kStreamIface, device->handle(), this}, device_(device) {}
+Stream::Stream(Device* device)
+    : raw_{sizeof(loom_stream_t), &kStreamIface, device->handle(), this},
+      device_(device),
+      scratch_(device->name(), "scratch", &stream_, &capturing_),
+      act_scratch_(device->name(), "activation blocks", &stream_, &capturing_) {}
 
 bool Stream::is_ours(const loom_stream_t* s) { return s != nullptr && s->iface == &kStreamIface; }
 
@@ -102,41 +106,10 @@ Stream::~Stream() {
   if (stream_) cudaStreamSynchronize(stream_);
   drop_cuda_graph();
   if (blas_) device_->cublas()->destroy(blas_);
-  if (scratch_) cudaFree(scratch_);
   if (error_) cudaFree(error_);
   if (error_host_) cudaFreeHost(error_host_);
   if (stream_) cudaStreamDestroy(stream_);
   cudaGetLastError();
-}
-
-void* Stream::get(size_t bytes, loom_status_t** st) {
-  if (bytes <= scratch_size_) return scratch_;
-  if (capturing_) {
-    *st = make_status(LOOM_STATUS_UNAVAILABLE, "[cuda.compute] scratch would grow during CUDA graph capture");
-    return nullptr;
-  }
-  // Queued kernels may still read the old scratch.
-  cudaError_t e = cudaStreamSynchronize(stream_);
-  if (e != cudaSuccess) {
-    *st = cuda_status(device_, "compute", e);
-    return nullptr;
-  }
-  if (scratch_) cudaFree(scratch_);
-  scratch_ = nullptr;
-  scratch_size_ = 0;
-  const size_t want = bytes + bytes / 4;
-  if ((e = cudaMalloc(&scratch_, want)) != cudaSuccess) {
-    cudaGetLastError();
-    size_t free_b = 0, total_b = 0;
-    cudaMemGetInfo(&free_b, &total_b);
-    *st = make_status(LOOM_STATUS_RESOURCE_EXHAUSTED, "[cuda.compute] " + device_->name() + ": scratch of " +
-                                                          std::to_string(want) + " bytes: out of device memory (" +
-                                                          std::to_string(free_b) + " bytes free)");
-    scratch_ = nullptr;
-    return nullptr;
-  }
-  scratch_size_ = want;
-  return scratch_;
 }
 
 loom_status_t* Stream::compute(const loom_graph_t* graph) {
@@ -146,7 +119,10 @@ loom_status_t* Stream::compute(const loom_graph_t* graph) {
   ctx.stream = stream_;
   ctx.cublas = device_->cublas();
   ctx.blas = blas_;
-  ctx.scratch = this;
+  ctx.scratch = &scratch_;
+  ctx.act_scratch = &act_scratch_;
+  ctx.act_cache = &act_cache_;
+  act_cache_.clear();  // B's blocks are kept within one graph only
   ctx.error = error_;
   ctx.sm_count = device_->sm_count();
   loom_status_t* st = nullptr;
@@ -180,6 +156,7 @@ loom_status_t* Stream::launch_all(const LaunchContext& ctx, const loom_graph_t* 
     const loom_tensor_t* node = graph->nodes[i];
     if (!is_compute(node)) continue;
     if (loom_status_t* st = launch_node(ctx, node)) return st;
+    if (ctx.act_cache != nullptr) ctx.act_cache->note_write(node);
   }
   return nullptr;
 }

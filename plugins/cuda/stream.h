@@ -16,16 +16,18 @@
 #include <cuda_runtime_api.h>
 
 #include "loom/plugin.h"
+#include "ops/act_cache.h"
 #include "ops/ops.h"
+#include "scratch.h"
 
 namespace loom::cuda {
 
 class Device;
 
-class Stream final : public Scratch {
+class Stream final {
  public:
   static loom_status_t* create(Device* device, loom_stream_t** out);
-  ~Stream() override;
+  ~Stream();
   static Stream* from(loom_stream_t* s) { return static_cast<Stream*>(s->context); }
   static bool is_ours(const loom_stream_t* s);
   cudaStream_t stream() const { return stream_; }
@@ -36,8 +38,6 @@ class Stream final : public Scratch {
   loom_status_t* get_async(const loom_tensor_t* t, void* data, size_t offset, size_t size);
   loom_status_t* record(loom_event_t* e);
   loom_status_t* wait(loom_event_t* e);
-
-  void* get(size_t bytes, loom_status_t** st) override;
 
  private:
   explicit Stream(Device* device);
@@ -57,10 +57,11 @@ class Stream final : public Scratch {
   cublasHandle_t blas_ = nullptr;
   KernelFault* error_ = nullptr;       // device word (ops/fault.h)
   KernelFault* error_host_ = nullptr;  // pinned mirror
-  void* scratch_ = nullptr;
-  size_t scratch_size_ = 0;
+  bool capturing_ = false;  // the scratches must not grow while capturing
+  DeviceScratch scratch_;      // per node
+  DeviceScratch act_scratch_;  // B's 8-bit blocks, kept across nodes (act_cache_)
+  ActCache act_cache_;
   bool graphs_ = false;     // LOOM_CUDA_GRAPHS
-  bool capturing_ = false;  // scratch must not grow while capturing
   uint64_t graph_key_ = 0;
   bool graph_failed_ = false;  // capture of graph_key_ failed: stay eager
   cudaGraphExec_t graph_exec_ = nullptr;

@@ -24,6 +24,7 @@
 #include "conformance/matmul_ref.hpp"
 #include "loom/ops.hpp"
 #include "ops/test_device.hpp"
+#include "plugins/cuda/ops/act_cache.h"
 #include "plugins/cuda/ops/act_quant.cuh"
 #include "plugins/cuda/ops/gemv_grid.cuh"
 #include "plugins/cuda/ops/gemv_lane.cuh"
@@ -146,6 +147,52 @@ TEST(CudaGemv, GridWritesEveryResultOnce) {
       EXPECT_GT(launches, 1);
     }
   }
+}
+
+// B's 8-bit blocks are reused only for the same B (memory, shape, strides,
+// block size) in an unchanged buffer, and forgotten when a node writes any
+// byte of that B.
+TEST(CudaGemv, ActivationCacheKeepsBlocksOnlyWhileBIsUnchanged) {
+  alignas(16) static float mem[4096];
+  loom_tensor_t b{};
+  b.type = LOOM_TYPE_F32;
+  b.data = mem + 256;
+  b.ne[0] = 64, b.ne[1] = 3, b.ne[2] = 1, b.ne[3] = 1;
+  b.nb[0] = 4, b.nb[1] = 64 * 4 + 32, b.nb[2] = b.nb[1] * 3, b.nb[3] = b.nb[2];
+  int8_t qs[8];
+  float d[2];
+  const cu::ActQ8 act{qs, d};
+  cu::ActCache cache;
+  cu::ActQ8 got{};
+  EXPECT_FALSE(cache.find(&b, 32, 7, &got));
+  cache.store(&b, 32, 7, act);
+  ASSERT_TRUE(cache.find(&b, 32, 7, &got));
+  EXPECT_EQ(got.qs, qs);
+  EXPECT_FALSE(cache.find(&b, 256, 7, &got)) << "another block size";
+  EXPECT_FALSE(cache.find(&b, 32, 8, &got)) << "the buffer was reallocated";
+  loom_tensor_t other = b;
+  other.nb[1] = 64 * 4;
+  EXPECT_FALSE(cache.find(&other, 32, 7, &got)) << "other strides";
+  // B spans mem[256] .. the last element of row 2: (2 * 288 + 63 * 4 + 4) bytes.
+  const cu::ByteSpan span = cu::tensor_span(&b);
+  EXPECT_EQ(span.hi - span.lo, 2u * 288 + 64 * 4);
+  loom_tensor_t w{};
+  w.type = LOOM_TYPE_F32;
+  w.ne[0] = 64, w.ne[1] = 1, w.ne[2] = 1, w.ne[3] = 1;
+  w.nb[0] = 4, w.nb[1] = 256, w.nb[2] = 256, w.nb[3] = 256;
+  w.data = mem;  // mem[0 .. 64): before B
+  cache.note_write(&w);
+  EXPECT_TRUE(cache.find(&b, 32, 7, &got));
+  w.data = reinterpret_cast<uint8_t*>(mem + 256) + 2 * 288 + 63 * 4;  // B's last element
+  cache.note_write(&w);
+  EXPECT_FALSE(cache.find(&b, 32, 7, &got));
+  // Quantized spans count whole blocks.
+  loom_tensor_t q{};
+  q.type = LOOM_TYPE_Q4_0;
+  q.data = mem;
+  q.ne[0] = 64, q.ne[1] = 2, q.ne[2] = 1, q.ne[3] = 1;
+  q.nb[0] = 18, q.nb[1] = 36, q.nb[2] = 72, q.nb[3] = 72;
+  EXPECT_EQ(cu::tensor_span(&q).hi - cu::tensor_span(&q).lo, 72u);
 }
 
 class CudaGemvOnHost : public ::testing::Test, public OpTest {

@@ -6,6 +6,7 @@
 // halving tree (launch.cuh).
 #pragma once
 
+#include "act_cache.h"
 #include "gemv_grid.cuh"
 #include "ops.h"
 #include "tensor.cuh"
@@ -13,12 +14,6 @@
 
 namespace loom::cuda {
 
-
-// B rounded to 8-bit blocks in scratch (act_quant.cuh's layout).
-struct ActQ8 {
-  const int8_t* qs;
-  const float* d;
-};
 
 // Scratch bytes of B's 8-bit blocks for A of type `type`.
 size_t act_q8_bytes(int type, const loom_tensor_t* b);

@@ -10,6 +10,8 @@
 // the exact per-block kernel below (gemv.cuh: a lane per block).
 #include <algorithm>
 
+#include "act_cache.h"
+#include "act_quant.cuh"
 #include "dequant.cuh"
 #include "gemv.cuh"
 #include "gemv.h"
@@ -163,6 +165,23 @@ loom_status_t* gemv_exact(const LaunchContext& ctx, const loom_tensor_t* node) {
   return nullptr;
 }
 
+// B's 8-bit blocks: the ones the previous MUL_MAT of this graph made when
+// it read the same B (act_cache.h), else quantized now into the stream's
+// act scratch and kept.
+loom_status_t* quantized_b(const LaunchContext& ctx, const loom_tensor_t* node, ActQ8* act) {
+  const loom_tensor_t* b = node->src[1];
+  const int block = act_block_elems(node->src[0]->type);
+  Scratch* buf = ctx.act_scratch != nullptr ? ctx.act_scratch : ctx.scratch;
+  ActCache* cache = ctx.act_scratch != nullptr ? ctx.act_cache : nullptr;
+  if (cache != nullptr && cache->find(b, block, buf->generation(), act)) return nullptr;
+  loom_status_t* st = nullptr;
+  uint8_t* mem = static_cast<uint8_t*>(buf->get(act_q8_bytes(node->src[0]->type, b), &st));
+  if (st != nullptr) return st;
+  if ((st = quantize_b(ctx, node, mem, act)) != nullptr) return st;
+  if (cache != nullptr) cache->store(b, block, buf->generation(), *act);
+  return nullptr;
+}
+
 // The GEMV of A's type (one switch over weight_types.h's list).
 loom_status_t* gemv_typed(const LaunchContext& ctx, const loom_tensor_t* node, const ActQ8* act) {
   switch (node->src[0]->type) {
@@ -186,11 +205,8 @@ loom_status_t* launch_mul_mat(const LaunchContext& ctx, const loom_tensor_t* nod
   if (use_blas) return gemm(ctx, node);
   const loom_tensor_t* a = node->src[0];
   if (rounds_b(node) && gemv_quant_fits(a)) {
-    loom_status_t* st = nullptr;
-    uint8_t* scratch = static_cast<uint8_t*>(ctx.scratch->get(act_q8_bytes(a->type, node->src[1]), &st));
-    if (st != nullptr) return st;
     ActQ8 act{};
-    if ((st = quantize_b(ctx, node, scratch, &act)) != nullptr) return st;
+    if (loom_status_t* st = quantized_b(ctx, node, &act)) return st;
     return gemv_typed(ctx, node, &act);
   }
   if (!quantized(a->type) && gemv_float_fits(node)) return gemv_typed(ctx, node, nullptr);

@@ -26,13 +26,19 @@ class Scratch {
   // At least `bytes` of device memory valid until the next get on this
   // stream; nullptr (and a status in *st) when out of memory.
   virtual void* get(size_t bytes, loom_status_t** st) = 0;
+  // Changes whenever the memory get returns is reallocated.
+  virtual uint64_t generation() const = 0;
 };
+
+class ActCache;
 
 struct LaunchContext {
   cudaStream_t stream = nullptr;
   const Cublas* cublas = nullptr;  // nullptr or !ok(): no cuBLAS
   cublasHandle_t blas = nullptr;   // bound to stream
   Scratch* scratch = nullptr;
+  Scratch* act_scratch = nullptr;  // B's 8-bit blocks (kept across nodes: act_cache)
+  ActCache* act_cache = nullptr;   // nullptr: quantize B at every MUL_MAT
   KernelFault* error = nullptr;    // device word, code 0 = fine
   int sm_count = 1;
 };
