@@ -1,9 +1,10 @@
 // The kernels' host side: what a launch needs (the stream, its cuBLAS
-// handle, scratch memory and error word), which nodes the kernels run
-// (supports), and one launcher per op family (one .cu each). Launchers only
-// enqueue work on ctx.stream; errors the kernels find (a row index out of
-// range) are written to ctx.error and reported by the stream's
-// synchronize. Thread-safety: a launch context belongs to one stream.
+// handle, scratch memory, B's cached 8-bit blocks and the fault word) and
+// one launcher per op family (one .cu each; which nodes they run is
+// support.h's table). Launchers only enqueue work on ctx.stream; errors the
+// kernels find (a row index out of range) are written to ctx.error
+// (fault.h) and reported by the stream's synchronize. Thread-safety: a
+// launch context belongs to one stream.
 #pragma once
 
 #include <cuda_runtime_api.h>
