@@ -6,8 +6,8 @@
 #include <cstring>
 
 #include "common/glue.h"
-#include "common/op_check.h"
 #include "ops/ops.h"
+#include "ops/support.h"
 #include "stream.h"
 
 namespace loom::cuda {
@@ -22,10 +22,7 @@ loom_status_t* device_get_props(loom_device_t* d, loom_device_props_t* out) {
 loom_buffer_type_t* device_buffer_type(loom_device_t* d) { return Device::from(d)->buffer_type().handle(); }
 loom_buffer_type_t* device_host_buffer_type(loom_device_t* d) { return Device::from(d)->host_buffer_type().handle(); }
 
-bool device_supports_op(loom_device_t*, const loom_tensor_t* node) {
-  if (node == nullptr || common::check_node(node) != nullptr) return false;
-  return supports_node(node);
-}
+bool device_supports_op(loom_device_t*, const loom_tensor_t* node) { return unsupported_reason(node) == nullptr; }
 
 bool device_supports_buffer_type(loom_device_t* d, const loom_buffer_type_t* t) {
   return Device::from(d)->supports_buffer_type(t);

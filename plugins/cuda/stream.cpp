@@ -1,5 +1,6 @@
 #include "stream.h"
 
+#include <cstring>
 #include <memory>
 #include <string>
 
@@ -8,6 +9,8 @@
 #include "common/op_check.h"
 #include "common/op_info.h"
 #include "device.h"
+#include "ops/gemv.h"
+#include "ops/support.h"
 
 namespace loom::cuda {
 namespace {
@@ -61,7 +64,11 @@ const loom_event_iface_t kEventIface = {sizeof(loom_event_iface_t), e_destroy, e
 
 // ------------------------------------------------------------------ stream
 
-Stream::Stream(Device* device) : raw_{sizeof(loom_stream_t), &kStreamIface, device->handle(), this}, device_(device) {}
+Stream::Stream(Device* device)
+    : raw_{sizeof(loom_stream_t), &kStreamIface, device->handle(), this},
+      device_(device),
+      scratch_(device->name(), "scratch", &stream_, &capturing_),
+      act_scratch_(device->name(), "activation blocks", &stream_, &capturing_) {}
 
 bool Stream::is_ours(const loom_stream_t* s) { return s != nullptr && s->iface == &kStreamIface; }
 
@@ -76,11 +83,11 @@ loom_status_t* Stream::init() {
   device_->make_current();
   cudaError_t e = cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking);
   if (e != cudaSuccess) return cuda_status(device_, "stream_create", e);
-  if ((e = cudaMalloc(reinterpret_cast<void**>(&error_), sizeof(int32_t))) != cudaSuccess) return cuda_status(device_, "stream_create", e);
-  if ((e = cudaMemset(error_, 0, sizeof(int32_t))) != cudaSuccess) return cuda_status(device_, "stream_create", e);
-  if ((e = cudaMallocHost(reinterpret_cast<void**>(&error_host_), sizeof(int32_t))) != cudaSuccess) return cuda_status(device_, "stream_create", e);
-  *error_host_ = 0;
-  graphs_ = common::plugin_env_flag("LOOM_CUDA_GRAPHS", false);
+  if ((e = cudaMalloc(reinterpret_cast<void**>(&error_), sizeof(KernelFault))) != cudaSuccess) return cuda_status(device_, "stream_create", e);
+  if ((e = cudaMemset(error_, 0, sizeof(KernelFault))) != cudaSuccess) return cuda_status(device_, "stream_create", e);
+  if ((e = cudaMallocHost(reinterpret_cast<void**>(&error_host_), sizeof(KernelFault))) != cudaSuccess) return cuda_status(device_, "stream_create", e);
+  *error_host_ = KernelFault{};
+  graphs_ = common::plugin_env_flag("LOOM_CUDA_GRAPHS", true);
   const Cublas* cb = device_->cublas();
   if (cb != nullptr && cb->ok()) {
     if (cb->create(&blas_) != CUBLAS_STATUS_SUCCESS) {
@@ -99,41 +106,10 @@ Stream::~Stream() {
   if (stream_) cudaStreamSynchronize(stream_);
   drop_cuda_graph();
   if (blas_) device_->cublas()->destroy(blas_);
-  if (scratch_) cudaFree(scratch_);
   if (error_) cudaFree(error_);
   if (error_host_) cudaFreeHost(error_host_);
   if (stream_) cudaStreamDestroy(stream_);
   cudaGetLastError();
-}
-
-void* Stream::get(size_t bytes, loom_status_t** st) {
-  if (bytes <= scratch_size_) return scratch_;
-  if (capturing_) {
-    *st = make_status(LOOM_STATUS_UNAVAILABLE, "[cuda.compute] scratch would grow during CUDA graph capture");
-    return nullptr;
-  }
-  // Queued kernels may still read the old scratch.
-  cudaError_t e = cudaStreamSynchronize(stream_);
-  if (e != cudaSuccess) {
-    *st = cuda_status(device_, "compute", e);
-    return nullptr;
-  }
-  if (scratch_) cudaFree(scratch_);
-  scratch_ = nullptr;
-  scratch_size_ = 0;
-  const size_t want = bytes + bytes / 4;
-  if ((e = cudaMalloc(&scratch_, want)) != cudaSuccess) {
-    cudaGetLastError();
-    size_t free_b = 0, total_b = 0;
-    cudaMemGetInfo(&free_b, &total_b);
-    *st = make_status(LOOM_STATUS_RESOURCE_EXHAUSTED, "[cuda.compute] " + device_->name() + ": scratch of " +
-                                                          std::to_string(want) + " bytes: out of device memory (" +
-                                                          std::to_string(free_b) + " bytes free)");
-    scratch_ = nullptr;
-    return nullptr;
-  }
-  scratch_size_ = want;
-  return scratch_;
 }
 
 loom_status_t* Stream::compute(const loom_graph_t* graph) {
@@ -143,20 +119,44 @@ loom_status_t* Stream::compute(const loom_graph_t* graph) {
   ctx.stream = stream_;
   ctx.cublas = device_->cublas();
   ctx.blas = blas_;
-  ctx.scratch = this;
+  ctx.scratch = &scratch_;
+  ctx.act_scratch = &act_scratch_;
+  ctx.act_cache = &act_cache_;
+  act_cache_.clear();  // B's blocks are kept within one graph only
   ctx.error = error_;
   ctx.sm_count = device_->sm_count();
   loom_status_t* st = nullptr;
+  // A replay skips check_graph: its key (fingerprint and addresses) is the
+  // one of a graph that passed it.
   if (graphs_ && run_as_cuda_graph(ctx, graph, &st)) return st;
+  if ((st = check_graph(graph)) != nullptr) return st;
   return launch_all(ctx, graph);
+}
+
+namespace {
+bool is_compute(const loom_tensor_t* n) { return n != nullptr && n->op != LOOM_OP_NONE && !common::is_view_op(n->op); }
+}  // namespace
+
+loom_status_t* Stream::check_graph(const loom_graph_t* graph) {
+  // Before any launch: a node the kernels cannot run must not reach them
+  // (a half-launched graph or a kernel reading the wrong type).
+  for (int32_t i = 0; i < graph->n_nodes; ++i) {
+    const loom_tensor_t* node = graph->nodes[i];
+    if (!is_compute(node)) continue;
+    if (const char* why = unsupported_reason(node)) {
+      return make_status(LOOM_STATUS_UNIMPLEMENTED, refusal_message(node, why));
+    }
+    if (loom_status_t* st = common::check_node_memory("cuda.compute", node, common::op_source_count(node->op))) return st;
+  }
+  return nullptr;
 }
 
 loom_status_t* Stream::launch_all(const LaunchContext& ctx, const loom_graph_t* graph) {
   for (int32_t i = 0; i < graph->n_nodes; ++i) {
     const loom_tensor_t* node = graph->nodes[i];
-    if (node == nullptr || node->op == LOOM_OP_NONE || common::is_view_op(node->op)) continue;
-    if (loom_status_t* st = common::check_node_memory("cuda.compute", node, common::op_source_count(node->op))) return st;
+    if (!is_compute(node)) continue;
     if (loom_status_t* st = launch_node(ctx, node)) return st;
+    if (ctx.act_cache != nullptr) ctx.act_cache->note_write(node);
   }
   return nullptr;
 }
@@ -164,23 +164,33 @@ loom_status_t* Stream::launch_all(const LaunchContext& ctx, const loom_graph_t* 
 namespace {
 
 // What a captured graph bakes in: the host's fingerprint and every node's
-// and source's address and params (FNV-1a).
+// and source's address and params (FNV-1a over 8-byte words: a decode step
+// hashes a few thousand of them).
 uint64_t graph_key(const loom_graph_t* g) {
   uint64_t h = 1469598103934665603ull ^ g->fingerprint;
-  auto mix = [&h](const void* p, size_t n) {
-    const uint8_t* b = static_cast<const uint8_t*>(p);
-    for (size_t i = 0; i < n; ++i) h = (h ^ b[i]) * 1099511628211ull;
-  };
+  auto mix = [&h](uint64_t w) { h = (h ^ w) * 1099511628211ull; };
   for (int32_t i = 0; i < g->n_nodes; ++i) {
     const loom_tensor_t* t = g->nodes[i];
     if (t == nullptr) continue;
-    mix(&t->data, sizeof t->data);
-    mix(t->op_params, sizeof t->op_params);
-    for (const loom_tensor_t* s : t->src) {
-      if (s) mix(&s->data, sizeof s->data);
-    }
+    mix(reinterpret_cast<uintptr_t>(t->data));
+    static_assert(sizeof t->op_params % 8 == 0, "op_params in whole 8-byte words");
+    uint64_t words[sizeof t->op_params / 8];
+    std::memcpy(words, t->op_params, sizeof words);
+    for (uint64_t w : words) mix(w);
+    for (const loom_tensor_t* s : t->src) mix(s ? reinterpret_cast<uintptr_t>(s->data) : 0);
   }
   return h == 0 ? 1 : h;
+}
+
+// Graphs worth capturing: decode-sized, every MUL_MAT on the GEMV kernels
+// (N <= kGemvMaxCols). Prefill keeps cuBLAS, which may allocate workspace
+// and cannot run inside a capture here.
+bool decode_sized(const loom_graph_t* g) {
+  for (int32_t i = 0; i < g->n_nodes; ++i) {
+    const loom_tensor_t* t = g->nodes[i];
+    if (t != nullptr && t->op == LOOM_OP_MUL_MAT && t->src[1] != nullptr && t->src[1]->ne[1] > kGemvMaxCols) return false;
+  }
+  return true;
 }
 
 }  // namespace
@@ -197,13 +207,14 @@ bool Stream::run_as_cuda_graph(const LaunchContext& eager_ctx, const loom_graph_
     if (graph_exec_) common::plugin_log(LOOM_LOG_LEVEL_DEBUG, "cuda", device_->name() + ": graph changed, CUDA graph dropped");
     drop_cuda_graph();
     graph_key_ = key;
-    graph_failed_ = false;
+    graph_failed_ = !decode_sized(graph);  // prefill: eager, never captured
     return false;  // first run of this key: eager (it also sizes the scratch)
   }
   if (graph_failed_) return false;  // capture failed for this key: eager
   if (graph_exec_ == nullptr) {
-    // Second run with the same key: capture. MUL_MAT runs on the GEMV
-    // kernels here (cuBLAS may allocate workspace while capturing).
+    // Second run with the same key: check, then capture. MUL_MAT runs on the
+    // GEMV kernels here (cuBLAS may allocate workspace while capturing).
+    if ((*st = check_graph(graph)) != nullptr) return true;
     LaunchContext ctx = eager_ctx;
     ctx.blas = nullptr;
     if (cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal) != cudaSuccess) {
@@ -237,17 +248,14 @@ bool Stream::run_as_cuda_graph(const LaunchContext& eager_ctx, const loom_graph_
 
 loom_status_t* Stream::synchronize() {
   device_->make_current();
-  cudaError_t e = cudaMemcpyAsync(error_host_, error_, sizeof(int32_t), cudaMemcpyDeviceToHost, stream_);
+  cudaError_t e = cudaMemcpyAsync(error_host_, error_, sizeof(KernelFault), cudaMemcpyDeviceToHost, stream_);
   if (e == cudaSuccess) e = cudaStreamSynchronize(stream_);
   if (e != cudaSuccess) return cuda_status(device_, "synchronize", e);
-  const int32_t code = *error_host_;
-  if (code == kErrNone) return nullptr;
-  *error_host_ = 0;
-  cudaMemsetAsync(error_, 0, sizeof(int32_t), stream_);
-  return make_status(LOOM_STATUS_INVALID_ARGUMENT,
-                     "[cuda.synchronize] " + device_->name() + ": " +
-                         (code == kErrRowIndex ? "a GET_ROWS / SET_ROWS row index is outside the source rows"
-                                               : "an ATTENTION visible count is outside [0, n_kv]"));
+  if (error_host_->code == kErrNone) return nullptr;
+  const std::string what = fault_message(*error_host_);
+  *error_host_ = KernelFault{};
+  cudaMemsetAsync(error_, 0, sizeof(KernelFault), stream_);
+  return make_status(LOOM_STATUS_INVALID_ARGUMENT, "[cuda.synchronize] " + device_->name() + ": " + what);
 }
 
 loom_status_t* Stream::set_async(loom_tensor_t* t, const void* data, size_t offset, size_t size) {

@@ -3,26 +3,31 @@
 // compute() enqueues a graph's kernels and returns (LOOM_DEVICE_CAP_ASYNC);
 // synchronize() waits and reports CUDA errors and the kernels' input
 // errors (row index, visible count) as statuses. Events are cudaEvents.
-// With LOOM_CUDA_GRAPHS=1 (experimental, off by default) a graph computed
-// twice in a row with the same key (the host's fingerprint plus every
-// node's addresses and params) is captured as a CUDA graph on its second
-// run and replayed while the key stays; a new key drops it (debug log).
+// CUDA graphs (on by default, LOOM_CUDA_GRAPHS=0 turns them off): a
+// decode-sized graph (every MUL_MAT with at most kGemvMaxCols columns)
+// computed twice in a row with the same key (the host's fingerprint plus
+// every node's addresses and params) is captured as a CUDA graph on its
+// second run and replayed while the key stays; a new key drops it (debug
+// log). The first run of a key is eager and sizes the scratch, so a
+// capture never allocates.
 // One thread at a time per stream (plugin.h).
 #pragma once
 
 #include <cuda_runtime_api.h>
 
 #include "loom/plugin.h"
+#include "ops/act_cache.h"
 #include "ops/ops.h"
+#include "scratch.h"
 
 namespace loom::cuda {
 
 class Device;
 
-class Stream final : public Scratch {
+class Stream final {
  public:
   static loom_status_t* create(Device* device, loom_stream_t** out);
-  ~Stream() override;
+  ~Stream();
   static Stream* from(loom_stream_t* s) { return static_cast<Stream*>(s->context); }
   static bool is_ours(const loom_stream_t* s);
   cudaStream_t stream() const { return stream_; }
@@ -34,11 +39,12 @@ class Stream final : public Scratch {
   loom_status_t* record(loom_event_t* e);
   loom_status_t* wait(loom_event_t* e);
 
-  void* get(size_t bytes, loom_status_t** st) override;
-
  private:
   explicit Stream(Device* device);
   loom_status_t* init();
+  // UNIMPLEMENTED for the first node the kernels do not run (support.h),
+  // INVALID_ARGUMENT for one without memory; nothing is launched.
+  loom_status_t* check_graph(const loom_graph_t* graph);
   // Enqueue every node of graph with ctx.
   loom_status_t* launch_all(const LaunchContext& ctx, const loom_graph_t* graph);
   // The graph path: replay, capture, or false to run eagerly.
@@ -49,12 +55,13 @@ class Stream final : public Scratch {
   Device* device_;
   cudaStream_t stream_ = nullptr;
   cublasHandle_t blas_ = nullptr;
-  int32_t* error_ = nullptr;       // device word
-  int32_t* error_host_ = nullptr;  // pinned mirror
-  void* scratch_ = nullptr;
-  size_t scratch_size_ = 0;
+  KernelFault* error_ = nullptr;       // device word (ops/fault.h)
+  KernelFault* error_host_ = nullptr;  // pinned mirror
+  bool capturing_ = false;  // the scratches must not grow while capturing
+  DeviceScratch scratch_;      // per node
+  DeviceScratch act_scratch_;  // B's 8-bit blocks, kept across nodes (act_cache_)
+  ActCache act_cache_;
   bool graphs_ = false;     // LOOM_CUDA_GRAPHS
-  bool capturing_ = false;  // scratch must not grow while capturing
   uint64_t graph_key_ = 0;
   bool graph_failed_ = false;  // capture of graph_key_ failed: stay eager
   cudaGraphExec_t graph_exec_ = nullptr;

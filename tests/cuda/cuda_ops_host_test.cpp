@@ -285,8 +285,9 @@ TEST_F(CudaOpsOnHost, CpyDequantizesAndContCopiesViews) {
   expect_equal(read(c), a.h.values(), a.h.ne, "cont");
 }
 
-// MUL_MAT as the decode GEMV runs it: a warp per output, lane l takes blocks
-// l, l + 32, ... of the row (block_dot), then the lanes' tree.
+// MUL_MAT as the exact GEMV (matmul.cu's fallback) runs it: a warp per
+// output, lane l takes blocks l, l + 32, ... of the row (block_dot), then
+// the lanes' tree. The decode GEMVs: cuda_gemv_host_test.cpp.
 TEST_F(CudaOpsOnHost, MulMatGemvOfEveryType) {
   seed(1310);
   for (loom_type_t t : {LOOM_TYPE_F32, LOOM_TYPE_F16, LOOM_TYPE_BF16, LOOM_TYPE_Q8_0, LOOM_TYPE_Q4_0, LOOM_TYPE_Q4_1,

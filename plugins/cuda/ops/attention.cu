@@ -1,15 +1,19 @@
-// ATTENTION: a block of kAttnChunk threads per (query head, token). The
+// ATTENTION: a block of kAttnChunk threads per (query head, token) for
+// prefill (decode goes to attention_split.cu, support.h picks). The
 // block scores kAttnChunk KV rows at a time (a thread per row), takes the
 // chunk's exact softmax (max and sum through the shared-memory tree), sums
 // the chunk's weighted V rows per output element, and merges the chunk
 // into the running state (attention.cuh's online merge). A visible[t]
-// outside [0, n_kv] sets kErrVisible and writes a zero row.
+// outside [0, n_kv] fills the fault word (kErrVisible, t and the value)
+// and writes a zero row.
 #include <cstring>
 
 #include "attention.cuh"
 #include "dequant.cuh"
+#include "fault.cuh"
 #include "launch.cuh"
 #include "ops.h"
+#include "support.h"
 #include "tensor.cuh"
 
 namespace loom::cuda {
@@ -37,7 +41,7 @@ struct AddF {
 
 // Shared memory: q [D], acc [Dv], p [kAttnChunk], reduce [kAttnChunk].
 __global__ void attention_kernel(TArg dst, TArg q, TArg k, TArg v, const uint8_t* vis, int64_t vis_stride, float scale,
-                                 int32_t* err) {
+                                 KernelFault* err) {
   extern __shared__ float sh[];
   const int64_t D = q.ne[0], Dv = v.ne[0], n_kv = k.ne[1];
   const int64_t h = blockIdx.x, t = blockIdx.y;
@@ -49,7 +53,7 @@ __global__ void attention_kernel(TArg dst, TArg q, TArg k, TArg v, const uint8_t
   uint8_t* out = dst.data + h * dst.nb[1] + t * dst.nb[2];
   const int32_t visible = *reinterpret_cast<const int32_t*>(vis + t * vis_stride);
   const bool bad = visible < 0 || visible > n_kv;
-  if (bad && threadIdx.x == 0) atomicCAS(err, 0, static_cast<int32_t>(kErrVisible));
+  if (bad && threadIdx.x == 0) report_fault(err, kErrVisible, LOOM_OP_ATTENTION, t, visible, n_kv);
   for (int64_t d = threadIdx.x; d < D; d += kAttnChunk) qs[d] = load_elem(q.type, q.data + q.offset(d, h, t, 0));
   for (int64_t d = threadIdx.x; d < Dv; d += kAttnChunk) acc[d] = 0.0f;
   __syncthreads();
@@ -80,6 +84,7 @@ __global__ void attention_kernel(TArg dst, TArg q, TArg k, TArg v, const uint8_t
 }  // namespace
 
 loom_status_t* launch_attention(const LaunchContext& ctx, const loom_tensor_t* node) {
+  if (node_path(node) == Path::kAttentionSplit) return launch_attention_split(ctx, node);
   const loom_tensor_t* q = node->src[0];
   if (node->ne[0] * node->ne[1] * node->ne[2] == 0) return nullptr;
   float scale;

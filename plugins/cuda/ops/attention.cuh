@@ -42,9 +42,62 @@ LOOM_HD MergeFactors online_factors(OnlineState a, OnlineState b) {
 LOOM_HD OnlineState online_merge(OnlineState a, OnlineState b, MergeFactors f) {
   return {fmaxf(a.m, b.m), a.l * f.ca + b.l * f.cb};
 }
-// acc element after the merge.
+// acc element after the merge (acc_b: the other side's, for one row v_j
+// with state {score, 1}).
 LOOM_HD float online_merge_acc(float acc_a, float acc_b, MergeFactors f) { return acc_a * f.ca + acc_b * f.cb; }
 // The output element: acc / l, or 0 when no row was visible.
 LOOM_HD float online_finish(OnlineState s, float acc) { return s.l > 0.0f ? acc / s.l : 0.0f; }
+
+// The decode path (attention_split.cu, flash-decoding): the KV range is
+// cut into splits of kSplitRows rows, one block of kSplitWarps warps per
+// (kv head, group of up to kSplitHeads query heads sharing it, token,
+// split), so each K / V row is read once for all heads of its group. Warp
+// w takes rows w, w + kSplitWarps, ... of its split, each row a one-row
+// chunk merged into the warp's state per head (online_factors with
+// {score, 1}), and writes its partials (m, l, acc[Dv]) per head. A second
+// kernel merges the partials of (head, token) in order (split, then warp)
+// and divides. Lane l holds elements l, l + 32, ... of a row, so head
+// sizes up to kSplitMaxDim fit in registers.
+constexpr int kSplitWarps = 4;
+constexpr int kSplitRows = 256;
+constexpr int kSplitMaxDim = 256;
+constexpr int kSplitHeads = 4;
+constexpr int64_t kSplitMaxTokens = 8;
+
+// Lane `lane`'s parts of q_i . k for the nh query heads at q + i * q_stride
+// (elements lane, lane + 32, ... in order, k read once for all heads); each
+// head's 32 parts then sum in the halving tree (launch.cuh) and the sum is
+// multiplied by the scale.
+LOOM_HD void split_lane_dots(const float* q, int64_t q_stride, int nh, const uint8_t* k, int k_type, int64_t nb0,
+                             int64_t d, int lane, float* out) {
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+  for (int i = 0; i < kSplitHeads; ++i) out[i] = 0.0f;
+  for (int64_t e = lane; e < d; e += 32) {
+    const float kv = load_elem(k_type, k + e * nb0);
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+    for (int i = 0; i < kSplitHeads; ++i) {
+      if (i < nh) out[i] += q[i * q_stride + e] * kv;
+    }
+  }
+}
+
+// Heads of one kv head's group a block takes: chunks of kSplitHeads.
+LOOM_HD int64_t split_head_chunks(int64_t ratio) { return (ratio + kSplitHeads - 1) / kSplitHeads; }
+
+// Block x of the split grid (kv heads x chunks): its kv head g and query
+// heads h0 .. h0 + nh - 1 (ratio query heads per kv head).
+struct SplitHeads {
+  int64_t g, h0;
+  int nh;
+};
+LOOM_HD SplitHeads split_block_heads(int64_t bx, int64_t ratio) {
+  const int64_t chunks = split_head_chunks(ratio), g = bx / chunks, h0 = g * ratio + (bx % chunks) * kSplitHeads;
+  const int64_t left = g * ratio + ratio - h0;
+  return {g, h0, static_cast<int>(left < kSplitHeads ? left : kSplitHeads)};
+}
 
 }  // namespace loom::cuda

@@ -6,7 +6,10 @@
 #include "launch.cuh"
 #include "ops.h"
 #include "quantize.cuh"
+#include "support.h"
 #include "tensor.cuh"
+
+#include "common/glue.h"
 
 namespace loom::cuda {
 namespace {
@@ -70,16 +73,24 @@ loom_status_t* launch_copy(const LaunchContext& ctx, const loom_tensor_t* node) 
   const TArg a = targ(node->src[0]);
   const int64_t n = dst.nelements();
   if (n == 0) return nullptr;
-  const BlockShape ds = block_shape(dst.type), as = block_shape(a.type);
-  if (ds.elems > 1 && dst.type == a.type) {
-    const int64_t rb = dst.ne[0] / ds.elems * ds.bytes;
-    block_copy_kernel<<<grid_for(rb * dst.nrows()), kElemThreads, 0, ctx.stream>>>(dst, a, rb);
-  } else if (ds.elems > 1) {
-    quant_copy_kernel<<<grid_for(n / ds.elems), kElemThreads, 0, ctx.stream>>>(dst, a);
-  } else if (as.elems > 1) {
-    dequant_copy_kernel<<<grid_for(n), kElemThreads, 0, ctx.stream>>>(dst, a);
-  } else {
-    copy_plain_kernel<<<grid_for(n), kElemThreads, 0, ctx.stream>>>(dst, a);
+  const BlockShape ds = block_shape(dst.type);
+  switch (node_path(node)) {  // support.h: the path supports_op checked
+    case Path::kCopyBlocks: {
+      const int64_t rb = dst.ne[0] / ds.elems * ds.bytes;
+      block_copy_kernel<<<grid_for(rb * dst.nrows()), kElemThreads, 0, ctx.stream>>>(dst, a, rb);
+      break;
+    }
+    case Path::kCopyQuantize:
+      quant_copy_kernel<<<grid_for(n / ds.elems), kElemThreads, 0, ctx.stream>>>(dst, a);
+      break;
+    case Path::kCopyDequantize:
+      dequant_copy_kernel<<<grid_for(n), kElemThreads, 0, ctx.stream>>>(dst, a);
+      break;
+    case Path::kCopyPlain:
+      copy_plain_kernel<<<grid_for(n), kElemThreads, 0, ctx.stream>>>(dst, a);
+      break;
+    default:
+      return common::make_status(LOOM_STATUS_INTERNAL, refusal_message(node, "no copy kernel"));
   }
   return launch_status(node, "copy kernel");
 }

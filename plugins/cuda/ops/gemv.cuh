@@ -1,7 +1,8 @@
-// The decode GEMV's per-lane work, shared by the kernel (matmul.cu) and the
-// host test: lane `lane` of a warp takes blocks lane, lane + 32, ... of one
-// row of A (block_dot against the matching stretch of x); the 32 lane sums
-// then combine in the halving tree (launch.cuh).
+// The exact GEMV's per-lane work (matmul.cu's fallback for layouts the
+// decode GEMVs do not read), shared by the kernel and the host test: lane
+// `lane` of a warp takes blocks lane, lane + 32, ... of one row of A
+// (block_dot against the matching stretch of x); the 32 lane sums then
+// combine in the halving tree (launch.cuh).
 #pragma once
 
 #include "dequant.cuh"

@@ -1,31 +1,35 @@
-// MUL_MAT. Decode-sized batches (N <= kGemvMaxCols) and every batch when
-// cuBLAS is absent: a hand-written GEMV, one warp per result row, that
-// reads A's blocks in place (Q8_0 / Q4_0 scale once per block; every other
-// type through dequant.cuh) — lanes take blocks l, l + 32, ... and the
-// lanes' sums combine in the halving tree (the host test's order). Larger
-// batches: A dequantized to f32 scratch (F32 rows used in place) and one
-// cuBLAS SGEMM per matrix of the batch, f32 compute (no TF32), so results
-// stay within the f32 tolerance of the conformance suite.
+// MUL_MAT. A quantized and B's rows dense f32: B is rounded to 8-bit
+// blocks first, on every path (the rule the conformance suite accepts for a
+// quantized A; act_quant.cuh). Decode-sized batches (N <= kGemvMaxCols) and
+// every batch when cuBLAS is absent run a GEMV templated on A's type
+// (gemv.h: integer dot products against B's 8-bit blocks for quantized A,
+// f32 for float A). Larger batches: A dequantized to f32 scratch (F32 rows
+// used in place), B rounded or densified to f32, one cuBLAS SGEMM per
+// matrix of the batch, f32 compute (no TF32). A layout the GEMVs do not
+// read (strided float A, misaligned blocks, B with strided elements) runs
+// the exact per-block kernel below (gemv.cuh: a lane per block).
 #include <algorithm>
 
+#include "act_cache.h"
+#include "act_quant.cuh"
 #include "dequant.cuh"
 #include "gemv.cuh"
+#include "gemv.h"
+#include "weight_types.h"
 #include "launch.cuh"
 #include "ops.h"
 #include "tensor.cuh"
 
 #include "common/glue.h"
+#include "common/op_info.h"
 
 namespace loom::cuda {
 namespace {
 
-constexpr int kGemvWarps = 4;
-constexpr int64_t kGemvMaxCols = 8;
-
 // x: B's column n of batch (i2, i3), contiguous along K.
 // Columns n0 + blockIdx.y and batch matrices z0 + blockIdx.z (launches are
 // split where B exceeds the grid's y / z limits).
-__global__ void gemv_kernel(TArg dst, TArg a, TArg b, int64_t n0, int64_t z0) {
+__global__ void gemv_exact_kernel(TArg dst, TArg a, TArg b, int64_t n0, int64_t z0) {
   const int lane = threadIdx.x % kWarp;
   const int64_t m = blockIdx.x * static_cast<int64_t>(kGemvWarps) + threadIdx.x / kWarp;
   const int64_t n = n0 + blockIdx.y;
@@ -60,6 +64,24 @@ __global__ void dense_kernel(float* out, TArg b) {
 
 unsigned grid_for(int64_t n) { return static_cast<unsigned>((n + kElemThreads - 1) / kElemThreads); }
 
+bool quantized(int32_t type) { return block_shape(type).elems > 1; }
+
+// The suite's condition for rounding B (conformance/matmul_cases.cpp's
+// may_round_b): A quantized, B's rows dense f32.
+bool rounds_b(const loom_tensor_t* node) {
+  const loom_tensor_t* b = node->src[1];
+  return quantized(node->src[0]->type) && b->nb[0] == 4 && b->nb[1] % 4 == 0 && b->nb[2] % 4 == 0 && b->nb[3] % 4 == 0;
+}
+
+// B as dense f32 [K, N, b2, b3] in `out`: rounded to 8-bit blocks when the
+// node rounds B, else copied.
+loom_status_t* dense_b(const LaunchContext& ctx, const loom_tensor_t* node, float* out) {
+  if (rounds_b(node)) return round_b_f32(ctx, node, out);
+  const TArg b = targ(node->src[1]);
+  dense_kernel<<<grid_for(b.nelements()), kElemThreads, 0, ctx.stream>>>(out, b);
+  return launch_status(node, "densify B");
+}
+
 loom_status_t* gemm(const LaunchContext& ctx, const loom_tensor_t* node) {
   const TArg a = targ(node->src[0]);
   TArg b = targ(node->src[1]);
@@ -68,8 +90,8 @@ loom_status_t* gemm(const LaunchContext& ctx, const loom_tensor_t* node) {
   // cuBLAS reads columns at a leading dimension: rows contiguous, apart.
   const bool a_direct = a.type == LOOM_TYPE_F32 && a.nb[0] == 4 && a.nb[1] % 4 == 0 && a.nb[1] >= 4 * K &&
                         a.nb[2] % 4 == 0 && a.nb[3] % 4 == 0;
-  const bool b_direct =
-      b.nb[0] == 4 && b.nb[1] % 4 == 0 && b.nb[1] >= 4 * K && b.nb[2] % 4 == 0 && b.nb[3] % 4 == 0;
+  const bool b_direct = !rounds_b(node) && b.nb[0] == 4 && b.nb[1] % 4 == 0 && b.nb[1] >= 4 * K &&
+                        b.nb[2] % 4 == 0 && b.nb[3] % 4 == 0;
   const size_t a_bytes = a_direct ? 0 : static_cast<size_t>(a.nelements()) * 4;
   const size_t b_bytes = b_direct ? 0 : static_cast<size_t>(b.nelements()) * 4;
   loom_status_t* st = nullptr;
@@ -89,8 +111,7 @@ loom_status_t* gemm(const LaunchContext& ctx, const loom_tensor_t* node) {
   const float* B = reinterpret_cast<const float*>(b.data);
   if (!b_direct) {
     float* dense = reinterpret_cast<float*>(scratch + a_bytes);
-    dense_kernel<<<grid_for(b.nelements()), kElemThreads, 0, ctx.stream>>>(dense, b);
-    if ((st = launch_status(node, "densify B")) != nullptr) return st;
+    if ((st = dense_b(ctx, node, dense)) != nullptr) return st;
     B = dense;
     ldb = K;
     sb2 = K * N;
@@ -114,24 +135,16 @@ loom_status_t* gemm(const LaunchContext& ctx, const loom_tensor_t* node) {
   return nullptr;
 }
 
-}  // namespace
-
-loom_status_t* launch_mul_mat(const LaunchContext& ctx, const loom_tensor_t* node) {
+// Every batch size without cuBLAS, on the per-block kernel: B densified
+// (or rounded) into scratch unless it is already dense f32 and not rounded.
+loom_status_t* gemv_exact(const LaunchContext& ctx, const loom_tensor_t* node) {
   const TArg b = targ(node->src[1]);
-  const TArg dst = targ(node);
-  if (dst.nelements() == 0) return nullptr;
-  const bool use_blas = ctx.cublas != nullptr && ctx.cublas->ok() && ctx.blas != nullptr && b.ne[1] > kGemvMaxCols &&
-                        node->src[0]->ne[0] <= 0x7FFFFFFF && node->src[0]->ne[1] <= 0x7FFFFFFF;
-  if (use_blas) return gemm(ctx, node);
-  const loom_tensor_t* bt = node->src[1];
   TArg bx = b;
-  if (bt->nb[0] != 4) {
-    // The GEMV reads B's columns as contiguous floats.
+  if (node->src[1]->nb[0] != 4 || rounds_b(node)) {
     loom_status_t* st = nullptr;
     float* dense = static_cast<float*>(ctx.scratch->get(static_cast<size_t>(b.nelements()) * 4, &st));
     if (st != nullptr) return st;
-    dense_kernel<<<grid_for(b.nelements()), kElemThreads, 0, ctx.stream>>>(dense, b);
-    if ((st = launch_status(node, "densify B")) != nullptr) return st;
+    if ((st = dense_b(ctx, node, dense)) != nullptr) return st;
     bx.data = reinterpret_cast<uint8_t*>(dense);
     bx.nb[0] = 4;
     bx.nb[1] = 4 * b.ne[0];
@@ -145,11 +158,59 @@ loom_status_t* launch_mul_mat(const LaunchContext& ctx, const loom_tensor_t* nod
     for (int64_t n0 = 0; n0 < b.ne[1]; n0 += kMaxGridYZ) {
       const dim3 grid(static_cast<unsigned>(rows), static_cast<unsigned>(std::min(kMaxGridYZ, b.ne[1] - n0)),
                       static_cast<unsigned>(std::min(kMaxGridYZ, mats - z0)));
-      gemv_kernel<<<grid, kGemvWarps * kWarp, 0, ctx.stream>>>(dst, targ(node->src[0]), bx, n0, z0);
+      gemv_exact_kernel<<<grid, kGemvWarps * kWarp, 0, ctx.stream>>>(targ(node), targ(node->src[0]), bx, n0, z0);
       if (loom_status_t* st = launch_status(node, "gemv kernel")) return st;
     }
   }
   return nullptr;
+}
+
+// B's 8-bit blocks: the ones the previous MUL_MAT of this graph made when
+// it read the same B (act_cache.h), else quantized now into the stream's
+// act scratch and kept.
+loom_status_t* quantized_b(const LaunchContext& ctx, const loom_tensor_t* node, ActQ8* act) {
+  const loom_tensor_t* b = node->src[1];
+  const int block = act_block_elems(node->src[0]->type);
+  Scratch* buf = ctx.act_scratch != nullptr ? ctx.act_scratch : ctx.scratch;
+  ActCache* cache = ctx.act_scratch != nullptr ? ctx.act_cache : nullptr;
+  if (cache != nullptr && cache->find(b, block, buf->generation(), act)) return nullptr;
+  loom_status_t* st = nullptr;
+  uint8_t* mem = static_cast<uint8_t*>(buf->get(act_q8_bytes(node->src[0]->type, b), &st));
+  if (st != nullptr) return st;
+  if ((st = quantize_b(ctx, node, mem, act)) != nullptr) return st;
+  if (cache != nullptr) cache->store(b, block, buf->generation(), *act);
+  return nullptr;
+}
+
+// The GEMV of A's type (one switch over weight_types.h's list).
+loom_status_t* gemv_typed(const LaunchContext& ctx, const loom_tensor_t* node, const ActQ8* act) {
+  switch (node->src[0]->type) {
+#define LOOM_CASE(T) \
+  case T:            \
+    return launch_gemv_typed<T>(ctx, node, act);
+    LOOM_CUDA_WEIGHT_TYPES(LOOM_CASE)
+#undef LOOM_CASE
+    default:
+      return common::make_status(LOOM_STATUS_INTERNAL, "[cuda.compute] " + common::describe_node(node) + ": no GEMV for its type");
+  }
+}
+
+}  // namespace
+
+loom_status_t* launch_mul_mat(const LaunchContext& ctx, const loom_tensor_t* node) {
+  const TArg b = targ(node->src[1]);
+  if (targ(node).nelements() == 0) return nullptr;
+  const bool use_blas = ctx.cublas != nullptr && ctx.cublas->ok() && ctx.blas != nullptr && b.ne[1] > kGemvMaxCols &&
+                        node->src[0]->ne[0] <= 0x7FFFFFFF && node->src[0]->ne[1] <= 0x7FFFFFFF;
+  if (use_blas) return gemm(ctx, node);
+  const loom_tensor_t* a = node->src[0];
+  if (rounds_b(node) && gemv_quant_fits(a)) {
+    ActQ8 act{};
+    if (loom_status_t* st = quantized_b(ctx, node, &act)) return st;
+    return gemv_typed(ctx, node, &act);
+  }
+  if (!quantized(a->type) && gemv_float_fits(node)) return gemv_typed(ctx, node, nullptr);
+  return gemv_exact(ctx, node);
 }
 
 }  // namespace loom::cuda

@@ -1,9 +1,10 @@
 // The kernels' host side: what a launch needs (the stream, its cuBLAS
-// handle, scratch memory and error word), which nodes the kernels run
-// (supports), and one launcher per op family (one .cu each). Launchers only
-// enqueue work on ctx.stream; errors the kernels find (a row index out of
-// range) are written to ctx.error and reported by the stream's
-// synchronize. Thread-safety: a launch context belongs to one stream.
+// handle, scratch memory, B's cached 8-bit blocks and the fault word) and
+// one launcher per op family (one .cu each; which nodes they run is
+// support.h's table). Launchers only enqueue work on ctx.stream; errors the
+// kernels find (a row index out of range) are written to ctx.error
+// (fault.h) and reported by the stream's synchronize. Thread-safety: a
+// launch context belongs to one stream.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -13,6 +14,7 @@
 #include <string>
 
 #include "cublas.h"
+#include "fault.h"
 #include "loom/plugin.h"
 
 namespace loom::cuda {
@@ -25,30 +27,25 @@ class Scratch {
   // At least `bytes` of device memory valid until the next get on this
   // stream; nullptr (and a status in *st) when out of memory.
   virtual void* get(size_t bytes, loom_status_t** st) = 0;
+  // Changes whenever the memory get returns is reallocated.
+  virtual uint64_t generation() const = 0;
 };
 
-// Codes kernels write into the error word (first error wins).
-enum KernelError : int32_t {
-  kErrNone = 0,
-  kErrRowIndex = 1,   // GET_ROWS / SET_ROWS index outside the rows
-  kErrVisible = 2,    // ATTENTION visible[t] outside [0, n_kv]
-};
+class ActCache;
 
 struct LaunchContext {
   cudaStream_t stream = nullptr;
   const Cublas* cublas = nullptr;  // nullptr or !ok(): no cuBLAS
   cublasHandle_t blas = nullptr;   // bound to stream
   Scratch* scratch = nullptr;
-  int32_t* error = nullptr;        // device word, 0 = fine
+  Scratch* act_scratch = nullptr;  // B's 8-bit blocks (kept across nodes: act_cache)
+  ActCache* act_cache = nullptr;   // nullptr: quantize B at every MUL_MAT
+  KernelFault* error = nullptr;    // device word, code 0 = fine
   int sm_count = 1;
 };
 
-// Whether the kernels run `node` (a well-formed compute node per
-// common::check_node): types, layouts (quantized rows contiguous, result
-// rows dense where a kernel writes whole rows).
-bool supports_node(const loom_tensor_t* node);
-
-// Enqueue one node; NULL or a status naming the node and the CUDA error.
+// Enqueue one node that passed unsupported_reason (support.h); NULL or a
+// status naming the node and the CUDA error.
 loom_status_t* launch_node(const LaunchContext& ctx, const loom_tensor_t* node);
 
 // Per family (ops/<family>.cu).
@@ -59,6 +56,7 @@ loom_status_t* launch_rows(const LaunchContext& ctx, const loom_tensor_t* node);
 loom_status_t* launch_copy(const LaunchContext& ctx, const loom_tensor_t* node);  // cpy, cont
 loom_status_t* launch_mul_mat(const LaunchContext& ctx, const loom_tensor_t* node);
 loom_status_t* launch_attention(const LaunchContext& ctx, const loom_tensor_t* node);
+loom_status_t* launch_attention_split(const LaunchContext& ctx, const loom_tensor_t* node);  // decode
 
 // The status after a launch: NULL when cudaGetLastError is clean, else
 // INTERNAL "[cuda.compute] node ...: <what>: <cuda error>".

@@ -1,8 +1,9 @@
 // GET_ROWS (any source type, dequantized per element) and SET_ROWS (float
 // rows into a float or Q8_0 / Q4_0 destination, a block per thread). A row
-// index outside the rows sets the stream's error word (kErrRowIndex) and
-// the element is skipped.
+// index outside the rows fills the stream's fault word (kErrRowIndex, the
+// index and its row) and the element is skipped.
 #include "dequant.cuh"
+#include "fault.cuh"
 #include "launch.cuh"
 #include "ops.h"
 #include "quantize.cuh"
@@ -16,16 +17,14 @@ __device__ int64_t load_index(const TArg& idx, int64_t i0, int64_t i1, int64_t i
   return idx.type == LOOM_TYPE_I64 ? *reinterpret_cast<const int64_t*>(p) : *reinterpret_cast<const int32_t*>(p);
 }
 
-__device__ void flag(int32_t* err, int32_t code) { atomicCAS(err, 0, code); }
-
-__global__ void get_rows_kernel(TArg dst, TArg a, TArg idx, int32_t* err) {
+__global__ void get_rows_kernel(TArg dst, TArg a, TArg idx, KernelFault* err) {
   const int64_t e = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
   if (e >= dst.nelements()) return;
   int64_t i[4];
   dst.index(e, i);
   const int64_t r = load_index(idx, i[1], i[2], i[3]);
   if (r < 0 || r >= a.ne[1]) {
-    flag(err, kErrRowIndex);
+    report_fault(err, kErrRowIndex, LOOM_OP_GET_ROWS, i[1], r, a.ne[1]);
     return;
   }
   const uint8_t* row = a.data + r * a.nb[1] + i[2] * a.nb[2] + i[3] * a.nb[3];
@@ -33,7 +32,7 @@ __global__ void get_rows_kernel(TArg dst, TArg a, TArg idx, int32_t* err) {
 }
 
 // One thread per destination block (a plain element counts as a block of 1).
-__global__ void set_rows_kernel(TArg dst, TArg rows, TArg idx, int32_t* err) {
+__global__ void set_rows_kernel(TArg dst, TArg rows, TArg idx, KernelFault* err) {
   const BlockShape bs = block_shape(dst.type);
   const int64_t per_row = rows.ne[0] / bs.elems;
   const int64_t e = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
@@ -42,7 +41,7 @@ __global__ void set_rows_kernel(TArg dst, TArg rows, TArg idx, int32_t* err) {
   const int64_t i1 = rr % rows.ne[1], i2 = (rr / rows.ne[1]) % rows.ne[2], i3 = rr / (rows.ne[1] * rows.ne[2]);
   const int64_t r = load_index(idx, i1, i2, i3);
   if (r < 0 || r >= dst.ne[1]) {
-    flag(err, kErrRowIndex);
+    report_fault(err, kErrRowIndex, LOOM_OP_SET_ROWS, i1, r, dst.ne[1]);
     return;
   }
   const uint8_t* src = rows.data + rows.offset(b * bs.elems, i1, i2, i3);

@@ -135,10 +135,12 @@ TEST_F(CudaStories, Cuda0WithCpuMatchesCpu) {
   }
 }
 
-TEST_F(CudaStories, CudaGraphsAndNoCublasMatchCpu) {
-  test::LoomResult graphs = generate("cuda0", "LOOM_CUDA_GRAPHS=1");
-  EXPECT_EQ(graphs.exit_code, 0);
-  EXPECT_EQ(graphs.out, cpu_.out) << "LOOM_CUDA_GRAPHS=1";
+// CUDA graphs are on by default (Cuda0AloneMatchesCpu runs them); here
+// the eager path.
+TEST_F(CudaStories, CudaGraphsOffAndNoCublasMatchCpu) {
+  test::LoomResult eager = generate("cuda0", "LOOM_CUDA_GRAPHS=0");
+  EXPECT_EQ(eager.exit_code, 0);
+  EXPECT_EQ(eager.out, cpu_.out) << "LOOM_CUDA_GRAPHS=0";
   test::LoomResult gemv = generate("cuda0", "LOOM_CUDA_CUBLAS=off");
   EXPECT_EQ(gemv.exit_code, 0);
   EXPECT_EQ(gemv.out, cpu_.out) << "LOOM_CUDA_CUBLAS=off";

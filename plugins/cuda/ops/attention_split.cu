@@ -1,0 +1,139 @@
+// ATTENTION for decode (a few query tokens): flash-decoding over the KV
+// length (attention.cuh's split path). Many blocks per kv head read
+// disjoint stretches of the cache once for up to kSplitHeads query heads,
+// each warp scoring whole rows with coalesced loads; a combine kernel merges the partials in a fixed order,
+// so results do not depend on timing. A visible[t] outside [0, n_kv] fills
+// the fault word (split 0 reports it) and leaves a zero row.
+#include <cstring>
+
+#include "attention.cuh"
+#include "dequant.cuh"
+#include "fault.cuh"
+#include "launch.cuh"
+#include "ops.h"
+#include "tensor.cuh"
+
+namespace loom::cuda {
+namespace {
+
+constexpr int kLaneElems = kSplitMaxDim / 32;
+
+__device__ __forceinline__ float warp_tree_sum(float v) {
+  for (int s = kWarp / 2; s > 0; s /= 2) v += __shfl_down_sync(0xFFFFFFFFu, v, s);
+  return __shfl_sync(0xFFFFFFFFu, v, 0);
+}
+
+// part: [T][H][splits * kSplitWarps][2 + Dv] floats (m, l, acc). Block x:
+// kv head g and its chunk of up to kSplitHeads query heads.
+__global__ void __launch_bounds__(kSplitWarps * 32)
+    attention_split_kernel(TArg q, TArg k, TArg v, const uint8_t* vis, int64_t vis_stride, float scale, float* part,
+                           KernelFault* err) {
+  __shared__ float qs[kSplitHeads * kSplitMaxDim];
+  const int64_t D = q.ne[0], Dv = v.ne[0], n_kv = k.ne[1], H = q.ne[1], ratio = H / k.ne[2];
+  const SplitHeads heads = split_block_heads(blockIdx.x, ratio);
+  const int64_t g = heads.g, h0 = heads.h0;
+  const int nh = heads.nh;
+  const int64_t t = blockIdx.y, split = blockIdx.z;
+  const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
+  const int32_t visible = *reinterpret_cast<const int32_t*>(vis + t * vis_stride);
+  const bool bad = visible < 0 || visible > n_kv;
+  if (bad && split == 0 && blockIdx.x == 0 && threadIdx.x == 0) {
+    report_fault(err, kErrVisible, LOOM_OP_ATTENTION, t, visible, n_kv);
+  }
+  for (int64_t e = threadIdx.x; e < nh * D; e += blockDim.x) {
+    qs[(e / D) * kSplitMaxDim + e % D] = load_elem(q.type, q.data + q.offset(e % D, h0 + e / D, t, 0));
+  }
+  __syncthreads();
+  const int64_t n = bad ? 0 : visible;
+  const int64_t j0 = split * kSplitRows, j1 = j0 + kSplitRows < n ? j0 + kSplitRows : n;
+  OnlineState st[kSplitHeads];
+  float acc[kSplitHeads][kLaneElems];
+#pragma unroll
+  for (int i = 0; i < kSplitHeads; ++i) {
+    st[i] = online_init();
+#pragma unroll
+    for (int e = 0; e < kLaneElems; ++e) acc[i][e] = 0.0f;
+  }
+  for (int64_t j = j0 + warp; j < j1; j += kSplitWarps) {
+    float dots[kSplitHeads];
+    split_lane_dots(qs, kSplitMaxDim, nh, k.data + j * k.nb[1] + g * k.nb[2], k.type, k.nb[0], D, lane, dots);
+    const uint8_t* vrow = v.data + j * v.nb[1] + g * v.nb[2];
+    float vv[kLaneElems];
+#pragma unroll
+    for (int e = 0; e < kLaneElems; ++e) {
+      const int64_t d = lane + 32 * e;
+      vv[e] = d < Dv ? load_elem(v.type, vrow + d * v.nb[0]) : 0.0f;
+    }
+#pragma unroll
+    for (int i = 0; i < kSplitHeads; ++i) {
+      if (i >= nh) break;  // nh is the block's: every lane takes the same branch
+      const OnlineState row{warp_tree_sum(dots[i]) * scale, 1.0f};
+      const MergeFactors f = online_factors(st[i], row);
+#pragma unroll
+      for (int e = 0; e < kLaneElems; ++e) acc[i][e] = online_merge_acc(acc[i][e], vv[e], f);
+      st[i] = online_merge(st[i], row, f);
+    }
+  }
+  const int64_t parts = gridDim.z * static_cast<int64_t>(kSplitWarps);
+#pragma unroll
+  for (int i = 0; i < kSplitHeads; ++i) {
+    if (i >= nh) break;  // constant indices keep st / acc in registers
+    float* out = part + ((t * H + h0 + i) * parts + split * kSplitWarps + warp) * (2 + Dv);
+    if (lane == 0) {
+      out[0] = st[i].m;
+      out[1] = st[i].l;
+    }
+#pragma unroll
+    for (int e = 0; e < kLaneElems; ++e) {
+      const int64_t d = lane + 32 * e;
+      if (d < Dv) out[2 + d] = acc[i][e];
+    }
+  }
+}
+
+// One block per (head, token): thread d merges the partials' element d in
+// order and writes acc / l.
+__global__ void attention_combine_kernel(TArg dst, const float* part, int64_t parts) {
+  const int64_t h = blockIdx.x, t = blockIdx.y, H = dst.ne[1], Dv = dst.ne[0];
+  const float* p = part + (t * H + h) * parts * (2 + Dv);
+  for (int64_t d = threadIdx.x; d < Dv; d += blockDim.x) {
+    OnlineState st = online_init();
+    float acc = 0.0f;
+    for (int64_t i = 0; i < parts; ++i) {
+      const float* pi = p + i * (2 + Dv);
+      const OnlineState ps{pi[0], pi[1]};
+      const MergeFactors f = online_factors(st, ps);
+      acc = online_merge_acc(acc, pi[2 + d], f);
+      st = online_merge(st, ps, f);
+    }
+    *reinterpret_cast<float*>(dst.data + d * dst.nb[0] + h * dst.nb[1] + t * dst.nb[2]) = online_finish(st, acc);
+  }
+}
+
+}  // namespace
+
+loom_status_t* launch_attention_split(const LaunchContext& ctx, const loom_tensor_t* node) {
+  const loom_tensor_t* q = node->src[0];
+  const loom_tensor_t* k = node->src[1];
+  const int64_t H = q->ne[1], T = q->ne[2], Dv = node->ne[0];
+  const int64_t splits = (k->ne[1] + kSplitRows - 1) / kSplitRows, parts = splits * kSplitWarps;
+  if (splits > 65535) return launch_status(node, "attention: too many KV splits");
+  float scale;
+  std::memcpy(&scale, node->op_params, sizeof scale);
+  loom_status_t* st = nullptr;
+  float* part = static_cast<float*>(
+      ctx.scratch->get(static_cast<size_t>(T * H * parts * (2 + Dv)) * sizeof(float), &st));
+  if (st != nullptr) return st;
+  const int64_t groups = k->ne[2] * split_head_chunks(H / k->ne[2]);
+  const dim3 grid(static_cast<unsigned>(groups), static_cast<unsigned>(T), static_cast<unsigned>(splits));
+  attention_split_kernel<<<grid, kSplitWarps * kWarp, 0, ctx.stream>>>(
+      targ(q), targ(k), targ(node->src[2]), static_cast<const uint8_t*>(node->src[3]->data),
+      static_cast<int64_t>(node->src[3]->nb[0]), scale, part, ctx.error);
+  if ((st = launch_status(node, "attention split kernel")) != nullptr) return st;
+  const int threads = Dv >= 256 ? 256 : static_cast<int>((Dv + kWarp - 1) / kWarp * kWarp);
+  attention_combine_kernel<<<dim3(static_cast<unsigned>(H), static_cast<unsigned>(T)), threads, 0, ctx.stream>>>(
+      targ(node), part, parts);
+  return launch_status(node, "attention combine kernel");
+}
+
+}  // namespace loom::cuda

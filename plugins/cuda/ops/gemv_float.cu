@@ -1,0 +1,107 @@
+// The GEMV of float weights (F32, F16, BF16): a lane takes 8 consecutive
+// elements of A's row per step in one 16-byte load (two for F32), widens
+// them to f32 (half2 -> float2 pairs for F16) and multiplies in f32 against
+// each column's 8 values of B (two float4 loads). B stays f32: the suite's
+// f32 tolerance for float A leaves no room for half products. Arithmetic
+// per lane: gemv_lane.cuh's float_lane_sum, which the host test replays.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include "gemv_kernel.cuh"
+
+namespace loom::cuda {
+namespace {
+
+template <int T>
+__device__ __forceinline__ void load8(const uint8_t* p, float (&v)[8]) {
+  if (T == LOOM_TYPE_F32) {
+    const float4 x = reinterpret_cast<const float4*>(p)[0], y = reinterpret_cast<const float4*>(p)[1];
+    v[0] = x.x, v[1] = x.y, v[2] = x.z, v[3] = x.w, v[4] = y.x, v[5] = y.y, v[6] = y.z, v[7] = y.w;
+    return;
+  }
+  const uint4 raw = *reinterpret_cast<const uint4*>(p);
+  const uint32_t w[4] = {raw.x, raw.y, raw.z, raw.w};
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    if (T == LOOM_TYPE_F16) {
+      __half2 h;
+      memcpy(&h, &w[i], 4);
+      const float2 f = __half22float2(h);
+      v[2 * i] = f.x, v[2 * i + 1] = f.y;
+    } else {
+      v[2 * i] = bf16_to_f32(static_cast<uint16_t>(w[i] & 0xFFFFu));
+      v[2 * i + 1] = bf16_to_f32(static_cast<uint16_t>(w[i] >> 16));
+    }
+  }
+}
+
+template <int T, int NC>
+__global__ void __launch_bounds__(kGemvWarps * 32) gemv_float_kernel(TArg dst, TArg a, TArg b, int64_t b2, int64_t b3,
+                                                                     int64_t n0, int64_t z0) {
+  constexpr int kSize = T == LOOM_TYPE_F32 ? 4 : 2;
+  GemvPos p;
+  if (!gemv_pos<NC>(a, b.ne[1], b2, b3, n0, z0, &p)) return;
+  const int lane = threadIdx.x % kWarp;
+  const int64_t k = a.ne[0];
+  const uint8_t* bcol = b.data + p.i2 * b.nb[2] + p.i3 * b.nb[3] + p.c0 * b.nb[1];
+  float acc[NC];
+#pragma unroll
+  for (int c = 0; c < NC; ++c) acc[c] = 0.0f;
+  for (int64_t e = 8 * lane; e < k; e += 8 * kWarp) {
+    float v[8];
+    load8<T>(p.arow + e * kSize, v);
+#pragma unroll
+    for (int c = 0; c < NC; ++c) {
+      if (c < p.ncols) {
+        float x[8];
+        load8<LOOM_TYPE_F32>(bcol + c * b.nb[1] + e * 4, x);
+        float s = 0.0f;
+#pragma unroll
+        for (int i = 0; i < 8; ++i) s += v[i] * x[i];
+        acc[c] += s;
+      }
+    }
+  }
+  gemv_store<NC>(acc, dst, p.m, p.c0, p.ncols, p.i2, p.i3);
+}
+
+template <int T>
+loom_status_t* launch_float(const LaunchContext& ctx, const loom_tensor_t* node) {
+  const TArg dst = targ(node), a = targ(node->src[0]), b = targ(node->src[1]);
+  const int64_t n = b.ne[1];
+  return for_gemv_grids(node, [&](dim3 grid, int64_t n0, int64_t z0) {
+    const int threads = kGemvWarps * kWarp;
+    switch (gemv_nc(n)) {
+      case 1: gemv_float_kernel<T, 1><<<grid, threads, 0, ctx.stream>>>(dst, a, b, b.ne[2], b.ne[3], n0, z0); break;
+      case 2: gemv_float_kernel<T, 2><<<grid, threads, 0, ctx.stream>>>(dst, a, b, b.ne[2], b.ne[3], n0, z0); break;
+      case 4: gemv_float_kernel<T, 4><<<grid, threads, 0, ctx.stream>>>(dst, a, b, b.ne[2], b.ne[3], n0, z0); break;
+      default: gemv_float_kernel<T, 8><<<grid, threads, 0, ctx.stream>>>(dst, a, b, b.ne[2], b.ne[3], n0, z0); break;
+    }
+    return launch_status(node, "gemv kernel");
+  });
+}
+
+bool aligned16(const loom_tensor_t* t) {
+  return reinterpret_cast<uintptr_t>(t->data) % 16 == 0 && t->nb[1] % 16 == 0 && t->nb[2] % 16 == 0 &&
+         t->nb[3] % 16 == 0;
+}
+
+}  // namespace
+
+bool gemv_float_fits(const loom_tensor_t* node) {
+  const loom_tensor_t* a = node->src[0];
+  const loom_tensor_t* b = node->src[1];
+  const size_t size = a->type == LOOM_TYPE_F32 ? 4 : 2;
+  return a->nb[0] == size && b->nb[0] == 4 && a->ne[0] % 8 == 0 && aligned16(a) && aligned16(b);
+}
+
+#define LOOM_FLOAT_GEMV(T)                                                                                \
+  template <>                                                                                             \
+  loom_status_t* launch_gemv_typed<T>(const LaunchContext& ctx, const loom_tensor_t* node, const ActQ8*) { \
+    return launch_float<T>(ctx, node);                                                                    \
+  }
+LOOM_FLOAT_GEMV(LOOM_TYPE_F32)
+LOOM_FLOAT_GEMV(LOOM_TYPE_F16)
+LOOM_FLOAT_GEMV(LOOM_TYPE_BF16)
+
+}  // namespace loom::cuda

@@ -1,0 +1,93 @@
+// The GEMV kernels' device code (templates instantiated per weight type in
+// gemv_quant.cu, gemv_kquant.cu and gemv_float.cu). The arithmetic per lane
+// is gemv_lane.cuh's, which the host test replays; here it runs for NC
+// columns at once: each lane loads its words of A once and applies them to
+// every column of the group.
+#pragma once
+
+#include "gemv.h"
+#include "gemv_lane.cuh"
+#include "launch.cuh"
+
+namespace loom::cuda {
+
+// The group's results: the 32 lanes' sums in the halving tree, lane 0 writes.
+template <int NC>
+__device__ __forceinline__ void gemv_store(float (&acc)[NC], const TArg& dst, int64_t m, int64_t c0, int ncols,
+                                           int64_t i2, int64_t i3) {
+  const int lane = threadIdx.x % kWarp;
+#pragma unroll
+  for (int c = 0; c < NC; ++c) {
+    float v = acc[c];
+    for (int s = kWarp / 2; s > 0; s /= 2) v += __shfl_down_sync(0xFFFFFFFFu, v, s);
+    if (lane == 0 && c < ncols) {
+      *reinterpret_cast<float*>(dst.data + m * dst.nb[0] + (c0 + c) * dst.nb[1] + i2 * dst.nb[2] + i3 * dst.nb[3]) = v;
+    }
+  }
+}
+
+// Where a warp works (gemv_grid.cuh's gemv_cell) and its row of A (batch
+// a2, a3). false: past the last row.
+struct GemvPos : GemvCell {
+  const uint8_t* arow;
+};
+template <int NC>
+__device__ __forceinline__ bool gemv_pos(const TArg& a, int64_t n_cols, int64_t b2, int64_t b3, int64_t n0, int64_t z0,
+                                         GemvPos* p) {
+  if (!gemv_cell(blockIdx.x, blockIdx.y, blockIdx.z, static_cast<int>(threadIdx.x / kWarp), a.ne[1], n_cols, b2, n0, z0,
+                 NC, p)) {
+    return false;
+  }
+  const int64_t a2 = p->i2 / (b2 / a.ne[2]), a3 = p->i3 / (b3 / a.ne[3]);
+  p->arow = a.data + p->m * a.nb[1] + a2 * a.nb[2] + a3 * a.nb[3];
+  return true;
+}
+
+// Quantized A against B's 8-bit blocks (column col = n + N * z at
+// act.qs + col * K and act.d + col * K / kElems).
+template <int T, int NC>
+__global__ void __launch_bounds__(kGemvWarps * 32) gemv_quant_kernel(TArg dst, TArg a, ActQ8 act, int64_t n_cols,
+                                                                     int64_t b2, int64_t b3, int64_t n0, int64_t z0) {
+  using L = Lane<T>;
+  constexpr int kUnits = L::kElems / 32;
+  GemvPos p;
+  if (!gemv_pos<NC>(a, n_cols, b2, b3, n0, z0, &p)) return;
+  const int lane = threadIdx.x % kWarp;
+  const int64_t k = a.ne[0], nblk = k / L::kElems, units = k / 32;
+  const int64_t col0 = p.c0 + n_cols * p.z;
+  float acc[NC];
+#pragma unroll
+  for (int c = 0; c < NC; ++c) acc[c] = 0.0f;
+  for (int64_t U = lane / kLanesPerUnit; U < units; U += kUnitsPerStep) {
+    const int64_t b = U / kUnits;
+    const LaneWords w = L::get(p.arow + b * L::kBytes, static_cast<int>(U % kUnits), lane % kLanesPerUnit);
+#pragma unroll
+    for (int c = 0; c < NC; ++c) {
+      if (c < p.ncols) {
+        const int64_t col = col0 + c;
+        acc[c] += lane_dot<L::kMin>(w, act.qs + col * k + b * L::kElems, act.d[col * nblk + b]);
+      }
+    }
+  }
+  gemv_store<NC>(acc, dst, p.m, p.c0, p.ncols, p.i2, p.i3);
+}
+
+// The launches of gemv_quant_kernel<T, NC>, NC = gemv_nc(N).
+template <int T>
+loom_status_t* launch_quant_kernels(const LaunchContext& ctx, const loom_tensor_t* node, const ActQ8& act) {
+  const TArg dst = targ(node), a = targ(node->src[0]);
+  const loom_tensor_t* b = node->src[1];
+  const int64_t n = b->ne[1];
+  return for_gemv_grids(node, [&](dim3 grid, int64_t n0, int64_t z0) {
+    const int threads = kGemvWarps * kWarp;
+    switch (gemv_nc(n)) {
+      case 1: gemv_quant_kernel<T, 1><<<grid, threads, 0, ctx.stream>>>(dst, a, act, n, b->ne[2], b->ne[3], n0, z0); break;
+      case 2: gemv_quant_kernel<T, 2><<<grid, threads, 0, ctx.stream>>>(dst, a, act, n, b->ne[2], b->ne[3], n0, z0); break;
+      case 4: gemv_quant_kernel<T, 4><<<grid, threads, 0, ctx.stream>>>(dst, a, act, n, b->ne[2], b->ne[3], n0, z0); break;
+      default: gemv_quant_kernel<T, 8><<<grid, threads, 0, ctx.stream>>>(dst, a, act, n, b->ne[2], b->ne[3], n0, z0); break;
+    }
+    return launch_status(node, "gemv kernel");
+  });
+}
+
+}  // namespace loom::cuda
