@@ -5,6 +5,8 @@
 #include <cmath>
 #include <string>
 
+#include "common/op_check.h"
+#include "common/op_table.h"
 #include "loom/types.hpp"
 
 namespace loom::op {
@@ -46,6 +48,18 @@ StatusOr<Tensor*> node(Context& ctx, const char* op, loom_op_t id, loom_type_t t
                        const int64_t ne[4], std::initializer_list<Tensor*> srcs) {
   StatusOr<Tensor*> r = ctx.new_node(id, type, ne, srcs);
   if (!r.ok()) return r.status().with_context(std::string("op.") + op);
+  return r;
+}
+
+// The op table's rule (common/op_table.h, what plugins check in supports_op)
+// has the last word on a finished node: a builder never makes a node the
+// plugins would call malformed. The builders' own checks come first and say
+// more; this catches a disagreement between the two.
+StatusOr<Tensor*> ruled(const char* op, StatusOr<Tensor*> r) {
+  if (!r.ok()) return r;
+  if (const char* why = common::check_node(r.value())) {
+    return invalid_argument(tag(op) + r.value()->describe() + " breaks the op table's rule: " + why);
+  }
   return r;
 }
 
@@ -106,19 +120,19 @@ StatusOr<Tensor*> get_rows(Context& ctx, Tensor* a, Tensor* idx) {
                             ", 1] for a " + a->describe());
   }
   const int64_t ne[4] = {a->ne[0], idx->ne[0], a->ne[2], a->ne[3]};
-  return node(ctx, "get_rows", LOOM_OP_GET_ROWS, LOOM_TYPE_F32, ne, {a, idx});
+  return ruled("get_rows", node(ctx, "get_rows", LOOM_OP_GET_ROWS, LOOM_TYPE_F32, ne, {a, idx}));
 }
 
-StatusOr<Tensor*> add(Context& ctx, Tensor* a, Tensor* b) { return binary(ctx, "add", LOOM_OP_ADD, a, b); }
-StatusOr<Tensor*> sub(Context& ctx, Tensor* a, Tensor* b) { return binary(ctx, "sub", LOOM_OP_SUB, a, b); }
-StatusOr<Tensor*> mul(Context& ctx, Tensor* a, Tensor* b) { return binary(ctx, "mul", LOOM_OP_MUL, a, b); }
-StatusOr<Tensor*> div(Context& ctx, Tensor* a, Tensor* b) { return binary(ctx, "div", LOOM_OP_DIV, a, b); }
+StatusOr<Tensor*> add(Context& ctx, Tensor* a, Tensor* b) { return ruled("add", binary(ctx, "add", LOOM_OP_ADD, a, b)); }
+StatusOr<Tensor*> sub(Context& ctx, Tensor* a, Tensor* b) { return ruled("sub", binary(ctx, "sub", LOOM_OP_SUB, a, b)); }
+StatusOr<Tensor*> mul(Context& ctx, Tensor* a, Tensor* b) { return ruled("mul", binary(ctx, "mul", LOOM_OP_MUL, a, b)); }
+StatusOr<Tensor*> div(Context& ctx, Tensor* a, Tensor* b) { return ruled("div", binary(ctx, "div", LOOM_OP_DIV, a, b)); }
 
 StatusOr<Tensor*> scale(Context& ctx, Tensor* a, float s, float bias) {
   LOOM_ASSIGN_OR_RETURN(Tensor * t, unary(ctx, "scale", LOOM_OP_SCALE, a));
   t->set_param<float>(0, s);
   t->set_param<float>(1, bias);
-  return t;
+  return ruled("scale", t);
 }
 
 StatusOr<Tensor*> rms_norm(Context& ctx, Tensor* a, float eps) {
@@ -127,7 +141,7 @@ StatusOr<Tensor*> rms_norm(Context& ctx, Tensor* a, float eps) {
   LOOM_RETURN_IF_ERROR(check_eps("rms_norm", eps));
   LOOM_ASSIGN_OR_RETURN(Tensor * t, node(ctx, "rms_norm", LOOM_OP_RMS_NORM, LOOM_TYPE_F32, a->ne, {a}));
   t->set_param<float>(0, eps);
-  return t;
+  return ruled("rms_norm", t);
 }
 
 StatusOr<Tensor*> norm(Context& ctx, Tensor* a, float eps) {
@@ -136,7 +150,7 @@ StatusOr<Tensor*> norm(Context& ctx, Tensor* a, float eps) {
   LOOM_RETURN_IF_ERROR(check_eps("norm", eps));
   LOOM_ASSIGN_OR_RETURN(Tensor * t, node(ctx, "norm", LOOM_OP_NORM, LOOM_TYPE_F32, a->ne, {a}));
   t->set_param<float>(0, eps);
-  return t;
+  return ruled("norm", t);
 }
 
 StatusOr<Tensor*> mul_mat(Context& ctx, Tensor* a, Tensor* b) {
@@ -153,7 +167,7 @@ StatusOr<Tensor*> mul_mat(Context& ctx, Tensor* a, Tensor* b) {
                             "b.ne[3] % a.ne[3] == 0");
   }
   const int64_t ne[4] = {a->ne[1], b->ne[1], b->ne[2], b->ne[3]};
-  return node(ctx, "mul_mat", LOOM_OP_MUL_MAT, LOOM_TYPE_F32, ne, {a, b});
+  return ruled("mul_mat", node(ctx, "mul_mat", LOOM_OP_MUL_MAT, LOOM_TYPE_F32, ne, {a, b}));
 }
 
 StatusOr<Tensor*> rope(Context& ctx, Tensor* a, Tensor* pos, int n_dims, int mode,
@@ -195,7 +209,7 @@ StatusOr<Tensor*> rope(Context& ctx, Tensor* a, Tensor* pos, int n_dims, int mod
   t->set_param<int32_t>(1, mode);
   t->set_param<float>(2, freq_base);
   t->set_param<float>(3, freq_scale);
-  return t;
+  return ruled("rope", t);
 }
 
 StatusOr<Tensor*> soft_max(Context& ctx, Tensor* a, Tensor* mask, float scale) {
@@ -215,7 +229,7 @@ StatusOr<Tensor*> soft_max(Context& ctx, Tensor* a, Tensor* mask, float scale) {
                              : node(ctx, "soft_max", LOOM_OP_SOFT_MAX, LOOM_TYPE_F32, a->ne, {a});
   if (!r.ok()) return r;
   r.value()->set_param<float>(0, scale);
-  return r;
+  return ruled("soft_max", r);
 }
 
 StatusOr<Tensor*> cpy(Context& ctx, Tensor* a, Tensor* dst) {
@@ -235,12 +249,12 @@ StatusOr<Tensor*> cpy(Context& ctx, Tensor* a, Tensor* dst) {
                                          dst->ne, {a, dst}));
   alias(t, dst);
   t->set_name(std::string(dst->name[0] ? dst->name : "cpy") + " (copy of " + a->name + ")");
-  return t;
+  return ruled("cpy", t);
 }
 
 StatusOr<Tensor*> cont(Context& ctx, Tensor* a) {
   LOOM_RETURN_IF_ERROR(check_src("cont", ctx, a, "a"));
-  return node(ctx, "cont", LOOM_OP_CONT, static_cast<loom_type_t>(a->type), a->ne, {a});
+  return ruled("cont", node(ctx, "cont", LOOM_OP_CONT, static_cast<loom_type_t>(a->type), a->ne, {a}));
 }
 
 StatusOr<Tensor*> set_rows(Context& ctx, Tensor* dst, Tensor* rows, Tensor* idx) {
@@ -271,12 +285,12 @@ StatusOr<Tensor*> set_rows(Context& ctx, Tensor* dst, Tensor* rows, Tensor* idx)
                                          {dst, rows, idx}));
   alias(t, dst);
   t->set_name(std::string(dst->name[0] ? dst->name : "set_rows") + " (rows set)");
-  return t;
+  return ruled("set_rows", t);
 }
 
-StatusOr<Tensor*> silu(Context& ctx, Tensor* a) { return unary(ctx, "silu", LOOM_OP_SILU, a); }
-StatusOr<Tensor*> gelu(Context& ctx, Tensor* a) { return unary(ctx, "gelu", LOOM_OP_GELU, a); }
-StatusOr<Tensor*> relu(Context& ctx, Tensor* a) { return unary(ctx, "relu", LOOM_OP_RELU, a); }
+StatusOr<Tensor*> silu(Context& ctx, Tensor* a) { return ruled("silu", unary(ctx, "silu", LOOM_OP_SILU, a)); }
+StatusOr<Tensor*> gelu(Context& ctx, Tensor* a) { return ruled("gelu", unary(ctx, "gelu", LOOM_OP_GELU, a)); }
+StatusOr<Tensor*> relu(Context& ctx, Tensor* a) { return ruled("relu", unary(ctx, "relu", LOOM_OP_RELU, a)); }
 
 StatusOr<Tensor*> swiglu(Context& ctx, Tensor* a, Tensor* b) {
   LOOM_RETURN_IF_ERROR(check_src("swiglu", ctx, a, "a"));
@@ -287,21 +301,21 @@ StatusOr<Tensor*> swiglu(Context& ctx, Tensor* a, Tensor* b) {
     return invalid_argument(tag("swiglu") + "a " + a->describe() + " and b " + b->describe() +
                             " must have the same shape");
   }
-  return node(ctx, "swiglu", LOOM_OP_SWIGLU, static_cast<loom_type_t>(a->type), a->ne, {a, b});
+  return ruled("swiglu", node(ctx, "swiglu", LOOM_OP_SWIGLU, static_cast<loom_type_t>(a->type), a->ne, {a, b}));
 }
 
 StatusOr<Tensor*> argmax(Context& ctx, Tensor* a) {
   LOOM_RETURN_IF_ERROR(check_src("argmax", ctx, a, "a"));
   LOOM_RETURN_IF_ERROR(need_type("argmax", a, "a", LOOM_TYPE_F32));
   const int64_t ne[4] = {a->ne[1], a->ne[2], a->ne[3], 1};
-  return node(ctx, "argmax", LOOM_OP_ARGMAX, LOOM_TYPE_I32, ne, {a});
+  return ruled("argmax", node(ctx, "argmax", LOOM_OP_ARGMAX, LOOM_TYPE_I32, ne, {a}));
 }
 
 StatusOr<Tensor*> sum_rows(Context& ctx, Tensor* a) {
   LOOM_RETURN_IF_ERROR(check_src("sum_rows", ctx, a, "a"));
   LOOM_RETURN_IF_ERROR(need_float("sum_rows", a, "a"));
   const int64_t ne[4] = {1, a->ne[1], a->ne[2], a->ne[3]};
-  return node(ctx, "sum_rows", LOOM_OP_SUM_ROWS, LOOM_TYPE_F32, ne, {a});
+  return ruled("sum_rows", node(ctx, "sum_rows", LOOM_OP_SUM_ROWS, LOOM_TYPE_F32, ne, {a}));
 }
 
 StatusOr<Tensor*> attention(Context& ctx, Tensor* q, Tensor* k, Tensor* v, Tensor* visible, float scale) {
@@ -338,7 +352,7 @@ StatusOr<Tensor*> attention(Context& ctx, Tensor* q, Tensor* k, Tensor* v, Tenso
   const int64_t ne[4] = {v->ne[0], n_head, n_tok, 1};
   LOOM_ASSIGN_OR_RETURN(Tensor * t, node(ctx, op, LOOM_OP_ATTENTION, LOOM_TYPE_F32, ne, {q, k, v, visible}));
   t->set_param<float>(0, scale);
-  return t;
+  return ruled("attention", t);
 }
 
 namespace {
@@ -380,7 +394,7 @@ StatusOr<Tensor*> mul_mat_sparse_rows(Context& ctx, Tensor* a, Tensor* b, Tensor
   const int64_t ne[4] = {a->ne[1], b->ne[1], 1, 1};
   LOOM_ASSIGN_OR_RETURN(Tensor * t, node(ctx, op, LOOM_OP_MUL_MAT_SPARSE_ROWS, LOOM_TYPE_F32, ne, {a, b, scores}));
   t->set_param<float>(0, threshold);
-  return t;
+  return ruled("mul_mat_sparse_rows", t);
 }
 
 StatusOr<Tensor*> mul_mat_sparse_cols(Context& ctx, Tensor* w, Tensor* h, Tensor* scores, float threshold) {
@@ -390,39 +404,10 @@ StatusOr<Tensor*> mul_mat_sparse_cols(Context& ctx, Tensor* w, Tensor* h, Tensor
   const int64_t ne[4] = {w->ne[0], h->ne[1], 1, 1};
   LOOM_ASSIGN_OR_RETURN(Tensor * t, node(ctx, op, LOOM_OP_MUL_MAT_SPARSE_COLS, LOOM_TYPE_F32, ne, {w, h, scores}));
   t->set_param<float>(0, threshold);
-  return t;
+  return ruled("mul_mat_sparse_cols", t);
 }
 
-// In-place contract for plugins: when the allocator gives a node its first
-// source's memory (dst->data == src[0]->data, same type, shape and dense
-// layout), the kernel must still be correct. That holds when every output
-// element depends only on inputs the kernel has already read when it writes
-// it: elementwise ops read x[i] before writing y[i]; ROPE reads both
-// elements of a rotated pair before writing either; RMS_NORM, NORM and
-// SOFT_MAX finish their row reductions before writing the row and then map
-// x[i] -> y[i]. Kernels must therefore not assume dst and src[0] are
-// disjoint (no __restrict on that pair), and threads split work by rows.
-// Ops that read other elements after writing (MUL_MAT, GET_ROWS, CONT of a
-// view, CPY, ARGMAX, SUM_ROWS, ATTENTION) or change shape are never in place.
-bool op_can_be_inplace(int32_t op) {
-  switch (op) {
-    case LOOM_OP_ADD:
-    case LOOM_OP_SUB:
-    case LOOM_OP_MUL:
-    case LOOM_OP_DIV:
-    case LOOM_OP_SCALE:
-    case LOOM_OP_RMS_NORM:
-    case LOOM_OP_NORM:
-    case LOOM_OP_ROPE:
-    case LOOM_OP_SOFT_MAX:
-    case LOOM_OP_SILU:
-    case LOOM_OP_GELU:
-    case LOOM_OP_RELU:
-    case LOOM_OP_SWIGLU:
-      return true;
-    default:
-      return false;
-  }
-}
+// The in-place contract lives with the op's other facts (common/op_table.h).
+bool op_can_be_inplace(int32_t op) { return common::op_facts(op).inplace; }
 
 }  // namespace loom::op

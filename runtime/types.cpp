@@ -20,11 +20,13 @@ size_t type_row_size(int32_t type, int64_t n) { return type_is_valid(type) ? com
 StatusOr<loom_type_t> type_from_name(std::string_view name) {
   std::string lower;
   for (char c : name) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  std::string known;
   for (int32_t t = 0; t < LOOM_TYPE_COUNT; ++t) {
-    if (type_is_valid(t) && lower == common::type_traits(t).name) return static_cast<loom_type_t>(t);
+    if (!type_is_valid(t)) continue;
+    if (lower == common::type_traits(t).name) return static_cast<loom_type_t>(t);
+    known += (known.empty() ? "" : ", ") + std::string(common::type_traits(t).name);
   }
-  return invalid_argument("[types.parse] unknown type name '" + std::string(name) +
-                          "' (known: f32, f16, bf16, q8_0, q4_0, i32, i64)");
+  return invalid_argument("[types.parse] unknown type name '" + std::string(name) + "' (known: " + known + ")");
 }
 
 void to_float(int32_t type, const void* src, float* dst, int64_t n) { common::to_float_row(type, src, dst, n); }

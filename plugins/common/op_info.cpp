@@ -1,32 +1,16 @@
 #include "common/op_info.h"
 
 #include "common/glue.h"
+#include "common/op_table.h"
 #include "common/type_traits.h"
 
 namespace loom::common {
 
-const char* op_name(int32_t op) {
-  static const char* const kNames[LOOM_OP_COUNT] = {
-      "NONE", "RESHAPE",  "VIEW",   "PERMUTE", "TRANSPOSE", "GET_ROWS", "ADD",
-      "SUB",  "MUL",      "DIV",    "SCALE",   "RMS_NORM",  "NORM",     "MUL_MAT",
-      "ROPE", "SOFT_MAX", "CPY",    "CONT",    "SET_ROWS",  "SILU",     "GELU",
-      "RELU", "SWIGLU",   "ARGMAX", "SUM_ROWS", "ATTENTION", "MUL_MAT_SPARSE_ROWS",
-      "MUL_MAT_SPARSE_COLS"};
-  return op >= 0 && op < LOOM_OP_COUNT ? kNames[op] : "INVALID";
-}
+const char* op_name(int32_t op) { return op_facts(op).name; }
 
-uint32_t op_abi_minor(int32_t op) {
-  // One row per minor that added ops: the first op id it added.
-  static const struct {
-    int32_t first_op;
-    uint32_t minor;
-  } kAdded[] = {{LOOM_OP_ATTENTION, 1}, {LOOM_OP_MUL_MAT_SPARSE_ROWS, 3}};
-  uint32_t minor = 0;
-  for (const auto& a : kAdded) {
-    if (op >= a.first_op) minor = a.minor;
-  }
-  return minor;
-}
+uint32_t op_abi_minor(int32_t op) { return op_facts(op).abi_minor; }
+
+bool is_view_op(int32_t op) { return op_facts(op).view; }
 
 bool plugin_knows_op(uint32_t plugin_abi_version, int32_t op) {
   return op >= 0 && op < LOOM_OP_COUNT && LOOM_ABI_MAJOR(plugin_abi_version) == LOOM_ABI_VERSION_MAJOR &&

@@ -29,9 +29,7 @@ uint32_t op_form_abi_minor(const loom_tensor_t* node);
 bool plugin_knows_node_op(uint32_t plugin_abi_version, const loom_tensor_t* node);
 
 // Ops that only reinterpret their source's memory (no kernel runs).
-inline bool is_view_op(int32_t op) {
-  return op == LOOM_OP_RESHAPE || op == LOOM_OP_VIEW || op == LOOM_OP_PERMUTE || op == LOOM_OP_TRANSPOSE;
-}
+bool is_view_op(int32_t op);
 
 // "'name' (MUL_MAT q4_0, f16 -> f32)" for messages; `node` is borrowed.
 std::string describe_node(const loom_tensor_t* node);

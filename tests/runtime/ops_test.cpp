@@ -5,7 +5,11 @@
 #include <array>
 #include <limits>
 
+#include "common/op_check.h"
+#include "common/op_info.h"
+#include "common/op_table.h"
 #include "loom/ops.hpp"
+#include "loom/types.hpp"
 #include "loom/tensor.hpp"
 #include "runtime_test_util.hpp"
 
@@ -327,6 +331,35 @@ TEST_F(Ops, InplaceSet) {
   for (int32_t op : never) {
     EXPECT_FALSE(op::op_can_be_inplace(op)) << op;
   }
+}
+
+// One op table: the builders and the rules plugins check (common/op_check.h)
+// agree. ROPE with n_dims 0 was accepted by one and refused by the other.
+TEST_F(Ops, BuildersAndTheOpTableAgree) {
+  Tensor* a = make(LOOM_TYPE_F32, {16, 4, 5}, "q");
+  Tensor* pos = make(LOOM_TYPE_I32, {5}, "pos");
+  EXPECT_TRUE(fails_with(op::rope(ctx_, a, pos, 0, 0, 1e4f, 1.0f), {"[op.rope]", "n_dims 0"}));
+  Tensor* r = must(op::rope(ctx_, a, pos, 8, 0, 1e4f, 1.0f));
+  EXPECT_EQ(common::check_node(r), nullptr);
+  r->set_param<int32_t>(0, 0);  // the same node with n_dims 0, made by hand
+  ASSERT_NE(common::check_node(r), nullptr);
+  EXPECT_STREQ(common::check_node(r), "n_dims");
+  // Every row: a name, the sources the builders give, the facts the host reads.
+  for (int32_t op = 0; op < LOOM_OP_COUNT; ++op) {
+    const common::OpFacts& f = common::op_facts(op);
+    EXPECT_STRNE(f.name, "INVALID") << op;
+    EXPECT_STREQ(op_name(op), f.name);
+    EXPECT_EQ(common::is_view_op(op), f.view) << f.name;
+    EXPECT_EQ(op::op_can_be_inplace(op), f.inplace) << f.name;
+    EXPECT_EQ(f.rule == nullptr, op == LOOM_OP_NONE || f.view) << f.name;
+    EXPECT_FALSE(f.view && f.inplace) << f.name;
+  }
+  EXPECT_STREQ(common::op_facts(LOOM_OP_COUNT).name, "INVALID");
+  EXPECT_STREQ(common::op_facts(-1).name, "INVALID");
+  // Built nodes carry as many sources as their row says.
+  Tensor* m = must(op::mul_mat(ctx_, make(LOOM_TYPE_F32, {16, 3}, "w"), make(LOOM_TYPE_F32, {16, 2}, "x")));
+  EXPECT_EQ(common::op_facts(m->op).n_src, 2);
+  EXPECT_NE(m->src[1], nullptr);
 }
 
 }  // namespace

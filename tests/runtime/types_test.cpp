@@ -48,6 +48,12 @@ TEST(Types, Facts) {
   EXPECT_FALSE(type_is_valid(LOOM_TYPE_COUNT));
   EXPECT_EQ(*type_from_name("Q8_0"), LOOM_TYPE_Q8_0);
   EXPECT_FALSE(type_from_name("q8_k").ok());  // GGUF has it (a quantizer-internal type); loom does not
+  // The message lists every type loom knows, from the one type table.
+  const std::string m = type_from_name("q8_k").status().message();
+  for (const char* t : {"f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "q2_k", "q3_k", "q4_k", "q5_k",
+                        "q6_k", "iq4_nl", "i32", "i64"}) {
+    EXPECT_NE(m.find(t), std::string::npos) << t << " missing from: " << m;
+  }
   EXPECT_STREQ(op_name(LOOM_OP_MUL_MAT), "MUL_MAT");
   EXPECT_STREQ(op_name(LOOM_OP_COUNT), "INVALID");
   EXPECT_STREQ(op_name(LOOM_OP_ATTENTION), "ATTENTION");

@@ -1,3 +1,5 @@
+#include "common/op_table.h"
+
 #include "common/op_check.h"
 
 #include <cmath>
@@ -44,31 +46,6 @@ bool tensor_ok_impl(const loom_tensor_t* t) {
   }
   const TypeTraits& tr = type_traits(t->type);
   return t->ne[0] % tr.block_size == 0 && (!tr.is_quantized || t->nb[0] == tr.type_size);
-}
-
-// Number of sources each op reads (after the first, optional ones count).
-int op_source_count_impl(int32_t op) {
-  switch (op) {
-    case LOOM_OP_GET_ROWS:
-    case LOOM_OP_ADD:
-    case LOOM_OP_SUB:
-    case LOOM_OP_MUL:
-    case LOOM_OP_DIV:
-    case LOOM_OP_MUL_MAT:
-    case LOOM_OP_ROPE:
-    case LOOM_OP_CPY:
-    case LOOM_OP_SWIGLU:
-      return 2;
-    case LOOM_OP_SET_ROWS:
-    case LOOM_OP_MUL_MAT_SPARSE_ROWS:
-    case LOOM_OP_MUL_MAT_SPARSE_COLS:
-      return 3;
-    case LOOM_OP_ATTENTION:
-      return 4;
-    case LOOM_OP_SOFT_MAX:  // the mask (src1) is optional; so are ROPE's factors (src2)
-    default:
-      return 1;
-  }
 }
 
 const char* check_cpy(const loom_tensor_t* dst, const loom_tensor_t* a, const loom_tensor_t* b) {
@@ -178,7 +155,7 @@ const char* check_op(const loom_tensor_t* n) {
       const int32_t mode = n->op_params[1];
       if (!is_float(ta) || b->type != LOOM_TYPE_I32 || n->type != ta) return "types";
       if (!same_shape(n, a) || !shape_is(b, a->ne[2], 1, 1, 1)) return "shapes";
-      if (n_dims < 0 || n_dims % 2 != 0 || n_dims > a->ne[0]) return "n_dims";
+      if (n_dims <= 0 || n_dims % 2 != 0 || n_dims > a->ne[0]) return "n_dims";
       if (mode != LOOM_ROPE_MODE_NORMAL && mode != LOOM_ROPE_MODE_NEOX) return "mode";
       // (1.2) optional frequency factors: F32 [n_dims / 2].
       if (c != nullptr && (!tensor_ok_impl(c) || c->type != LOOM_TYPE_F32 || !shape_is(c, n_dims / 2, 1, 1, 1))) {
@@ -218,31 +195,64 @@ const char* check_op(const loom_tensor_t* n) {
     case LOOM_OP_SUM_ROWS:
       if (!is_float(ta) || !is_float(n->type)) return "types";
       return shape_is(n, 1, a->ne[1], a->ne[2], a->ne[3]) ? nullptr : "shapes";
-    case LOOM_OP_ATTENTION:
-      return check_attention(n);
-    case LOOM_OP_MUL_MAT_SPARSE_ROWS:
-    case LOOM_OP_MUL_MAT_SPARSE_COLS:
-      return check_sparse(n);
     default:
       return "op";
   }
 }
 
+// One row per op id, in id order (a static_assert below keeps the count).
+const OpFacts kOps[] = {
+    // name, minor, n_src, view, inplace, rule
+    {"NONE", 0, 0, false, false, nullptr},
+    {"RESHAPE", 0, 1, true, false, nullptr},
+    {"VIEW", 0, 1, true, false, nullptr},
+    {"PERMUTE", 0, 1, true, false, nullptr},
+    {"TRANSPOSE", 0, 1, true, false, nullptr},
+    {"GET_ROWS", 0, 2, false, false, check_op},
+    {"ADD", 0, 2, false, true, check_op},
+    {"SUB", 0, 2, false, true, check_op},
+    {"MUL", 0, 2, false, true, check_op},
+    {"DIV", 0, 2, false, true, check_op},
+    {"SCALE", 0, 1, false, true, check_op},
+    {"RMS_NORM", 0, 1, false, true, check_op},
+    {"NORM", 0, 1, false, true, check_op},
+    {"MUL_MAT", 0, 2, false, false, check_op},
+    {"ROPE", 0, 2, false, true, check_op},
+    {"SOFT_MAX", 0, 1, false, true, check_op},
+    {"CPY", 0, 2, false, false, check_op},
+    {"CONT", 0, 1, false, false, check_op},
+    {"SET_ROWS", 0, 3, false, false, check_op},
+    {"SILU", 0, 1, false, true, check_op},
+    {"GELU", 0, 1, false, true, check_op},
+    {"RELU", 0, 1, false, true, check_op},
+    {"SWIGLU", 0, 2, false, true, check_op},
+    {"ARGMAX", 0, 1, false, false, check_op},
+    {"SUM_ROWS", 0, 1, false, false, check_op},
+    {"ATTENTION", 1, 4, false, false, check_attention},
+    {"MUL_MAT_SPARSE_ROWS", 3, 3, false, false, check_sparse},
+    {"MUL_MAT_SPARSE_COLS", 3, 3, false, false, check_sparse},
+};
+static_assert(sizeof(kOps) / sizeof(kOps[0]) == LOOM_OP_COUNT, "one row per op id");
+
+const OpFacts kInvalid = {"INVALID", 0, 0, false, false, nullptr};
+
 }  // namespace
+
+const OpFacts& op_facts(int32_t op) { return op >= 0 && op < LOOM_OP_COUNT ? kOps[op] : kInvalid; }
 
 bool tensor_ok(const loom_tensor_t* t) { return tensor_ok_impl(t); }
 
-int op_source_count(int32_t op) { return op_source_count_impl(op); }
+int op_source_count(int32_t op) { return op_facts(op).n_src; }
 
 const char* check_node(const loom_tensor_t* node) {
-  if (node->op < 0 || node->op >= LOOM_OP_COUNT) return "op";
+  const OpFacts& f = op_facts(node->op);
+  if (f.rule == nullptr) return "op";
   if (!tensor_ok_impl(node)) return "result type or shape";
-  const int n_src = op_source_count_impl(node->op);
-  for (int i = 0; i < n_src; ++i) {
+  for (int i = 0; i < f.n_src; ++i) {
     if (node->src[i] == nullptr) return "missing source";
     if (!tensor_ok_impl(node->src[i])) return "source type or shape";
   }
-  return check_op(node);
+  return f.rule(node);
 }
 
 }  // namespace loom::common
