@@ -14,17 +14,17 @@
 
 namespace loom::registry {
 
-// The 1.0 sizes of the ABI structs: the least a plugin's struct_size may be.
-// (A later minor keeps these and checks struct_size before newer fields.)
-inline constexpr size_t kPluginSize10 = LOOM_STRUCT_END(loom_plugin_t, get_extension);
-inline constexpr size_t kDeviceSize10 = LOOM_STRUCT_END(loom_device_t, context);
-inline constexpr size_t kDeviceIfaceSize10 = LOOM_STRUCT_END(loom_device_iface_t, buffer_from_host_ptr);
-inline constexpr size_t kBufferTypeSize10 = LOOM_STRUCT_END(loom_buffer_type_t, context);
-inline constexpr size_t kBufferTypeIfaceSize10 = LOOM_STRUCT_END(loom_buffer_type_iface_t, is_host);
-inline constexpr size_t kBufferSize10 = LOOM_STRUCT_END(loom_buffer_t, context);
-inline constexpr size_t kBufferIfaceSize10 = LOOM_STRUCT_END(loom_buffer_iface_t, copy_tensor);
-inline constexpr size_t kStreamSize10 = LOOM_STRUCT_END(loom_stream_t, context);
-inline constexpr size_t kStreamIfaceSize10 = LOOM_STRUCT_END(loom_stream_iface_t, wait_event);
+// The 1.0 sizes of the ABI structs: the least a plugin's struct_size may be
+// (published in plugin.h, so plugins check the host's tables the same way).
+inline constexpr size_t kPluginSize10 = LOOM_PLUGIN_SIZE_1_0;
+inline constexpr size_t kDeviceSize10 = LOOM_DEVICE_SIZE_1_0;
+inline constexpr size_t kDeviceIfaceSize10 = LOOM_DEVICE_IFACE_SIZE_1_0;
+inline constexpr size_t kBufferTypeSize10 = LOOM_BUFFER_TYPE_SIZE_1_0;
+inline constexpr size_t kBufferTypeIfaceSize10 = LOOM_BUFFER_TYPE_IFACE_SIZE_1_0;
+inline constexpr size_t kBufferSize10 = LOOM_BUFFER_SIZE_1_0;
+inline constexpr size_t kBufferIfaceSize10 = LOOM_BUFFER_IFACE_SIZE_1_0;
+inline constexpr size_t kStreamSize10 = LOOM_STREAM_SIZE_1_0;
+inline constexpr size_t kStreamIfaceSize10 = LOOM_STREAM_IFACE_SIZE_1_0;
 
 // An opened library whose plugin table passed negotiation and was scored.
 struct NegotiatedPlugin {

@@ -1,8 +1,9 @@
 #include "runtime/status_abi.hpp"
 
 #include <new>
+#include <string>
 
-#include "loom/buffer.hpp"
+#include "loom/status.hpp"
 
 namespace loom {
 namespace {

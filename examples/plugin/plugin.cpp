@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "common/glue.h"
+#include "common/plugin_entry.h"
 #include "device.h"
 #include "loom/plugin.h"
 
@@ -49,10 +50,4 @@ const loom_plugin_t kPlugin = {
 }  // namespace
 }  // namespace example
 
-extern "C" LOOM_PLUGIN_EXPORT const loom_plugin_t* loom_plugin_query(uint32_t host_abi_version,
-                                                                     const loom_host_services_t* services) {
-  // Another major has another layout: refuse rather than guess.
-  if (LOOM_ABI_MAJOR(host_abi_version) != LOOM_ABI_VERSION_MAJOR || services == nullptr) return nullptr;
-  loom::common::set_host_services(services);
-  return &example::kPlugin;
-}
+LOOM_PLUGIN_DEFINE(&example::kPlugin)

@@ -575,6 +575,21 @@ typedef const loom_plugin_t *(*loom_plugin_query_fn)(uint32_t host_abi_version,
                                                      const loom_host_services_t *services);
 #define LOOM_PLUGIN_QUERY_SYMBOL "loom_plugin_query"
 
+/* The 1.0 sizes of the tables and handles: the least struct_size each may
+ * have (plugin rule 3 / host rule 3). A later minor appends fields past
+ * them and the reader checks struct_size before touching one. Nothing has
+ * been appended to these since 1.0, so today they equal sizeof. */
+#define LOOM_HOST_SERVICES_SIZE_1_0 LOOM_STRUCT_END(loom_host_services_t, aligned_free)
+#define LOOM_PLUGIN_SIZE_1_0 LOOM_STRUCT_END(loom_plugin_t, get_extension)
+#define LOOM_DEVICE_SIZE_1_0 LOOM_STRUCT_END(loom_device_t, context)
+#define LOOM_DEVICE_IFACE_SIZE_1_0 LOOM_STRUCT_END(loom_device_iface_t, buffer_from_host_ptr)
+#define LOOM_BUFFER_TYPE_SIZE_1_0 LOOM_STRUCT_END(loom_buffer_type_t, context)
+#define LOOM_BUFFER_TYPE_IFACE_SIZE_1_0 LOOM_STRUCT_END(loom_buffer_type_iface_t, is_host)
+#define LOOM_BUFFER_SIZE_1_0 LOOM_STRUCT_END(loom_buffer_t, context)
+#define LOOM_BUFFER_IFACE_SIZE_1_0 LOOM_STRUCT_END(loom_buffer_iface_t, copy_tensor)
+#define LOOM_STREAM_SIZE_1_0 LOOM_STRUCT_END(loom_stream_t, context)
+#define LOOM_STREAM_IFACE_SIZE_1_0 LOOM_STRUCT_END(loom_stream_iface_t, wait_event)
+
 LOOM_PLUGIN_EXPORT const loom_plugin_t *loom_plugin_query(uint32_t host_abi_version,
                                                           const loom_host_services_t *services);
 

@@ -2,6 +2,7 @@
 // and buffer tables are the shared host-device ones (common/host_plugin.h,
 // common/host_buffer.h) over this plugin's Device and Stream.
 #include "common/glue.h"
+#include "common/plugin_entry.h"
 #include "common/host_plugin.h"
 #include "device.h"
 #include "loom/plugin.h"
@@ -37,12 +38,4 @@ const loom_plugin_t kPlugin = {
 }  // namespace
 }  // namespace loom::blas
 
-extern "C" LOOM_PLUGIN_EXPORT const loom_plugin_t* loom_plugin_query(
-    uint32_t host_abi_version, const loom_host_services_t* services) {
-  if (LOOM_ABI_MAJOR(host_abi_version) != LOOM_ABI_VERSION_MAJOR || services == nullptr ||
-      services->struct_size < LOOM_STRUCT_END(loom_host_services_t, aligned_free)) {
-    return nullptr;
-  }
-  loom::common::set_host_services(services);
-  return &loom::blas::kPlugin;
-}
+LOOM_PLUGIN_DEFINE(&loom::blas::kPlugin)

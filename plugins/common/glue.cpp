@@ -1,5 +1,7 @@
 #include "common/glue.h"
 
+#include "common/plugin_entry.h"
+
 #include <atomic>
 #include <cstring>
 #include <exception>
@@ -14,6 +16,14 @@ std::atomic<const loom_host_services_t*> g_services{nullptr};
 
 void set_host_services(const loom_host_services_t* services) {
   g_services.store(services, std::memory_order_release);
+}
+
+bool accept_host(uint32_t host_abi_version, const loom_host_services_t* services) {
+  // Another major has another layout: refuse rather than guess.
+  if (LOOM_ABI_MAJOR(host_abi_version) != LOOM_ABI_VERSION_MAJOR || services == nullptr) return false;
+  if (services->struct_size < LOOM_HOST_SERVICES_SIZE_1_0) return false;
+  set_host_services(services);
+  return true;
 }
 
 const loom_host_services_t* host_services() { return g_services.load(std::memory_order_acquire); }

@@ -5,6 +5,7 @@
 
 #include "common/cpu_features.h"
 #include "common/glue.h"
+#include "common/plugin_entry.h"
 #include "common/host_plugin.h"
 #include "device.h"
 #include "loom/plugin.h"
@@ -71,12 +72,4 @@ const loom_plugin_t kPlugin = {
 }  // namespace
 }  // namespace loom::cpu
 
-extern "C" LOOM_PLUGIN_EXPORT const loom_plugin_t* loom_plugin_query(uint32_t host_abi_version,
-                                                                     const loom_host_services_t* services) {
-  if (LOOM_ABI_MAJOR(host_abi_version) != LOOM_ABI_VERSION_MAJOR || services == nullptr ||
-      services->struct_size < LOOM_STRUCT_END(loom_host_services_t, aligned_free)) {
-    return nullptr;
-  }
-  loom::common::set_host_services(services);
-  return &loom::cpu::kPlugin;
-}
+LOOM_PLUGIN_DEFINE(&loom::cpu::kPlugin)

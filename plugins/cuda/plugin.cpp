@@ -17,6 +17,7 @@
 
 #include "common/env.h"
 #include "common/glue.h"
+#include "common/plugin_entry.h"
 #include "cublas.h"
 #include "device.h"
 #include "driver.h"
@@ -156,9 +157,4 @@ const loom_plugin_t kPlugin = {
 }  // namespace
 }  // namespace loom::cuda
 
-extern "C" LOOM_PLUGIN_EXPORT const loom_plugin_t* loom_plugin_query(uint32_t host_abi_version,
-                                                                     const loom_host_services_t* services) {
-  if (LOOM_ABI_MAJOR(host_abi_version) != LOOM_ABI_VERSION_MAJOR || !services) return nullptr;
-  loom::common::set_host_services(services);
-  return &loom::cuda::kPlugin;
-}
+LOOM_PLUGIN_DEFINE(&loom::cuda::kPlugin)

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "common/glue.h"
+#include "common/plugin_entry.h"
 #include "device.h"
 #include "loom/plugin.h"
 
@@ -80,10 +81,4 @@ const loom_plugin_t kPlugin = {
 }  // namespace
 }  // namespace loom::null
 
-extern "C" LOOM_PLUGIN_EXPORT const loom_plugin_t* loom_plugin_query(uint32_t host_abi_version,
-                                                                     const loom_host_services_t* services) {
-  // Another major has another layout: refuse rather than guess.
-  if (LOOM_ABI_MAJOR(host_abi_version) != LOOM_ABI_VERSION_MAJOR || !services) return nullptr;
-  loom::common::set_host_services(services);
-  return &loom::null::kPlugin;
-}
+LOOM_PLUGIN_DEFINE(&loom::null::kPlugin)

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/glue.h"
+#include "common/plugin_entry.h"
 #include "device.h"
 #include "icd_report.h"
 #include "loader.h"
@@ -131,9 +132,4 @@ const loom_plugin_t kPlugin = {
 }  // namespace
 }  // namespace loom::vulkan
 
-extern "C" LOOM_PLUGIN_EXPORT const loom_plugin_t* loom_plugin_query(
-    uint32_t host_abi_version, const loom_host_services_t* services) {
-  if (LOOM_ABI_MAJOR(host_abi_version) != LOOM_ABI_VERSION_MAJOR || !services) return nullptr;
-  loom::common::set_host_services(services);
-  return &loom::vulkan::kPlugin;
-}
+LOOM_PLUGIN_DEFINE(&loom::vulkan::kPlugin)

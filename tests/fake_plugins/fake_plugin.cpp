@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "common/glue.h"
+#include "common/plugin_entry.h"
 #include "common/op_info.h"
 #include "common/type_traits.h"
 #include "device.h"
@@ -415,14 +416,17 @@ const loom_plugin_t kPlugin = {
 #define FAKE_QUERY_NAME loom_plugin_query
 #endif
 
-extern "C" LOOM_PLUGIN_EXPORT const loom_plugin_t* FAKE_QUERY_NAME(uint32_t host_abi_version,
-                                                                   const loom_host_services_t* services) {
-  (void)host_abi_version;
+namespace {
+// What the entry hands out once the host is accepted (the hostile kinds
+// misbehave here: "in loom_plugin_query").
+const loom_plugin_t* fake_table() {
   FAKE_HOSTILE(FAKE_AT_QUERY);
-  loom::common::set_host_services(services);
 #if FAKE_KIND == FAKE_NULL_QUERY
   return nullptr;
 #else
   return &kPlugin;
 #endif
 }
+}  // namespace
+
+LOOM_PLUGIN_DEFINE_NAMED(FAKE_QUERY_NAME, fake_table())

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "common/glue.h"
+#include "common/plugin_entry.h"
 #include "loom/plugin.h"
 #include "sim.h"
 
@@ -194,9 +195,4 @@ const loom_plugin_t kPlugin = {
 }  // namespace
 }  // namespace loom::sim
 
-extern "C" LOOM_PLUGIN_EXPORT const loom_plugin_t* loom_plugin_query(
-    uint32_t host_abi_version, const loom_host_services_t* services) {
-  if (LOOM_ABI_MAJOR(host_abi_version) != LOOM_ABI_VERSION_MAJOR || !services) return nullptr;
-  loom::common::set_host_services(services);
-  return &loom::sim::kPlugin;
-}
+LOOM_PLUGIN_DEFINE(&loom::sim::kPlugin)
