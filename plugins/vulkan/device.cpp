@@ -8,6 +8,7 @@
 #include "common/glue.h"
 #include "common/op_info.h"
 #include "event.h"
+#include "pipeline_cache.h"
 #include "stream.h"
 
 namespace loom::vulkan {
@@ -84,10 +85,27 @@ double cost_op_time_us(loom_device_t* d, const loom_tensor_t* node) {
 
 const loom_ext_cost_t kCostExt = {sizeof(loom_ext_cost_t), cost_op_time_us};
 
-const void* device_get_extension(loom_device_t*, const char* id, uint32_t version) {
-  if (id != nullptr && std::strcmp(id, LOOM_EXT_COST) == 0 && version == LOOM_EXT_COST_VERSION) {
-    return &kCostExt;
+size_t details_get(loom_device_t* d, char* out, size_t cap) {
+  try {
+    const std::string text = Device::from(d)->details();
+    if (cap > 0 && out != nullptr) {
+      const size_t n = std::min(cap - 1, text.size());
+      std::memcpy(out, text.data(), n);
+      out[n] = '\0';
+    }
+    return text.size();
+  } catch (...) {
+    if (cap > 0 && out != nullptr) out[0] = '\0';
+    return 0;
   }
+}
+
+const loom_ext_details_t kDetailsExt = {sizeof(loom_ext_details_t), details_get};
+
+const void* device_get_extension(loom_device_t*, const char* id, uint32_t version) {
+  if (id == nullptr) return nullptr;
+  if (std::strcmp(id, LOOM_EXT_COST) == 0 && version == LOOM_EXT_COST_VERSION) return &kCostExt;
+  if (std::strcmp(id, LOOM_EXT_DETAILS) == 0 && version == LOOM_EXT_DETAILS_VERSION) return &kDetailsExt;
   return nullptr;
 }
 
@@ -114,7 +132,7 @@ const loom_device_iface_t kDeviceIface = {
     device_supports_buffer_type,
     device_stream_create,
     device_event_create,   // fails when the device has no timeline semaphore (no CAP_EVENTS)
-    device_get_extension,  // loom.cost
+    device_get_extension,  // loom.cost, loom.details
     device_buffer_from_host_ptr,  // UNIMPLEMENTED without VK_EXT_external_memory_host
 };
 
@@ -377,8 +395,22 @@ std::string Device::init(const Loader& l, VkPhysicalDevice phys, size_t index) {
   r = vk_.vkCreateFence(device_, &fci, nullptr, &once_fence_);
   if (r != VK_SUCCESS) return name_ + ": vkCreateFence failed: " + result_name(r);
 
+  // Pipelines built by an earlier process come from the cache file.
+  std::memcpy(cache_key_.device_uuid, id.deviceUUID, 16);
+  std::memcpy(cache_key_.cache_uuid, props.pipelineCacheUUID, 16);
+  cache_key_.vendor_id = props.vendorID;
+  cache_key_.device_id = props.deviceID;
+  cache_key_.driver_version = props.driverVersion;
+  cache_path_ = pipeline_cache_path(cache_key_);
+  std::vector<uint8_t> cache_data;
+  if (cache_path_.empty()) {
+    cache_state_ = "off (no cache folder: LOOM_CACHE_DIR, XDG_CACHE_HOME and HOME unset, or secure execution)";
+  } else {
+    cache_data = read_pipeline_cache(cache_path_, cache_key_, &cache_state_);
+  }
+  const bool feedback = props.apiVersion >= VK_API_VERSION_1_3 && l.api_version() >= VK_API_VERSION_1_3;
   pipelines_ = std::make_unique<Pipelines>(vk_, device_);
-  if (loom_status_t* st = pipelines_->init(name_)) {
+  if (loom_status_t* st = pipelines_->init(name_, cache_data, feedback)) {
     common::host_services()->status_free(st);
     return name_ + ": pipeline layout creation failed";
   }
@@ -390,6 +422,7 @@ std::string Device::init(const Loader& l, VkPhysicalDevice phys, size_t index) {
 Device::~Device() {
   if (device_ == VK_NULL_HANDLE) return;
   if (vk_.vkDeviceWaitIdle) vk_.vkDeviceWaitIdle(device_);
+  if (pipelines_) save_pipeline_cache();
   pipelines_.reset();
   free_mapped(&staging_);
   if (once_fence_) vk_.vkDestroyFence(device_, once_fence_, nullptr);
@@ -430,6 +463,31 @@ loom_status_t* Device::get_props(loom_device_props_t* out) {
            (import_alignment_ != 0 ? LOOM_DEVICE_CAP_BUFFER_FROM_HOST_PTR : 0u);
   common::write_device_props(p, out);
   return nullptr;
+}
+
+void Device::save_pipeline_cache() {
+  std::vector<uint8_t> data;
+  if (cache_path_.empty() || !pipelines_->take_cache_data(&data)) return;
+  const std::string why = write_pipeline_cache(cache_path_, cache_key_, data);
+  if (!why.empty()) {
+    common::plugin_log(LOOM_LOG_LEVEL_WARN, "vulkan", "[vulkan.pipeline_cache] " + name_ + ": " + why);
+  } else {
+    common::plugin_log(LOOM_LOG_LEVEL_DEBUG, "vulkan",
+                       name_ + ": wrote " + std::to_string(data.size()) + " bytes of pipeline cache to " +
+                           cache_path_);
+  }
+}
+
+std::string Device::details() {
+  const Pipelines::Stats st = pipelines_->stats();
+  char ms[32];
+  std::snprintf(ms, sizeof ms, "%.1f", st.total_ms);
+  std::string s = "pipeline cache: " + (cache_path_.empty() ? std::string("-") : cache_path_) + "\n";
+  s += "pipeline cache at start: " + cache_state_ + "\n";
+  s += "pipelines created: " + std::to_string(st.created) + " in " + ms + " ms";
+  s += st.feedback ? " (" + std::to_string(st.driver_hits) + " found in the cache by the driver)\n"
+                   : " (the driver gives no creation feedback)\n";
+  return s;
 }
 
 VkResult Device::submit(VkCommandBuffer cb, VkFence fence, uint64_t* out_value) {

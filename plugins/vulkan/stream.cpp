@@ -228,6 +228,9 @@ loom_status_t* Stream::plan(const loom_graph_t* g, Plan* out) {
     out->pipelines.push_back(p);
     out->node_index.push_back(i);
   }
+  // A process may end without a plugin shutdown: pipelines built for this
+  // graph reach the cache file now (a no-op when none was built).
+  device_->save_pipeline_cache();
   return nullptr;
 }
 
