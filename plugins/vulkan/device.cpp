@@ -239,6 +239,12 @@ std::string Device::init(const Loader& l, VkPhysicalDevice phys, size_t index) {
   // extension.
   VkPhysicalDeviceTimelineSemaphoreFeatures tl{};
   tl.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_TIMELINE_SEMAPHORE_FEATURES;
+  // Integer dot products (int8 GEMV): core in 1.3, else the KHR extension.
+  const bool core13 = props.apiVersion >= VK_API_VERSION_1_3 && l.api_version() >= VK_API_VERSION_1_3;
+  const bool dot_ext = !core13 && has_extension(l, phys, VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME);
+  VkPhysicalDeviceShaderIntegerDotProductFeatures dotf{};
+  dotf.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES;
+  if (core13 || dot_ext) tl.pNext = &dotf;
   VkPhysicalDeviceFeatures2 f2{};
   f2.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2;
   f2.pNext = &tl;
@@ -257,6 +263,9 @@ std::string Device::init(const Loader& l, VkPhysicalDevice phys, size_t index) {
                        (sg.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT) &&
                        (sg.supportedOperations & VK_SUBGROUP_FEATURE_BASIC_BIT) &&
                        !disabled("subgroup");
+  caps_.subgroup_size = std::max<uint32_t>(1, sg.subgroupSize);
+  caps_.int8 = caps_.subgroup_add && !disabled("int8");
+  caps_.int8dot = caps_.int8 && dotf.shaderIntegerDotProduct && !disabled("int8dot");
   for (int i = 0; i < 3; ++i)
     caps_.max_groups[i] = std::min<uint32_t>(props.limits.maxComputeWorkGroupCount[i], 65535);
   // The row shaders run workgroups of up to 256 invocations in x.
@@ -337,10 +346,18 @@ std::string Device::init(const Loader& l, VkPhysicalDevice phys, size_t index) {
   VkPhysicalDeviceTimelineSemaphoreFeatures tl_on{};
   tl_on.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_TIMELINE_SEMAPHORE_FEATURES;
   tl_on.timelineSemaphore = VK_TRUE;
+  VkPhysicalDeviceShaderIntegerDotProductFeatures dot_on{};
+  dot_on.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES;
+  dot_on.shaderIntegerDotProduct = VK_TRUE;
   std::vector<const char*> exts;
   if (want_timeline) {
     dci.pNext = &tl_on;
     if (tl_ext) exts.push_back(VK_KHR_TIMELINE_SEMAPHORE_EXTENSION_NAME);
+  }
+  if (caps_.int8dot) {
+    dot_on.pNext = const_cast<void*>(dci.pNext);
+    dci.pNext = &dot_on;
+    if (dot_ext) exts.push_back(VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME);
   }
   if (import_alignment_ != 0) {
     exts.push_back(VK_KHR_EXTERNAL_MEMORY_EXTENSION_NAME);  // core in 1.1; harmless
@@ -484,6 +501,12 @@ std::string Device::details() {
   std::snprintf(ms, sizeof ms, "%.1f", st.total_ms);
   std::string s = "pipeline cache: " + (cache_path_.empty() ? std::string("-") : cache_path_) + "\n";
   s += "pipeline cache at start: " + cache_state_ + "\n";
+  s += std::string("decode GEMV: ") +
+       (caps_.rows_kernels ? "none (every matmul one invocation per output: CPU implementation)"
+        : caps_.int8 ? (caps_.int8dot ? "int8 for quantized A (integer dot products)"
+                                      : "int8 for quantized A (plain integer arithmetic)")
+                     : "float") +
+       ", subgroup size " + std::to_string(caps_.subgroup_size) + "\n";
   s += "pipelines created: " + std::to_string(st.created) + " in " + ms + " ms";
   s += st.feedback ? " (" + std::to_string(st.driver_hits) + " found in the cache by the driver)\n"
                    : " (the driver gives no creation feedback)\n";
@@ -568,6 +591,16 @@ loom_status_t* Device::run_once_locked(const char* where,
 
 loom_status_t* Device::make_mapped(VkDeviceSize size, VkBufferUsageFlags usage,
                                    const std::string& where, MappedBuffer* out) {
+  return make_buffer(size, usage, staging_mem_type_, true, where, out);
+}
+
+loom_status_t* Device::make_local(VkDeviceSize size, VkBufferUsageFlags usage,
+                                  const std::string& where, MappedBuffer* out) {
+  return make_buffer(size, usage, device_mem_type_, false, where, out);
+}
+
+loom_status_t* Device::make_buffer(VkDeviceSize size, VkBufferUsageFlags usage, uint32_t mem_type,
+                                   bool map, const std::string& where, MappedBuffer* out) {
   VkBufferCreateInfo bci{};
   bci.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO;
   bci.size = size;
@@ -580,12 +613,12 @@ loom_status_t* Device::make_mapped(VkDeviceSize size, VkBufferUsageFlags usage,
   VkMemoryAllocateInfo mai{};
   mai.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO;
   mai.allocationSize = req.size;
-  mai.memoryTypeIndex = staging_mem_type_;
+  mai.memoryTypeIndex = mem_type;
   r = vk_.vkAllocateMemory(device_, &mai, nullptr, &b.memory);
   if (r != VK_SUCCESS) b.memory = VK_NULL_HANDLE;
   void* p = nullptr;
   if (r == VK_SUCCESS) r = vk_.vkBindBufferMemory(device_, b.buffer, b.memory, 0);
-  if (r == VK_SUCCESS) r = vk_.vkMapMemory(device_, b.memory, 0, VK_WHOLE_SIZE, 0, &p);
+  if (r == VK_SUCCESS && map) r = vk_.vkMapMemory(device_, b.memory, 0, VK_WHOLE_SIZE, 0, &p);
   if (r != VK_SUCCESS) {
     free_mapped(&b);
     return vk_status(where, "vkAllocateMemory/vkMapMemory", r);

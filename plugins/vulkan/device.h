@@ -102,6 +102,10 @@ class Device {
   // status naming `where`, and *out left empty); free_mapped releases it.
   loom_status_t* make_mapped(VkDeviceSize size, VkBufferUsageFlags usage, const std::string& where,
                              MappedBuffer* out);
+  // The same in device-local memory, not mapped (map stays null): scratch
+  // data kernels make for each other. Freed with free_mapped.
+  loom_status_t* make_local(VkDeviceSize size, VkBufferUsageFlags usage, const std::string& where,
+                            MappedBuffer* out);
   void free_mapped(MappedBuffer* b);
 
   // Host <-> device copies through the staging buffer (devices whose
@@ -170,6 +174,8 @@ class Device {
   VkCommandBuffer once_cb_ = VK_NULL_HANDLE;
   VkFence once_fence_ = VK_NULL_HANDLE;
 
+  loom_status_t* make_buffer(VkDeviceSize size, VkBufferUsageFlags usage, uint32_t mem_type, bool map,
+                             const std::string& where, MappedBuffer* out);
   // Staging (host visible, mapped), guarded by once_mutex_.
   loom_status_t* ensure_staging(const char* where);
   MappedBuffer staging_;

@@ -265,10 +265,18 @@ class Planner {
              ", " + std::to_string(loc.offset + extent) + ") of a " +
              std::to_string(loc.buffer_size) + "-byte buffer";
     }
+    return bind_range(k, loc, extent, "tensor '" + std::string(t->name) + "'", off);
+  }
+
+  // Bind bytes [loc.offset, loc.offset + extent) of loc's buffer at slot k
+  // (a tensor's, or scratch memory); *off = their offset in the bound
+  // window. "" or the error, naming `what`.
+  std::string bind_range(int k, const Location& loc, uint64_t extent, const std::string& what,
+                         uint32_t* off) {
     uint64_t win = 0;
     uint64_t range = loc.buffer_size;
     if (!window(loc, extent, &win, &range)) {
-      return "tensor '" + std::string(t->name) + "' spans " + std::to_string(extent) +
+      return what + " spans " + std::to_string(extent) +
              " bytes, more than one storage binding holds (maxStorageBufferRange " +
              std::to_string(caps_.max_range) + ")";
     }
@@ -338,6 +346,85 @@ class Planner {
     std::string e_ = (expr);    \
     if (!e_.empty()) return e_; \
   } while (0)
+
+// ------------------------------------------------ int8 GEMV (decode, quantized A)
+
+constexpr uint32_t kQ8Wg = 128;          // mul_mat_vec_q8.comp: workgroup size
+constexpr uint64_t kQ8ChunkBytes = 48;   // per 32 elements of B: 8 words of quants, d, two sums, pad
+constexpr uint32_t kQuantizeWg = 64;     // quantize_q8.comp: one invocation per block
+
+// Rows of A per mul_mat_vec_q8 workgroup: one per subgroup as the device
+// reports its size (the shader shares any other count out correctly).
+uint32_t q8_rows(const OpCaps& caps) { return std::max<uint32_t>(1, kQ8Wg / std::max<uint32_t>(1, caps.subgroup_size)); }
+
+// Loop iterations of one invocation of quantize_q8 + mul_mat_vec_q8.
+uint64_t q8_loops(const OpCaps& caps, const loom_tensor_t* n) {
+  const uint64_t nch = static_cast<uint64_t>(n->src[0]->ne[0]) / 32;
+  const uint64_t cols = static_cast<uint64_t>(n->src[1]->ne[1]);
+  const uint64_t sg = std::max<uint32_t>(1, caps.subgroup_size);
+  return (nch + sg - 1) / sg * (cols + 1) + 2 * cols + 8;
+}
+
+// Whether a MUL_MAT the GEMV takes goes through B rounded to 8-bit blocks:
+// quantized A, B's rows dense f32 (the conformance rule's condition,
+// conformance/matmul_cases.cpp may_round_b), the device able and willing.
+bool use_q8(const OpCaps& caps, const loom_tensor_t* n) {
+  const loom_tensor_t* a = n->src[0];
+  const loom_tensor_t* b = n->src[1];
+  const bool dense_rows = b->type == LOOM_TYPE_F32 && b->nb[0] == 4 && b->nb[1] % 4 == 0 &&
+                          b->nb[2] % 4 == 0 && b->nb[3] % 4 == 0;
+  return caps.int8 && caps.subgroup_add && is_block_type(a->type) && dense_rows &&
+         (caps.loop_budget == 0 || q8_loops(caps, n) <= caps.loop_budget);
+}
+
+// Two dispatches: quantize_q8 rounds every column of B, per block of 32
+// (256 for the K-quants: ggml's rule, conformance/README.md), into scratch
+// memory; mul_mat_vec_q8 reads them beside A's integers.
+std::string plan_mul_mat_q8(const OpCaps& caps, const loom_tensor_t* n, const Resolver& resolve,
+                            const ScratchFn& scratch, std::vector<Dispatch>* out) {
+  const loom_tensor_t* a = n->src[0];
+  const loom_tensor_t* b = n->src[1];
+  const uint64_t cols = static_cast<uint64_t>(b->ne[1] * b->ne[2] * b->ne[3]);
+  const uint64_t nch = static_cast<uint64_t>(a->ne[0]) / 32;
+  const uint64_t block = common::type_traits(a->type).block_size == 256 ? 256 : 32;
+  Location loc;
+  const uint64_t bytes = cols * nch * kQ8ChunkBytes;
+  LOOM_VK_TRY(scratch(bytes, &loc));
+
+  Dispatch q{};
+  Planner pq(caps, resolve, &q);
+  uint32_t off = 0;
+  LOOM_VK_TRY(pq.bind_range(0, loc, bytes, "B rounded to 8-bit blocks", &off));
+  q.pc.t[0].off = off;
+  LOOM_VK_TRY(pq.bind(1, b));
+  q.shader = "quantize_q8";
+  q.pc.p[1] = static_cast<uint32_t>(block);
+  LOOM_VK_TRY(pq.grid(cols * (static_cast<uint64_t>(a->ne[0]) / block), kQuantizeWg));
+
+  Dispatch d{};
+  Planner p(caps, resolve, &d);
+  LOOM_VK_TRY(p.bind(0, n));
+  LOOM_VK_TRY(p.bind(1, a));
+  LOOM_VK_TRY(p.bind(2, b));
+  LOOM_VK_TRY(p.bind_range(3, loc, bytes, "B rounded to 8-bit blocks", &off));
+  d.pc.p[1] = off;
+  d.shader = caps.int8dot ? "mul_mat_vec_q8_dot" : "mul_mat_vec_q8";
+  const uint32_t rows = q8_rows(caps);
+  LOOM_VK_TRY(p.groups((static_cast<uint64_t>(a->ne[1]) + rows - 1) / rows, kQ8Wg));
+  d.spec[1] = static_cast<uint32_t>(a->type);
+  d.spec[2] = rows;
+  d.n_spec = 3;
+  d.groups[2] = static_cast<uint32_t>(b->ne[2] * b->ne[3]);
+  for (Dispatch* x : {&q, &d}) {
+    Planner px(caps, resolve, x);
+    for (int k = 1; k < kSlots; ++k) {
+      if (x->buffers[k] == VK_NULL_HANDLE) px.unused(k);
+    }
+  }
+  out->push_back(q);
+  out->push_back(d);
+  return "";
+}
 
 std::string plan_mul_mat(const OpCaps& caps, const loom_tensor_t* n, Planner& p, Dispatch* d) {
   const loom_tensor_t* a = n->src[0];
@@ -586,14 +673,21 @@ std::string plan_kernel(const OpCaps& caps, const loom_tensor_t* n, uint32_t nod
 }  // namespace
 
 std::string plan_node(const OpCaps& caps, const loom_tensor_t* n, uint32_t node_id,
-                      const Resolver& resolve, Dispatch* d) {
-  *d = Dispatch{};
-  Planner p(caps, resolve, d);
-  std::string err = plan_kernel(caps, n, node_id, p, d);
+                      const Resolver& resolve, const ScratchFn& scratch, std::vector<Dispatch>* out) {
+  if (n->op == LOOM_OP_MUL_MAT) {
+    MatKernel kernel;
+    uint32_t wg = 0;
+    if (mul_mat_kernel(caps, n, &kernel, &wg) && kernel == MatKernel::kVec && use_q8(caps, n))
+      return plan_mul_mat_q8(caps, n, resolve, scratch, out);
+  }
+  Dispatch d{};
+  Planner p(caps, resolve, &d);
+  std::string err = plan_kernel(caps, n, node_id, p, &d);
   if (!err.empty()) return err;
   for (int k = 1; k < kSlots; ++k) {
-    if (d->buffers[k] == VK_NULL_HANDLE) p.unused(k);
+    if (d.buffers[k] == VK_NULL_HANDLE) p.unused(k);
   }
+  out->push_back(d);
   return "";
 }
 
