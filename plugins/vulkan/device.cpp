@@ -266,6 +266,7 @@ std::string Device::init(const Loader& l, VkPhysicalDevice phys, size_t index) {
   caps_.subgroup_size = std::max<uint32_t>(1, sg.subgroupSize);
   caps_.int8 = caps_.subgroup_add && !disabled("int8");
   caps_.int8dot = caps_.int8 && dotf.shaderIntegerDotProduct && !disabled("int8dot");
+  caps_.split_kv = !disabled("split");
   for (int i = 0; i < 3; ++i)
     caps_.max_groups[i] = std::min<uint32_t>(props.limits.maxComputeWorkGroupCount[i], 65535);
   // The row shaders run workgroups of up to 256 invocations in x.

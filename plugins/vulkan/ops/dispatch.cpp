@@ -29,6 +29,12 @@ constexpr uint32_t kAttnWg = 64;
 // keys per chunk (ROWS_CHUNK).
 constexpr uint32_t kAttnRowsWg = 8;
 constexpr uint64_t kAttnRowsChunk = 32;
+// Split-KV decode (flash-decoding): a key range per ~kAttnSplitKeys keys, at
+// most kAttnMaxSplits, for up to kAttnSplitMaxTok queries per head.
+constexpr uint64_t kAttnSplitKeys = 128;
+constexpr uint64_t kAttnMaxSplits = 32;
+constexpr int64_t kAttnSplitMaxTok = 8;
+constexpr uint32_t kCombineWg = 64;
 
 // Quantized types the shaders write (SET_ROWS, CPY from float).
 bool is_writable_quant(int32_t t) { return t == LOOM_TYPE_Q8_0 || t == LOOM_TYPE_Q4_0; }
@@ -51,10 +57,11 @@ bool fits_u32(const loom_tensor_t* t) {
 // clamped to n_kv), counted from the shader's loops: a loop over n elements
 // four at a time takes n / 4 + 3 + 1 (remainder, exit).
 uint64_t unrolled(uint64_t n) { return n / 4 + 4; }
-uint64_t attention_loops(const loom_tensor_t* n, bool rows) {
+uint64_t attention_loops(const loom_tensor_t* n, bool rows, uint64_t splits) {
   const uint64_t d = static_cast<uint64_t>(n->src[0]->ne[0]);
   const uint64_t dv = static_cast<uint64_t>(n->ne[0]);
-  const uint64_t n_kv = static_cast<uint64_t>(n->src[1]->ne[1]);
+  // A split kernel's invocation sees one range of ceil(n_kv / splits) keys.
+  const uint64_t n_kv = (static_cast<uint64_t>(n->src[1]->ne[1]) + splits - 1) / splits;
   if (rows) {
     const uint64_t c = kAttnRowsChunk;
     const uint64_t per_chunk = 1 + (c + 1) * (1 + unrolled(d)) + (c + 1) + (dv + 1) * (1 + unrolled(c));
@@ -66,13 +73,26 @@ uint64_t attention_loops(const loom_tensor_t* n, bool rows) {
   return 2 * mine + 8 + (n_kv + w - 1) / w * per_chunk;
 }
 
+// Key ranges of the split-KV kernels for node n (1: one pass): decode
+// (few queries per head) over a KV length past kAttnSplitKeys.
+uint32_t attention_splits(const OpCaps& caps, const loom_tensor_t* n) {
+  if (!caps.split_kv || n->src[0]->ne[2] > kAttnSplitMaxTok) return 1;
+  const uint64_t n_kv = static_cast<uint64_t>(n->src[1]->ne[1]);
+  return static_cast<uint32_t>(std::min(kAttnMaxSplits, (n_kv + kAttnSplitKeys - 1) / kAttnSplitKeys));
+}
+
 // The attention.comp variant for node n: attention_rows on CPU
-// implementations, else the workgroup kernel; nullptr when the device ends
-// loops early (caps.loop_budget) and neither fits.
+// implementations, else the workgroup kernel, each split over the KV
+// length when attention_splits says so; nullptr when the device ends loops
+// early (caps.loop_budget) and neither fits.
 const char* attention_kernel(const OpCaps& caps, const loom_tensor_t* n) {
-  const auto fits = [&](bool rows) { return caps.loop_budget == 0 || attention_loops(n, rows) <= caps.loop_budget; };
-  if (caps.rows_kernels && fits(true)) return "attention_rows";
-  return fits(false) ? "attention" : nullptr;
+  const uint32_t splits = attention_splits(caps, n);
+  const auto fits = [&](bool rows) {
+    return caps.loop_budget == 0 || attention_loops(n, rows, splits) <= caps.loop_budget;
+  };
+  if (caps.rows_kernels && fits(true)) return splits > 1 ? "attention_rows_split" : "attention_rows";
+  if (!fits(false)) return nullptr;
+  return splits > 1 ? "attention_split" : "attention";
 }
 
 // Types the shaders decode: the plain ones, and every block type of
@@ -512,10 +532,12 @@ std::string plan_rope(const OpCaps& caps, const loom_tensor_t* n, Planner& p, Di
 }
 
 // One workgroup per (h, t), or one invocation (attention_rows: CPU
-// implementations, when it fits the loop budget); AttnPushConstants
-// replace the common block.
+// implementations, when it fits the loop budget), times the key ranges of
+// the split kernels, which write scratch rows (*split_rows: where, and
+// `splits` of Dv + 2 floats per (h, t)) instead of the result;
+// AttnPushConstants replace the common block.
 std::string plan_attention(const OpCaps& caps, const loom_tensor_t* n, uint32_t node_id, Planner& p,
-                           Dispatch* d) {
+                           Dispatch* d, const Location* split_rows = nullptr, uint32_t splits = 1) {
   const loom_tensor_t* q = n->src[0];
   const loom_tensor_t* k = n->src[1];
   const loom_tensor_t* v = n->src[2];
@@ -525,7 +547,16 @@ std::string plan_attention(const OpCaps& caps, const loom_tensor_t* n, uint32_t 
     for (int i = 0; i < 3; ++i) out->nb[i] = static_cast<uint32_t>(t->nb[i]);
     return p.bind_buffer(slot, t, &out->off);
   };
-  LOOM_VK_TRY(row(0, n, &a.dst));
+  if (split_rows != nullptr) {
+    const uint64_t row_bytes = (static_cast<uint64_t>(n->ne[0]) + 2) * 4;
+    const uint64_t bytes = row_bytes * splits * static_cast<uint64_t>(q->ne[1] * q->ne[2]);
+    LOOM_VK_TRY(p.bind_range(0, *split_rows, bytes, "split attention rows", &a.dst.off));
+    a.dst.nb[0] = 4;
+    a.dst.nb[1] = static_cast<uint32_t>(row_bytes * splits);
+    a.dst.nb[2] = static_cast<uint32_t>(row_bytes * splits * static_cast<uint64_t>(q->ne[1]));
+  } else {
+    LOOM_VK_TRY(row(0, n, &a.dst));
+  }
   LOOM_VK_TRY(row(1, q, &a.q));
   LOOM_VK_TRY(row(2, k, &a.k));
   LOOM_VK_TRY(row(3, v, &a.v));
@@ -540,12 +571,50 @@ std::string plan_attention(const OpCaps& caps, const loom_tensor_t* n, uint32_t 
   a.types = static_cast<uint32_t>(k->type) | static_cast<uint32_t>(v->type) << 8;
   a.scale = f32_bits(param_f32(n, 0));
   a.node_id = node_id;
+  a.n_split = splits;
   d->pc = PushConstants{};
   std::memcpy(&d->pc, &a, sizeof a);
-  const uint64_t pairs = static_cast<uint64_t>(q->ne[1] * q->ne[2]);
+  const uint64_t pairs = static_cast<uint64_t>(q->ne[1] * q->ne[2]) * splits;
   d->shader = attention_kernel(caps, n);
   if (d->shader == nullptr) return "KV length over the device's loop budget";
-  return std::strcmp(d->shader, "attention_rows") == 0 ? p.grid(pairs, kAttnRowsWg) : p.groups(pairs, kAttnWg);
+  if ((std::strstr(d->shader, "split") != nullptr) != (split_rows != nullptr)) return "split kernel without its rows";
+  return std::strncmp(d->shader, "attention_rows", 14) == 0 ? p.grid(pairs, kAttnRowsWg) : p.groups(pairs, kAttnWg);
+}
+
+// Split-KV (flash-decoding): the split kernel writes each key range's
+// unnormalised accumulators, max and sum into scratch rows;
+// attention_combine merges them into the result (one invocation per
+// element).
+std::string plan_attention_split(const OpCaps& caps, const loom_tensor_t* n, uint32_t node_id,
+                                 const Resolver& resolve, const ScratchFn& scratch,
+                                 std::vector<Dispatch>* out) {
+  const uint32_t splits = attention_splits(caps, n);
+  const loom_tensor_t* q = n->src[0];
+  const uint64_t bytes = (static_cast<uint64_t>(n->ne[0]) + 2) * 4 * splits * static_cast<uint64_t>(q->ne[1] * q->ne[2]);
+  Location loc;
+  LOOM_VK_TRY(scratch(bytes, &loc));
+  Dispatch s{};
+  Planner ps(caps, resolve, &s);
+  LOOM_VK_TRY(plan_attention(caps, n, node_id, ps, &s, &loc, splits));
+
+  Dispatch c{};
+  Planner pc(caps, resolve, &c);
+  LOOM_VK_TRY(pc.bind(0, n));
+  uint32_t off = 0;
+  LOOM_VK_TRY(pc.bind_range(1, loc, bytes, "split attention rows", &off));
+  c.pc.t[1].off = off;
+  c.pc.p[1] = splits;
+  c.shader = "attention_combine";
+  LOOM_VK_TRY(pc.grid(static_cast<uint64_t>(nelements(n)), kCombineWg));
+  for (Dispatch* x : {&s, &c}) {
+    Planner px(caps, resolve, x);
+    for (int k = 1; k < kSlots; ++k) {
+      if (x->buffers[k] == VK_NULL_HANDLE) px.unused(k);
+    }
+  }
+  out->push_back(s);
+  out->push_back(c);
+  return "";
 }
 
 std::string plan_copy(const loom_tensor_t* n, Planner& p, Dispatch* d) {
@@ -680,6 +749,8 @@ std::string plan_node(const OpCaps& caps, const loom_tensor_t* n, uint32_t node_
     if (mul_mat_kernel(caps, n, &kernel, &wg) && kernel == MatKernel::kVec && use_q8(caps, n))
       return plan_mul_mat_q8(caps, n, resolve, scratch, out);
   }
+  if (n->op == LOOM_OP_ATTENTION && attention_splits(caps, n) > 1)
+    return plan_attention_split(caps, n, node_id, resolve, scratch, out);
   Dispatch d{};
   Planner p(caps, resolve, &d);
   std::string err = plan_kernel(caps, n, node_id, p, &d);

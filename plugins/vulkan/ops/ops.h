@@ -27,6 +27,9 @@ struct OpCaps {
   // four bytes in one OpSDot; else plain integer arithmetic
   // (LOOM_VULKAN_DISABLE=int8dot).
   bool int8dot = false;
+  // ATTENTION split over the KV length for decode (attention_split +
+  // attention_combine); LOOM_VULKAN_DISABLE=split keeps one pass.
+  bool split_kv = true;
   uint32_t subgroup_size = 32;  // VkPhysicalDeviceSubgroupProperties (rows per GEMV workgroup)
   uint32_t max_groups[3] = {65535, 65535, 65535};
   // Storage bindings: at most max_range bytes (maxStorageBufferRange), at
@@ -78,6 +81,7 @@ struct AttnPushConstants {
   uint32_t vis_off, vis_nb0;
   uint32_t d, dv, n_head, n_tok, n_kv, group;
   uint32_t types, scale, node_id;
+  uint32_t n_split;  // key ranges per (h, t) of the split kernels (flash-decoding)
 };
 static_assert(sizeof(AttnPushConstants) <= sizeof(PushConstants), "attention push constants over 128 bytes");
 
