@@ -507,6 +507,7 @@ std::string Device::details() {
         : caps_.int8 ? (caps_.int8dot ? "int8 for quantized A (integer dot products)"
                                       : "int8 for quantized A (plain integer arithmetic)")
                      : "float") +
+       (caps_.rows_kernels ? "" : caps_.subgroup_add ? "; float A: a row per subgroup" : "; float A: a row per workgroup") +
        ", subgroup size " + std::to_string(caps_.subgroup_size) + "\n";
   s += "pipelines created: " + std::to_string(st.created) + " in " + ms + " ms";
   s += st.feedback ? " (" + std::to_string(st.driver_hits) + " found in the cache by the driver)\n"

@@ -7,7 +7,8 @@
 // VK_KHR_shader_integer_dot_product gets) and with `int8` (the float GEMV).
 // The result must match the reference of its path and must not match the
 // other one, so a switch that were ignored, or a path that were never
-// taken, fails here; loom.details must name the path.
+// taken, fails here; loom.details must name the path (and that float A
+// takes mul_mat_vec_float, a row per subgroup).
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -153,6 +154,8 @@ TEST_P(Int8Gemv, DetailsNameThePath) {
   } else {
     EXPECT_EQ(gemv.rfind("int8", 0), 0u) << gemv;
   }
+  // Float A (F32 / F16 / BF16): mul_mat_vec_float, a row per subgroup.
+  EXPECT_NE(gemv.find("float A: a row per subgroup"), std::string::npos) << gemv;
 }
 
 // Every weight type, one column and three (the kernel keeps up to 8), two

@@ -446,6 +446,24 @@ std::string plan_mul_mat_q8(const OpCaps& caps, const loom_tensor_t* n, const Re
   return "";
 }
 
+// mul_mat_vec_float.comp: float A, a row per subgroup. Its wide path
+// (p[2] = 1) loads 16 bytes of A and B per lane: rows dense and 16-byte
+// aligned in the bound windows, K a multiple of 8.
+constexpr uint32_t kFloatVecWg = 128;
+bool aligned16(const TensorDesc& t) { return t.off % 16 == 0 && t.nb[1] % 16 == 0 && t.nb[2] % 16 == 0 && t.nb[3] % 16 == 0; }
+bool float_vec_wide(const loom_tensor_t* a, const loom_tensor_t* b, const PushConstants& pc) {
+  return a->nb[0] == common::type_traits(a->type).type_size && b->nb[0] == 4 && a->ne[0] % 8 == 0 &&
+         aligned16(pc.t[1]) && aligned16(pc.t[2]);
+}
+// Loop iterations of one invocation of mul_mat_vec_float (lanes = the
+// subgroup size, 4 elements per step on the wide path).
+uint64_t float_vec_loops(const OpCaps& caps, const loom_tensor_t* n, bool wide) {
+  const uint64_t per_step = wide ? 4 : 1;
+  const uint64_t lanes = std::max<uint32_t>(1, caps.subgroup_size) * per_step;
+  const uint64_t cols = static_cast<uint64_t>(n->src[1]->ne[1]);
+  return (static_cast<uint64_t>(n->src[0]->ne[0]) + lanes - 1) / lanes * (cols + 2) + 2 * cols + 16;
+}
+
 std::string plan_mul_mat(const OpCaps& caps, const loom_tensor_t* n, Planner& p, Dispatch* d) {
   const loom_tensor_t* a = n->src[0];
   const loom_tensor_t* b = n->src[1];
@@ -465,7 +483,17 @@ std::string plan_mul_mat(const OpCaps& caps, const loom_tensor_t* n, Planner& p,
     LOOM_VK_TRY(p.grid(m * static_cast<uint64_t>(b->ne[1]) * batch, 64));
     return "";
   }
-  if (kernel == MatKernel::kVec) {
+  const bool wide = kernel == MatKernel::kVec && float_vec_wide(a, b, d->pc);
+  if (kernel == MatKernel::kVec && caps.subgroup_add && !is_block_type(a->type) &&
+      (caps.loop_budget == 0 || float_vec_loops(caps, n, wide) <= caps.loop_budget)) {
+    // A row per subgroup (rows per workgroup: its subgroups as reported).
+    d->shader = "mul_mat_vec_float";
+    const uint32_t rows = std::max<uint32_t>(1, kFloatVecWg / std::max<uint32_t>(1, caps.subgroup_size));
+    d->spec[2] = rows;
+    d->n_spec = 3;
+    d->pc.p[2] = wide ? 1 : 0;
+    LOOM_VK_TRY(p.groups((m + rows - 1) / rows, kFloatVecWg));
+  } else if (kernel == MatKernel::kVec) {
     d->shader = caps.subgroup_add ? "mul_mat_vec_subgroup" : "mul_mat_vec";
     LOOM_VK_TRY(p.groups(m, vec_wg));
   } else {
