@@ -643,6 +643,21 @@ typedef struct loom_ext_weight_layout {
   loom_buffer_type_t *(*weight_buffer_type)(loom_device_t *device, const loom_tensor_t *tensor);
 } loom_ext_weight_layout_t;
 
+/* Facts about a device's state now, for people (device-level extension):
+ * lines "key: value\n", e.g. a pipeline cache, whether it was found and
+ * what building pipelines has cost so far. `loom devices -v` prints them
+ * under the device; nothing parses them. */
+#define LOOM_EXT_DETAILS "loom.details"
+#define LOOM_EXT_DETAILS_VERSION 1u
+typedef struct loom_ext_details {
+  size_t struct_size;
+  /* Writes the text into out, cut to cap - 1 bytes and NUL-terminated (cap
+   * 0: out may be NULL); returns the whole text's length in bytes, so a
+   * caller whose cap was too small asks again. Thread-safe; must not wait
+   * for the device. */
+  size_t (*get_details)(loom_device_t *device, char *out, size_t cap);
+} loom_ext_details_t;
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

@@ -1,5 +1,7 @@
 #include "common/env.h"
 
+#include <sys/auxv.h>
+
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -45,6 +47,18 @@ int64_t plugin_env_int(const char* name, int64_t lo, int64_t hi, int64_t fallbac
              std::string(name) + "='" + v + "' is not a whole number in [" + std::to_string(lo) + ", " +
                  std::to_string(hi) + "]; using " + std::to_string(fallback));
   return fallback;
+}
+
+std::string loom_cache_dir() {
+  if (getauxval(AT_SECURE) != 0) return std::string();
+  auto absolute = [](const char* name) {
+    const char* v = std::getenv(name);
+    return v != nullptr && v[0] == '/' ? std::string(v) : std::string();
+  };
+  if (std::string d = absolute("LOOM_CACHE_DIR"); !d.empty()) return d;
+  if (std::string d = absolute("XDG_CACHE_HOME"); !d.empty()) return d + "/loom";
+  if (std::string d = absolute("HOME"); !d.empty()) return d + "/.cache/loom";
+  return std::string();
 }
 
 }  // namespace loom::common

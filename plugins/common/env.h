@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 namespace loom::common {
 
@@ -18,5 +19,12 @@ bool parse_int(const char* text, int64_t lo, int64_t hi, int64_t* out);
 // fallback used.
 bool plugin_env_flag(const char* name, bool fallback);
 int64_t plugin_env_int(const char* name, int64_t lo, int64_t hi, int64_t fallback);
+
+// The loom cache folder: LOOM_CACHE_DIR, else $XDG_CACHE_HOME/loom, else
+// $HOME/.cache/loom (relative values are ignored); "" under secure
+// execution (getauxval(AT_SECURE): a setuid/setgid process must not write
+// where its caller points) or when none is set. The registry's probe cache
+// (registry/probe_cache.cpp) follows the same rule. Not created here.
+std::string loom_cache_dir();
 
 }  // namespace loom::common

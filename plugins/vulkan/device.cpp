@@ -8,6 +8,7 @@
 #include "common/glue.h"
 #include "common/op_info.h"
 #include "event.h"
+#include "pipeline_cache.h"
 #include "stream.h"
 
 namespace loom::vulkan {
@@ -84,10 +85,27 @@ double cost_op_time_us(loom_device_t* d, const loom_tensor_t* node) {
 
 const loom_ext_cost_t kCostExt = {sizeof(loom_ext_cost_t), cost_op_time_us};
 
-const void* device_get_extension(loom_device_t*, const char* id, uint32_t version) {
-  if (id != nullptr && std::strcmp(id, LOOM_EXT_COST) == 0 && version == LOOM_EXT_COST_VERSION) {
-    return &kCostExt;
+size_t details_get(loom_device_t* d, char* out, size_t cap) {
+  try {
+    const std::string text = Device::from(d)->details();
+    if (cap > 0 && out != nullptr) {
+      const size_t n = std::min(cap - 1, text.size());
+      std::memcpy(out, text.data(), n);
+      out[n] = '\0';
+    }
+    return text.size();
+  } catch (...) {
+    if (cap > 0 && out != nullptr) out[0] = '\0';
+    return 0;
   }
+}
+
+const loom_ext_details_t kDetailsExt = {sizeof(loom_ext_details_t), details_get};
+
+const void* device_get_extension(loom_device_t*, const char* id, uint32_t version) {
+  if (id == nullptr) return nullptr;
+  if (std::strcmp(id, LOOM_EXT_COST) == 0 && version == LOOM_EXT_COST_VERSION) return &kCostExt;
+  if (std::strcmp(id, LOOM_EXT_DETAILS) == 0 && version == LOOM_EXT_DETAILS_VERSION) return &kDetailsExt;
   return nullptr;
 }
 
@@ -114,7 +132,7 @@ const loom_device_iface_t kDeviceIface = {
     device_supports_buffer_type,
     device_stream_create,
     device_event_create,   // fails when the device has no timeline semaphore (no CAP_EVENTS)
-    device_get_extension,  // loom.cost
+    device_get_extension,  // loom.cost, loom.details
     device_buffer_from_host_ptr,  // UNIMPLEMENTED without VK_EXT_external_memory_host
 };
 
@@ -221,6 +239,12 @@ std::string Device::init(const Loader& l, VkPhysicalDevice phys, size_t index) {
   // extension.
   VkPhysicalDeviceTimelineSemaphoreFeatures tl{};
   tl.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_TIMELINE_SEMAPHORE_FEATURES;
+  // Integer dot products (int8 GEMV): core in 1.3, else the KHR extension.
+  const bool core13 = props.apiVersion >= VK_API_VERSION_1_3 && l.api_version() >= VK_API_VERSION_1_3;
+  const bool dot_ext = !core13 && has_extension(l, phys, VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME);
+  VkPhysicalDeviceShaderIntegerDotProductFeatures dotf{};
+  dotf.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES;
+  if (core13 || dot_ext) tl.pNext = &dotf;
   VkPhysicalDeviceFeatures2 f2{};
   f2.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2;
   f2.pNext = &tl;
@@ -239,6 +263,10 @@ std::string Device::init(const Loader& l, VkPhysicalDevice phys, size_t index) {
                        (sg.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT) &&
                        (sg.supportedOperations & VK_SUBGROUP_FEATURE_BASIC_BIT) &&
                        !disabled("subgroup");
+  caps_.subgroup_size = std::max<uint32_t>(1, sg.subgroupSize);
+  caps_.int8 = caps_.subgroup_add && !disabled("int8");
+  caps_.int8dot = caps_.int8 && dotf.shaderIntegerDotProduct && !disabled("int8dot");
+  caps_.split_kv = !disabled("split");
   for (int i = 0; i < 3; ++i)
     caps_.max_groups[i] = std::min<uint32_t>(props.limits.maxComputeWorkGroupCount[i], 65535);
   // The row shaders run workgroups of up to 256 invocations in x.
@@ -319,10 +347,18 @@ std::string Device::init(const Loader& l, VkPhysicalDevice phys, size_t index) {
   VkPhysicalDeviceTimelineSemaphoreFeatures tl_on{};
   tl_on.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_TIMELINE_SEMAPHORE_FEATURES;
   tl_on.timelineSemaphore = VK_TRUE;
+  VkPhysicalDeviceShaderIntegerDotProductFeatures dot_on{};
+  dot_on.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES;
+  dot_on.shaderIntegerDotProduct = VK_TRUE;
   std::vector<const char*> exts;
   if (want_timeline) {
     dci.pNext = &tl_on;
     if (tl_ext) exts.push_back(VK_KHR_TIMELINE_SEMAPHORE_EXTENSION_NAME);
+  }
+  if (caps_.int8dot) {
+    dot_on.pNext = const_cast<void*>(dci.pNext);
+    dci.pNext = &dot_on;
+    if (dot_ext) exts.push_back(VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME);
   }
   if (import_alignment_ != 0) {
     exts.push_back(VK_KHR_EXTERNAL_MEMORY_EXTENSION_NAME);  // core in 1.1; harmless
@@ -377,8 +413,22 @@ std::string Device::init(const Loader& l, VkPhysicalDevice phys, size_t index) {
   r = vk_.vkCreateFence(device_, &fci, nullptr, &once_fence_);
   if (r != VK_SUCCESS) return name_ + ": vkCreateFence failed: " + result_name(r);
 
+  // Pipelines built by an earlier process come from the cache file.
+  std::memcpy(cache_key_.device_uuid, id.deviceUUID, 16);
+  std::memcpy(cache_key_.cache_uuid, props.pipelineCacheUUID, 16);
+  cache_key_.vendor_id = props.vendorID;
+  cache_key_.device_id = props.deviceID;
+  cache_key_.driver_version = props.driverVersion;
+  cache_path_ = pipeline_cache_path(cache_key_);
+  std::vector<uint8_t> cache_data;
+  if (cache_path_.empty()) {
+    cache_state_ = "off (no cache folder: LOOM_CACHE_DIR, XDG_CACHE_HOME and HOME unset, or secure execution)";
+  } else {
+    cache_data = read_pipeline_cache(cache_path_, cache_key_, &cache_state_);
+  }
+  const bool feedback = props.apiVersion >= VK_API_VERSION_1_3 && l.api_version() >= VK_API_VERSION_1_3;
   pipelines_ = std::make_unique<Pipelines>(vk_, device_);
-  if (loom_status_t* st = pipelines_->init(name_)) {
+  if (loom_status_t* st = pipelines_->init(name_, cache_data, feedback)) {
     common::host_services()->status_free(st);
     return name_ + ": pipeline layout creation failed";
   }
@@ -390,6 +440,7 @@ std::string Device::init(const Loader& l, VkPhysicalDevice phys, size_t index) {
 Device::~Device() {
   if (device_ == VK_NULL_HANDLE) return;
   if (vk_.vkDeviceWaitIdle) vk_.vkDeviceWaitIdle(device_);
+  if (pipelines_) save_pipeline_cache();
   pipelines_.reset();
   free_mapped(&staging_);
   if (once_fence_) vk_.vkDestroyFence(device_, once_fence_, nullptr);
@@ -430,6 +481,38 @@ loom_status_t* Device::get_props(loom_device_props_t* out) {
            (import_alignment_ != 0 ? LOOM_DEVICE_CAP_BUFFER_FROM_HOST_PTR : 0u);
   common::write_device_props(p, out);
   return nullptr;
+}
+
+void Device::save_pipeline_cache() {
+  std::vector<uint8_t> data;
+  if (cache_path_.empty() || !pipelines_->take_cache_data(&data)) return;
+  const std::string why = write_pipeline_cache(cache_path_, cache_key_, data);
+  if (!why.empty()) {
+    common::plugin_log(LOOM_LOG_LEVEL_WARN, "vulkan", "[vulkan.pipeline_cache] " + name_ + ": " + why);
+  } else {
+    common::plugin_log(LOOM_LOG_LEVEL_DEBUG, "vulkan",
+                       name_ + ": wrote " + std::to_string(data.size()) + " bytes of pipeline cache to " +
+                           cache_path_);
+  }
+}
+
+std::string Device::details() {
+  const Pipelines::Stats st = pipelines_->stats();
+  char ms[32];
+  std::snprintf(ms, sizeof ms, "%.1f", st.total_ms);
+  std::string s = "pipeline cache: " + (cache_path_.empty() ? std::string("-") : cache_path_) + "\n";
+  s += "pipeline cache at start: " + cache_state_ + "\n";
+  s += std::string("decode GEMV: ") +
+       (caps_.rows_kernels ? "none (every matmul one invocation per output: CPU implementation)"
+        : caps_.int8 ? (caps_.int8dot ? "int8 for quantized A (integer dot products)"
+                                      : "int8 for quantized A (plain integer arithmetic)")
+                     : "float") +
+       (caps_.rows_kernels ? "" : caps_.subgroup_add ? "; float A: a row per subgroup" : "; float A: a row per workgroup") +
+       ", subgroup size " + std::to_string(caps_.subgroup_size) + "\n";
+  s += "pipelines created: " + std::to_string(st.created) + " in " + ms + " ms";
+  s += st.feedback ? " (" + std::to_string(st.driver_hits) + " found in the cache by the driver)\n"
+                   : " (the driver gives no creation feedback)\n";
+  return s;
 }
 
 VkResult Device::submit(VkCommandBuffer cb, VkFence fence, uint64_t* out_value) {
@@ -510,6 +593,16 @@ loom_status_t* Device::run_once_locked(const char* where,
 
 loom_status_t* Device::make_mapped(VkDeviceSize size, VkBufferUsageFlags usage,
                                    const std::string& where, MappedBuffer* out) {
+  return make_buffer(size, usage, staging_mem_type_, true, where, out);
+}
+
+loom_status_t* Device::make_local(VkDeviceSize size, VkBufferUsageFlags usage,
+                                  const std::string& where, MappedBuffer* out) {
+  return make_buffer(size, usage, device_mem_type_, false, where, out);
+}
+
+loom_status_t* Device::make_buffer(VkDeviceSize size, VkBufferUsageFlags usage, uint32_t mem_type,
+                                   bool map, const std::string& where, MappedBuffer* out) {
   VkBufferCreateInfo bci{};
   bci.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO;
   bci.size = size;
@@ -522,12 +615,12 @@ loom_status_t* Device::make_mapped(VkDeviceSize size, VkBufferUsageFlags usage,
   VkMemoryAllocateInfo mai{};
   mai.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO;
   mai.allocationSize = req.size;
-  mai.memoryTypeIndex = staging_mem_type_;
+  mai.memoryTypeIndex = mem_type;
   r = vk_.vkAllocateMemory(device_, &mai, nullptr, &b.memory);
   if (r != VK_SUCCESS) b.memory = VK_NULL_HANDLE;
   void* p = nullptr;
   if (r == VK_SUCCESS) r = vk_.vkBindBufferMemory(device_, b.buffer, b.memory, 0);
-  if (r == VK_SUCCESS) r = vk_.vkMapMemory(device_, b.memory, 0, VK_WHOLE_SIZE, 0, &p);
+  if (r == VK_SUCCESS && map) r = vk_.vkMapMemory(device_, b.memory, 0, VK_WHOLE_SIZE, 0, &p);
   if (r != VK_SUCCESS) {
     free_mapped(&b);
     return vk_status(where, "vkAllocateMemory/vkMapMemory", r);

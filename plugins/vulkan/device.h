@@ -19,6 +19,7 @@
 #include "loom/plugin.h"
 #include "ops/ops.h"
 #include "pipeline.h"
+#include "pipeline_cache.h"
 
 namespace loom::vulkan {
 
@@ -68,6 +69,13 @@ class Device {
   // 0 (no buffer_from_host_ptr).
   uint64_t import_alignment() const { return import_alignment_; }
   Pipelines& pipelines() { return *pipelines_; }
+  // Writes the pipeline cache file when pipelines were made since the last
+  // write (a failure is a warning: the cache is an optimisation). Called
+  // after a graph's pipelines were built and at teardown.
+  void save_pipeline_cache();
+  // Lines for `loom devices -v` (the loom.details extension): the cache
+  // file, what it gave at start, pipelines made so far and their time.
+  std::string details();
 
   loom_status_t* get_props(loom_device_props_t* out);
 
@@ -94,6 +102,10 @@ class Device {
   // status naming `where`, and *out left empty); free_mapped releases it.
   loom_status_t* make_mapped(VkDeviceSize size, VkBufferUsageFlags usage, const std::string& where,
                              MappedBuffer* out);
+  // The same in device-local memory, not mapped (map stays null): scratch
+  // data kernels make for each other. Freed with free_mapped.
+  loom_status_t* make_local(VkDeviceSize size, VkBufferUsageFlags usage, const std::string& where,
+                            MappedBuffer* out);
   void free_mapped(MappedBuffer* b);
 
   // Host <-> device copies through the staging buffer (devices whose
@@ -162,6 +174,8 @@ class Device {
   VkCommandBuffer once_cb_ = VK_NULL_HANDLE;
   VkFence once_fence_ = VK_NULL_HANDLE;
 
+  loom_status_t* make_buffer(VkDeviceSize size, VkBufferUsageFlags usage, uint32_t mem_type, bool map,
+                             const std::string& where, MappedBuffer* out);
   // Staging (host visible, mapped), guarded by once_mutex_.
   loom_status_t* ensure_staging(const char* where);
   MappedBuffer staging_;
@@ -173,6 +187,9 @@ class Device {
   std::unique_ptr<BufferType> buffer_type_;
   std::unique_ptr<BufferType> host_type_;  // null on UMA devices (buffer_type_ is host)
   std::unique_ptr<Pipelines> pipelines_;
+  PipelineCacheKey cache_key_;
+  std::string cache_path_;   // "" without a cache folder
+  std::string cache_state_;  // what reading the file gave: hit / miss / ignored / off
 };
 
 }  // namespace loom::vulkan

@@ -67,8 +67,11 @@ std::string Loader::open() {
   if (loader_version < VK_API_VERSION_1_1) {
     return "Vulkan loader " + file + " supports only Vulkan 1.0 (1.1 needed)";
   }
-  // 1.2 when the loader has it (core timeline semaphores); 1.1 otherwise.
-  api_version_ = loader_version >= VK_API_VERSION_1_2 ? VK_API_VERSION_1_2 : VK_API_VERSION_1_1;
+  // The loader's version up to 1.3: 1.2 for core timeline semaphores, 1.3
+  // for core pipeline creation feedback and integer dot products.
+  api_version_ = loader_version >= VK_API_VERSION_1_3   ? VK_API_VERSION_1_3
+                 : loader_version >= VK_API_VERSION_1_2 ? VK_API_VERSION_1_2
+                                                        : VK_API_VERSION_1_1;
 
   VkApplicationInfo app{};
   app.sType = VK_STRUCTURE_TYPE_APPLICATION_INFO;

@@ -48,6 +48,9 @@ namespace loom::vulkan {
   X(vkCreatePipelineLayout)        \
   X(vkDestroyPipelineLayout)       \
   X(vkCreateComputePipelines)      \
+  X(vkCreatePipelineCache)         \
+  X(vkDestroyPipelineCache)        \
+  X(vkGetPipelineCacheData)        \
   X(vkDestroyPipeline)             \
   X(vkCreateDescriptorPool)        \
   X(vkDestroyDescriptorPool)       \
@@ -108,7 +111,7 @@ class Loader {
  private:
   void* lib_ = nullptr;
   VkInstance instance_ = VK_NULL_HANDLE;
-  uint32_t api_version_ = VK_API_VERSION_1_1;  // instance: 1.2 when the loader has it
+  uint32_t api_version_ = VK_API_VERSION_1_1;  // instance: up to 1.3 as the loader has it
   PFN_vkGetInstanceProcAddr get_instance_proc_ = nullptr;
 };
 

@@ -150,6 +150,7 @@ Stream::~Stream() {
       common::host_services()->status_free(st);
   }
   device_->free_mapped(&ring_);
+  device_->free_mapped(&scratch_);
   if (deferred_) common::host_services()->status_free(deferred_);
   device_->free_mapped(&err_);
   if (desc_pool_) vk.vkDestroyDescriptorPool(dev, desc_pool_, nullptr);
@@ -189,6 +190,31 @@ std::string Stream::resolve(const loom_tensor_t* t, Location* out) {
   return "";
 }
 
+std::string Stream::take_scratch(uint64_t bytes, Location* out) {
+  // Past the buffer's end the location is a placeholder: plan() grows the
+  // buffer and plans again.
+  const uint64_t at = (scratch_used_ + 255) / 256 * 256;
+  scratch_used_ = at + bytes;
+  if (scratch_used_ > device_->caps().max_range)
+    return "scratch data of " + std::to_string(scratch_used_) + " bytes past one storage binding";
+  out->buffer = scratch_.buffer != VK_NULL_HANDLE ? scratch_.buffer : err_.buffer;
+  out->offset = scratch_used_ <= scratch_size_ ? at : 0;
+  out->buffer_size = scratch_used_ <= scratch_size_ ? scratch_size_ : bytes;
+  return "";
+}
+
+loom_status_t* Stream::grow_scratch(uint64_t need) {
+  if (loom_status_t* st = drop_caches()) return st;
+  device_->free_mapped(&scratch_);
+  scratch_size_ = 0;
+  const uint64_t size = std::min(device_->caps().max_range, std::max<uint64_t>(need * 2, uint64_t{1} << 20));
+  if (loom_status_t* st = device_->make_local(size, VK_BUFFER_USAGE_STORAGE_BUFFER_BIT,
+                                              "compute] " + device_->name() + " scratch", &scratch_))
+    return st;
+  scratch_size_ = size;
+  return nullptr;
+}
+
 Stream::SetKey Stream::set_key(const Dispatch& d) {
   SetKey k{};
   for (int i = 0; i < kSlots; ++i) {
@@ -202,6 +228,8 @@ Stream::SetKey Stream::set_key(const Dispatch& d) {
 loom_status_t* Stream::plan(const loom_graph_t* g, Plan* out) {
   const std::string dev = device_->name();
   Resolver resolver = [this](const loom_tensor_t* t, Location* loc) { return resolve(t, loc); };
+  scratch_used_ = 0;
+  ScratchFn scratch = [this](uint64_t bytes, Location* loc) { return take_scratch(bytes, loc); };
   for (int32_t i = 0; i < g->n_nodes; ++i) {
     const loom_tensor_t* node = g->nodes[i];
     if (node == nullptr)
@@ -215,19 +243,31 @@ loom_status_t* Stream::plan(const loom_graph_t* g, Plan* out) {
     if (nelements(node) == 0) continue;
     if (loom_status_t* st = common::check_node_memory("vulkan.compute", node, LOOM_MAX_SRC))
       return st;
-    Dispatch d;
+    std::vector<Dispatch> ds;
     const std::string err =
-        plan_node(device_->caps(), node, static_cast<uint32_t>(i), resolver, &d);
+        plan_node(device_->caps(), node, static_cast<uint32_t>(i), resolver, scratch, &ds);
     if (!err.empty()) {
       return make_status(LOOM_STATUS_INVALID_ARGUMENT,
                          "[vulkan.compute] " + dev + ": node " + describe_node(node) + ": " + err);
     }
-    VkPipeline p = VK_NULL_HANDLE;
-    if (loom_status_t* st = device_->pipelines().get(d.shader, d.spec, d.n_spec, &p)) return st;
-    out->dispatches.push_back(d);
-    out->pipelines.push_back(p);
-    out->node_index.push_back(i);
+    for (const Dispatch& d : ds) {
+      VkPipeline p = VK_NULL_HANDLE;
+      if (loom_status_t* st = device_->pipelines().get(d.shader, d.spec, d.n_spec, &p)) return st;
+      out->dispatches.push_back(d);
+      out->pipelines.push_back(p);
+      out->node_index.push_back(i);
+    }
   }
+  if (scratch_used_ > scratch_size_) {
+    // Grown: plan again with every node's bytes in the new buffer (the
+    // previous graph has finished; cached sets named the old one).
+    if (loom_status_t* st = grow_scratch(scratch_used_)) return st;
+    *out = Plan{};
+    return this->plan(g, out);
+  }
+  // A process may end without a plugin shutdown: pipelines built for this
+  // graph reach the cache file now (a no-op when none was built).
+  device_->save_pipeline_cache();
   return nullptr;
 }
 

@@ -106,6 +106,11 @@ class Stream {
   // Drops descriptor sets and recorded command buffers (buffers were freed).
   loom_status_t* drop_caches();
   std::string resolve(const loom_tensor_t* t, Location* out);
+  // Scratch memory of one graph (ScratchFn): bytes handed out in order from
+  // 0 at each plan; grow_scratch replaces the buffer with one of at least
+  // `need` bytes (dropping the caches that named the old one).
+  std::string take_scratch(uint64_t bytes, Location* out);
+  loom_status_t* grow_scratch(uint64_t need);
 
   loom_stream_t raw_;
   Device* device_;
@@ -127,6 +132,10 @@ class Stream {
   loom_status_t* deferred_ = nullptr;  // first error of async work
   std::vector<std::pair<int32_t, std::string>> pending_nodes_;  // nodes of the pending graph that report errors
   std::vector<Recorded> recorded_;
+  // Device-local scratch (B rounded to 8-bit blocks), made on first use.
+  MappedBuffer scratch_;
+  uint64_t scratch_size_ = 0;
+  uint64_t scratch_used_ = 0;  // bytes taken by the graph being planned
   // Staging ring for queued copies (host visible, mapped), made on first use.
   MappedBuffer ring_;
   uint64_t ring_head_ = 0;

@@ -304,6 +304,47 @@ TEST_F(QuantModels, VulkanAloneRunsEveryTypeAsItsF32Twin) {
   fs::remove(tmp);
 }
 
+// vulkan0's decode GEMV as its loom.details names it ("int8 ..." when B is
+// rounded to 8-bit blocks), "" without the extension.
+std::string vulkan_gemv(const registry::Device* d) {
+  const auto* ext = static_cast<const loom_ext_details_t*>(d->extension(LOOM_EXT_DETAILS, LOOM_EXT_DETAILS_VERSION));
+  if (ext == nullptr) return "";
+  std::string text(1024, '\0');
+  text.resize(std::min(text.size() - 1, ext->get_details(d->raw(), text.data(), text.size())));
+  const size_t at = text.find("decode GEMV: ");
+  return at == std::string::npos ? "" : text.substr(at + 13, text.find('\n', at) - at - 13);
+}
+
+// The int8 decode GEMV (mul_mat_vec_q8; on lavapipe only with
+// LOOM_VULKAN_DISABLE=rows, ctest prefix vulkan_int8_model.) rounds B to
+// 8-bit blocks by ggml's rule, as the cpu's int8 path does: the first
+// step (one token, so every product is a GEMV) gives the cpu's logits on
+// the quantized file up to f32 summation order, and stays within the
+// cpu's own distance (GreedyTokensFollowTheToolsF32Twin: 0.05) of the F32
+// twin. A wrong scale, offset or byte order gives 1e-2 and more against
+// the cpu.
+TEST_F(QuantModels, VulkanInt8DecodeRoundsBAsTheCpuDoes) {
+  const registry::Device* vk0 = reg_->device("vulkan0");
+  if (vk0 == nullptr) GTEST_SKIP() << "no vulkan0 (the vulkan plugin is not built or finds no device)";
+  const std::string gemv = vulkan_gemv(vk0);
+  if (gemv.rfind("int8", 0) != 0) GTEST_SKIP() << "vulkan0's decode GEMV is '" << gemv << "', not int8";
+  for (const char* t : {"iq4_nl", "q2_k", "q3_k_m", "q4_1", "q5_0", "q5_1", "q4_k_m", "q5_k_m", "q6_k"}) {
+    SCOPED_TRACE(t);
+    if (!fs::exists(quant_file(t))) continue;
+    auto vk = load(quant_file(t), {"vulkan0"});
+    auto cpu = load(quant_file(t));
+    ASSERT_NE(vk, nullptr);
+    ASSERT_NE(cpu, nullptr);
+    std::vector<float> lv, lc;
+    greedy(vk.get(), 1, &lv);
+    greedy(cpu.get(), 1, &lc);
+    const double rel = rel_l2(lv, lc);
+    std::cout << "[ quant ] " << t << " on vulkan0 (" << gemv << "): first-step logits relative L2 error vs the cpu "
+              << rel << "\n";
+    EXPECT_LT(rel, 1e-3);
+  }
+}
+
 // With the cpu beside vulkan0 the scheduler may split the graph; the tokens
 // are still the cpu's.
 TEST_F(QuantModels, VulkanBesideTheCpuGivesTheCpusTokens) {

@@ -5,8 +5,10 @@
 // f32 weights in f32, so the twin is the reference (the cpu's own run of
 // the quantized file rounds activations to 8 bits and may part after a
 // few tokens). Once on lavapipe's per-output kernels and once on the
-// kernels GPUs run (LOOM_VULKAN_DISABLE=rows: mul_mat_vec for decode, the
-// tiled mul_mat for the prompt of more than 8 tokens).
+// float kernels GPUs run (LOOM_VULKAN_DISABLE=rows,int8: mul_mat_vec for
+// decode, the tiled mul_mat for the prompt of more than 8 tokens); the
+// int8 decode GEMV, which rounds B as the cpu does, is checked against the
+// cpu by vulkan_int8_test.cpp and QuantModels.VulkanInt8DecodeRoundsBAsTheCpuDoes.
 #include <fstream>
 #include <string>
 
@@ -38,7 +40,7 @@ TEST(VulkanQuantFiles, Vulkan0AlonePrintsTheF32TwinsText) {
     const std::string args = " -n 8 -p \"Once upon a time there was a little dog who liked to run\" --device ";
     ProcResult ref = run_loom("run -m " + twin + args + "cpu");
     ASSERT_EQ(ref.exit_code, 0) << ref.out;
-    for (const char* env : {"", "LOOM_VULKAN_DISABLE=rows"}) {
+    for (const char* env : {"", "LOOM_VULKAN_DISABLE=rows,int8"}) {
       SCOPED_TRACE(env);
       ProcResult vk = run_loom("run -m " + q + args + "vulkan0", false, env);
       ASSERT_EQ(vk.exit_code, 0) << run_loom("run -m " + q + " -n 2 --device vulkan0", true, env).out;

@@ -61,6 +61,9 @@ bool parse_kv_type(const std::string& value, loom_type_t* out);
 std::string select_devices(const registry::Registry& reg, const std::string& given,
                            std::vector<registry::Device*>* out);
 
+// The device's loom.details text ("key: value" lines), "" when it has none.
+std::string device_details(const registry::Device& d);
+
 int cmd_devices(std::vector<std::string> args);
 int cmd_check(std::vector<std::string> args);
 int cmd_run(std::vector<std::string> args);

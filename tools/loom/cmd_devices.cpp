@@ -32,7 +32,7 @@ std::string abi_text(uint32_t v) {
   return std::to_string(LOOM_ABI_MAJOR(v)) + "." + std::to_string(LOOM_ABI_MINOR(v));
 }
 
-void print_json(const registry::Registry& reg) {
+void print_json(const registry::Registry& reg, bool verbose) {
   Json out;
   out["loom_version"] = LOOM_VERSION_STRING;
   out["abi_version"] = abi_text(LOOM_ABI_VERSION);
@@ -75,6 +75,7 @@ void print_json(const registry::Registry& reg) {
         pos = comma + 1;
       }
     }
+    if (verbose) dev["details"] = device_details(*d);
     out["devices"].push_back(std::move(dev));
   }
   out["duplicates"] = reg.duplicates();
@@ -82,7 +83,7 @@ void print_json(const registry::Registry& reg) {
   put_json(out);
 }
 
-void print_text(const registry::Registry& reg) {
+void print_text(const registry::Registry& reg, bool verbose) {
   std::printf("loom %s, plugin ABI %s\n\nplugins (in search order):\n", LOOM_VERSION_STRING,
               abi_text(LOOM_ABI_VERSION).c_str());
   if (reg.candidates().empty()) {
@@ -115,6 +116,14 @@ void print_text(const registry::Registry& reg) {
     if (ident.empty()) ident = "none";
     std::printf("  %-8s memory: %s; identity: %s; caps: %s\n", "", mem.c_str(), ident.c_str(),
                 caps_text(i.caps).c_str());
+    if (!verbose) continue;
+    const std::string details = device_details(*d);
+    for (size_t pos = 0; pos < details.size();) {
+      size_t end = details.find('\n', pos);
+      if (end == std::string::npos) end = details.size();
+      std::printf("  %-8s %s\n", "", details.substr(pos, end - pos).c_str());
+      pos = end + 1;
+    }
   }
   for (const auto& s : reg.duplicates()) std::printf("  hidden duplicate: %s\n", s.c_str());
   if (!reg.warnings().empty()) std::printf("\nwarnings:\n");
@@ -123,6 +132,18 @@ void print_text(const registry::Registry& reg) {
 
 }  // namespace
 
+std::string device_details(const registry::Device& d) {
+  const auto* ext = static_cast<const loom_ext_details_t*>(d.extension(LOOM_EXT_DETAILS, LOOM_EXT_DETAILS_VERSION));
+  if (ext == nullptr || ext->struct_size < sizeof(loom_ext_details_t) || ext->get_details == nullptr) return "";
+  std::string text(256, '\0');
+  for (int tries = 0; tries < 3; ++tries) {
+    const size_t n = ext->get_details(d.raw(), text.data(), text.size());
+    if (n < text.size()) return text.substr(0, n);
+    text.assign(n + 1, '\0');  // grew between the calls: ask again
+  }
+  return "";
+}
+
 int cmd_devices(std::vector<std::string> args) {
   CommonOptions opts;
   std::string error;
@@ -130,15 +151,24 @@ int cmd_devices(std::vector<std::string> args) {
     std::fprintf(stderr, "loom devices: %s\n", error.c_str());
     return 2;
   }
+  bool verbose = false;
+  for (auto it = args.begin(); it != args.end();) {
+    if (*it == "-v" || *it == "--verbose") {
+      verbose = true;
+      it = args.erase(it);
+    } else {
+      ++it;
+    }
+  }
   if (!args.empty()) {
     std::fprintf(stderr, "loom devices: unexpected argument '%s' (try 'loom --help')\n", args[0].c_str());
     return 2;
   }
   auto reg = load_registry(opts);
   if (opts.json) {
-    print_json(*reg);
+    print_json(*reg, verbose);
   } else {
-    print_text(*reg);
+    print_text(*reg, verbose);
   }
   return 0;
 }

@@ -251,6 +251,11 @@ int cmd_run(std::vector<std::string> args) {
                  r->prompt_tokens_per_s(), r->generated_tokens.size(), r->gen_tokens_per_s(), stop,
                  ses.splits_last(), static_cast<unsigned long long>(copied_per_token));
   }
+  // -v: each device's own account (a Vulkan device's pipeline builds and cache).
+  for (registry::Device* d : devices) {
+    const std::string details = o.verbose ? device_details(*d) : std::string();
+    if (!details.empty()) std::fprintf(stderr, "%s:\n%s", d->name().c_str(), details.c_str());
+  }
   return 0;
 }
 

@@ -29,6 +29,12 @@ constexpr uint32_t kAttnWg = 64;
 // keys per chunk (ROWS_CHUNK).
 constexpr uint32_t kAttnRowsWg = 8;
 constexpr uint64_t kAttnRowsChunk = 32;
+// Split-KV decode (flash-decoding): a key range per ~kAttnSplitKeys keys, at
+// most kAttnMaxSplits, for up to kAttnSplitMaxTok queries per head.
+constexpr uint64_t kAttnSplitKeys = 128;
+constexpr uint64_t kAttnMaxSplits = 32;
+constexpr int64_t kAttnSplitMaxTok = 8;
+constexpr uint32_t kCombineWg = 64;
 
 // Quantized types the shaders write (SET_ROWS, CPY from float).
 bool is_writable_quant(int32_t t) { return t == LOOM_TYPE_Q8_0 || t == LOOM_TYPE_Q4_0; }
@@ -51,10 +57,11 @@ bool fits_u32(const loom_tensor_t* t) {
 // clamped to n_kv), counted from the shader's loops: a loop over n elements
 // four at a time takes n / 4 + 3 + 1 (remainder, exit).
 uint64_t unrolled(uint64_t n) { return n / 4 + 4; }
-uint64_t attention_loops(const loom_tensor_t* n, bool rows) {
+uint64_t attention_loops(const loom_tensor_t* n, bool rows, uint64_t splits) {
   const uint64_t d = static_cast<uint64_t>(n->src[0]->ne[0]);
   const uint64_t dv = static_cast<uint64_t>(n->ne[0]);
-  const uint64_t n_kv = static_cast<uint64_t>(n->src[1]->ne[1]);
+  // A split kernel's invocation sees one range of ceil(n_kv / splits) keys.
+  const uint64_t n_kv = (static_cast<uint64_t>(n->src[1]->ne[1]) + splits - 1) / splits;
   if (rows) {
     const uint64_t c = kAttnRowsChunk;
     const uint64_t per_chunk = 1 + (c + 1) * (1 + unrolled(d)) + (c + 1) + (dv + 1) * (1 + unrolled(c));
@@ -66,13 +73,26 @@ uint64_t attention_loops(const loom_tensor_t* n, bool rows) {
   return 2 * mine + 8 + (n_kv + w - 1) / w * per_chunk;
 }
 
+// Key ranges of the split-KV kernels for node n (1: one pass): decode
+// (few queries per head) over a KV length past kAttnSplitKeys.
+uint32_t attention_splits(const OpCaps& caps, const loom_tensor_t* n) {
+  if (!caps.split_kv || n->src[0]->ne[2] > kAttnSplitMaxTok) return 1;
+  const uint64_t n_kv = static_cast<uint64_t>(n->src[1]->ne[1]);
+  return static_cast<uint32_t>(std::min(kAttnMaxSplits, (n_kv + kAttnSplitKeys - 1) / kAttnSplitKeys));
+}
+
 // The attention.comp variant for node n: attention_rows on CPU
-// implementations, else the workgroup kernel; nullptr when the device ends
-// loops early (caps.loop_budget) and neither fits.
+// implementations, else the workgroup kernel, each split over the KV
+// length when attention_splits says so; nullptr when the device ends loops
+// early (caps.loop_budget) and neither fits.
 const char* attention_kernel(const OpCaps& caps, const loom_tensor_t* n) {
-  const auto fits = [&](bool rows) { return caps.loop_budget == 0 || attention_loops(n, rows) <= caps.loop_budget; };
-  if (caps.rows_kernels && fits(true)) return "attention_rows";
-  return fits(false) ? "attention" : nullptr;
+  const uint32_t splits = attention_splits(caps, n);
+  const auto fits = [&](bool rows) {
+    return caps.loop_budget == 0 || attention_loops(n, rows, splits) <= caps.loop_budget;
+  };
+  if (caps.rows_kernels && fits(true)) return splits > 1 ? "attention_rows_split" : "attention_rows";
+  if (!fits(false)) return nullptr;
+  return splits > 1 ? "attention_split" : "attention";
 }
 
 // Types the shaders decode: the plain ones, and every block type of
@@ -265,10 +285,18 @@ class Planner {
              ", " + std::to_string(loc.offset + extent) + ") of a " +
              std::to_string(loc.buffer_size) + "-byte buffer";
     }
+    return bind_range(k, loc, extent, "tensor '" + std::string(t->name) + "'", off);
+  }
+
+  // Bind bytes [loc.offset, loc.offset + extent) of loc's buffer at slot k
+  // (a tensor's, or scratch memory); *off = their offset in the bound
+  // window. "" or the error, naming `what`.
+  std::string bind_range(int k, const Location& loc, uint64_t extent, const std::string& what,
+                         uint32_t* off) {
     uint64_t win = 0;
     uint64_t range = loc.buffer_size;
     if (!window(loc, extent, &win, &range)) {
-      return "tensor '" + std::string(t->name) + "' spans " + std::to_string(extent) +
+      return what + " spans " + std::to_string(extent) +
              " bytes, more than one storage binding holds (maxStorageBufferRange " +
              std::to_string(caps_.max_range) + ")";
     }
@@ -339,6 +367,103 @@ class Planner {
     if (!e_.empty()) return e_; \
   } while (0)
 
+// ------------------------------------------------ int8 GEMV (decode, quantized A)
+
+constexpr uint32_t kQ8Wg = 128;          // mul_mat_vec_q8.comp: workgroup size
+constexpr uint64_t kQ8ChunkBytes = 48;   // per 32 elements of B: 8 words of quants, d, two sums, pad
+constexpr uint32_t kQuantizeWg = 64;     // quantize_q8.comp: one invocation per block
+
+// Rows of A per mul_mat_vec_q8 workgroup: one per subgroup as the device
+// reports its size (the shader shares any other count out correctly).
+uint32_t q8_rows(const OpCaps& caps) { return std::max<uint32_t>(1, kQ8Wg / std::max<uint32_t>(1, caps.subgroup_size)); }
+
+// Loop iterations of one invocation of quantize_q8 + mul_mat_vec_q8.
+uint64_t q8_loops(const OpCaps& caps, const loom_tensor_t* n) {
+  const uint64_t nch = static_cast<uint64_t>(n->src[0]->ne[0]) / 32;
+  const uint64_t cols = static_cast<uint64_t>(n->src[1]->ne[1]);
+  const uint64_t sg = std::max<uint32_t>(1, caps.subgroup_size);
+  return (nch + sg - 1) / sg * (cols + 1) + 2 * cols + 8;
+}
+
+// Whether a MUL_MAT the GEMV takes goes through B rounded to 8-bit blocks:
+// quantized A, B's rows dense f32 (the conformance rule's condition,
+// conformance/matmul_cases.cpp may_round_b), the device able and willing.
+bool use_q8(const OpCaps& caps, const loom_tensor_t* n) {
+  const loom_tensor_t* a = n->src[0];
+  const loom_tensor_t* b = n->src[1];
+  const bool dense_rows = b->type == LOOM_TYPE_F32 && b->nb[0] == 4 && b->nb[1] % 4 == 0 &&
+                          b->nb[2] % 4 == 0 && b->nb[3] % 4 == 0;
+  return caps.int8 && caps.subgroup_add && is_block_type(a->type) && dense_rows &&
+         (caps.loop_budget == 0 || q8_loops(caps, n) <= caps.loop_budget);
+}
+
+// Two dispatches: quantize_q8 rounds every column of B, per block of 32
+// (256 for the K-quants: ggml's rule, conformance/README.md), into scratch
+// memory; mul_mat_vec_q8 reads them beside A's integers.
+std::string plan_mul_mat_q8(const OpCaps& caps, const loom_tensor_t* n, const Resolver& resolve,
+                            const ScratchFn& scratch, std::vector<Dispatch>* out) {
+  const loom_tensor_t* a = n->src[0];
+  const loom_tensor_t* b = n->src[1];
+  const uint64_t cols = static_cast<uint64_t>(b->ne[1] * b->ne[2] * b->ne[3]);
+  const uint64_t nch = static_cast<uint64_t>(a->ne[0]) / 32;
+  const uint64_t block = common::type_traits(a->type).block_size == 256 ? 256 : 32;
+  Location loc;
+  const uint64_t bytes = cols * nch * kQ8ChunkBytes;
+  LOOM_VK_TRY(scratch(bytes, &loc));
+
+  Dispatch q{};
+  Planner pq(caps, resolve, &q);
+  uint32_t off = 0;
+  LOOM_VK_TRY(pq.bind_range(0, loc, bytes, "B rounded to 8-bit blocks", &off));
+  q.pc.t[0].off = off;
+  LOOM_VK_TRY(pq.bind(1, b));
+  q.shader = "quantize_q8";
+  q.pc.p[1] = static_cast<uint32_t>(block);
+  LOOM_VK_TRY(pq.grid(cols * (static_cast<uint64_t>(a->ne[0]) / block), kQuantizeWg));
+
+  Dispatch d{};
+  Planner p(caps, resolve, &d);
+  LOOM_VK_TRY(p.bind(0, n));
+  LOOM_VK_TRY(p.bind(1, a));
+  LOOM_VK_TRY(p.bind(2, b));
+  LOOM_VK_TRY(p.bind_range(3, loc, bytes, "B rounded to 8-bit blocks", &off));
+  d.pc.p[1] = off;
+  d.shader = caps.int8dot ? "mul_mat_vec_q8_dot" : "mul_mat_vec_q8";
+  const uint32_t rows = q8_rows(caps);
+  LOOM_VK_TRY(p.groups((static_cast<uint64_t>(a->ne[1]) + rows - 1) / rows, kQ8Wg));
+  d.spec[1] = static_cast<uint32_t>(a->type);
+  d.spec[2] = rows;
+  d.n_spec = 3;
+  d.groups[2] = static_cast<uint32_t>(b->ne[2] * b->ne[3]);
+  for (Dispatch* x : {&q, &d}) {
+    Planner px(caps, resolve, x);
+    for (int k = 1; k < kSlots; ++k) {
+      if (x->buffers[k] == VK_NULL_HANDLE) px.unused(k);
+    }
+  }
+  out->push_back(q);
+  out->push_back(d);
+  return "";
+}
+
+// mul_mat_vec_float.comp: float A, a row per subgroup. Its wide path
+// (p[2] = 1) loads 16 bytes of A and B per lane: rows dense and 16-byte
+// aligned in the bound windows, K a multiple of 8.
+constexpr uint32_t kFloatVecWg = 128;
+bool aligned16(const TensorDesc& t) { return t.off % 16 == 0 && t.nb[1] % 16 == 0 && t.nb[2] % 16 == 0 && t.nb[3] % 16 == 0; }
+bool float_vec_wide(const loom_tensor_t* a, const loom_tensor_t* b, const PushConstants& pc) {
+  return a->nb[0] == common::type_traits(a->type).type_size && b->nb[0] == 4 && a->ne[0] % 8 == 0 &&
+         aligned16(pc.t[1]) && aligned16(pc.t[2]);
+}
+// Loop iterations of one invocation of mul_mat_vec_float (lanes = the
+// subgroup size, 4 elements per step on the wide path).
+uint64_t float_vec_loops(const OpCaps& caps, const loom_tensor_t* n, bool wide) {
+  const uint64_t per_step = wide ? 4 : 1;
+  const uint64_t lanes = std::max<uint32_t>(1, caps.subgroup_size) * per_step;
+  const uint64_t cols = static_cast<uint64_t>(n->src[1]->ne[1]);
+  return (static_cast<uint64_t>(n->src[0]->ne[0]) + lanes - 1) / lanes * (cols + 2) + 2 * cols + 16;
+}
+
 std::string plan_mul_mat(const OpCaps& caps, const loom_tensor_t* n, Planner& p, Dispatch* d) {
   const loom_tensor_t* a = n->src[0];
   const loom_tensor_t* b = n->src[1];
@@ -358,7 +483,17 @@ std::string plan_mul_mat(const OpCaps& caps, const loom_tensor_t* n, Planner& p,
     LOOM_VK_TRY(p.grid(m * static_cast<uint64_t>(b->ne[1]) * batch, 64));
     return "";
   }
-  if (kernel == MatKernel::kVec) {
+  const bool wide = kernel == MatKernel::kVec && float_vec_wide(a, b, d->pc);
+  if (kernel == MatKernel::kVec && caps.subgroup_add && !is_block_type(a->type) &&
+      (caps.loop_budget == 0 || float_vec_loops(caps, n, wide) <= caps.loop_budget)) {
+    // A row per subgroup (rows per workgroup: its subgroups as reported).
+    d->shader = "mul_mat_vec_float";
+    const uint32_t rows = std::max<uint32_t>(1, kFloatVecWg / std::max<uint32_t>(1, caps.subgroup_size));
+    d->spec[2] = rows;
+    d->n_spec = 3;
+    d->pc.p[2] = wide ? 1 : 0;
+    LOOM_VK_TRY(p.groups((m + rows - 1) / rows, kFloatVecWg));
+  } else if (kernel == MatKernel::kVec) {
     d->shader = caps.subgroup_add ? "mul_mat_vec_subgroup" : "mul_mat_vec";
     LOOM_VK_TRY(p.groups(m, vec_wg));
   } else {
@@ -425,10 +560,12 @@ std::string plan_rope(const OpCaps& caps, const loom_tensor_t* n, Planner& p, Di
 }
 
 // One workgroup per (h, t), or one invocation (attention_rows: CPU
-// implementations, when it fits the loop budget); AttnPushConstants
-// replace the common block.
+// implementations, when it fits the loop budget), times the key ranges of
+// the split kernels, which write scratch rows (*split_rows: where, and
+// `splits` of Dv + 2 floats per (h, t)) instead of the result;
+// AttnPushConstants replace the common block.
 std::string plan_attention(const OpCaps& caps, const loom_tensor_t* n, uint32_t node_id, Planner& p,
-                           Dispatch* d) {
+                           Dispatch* d, const Location* split_rows = nullptr, uint32_t splits = 1) {
   const loom_tensor_t* q = n->src[0];
   const loom_tensor_t* k = n->src[1];
   const loom_tensor_t* v = n->src[2];
@@ -438,7 +575,16 @@ std::string plan_attention(const OpCaps& caps, const loom_tensor_t* n, uint32_t 
     for (int i = 0; i < 3; ++i) out->nb[i] = static_cast<uint32_t>(t->nb[i]);
     return p.bind_buffer(slot, t, &out->off);
   };
-  LOOM_VK_TRY(row(0, n, &a.dst));
+  if (split_rows != nullptr) {
+    const uint64_t row_bytes = (static_cast<uint64_t>(n->ne[0]) + 2) * 4;
+    const uint64_t bytes = row_bytes * splits * static_cast<uint64_t>(q->ne[1] * q->ne[2]);
+    LOOM_VK_TRY(p.bind_range(0, *split_rows, bytes, "split attention rows", &a.dst.off));
+    a.dst.nb[0] = 4;
+    a.dst.nb[1] = static_cast<uint32_t>(row_bytes * splits);
+    a.dst.nb[2] = static_cast<uint32_t>(row_bytes * splits * static_cast<uint64_t>(q->ne[1]));
+  } else {
+    LOOM_VK_TRY(row(0, n, &a.dst));
+  }
   LOOM_VK_TRY(row(1, q, &a.q));
   LOOM_VK_TRY(row(2, k, &a.k));
   LOOM_VK_TRY(row(3, v, &a.v));
@@ -453,12 +599,50 @@ std::string plan_attention(const OpCaps& caps, const loom_tensor_t* n, uint32_t 
   a.types = static_cast<uint32_t>(k->type) | static_cast<uint32_t>(v->type) << 8;
   a.scale = f32_bits(param_f32(n, 0));
   a.node_id = node_id;
+  a.n_split = splits;
   d->pc = PushConstants{};
   std::memcpy(&d->pc, &a, sizeof a);
-  const uint64_t pairs = static_cast<uint64_t>(q->ne[1] * q->ne[2]);
+  const uint64_t pairs = static_cast<uint64_t>(q->ne[1] * q->ne[2]) * splits;
   d->shader = attention_kernel(caps, n);
   if (d->shader == nullptr) return "KV length over the device's loop budget";
-  return std::strcmp(d->shader, "attention_rows") == 0 ? p.grid(pairs, kAttnRowsWg) : p.groups(pairs, kAttnWg);
+  if ((std::strstr(d->shader, "split") != nullptr) != (split_rows != nullptr)) return "split kernel without its rows";
+  return std::strncmp(d->shader, "attention_rows", 14) == 0 ? p.grid(pairs, kAttnRowsWg) : p.groups(pairs, kAttnWg);
+}
+
+// Split-KV (flash-decoding): the split kernel writes each key range's
+// unnormalised accumulators, max and sum into scratch rows;
+// attention_combine merges them into the result (one invocation per
+// element).
+std::string plan_attention_split(const OpCaps& caps, const loom_tensor_t* n, uint32_t node_id,
+                                 const Resolver& resolve, const ScratchFn& scratch,
+                                 std::vector<Dispatch>* out) {
+  const uint32_t splits = attention_splits(caps, n);
+  const loom_tensor_t* q = n->src[0];
+  const uint64_t bytes = (static_cast<uint64_t>(n->ne[0]) + 2) * 4 * splits * static_cast<uint64_t>(q->ne[1] * q->ne[2]);
+  Location loc;
+  LOOM_VK_TRY(scratch(bytes, &loc));
+  Dispatch s{};
+  Planner ps(caps, resolve, &s);
+  LOOM_VK_TRY(plan_attention(caps, n, node_id, ps, &s, &loc, splits));
+
+  Dispatch c{};
+  Planner pc(caps, resolve, &c);
+  LOOM_VK_TRY(pc.bind(0, n));
+  uint32_t off = 0;
+  LOOM_VK_TRY(pc.bind_range(1, loc, bytes, "split attention rows", &off));
+  c.pc.t[1].off = off;
+  c.pc.p[1] = splits;
+  c.shader = "attention_combine";
+  LOOM_VK_TRY(pc.grid(static_cast<uint64_t>(nelements(n)), kCombineWg));
+  for (Dispatch* x : {&s, &c}) {
+    Planner px(caps, resolve, x);
+    for (int k = 1; k < kSlots; ++k) {
+      if (x->buffers[k] == VK_NULL_HANDLE) px.unused(k);
+    }
+  }
+  out->push_back(s);
+  out->push_back(c);
+  return "";
 }
 
 std::string plan_copy(const loom_tensor_t* n, Planner& p, Dispatch* d) {
@@ -586,14 +770,23 @@ std::string plan_kernel(const OpCaps& caps, const loom_tensor_t* n, uint32_t nod
 }  // namespace
 
 std::string plan_node(const OpCaps& caps, const loom_tensor_t* n, uint32_t node_id,
-                      const Resolver& resolve, Dispatch* d) {
-  *d = Dispatch{};
-  Planner p(caps, resolve, d);
-  std::string err = plan_kernel(caps, n, node_id, p, d);
+                      const Resolver& resolve, const ScratchFn& scratch, std::vector<Dispatch>* out) {
+  if (n->op == LOOM_OP_MUL_MAT) {
+    MatKernel kernel;
+    uint32_t wg = 0;
+    if (mul_mat_kernel(caps, n, &kernel, &wg) && kernel == MatKernel::kVec && use_q8(caps, n))
+      return plan_mul_mat_q8(caps, n, resolve, scratch, out);
+  }
+  if (n->op == LOOM_OP_ATTENTION && attention_splits(caps, n) > 1)
+    return plan_attention_split(caps, n, node_id, resolve, scratch, out);
+  Dispatch d{};
+  Planner p(caps, resolve, &d);
+  std::string err = plan_kernel(caps, n, node_id, p, &d);
   if (!err.empty()) return err;
   for (int k = 1; k < kSlots; ++k) {
-    if (d->buffers[k] == VK_NULL_HANDLE) p.unused(k);
+    if (d.buffers[k] == VK_NULL_HANDLE) p.unused(k);
   }
+  out->push_back(d);
   return "";
 }
 

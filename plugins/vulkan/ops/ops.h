@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "loader.h"
 #include "loom/plugin.h"
@@ -18,6 +19,18 @@ namespace loom::vulkan {
 struct OpCaps {
   bool f64 = false;           // shaderFloat64: ROPE forms theta in double
   bool subgroup_add = false;  // subgroup arithmetic in compute: mat-vec reduction
+  // Decode GEMV over quantized A with B rounded to 8-bit blocks once per
+  // node (quantize_q8 + mul_mat_vec_q8, integer dot products): needs
+  // subgroup_add; LOOM_VULKAN_DISABLE=int8 keeps the float path.
+  bool int8 = false;
+  // VK_KHR_shader_integer_dot_product (core 1.3): mul_mat_vec_q8 multiplies
+  // four bytes in one OpSDot; else plain integer arithmetic
+  // (LOOM_VULKAN_DISABLE=int8dot).
+  bool int8dot = false;
+  // ATTENTION split over the KV length for decode (attention_split +
+  // attention_combine); LOOM_VULKAN_DISABLE=split keeps one pass.
+  bool split_kv = true;
+  uint32_t subgroup_size = 32;  // VkPhysicalDeviceSubgroupProperties (rows per GEMV workgroup)
   uint32_t max_groups[3] = {65535, 65535, 65535};
   // Storage bindings: at most max_range bytes (maxStorageBufferRange), at
   // offsets that are multiples of range_align.
@@ -68,6 +81,7 @@ struct AttnPushConstants {
   uint32_t vis_off, vis_nb0;
   uint32_t d, dv, n_head, n_tok, n_kv, group;
   uint32_t types, scale, node_id;
+  uint32_t n_split;  // key ranges per (h, t) of the split kernels (flash-decoding)
 };
 static_assert(sizeof(AttnPushConstants) <= sizeof(PushConstants), "attention push constants over 128 bytes");
 
@@ -87,10 +101,16 @@ struct Location {
 // Resolves a tensor's data pointer; "" or why it cannot (not our memory).
 using Resolver = std::function<std::string(const loom_tensor_t*, Location*)>;
 
+// Bytes of the stream's scratch buffer for data one dispatch makes for the
+// next within a graph (B rounded to 8-bit blocks); *out says where. "" or
+// why not. Offsets are 256-aligned; the bytes are the node's alone.
+using ScratchFn = std::function<std::string(uint64_t bytes, Location* out)>;
+
 // One dispatch: what the stream binds, pushes and launches.
 struct Dispatch {
   const char* shader = nullptr;  // variant name in the shader table
-  uint32_t spec[2] = {0, 0};     // constant_id 0: workgroup size; 1: shader specific
+  // constant_id 0: workgroup size; 1, 2: shader specific
+  uint32_t spec[3] = {0, 0, 0};
   uint32_t n_spec = 1;
   // Pushed as is (128 bytes); attention.comp reads AttnPushConstants there.
   PushConstants pc{};
@@ -117,10 +137,12 @@ const char* unsupported_reason(const OpCaps& caps, const loom_tensor_t* node);
 // speed class (cost.cpp). Never allocates.
 double op_time_us(const OpCaps& caps, const loom_tensor_t* node);
 
-// Fill *out for `node` (not a view, not NONE, supported, elements > 0).
-// node_id is echoed in error words (bad row index, bad visible length). Returns "" or an error
-// text (a status INVALID_ARGUMENT naming the node is made by the caller).
+// Append the dispatches of `node` (not a view, not NONE, supported,
+// elements > 0) to *out: one, or two when a first pass prepares data in
+// scratch memory (the int8 GEMV's B). node_id is echoed in error words
+// (bad row index, bad visible length). Returns "" or an error text (a
+// status INVALID_ARGUMENT naming the node is made by the caller).
 std::string plan_node(const OpCaps& caps, const loom_tensor_t* node, uint32_t node_id,
-                      const Resolver& resolve, Dispatch* out);
+                      const Resolver& resolve, const ScratchFn& scratch, std::vector<Dispatch>* out);
 
 }  // namespace loom::vulkan

@@ -15,6 +15,14 @@
 // (h, t), chunks of ROWS_CHUNK keys in private memory, no barriers (on
 // lavapipe a workgroup's barriers and idle lanes cost more than they share).
 //
+// LOOM_SPLIT (attention_split / attention_rows_split; flash-decoding): the
+// visible keys of each (h, t) are cut into n_split ranges, one workgroup
+// (or invocation) each; a range's unnormalised accumulators, its running
+// max and sum go to scratch rows of Dv + 2 floats (pc.d describes them),
+// and attention_combine.comp merges the ranges into the result. More
+// workgroups per query row for long-KV decode, and on lavapipe fewer loop
+// iterations per invocation.
+//
 // Inner loops take four elements per iteration: lavapipe ends every loop of
 // an invocation after 65535 iterations in all, so dispatch.cpp
 // (attention_loops) counts this file's loop iterations per invocation and
@@ -43,6 +51,7 @@ layout(push_constant, std430) uniform AttnPush {
   uint types;  // K type | V type << 8
   uint scale;  // f32 bits
   uint node_id;
+  uint n_split;  // LOOM_SPLIT: key ranges per (h, t)
 } pc;
 
 float neg_inf() { return uintBitsToFloat(0xFF800000u); }
@@ -78,11 +87,30 @@ float score(uint qrow, uint krow, uint tk) {
 struct Rows {
   uint q, k, v, d;
 };
-Rows rows_of(uint h, uint t) {
+Rows rows_of(uint h, uint t, uint s) {
   uint g = h / pc.group;
   return Rows(pc.q.off + h * pc.q.nb[1] + t * pc.q.nb[2], pc.k.off + g * pc.k.nb[2],
-              pc.v.off + g * pc.v.nb[2], pc.d.off + h * pc.d.nb[1] + t * pc.d.nb[2]);
+              pc.v.off + g * pc.v.nb[2], pc.d.off + h * pc.d.nb[1] + t * pc.d.nb[2] + s * (pc.n_embd_v + 2u) * 4u);
 }
+
+#ifdef LOOM_SPLIT
+// Keys [jb, je) of range s of the n visible ones.
+void key_range(uint n, uint s, out uint jb, out uint je) {
+  uint per = (n + pc.n_split - 1u) / pc.n_split;
+  jb = min(n, s * per);
+  je = min(n, jb + per);
+}
+// The range's running max and sum after its accumulators (scratch row).
+void store_max_sum(Rows r, float m, float sum) {
+  d_data[(r.d >> 2) + pc.n_embd_v] = floatBitsToUint(m);
+  d_data[(r.d >> 2) + pc.n_embd_v + 1u] = floatBitsToUint(sum);
+}
+#else
+void key_range(uint n, uint s, out uint jb, out uint je) {
+  jb = 0u;
+  je = n;
+}
+#endif
 
 #ifdef LOOM_ROWS
 const uint ROWS_CHUNK = 32u;  // dispatch.cpp kAttnRowsChunk
@@ -118,19 +146,28 @@ void divide_row(Rows r, uint first, uint step, float sum) {
 
 #ifdef LOOM_ROWS
 void main() {
+#ifdef LOOM_SPLIT
+  uint idx = flat_index();
+  uint s = idx % pc.n_split;
+  uint pair = idx / pc.n_split;
+#else
+  uint s = 0u;
   uint pair = flat_index();
+#endif
   if (pair >= pc.n_head * pc.n_tok) return;
   uint h = pair % pc.n_head;
   uint t = pair / pc.n_head;
   uint tk = pc.types & 0xFFu;
   uint tv = (pc.types >> 8) & 0xFFu;
-  uint n = visible_len(t, h == 0u);
-  Rows r = rows_of(h, t);
+  uint n = visible_len(t, h == 0u && s == 0u);
+  uint jb, je;
+  key_range(n, s, jb, je);
+  Rows r = rows_of(h, t, s);
   for (uint i = 0u; i < pc.n_embd_v; ++i) d_data[(r.d + i * pc.d.nb[0]) >> 2] = 0u;
   float m = neg_inf();
   float sum = 0.0;
-  for (uint j0 = 0u; j0 < n; j0 += ROWS_CHUNK) {
-    uint nb = min(ROWS_CHUNK, n - j0);
+  for (uint j0 = jb; j0 < je; j0 += ROWS_CHUNK) {
+    uint nb = min(ROWS_CHUNK, je - j0);
     float bm = neg_inf();
     for (uint jj = 0u; jj < nb; ++jj) {
       s_p[jj] = score(r.q, r.k + (j0 + jj) * pc.k.nb[1], tk);
@@ -148,7 +185,11 @@ void main() {
     }
     for (uint i = 0u; i < pc.n_embd_v; ++i) add_chunk(r, i, c, j0, nb, tv);
   }
+#ifdef LOOM_SPLIT
+  store_max_sum(r, m, sum);
+#else
   if (n != 0u) divide_row(r, 0u, 1u, sum);
+#endif
 }
 
 #else
@@ -163,7 +204,13 @@ float chunk_max(uint nb) {
 }
 
 void main() {
+#ifdef LOOM_SPLIT
+  uint s = flat_group() % pc.n_split;
+  uint pair = flat_group() / pc.n_split;
+#else
+  uint s = 0u;
   uint pair = flat_group();
+#endif
   if (pair >= pc.n_head * pc.n_tok) return;  // whole workgroups: barriers stay uniform
   uint wg = gl_WorkGroupSize.x;
   uint l = gl_LocalInvocationID.x;
@@ -171,13 +218,15 @@ void main() {
   uint t = pair / pc.n_head;
   uint tk = pc.types & 0xFFu;
   uint tv = (pc.types >> 8) & 0xFFu;
-  uint n = visible_len(t, l == 0u);
-  Rows r = rows_of(h, t);
+  uint n = visible_len(t, l == 0u && s == 0u);
+  uint jb, je;
+  key_range(n, s, jb, je);
+  Rows r = rows_of(h, t, s);
   for (uint i = l; i < pc.n_embd_v; i += wg) d_data[(r.d + i * pc.d.nb[0]) >> 2] = 0u;
   float m = neg_inf();
   float part = 0.0;  // this invocation's keys' share of the running sum
-  for (uint j0 = 0u; j0 < n; j0 += wg) {
-    uint nb = min(wg, n - j0);
+  for (uint j0 = jb; j0 < je; j0 += wg) {
+    uint nb = min(wg, je - j0);
     if (l < nb) s_score[l] = score(r.q, r.k + (j0 + l) * pc.k.nb[1], tk);
     barrier();
     float bm = chunk_max(nb);
@@ -197,7 +246,9 @@ void main() {
     // the next chunk's first barrier, which every reader below has passed.
     for (uint i = l; i < pc.n_embd_v; i += wg) add_chunk(r, i, c, j0, nb, tv);
   }
+#ifndef LOOM_SPLIT
   if (n == 0u) return;  // uniform: the whole workgroup leaves
+#endif
   // The running sum: the invocations' shares added in a tree (wg a power of 2).
   s_score[l] = part;
   barrier();
@@ -205,6 +256,10 @@ void main() {
     if (l < st) s_score[l] += s_score[l + st];
     barrier();
   }
+#ifdef LOOM_SPLIT
+  if (l == 0u) store_max_sum(r, m, s_score[0]);
+#else
   divide_row(r, l, wg, s_score[0]);
+#endif
 }
 #endif
