@@ -14,23 +14,7 @@
 namespace loom::llm {
 namespace {
 
-int64_t layer_of(const std::string& name) {
-  if (name.rfind("blk.", 0) != 0) return -1;
-  const size_t dot = name.find('.', 4);
-  if (dot == std::string::npos || dot == 4) return -1;
-  int64_t v = 0;
-  for (size_t i = 4; i < dot; ++i) {
-    if (name[i] < '0' || name[i] > '9') return -1;
-    v = v * 10 + (name[i] - '0');
-  }
-  return v;
-}
-
 bool reads_host(registry::Device* d) { return registry::buffer_type_is_host(d->buffer_type()); }
-
-bool is_gpu(registry::Device* d) {
-  return d->info().type == LOOM_DEVICE_TYPE_GPU || d->info().type == LOOM_DEVICE_TYPE_IGPU;
-}
 
 std::string mib(uint64_t b) {
   char buf[32];
@@ -38,38 +22,21 @@ std::string mib(uint64_t b) {
   return buf;
 }
 
-// Everything the sizing needs from the file, read once.
-struct ModelSizes {
-  LlamaHparams h;
-  std::vector<uint64_t> layer_bytes;  // per layer, tensors not overridden
-  uint64_t output_bytes = 0;          // output.weight (untied) + output_norm, unless overridden
-  uint64_t host_bytes = 0;            // the rest not overridden (token_embd, rope_freqs, ...)
-  uint64_t rope_bytes = 0;            // rope_freqs.weight (copied to offload devices)
-  std::vector<uint64_t> pinned;       // per device: bytes of overridden tensors
-};
-
 class Fitter {
  public:
   Fitter(const FitRequest& r, FitPlan* plan) : r_(r), plan_(plan) {}
 
-  Status run(const std::string& path) {
-    who_ = "[llm.fit] " + path + ": ";
+  Status run(const GgufFile& file) {
+    who_ = "[llm.fit] " + file.name() + ": ";
     const size_t nd = r_.devices.size();
     if (nd == 0) return invalid_argument(who_ + "no device given");
     for (registry::Device* d : r_.devices) {
       if (!d) return invalid_argument(who_ + "null device in the device list");
     }
-    host_ = nd - 1;
-    for (size_t k = 0; k < nd; ++k) {
-      if (r_.devices[k]->info().type == LOOM_DEVICE_TYPE_CPU) {
-        host_ = k;
-        break;
-      }
-    }
-    LOOM_RETURN_IF_ERROR(read(path));
-    const int64_t L = s_.h.n_layer;
-    plan_->model = path;
-    plan_->n_layer = L;
+    host_ = host_device(r_.devices);
+    LOOM_RETURN_IF_ERROR(read(file));
+    plan_->model = file.name();
+    plan_->n_layer = h_.n_layer;
     plan_->n_ctx = n_ctx_;
     plan_->devices.resize(nd);
     for (size_t k = 0; k < nd; ++k) {
@@ -83,150 +50,97 @@ class Fitter {
         f.total = m->total;
         f.free = m->free > 0 ? m->free : m->total;  // no free figure: the total (as LlamaSession)
       }
-      kv_writable_.push_back(k == host_ || KvCache::writable_on(*d, r_.kv_type, s_.h.head_dim(), s_.h.n_head_kv));
+      kv_writable_.push_back(k == host_ || KvCache::writable_on(*d, r_.kv_type, h_.head_dim(), h_.n_head_kv));
     }
-    std::vector<size_t> layer_dev;
+    PlacementRequest pr{r_.devices, std::max<int64_t>(r_.n_gpu_layers, 0), r_.tensor_split, r_.overrides};
     if (!r_.tensor_split.empty()) {
-      LOOM_RETURN_IF_ERROR(split_layers(r_.tensor_split, &layer_dev));
       plan_->tensor_split = r_.tensor_split;
     } else if (r_.n_gpu_layers >= 0) {
-      layer_dev.assign(static_cast<size_t>(L), host_);
-      if (const int off = offload_index(); off >= 0) {
-        for (int64_t il = 0; il < std::min(r_.n_gpu_layers, L); ++il) layer_dev[static_cast<size_t>(il)] = off;
-      }
       plan_->n_gpu_layers = r_.n_gpu_layers;
     } else {
+      // Sized from where everything but the layers goes (overrides, output).
       plan_->automatic = true;
-      choose(&layer_dev);
+      LOOM_ASSIGN_OR_RETURN(Placement base, place_tensors(who_, pr, h_.n_layer, file.tensors()));
+      sizes(file.tensors(), base);
+      choose();
+      pr.n_gpu_layers = plan_->n_gpu_layers;
+      pr.tensor_split = plan_->tensor_split;
     }
-    tally(layer_dev);
+    LOOM_ASSIGN_OR_RETURN(Placement p, place_tensors(who_, pr, h_.n_layer, file.tensors()));
+    tally(p);
     return check();
   }
 
  private:
-  Status read(const std::string& path) {
-    StatusOr<GgufFile> file = GgufFile::open(path);
-    if (!file.ok()) return Status(file.status().code(), who_ + file.status().message());
-    StatusOr<std::string_view> arch = file->get_str("general.architecture");
+  Status read(const GgufFile& file) {
+    StatusOr<std::string_view> arch = file.get_str("general.architecture");
     if (!arch.ok()) return Status(arch.status().code(), who_ + arch.status().message());
     if (!find_arch(std::string(*arch))) {
       return unimplemented(who_ + "unsupported architecture '" + std::string(*arch) + "' (supported: " +
                            supported_archs() + ")");
     }
-    LOOM_RETURN_IF_ERROR(read_llama_hparams(*file, std::string(*arch), &s_.h));
-    LOOM_RETURN_IF_ERROR(read_llama_vocab(*file, &s_.h));
-    n_ctx_ = r_.n_ctx > 0 ? r_.n_ctx : s_.h.n_ctx_train;
+    LOOM_RETURN_IF_ERROR(read_llama_hparams(file, std::string(*arch), &h_));
+    LOOM_RETURN_IF_ERROR(read_llama_vocab(file, &h_));
+    n_ctx_ = r_.n_ctx > 0 ? r_.n_ctx : h_.n_ctx_train;
     if (r_.n_batch < 1) return invalid_argument(who_ + "batch size " + std::to_string(r_.n_batch) + " must be >= 1");
-    std::vector<std::pair<std::regex, size_t>> ov;
-    for (const LoadOptions::TensorOverride& o : r_.overrides) {
-      auto it = std::find(r_.devices.begin(), r_.devices.end(), o.device);
-      if (it == r_.devices.end()) {
-        return invalid_argument(who_ + "tensor override '" + o.pattern + "' names a device not in the device list");
+    return Status();
+  }
+
+  // What the automatic choice weighs, from the placement with no layer
+  // offloaded: each layer's tensors (not overridden), the output's, and
+  // the overridden bytes per device.
+  void sizes(const std::vector<GgufTensorInfo>& tensors, const Placement& base) {
+    layer_bytes_.assign(static_cast<size_t>(std::max<int64_t>(h_.n_layer, 0)), 0);
+    pinned_.assign(r_.devices.size(), 0);
+    const bool tied = std::none_of(tensors.begin(), tensors.end(),
+                                   [](const GgufTensorInfo& t) { return t.name == "output.weight"; });
+    for (size_t i = 0; i < tensors.size(); ++i) {
+      const GgufTensorInfo& t = tensors[i];
+      if (t.name == "rope_freqs.weight") rope_bytes_ = t.nbytes;
+      if (base.overridden[i]) {
+        pinned_[base.tensor[i]] += t.nbytes;
+        continue;
       }
-      try {
-        ov.emplace_back(std::regex(o.pattern, std::regex::ECMAScript), static_cast<size_t>(it - r_.devices.begin()));
-      } catch (const std::regex_error& e) {
-        return invalid_argument(who_ + "tensor override pattern '" + o.pattern + "' is not a regular expression: " +
-                                e.what());
-      }
-    }
-    s_.layer_bytes.assign(static_cast<size_t>(std::max<int64_t>(s_.h.n_layer, 0)), 0);
-    s_.pinned.assign(r_.devices.size(), 0);
-    const bool tied = file->find_tensor("output.weight") == nullptr;
-    for (const GgufTensorInfo& t : file->tensors()) {
-      if (t.name == "rope_freqs.weight") s_.rope_bytes = t.nbytes;
-      bool pinned = false;
-      for (const auto& [re, k] : ov) {
-        if (std::regex_match(t.name, re)) {
-          s_.pinned[k] += t.nbytes;
-          pinned = true;
-          break;
-        }
-      }
-      if (pinned) continue;
       const int64_t il = layer_of(t.name);
-      if (il >= 0 && il < s_.h.n_layer) {
-        s_.layer_bytes[static_cast<size_t>(il)] += t.nbytes;
+      if (il >= 0 && il < h_.n_layer) {
+        layer_bytes_[static_cast<size_t>(il)] += t.nbytes;
       } else if ((t.name == "output.weight" && !tied) || t.name == "output_norm.weight") {
-        s_.output_bytes += t.nbytes;
-      } else {
-        s_.host_bytes += t.nbytes;
+        output_bytes_ += t.nbytes;
       }
     }
-    return Status();
-  }
-
-  // The n_gpu_layers rule's offload device (LlamaModel::assign_devices).
-  int offload_index() const {
-    for (size_t k = 0; k < r_.devices.size(); ++k) {
-      registry::Device* d = r_.devices[k];
-      if (d->info().type == LOOM_DEVICE_TYPE_CPU) continue;
-      return (is_gpu(d) || !reads_host(d)) && k != host_ ? static_cast<int>(k) : -1;
-    }
-    return -1;
-  }
-
-  Status split_layers(const std::vector<double>& split, std::vector<size_t>* layer_dev) const {
-    const int64_t L = s_.h.n_layer;
-    if (split.size() != r_.devices.size()) {
-      return invalid_argument(who_ + "tensor split has " + std::to_string(split.size()) + " proportions for " +
-                              std::to_string(r_.devices.size()) + " devices");
-    }
-    double sum = 0.0;
-    for (double v : split) {
-      if (!std::isfinite(v) || v < 0.0) {
-        return invalid_argument(who_ + "tensor split proportion " + std::to_string(v) + " is not a finite number >= 0");
-      }
-      sum += v;
-    }
-    if (sum <= 0.0) return invalid_argument(who_ + "tensor split proportions are all 0");
-    layer_dev->assign(static_cast<size_t>(L), host_);
-    double cum = 0.0;
-    int64_t begin = 0;
-    for (size_t k = 0; k < split.size(); ++k) {
-      cum += split[k];
-      const auto end = k + 1 == split.size()
-                           ? L
-                           : static_cast<int64_t>(std::llround(static_cast<double>(L) * cum / sum));
-      for (int64_t il = begin; il < end; ++il) (*layer_dev)[static_cast<size_t>(il)] = k;
-      begin = std::max(begin, end);
-    }
-    return Status();
   }
 
   uint64_t kv_per_layer() const {
-    return 2ull * type_row_size(r_.kv_type, s_.h.kv_dim()) * static_cast<uint64_t>(n_ctx_);
+    return 2ull * type_row_size(r_.kv_type, h_.kv_dim()) * static_cast<uint64_t>(n_ctx_);
   }
 
   // Compute estimates (see fit.hpp).
   uint64_t layer_compute() const {
-    const LlamaHparams& h = s_.h;
     const auto n = static_cast<uint64_t>(std::min(r_.n_batch, n_ctx_));
     const int64_t pad = std::max<int64_t>(r_.kv_pad, 1);
     const auto n_kv = static_cast<uint64_t>((n_ctx_ + pad - 1) / pad * pad);
-    const auto per_token = static_cast<uint64_t>(3 * h.n_embd + h.q_dim() + 2 * h.kv_dim() + 3 * h.n_ff);
-    return 4 * n * (per_token + n_kv * static_cast<uint64_t>(h.n_head));
+    const auto per_token = static_cast<uint64_t>(3 * h_.n_embd + h_.q_dim() + 2 * h_.kv_dim() + 3 * h_.n_ff);
+    return 4 * n * (per_token + n_kv * static_cast<uint64_t>(h_.n_head));
   }
   uint64_t output_compute() const {
     const auto n = static_cast<uint64_t>(std::min(r_.n_batch, n_ctx_));
-    return 4 * n * static_cast<uint64_t>(s_.h.n_embd + s_.h.n_vocab);
+    return 4 * n * static_cast<uint64_t>(h_.n_embd + h_.n_vocab);
   }
   uint64_t host_compute() const {
-    return 4 * static_cast<uint64_t>(std::min(r_.n_batch, n_ctx_)) * static_cast<uint64_t>(s_.h.n_embd);
+    return 4 * static_cast<uint64_t>(std::min(r_.n_batch, n_ctx_)) * static_cast<uint64_t>(h_.n_embd);
   }
 
-  // Automatic: offload candidates take what fits, in list order.
-  void choose(std::vector<size_t>* layer_dev) {
+  // Automatic: offload candidates take what fits, in list order; the plan
+  // gets the split (or n_gpu_layers 0 when nothing is offloaded).
+  void choose() {
     const size_t nd = r_.devices.size();
-    const int64_t L = s_.h.n_layer;
+    const int64_t L = h_.n_layer;
     std::vector<int64_t> count(nd, 0);
     std::vector<bool> cand(nd, false);
+    std::vector<int64_t> cap(nd, -1);
     uint64_t max_layer = 0;
-    for (uint64_t b : s_.layer_bytes) max_layer = std::max(max_layer, b);
-    for (size_t k = 0; k < nd; ++k) {
-      registry::Device* d = r_.devices[k];
-      cand[k] = k != host_ && (is_gpu(d) || !reads_host(d));
-    }
+    for (uint64_t b : layer_bytes_) max_layer = std::max(max_layer, b);
+    for (size_t k = 0; k < nd; ++k) cand[k] = k != host_ && can_offload(*r_.devices[k]);
     // The device holding the last layer holds the output too; a candidate
     // that cannot also hold it gives up layers until it can.
     for (int round = 0; round <= L; ++round) {
@@ -237,9 +151,9 @@ class Fitter {
         int64_t n = left;
         if (f.memory_known) {
           const uint64_t per = max_layer + (kv_writable_[k] ? kv_per_layer() : 0);
-          const uint64_t fixed = s_.pinned[k] + s_.rope_bytes + layer_compute();
+          const uint64_t fixed = pinned_[k] + rope_bytes_ + layer_compute();
           n = f.free > fixed && per > 0 ? static_cast<int64_t>((f.free - fixed) / per) : (per == 0 ? left : 0);
-          n = std::min(n, cap_[k] >= 0 ? cap_[k] : left);
+          n = std::min(n, cap[k] >= 0 ? cap[k] : left);
         }
         count[k] = std::min(n, left);
         left -= count[k];
@@ -252,13 +166,9 @@ class Fitter {
       if (owner == host_ || !plan_->devices[owner].memory_known) break;
       const DeviceFit& f = plan_->devices[owner];
       const uint64_t need = static_cast<uint64_t>(count[owner]) * (max_layer + (kv_writable_[owner] ? kv_per_layer() : 0)) +
-                            s_.pinned[owner] + s_.rope_bytes + layer_compute() + s_.output_bytes + output_compute();
+                            pinned_[owner] + rope_bytes_ + layer_compute() + output_bytes_ + output_compute();
       if (need <= f.free) break;
-      cap_[owner] = count[owner] - 1;
-    }
-    layer_dev->clear();
-    for (size_t k = 0; k < nd; ++k) {
-      for (int64_t i = 0; i < count[k]; ++i) layer_dev->push_back(k);
+      cap[owner] = count[owner] - 1;
     }
     if (count[host_] == L) {
       plan_->n_gpu_layers = 0;  // nothing offloaded: no split
@@ -267,26 +177,18 @@ class Fitter {
     }
   }
 
-  void tally(const std::vector<size_t>& layer_dev) {
-    const size_t L = layer_dev.size();
-    const size_t out_dev = plan_->tensor_split.empty() || L == 0 ? host_ : layer_dev.back();
+  void tally(const Placement& p) {
     std::vector<DeviceFit>& fs = plan_->devices;
-    for (size_t il = 0; il < L; ++il) {
-      const size_t k = layer_dev[il];
-      fs[k].layers += 1;
-      fs[k].weights += s_.layer_bytes[il];
-      fs[kv_writable_[k] ? k : host_].kv += kv_per_layer();
-    }
+    plan_->layer_device = p.layer;
+    for (size_t k : p.layer) fs[kv_writable_[k] ? k : host_].kv += kv_per_layer();
     for (size_t k = 0; k < fs.size(); ++k) {
-      fs[k].weights += s_.pinned[k];
-      if (k != host_ && fs[k].layers > 0) fs[k].weights += s_.rope_bytes;
+      fs[k].layers = p.layers[k];
+      fs[k].weights = p.bytes[k];
       if (fs[k].layers > 0) fs[k].compute += layer_compute();
     }
-    fs[host_].weights += s_.host_bytes;
     fs[host_].compute += host_compute();
-    fs[out_dev].weights += s_.output_bytes;
-    fs[out_dev].output = true;
-    fs[out_dev].compute += output_compute();
+    fs[p.output].output = true;
+    fs[p.output].compute += output_compute();
   }
 
   Status check() const {
@@ -308,11 +210,14 @@ class Fitter {
   const FitRequest& r_;
   FitPlan* plan_;
   std::string who_;
-  ModelSizes s_;
+  LlamaHparams h_;
   int64_t n_ctx_ = 0;
   size_t host_ = 0;
   std::vector<bool> kv_writable_;
-  std::vector<int64_t> cap_ = std::vector<int64_t>(r_.devices.size(), -1);
+  std::vector<uint64_t> layer_bytes_;  // per layer, tensors not overridden
+  uint64_t output_bytes_ = 0;          // output.weight (untied) + output_norm, unless overridden
+  uint64_t rope_bytes_ = 0;            // rope_freqs.weight (copied to offload devices)
+  std::vector<uint64_t> pinned_;       // per device: bytes of overridden tensors
 };
 
 }  // namespace
@@ -338,11 +243,17 @@ std::string FitPlan::report() const {
   return out;
 }
 
-StatusOr<FitPlan> fit_model(const std::string& path, const FitRequest& request) {
+StatusOr<FitPlan> fit_model(const GgufFile& file, const FitRequest& request) {
   FitPlan plan;
   Fitter f(request, &plan);
-  LOOM_RETURN_IF_ERROR(f.run(path));
+  LOOM_RETURN_IF_ERROR(f.run(file));
   return plan;
+}
+
+StatusOr<FitPlan> fit_model(const std::string& path, const FitRequest& request) {
+  StatusOr<GgufFile> file = GgufFile::open(path);
+  if (!file.ok()) return Status(file.status().code(), "[llm.fit] " + path + ": " + file.status().message());
+  return fit_model(*file, request);
 }
 
 }  // namespace loom::llm

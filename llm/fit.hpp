@@ -4,10 +4,12 @@
 // caller leaves the layer count open) how many layers each accelerator
 // takes so that all of it fits in the memory the device reports free.
 //
-// Who holds what follows LlamaModel's placement rules (llama_model.hpp) and
-// LlamaSession's KV rule (a layer's cache on the layer's device unless that
-// device cannot write cache rows): the plan's tensor_split, given to
-// LoadOptions, reproduces exactly the layer counts reported.
+// Who holds what is llm::place_tensors (placement.hpp), the function
+// LlamaModel::load places its weights by, and LlamaSession's KV rule (a
+// layer's cache on the layer's device unless that device cannot write cache
+// rows). LlamaModel::load runs this fit itself when LoadOptions leaves the
+// layer count open (n_gpu_layers < 0) or asks for the check (check_fit);
+// fit_model on a path is for a report without loading (`loom run --fit`).
 //
 // Sizes:
 //   weights  the file's tensor bytes on that device (rope_freqs copied to
@@ -39,7 +41,8 @@
 #include <string>
 #include <vector>
 
-#include "llm/llama_model.hpp"
+#include "llm/placement.hpp"
+#include "loom/gguf.hpp"
 #include "loom/registry.hpp"
 #include "loom/types.hpp"
 
@@ -49,7 +52,7 @@ struct FitRequest {
   std::vector<registry::Device*> devices;  // ordered, non-empty (the LoadOptions list)
   int64_t n_gpu_layers = -1;               // < 0: choose by memory (unless tensor_split)
   std::vector<double> tensor_split;        // LoadOptions::tensor_split (empty: none)
-  std::vector<LoadOptions::TensorOverride> overrides;
+  std::vector<TensorOverride> overrides;
   int64_t n_ctx = 0;  // 0: the model's training context
   int64_t n_batch = 32;
   loom_type_t kv_type = LOOM_TYPE_F16;
@@ -74,6 +77,7 @@ struct FitPlan {
   int64_t n_ctx = 0;
   bool automatic = false;  // layer counts chosen by memory
   std::vector<DeviceFit> devices;  // the request's order
+  std::vector<size_t> layer_device;  // per layer: its device (an index into devices)
   // What LoadOptions takes to realise the plan: tensor_split (empty: the
   // n_gpu_layers rule) and n_gpu_layers.
   std::vector<double> tensor_split;
@@ -84,8 +88,10 @@ struct FitPlan {
 
 // Size (and, when asked, choose) the placement of the model at `path`.
 // Errors: the file's ("[llm.fit] <path>: ..."), bad requests (as
-// LlamaModel::load words them), and RESOURCE_EXHAUSTED when the placement
+// place_tensors words them), and RESOURCE_EXHAUSTED when the placement
 // asked for does not fit.
 StatusOr<FitPlan> fit_model(const std::string& path, const FitRequest& request);
+// The same over a file already open (LlamaModel::load's).
+StatusOr<FitPlan> fit_model(const GgufFile& file, const FitRequest& request);
 
 }  // namespace loom::llm

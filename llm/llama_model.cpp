@@ -4,6 +4,7 @@
 #include <cmath>
 #include <string>
 
+#include "llm/placement.hpp"
 #include "loom/executor.hpp"
 #include "loom/log.hpp"
 #include "loom/plugin_calls.hpp"
@@ -34,90 +35,43 @@ bool reads_host(const registry::Device* d) {
   return registry::buffer_type_is_host(d->buffer_type());
 }
 
-// "blk.<i>." -> i; -1 for tensors outside the layers.
-int64_t layer_of(const std::string& name) {
-  if (name.rfind("blk.", 0) != 0) return -1;
-  const size_t dot = name.find('.', 4);
-  if (dot == std::string::npos || dot == 4) return -1;
-  int64_t v = 0;
-  for (size_t i = 4; i < dot; ++i) {
-    if (name[i] < '0' || name[i] > '9') return -1;
-    v = v * 10 + (name[i] - '0');
-  }
-  return v;
-}
-
 }  // namespace
 
 LlamaModel::LlamaModel(GgufFile file, const LoadOptions& o)
-    : file_(std::move(file)), devices_(o.devices), progress_(o.progress), want_sparse_(o.sparse),
-      sparse_budget_(o.sparse_budget) {
-  for (registry::Device* d : devices_) {
-    if (d->info().type == LOOM_DEVICE_TYPE_CPU) {
-      device_ = d;
-      break;
-    }
-  }
-  if (!device_) device_ = devices_.back();
+    : file_(std::move(file)), device_(o.devices[host_device(o.devices)]), devices_(o.devices),
+      progress_(o.progress), want_sparse_(o.sparse), sparse_budget_(o.sparse_budget) {}
+
+FitRequest fit_request(const LoadOptions& o) {
+  FitRequest f;
+  f.devices = o.devices;
+  f.n_gpu_layers = o.n_gpu_layers;
+  // Hot/cold placement keeps the layers on the host device and moves only
+  // the hot FFN rows (the budget), so the automatic fit stays out of it.
+  if (!o.tensor_split.empty() || (o.n_gpu_layers < 0 && o.sparse_budget >= 0)) f.n_gpu_layers = 0;
+  f.tensor_split = o.tensor_split;
+  f.overrides = o.overrides;
+  f.n_ctx = o.fit_session.n_ctx;
+  f.n_batch = o.fit_session.n_batch;
+  f.kv_type = o.fit_session.kv_type;
+  f.kv_pad = o.fit_session.kv_pad;
+  return f;
 }
 
 Status LlamaModel::assign_devices(const LoadOptions& o) {
-  const std::string who = "[llm.load] " + file_.name() + ": ";
-  const int64_t n_layer = hparams_.n_layer;
-  layer_dev_.assign(static_cast<size_t>(n_layer), device_);
-  output_dev_ = device_;
-  if (!o.tensor_split.empty()) {
-    if (o.tensor_split.size() != devices_.size()) {
-      return invalid_argument(who + "tensor split has " + std::to_string(o.tensor_split.size()) +
-                              " proportions for " + std::to_string(devices_.size()) + " devices");
-    }
-    double sum = 0.0;
-    for (double v : o.tensor_split) {
-      if (!std::isfinite(v) || v < 0.0) {
-        return invalid_argument(who + "tensor split proportion " + std::to_string(v) + " is not a finite number >= 0");
-      }
-      sum += v;
-    }
-    if (sum <= 0.0) return invalid_argument(who + "tensor split proportions are all 0");
-    double cum = 0.0;
-    int64_t begin = 0;
-    for (size_t k = 0; k < devices_.size(); ++k) {
-      cum += o.tensor_split[k];
-      const auto end = k + 1 == devices_.size() ? n_layer
-                                                : static_cast<int64_t>(std::llround(static_cast<double>(n_layer) * cum / sum));
-      for (int64_t il = begin; il < end; ++il) layer_dev_[static_cast<size_t>(il)] = devices_[k];
-      begin = std::max(begin, end);
-    }
-    if (n_layer > 0) output_dev_ = layer_dev_.back();
-  } else {
-    // The offload device: the first non-CPU device, when it is a GPU or
-    // its memory is not host memory.
-    registry::Device* off = nullptr;
-    for (registry::Device* d : devices_) {
-      if (d->info().type != LOOM_DEVICE_TYPE_CPU) {
-        const bool gpu = d->info().type == LOOM_DEVICE_TYPE_GPU || d->info().type == LOOM_DEVICE_TYPE_IGPU;
-        if ((gpu || !reads_host(d)) && d != device_) off = d;
-        break;
-      }
-    }
-    if (off) {
-      const int64_t n = std::min(o.n_gpu_layers, n_layer);
-      for (int64_t il = 0; il < n; ++il) layer_dev_[static_cast<size_t>(il)] = off;
-    }
+  const FitRequest f = fit_request(o);
+  PlacementRequest r{devices_, f.n_gpu_layers, f.tensor_split, f.overrides};
+  if (f.n_gpu_layers < 0 || o.check_fit) {
+    LOOM_ASSIGN_OR_RETURN(fit_, fit_model(file_, f));
+    r.tensor_split = fit_->tensor_split;
+    r.n_gpu_layers = fit_->n_gpu_layers;
   }
-  for (const LoadOptions::TensorOverride& ov : o.overrides) {
-    if (std::find(devices_.begin(), devices_.end(), ov.device) == devices_.end()) {
-      return invalid_argument(who + "tensor override '" + ov.pattern + "' names " +
-                              (ov.device ? "device '" + ov.device->name() + "'" : std::string("no device")) +
-                              ", which is not in the device list");
-    }
-    try {
-      overrides_.emplace_back(std::regex(ov.pattern, std::regex::ECMAScript), ov.device);
-    } catch (const std::regex_error& e) {
-      return invalid_argument(who + "tensor override pattern '" + ov.pattern + "' is not a regular expression: " +
-                              e.what());
-    }
-  }
+  LOOM_ASSIGN_OR_RETURN(Placement p,
+                        place_tensors("[llm.load] " + file_.name() + ": ", r, hparams_.n_layer, file_.tensors()));
+  layer_dev_.clear();
+  for (size_t k : p.layer) layer_dev_.push_back(devices_[k]);
+  output_dev_ = devices_[p.output];
+  placed_on_.clear();
+  for (size_t k : p.tensor) placed_on_.push_back(devices_[k]);
   for (registry::Device* d : layer_dev_) {
     if (d != device_) {
       offload_ = d;
@@ -129,18 +83,6 @@ Status LlamaModel::assign_devices(const LoadOptions& o) {
 
 int64_t LlamaModel::n_gpu_layers() const {
   return static_cast<int64_t>(std::count_if(layer_dev_.begin(), layer_dev_.end(), [this](registry::Device* d) { return d != device_; }));
-}
-
-registry::Device* LlamaModel::target_of(size_t i) const {
-  const std::string& name = file_.tensors()[i].name;
-  for (const auto& [re, dev] : overrides_) {
-    if (std::regex_match(name, re)) return dev;
-  }
-  const int64_t il = layer_of(name);
-  if (il >= 0) return layer_device(il);
-  const Tensor* t = file_tensors_[i];
-  if ((t == output && output != tok_embd) || t == output_norm) return output_dev_;
-  return device_;
 }
 
 registry::Device* LlamaModel::weight_device(const Tensor* t) const {
@@ -199,10 +141,6 @@ StatusOr<std::unique_ptr<LlamaModel>> LlamaModel::load(const std::string& path, 
   if (options.devices.empty()) return invalid_argument("[llm.load] " + path + ": no device given");
   for (registry::Device* d : options.devices) {
     if (!d) return invalid_argument("[llm.load] " + path + ": null device in the device list");
-  }
-  if (options.n_gpu_layers < 0) {
-    return invalid_argument("[llm.load] " + path + ": n_gpu_layers " + std::to_string(options.n_gpu_layers) +
-                            " must be >= 0");
   }
   StatusOr<GgufFile> file = GgufFile::open(path);
   if (!file.ok()) {
@@ -382,7 +320,6 @@ Status LlamaModel::check_elementwise_types() const {
 }
 
 Status LlamaModel::place_weights() {
-  placed_on_.assign(file_tensors_.size(), device_);
   std::vector<size_t> local;
   std::vector<std::pair<registry::Device*, std::vector<size_t>>> groups;  // devices_ order
   for (registry::Device* d : devices_) {
@@ -390,8 +327,7 @@ Status LlamaModel::place_weights() {
   }
   for (size_t i = 0; i < file_tensors_.size(); ++i) {
     weights_bytes_ += file_.tensors()[i].nbytes;
-    registry::Device* d = target_of(i);
-    placed_on_[i] = d;
+    registry::Device* d = placed_on_[i];
     if (d == device_) {
       local.push_back(i);
       continue;

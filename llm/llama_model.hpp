@@ -4,22 +4,20 @@
 // ordered device list.
 //
 // Placement (LoadOptions): each layer's weights live on one device of the
-// list. By default the first n_gpu_layers layers go to the offload device,
-// the first device of the list that is not a CPU, when it is a GPU
-// (discrete or integrated) or its memory the host cannot read (none for an
-// accelerator that reads host memory, e.g. blas: then every weight stays in
-// host memory and the scheduler moves big matmuls by itself). With a
-// tensor_split the layers are shared out over the listed devices in
-// proportion (the output head and final norm go with the last layer).
-// Overrides pin tensors by name pattern. Everything else lives on the host
-// device: the first CPU device of the list, else the last device. Weights are leafs of the model's Context. A device whose
-// memory is host memory (cpu, blas, an integrated GPU or lavapipe through
-// vulkan) and that can wrap host memory gets the mmap'd data section of the
-// file as its weights buffer (no copy); otherwise its weights are copied
-// into a device buffer. Graphs must be
-// built in the same Context (Graph::build refuses mixed contexts): callers
-// mark it after their own long-lived tensors (KV cache) and roll back after
-// each step.
+// list, by the rules of llm/placement.hpp (the n_gpu_layers rule, a
+// tensor_split, overrides by name pattern; the host device holds the
+// rest). With n_gpu_layers < 0 and no split the load fits the model first
+// (llm/fit.hpp): each accelerator with its own memory takes the layers that
+// fit in its free memory. The fit reads the file this load opened, so the
+// report (fit()) and the placement are one decision.
+//
+// Weights are leafs of the model's Context. A device whose memory is host
+// memory (cpu, blas, an integrated GPU or lavapipe through vulkan) and that
+// can wrap host memory gets the mmap'd data section of the file as its
+// weights buffer (no copy); otherwise its weights are copied into a device
+// buffer. Graphs must be built in the same Context (Graph::build refuses
+// mixed contexts): callers mark it after their own long-lived tensors (KV
+// cache) and roll back after each step.
 //
 // Ownership: the model owns the file mapping, the Context and the weights
 // buffer; the device must outlive the model. Not thread-safe.
@@ -29,11 +27,11 @@
 #include <functional>
 #include <memory>
 #include <optional>
-#include <regex>
 #include <string>
 #include <vector>
 
 #include "llm/arch.hpp"
+#include "llm/fit.hpp"
 #include "llm/llama_hparams.hpp"
 #include "llm/sparse_ffn.hpp"
 #include "llm/tokenizer.hpp"
@@ -93,21 +91,32 @@ struct LlamaLayer {
 
 struct LoadOptions {
   std::vector<registry::Device*> devices;  // ordered, non-empty, no nulls
-  int64_t n_gpu_layers = 0;                // layers on the offload device (clamped to n_layer)
+  // Layers on the offload device (clamped to n_layer). < 0: as many as fit
+  // (the automatic fit of llm/fit.hpp, sized for `session`), unless a
+  // tensor_split is given or sparse_budget keeps the layers on the host.
+  int64_t n_gpu_layers = 0;
   // Split mode "layer": one proportion (finite, >= 0, not all 0) per entry
-  // of `devices`, in order; device k gets the layers [round(L c_{k-1} / S),
-  // round(L c_k / S)) with c_k the running sum of the proportions, S their
-  // sum and L the layer count; the output head and final norm go with the
-  // last layer. Empty: the n_gpu_layers rule.
+  // of `devices`, in order (llm/placement.hpp); empty: the n_gpu_layers rule.
   std::vector<double> tensor_split;
   // Tensors whose whole name matches `pattern` (ECMAScript regex) live on
   // `device` (one of `devices`) whatever the rules above say; the first
   // matching override wins.
-  struct TensorOverride {
-    std::string pattern;
-    registry::Device* device = nullptr;
-  };
+  using TensorOverride = llm::TensorOverride;
   std::vector<TensorOverride> overrides;
+  // Also check an explicit placement (n_gpu_layers >= 0 or a split) against
+  // the devices' free memory before placing a weight: RESOURCE_EXHAUSTED
+  // with the bytes needed and free per device (the automatic fit is always
+  // checked). The CLI asks for it; without it an explicit request fails
+  // only when a device refuses its buffer.
+  bool check_fit = false;
+  // The session the fit sizes KV cache and compute buffers for
+  // (LlamaSession's options of the same names; n_ctx 0: the model's).
+  struct FitSession {
+    int64_t n_ctx = 0;
+    int64_t n_batch = 32;
+    loom_type_t kv_type = LOOM_TYPE_F16;
+    int64_t kv_pad = 256;
+  } fit_session;
   // Called while weights are copied into device buffers (not for zero-copy
   // placement): bytes copied so far, bytes to copy, the device's name.
   std::function<void(size_t done, size_t total, const std::string& device)> progress;
@@ -124,6 +133,12 @@ struct LoadOptions {
   // for sparse_budget instead of the model's own (empty: the model's).
   std::string sparse_profile;
 };
+
+// What the load's fit is asked (LlamaModel::load runs it when the layer
+// count is open or check_fit is set): the options' devices and placement,
+// n_gpu_layers 0 under a split or a sparse budget, the fit_session sizes.
+// For a report without a load: fit_model(path, fit_request(options)).
+FitRequest fit_request(const LoadOptions& options);
 
 class LlamaModel {
  public:
@@ -157,6 +172,9 @@ class LlamaModel {
   registry::Device* offload_device() const { return offload_; }
   // Layers whose device is not the host device.
   int64_t n_gpu_layers() const;
+  // The fit the load ran (automatic layer counts or check_fit), else null:
+  // its report() is what `loom run -v` prints.
+  const FitPlan* fit() const { return fit_ ? &*fit_ : nullptr; }
   // Bytes of weights on devices other than the host device.
   size_t offloaded_bytes() const { return offloaded_bytes_; }
   // The device holding weight t (the host device for tensors not placed).
@@ -226,10 +244,9 @@ class LlamaModel {
   // Copy the file data of tensors `which` into their (allocated) buffers on
   // `device`, reporting progress.
   Status copy_weights(const std::vector<size_t>& which, const registry::Device& device);
-  // Which device each layer and the output go to (LoadOptions rules).
+  // Which device each layer, the output and each file tensor go to
+  // (llm/placement.hpp), after the fit when the options ask for one.
   Status assign_devices(const LoadOptions& o);
-  // The device file tensor i goes to.
-  registry::Device* target_of(size_t i) const;
   // A copy of rope_freqs on `device` (rope_freqs_for).
   Status copy_rope_freqs_to(registry::Device& device);
   // Move the matrices of `which` that the device wants in its own layout
@@ -243,8 +260,8 @@ class LlamaModel {
   registry::Device* output_dev_ = nullptr;
   std::vector<registry::Device*> devices_;
   std::vector<registry::Device*> layer_dev_;  // per layer
-  std::vector<std::pair<std::regex, registry::Device*>> overrides_;
   std::vector<registry::Device*> placed_on_;  // per file tensor
+  std::optional<FitPlan> fit_;
   std::vector<Buffer> device_weights_;  // weights on devices other than the host, a buffer per device
   size_t offloaded_bytes_ = 0;
   std::vector<std::pair<registry::Device*, Tensor*>> rope_copies_;

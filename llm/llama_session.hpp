@@ -65,6 +65,12 @@ struct SessionOptions {
   bool count_ffn_activity = false;
 };
 
+// The sizes of a session with options `so`, for the fit of a model load
+// (LoadOptions::fit_session) that this session will run on.
+inline LoadOptions::FitSession fit_session(const SessionOptions& so) {
+  return LoadOptions::FitSession{so.n_ctx, so.n_batch, so.kv_type, so.kv_pad};
+}
+
 class LlamaSession {
  public:
   // A KV cache larger than the memory a device reports (free, else total)

@@ -403,7 +403,7 @@ TEST(Cli, LayerSplitOverThreeDevicesAndOverrides) {
 
   Result n = run_loom("run -m " + model + " --device sim0,sim1,cpu --tensor-split 1,1" + sims, env);
   EXPECT_EQ(n.exit_code, 1);
-  EXPECT_NE(n.out.find("--tensor-split has 2 proportions for 3 devices (sim0,sim1,cpu)"), std::string::npos) << n.out;
+  EXPECT_NE(n.out.find("tensor split has 2 proportions for 3 devices (sim0,sim1,cpu)"), std::string::npos) << n.out;
   Result d = run_loom("run -m " + model + " --device sim0,cpu -ot 'output.*=sim1'" + sims, env);
   EXPECT_EQ(d.exit_code, 1);
   EXPECT_NE(d.out.find("device 'sim1' is not in the device list (sim0,cpu"), std::string::npos) << d.out;

@@ -306,15 +306,14 @@ int cmd_bench(std::vector<std::string> args) {
   lo.devices = devices;
   lo.progress = load_progress("loom bench");
   lo.sparse = o.sparse;
+  llm::SessionOptions so;
+  so.n_ctx = o.n_prompt + o.n_gen;
+  so.n_batch = std::max<int64_t>(1, std::min(o.n_batch, std::max<int64_t>(1, o.n_prompt)));
+  so.kv_type = o.kv_type;
+  lo.n_gpu_layers = -1;  // layers where they fit (llm/fit.hpp), sized for this run's context
+  lo.check_fit = true;
+  lo.fit_session = llm::fit_session(so);
   if (std::string e = apply_placement(o.placement, devices, &lo); !e.empty()) return fail(e);
-  {  // layers where they fit (llm/fit.hpp), sized for this run's context
-    llm::SessionOptions fo;
-    fo.n_ctx = o.n_prompt + o.n_gen;
-    fo.n_batch = std::max<int64_t>(1, std::min(o.n_batch, std::max<int64_t>(1, o.n_prompt)));
-    fo.kv_type = o.kv_type;
-    llm::FitPlan fit;
-    if (std::string e = fit_placement(o.model, fo, -1, &lo, &fit); !e.empty()) return fail(e);
-  }
   auto model = llm::LlamaModel::load(o.model, lo);
   if (!model.ok()) return fail(model.status().message());
   const llm::LlamaModel& m = **model;
@@ -327,10 +326,6 @@ int cmd_bench(std::vector<std::string> args) {
                 std::to_string(o.n_prompt + o.n_gen) + " tokens exceed the model's context of " +
                 std::to_string(n_ctx_train));
   }
-  llm::SessionOptions so;
-  so.n_ctx = o.n_prompt + o.n_gen;
-  so.n_batch = std::max<int64_t>(1, std::min(o.n_batch, std::max<int64_t>(1, o.n_prompt)));
-  so.kv_type = o.kv_type;
   auto session = llm::LlamaSession::create(model->get(), so);
   if (!session.ok()) return fail(session.status().message());
   llm::LlamaSession& s = **session;

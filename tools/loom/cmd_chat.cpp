@@ -14,6 +14,7 @@
 #include "llm/chat.hpp"
 #include "llm/llama_model.hpp"
 #include "llm/llama_session.hpp"
+#include "llm/model_open.hpp"
 
 namespace loom::cli {
 namespace {
@@ -116,26 +117,23 @@ int cmd_chat(std::vector<std::string> args) {
       true, &mc);
   if (rc >= 0) return rc;
   if (o.threads > 0) {
-    for (registry::Device* d : mc.devices) (void)d->set_threads(static_cast<int>(o.threads));
+    Status st = llm::set_device_threads(mc.devices, static_cast<int>(o.threads));
+    if (!st.ok()) return fail(st.message());
   }
+  llm::SessionOptions so;
+  so.n_ctx = o.n_ctx;
   llm::LoadOptions lo;
   lo.devices = mc.devices;
   lo.progress = load_progress("loom chat");
+  lo.n_gpu_layers = -1;  // layers where they fit (llm/fit.hpp)
+  lo.check_fit = true;
+  lo.fit_session = llm::fit_session(so);
   if (std::string e = apply_placement(o.placement, mc.devices, &lo); !e.empty()) return fail(e);
-  {  // layers where they fit (llm/fit.hpp)
-    llm::SessionOptions fo;
-    fo.n_ctx = o.n_ctx;
-    llm::FitPlan fit;
-    if (std::string e = fit_placement(o.model, fo, -1, &lo, &fit); !e.empty()) return fail(e);
-  }
-  auto model = llm::LlamaModel::load(o.model, lo);
+  auto model = llm::load_text_model(o.model, lo);
   if (!model.ok()) return fail(model.status().message());
   const llm::Tokenizer* tok = (*model)->tokenizer();
-  if (tok == nullptr) return fail("[llm.load] " + o.model + ": the file has no tokenizer (tokenizer.ggml.model)");
   auto format = choose_format(o, (*model)->file());
   if (!format.ok()) return fail(format.status().message());
-  llm::SessionOptions so;
-  so.n_ctx = o.n_ctx;
   auto session = llm::LlamaSession::create(model->get(), so);
   if (!session.ok()) return fail(session.status().message());
   auto chat = llm::Chat::create(session->get(), tok, llm::ChatTemplate(*format), o.system, o.sampling);

@@ -16,6 +16,7 @@
 #include "arg_parse.hpp"
 #include "cli.hpp"
 #include "placement_options.hpp"
+#include "llm/fit.hpp"
 #include "llm/llama_model.hpp"
 #include "llm/llama_session.hpp"
 #include "loom/ops.hpp"
@@ -108,10 +109,11 @@ StatusOr<std::string> synthetic_plan(const std::vector<registry::Device*>& devic
   return sched->render(graph, o.detail, o.format);
 }
 
-// The plan of one step of the model over the devices (o.n_batch tokens).
-// The plan of the model's forward step, loaded with lo (placed by the fit).
+// The plan of one step of the model over the devices (o.n_batch tokens),
+// loaded with lo (placed by the fit, whose report goes to stderr).
 StatusOr<std::string> model_plan(const llm::LoadOptions& lo, const llm::SessionOptions& so, const PlanOptions& o) {
   LOOM_ASSIGN_OR_RETURN(std::unique_ptr<llm::LlamaModel> model, llm::LlamaModel::load(o.model, lo));
+  if (model->fit()) std::fputs(model->fit()->report().c_str(), stderr);
   LOOM_ASSIGN_OR_RETURN(std::unique_ptr<llm::LlamaSession> session, llm::LlamaSession::create(model.get(), so));
   return session->plan(o.n_batch, o.detail, o.format);
 }
@@ -133,11 +135,18 @@ int cmd_plan(std::vector<std::string> args) {
   } else {
     llm::LoadOptions lo;
     lo.devices = devices;
-    lo.n_gpu_layers = o.n_gpu_layers;
+    lo.n_gpu_layers = o.n_gpu_layers;  // < 0: the load fits (llm/fit.hpp)
+    lo.check_fit = true;
     if (std::string e = apply_placement(o.placement, devices, &lo); !e.empty()) return fail(e);
     llm::SessionOptions so;
     so.n_batch = o.n_batch;
-    if (int rc_fit = fit_report(o.model, so, o.n_gpu_layers, o.fit_only, &lo); rc_fit >= 0) return rc_fit;
+    lo.fit_session = llm::fit_session(so);
+    if (o.fit_only) {
+      auto fit = llm::fit_model(o.model, llm::fit_request(lo));
+      if (!fit.ok()) return fail(fit.status().message());
+      std::fputs(fit->report().c_str(), stdout);
+      return 0;
+    }
     dot = model_plan(lo, so, o);
   }
   if (!dot.ok()) return fail(dot.status().message());

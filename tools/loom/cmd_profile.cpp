@@ -14,11 +14,11 @@
 #include <vector>
 
 #include "arg_parse.hpp"
-#include "capi/run_setup.hpp"
 #include "cli.hpp"
 #include "json.hpp"
 #include "llm/llama_model.hpp"
 #include "llm/llama_session.hpp"
+#include "llm/model_open.hpp"
 #include "llm/sparse_ffn.hpp"
 #include "llm/tokenizer.hpp"
 
@@ -152,7 +152,7 @@ int cmd_profile(std::vector<std::string> args) {
   llm::LoadOptions lo;
   lo.devices = mc.devices;
   lo.sparse = false;  // every layer dense: every neuron's gate computed
-  auto model = capi::load_text_model(o.model, lo);
+  auto model = llm::load_text_model(o.model, lo);
   if (!model.ok()) return fail(model.status().message());
   llm::LlamaModel& m = **model;
   if (m.sparse_params().activation != llm::FfnActivation::kRelu) {

@@ -1,7 +1,7 @@
 // `loom run`: generate text with a llama GGUF model over a device list
 // (the scheduler splits each step's graph between the devices). Device
-// selection, threads, the model load and llm::generate are the same code
-// the C API (include/loom/loom.h, capi/) runs.
+// selection, threads, the model load (with its fit) and llm::generate are
+// the same code the C API (include/loom/loom.h, capi/) runs: llm/'s.
 #include <sys/stat.h>
 
 #include <cerrno>
@@ -13,12 +13,13 @@
 #include <vector>
 
 #include "arg_parse.hpp"
-#include "capi/run_setup.hpp"
 #include "cli.hpp"
 #include "json.hpp"
+#include "llm/fit.hpp"
 #include "llm/generate.hpp"
 #include "llm/llama_model.hpp"
 #include "llm/llama_session.hpp"
+#include "llm/model_open.hpp"
 #include "llm/tokenizer.hpp"
 #include "placement_options.hpp"
 #include "loom/types.hpp"
@@ -146,17 +147,15 @@ int cmd_run(std::vector<std::string> args) {
   const CommonOptions& common = mc.common;
   const std::vector<registry::Device*>& devices = mc.devices;
   if (o.threads > 0) {
-    Status st = capi::set_device_threads(devices, static_cast<int>(o.threads));
+    Status st = llm::set_device_threads(devices, static_cast<int>(o.threads));
     if (!st.ok()) return fail(st.message());
   }
 
   llm::LoadOptions lo;
   lo.devices = devices;
   lo.progress = load_progress("loom run");
-  // Hot/cold placement keeps the layers on the CPU and moves only the hot
-  // FFN rows (the budget), so the automatic layer fit stays out of it.
-  if (o.sparse_budget >= 0 && o.n_gpu_layers < 0 && o.placement.tensor_split.empty()) o.n_gpu_layers = 0;
-  lo.n_gpu_layers = o.n_gpu_layers;
+  lo.n_gpu_layers = o.n_gpu_layers;  // < 0: the load fits (llm/fit.hpp)
+  lo.check_fit = true;
   lo.sparse = o.sparse;
   lo.sparse_budget = o.sparse_budget;
   lo.sparse_profile = o.sparse_profile;
@@ -165,15 +164,16 @@ int cmd_run(std::vector<std::string> args) {
   so.n_ctx = o.n_ctx;
   so.n_batch = o.n_batch;
   so.kv_type = o.kv_type;
-  llm::FitPlan fit;
-  if (std::string e = fit_placement(o.model, so, o.n_gpu_layers, &lo, &fit); !e.empty()) return fail(e);
+  lo.fit_session = llm::fit_session(so);
   if (o.fit_only) {
-    std::fputs(fit.report().c_str(), stdout);
+    auto fit = llm::fit_model(o.model, llm::fit_request(lo));
+    if (!fit.ok()) return fail(fit.status().message());
+    std::fputs(fit->report().c_str(), stdout);
     return 0;
   }
-  if (o.verbose) std::fputs(fit.report().c_str(), stderr);
-  auto model = capi::load_text_model(o.model, lo);
+  auto model = llm::load_text_model(o.model, lo);
   if (!model.ok()) return fail(model.status().message());
+  if (o.verbose && (*model)->fit()) std::fputs((*model)->fit()->report().c_str(), stderr);
   const llm::Tokenizer* tok = (*model)->tokenizer();
   auto session = llm::LlamaSession::create(model->get(), so);
   if (!session.ok()) return fail(session.status().message());

@@ -8,8 +8,6 @@
 #include <filesystem>
 #include <memory>
 
-#include "capi/run_setup.hpp"
-
 namespace loom::cli {
 
 bool take_common_options(std::vector<std::string>& args, CommonOptions* out, std::string* error) {

@@ -1,19 +1,9 @@
 #include "placement_options.hpp"
 
 #include <cmath>
-#include <cstdio>
 #include <cstdlib>
 
 namespace loom::cli {
-namespace {
-
-std::string device_list(const std::vector<registry::Device*>& devices) {
-  std::string s;
-  for (const registry::Device* d : devices) s += (s.empty() ? "" : ",") + d->name();
-  return s;
-}
-
-}  // namespace
 
 bool is_placement_flag(const std::string& flag) {
   return flag == "--split-mode" || flag == "-sm" || flag == "--tensor-split" || flag == "-ts" ||
@@ -57,62 +47,17 @@ std::string apply_placement(const PlacementOptions& o, const std::vector<registr
   if (o.split_mode == "none" && !o.tensor_split.empty()) {
     return "--tensor-split needs --split-mode layer (or no --split-mode), not none";
   }
-  if (o.split_mode == "layer" || !o.tensor_split.empty()) {
-    if (o.tensor_split.empty()) {
-      lo->tensor_split.assign(devices.size(), 1.0);
-    } else if (o.tensor_split.size() != devices.size()) {
-      return "--tensor-split has " + std::to_string(o.tensor_split.size()) + " proportions for " +
-             std::to_string(devices.size()) + " devices (" + device_list(devices) + "); give one per device";
-    } else {
-      lo->tensor_split = o.tensor_split;
-    }
+  if (!o.tensor_split.empty()) {
+    lo->tensor_split = o.tensor_split;
+  } else if (o.split_mode == "layer") {
+    lo->tensor_split.assign(devices.size(), 1.0);
   }
   for (const auto& [pattern, name] : o.overrides) {
-    registry::Device* dev = nullptr;
-    for (registry::Device* d : devices) {
-      if (d->name() == name) dev = d;
-    }
-    if (!dev) {
-      return "--override-tensor '" + pattern + "=" + name + "': device '" + name + "' is not in the device list (" +
-             device_list(devices) + "; --device picks them)";
-    }
-    lo->overrides.push_back({pattern, dev});
+    StatusOr<llm::TensorOverride> ov = llm::tensor_override(pattern, name, devices);
+    if (!ov.ok()) return ov.status().message();
+    lo->overrides.push_back(*ov);
   }
   return "";
-}
-
-std::string fit_placement(const std::string& path, const llm::SessionOptions& so, int64_t n_gpu_layers,
-                          llm::LoadOptions* lo, llm::FitPlan* plan) {
-  llm::FitRequest r;
-  r.devices = lo->devices;
-  r.n_gpu_layers = lo->tensor_split.empty() ? n_gpu_layers : 0;
-  r.tensor_split = lo->tensor_split;
-  r.overrides = lo->overrides;
-  r.n_ctx = so.n_ctx;
-  r.n_batch = so.n_batch;
-  r.kv_type = so.kv_type;
-  r.kv_pad = so.kv_pad;
-  auto p = llm::fit_model(path, r);
-  if (!p.ok()) return p.status().message();
-  *plan = std::move(p).value();
-  if (lo->tensor_split.empty()) {
-    lo->tensor_split = plan->tensor_split;
-    lo->n_gpu_layers = plan->n_gpu_layers;
-  } else {
-    lo->n_gpu_layers = 0;  // the split decides
-  }
-  return "";
-}
-
-int fit_report(const std::string& path, const llm::SessionOptions& so, int64_t n_gpu_layers, bool fit_only,
-               llm::LoadOptions* lo) {
-  llm::FitPlan plan;
-  if (std::string e = fit_placement(path, so, n_gpu_layers, lo, &plan); !e.empty()) {
-    std::fprintf(stderr, "loom plan: %s\n", e.c_str());
-    return 1;
-  }
-  std::fputs(plan.report().c_str(), fit_only ? stdout : stderr);
-  return fit_only ? 0 : -1;
 }
 
 }  // namespace loom::cli

@@ -1,7 +1,8 @@
-// The C++ steps `loom run` and the C API (include/loom/loom.h) share, so the
-// two set threads and refuse models the same way (device specs are
-// registry::DeviceSpec's): a model load that insists on a tokenizer.
-// The generation itself is llm::generate for both.
+// The steps before a text model runs that `loom` and the C API
+// (include/loom/loom.h) share, so the two set threads and refuse models the
+// same way (device specs are registry::DeviceSpec's, placement and the fit
+// LlamaModel::load's): a thread count for a device list and a model load
+// that insists on a tokenizer. The generation itself is llm::generate.
 #pragma once
 
 #include <memory>
@@ -12,7 +13,7 @@
 #include "loom/registry.hpp"
 #include "loom/status.hpp"
 
-namespace loom::capi {
+namespace loom::llm {
 
 // Set n threads on every CPU-like device (CPU, accelerator) of the list.
 // A device that cannot take them is an error only when it is the only
@@ -21,6 +22,6 @@ Status set_device_threads(const std::vector<registry::Device*>& devices, int n_t
 
 // LlamaModel::load, then refuse a file without a tokenizer (text
 // generation needs one) with "[llm.load] <path>: the file has no tokenizer".
-StatusOr<std::unique_ptr<llm::LlamaModel>> load_text_model(const std::string& path, const llm::LoadOptions& options);
+StatusOr<std::unique_ptr<LlamaModel>> load_text_model(const std::string& path, const LoadOptions& options);
 
-}  // namespace loom::capi
+}  // namespace loom::llm

@@ -1,6 +1,6 @@
-#include "capi/run_setup.hpp"
+#include "llm/model_open.hpp"
 
-namespace loom::capi {
+namespace loom::llm {
 
 Status set_device_threads(const std::vector<registry::Device*>& devices, int n_threads) {
   for (registry::Device* d : devices) {
@@ -11,8 +11,8 @@ Status set_device_threads(const std::vector<registry::Device*>& devices, int n_t
   return Status();
 }
 
-StatusOr<std::unique_ptr<llm::LlamaModel>> load_text_model(const std::string& path, const llm::LoadOptions& options) {
-  auto model = llm::LlamaModel::load(path, options);
+StatusOr<std::unique_ptr<LlamaModel>> load_text_model(const std::string& path, const LoadOptions& options) {
+  auto model = LlamaModel::load(path, options);
   if (!model.ok()) return model.status();
   if ((*model)->tokenizer() == nullptr) {
     return invalid_argument("[llm.load] " + path + ": the file has no tokenizer (tokenizer.ggml.model)");
@@ -20,4 +20,4 @@ StatusOr<std::unique_ptr<llm::LlamaModel>> load_text_model(const std::string& pa
   return model;
 }
 
-}  // namespace loom::capi
+}  // namespace loom::llm
