@@ -23,7 +23,6 @@
 #include <thread>
 #include <vector>
 
-#include "arg_parse.hpp"
 #include "cli.hpp"
 #include "placement_options.hpp"
 #include "json.hpp"
@@ -75,61 +74,20 @@ double now_s() {
   return std::chrono::duration<double>(clock::now().time_since_epoch()).count();
 }
 
-// "1,2,4" -> {1, 2, 4}; false on any bad or empty element.
-bool parse_int_list(const std::string& s, int64_t lo, int64_t hi, std::vector<int64_t>* out) {
-  out->clear();
-  size_t start = 0;
-  while (true) {
-    const size_t comma = s.find(',', start);
-    int64_t v = 0;
-    if (!parse_int(s.substr(start, comma == std::string::npos ? std::string::npos : comma - start), lo, hi, &v)) {
-      return false;
-    }
-    out->push_back(v);
-    if (comma == std::string::npos) return true;
-    start = comma + 1;
-  }
-}
-
-// Returns "" or the error for a bad-arguments exit (2).
-std::string parse_args(const std::vector<std::string>& args, BenchOptions* o) {
+// The options (checked by the option table) into *o; "" or the error for a
+// bad-arguments exit (2).
+std::string parse_args(const ParsedOptions& p, BenchOptions* o) {
   constexpr int64_t kMaxInt = std::numeric_limits<int32_t>::max();
-  for (size_t i = 0; i < args.size(); ++i) {
-    Option opt = split_option(args[i]);
-    const std::string& a = opt.flag;
-    static const char* const kValued[] = {"-m", "--model", "-p", "--n-prompt", "-n", "--n-gen", "-r",
-                                          "--repetitions", "--batch", "--device", "--threads", "--kv-type",
-                                          "--sparse"};
-    bool valued = is_placement_flag(a);
-    for (const char* k : kValued) valued = valued || a == k;
-    if (!valued) return "unexpected argument '" + args[i] + "'";
-    if (std::string e = take_value(args, &i, &opt); !e.empty()) return e;
-    const std::string& v = opt.value;
-    auto bad = [&](const char* want) { return a + " '" + v + "': expected " + want; };
-    if (is_placement_flag(a)) {
-      if (std::string e = take_placement_flag(a, v, &o->placement); !e.empty()) return e;
-    } else if (a == "-m" || a == "--model") {
-      o->model = v;
-    } else if (a == "--device") {
-      if (v.empty()) return "--device needs a device name (see 'loom devices')";
-      o->device = v;
-    } else if (a == "-p" || a == "--n-prompt") {
-      if (!parse_int(v, 0, kMaxInt, &o->n_prompt)) return bad("an integer >= 0");
-    } else if (a == "-n" || a == "--n-gen") {
-      if (!parse_int(v, 0, kMaxInt, &o->n_gen)) return bad("an integer >= 0");
-    } else if (a == "-r" || a == "--repetitions") {
-      if (!parse_int(v, 1, 1000, &o->reps)) return bad("an integer in [1, 1000]");
-    } else if (a == "--batch") {
-      if (!parse_int(v, 1, kMaxInt, &o->n_batch)) return bad("an integer >= 1");
-    } else if (a == "--threads") {
-      if (!parse_int_list(v, 1, 1024, &o->threads)) return bad("an integer in [1, 1024] or a list like 1,2,4");
-    } else if (a == "--kv-type") {
-      if (!parse_kv_type(v, &o->kv_type)) return bad("f16 or f32");
-    } else if (a == "--sparse") {
-      if (v != "on" && v != "off") return bad("on or off");
-      o->sparse = v == "on";
-    }
-  }
+  o->model = p.text("--model");
+  o->device = p.text("--device");
+  o->n_prompt = p.integer("--n-prompt", o->n_prompt);
+  o->n_gen = p.integer("--n-gen", o->n_gen);
+  o->reps = p.integer("--repetitions", o->reps);
+  o->n_batch = p.integer("--batch", o->n_batch);
+  o->threads = p.integers("--threads");
+  if (p.has("--kv-type")) parse_kv_type(p.text("--kv-type"), &o->kv_type);
+  o->sparse = p.text("--sparse", "on") == "on";
+  o->placement = placement_of(p);
   if (o->n_prompt == 0 && o->n_gen == 0) return "-p and -n are both 0: nothing to measure";
   if (o->n_prompt + o->n_gen > kMaxInt) return "-p plus -n is too large";
   return "";
@@ -294,7 +252,7 @@ int cmd_bench(std::vector<std::string> args) {
   BenchOptions o;
   ModelCommand mc;
   const int rc = start_model_command(
-      "loom bench", args, [&](const std::vector<std::string>& a) { return parse_args(a, &o); }, &o.model, &o.device,
+      "loom bench", kBench, args, [&](const ParsedOptions& p) { return parse_args(p, &o); }, &o.model, &o.device,
       true, &mc);
   if (rc >= 0) return rc;
   const CommonOptions& common = mc.common;

@@ -4,11 +4,9 @@
 
 #include <cstdio>
 #include <iostream>
-#include <limits>
 #include <string>
 #include <vector>
 
-#include "arg_parse.hpp"
 #include "cli.hpp"
 #include "placement_options.hpp"
 #include "llm/chat.hpp"
@@ -31,52 +29,20 @@ struct ChatOptions {
   PlacementOptions placement;
 };
 
-std::string parse_args(const std::vector<std::string>& args, ChatOptions* o) {
-  constexpr int64_t kMaxInt = std::numeric_limits<int32_t>::max();
-  o->sampling.temperature = 0.0f;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    static const char* const kValued[] = {"-m", "--model", "--device", "-sys", "--system", "--chat-format", "-n",
-                                          "--n-predict", "-c", "--ctx", "-t", "--threads", "--temp", "--top-k",
-                                          "--top-p", "-s", "--seed"};
-    bool valued = is_placement_flag(a);
-    for (const char* k : kValued) valued = valued || a == k;
-    if (!valued) return "unexpected argument '" + a + "'";
-    if (i + 1 >= args.size()) return a + " needs a value";
-    const std::string v = args[++i];
-    auto bad = [&](const char* want) { return a + " '" + v + "': expected " + want; };
-    int64_t n = 0;
-    double f = 0;
-    if (is_placement_flag(a)) {
-      if (std::string e = take_placement_flag(a, v, &o->placement); !e.empty()) return e;
-    } else if (a == "-m" || a == "--model") {
-      o->model = v;
-    } else if (a == "--device") {
-      o->device = v;
-    } else if (a == "-sys" || a == "--system") {
-      o->system = v;
-    } else if (a == "--chat-format") {
-      o->format = v;
-    } else if (a == "-n" || a == "--n-predict") {
-      if (!parse_int(v, 1, kMaxInt, &o->n_predict)) return bad("an integer >= 1");
-    } else if (a == "-c" || a == "--ctx") {
-      if (!parse_int(v, 1, kMaxInt, &o->n_ctx)) return bad("an integer >= 1");
-    } else if (a == "-t" || a == "--threads") {
-      if (!parse_int(v, 1, 1024, &o->threads)) return bad("an integer in [1, 1024]");
-    } else if (a == "--temp") {
-      if (!parse_float(v, 0.0, 1e6, &f)) return bad("a number >= 0 (0: greedy)");
-      o->sampling.temperature = static_cast<float>(f);
-    } else if (a == "--top-k") {
-      if (!parse_int(v, 0, kMaxInt, &n)) return bad("an integer >= 0");
-      o->sampling.top_k = static_cast<int32_t>(n);
-    } else if (a == "--top-p") {
-      if (!parse_float(v, 0.0, 1.0, &f) || f == 0.0) return bad("a number in (0, 1]");
-      o->sampling.top_p = static_cast<float>(f);
-    } else {  // -s / --seed
-      if (!parse_int(v, 0, std::numeric_limits<uint32_t>::max(), &n)) return bad("an integer in [0, 2^32)");
-      o->sampling.seed = static_cast<uint32_t>(n);
-    }
-  }
+// The options (checked by the option table) into *o.
+std::string parse_args(const ParsedOptions& p, ChatOptions* o) {
+  o->model = p.text("--model");
+  o->device = p.text("--device");
+  o->system = p.text("--system");
+  o->format = p.text("--chat-format");
+  o->n_predict = p.integer("--n-predict", o->n_predict);
+  o->n_ctx = p.integer("--ctx", o->n_ctx);
+  o->threads = p.integer("--threads", o->threads);
+  o->placement = placement_of(p);
+  o->sampling.temperature = static_cast<float>(p.number("--temp", 0.0));
+  o->sampling.top_k = static_cast<int32_t>(p.integer("--top-k", o->sampling.top_k));
+  o->sampling.top_p = static_cast<float>(p.number("--top-p", o->sampling.top_p));
+  o->sampling.seed = static_cast<uint32_t>(p.integer("--seed", o->sampling.seed));
   return "";
 }
 
@@ -113,8 +79,8 @@ int cmd_chat(std::vector<std::string> args) {
   ChatOptions o;
   ModelCommand mc;
   const int rc = start_model_command(
-      "loom chat", args, [&](const std::vector<std::string>& a) { return parse_args(a, &o); }, &o.model, &o.device,
-      true, &mc);
+      "loom chat", kChat, args, [&](const ParsedOptions& p) { return parse_args(p, &o); }, &o.model, &o.device, true,
+      &mc);
   if (rc >= 0) return rc;
   if (o.threads > 0) {
     Status st = llm::set_device_threads(mc.devices, static_cast<int>(o.threads));

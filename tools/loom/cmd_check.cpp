@@ -109,21 +109,12 @@ Status run_check(registry::Device* dev, double* max_diff) {
 
 int cmd_check(std::vector<std::string> args) {
   CommonOptions opts;
-  std::string error, device_name;
-  if (!take_common_options(args, &opts, &error)) {
-    std::fprintf(stderr, "loom check: %s\n", error.c_str());
+  ParsedOptions parsed;
+  if (std::string error = parse_command(kCheck, args, &opts, &parsed); !error.empty()) {
+    std::fprintf(stderr, "loom check: %s (try 'loom check --help')\n", error.c_str());
     return 2;
   }
-  for (size_t i = 0; i < args.size(); ++i) {
-    if (args[i] == "--device" && i + 1 < args.size()) {
-      device_name = args[++i];
-    } else if (args[i].rfind("--device=", 0) == 0) {
-      device_name = args[i].substr(9);
-    } else {
-      std::fprintf(stderr, "loom check: unexpected argument '%s' (try 'loom --help')\n", args[i].c_str());
-      return 2;
-    }
-  }
+  const std::string device_name = parsed.text("--device");
   auto reg = load_registry(opts, device_name);
   registry::Device* dev = nullptr;
   if (!device_name.empty()) {

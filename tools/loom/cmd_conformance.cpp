@@ -18,7 +18,6 @@
 #include <string>
 #include <vector>
 
-#include "arg_parse.hpp"
 #include "common/op_info.h"
 #include "conformance_cli.hpp"
 
@@ -56,47 +55,21 @@ std::string parse_ops(const std::string& list, std::vector<std::string>* out) {
   return "";
 }
 
-std::string parse(std::vector<std::string>& args, ConformanceArgs* a) {
-  std::string err;
-  if (!take_common_options(args, &a->common, &err)) return err;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& s = args[i];
-    auto next = [&](std::string* v) {
-      if (i + 1 >= args.size()) return false;
-      *v = args[++i];
-      return true;
-    };
-    std::string v;
-    if (s == "--plugin") {
-      if (!next(&a->plugin)) return "--plugin needs a plugin file";
-    } else if (s == "--device") {
-      if (!next(&a->device)) return "--device needs a device name";
-    } else if (s == "--ops") {
-      if (!next(&a->ops_text)) return "--ops needs a comma-separated op list";
-      if (std::string e = parse_ops(a->ops_text, &a->ops); !e.empty()) return e;
-    } else if (s == "--no-isolate") {
-      a->isolate = false;
-    } else if (s == "--case-timeout") {
-      if (!next(&v) || !parse_float(v, 0.001, 1e6, &a->case_timeout_s)) {
-        return "--case-timeout needs a number of seconds (0.001 to 1e6)";
-      }
-    } else if (s == "--child-fd" || s == "--child-family" || s == "--child-from") {
-      // The hidden child mode (conformance_child.cpp): given by the parent only.
-      int64_t n = 0;
-      if (!next(&v)) return s + " needs a value";
-      if (s == "--child-family") {
-        a->child_family = v;
-      } else if (!parse_int(v, 0, 1 << 30, &n)) {
-        return s + ": not a number: " + v;
-      } else if (s == "--child-fd") {
-        a->child_fd = static_cast<int>(n);
-      } else {
-        a->child_from = static_cast<size_t>(n);
-      }
-    } else {
-      return "unknown argument '" + s + "'";
-    }
+std::string parse(const std::vector<std::string>& args, ConformanceArgs* a) {
+  ParsedOptions p;
+  if (std::string e = parse_command(kConformance, args, &a->common, &p); !e.empty()) return e;
+  a->plugin = p.text("--plugin");
+  a->device = p.text("--device");
+  if (p.has("--ops")) {
+    a->ops_text = p.text("--ops");
+    if (std::string e = parse_ops(a->ops_text, &a->ops); !e.empty()) return e;
   }
+  a->isolate = !p.has("--no-isolate");
+  a->case_timeout_s = p.number("--case-timeout", a->case_timeout_s);
+  // The hidden child mode (conformance_child.cpp): given by the parent only.
+  a->child_family = p.text("--child-family");
+  a->child_fd = static_cast<int>(p.integer("--child-fd", a->child_fd));
+  a->child_from = static_cast<size_t>(p.integer("--child-from", static_cast<int64_t>(a->child_from)));
   if (a->plugin.empty() && a->device.empty()) {
     return "name what to test: --plugin FILE (a libloom-<name>.so) or --device NAME ('loom devices' lists them)";
   }
@@ -169,7 +142,7 @@ std::string pick_devices(const ConformanceArgs& a, std::unique_ptr<registry::Reg
 int cmd_conformance(std::vector<std::string> args) {
   ConformanceArgs a;
   if (std::string err = parse(args, &a); !err.empty()) {
-    std::fprintf(stderr, "conformance: %s\n", err.c_str());
+    std::fprintf(stderr, "conformance: %s (try 'loom conformance --help')\n", err.c_str());
     return 2;
   }
   // Small shapes still take a CPU-like device's threaded paths (children

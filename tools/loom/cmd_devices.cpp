@@ -125,13 +125,9 @@ void print_text(const registry::Registry& reg) {
 
 int cmd_devices(std::vector<std::string> args) {
   CommonOptions opts;
-  std::string error;
-  if (!take_common_options(args, &opts, &error)) {
-    std::fprintf(stderr, "loom devices: %s\n", error.c_str());
-    return 2;
-  }
-  if (!args.empty()) {
-    std::fprintf(stderr, "loom devices: unexpected argument '%s' (try 'loom --help')\n", args[0].c_str());
+  ParsedOptions parsed;
+  if (std::string error = parse_command(kDevices, args, &opts, &parsed); !error.empty()) {
+    std::fprintf(stderr, "loom devices: %s (try 'loom devices --help')\n", error.c_str());
     return 2;
   }
   auto reg = load_registry(opts);

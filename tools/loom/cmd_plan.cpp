@@ -8,12 +8,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "arg_parse.hpp"
 #include "cli.hpp"
 #include "placement_options.hpp"
 #include "llm/fit.hpp"
@@ -37,51 +35,17 @@ struct PlanOptions {
   PlacementOptions placement;
 };
 
-bool parse_count(const std::string& s, int64_t lo, int64_t* out) {
-  if (s.empty()) return false;
-  errno = 0;
-  char* end = nullptr;
-  long long v = std::strtoll(s.c_str(), &end, 10);
-  if (errno != 0 || *end != '\0' || v < lo || v > std::numeric_limits<int32_t>::max()) return false;
-  *out = v;
-  return true;
-}
-
-std::string parse_args(const std::vector<std::string>& args, PlanOptions* o) {
-  for (size_t i = 0; i < args.size(); ++i) {
-    Option opt = split_option(args[i]);
-    const std::string& a = opt.flag;
-    if (args[i] == "--fit") {
-      o->fit_only = true;
-      continue;
-    }
-    const bool valued = a == "-m" || a == "--model" || a == "--device" || a == "--batch" || a == "-o" ||
-                        a == "--output" || a == "--n-gpu-layers" || a == "-ngl" || a == "--detail" ||
-                        a == "--format" || is_placement_flag(a);
-    if (!valued) return "unexpected argument '" + args[i] + "'";
-    if (std::string e = take_value(args, &i, &opt); !e.empty()) return e;
-    const std::string& v = opt.value;
-    if (is_placement_flag(a)) {
-      if (std::string e = take_placement_flag(a, v, &o->placement); !e.empty()) return e;
-    } else if (a == "-m" || a == "--model") {
-      o->model = v;
-    } else if (a == "--device") {
-      if (v.empty()) return "--device needs a device name (see 'loom devices')";
-      o->device = v;
-    } else if (a == "-o" || a == "--output") {
-      o->output = v;
-    } else if (a == "--detail") {
-      if (v != "splits" && v != "nodes") return "--detail '" + v + "': expected splits or nodes";
-      o->detail = v == "nodes" ? PlanDetail::kNodes : PlanDetail::kSplits;
-    } else if (a == "--format") {
-      if (v != "dot" && v != "text") return "--format '" + v + "': expected dot or text";
-      o->format = v == "text" ? PlanFormat::kText : PlanFormat::kDot;
-    } else if (a == "--batch") {
-      if (!parse_count(v, 1, &o->n_batch)) return a + " '" + v + "': expected an integer >= 1";
-    } else if (!parse_count(v, 0, &o->n_gpu_layers)) {
-      return a + " '" + v + "': expected an integer >= 0";
-    }
-  }
+// The options (checked by the option table) into *o.
+std::string parse_args(const ParsedOptions& p, PlanOptions* o) {
+  o->model = p.text("--model");
+  o->device = p.text("--device");
+  o->output = p.text("--output");
+  o->n_batch = p.integer("--batch", o->n_batch);
+  o->n_gpu_layers = p.integer("--n-gpu-layers", o->n_gpu_layers);
+  o->fit_only = p.has("--fit");
+  o->detail = p.text("--detail") == "nodes" ? PlanDetail::kNodes : PlanDetail::kSplits;
+  o->format = p.text("--format") == "text" ? PlanFormat::kText : PlanFormat::kDot;
+  o->placement = placement_of(p);
   return "";
 }
 
@@ -124,7 +88,7 @@ int cmd_plan(std::vector<std::string> args) {
   PlanOptions o;
   ModelCommand mc;
   const int rc = start_model_command(
-      "loom plan", args, [&](const std::vector<std::string>& a) { return parse_args(a, &o); }, &o.model, &o.device,
+      "loom plan", kPlan, args, [&](const ParsedOptions& p) { return parse_args(p, &o); }, &o.model, &o.device,
       false, &mc);
   if (rc >= 0) return rc;
   const std::vector<registry::Device*>& devices = mc.devices;

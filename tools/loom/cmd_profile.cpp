@@ -9,7 +9,6 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
-#include <limits>
 #include <string>
 #include <vector>
 
@@ -35,35 +34,15 @@ struct ProfileOptions {
   int64_t n_batch = 32;
 };
 
-std::string parse_args(const std::vector<std::string>& args, ProfileOptions* o) {
-  constexpr int64_t kMaxInt = std::numeric_limits<int32_t>::max();
-  for (size_t i = 0; i < args.size(); ++i) {
-    Option opt = split_option(args[i]);
-    const std::string& a = opt.flag;
-    static const char* const kValued[] = {"-m", "--model", "-p", "--prompt", "-f", "--file", "-o", "--output",
-                                          "--device", "-c", "--ctx", "-b", "--batch"};
-    bool valued = false;
-    for (const char* k : kValued) valued = valued || a == k;
-    if (!valued) return "unexpected argument '" + args[i] + "'";
-    if (std::string e = take_value(args, &i, &opt); !e.empty()) return e;
-    const std::string& v = opt.value;
-    if (a == "-m" || a == "--model") {
-      o->model = v;
-    } else if (a == "-p" || a == "--prompt") {
-      o->prompt = v;
-    } else if (a == "-f" || a == "--file") {
-      o->prompt_file = v;
-    } else if (a == "-o" || a == "--output") {
-      o->output = v;
-    } else if (a == "--device") {
-      if (v.empty()) return "--device needs a device name (see 'loom devices')";
-      o->device = v;
-    } else if (a == "-c" || a == "--ctx") {
-      if (!parse_int(v, 2, kMaxInt, &o->n_ctx)) return a + " '" + v + "': expected an integer >= 2";
-    } else if (!parse_int(v, 1, kMaxInt, &o->n_batch)) {
-      return a + " '" + v + "': expected an integer >= 1";
-    }
-  }
+// The options (checked by the option table) into *o.
+std::string parse_args(const ParsedOptions& p, ProfileOptions* o) {
+  o->model = p.text("--model");
+  o->prompt = p.text("--prompt");
+  o->prompt_file = p.text("--file");
+  o->output = p.text("--output");
+  o->device = p.text("--device");
+  o->n_ctx = p.integer("--ctx", o->n_ctx);
+  o->n_batch = p.integer("--batch", o->n_batch);
   return "";
 }
 
@@ -136,7 +115,7 @@ int cmd_profile(std::vector<std::string> args) {
   ProfileOptions o;
   ModelCommand mc;
   const int rc = start_model_command(
-      "loom profile", args, [&](const std::vector<std::string>& a) { return parse_args(a, &o); }, &o.model,
+      "loom profile", kProfile, args, [&](const ParsedOptions& p) { return parse_args(p, &o); }, &o.model,
       &o.device, true, &mc);
   if (rc >= 0) return rc;
   if (!o.prompt_file.empty() && !read_text(o.prompt_file, &o.prompt)) {

@@ -8,7 +8,6 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <limits>
 #include <string>
 #include <vector>
 
@@ -47,83 +46,32 @@ struct RunOptions {
   std::string sparse_profile;  // --sparse-profile FILE (llm::LoadOptions::sparse_profile)
 };
 
-// Returns "" or the error for a bad-arguments exit (2).
-std::string parse_args(std::vector<std::string> args, RunOptions* o) {
-  constexpr int64_t kMaxInt = std::numeric_limits<int32_t>::max();
-  for (size_t i = 0; i < args.size(); ++i) {
-    Option opt = split_option(args[i]);
-    const std::string& a = opt.flag;
-    // Short forms as llama.cpp users know them: -c ctx, -t threads, -b batch,
-    // -s seed, -f prompt file.
-    static const char* const kValued[] = {"-m", "--model", "-p", "--prompt", "-f", "--file", "-n", "--n-predict",
-                                          "--temp", "--top-k", "--top-p", "-s", "--seed", "-b", "--batch", "-c",
-                                          "--ctx", "--device", "-t", "--threads", "--n-gpu-layers", "-ngl",
-                                          "--kv-type", "--sparse", "--sparse-budget", "--sparse-profile"};
-    if (args[i] == "-v" || args[i] == "--verbose") {
-      o->verbose = true;
-      continue;
-    }
-    if (args[i] == "--fit") {
-      o->fit_only = true;
-      continue;
-    }
-    bool valued = is_placement_flag(a);
-    for (const char* k : kValued) valued = valued || a == k;
-    if (!valued) return "unexpected argument '" + args[i] + "'";
-    if (std::string e = take_value(args, &i, &opt); !e.empty()) return e;
-    const std::string& v = opt.value;
-    auto bad = [&](const char* want) { return a + " '" + v + "': expected " + want; };
-    int64_t n = 0;
-    double f = 0;
-    if (is_placement_flag(a)) {
-      if (std::string e = take_placement_flag(a, v, &o->placement); !e.empty()) return e;
-    } else if (a == "-m" || a == "--model") {
-      o->model = v;
-    } else if (a == "-p" || a == "--prompt") {
-      if (v == "-") {
-        o->prompt_file = "-";  // the prompt is stdin
-      } else {
-        o->prompt = v;
-      }
-    } else if (a == "-f" || a == "--file") {
-      o->prompt_file = v;
-    } else if (a == "--device") {
-      if (v.empty()) return "--device needs a device name (see 'loom devices')";
-      o->device = v;
-    } else if (a == "-n" || a == "--n-predict") {
-      if (!parse_int(v, 0, kMaxInt, &o->n_predict)) return bad("an integer >= 0");
-    } else if (a == "-b" || a == "--batch") {
-      if (!parse_int(v, 1, kMaxInt, &o->n_batch)) return bad("an integer >= 1");
-    } else if (a == "-c" || a == "--ctx") {
-      if (!parse_int(v, 1, kMaxInt, &o->n_ctx)) return bad("an integer >= 1");
-    } else if (a == "--n-gpu-layers" || a == "-ngl") {
-      if (!parse_int(v, 0, kMaxInt, &o->n_gpu_layers)) return bad("an integer >= 0");
-    } else if (a == "-t" || a == "--threads") {
-      if (!parse_int(v, 1, 1024, &o->threads)) return bad("an integer in [1, 1024]");
-    } else if (a == "--kv-type") {
-      if (!parse_kv_type(v, &o->kv_type)) return bad("f16 or f32");
-    } else if (a == "--sparse") {
-      if (v != "on" && v != "off") return bad("on or off");
-      o->sparse = v == "on";
-    } else if (a == "--sparse-budget") {
-      if (!parse_int(v, 0, std::numeric_limits<int64_t>::max(), &o->sparse_budget)) return bad("a byte count >= 0");
-    } else if (a == "--sparse-profile") {
-      if (v.empty()) return a + " needs a file (from 'loom profile')";
-      o->sparse_profile = v;
-    } else if (a == "--top-k") {
-      if (!parse_int(v, 0, kMaxInt, &n)) return bad("an integer >= 0 (0: all tokens)");
-      o->sampling.top_k = static_cast<int32_t>(n);
-    } else if (a == "-s" || a == "--seed") {
-      if (!parse_int(v, 0, std::numeric_limits<uint32_t>::max(), &n)) return bad("an integer in [0, 2^32)");
-      o->sampling.seed = static_cast<uint32_t>(n);
-    } else if (a == "--temp") {
-      if (!parse_float(v, 0.0, 1e6, &f)) return bad("a number >= 0 (0: greedy)");
-      o->sampling.temperature = static_cast<float>(f);
-    } else if (a == "--top-p") {
-      if (!parse_float(v, 0.0, 1.0, &f) || f == 0.0) return bad("a number in (0, 1]");
-      o->sampling.top_p = static_cast<float>(f);
-    }
+// The options (checked by the option table) into *o.
+std::string parse_args(const ParsedOptions& p, RunOptions* o) {
+  o->model = p.text("--model");
+  o->prompt = p.text("--prompt");
+  if (o->prompt == "-") {  // the prompt is stdin
+    o->prompt.clear();
+    o->prompt_file = "-";
   }
+  o->prompt_file = p.text("--file", o->prompt_file);
+  o->device = p.text("--device");
+  o->n_predict = p.integer("--n-predict", o->n_predict);
+  o->n_batch = p.integer("--batch", o->n_batch);
+  o->n_ctx = p.integer("--ctx", o->n_ctx);
+  o->n_gpu_layers = p.integer("--n-gpu-layers", o->n_gpu_layers);
+  o->threads = p.integer("--threads", o->threads);
+  o->verbose = p.has("--verbose");
+  o->fit_only = p.has("--fit");
+  o->placement = placement_of(p);
+  if (p.has("--kv-type")) parse_kv_type(p.text("--kv-type"), &o->kv_type);
+  o->sparse = p.text("--sparse", "on") == "on";
+  o->sparse_budget = p.integer("--sparse-budget", o->sparse_budget);
+  o->sparse_profile = p.text("--sparse-profile");
+  o->sampling.top_k = static_cast<int32_t>(p.integer("--top-k", o->sampling.top_k));
+  o->sampling.seed = static_cast<uint32_t>(p.integer("--seed", o->sampling.seed));
+  o->sampling.temperature = static_cast<float>(p.number("--temp", o->sampling.temperature));
+  o->sampling.top_p = static_cast<float>(p.number("--top-p", o->sampling.top_p));
   return "";
 }
 
@@ -138,8 +86,8 @@ int cmd_run(std::vector<std::string> args) {
   RunOptions o;
   ModelCommand mc;
   const int rc = start_model_command(
-      "loom run", args, [&](const std::vector<std::string>& a) { return parse_args(a, &o); }, &o.model, &o.device,
-      true, &mc);
+      "loom run", kRun, args, [&](const ParsedOptions& p) { return parse_args(p, &o); }, &o.model, &o.device, true,
+      &mc);
   if (rc >= 0) return rc;
   if (!o.prompt_file.empty() && !read_text(o.prompt_file, &o.prompt)) {
     return fail("cannot read the prompt from '" + o.prompt_file + "'");

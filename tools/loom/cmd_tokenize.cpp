@@ -26,33 +26,15 @@ struct TokenizeOptions {
   bool parse_special = true;
 };
 
-// Returns "" or the error for a bad-arguments exit (2).
-std::string parse_args(const std::vector<std::string>& args, TokenizeOptions* o) {
-  for (size_t i = 0; i < args.size(); ++i) {
-    Option opt = split_option(args[i]);
-    const std::string& a = opt.flag;
-    if (args[i] == "--ids") {
-      o->ids_only = true;
-      continue;
-    }
-    if (args[i] == "--no-parse-special") {
-      o->parse_special = false;
-      continue;
-    }
-    const bool valued = a == "-m" || a == "--model" || a == "-p" || a == "--prompt" || a == "-f" || a == "--file";
-    if (!valued) return "unexpected argument '" + args[i] + "'";
-    if (std::string e = take_value(args, &i, &opt); !e.empty()) return e;
-    const std::string& v = opt.value;
-    if (a == "-m" || a == "--model") {
-      o->model = v;
-    } else if (a == "-p" || a == "--prompt") {
-      o->prompt = v;
-      o->have_prompt = true;
-    } else {
-      if (v.empty()) return a + " needs a file name ('-' for stdin)";
-      o->file = v;
-    }
-  }
+// The options (checked by the option table) into *o; "" or the error for a
+// bad-arguments exit (2).
+std::string parse_args(const ParsedOptions& p, TokenizeOptions* o) {
+  o->model = p.text("--model");
+  o->prompt = p.text("--prompt");
+  o->have_prompt = p.has("--prompt");
+  o->file = p.text("--file");
+  o->ids_only = p.has("--ids");
+  o->parse_special = !p.has("--no-parse-special");
   if (o->have_prompt && !o->file.empty()) return "give the text with -p or -f, not both";
   if (!o->have_prompt && o->file.empty()) return "no text: give -p TEXT or -f FILE";
   return "";
@@ -142,15 +124,12 @@ void print_json(const std::string& model, const llm::Tokenizer& tok, const std::
 
 int cmd_tokenize(std::vector<std::string> args) {
   CommonOptions common;
-  std::string error;
-  if (!take_common_options(args, &common, &error)) {
-    std::fprintf(stderr, "loom tokenize: %s\n", error.c_str());
-    return 2;
-  }
+  ParsedOptions parsed;
   TokenizeOptions o;
-  error = parse_args(args, &o);
+  std::string error = parse_command(kTokenize, args, &common, &parsed);
+  if (error.empty()) error = parse_args(parsed, &o);
   if (!error.empty()) {
-    std::fprintf(stderr, "loom tokenize: %s (try 'loom --help')\n", error.c_str());
+    std::fprintf(stderr, "loom tokenize: %s (try 'loom tokenize --help')\n", error.c_str());
     return 2;
   }
   if (o.model.empty()) {

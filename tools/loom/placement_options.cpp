@@ -5,11 +5,6 @@
 
 namespace loom::cli {
 
-bool is_placement_flag(const std::string& flag) {
-  return flag == "--split-mode" || flag == "-sm" || flag == "--tensor-split" || flag == "-ts" ||
-         flag == "--override-tensor" || flag == "-ot";
-}
-
 std::string take_placement_flag(const std::string& flag, const std::string& value, PlacementOptions* o) {
   if (flag == "--split-mode" || flag == "-sm") {
     if (value != "none" && value != "layer") return flag + " '" + value + "': expected none or layer";
@@ -40,6 +35,16 @@ std::string take_placement_flag(const std::string& flag, const std::string& valu
     o->overrides.emplace_back(value.substr(0, eq), value.substr(eq + 1));
   }
   return "";
+}
+
+PlacementOptions placement_of(const ParsedOptions& parsed) {
+  PlacementOptions o;
+  for (const auto& [name, value] : parsed.in_order()) {
+    if (name == "--split-mode" || name == "--tensor-split" || name == "--override-tensor") {
+      (void)take_placement_flag(name, value, &o);  // checked when parsed
+    }
+  }
+  return o;
 }
 
 std::string apply_placement(const PlacementOptions& o, const std::vector<registry::Device*>& devices,

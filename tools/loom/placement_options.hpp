@@ -16,6 +16,7 @@
 
 #include "llm/llama_model.hpp"
 #include "loom/registry.hpp"
+#include "option_parse.hpp"
 
 namespace loom::cli {
 
@@ -25,10 +26,11 @@ struct PlacementOptions {
   std::vector<std::pair<std::string, std::string>> overrides;  // (REGEX, DEVICE), in order
 };
 
-// Whether `flag` is a placement flag (all take a value).
-bool is_placement_flag(const std::string& flag);
-// Record flag's value; "" or the error for a bad-arguments exit.
+// Record flag's value; "" or the error for a bad-arguments exit (the check
+// of the option table's kSplit and kOverride values).
 std::string take_placement_flag(const std::string& flag, const std::string& value, PlacementOptions* o);
+// The placement flags of parsed options, in the order given.
+PlacementOptions placement_of(const ParsedOptions& parsed);
 // Fill lo's tensor_split and overrides for `devices` (the command's device
 // list): -sm layer without -ts gives equal shares, override devices are
 // looked up by name (llm::tensor_override). "" or the error.
