@@ -3,7 +3,7 @@
 #include <cstring>
 
 #include "capi/handles.hpp"
-#include "llm/model_open.hpp"
+#include "llm/model/model_open.hpp"
 
 namespace loom::capi {
 namespace {

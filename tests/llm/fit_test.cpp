@@ -11,11 +11,11 @@
 #include <string>
 #include <vector>
 
-#include "llm/fit.hpp"
-#include "llm/generate.hpp"
-#include "llm/llama_hparams.hpp"
-#include "llm/llama_model.hpp"
-#include "llm/llama_session.hpp"
+#include "llm/placement/fit.hpp"
+#include "llm/session/generate.hpp"
+#include "llm/model/llama_hparams.hpp"
+#include "llm/model/llama_model.hpp"
+#include "llm/session/llama_session.hpp"
 #include "llm_test_util.hpp"
 #include "loom/gguf.hpp"
 #include "loom/registry.hpp"
@@ -216,7 +216,7 @@ TEST_F(Fit, ExplicitRequestThatDoesNotFitIsAnErrorWithTheNumbers) {
   EXPECT_NE(plan.status().message().find("sim0 needs"), std::string::npos) << plan.status().message();
 }
 
-// The fit report and the load are one placement (llm/placement.hpp): for
+// The fit report and the load are one placement (llm/placement/placement.hpp): for
 // an automatic fit, -ngl, a tensor split and a split with overrides, the
 // plan's device of every layer and of the output is the loaded model's, and
 // the bytes it counts off the host device are the ones the load moved.

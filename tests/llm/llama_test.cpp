@@ -14,9 +14,9 @@
 #include "llm_test_util.hpp"
 #include "tiny_llama.hpp"
 #include "gguf/gguf_writer.hpp"
-#include "llm/generate.hpp"
-#include "llm/llama_model.hpp"
-#include "llm/llama_session.hpp"
+#include "llm/session/generate.hpp"
+#include "llm/model/llama_model.hpp"
+#include "llm/session/llama_session.hpp"
 #include "loom/registry.hpp"
 
 namespace loom::llm {

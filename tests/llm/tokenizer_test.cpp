@@ -2,7 +2,7 @@
 // byte fallback and decode rules; stories260K's vocab (skipped when absent)
 // for ids checked by hand, and seeded random round trips.
 #include "llm_test_util.hpp"
-#include "llm/tokenizer.hpp"
+#include "llm/tokenizer/tokenizer.hpp"
 
 #include <gtest/gtest.h>
 

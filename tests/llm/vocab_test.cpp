@@ -9,7 +9,7 @@
 // BOS/EOS and without parsing special tokens in the text (the .out lines of
 // the SPM files start with no BOS although those files set add_bos_token).
 #include "llm_test_util.hpp"
-#include "llm/tokenizer.hpp"
+#include "llm/tokenizer/tokenizer.hpp"
 
 #include <gtest/gtest.h>
 

@@ -26,8 +26,8 @@
 #include "cli.hpp"
 #include "placement_options.hpp"
 #include "json.hpp"
-#include "llm/llama_model.hpp"
-#include "llm/llama_session.hpp"
+#include "llm/model/llama_model.hpp"
+#include "llm/session/llama_session.hpp"
 #include "loom/types.hpp"
 
 namespace loom::cli {
@@ -268,7 +268,7 @@ int cmd_bench(std::vector<std::string> args) {
   so.n_ctx = o.n_prompt + o.n_gen;
   so.n_batch = std::max<int64_t>(1, std::min(o.n_batch, std::max<int64_t>(1, o.n_prompt)));
   so.kv_type = o.kv_type;
-  lo.n_gpu_layers = -1;  // layers where they fit (llm/fit.hpp), sized for this run's context
+  lo.n_gpu_layers = -1;  // layers where they fit (llm/placement/fit.hpp), sized for this run's context
   lo.check_fit = true;
   lo.fit_session = llm::fit_session(so);
   if (std::string e = apply_placement(o.placement, devices, &lo); !e.empty()) return fail(e);

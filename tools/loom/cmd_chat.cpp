@@ -1,5 +1,5 @@
 // `loom chat`: an interactive conversation on stdin/stdout in the model's
-// chat format (tokenizer.chat_template, recognised by llm/chat_template).
+// chat format (tokenizer.chat_template, recognised by llm/chat/chat_template).
 #include <unistd.h>
 
 #include <cstdio>
@@ -9,10 +9,10 @@
 
 #include "cli.hpp"
 #include "placement_options.hpp"
-#include "llm/chat.hpp"
-#include "llm/llama_model.hpp"
-#include "llm/llama_session.hpp"
-#include "llm/model_open.hpp"
+#include "llm/chat/chat.hpp"
+#include "llm/model/llama_model.hpp"
+#include "llm/session/llama_session.hpp"
+#include "llm/model/model_open.hpp"
 
 namespace loom::cli {
 namespace {
@@ -91,7 +91,7 @@ int cmd_chat(std::vector<std::string> args) {
   llm::LoadOptions lo;
   lo.devices = mc.devices;
   lo.progress = load_progress("loom chat");
-  lo.n_gpu_layers = -1;  // layers where they fit (llm/fit.hpp)
+  lo.n_gpu_layers = -1;  // layers where they fit (llm/placement/fit.hpp)
   lo.check_fit = true;
   lo.fit_session = llm::fit_session(so);
   if (std::string e = apply_placement(o.placement, mc.devices, &lo); !e.empty()) return fail(e);

@@ -14,9 +14,9 @@
 
 #include "cli.hpp"
 #include "placement_options.hpp"
-#include "llm/fit.hpp"
-#include "llm/llama_model.hpp"
-#include "llm/llama_session.hpp"
+#include "llm/placement/fit.hpp"
+#include "llm/model/llama_model.hpp"
+#include "llm/session/llama_session.hpp"
 #include "loom/ops.hpp"
 #include "loom/scheduler.hpp"
 
@@ -28,7 +28,7 @@ struct PlanOptions {
   std::string device;  // "": LOOM_DEVICES, else auto
   std::string output;  // "" : stdout
   int64_t n_batch = 1;
-  int64_t n_gpu_layers = -1;  // -1: as many as fit (llm/fit.hpp)
+  int64_t n_gpu_layers = -1;  // -1: as many as fit (llm/placement/fit.hpp)
   bool fit_only = false;      // --fit: the size report only
   PlanDetail detail = PlanDetail::kSplits;
   PlanFormat format = PlanFormat::kDot;
@@ -99,7 +99,7 @@ int cmd_plan(std::vector<std::string> args) {
   } else {
     llm::LoadOptions lo;
     lo.devices = devices;
-    lo.n_gpu_layers = o.n_gpu_layers;  // < 0: the load fits (llm/fit.hpp)
+    lo.n_gpu_layers = o.n_gpu_layers;  // < 0: the load fits (llm/placement/fit.hpp)
     lo.check_fit = true;
     if (std::string e = apply_placement(o.placement, devices, &lo); !e.empty()) return fail(e);
     llm::SessionOptions so;

@@ -15,11 +15,11 @@
 #include "arg_parse.hpp"
 #include "cli.hpp"
 #include "json.hpp"
-#include "llm/llama_model.hpp"
-#include "llm/llama_session.hpp"
-#include "llm/model_open.hpp"
-#include "llm/sparse_ffn.hpp"
-#include "llm/tokenizer.hpp"
+#include "llm/model/llama_model.hpp"
+#include "llm/session/llama_session.hpp"
+#include "llm/model/model_open.hpp"
+#include "llm/sparse/sparse_ffn.hpp"
+#include "llm/tokenizer/tokenizer.hpp"
 
 namespace loom::cli {
 namespace {

@@ -14,12 +14,12 @@
 #include "arg_parse.hpp"
 #include "cli.hpp"
 #include "json.hpp"
-#include "llm/fit.hpp"
-#include "llm/generate.hpp"
-#include "llm/llama_model.hpp"
-#include "llm/llama_session.hpp"
-#include "llm/model_open.hpp"
-#include "llm/tokenizer.hpp"
+#include "llm/placement/fit.hpp"
+#include "llm/session/generate.hpp"
+#include "llm/model/llama_model.hpp"
+#include "llm/session/llama_session.hpp"
+#include "llm/model/model_open.hpp"
+#include "llm/tokenizer/tokenizer.hpp"
 #include "placement_options.hpp"
 #include "loom/types.hpp"
 
@@ -35,7 +35,7 @@ struct RunOptions {
   int64_t n_batch = 32;
   int64_t n_ctx = 0;  // 0: the model's
   int64_t threads = 0;  // 0: the device's default
-  int64_t n_gpu_layers = -1;  // -1: as many as fit (llm/fit.hpp)
+  int64_t n_gpu_layers = -1;  // -1: as many as fit (llm/placement/fit.hpp)
   bool verbose = false;       // -v: print the fit report
   bool fit_only = false;      // --fit: print the fit report and exit
   PlacementOptions placement;
@@ -102,7 +102,7 @@ int cmd_run(std::vector<std::string> args) {
   llm::LoadOptions lo;
   lo.devices = devices;
   lo.progress = load_progress("loom run");
-  lo.n_gpu_layers = o.n_gpu_layers;  // < 0: the load fits (llm/fit.hpp)
+  lo.n_gpu_layers = o.n_gpu_layers;  // < 0: the load fits (llm/placement/fit.hpp)
   lo.check_fit = true;
   lo.sparse = o.sparse;
   lo.sparse_budget = o.sparse_budget;

@@ -11,8 +11,8 @@
 #include "arg_parse.hpp"
 #include "cli.hpp"
 #include "json.hpp"
-#include "llm/tokenizer.hpp"
-#include "llm/unicode.hpp"
+#include "llm/tokenizer/tokenizer.hpp"
+#include "llm/tokenizer/unicode.hpp"
 
 namespace loom::cli {
 namespace {

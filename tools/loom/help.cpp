@@ -1,7 +1,7 @@
 #include "help.hpp"
 
-#include "llm/arch.hpp"
-#include "llm/chat_template.hpp"
+#include "llm/model/arch.hpp"
+#include "llm/chat/chat_template.hpp"
 
 namespace loom::cli {
 namespace {

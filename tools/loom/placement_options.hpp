@@ -7,14 +7,14 @@
 //   --override-tensor REGEX=DEVICE (-ot, repeatable)  weights whose whole
 //                                   name matches REGEX live on DEVICE
 // They fill llm::LoadOptions (tensor_split, overrides): this file only
-// parses them; the rules and their checks are llm/placement.hpp's.
+// parses them; the rules and their checks are llm/placement/placement.hpp's.
 #pragma once
 
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "llm/llama_model.hpp"
+#include "llm/model/llama_model.hpp"
 #include "loom/registry.hpp"
 #include "option_parse.hpp"
 
