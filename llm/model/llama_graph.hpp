@@ -21,8 +21,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "llm/session/kv_cache.hpp"
 #include "llm/model/llama_model.hpp"
+#include "llm/session/kv_cache.hpp"
 
 namespace loom::llm {
 

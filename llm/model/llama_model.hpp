@@ -31,8 +31,8 @@
 #include <vector>
 
 #include "llm/model/arch.hpp"
-#include "llm/placement/fit.hpp"
 #include "llm/model/llama_hparams.hpp"
+#include "llm/placement/fit.hpp"
 #include "llm/sparse/sparse_ffn.hpp"
 #include "llm/tokenizer/tokenizer.hpp"
 #include "loom/buffer.hpp"

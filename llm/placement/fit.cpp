@@ -6,8 +6,8 @@
 #include <regex>
 
 #include "llm/model/arch.hpp"
-#include "llm/session/kv_cache.hpp"
 #include "llm/model/llama_hparams.hpp"
+#include "llm/session/kv_cache.hpp"
 #include "loom/gguf.hpp"
 #include "loom/plugin_calls.hpp"
 

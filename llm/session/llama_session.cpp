@@ -5,8 +5,8 @@
 #include <map>
 #include <string>
 
-#include "llm/session/finite_check.hpp"
 #include "llm/model/llama_graph.hpp"
+#include "llm/session/finite_check.hpp"
 #include "loom/executor.hpp"
 #include "loom/log.hpp"
 #include "loom/ops.hpp"

@@ -21,9 +21,9 @@
 #include <string>
 #include <vector>
 
-#include "llm/session/kv_cache.hpp"
 #include "llm/model/llama_graph.hpp"
 #include "llm/model/llama_model.hpp"
+#include "llm/session/kv_cache.hpp"
 #include "llm/tokenizer/tokenizer.hpp"
 #include "loom/scheduler.hpp"
 

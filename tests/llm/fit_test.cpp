@@ -11,10 +11,10 @@
 #include <string>
 #include <vector>
 
-#include "llm/placement/fit.hpp"
-#include "llm/session/generate.hpp"
 #include "llm/model/llama_hparams.hpp"
 #include "llm/model/llama_model.hpp"
+#include "llm/placement/fit.hpp"
+#include "llm/session/generate.hpp"
 #include "llm/session/llama_session.hpp"
 #include "llm_test_util.hpp"
 #include "loom/gguf.hpp"

@@ -22,18 +22,18 @@
 #include <string>
 #include <vector>
 
-#include "llm_test_util.hpp"
-#include "registry/registry_test_util.hpp"
-#include "sim_plugin/sim_trace.h"
-#include "llm/session/generate.hpp"
 #include "llm/model/llama_graph.hpp"
 #include "llm/model/llama_model.hpp"
+#include "llm/session/generate.hpp"
 #include "llm/session/llama_session.hpp"
+#include "llm_test_util.hpp"
 #include "loom/executor.hpp"
 #include "loom/graph.hpp"
 #include "loom/ops.hpp"
 #include "loom/registry.hpp"
 #include "loom/scheduler.hpp"
+#include "registry/registry_test_util.hpp"
+#include "sim_plugin/sim_trace.h"
 #include "story_run.hpp"
 
 namespace loom::llm {

@@ -7,8 +7,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "llm/session/generate.hpp"
 #include "llm/model/llama_model.hpp"
+#include "llm/session/generate.hpp"
 #include "llm/session/llama_session.hpp"
 #include "llm/tokenizer/tokenizer.hpp"
 
