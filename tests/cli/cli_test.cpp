@@ -96,7 +96,7 @@ TEST(Cli, BadArgumentsExitTwo) {
   EXPECT_NE(inl.out.find("/nonexistent/m.gguf"), std::string::npos) << inl.out;
 }
 
-// One option table (tools/loom/option_table.cpp): a flag is refused with
+// One option table (tools/loom/options/option_table.cpp): a flag is refused with
 // the same words and exit status 2 by every command that takes it (chat
 // used to ignore a bad --threads that run refused), and every command's
 // --help is written from it.

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "loom/registry.hpp"
-#include "option_parse.hpp"
+#include "options/option_parse.hpp"
 
 namespace loom::cli {
 

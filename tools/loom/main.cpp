@@ -7,8 +7,8 @@
 
 #include "cli.hpp"
 #include "command_guard.hpp"
-#include "help.hpp"
 #include "loom/plugin.h"
+#include "options/help.hpp"
 
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);

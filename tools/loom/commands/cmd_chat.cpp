@@ -8,11 +8,11 @@
 #include <vector>
 
 #include "cli.hpp"
-#include "placement_options.hpp"
 #include "llm/chat/chat.hpp"
 #include "llm/model/llama_model.hpp"
-#include "llm/session/llama_session.hpp"
 #include "llm/model/model_open.hpp"
+#include "llm/session/llama_session.hpp"
+#include "options/placement_options.hpp"
 
 namespace loom::cli {
 namespace {

@@ -1,4 +1,4 @@
-#include "child_process.hpp"
+#include "conformance_cli/child_process.hpp"
 
 #include <fcntl.h>
 #include <poll.h>

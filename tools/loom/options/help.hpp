@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "option_table.hpp"
+#include "options/option_table.hpp"
 
 namespace loom::cli {
 

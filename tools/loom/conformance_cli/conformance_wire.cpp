@@ -7,7 +7,7 @@
 #include <limits>
 #include <stdexcept>
 
-#include "conformance_cli.hpp"
+#include "conformance_cli/conformance_cli.hpp"
 
 namespace loom::cli {
 namespace {

@@ -1,4 +1,4 @@
-#include "placement_options.hpp"
+#include "options/placement_options.hpp"
 
 #include <cmath>
 #include <cstdlib>

@@ -1,4 +1,4 @@
-#include "option_table.hpp"
+#include "options/option_table.hpp"
 
 namespace loom::cli {
 namespace {

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "option_table.hpp"
+#include "options/option_table.hpp"
 
 namespace loom::cli {
 

@@ -1,10 +1,10 @@
-#include "option_parse.hpp"
+#include "options/option_parse.hpp"
 
 #include <cstdint>
 #include <cstdlib>
 
-#include "arg_parse.hpp"
-#include "placement_options.hpp"
+#include "options/arg_parse.hpp"
+#include "options/placement_options.hpp"
 
 namespace loom::cli {
 namespace {

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "common/op_info.h"
-#include "conformance_cli.hpp"
+#include "conformance_cli/conformance_cli.hpp"
 
 namespace loom::cli {
 namespace {

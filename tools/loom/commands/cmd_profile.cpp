@@ -12,14 +12,14 @@
 #include <string>
 #include <vector>
 
-#include "arg_parse.hpp"
 #include "cli.hpp"
 #include "json.hpp"
 #include "llm/model/llama_model.hpp"
-#include "llm/session/llama_session.hpp"
 #include "llm/model/model_open.hpp"
+#include "llm/session/llama_session.hpp"
 #include "llm/sparse/sparse_ffn.hpp"
 #include "llm/tokenizer/tokenizer.hpp"
+#include "options/arg_parse.hpp"
 
 namespace loom::cli {
 namespace {

@@ -11,17 +11,17 @@
 #include <string>
 #include <vector>
 
-#include "arg_parse.hpp"
 #include "cli.hpp"
 #include "json.hpp"
+#include "llm/model/llama_model.hpp"
+#include "llm/model/model_open.hpp"
 #include "llm/placement/fit.hpp"
 #include "llm/session/generate.hpp"
-#include "llm/model/llama_model.hpp"
 #include "llm/session/llama_session.hpp"
-#include "llm/model/model_open.hpp"
 #include "llm/tokenizer/tokenizer.hpp"
-#include "placement_options.hpp"
 #include "loom/types.hpp"
+#include "options/arg_parse.hpp"
+#include "options/placement_options.hpp"
 
 namespace loom::cli {
 namespace {

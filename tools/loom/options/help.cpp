@@ -1,7 +1,7 @@
-#include "help.hpp"
+#include "options/help.hpp"
 
-#include "llm/model/arch.hpp"
 #include "llm/chat/chat_template.hpp"
+#include "llm/model/arch.hpp"
 
 namespace loom::cli {
 namespace {

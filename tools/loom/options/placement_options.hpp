@@ -16,7 +16,7 @@
 
 #include "llm/model/llama_model.hpp"
 #include "loom/registry.hpp"
-#include "option_parse.hpp"
+#include "options/option_parse.hpp"
 
 namespace loom::cli {
 

@@ -10,7 +10,7 @@
 #include <cerrno>
 #include <cstdio>
 
-#include "conformance_cli.hpp"
+#include "conformance_cli/conformance_cli.hpp"
 
 namespace loom::cli {
 namespace {

@@ -7,7 +7,7 @@
 #include <map>
 #include <string>
 
-#include "conformance_cli.hpp"
+#include "conformance_cli/conformance_cli.hpp"
 
 namespace loom::cli {
 namespace {

@@ -13,12 +13,12 @@
 #include <vector>
 
 #include "cli.hpp"
-#include "placement_options.hpp"
-#include "llm/placement/fit.hpp"
 #include "llm/model/llama_model.hpp"
+#include "llm/placement/fit.hpp"
 #include "llm/session/llama_session.hpp"
 #include "loom/ops.hpp"
 #include "loom/scheduler.hpp"
+#include "options/placement_options.hpp"
 
 namespace loom::cli {
 namespace {

@@ -8,11 +8,11 @@
 #include <string>
 #include <vector>
 
-#include "arg_parse.hpp"
 #include "cli.hpp"
 #include "json.hpp"
 #include "llm/tokenizer/tokenizer.hpp"
 #include "llm/tokenizer/unicode.hpp"
+#include "options/arg_parse.hpp"
 
 namespace loom::cli {
 namespace {

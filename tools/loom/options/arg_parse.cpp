@@ -1,4 +1,4 @@
-#include "arg_parse.hpp"
+#include "options/arg_parse.hpp"
 
 #include <cerrno>
 #include <cmath>

@@ -24,11 +24,11 @@
 #include <vector>
 
 #include "cli.hpp"
-#include "placement_options.hpp"
 #include "json.hpp"
 #include "llm/model/llama_model.hpp"
 #include "llm/session/llama_session.hpp"
 #include "loom/types.hpp"
+#include "options/placement_options.hpp"
 
 namespace loom::cli {
 namespace {

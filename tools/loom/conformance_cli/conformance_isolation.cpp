@@ -9,8 +9,8 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "child_process.hpp"
-#include "conformance_cli.hpp"
+#include "conformance_cli/child_process.hpp"
+#include "conformance_cli/conformance_cli.hpp"
 
 namespace loom::cli {
 namespace {
