@@ -16,9 +16,9 @@
 #include <string>
 #include <vector>
 
-#include "llm/llama_model.hpp"
-#include "llm/llama_session.hpp"
-#include "llm/sampling.hpp"
+#include "llm/model/llama_model.hpp"
+#include "llm/session/llama_session.hpp"
+#include "llm/session/sampling.hpp"
 #include "loom/loom.h"
 #include "loom/registry.hpp"
 #include "loom/status.hpp"

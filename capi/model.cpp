@@ -3,7 +3,7 @@
 #include <cstring>
 
 #include "capi/handles.hpp"
-#include "capi/run_setup.hpp"
+#include "llm/model/model_open.hpp"
 
 namespace loom::capi {
 namespace {
@@ -56,17 +56,16 @@ loom_status_t* loom_model_load(const loom_devices_t* devices, const char* path, 
       }
       read_params(params, &p);
     }
-    if (p.n_gpu_layers < 0) return bad_argument(kFn, "n_gpu_layers " + std::to_string(p.n_gpu_layers) + " must be >= 0");
     if (p.n_threads < 0 || p.n_threads > 1024) {
       return bad_argument(kFn, "n_threads " + std::to_string(p.n_threads) + " must be in [0, 1024]");
     }
     if (p.n_threads > 0) {
-      Status st = set_device_threads(devices->list, p.n_threads);
+      Status st = llm::set_device_threads(devices->list, p.n_threads);
       if (!st.ok()) return to_c(st.with_context(kFn));
     }
     llm::LoadOptions lo;
     lo.devices = devices->list;
-    lo.n_gpu_layers = p.n_gpu_layers;
+    lo.n_gpu_layers = p.n_gpu_layers;  // < 0: the load's automatic fit, as `loom run` without -ngl
     uint64_t last_total = 0;
     bool finished = false;
     if (p.progress != nullptr) {
@@ -76,7 +75,7 @@ loom_status_t* loom_model_load(const loom_devices_t* devices, const char* path, 
         p.progress(done, total, device.c_str(), p.progress_user_data);
       };
     }
-    auto model = load_text_model(path, lo);
+    auto model = llm::load_text_model(path, lo);
     if (!model.ok()) return to_c(model.status());
     // The promised last call: weights read in place count as done at once.
     if (p.progress != nullptr && !finished) {

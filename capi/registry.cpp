@@ -2,7 +2,6 @@
 #include <filesystem>
 
 #include "capi/handles.hpp"
-#include "capi/run_setup.hpp"
 
 namespace loom::capi {
 namespace {

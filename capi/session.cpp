@@ -6,7 +6,7 @@
 #include <functional>
 
 #include "capi/handles.hpp"
-#include "llm/generate.hpp"
+#include "llm/session/generate.hpp"
 
 namespace loom::capi {
 namespace {

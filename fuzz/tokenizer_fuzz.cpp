@@ -19,7 +19,7 @@
 #include <string_view>
 #include <vector>
 
-#include "llm/tokenizer.hpp"
+#include "llm/tokenizer/tokenizer.hpp"
 #include "loom/gguf.hpp"
 
 namespace {

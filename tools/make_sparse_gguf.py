@@ -17,7 +17,7 @@ The model (random weights, a tokenizer borrowed from another GGUF):
     of real ReLU models find it (most of the decision lives in few
     directions).
 
-The predictors (loom's naming, llm/sparse_ffn.hpp): z = P2 relu(P1 x) + b
+The predictors (loom's naming, llm/sparse/sparse_ffn.hpp): z = P2 relu(P1 x) + b
 with P1 [2r, n_embd], P2 [n_ff, 2r]: the rank-r least-squares map from
 sampled FFN inputs x to the gate pre-activations (split into its positive
 and negative parts, so the ReLU hidden layer passes it exactly), then a

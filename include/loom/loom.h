@@ -233,7 +233,12 @@ typedef void (*loom_progress_fn)(uint64_t done, uint64_t total, const char *devi
 typedef struct loom_model_params {
   size_t struct_size;
   /* The weights and KV cache of the first n_gpu_layers layers live on the
-   * first non-CPU device of the list that has its own memory (default 0). */
+   * first non-CPU device of the list that has its own memory (default 0).
+   * < 0: as many as fit, like `loom run` without -ngl: each non-CPU device
+   * with its own memory, in list order, takes the layers that fit in its
+   * free memory after its KV cache and compute buffers (sized for a session
+   * of the model's training context), the CPU the rest; when not even that
+   * fits, RESOURCE_EXHAUSTED with the bytes needed and free per device. */
   int32_t n_gpu_layers;
   /* Threads of every CPU-like device of the list (CPU, accelerators such as
    * blas); 0: each device's default (its physical cores). */

@@ -5,17 +5,20 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "cli/run_loom.hpp"
 #include "llm/llm_test_util.hpp"
+#include "registry/registry_test_util.hpp"
 #include "loom/loom.h"
 
 namespace {
@@ -281,8 +284,8 @@ TEST_F(CApi, ModelLoadErrorsNameTheFile) {
   }
   loom_model_params_t p;
   loom_model_params_init(&p);
-  p.n_gpu_layers = -1;
-  EXPECT_FAILS(loom_model_load(cpu(), "x.gguf", &p, &m), LOOM_STATUS_INVALID_ARGUMENT, "n_gpu_layers -1");
+  p.n_gpu_layers = -1;  // the automatic fit (CApi.AutoFitOffloadsWhatFits), not a bad argument
+  EXPECT_FAILS(loom_model_load(cpu(), "x.gguf", &p, &m), LOOM_STATUS_NOT_FOUND, "x.gguf");
   p.n_gpu_layers = 0;
   p.struct_size = 8;
   EXPECT_FAILS(loom_model_load(cpu(), "x.gguf", &p, &m), LOOM_STATUS_INVALID_ARGUMENT, "struct_size 8");
@@ -293,6 +296,91 @@ TEST_F(CApi, ModelLoadErrorsNameTheFile) {
   EXPECT_STREQ(loom_model_architecture(nullptr), "");
   EXPECT_EQ(loom_model_token_bos(nullptr), -1);
   EXPECT_FALSE(loom_model_token_is_eog(nullptr, 2));
+}
+
+// n_gpu_layers < 0 is `loom run`'s automatic fit: on sim0,cpu with room on
+// sim0 for a few layers' weights and compute, fewer layers' weights go to
+// sim0 than -ngl 5 sends there, and the text is the cpu's; sim0 alone, with
+// no cpu to keep the rest, is refused with the numbers.
+TEST_F(CApi, AutoFitOffloadsWhatFits) {
+  if (!have_model()) GTEST_SKIP() << "model not found: " << stories_path();
+  loom::test::ScopedEnv n("LOOM_SIM_DEVICES", std::optional<std::string>("1"));
+  loom::test::ScopedEnv ops("LOOM_SIM_OPS_0",
+                            std::optional<std::string>("MUL_MAT,ADD,MUL,RMS_NORM,SOFT_MAX,SILU,GET_ROWS,CONT,CPY,SCALE"));
+  loom::test::ScopedEnv host("LOOM_SIM_HOST_0", std::nullopt);
+  loom::test::ScopedEnv mem("LOOM_SIM_MEMORY_0", std::optional<std::string>("2600000"));
+  loom_registry_options_t o;
+  loom_registry_options_init(&o);
+  const char* paths[] = {LOOM_TEST_PLUGIN_DIR, LOOM_TEST_SIM_DIR};
+  o.plugin_paths = paths;
+  o.n_plugin_paths = 2;
+  loom_registry_t* reg = nullptr;
+  Status so(loom_registry_open(&o, &reg));
+  ASSERT_TRUE(so.ok()) << so.text();
+  loom_devices_t* alone = nullptr;
+  Status sa(loom_devices_select(reg, "sim0", &alone));
+  ASSERT_TRUE(sa.ok()) << sa.text();
+  loom_model_params_t p;
+  loom_model_params_init(&p);
+  p.n_gpu_layers = -1;
+  loom_model_t* m = nullptr;
+  EXPECT_FAILS(loom_model_load(alone, stories_path().c_str(), &p, &m), LOOM_STATUS_RESOURCE_EXHAUSTED,
+               "does not fit: sim0 needs");
+  ASSERT_EQ(m, nullptr);
+  loom_devices_free(alone);
+
+  loom_devices_t* devs = nullptr;
+  Status sd(loom_devices_select(reg, "sim0,cpu", &devs));
+  ASSERT_TRUE(sd.ok()) << sd.text();
+  // The bytes copied to sim0 (its progress calls' total).
+  uint64_t to_sim0 = 0;
+  p.progress = [](uint64_t, uint64_t total, const char* device, void* user) {
+    if (std::string(device) == "sim0") *static_cast<uint64_t*>(user) = total;
+  };
+  p.progress_user_data = &to_sim0;
+  p.n_gpu_layers = 5;
+  Status s5(loom_model_load(devs, stories_path().c_str(), &p, &m));
+  ASSERT_TRUE(s5.ok()) << s5.text();
+  loom_model_free(m);
+  const uint64_t all_layers = to_sim0;
+  to_sim0 = 0;
+  p.n_gpu_layers = -1;
+  Status sl(loom_model_load(devs, stories_path().c_str(), &p, &m));
+  ASSERT_TRUE(sl.ok()) << sl.text();
+  EXPECT_GT(to_sim0, 0u) << "no weights copied to sim0";
+  EXPECT_LT(to_sim0, all_layers);
+  loom_session_t* s = nullptr;
+  Status ss(loom_session_create(m, nullptr, &s));
+  ASSERT_TRUE(ss.ok()) << ss.text();
+  loom_generate_params_t g;
+  loom_generate_params_init(&g);
+  g.n_predict = 24;
+  std::string text;
+  g.on_piece = [](const char* piece, size_t len, void* user) {
+    static_cast<std::string*>(user)->append(piece, len);
+    return true;
+  };
+  g.user_data = &text;
+  Status sg(loom_session_generate(s, "", &g, nullptr));
+  EXPECT_TRUE(sg.ok()) << sg.text();
+  loom_session_free(s);
+  loom_model_free(m);
+  loom_devices_free(devs);
+  loom_registry_close(reg);
+  // The cpu alone gives the same text.
+  loom_model_t* cm = nullptr;
+  Status sc(loom_model_load(cpu(), stories_path().c_str(), nullptr, &cm));
+  ASSERT_TRUE(sc.ok()) << sc.text();
+  loom_session_t* cs = nullptr;
+  Status scs(loom_session_create(cm, nullptr, &cs));
+  ASSERT_TRUE(scs.ok()) << scs.text();
+  std::string want;
+  g.user_data = &want;
+  Status scg(loom_session_generate(cs, "", &g, nullptr));
+  EXPECT_TRUE(scg.ok()) << scg.text();
+  EXPECT_EQ(text, want);
+  loom_session_free(cs);
+  loom_model_free(cm);
 }
 
 TEST_F(CApi, ProgressEndsWithEverythingDone) {

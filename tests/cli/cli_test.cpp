@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <set>
+#include <sstream>
 #include <string>
 
 #include "cli/json_test_util.hpp"
@@ -92,6 +94,66 @@ TEST(Cli, BadArgumentsExitTwo) {
   Result inl = run_loom("run --model=/nonexistent/m.gguf -n 1");
   EXPECT_EQ(inl.exit_code, 1) << inl.out;  // parsed: the model file is what fails
   EXPECT_NE(inl.out.find("/nonexistent/m.gguf"), std::string::npos) << inl.out;
+}
+
+// One option table (tools/loom/options/option_table.cpp): a flag is refused with
+// the same words and exit status 2 by every command that takes it (chat
+// used to ignore a bad --threads that run refused), and every command's
+// --help is written from it.
+TEST(Cli, EveryCommandRefusesBadValuesAlike) {
+  const std::string m = " -m /nonexistent/model.gguf";
+  for (const char* cmd : {"run", "chat", "bench"}) {
+    Result r = run_loom(std::string(cmd) + " --threads abc" + m);
+    EXPECT_EQ(r.exit_code, 2) << cmd << ": " << r.out;
+    EXPECT_NE(r.out.find("--threads 'abc': expected an integer in [1, 1024]"), std::string::npos) << cmd << ": "
+                                                                                                  << r.out;
+    Result t = run_loom(std::string(cmd) + " -t 0" + m);
+    EXPECT_EQ(t.exit_code, 2) << cmd << ": " << t.out;
+    EXPECT_NE(t.out.find("-t '0': expected an integer in [1, 1024]"), std::string::npos) << cmd << ": " << t.out;
+  }
+  for (const char* cmd : {"run", "chat", "bench", "plan", "profile", "check", "conformance"}) {
+    Result r = run_loom(std::string(cmd) + " --device ''" + m);
+    EXPECT_EQ(r.exit_code, 2) << cmd << ": " << r.out;
+    EXPECT_NE(r.out.find("--device '': expected a device list or policy"), std::string::npos) << cmd << ": " << r.out;
+  }
+  for (const char* cmd : {"run", "chat", "profile"}) {
+    for (const char* bad : {"abc", "0", "1.5"}) {
+      Result r = run_loom(std::string(cmd) + " -c " + bad + m);
+      EXPECT_EQ(r.exit_code, 2) << cmd << ": " << r.out;
+      EXPECT_NE(r.out.find(std::string("-c '") + bad + "': expected an integer >= 1"), std::string::npos)
+          << cmd << ": " << r.out;
+    }
+  }
+  for (const char* cmd : {"devices", "check", "run", "plan", "bench", "tokenize", "chat", "conformance", "profile"}) {
+    Result h = run_loom(std::string(cmd) + " --help");
+    EXPECT_EQ(h.exit_code, 0) << cmd;
+    EXPECT_NE(h.out.find(std::string("usage: loom ") + cmd + " [options]"), std::string::npos) << h.out;
+    EXPECT_NE(h.out.find("--plugin-path DIR"), std::string::npos) << h.out;
+    // Each flag once: one row of the table per command.
+    std::istringstream lines(h.out);
+    std::set<std::string> flags;
+    for (std::string line; std::getline(lines, line);) {
+      if (line.rfind("  -", 0) != 0) continue;
+      const size_t at = line.find("--");
+      const std::string flag = line.substr(at, line.find(' ', at) - at);
+      EXPECT_TRUE(flags.insert(flag).second) << cmd << ": " << flag << " twice";
+    }
+  }
+  // A flag of other commands is named with them; an unknown one is called so.
+  Result other = run_loom("run --n-gen 3" + m);
+  EXPECT_EQ(other.exit_code, 2) << other.out;
+  EXPECT_NE(other.out.find("loom run: unexpected argument '--n-gen': an option of bench, not of run"),
+            std::string::npos)
+      << other.out;
+  Result unknown = run_loom("chat --bogus" + m);
+  EXPECT_EQ(unknown.exit_code, 2) << unknown.out;
+  EXPECT_NE(unknown.out.find("loom chat: unknown option '--bogus'"), std::string::npos) << unknown.out;
+  Result run = run_loom("run --help");
+  EXPECT_NE(run.out.find("-t, --threads N"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("llama, qwen2, qwen3"), std::string::npos) << run.out;  // llm/model/arch's table
+  EXPECT_EQ(run.out.find("--n-gen"), std::string::npos) << run.out;              // bench's, not run's
+  Result chat = run_loom("chat --help");
+  EXPECT_NE(chat.out.find("chatml"), std::string::npos) << chat.out;  // llm/chat/chat_template's names
 }
 
 TEST(Cli, DevicesJsonListsCpu) {
@@ -403,7 +465,7 @@ TEST(Cli, LayerSplitOverThreeDevicesAndOverrides) {
 
   Result n = run_loom("run -m " + model + " --device sim0,sim1,cpu --tensor-split 1,1" + sims, env);
   EXPECT_EQ(n.exit_code, 1);
-  EXPECT_NE(n.out.find("--tensor-split has 2 proportions for 3 devices (sim0,sim1,cpu)"), std::string::npos) << n.out;
+  EXPECT_NE(n.out.find("tensor split has 2 proportions for 3 devices (sim0,sim1,cpu)"), std::string::npos) << n.out;
   Result d = run_loom("run -m " + model + " --device sim0,cpu -ot 'output.*=sim1'" + sims, env);
   EXPECT_EQ(d.exit_code, 1);
   EXPECT_NE(d.out.find("device 'sim1' is not in the device list (sim0,cpu"), std::string::npos) << d.out;

@@ -21,8 +21,8 @@
 #include <string>
 #include <vector>
 
-#include "llm/llama_model.hpp"
-#include "llm/llama_session.hpp"
+#include "llm/model/llama_model.hpp"
+#include "llm/session/llama_session.hpp"
 #include "loom/registry.hpp"
 #include "reference_forward.hpp"
 #include "tiny_arch.hpp"

@@ -4,8 +4,8 @@
 // llama 3 / Qwen2 / GPT-2 vocabularies (skipped when absent) for special
 // tokens, end-of-generation ids and round trips of arbitrary bytes.
 #include "gguf/gguf_writer.hpp"
-#include "llm/byte_level.hpp"
-#include "llm/tokenizer.hpp"
+#include "llm/tokenizer/byte_level.hpp"
+#include "llm/tokenizer/tokenizer.hpp"
 #include "llm_test_util.hpp"
 
 #include <gtest/gtest.h>

@@ -7,8 +7,8 @@
 #include <filesystem>
 #include <memory>
 
-#include "llm/chat.hpp"
-#include "llm/llama_model.hpp"
+#include "llm/chat/chat.hpp"
+#include "llm/model/llama_model.hpp"
 #include "llm_test_util.hpp"
 #include "loom/gguf.hpp"
 #include "loom/registry.hpp"

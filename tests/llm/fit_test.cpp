@@ -11,11 +11,11 @@
 #include <string>
 #include <vector>
 
-#include "llm/fit.hpp"
-#include "llm/generate.hpp"
-#include "llm/llama_hparams.hpp"
-#include "llm/llama_model.hpp"
-#include "llm/llama_session.hpp"
+#include "llm/model/llama_hparams.hpp"
+#include "llm/model/llama_model.hpp"
+#include "llm/placement/fit.hpp"
+#include "llm/session/generate.hpp"
+#include "llm/session/llama_session.hpp"
 #include "llm_test_util.hpp"
 #include "loom/gguf.hpp"
 #include "loom/registry.hpp"
@@ -214,6 +214,90 @@ TEST_F(Fit, ExplicitRequestThatDoesNotFitIsAnErrorWithTheNumbers) {
   plan = fit_model(stories_path(), r);
   ASSERT_FALSE(plan.ok());
   EXPECT_NE(plan.status().message().find("sim0 needs"), std::string::npos) << plan.status().message();
+}
+
+// The fit report and the load are one placement (llm/placement/placement.hpp): for
+// an automatic fit, -ngl, a tensor split and a split with overrides, the
+// plan's device of every layer and of the output is the loaded model's, and
+// the bytes it counts off the host device are the ones the load moved.
+TEST_F(Fit, ReportAndLoadPlaceEveryLayerAlike) {
+  load(room_for(e_, 2, false), room_for(e_, 1, false));
+  const std::vector<registry::Device*> three = devs({"sim0", "sim1", "cpu"});
+  std::vector<std::pair<std::string, LoadOptions>> cases(4);
+  for (auto& [what, lo] : cases) {
+    lo.devices = three;
+    lo.check_fit = true;
+  }
+  cases[0].first = "auto";
+  cases[0].second.n_gpu_layers = -1;
+  cases[1].first = "-ngl 2";
+  cases[1].second.n_gpu_layers = 2;
+  cases[2].first = "-ts 1,1,3";
+  cases[2].second.tensor_split = {1, 1, 3};
+  cases[3].first = "-ts 2,1,2 -ot blk.0.ffn_*=cpu";
+  cases[3].second.tensor_split = {2, 1, 2};
+  cases[3].second.overrides = {{"blk\\.0\\.ffn_.*", reg_->device("cpu")}};
+  for (const auto& [what, lo] : cases) {
+    SCOPED_TRACE(what);
+    auto plan = fit_model(stories_path(), fit_request(lo));
+    ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+    auto m = LlamaModel::load(stories_path(), lo);
+    ASSERT_TRUE(m.ok()) << m.status().to_string();
+    ASSERT_NE((*m)->fit(), nullptr);
+    EXPECT_EQ((*m)->fit()->layer_device, plan->layer_device);
+    ASSERT_EQ(plan->layer_device.size(), static_cast<size_t>(e_.n_layer));
+    int64_t offloaded = 0;
+    for (int64_t il = 0; il < e_.n_layer; ++il) {
+      registry::Device* d = plan->devices[plan->layer_device[static_cast<size_t>(il)]].device;
+      EXPECT_EQ(d, (*m)->layer_device(il)) << "layer " << il;
+      offloaded += d != reg_->device("cpu") ? 1 : 0;
+    }
+    EXPECT_EQ((*m)->n_gpu_layers(), offloaded);
+    uint64_t off_bytes = 0;
+    for (const DeviceFit& f : plan->devices) {
+      if (f.output) {
+        EXPECT_EQ(f.device, (*m)->output_device());
+      }
+      if (!f.host) off_bytes += f.weights;  // stories260K has no rope_freqs to copy
+    }
+    EXPECT_EQ(off_bytes, (*m)->offloaded_bytes()) << plan->report();
+  }
+  {  // The automatic case offloads what the fit chose: 2 layers, 1 layer, the rest.
+    auto m = LlamaModel::load(stories_path(), cases[0].second);
+    ASSERT_TRUE(m.ok()) << m.status().to_string();
+    EXPECT_EQ((*m)->placement(), "sim0: layers 0-1; sim1: layer 2; cpu: layers 3-4, output");
+  }
+  // The overrides moved blk.0's FFN back to the cpu.
+  auto o = LlamaModel::load(stories_path(), cases[3].second);
+  ASSERT_TRUE(o.ok()) << o.status().to_string();
+  EXPECT_EQ((*o)->weight_device((*o)->layers[0].ffn_up), reg_->device("cpu"));
+  EXPECT_EQ((*o)->weight_device((*o)->layers[0].wq), reg_->device("sim0"));
+}
+
+// LoadOptions::n_gpu_layers < 0 is the automatic fit inside the load: what
+// does not fit is refused before any weight is placed, with the numbers.
+TEST_F(Fit, LoadFitsByItselfAndRefusesWhatCannotFit) {
+  load(room_for(e_, 2, false), room_for(e_, 1, false));
+  LoadOptions lo;
+  lo.devices = devs({"sim0", "cpu"});
+  lo.n_gpu_layers = -1;
+  std::string placement;
+  LoadOptions cpu;
+  cpu.devices = devs({"cpu"});
+  EXPECT_EQ(greedy(lo, &placement), greedy(cpu, nullptr));
+  EXPECT_EQ(placement, "sim0: layers 0-1; cpu: layers 2-4, output");
+  lo.devices = devs({"sim0"});
+  auto m = LlamaModel::load(stories_path(), lo);
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(m.status().message().find("sim0 needs"), std::string::npos) << m.status().message();
+  // An explicit request is checked only when asked (check_fit).
+  lo.devices = devs({"sim0", "cpu"});
+  lo.n_gpu_layers = 3;
+  lo.check_fit = true;
+  m = LlamaModel::load(stories_path(), lo);
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().message().find("does not fit"), std::string::npos) << m.status().message();
 }
 
 }  // namespace

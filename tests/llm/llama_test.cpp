@@ -11,13 +11,13 @@
 #include <memory>
 #include <string>
 
-#include "llm_test_util.hpp"
-#include "tiny_llama.hpp"
 #include "gguf/gguf_writer.hpp"
-#include "llm/generate.hpp"
-#include "llm/llama_model.hpp"
-#include "llm/llama_session.hpp"
+#include "llm/model/llama_model.hpp"
+#include "llm/session/generate.hpp"
+#include "llm/session/llama_session.hpp"
+#include "llm_test_util.hpp"
 #include "loom/registry.hpp"
+#include "tiny_llama.hpp"
 
 namespace loom::llm {
 namespace {

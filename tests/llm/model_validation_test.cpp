@@ -13,8 +13,8 @@
 #include <memory>
 #include <string>
 
-#include "llm/llama_model.hpp"
-#include "llm/llama_session.hpp"
+#include "llm/model/llama_model.hpp"
+#include "llm/session/llama_session.hpp"
 #include "loom/registry.hpp"
 #include "peak_rss.hpp"
 #include "tiny_llama.hpp"

@@ -18,9 +18,9 @@
 #include <string>
 #include <vector>
 
-#include "llm/generate.hpp"
-#include "llm/llama_model.hpp"
-#include "llm/llama_session.hpp"
+#include "llm/model/llama_model.hpp"
+#include "llm/session/generate.hpp"
+#include "llm/session/llama_session.hpp"
 #include "llm_test_util.hpp"
 #include "loom/registry.hpp"
 #include "loom/types.hpp"

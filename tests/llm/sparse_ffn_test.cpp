@@ -1,4 +1,4 @@
-// The activation-sparse FFN (llm/sparse_ffn.hpp) on synthetic ReLU llamas
+// The activation-sparse FFN (llm/sparse/sparse_ffn.hpp) on synthetic ReLU llamas
 // made at test time by tools/make_sparse_gguf.py (~90% of neurons inactive
 // per token, predictors fitted for recall 0.999 on the model's own
 // activations): sparse and dense give the same greedy tokens, and logits
@@ -22,18 +22,18 @@
 #include <string>
 #include <vector>
 
+#include "llm/model/llama_graph.hpp"
+#include "llm/model/llama_model.hpp"
+#include "llm/session/generate.hpp"
+#include "llm/session/llama_session.hpp"
 #include "llm_test_util.hpp"
-#include "registry/registry_test_util.hpp"
-#include "sim_plugin/sim_trace.h"
-#include "llm/generate.hpp"
-#include "llm/llama_graph.hpp"
-#include "llm/llama_model.hpp"
-#include "llm/llama_session.hpp"
 #include "loom/executor.hpp"
 #include "loom/graph.hpp"
 #include "loom/ops.hpp"
 #include "loom/registry.hpp"
 #include "loom/scheduler.hpp"
+#include "registry/registry_test_util.hpp"
+#include "sim_plugin/sim_trace.h"
 #include "story_run.hpp"
 
 namespace loom::llm {

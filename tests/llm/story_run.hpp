@@ -7,10 +7,10 @@
 #include <cstdint>
 #include <vector>
 
-#include "llm/generate.hpp"
-#include "llm/llama_model.hpp"
-#include "llm/llama_session.hpp"
-#include "llm/tokenizer.hpp"
+#include "llm/model/llama_model.hpp"
+#include "llm/session/generate.hpp"
+#include "llm/session/llama_session.hpp"
+#include "llm/tokenizer/tokenizer.hpp"
 
 namespace loom::test {
 

@@ -1,8 +1,8 @@
 // SPM tokenizer: a small synthetic vocab (always runs) for the merge order,
 // byte fallback and decode rules; stories260K's vocab (skipped when absent)
 // for ids checked by hand, and seeded random round trips.
+#include "llm/tokenizer/tokenizer.hpp"
 #include "llm_test_util.hpp"
-#include "llm/tokenizer.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,9 +1,9 @@
 // The Unicode tables, UTF-8 decoding and the pre-tokenizer regex matcher:
 // Perl/Oniguruma semantics on the constructs the BPE patterns use.
-#include "llm/byte_level.hpp"
-#include "llm/pretokenizer.hpp"
-#include "llm/unicode.hpp"
-#include "llm/unicode_regex.hpp"
+#include "llm/tokenizer/byte_level.hpp"
+#include "llm/tokenizer/pretokenizer.hpp"
+#include "llm/tokenizer/unicode.hpp"
+#include "llm/tokenizer/unicode_regex.hpp"
 
 #include <gtest/gtest.h>
 

@@ -8,8 +8,8 @@
 // one line per string, the ids separated by spaces. Ids are produced without
 // BOS/EOS and without parsing special tokens in the text (the .out lines of
 // the SPM files start with no BOS although those files set add_bos_token).
+#include "llm/tokenizer/tokenizer.hpp"
 #include "llm_test_util.hpp"
-#include "llm/tokenizer.hpp"
 
 #include <gtest/gtest.h>
 

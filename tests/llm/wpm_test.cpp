@@ -3,9 +3,9 @@
 // special-token defaults, and GGUF loading. The real-file check is
 // VocabFile (vocab_test.cpp) when ggml-vocab-bert-bge.gguf is in the folder.
 #include "gguf/gguf_writer.hpp"
-#include "llm/tokenizer.hpp"
-#include "llm/tokenizer_wpm.hpp"
-#include "llm/unicode.hpp"
+#include "llm/tokenizer/tokenizer.hpp"
+#include "llm/tokenizer/tokenizer_wpm.hpp"
+#include "llm/tokenizer/unicode.hpp"
 
 #include <gtest/gtest.h>
 

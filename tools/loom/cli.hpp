@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "loom/registry.hpp"
+#include "options/option_parse.hpp"
 
 namespace loom::cli {
 
@@ -15,10 +16,11 @@ struct CommonOptions {
   bool json = false;                      // --json
 };
 
-// Parse the common options out of args (removes them); unknown "--x"
-// options are left for the subcommand. Returns false and sets error on a
-// malformed option.
-bool take_common_options(std::vector<std::string>& args, CommonOptions* out, std::string* error);
+// Parse args for `command` through the option table (option_parse.hpp):
+// the options every command takes into *common, all of them into *out.
+// "" or the error for a bad-arguments exit (2).
+std::string parse_command(Command command, const std::vector<std::string>& args, CommonOptions* common,
+                          ParsedOptions* out);
 
 // The registry with --plugin-path folders (made absolute: they are the
 // user's own words on the command line). A device_spec that names devices
@@ -43,13 +45,15 @@ struct ModelCommand {
   std::unique_ptr<registry::Registry> registry;
   std::vector<registry::Device*> devices;
 };
-// The start they share: take the common options; parse the command's own
-// (parse gives "" or the error: exit 2); when *model is empty, the default
+// The start they share: parse the arguments (parse_command), then give
+// them to `parse`, which takes the command's own ("" or the error: exit
+// 2; both print "<command>: ... (try 'loom <command> --help')"); when
+// *model is empty, the default
 // model (none found: an error when need_model, else *model stays empty);
 // load the registry and select_devices(*device_spec). Returns -1 to go on,
 // else the exit code, with the message printed as "<command>: ...".
-int start_model_command(const char* command, std::vector<std::string>& args,
-                        const std::function<std::string(const std::vector<std::string>&)>& parse,
+int start_model_command(const char* command, Command bit, const std::vector<std::string>& args,
+                        const std::function<std::string(const ParsedOptions&)>& parse,
                         std::string* model, const std::string* device_spec, bool need_model, ModelCommand* out);
 
 // --kv-type VALUE: "f16" or "f32" -> the KV cache type; false otherwise.

@@ -8,30 +8,14 @@
 #include <filesystem>
 #include <memory>
 
-#include "capi/run_setup.hpp"
-
 namespace loom::cli {
 
-bool take_common_options(std::vector<std::string>& args, CommonOptions* out, std::string* error) {
-  std::vector<std::string> rest;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a == "--json") {
-      out->json = true;
-    } else if (a == "--plugin-path") {
-      if (i + 1 >= args.size()) {
-        *error = "--plugin-path needs a folder";
-        return false;
-      }
-      out->plugin_paths.push_back(args[++i]);
-    } else if (a.rfind("--plugin-path=", 0) == 0) {
-      out->plugin_paths.push_back(a.substr(14));
-    } else {
-      rest.push_back(a);
-    }
-  }
-  args = std::move(rest);
-  return true;
+std::string parse_command(Command command, const std::vector<std::string>& args, CommonOptions* common,
+                          ParsedOptions* out) {
+  if (std::string e = parse_options(command, args, out); !e.empty()) return e;
+  common->json = out->has("--json");
+  common->plugin_paths = out->all("--plugin-path");
+  return "";
 }
 
 std::unique_ptr<registry::Registry> load_registry(const CommonOptions& opts, const std::string& device_spec) {
@@ -102,17 +86,14 @@ std::string select_devices(const registry::Registry& reg, const std::string& giv
   return "";
 }
 
-int start_model_command(const char* command, std::vector<std::string>& args,
-                        const std::function<std::string(const std::vector<std::string>&)>& parse,
+int start_model_command(const char* command, Command bit, const std::vector<std::string>& args,
+                        const std::function<std::string(const ParsedOptions&)>& parse,
                         std::string* model, const std::string* device_spec, bool need_model, ModelCommand* out) {
-  std::string error;
-  if (!take_common_options(args, &out->common, &error)) {
-    std::fprintf(stderr, "%s: %s\n", command, error.c_str());
-    return 2;
-  }
-  error = parse(args);
+  ParsedOptions parsed;
+  std::string error = parse_command(bit, args, &out->common, &parsed);
+  if (error.empty()) error = parse(parsed);
   if (!error.empty()) {
-    std::fprintf(stderr, "%s: %s (try 'loom --help')\n", command, error.c_str());
+    std::fprintf(stderr, "%s: %s (try '%s --help')\n", command, error.c_str(), command);
     return 2;
   }
   if (model->empty()) {

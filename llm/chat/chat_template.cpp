@@ -1,0 +1,92 @@
+#include "llm/chat/chat_template.hpp"
+
+namespace loom::llm {
+namespace {
+
+bool has(std::string_view s, std::string_view what) { return s.find(what) != std::string_view::npos; }
+
+struct Named {
+  ChatFormat format;
+  const char* name;
+};
+constexpr Named kNames[] = {
+    {ChatFormat::kPlain, "plain"},   {ChatFormat::kChatml, "chatml"}, {ChatFormat::kLlama3, "llama3"},
+    {ChatFormat::kLlama2, "llama2"}, {ChatFormat::kMistral, "mistral"}, {ChatFormat::kPhi3, "phi3"},
+    {ChatFormat::kGemma, "gemma"},   {ChatFormat::kZephyr, "zephyr"},
+};
+
+}  // namespace
+
+const char* chat_format_name(ChatFormat f) {
+  for (const Named& n : kNames) {
+    if (n.format == f) return n.name;
+  }
+  return "plain";
+}
+
+std::string chat_format_names() {
+  std::string s;
+  for (const Named& n : kNames) {
+    if (n.format != ChatFormat::kPlain) s += (s.empty() ? "" : ", ") + std::string(n.name);
+  }
+  return s;
+}
+
+// Each layout is recognised by the markers only it writes; the order
+// matters where templates share some (phi-3 and zephyr both write <|user|>).
+ChatFormat detect_chat_format(std::string_view t) {
+  if (t.empty()) return ChatFormat::kPlain;
+  if (has(t, "<|im_start|>")) return ChatFormat::kChatml;
+  if (has(t, "<|start_header_id|>")) return ChatFormat::kLlama3;
+  if (has(t, "<start_of_turn>")) return ChatFormat::kGemma;
+  if (has(t, "<|user|>") && has(t, "<|end|>")) return ChatFormat::kPhi3;
+  if (has(t, "<|user|>")) return ChatFormat::kZephyr;
+  if (has(t, "[INST]")) return has(t, "<<SYS>>") ? ChatFormat::kLlama2 : ChatFormat::kMistral;
+  return ChatFormat::kPlain;
+}
+
+std::string ChatTemplate::user_turn(const std::string& sys, const std::string& msg, bool first) const {
+  const bool with_sys = first && !sys.empty();
+  switch (format_) {
+    case ChatFormat::kChatml:
+      return (with_sys ? "<|im_start|>system\n" + sys + "<|im_end|>\n" : std::string()) + "<|im_start|>user\n" + msg +
+             "<|im_end|>\n<|im_start|>assistant\n";
+    case ChatFormat::kLlama3:
+      return (with_sys ? "<|start_header_id|>system<|end_header_id|>\n\n" + sys + "<|eot_id|>" : std::string()) +
+             "<|start_header_id|>user<|end_header_id|>\n\n" + msg +
+             "<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n";
+    case ChatFormat::kLlama2:
+      // Later turns open with their own BOS: "<s>[INST] ...".
+      return std::string(first ? "" : "<s>") + "[INST] " +
+             (with_sys ? "<<SYS>>\n" + sys + "\n<</SYS>>\n\n" : std::string()) + msg + " [/INST]";
+    case ChatFormat::kMistral:
+      return "[INST] " + (with_sys ? sys + "\n\n" : std::string()) + msg + "[/INST]";
+    case ChatFormat::kPhi3:
+      return (with_sys ? "<|system|>\n" + sys + "<|end|>\n" : std::string()) + "<|user|>\n" + msg +
+             "<|end|>\n<|assistant|>\n";
+    case ChatFormat::kGemma:
+      // Gemma has no system role: the system text opens the first user turn.
+      return "<start_of_turn>user\n" + (with_sys ? sys + "\n\n" : std::string()) + msg +
+             "<end_of_turn>\n<start_of_turn>model\n";
+    case ChatFormat::kZephyr:
+      return (with_sys ? "<|system|>\n" + sys + "</s>\n" : std::string()) + "<|user|>\n" + msg +
+             "</s>\n<|assistant|>\n";
+    case ChatFormat::kPlain:
+      break;
+  }
+  return (with_sys ? sys + "\n\n" : std::string()) + (first ? "" : "\n") + "User: " + msg + "\nAssistant:";
+}
+
+std::string ChatTemplate::after_reply() const {
+  switch (format_) {
+    case ChatFormat::kChatml:
+    case ChatFormat::kPhi3:
+    case ChatFormat::kGemma:
+    case ChatFormat::kZephyr:
+      return "\n";
+    default:
+      return std::string();
+  }
+}
+
+}  // namespace loom::llm

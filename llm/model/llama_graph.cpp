@@ -1,0 +1,241 @@
+#include "llm/model/llama_graph.hpp"
+
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "loom/ops.hpp"
+#include "loom/registry.hpp"
+
+namespace loom::llm {
+namespace {
+
+// Names a node for messages and debugging: "<what>.<layer>".
+Tensor* named(Tensor* t, const std::string& name) {
+  t->set_name(name);
+  return t;
+}
+
+// One layer's attention inputs: Q [hd, n_head, T] after RoPE and the cache
+// tensors after this batch's SET_ROWS (the views hang off those nodes so the
+// graph orders the writes before the reads).
+struct LayerAttention {
+  Tensor* q;
+  Tensor* k_stored;
+  Tensor* v_stored;
+  const Tensor* kc;
+  const Tensor* vc;
+  std::string sfx;  // ".<layer>"
+};
+
+// Rows [0, n_kv) of every kv head of a cache tensor [hd, n_ctx, n_head_kv]
+// (after its SET_ROWS): a view [hd, n_kv, n_head_kv].
+StatusOr<Tensor*> cache_rows(Context& ctx, Tensor* stored, const Tensor* cache, int64_t n_kv) {
+  return ctx.view(stored, {cache->ne[0], n_kv, cache->ne[2]}, {cache->nb[1], cache->nb[2]}, 0);
+}
+
+// The fused form: one ATTENTION node over K and V views [hd, n_kv, n_head_kv]
+// of the cache (V not transposed). Result [hd, n_head, T].
+StatusOr<Tensor*> attention_fused(Context& ctx, const LayerAttention& a, int64_t n_kv, Tensor* visible,
+                                  float scale) {
+  LOOM_ASSIGN_OR_RETURN(Tensor * k, cache_rows(ctx, a.k_stored, a.kc, n_kv));
+  LOOM_ASSIGN_OR_RETURN(Tensor * v, cache_rows(ctx, a.v_stored, a.vc, n_kv));
+  LOOM_ASSIGN_OR_RETURN(Tensor * out, op::attention(ctx, a.q, k, v, visible, scale));
+  return named(out, "attn_fused" + a.sfx);
+}
+
+// The unfused form: K Q, SOFT_MAX with the -inf mask over all n_kv rows,
+// V^T times the weights. Result [hd, n_head, T] (contiguous).
+StatusOr<Tensor*> attention_unfused(Context& ctx, const LayerAttention& a, int64_t n_kv, Tensor* mask,
+                                    float scale) {
+  // K as [hd, n_kv, n_head_kv]; V^T as [n_kv, hd, n_head_kv] (strided).
+  LOOM_ASSIGN_OR_RETURN(Tensor * kv_k, cache_rows(ctx, a.k_stored, a.kc, n_kv));
+  LOOM_ASSIGN_OR_RETURN(Tensor * kv_v, cache_rows(ctx, a.v_stored, a.vc, n_kv));
+  LOOM_ASSIGN_OR_RETURN(kv_v, ctx.permute(kv_v, 1, 0, 2, 3));
+  // Query head i uses kv head i / (n_head / n_head_kv): MUL_MAT's dim-2
+  // broadcast with heads as dim 2.
+  LOOM_ASSIGN_OR_RETURN(Tensor * qh, ctx.permute(a.q, 0, 2, 1, 3));  // [hd, T, n_head]
+  LOOM_ASSIGN_OR_RETURN(Tensor * kq, op::mul_mat(ctx, kv_k, qh));    // [n_kv, T, n_head]
+  LOOM_ASSIGN_OR_RETURN(kq, op::soft_max(ctx, kq, mask, scale));
+  named(kq, "kq_soft_max" + a.sfx);
+  LOOM_ASSIGN_OR_RETURN(Tensor * kqv, op::mul_mat(ctx, kv_v, kq));  // [hd, T, n_head]
+  LOOM_ASSIGN_OR_RETURN(kqv, ctx.permute(kqv, 0, 2, 1, 3));         // [hd, n_head, T]
+  return op::cont(ctx, kqv);
+}
+
+// An I32/I64/F32 graph input, flagged INPUT.
+StatusOr<Tensor*> graph_input(Context& ctx, loom_type_t type, std::initializer_list<int64_t> ne, const char* name) {
+  LOOM_ASSIGN_OR_RETURN(Tensor * t, ctx.new_tensor(type, ne, name));
+  t->flags |= LOOM_TENSOR_FLAG_INPUT;
+  return t;
+}
+
+// Layer il's attention in the fused form when allowed and its device runs
+// the node, else unfused; makes g.visible / g.mask on first use.
+StatusOr<Tensor*> layer_attention(Context& ctx, LlamaModel& model, int64_t il, const LayerAttention& a,
+                                  bool fused, float scale, LlamaBatchGraph* g) {
+  if (fused) {
+    const bool had_visible = g->visible != nullptr;
+    if (!had_visible) {
+      LOOM_ASSIGN_OR_RETURN(g->visible, graph_input(ctx, LOOM_TYPE_I32, {g->n_tokens}, "inp_visible"));
+    }
+    LOOM_ASSIGN_OR_RETURN(Tensor * out, attention_fused(ctx, a, g->n_kv, g->visible, scale));
+    registry::Device* dev = model.layer_device(il);
+    if (dev != nullptr && dev->supports_op(out)) {
+      ++g->fused_layers;
+      return out;
+    }
+    if (!had_visible) g->visible = nullptr;  // unused: must not be uploaded
+  }
+  if (g->mask == nullptr) {
+    LOOM_ASSIGN_OR_RETURN(g->mask, graph_input(ctx, LOOM_TYPE_F32, {g->n_kv, g->n_tokens}, "inp_mask"));
+  }
+  return attention_unfused(ctx, a, g->n_kv, g->mask, scale);
+}
+
+// x [n_embd, T] projected by w (plus bias b, when the architecture has one)
+// and split into heads [hd, n_heads, T]; with a norm weight each head's row
+// is RMS-normalised and scaled (qwen3's Q/K norms, before RoPE).
+StatusOr<Tensor*> project_heads(Context& ctx, Tensor* x, Tensor* w, Tensor* b, Tensor* norm, int64_t hd,
+                                int64_t n_heads, float eps) {
+  LOOM_ASSIGN_OR_RETURN(Tensor * t, op::mul_mat(ctx, w, x));
+  if (b) {
+    LOOM_ASSIGN_OR_RETURN(t, op::add(ctx, t, b));
+  }
+  LOOM_ASSIGN_OR_RETURN(t, ctx.reshape(t, {hd, n_heads, x->ne[1]}));
+  if (norm) {
+    LOOM_ASSIGN_OR_RETURN(t, op::rms_norm(ctx, t, eps));
+    LOOM_ASSIGN_OR_RETURN(t, op::mul(ctx, t, norm));
+  }
+  return t;
+}
+
+// RoPE of layer il's heads [hd, n_heads, T] at the batch's positions, in
+// the architecture's mode, with the model's frequency factors when it has
+// them (the copy on the layer's device).
+StatusOr<Tensor*> rope_heads(Context& ctx, const LlamaModel& model, int64_t il, Tensor* t, Tensor* pos) {
+  const LlamaHparams& h = model.hparams();
+  return op::rope(ctx, t, pos, static_cast<int>(h.n_rot), model.arch_traits().rope_mode, h.rope_freq_base,
+                  h.rope_freq_scale, model.rope_freqs_for(il));
+}
+
+// Layer il's attention block: x [n_embd, T] -> the attention output [n_embd,
+// T] (before the residual add); stores this batch's K and V in the cache.
+StatusOr<Tensor*> attention_block(Context& ctx, LlamaModel& model, const KvCache& cache, int64_t il, Tensor* cur,
+                                  bool fused, LlamaBatchGraph* g) {
+  const LlamaHparams& h = model.hparams();
+  const LlamaLayer& l = model.layers[static_cast<size_t>(il)];
+  const std::string sfx = "." + std::to_string(il);
+  const int64_t hd = h.head_dim();
+  // Q [hd, n_head, T], K and V [hd, n_head_kv, T].
+  LOOM_ASSIGN_OR_RETURN(Tensor * q, project_heads(ctx, cur, l.wq, l.bq, l.q_norm, hd, h.n_head, h.rms_eps));
+  LOOM_ASSIGN_OR_RETURN(q, rope_heads(ctx, model, il, q, g->pos));
+  named(q, "q_rope" + sfx);
+  LOOM_ASSIGN_OR_RETURN(Tensor * k, project_heads(ctx, cur, l.wk, l.bk, l.k_norm, hd, h.n_head_kv, h.rms_eps));
+  LOOM_ASSIGN_OR_RETURN(k, rope_heads(ctx, model, il, k, g->pos));
+  named(k, "k_rope" + sfx);
+  LOOM_ASSIGN_OR_RETURN(Tensor * v, project_heads(ctx, cur, l.wv, l.bv, nullptr, hd, h.n_head_kv, h.rms_eps));
+  named(v, "v" + sfx);
+
+  // Store this batch's rows (as [hd, T, n_head_kv]: the cache's order),
+  // then attend over the cache.
+  Tensor* kc = cache.k(il);
+  Tensor* vc = cache.v(il);
+  LOOM_ASSIGN_OR_RETURN(k, ctx.permute(k, 0, 2, 1, 3));
+  LOOM_ASSIGN_OR_RETURN(v, ctx.permute(v, 0, 2, 1, 3));
+  LOOM_ASSIGN_OR_RETURN(Tensor * k_stored, op::set_rows(ctx, kc, k, g->kv_rows));
+  LOOM_ASSIGN_OR_RETURN(Tensor * v_stored, op::set_rows(ctx, vc, v, g->kv_rows));
+  const LayerAttention la{q, k_stored, v_stored, kc, vc, sfx};
+  const float kq_scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  LOOM_ASSIGN_OR_RETURN(Tensor * kqv, layer_attention(ctx, model, il, la, fused, kq_scale, g));
+  LOOM_ASSIGN_OR_RETURN(kqv, ctx.reshape(kqv, {h.q_dim(), g->n_tokens}));
+  return op::mul_mat(ctx, l.wo, kqv);
+}
+
+}  // namespace
+
+StatusOr<LlamaBatchGraph> build_llama_graph(LlamaModel& model, const KvCache& cache, int64_t n_tokens,
+                                            int64_t n_past, bool all_logits, int64_t n_kv, bool fused_attention) {
+  const LlamaHparams& h = model.hparams();
+  Context& ctx = model.context();
+  if (n_kv == 0) n_kv = n_past + n_tokens;
+  if (n_tokens < 1 || n_past < 0 || n_past + n_tokens > cache.n_ctx() || n_kv < n_past + n_tokens ||
+      n_kv > cache.n_ctx()) {
+    return invalid_argument("[llm.graph] batch of " + std::to_string(n_tokens) + " tokens at position " +
+                            std::to_string(n_past) + " does not fit the context of " +
+                            std::to_string(cache.n_ctx()) + " (attended KV length " + std::to_string(n_kv) + ")");
+  }
+  LlamaBatchGraph g;
+  g.n_tokens = n_tokens;
+  g.n_past = n_past;
+  g.n_kv = n_kv;
+  LOOM_ASSIGN_OR_RETURN(g.tokens, graph_input(ctx, LOOM_TYPE_I32, {n_tokens}, "inp_tokens"));
+  LOOM_ASSIGN_OR_RETURN(g.pos, graph_input(ctx, LOOM_TYPE_I32, {n_tokens}, "inp_pos"));
+  LOOM_ASSIGN_OR_RETURN(g.kv_rows, graph_input(ctx, LOOM_TYPE_I64, {n_tokens, h.n_head_kv}, "inp_kv_rows"));
+
+  LOOM_ASSIGN_OR_RETURN(Tensor * x, op::get_rows(ctx, model.tok_embd, g.tokens));
+  for (int64_t il = 0; il < h.n_layer; ++il) {
+    const LlamaLayer& l = model.layers[static_cast<size_t>(il)];
+    const std::string sfx = "." + std::to_string(il);
+    LOOM_ASSIGN_OR_RETURN(Tensor * cur, op::rms_norm(ctx, x, h.rms_eps));
+    LOOM_ASSIGN_OR_RETURN(cur, op::mul(ctx, cur, l.attn_norm));
+    named(cur, "attn_norm" + sfx);
+    LOOM_ASSIGN_OR_RETURN(Tensor * attn, attention_block(ctx, model, cache, il, cur, fused_attention, &g));
+    LOOM_ASSIGN_OR_RETURN(x, op::add(ctx, x, attn));
+    named(x, "attn_out" + sfx);
+
+    LOOM_ASSIGN_OR_RETURN(cur, op::rms_norm(ctx, x, h.rms_eps));
+    LOOM_ASSIGN_OR_RETURN(cur, op::mul(ctx, cur, l.ffn_norm));
+    bool sparse = false;
+    Tensor* gate = nullptr;
+    LOOM_ASSIGN_OR_RETURN(Tensor * down, build_ffn(ctx, model, il, cur, &sparse, &gate));
+    g.ffn_gate.push_back(gate);
+    g.sparse_layers += sparse ? 1 : 0;
+    LOOM_ASSIGN_OR_RETURN(x, op::add(ctx, x, down));
+    named(x, "layer_out" + sfx);
+  }
+  if (!all_logits && n_tokens > 1) {
+    // Only the last token's logits are needed for generation.
+    LOOM_ASSIGN_OR_RETURN(x, ctx.view(x, {h.n_embd, 1}, {x->nb[1]}, x->nb[1] * static_cast<size_t>(n_tokens - 1)));
+  }
+  LOOM_ASSIGN_OR_RETURN(Tensor * cur, op::rms_norm(ctx, x, h.rms_eps));
+  LOOM_ASSIGN_OR_RETURN(cur, op::mul(ctx, cur, model.output_norm));
+  LOOM_ASSIGN_OR_RETURN(g.logits, op::mul_mat(ctx, model.output, cur));
+  named(g.logits, "logits");
+  return g;
+}
+
+int64_t padded_n_kv(int64_t n_past, int64_t n_tokens, int64_t pad, int64_t n_ctx) {
+  int64_t n = n_past + n_tokens;
+  if (pad > 1) n = (n + pad - 1) / pad * pad;
+  return n < n_ctx ? n : n_ctx;
+}
+
+LlamaBatchInputs make_batch_inputs(const LlamaBatchGraph& g, const int32_t* tokens) {
+  LlamaBatchInputs in;
+  const auto n = static_cast<size_t>(g.n_tokens);
+  in.tokens.assign(tokens, tokens + n);
+  in.pos.resize(n);
+  const auto n_head_kv = static_cast<size_t>(g.kv_rows->ne[1]);
+  in.kv_rows.resize(n * n_head_kv);
+  for (size_t i = 0; i < n; ++i) {
+    in.pos[i] = static_cast<int32_t>(g.n_past + static_cast<int64_t>(i));
+    for (size_t hk = 0; hk < n_head_kv; ++hk) in.kv_rows[hk * n + i] = g.n_past + static_cast<int64_t>(i);
+  }
+  // Causal: token i (at n_past + i) sees cache rows [0, n_past + i].
+  if (g.visible != nullptr) {
+    in.visible.resize(n);
+    for (size_t i = 0; i < n; ++i) in.visible[i] = static_cast<int32_t>(g.n_past + static_cast<int64_t>(i) + 1);
+  }
+  if (g.mask != nullptr) {
+    const float neg_inf = -std::numeric_limits<float>::infinity();
+    in.mask.assign(n * static_cast<size_t>(g.n_kv), neg_inf);
+    for (size_t i = 0; i < n; ++i) {
+      const auto visible = static_cast<size_t>(g.n_past) + i + 1;
+      for (size_t j = 0; j < visible; ++j) in.mask[i * static_cast<size_t>(g.n_kv) + j] = 0.0f;
+    }
+  }
+  return in;
+}
+
+}  // namespace loom::llm

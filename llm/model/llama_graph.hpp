@@ -1,0 +1,67 @@
+// The forward graph of a llama-family model (llama, qwen2, qwen3: the
+// architecture's traits, arch.hpp, add Q/K/V biases, per-head Q/K norms,
+// the RoPE mode and frequency factors) for one batch: n_tokens new tokens at positions
+// [n_past, n_past + n_tokens), attending to the KV cache rows [0, n_kv)
+// where n_kv >= n_past + n_tokens (default: exactly that); rows past
+// n_past + n_tokens are hidden. A fixed n_kv (padded) keeps the graph's
+// shapes, hence the scheduler's fingerprint, the same from one decode step
+// to the next: only input values change. Builds tensors in the model's
+// Context; the caller places the graph (Executor::allocate), uploads the
+// inputs, computes and rolls the context back.
+//
+// Attention per layer takes one of two forms. Fused: one ATTENTION node
+// reading the cache rows [0, visible[t]) (work follows the real context, not
+// n_kv), used when `fused_attention` and the layer's device
+// (model.layer_device(il)) supports the node. Unfused: MUL_MAT (K Q) +
+// SOFT_MAX with the -inf mask + MUL_MAT (V^T), for every other device.
+// The FFN is llm/sparse/sparse_ffn.hpp's build_ffn: SwiGLU or ReLU, sparse where
+// the layer has a predictor and its device runs the sparse products.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "llm/model/llama_model.hpp"
+#include "llm/session/kv_cache.hpp"
+
+namespace loom::llm {
+
+struct LlamaBatchGraph {
+  // Inputs (leafs without data until the graph is placed).
+  Tensor* tokens = nullptr;  // I32 [n_tokens]
+  Tensor* pos = nullptr;     // I32 [n_tokens]: n_past + i
+  Tensor* kv_rows = nullptr; // I64 [n_tokens, n_head_kv]: cache rows written (== pos, per kv head)
+  // Made only when some layer uses the form that reads it (else nullptr).
+  Tensor* mask = nullptr;    // F32 [n_kv, n_tokens]: 0 where visible, -inf elsewhere (unfused)
+  Tensor* visible = nullptr; // I32 [n_tokens]: n_past + i + 1 (fused)
+  // Output: F32 [n_vocab, n_out], n_out = n_tokens (all_logits) or 1 (last).
+  Tensor* logits = nullptr;
+  int64_t n_tokens = 0;
+  int64_t n_past = 0;
+  int64_t n_kv = 0;
+  int64_t fused_layers = 0;  // layers built with the ATTENTION node
+  int64_t sparse_layers = 0; // layers built with the sparse FFN (llm/sparse/sparse_ffn.hpp)
+  // Per layer: the dense FFN's gate pre-activation F32 [n_ff, n_tokens]
+  // (nullptr where the layer ran sparse): `loom profile` counts firings.
+  std::vector<Tensor*> ffn_gate;
+};
+
+StatusOr<LlamaBatchGraph> build_llama_graph(LlamaModel& model, const KvCache& cache, int64_t n_tokens,
+                                            int64_t n_past, bool all_logits, int64_t n_kv = 0,
+                                            bool fused_attention = true);
+
+// The attended KV length for a batch: n_past + n_tokens rounded up to a
+// multiple of pad (pad <= 1: no padding), at most n_ctx.
+int64_t padded_n_kv(int64_t n_past, int64_t n_tokens, int64_t pad, int64_t n_ctx);
+
+// Host values of the inputs of `g` for these tokens (same order as the
+// LlamaBatchGraph fields).
+struct LlamaBatchInputs {
+  std::vector<int32_t> tokens, pos;
+  std::vector<int64_t> kv_rows;
+  std::vector<float> mask;        // empty when g.mask is null
+  std::vector<int32_t> visible;   // empty when g.visible is null
+};
+LlamaBatchInputs make_batch_inputs(const LlamaBatchGraph& g, const int32_t* tokens);
+
+}  // namespace loom::llm

@@ -1,0 +1,182 @@
+#include "llm/model/llama_hparams.hpp"
+
+#include <cmath>
+#include <string>
+
+#include "loom/log.hpp"
+
+namespace loom::llm {
+namespace {
+
+// Reads integer keys of one architecture, each bounded to [1, max].
+class KeyReader {
+ public:
+  KeyReader(const GgufFile& f, const std::string& arch) : f_(f), arch_(arch), who_("[llm.load] " + f.name() + ": ") {}
+
+  // fallback < 0: the key is required.
+  Status get(const char* key, int64_t max, const char* unit, int64_t* out, int64_t fallback = -1) const {
+    const std::string k = arch_ + "." + key;
+    if (!f_.has(k)) {
+      if (fallback < 0) return not_found(who_ + "missing metadata key " + k);
+      *out = fallback;
+      return Status();
+    }
+    StatusOr<int64_t> v = f_.get_int(k);
+    if (!v.ok()) return Status(v.status().code(), who_ + v.status().message());
+    if (*v < 1) return invalid_argument(who_ + k + " = " + std::to_string(*v) + ": must be >= 1");
+    if (*v > max) {
+      return invalid_argument(who_ + k + " = " + std::to_string(*v) + ": above loom's limit of " +
+                              std::to_string(max) + " " + unit);
+    }
+    *out = *v;
+    return Status();
+  }
+  // A float key; absent keeps *out. Must be finite.
+  Status get_f(const char* key, float* out) const {
+    const std::string k = arch_ + "." + key;
+    if (!f_.has(k)) return Status();
+    StatusOr<float> v = f_.get_f32(k);
+    if (!v.ok()) return Status(v.status().code(), who_ + v.status().message());
+    if (!std::isfinite(*v)) return invalid_argument(who_ + k + " = " + std::to_string(*v) + ": not finite");
+    *out = *v;
+    return Status();
+  }
+  // A string key; absent keeps *out.
+  Status get_s(const char* key, std::string* out) const {
+    const std::string k = arch_ + "." + key;
+    if (!f_.has(k)) return Status();
+    StatusOr<std::string_view> v = f_.get_str(k);
+    if (!v.ok()) return Status(v.status().code(), who_ + v.status().message());
+    *out = std::string(*v);
+    return Status();
+  }
+  bool has(const char* key) const { return f_.has(arch_ + "." + key); }
+  Status fail(const std::string& what) const { return invalid_argument(who_ + what); }
+  Status not_implemented(const std::string& what) const { return unimplemented(who_ + what); }
+
+ private:
+  const GgufFile& f_;
+  const std::string& arch_;
+  std::string who_;
+};
+
+// Heads: counts, the dims of each (key_length / value_length, else
+// n_embd / n_head) and the rotated dims.
+Status read_heads(const KeyReader& r, const std::string& arch, LlamaHparams* h) {
+  using L = LlamaLimits;
+  LOOM_RETURN_IF_ERROR(r.get("attention.head_count", L::kMaxHeads, "heads", &h->n_head));
+  LOOM_RETURN_IF_ERROR(r.get("attention.head_count_kv", L::kMaxHeads, "heads", &h->n_head_kv, h->n_head));
+  if (h->n_head % h->n_head_kv != 0) {
+    return r.fail("head_count " + std::to_string(h->n_head) + " is not a multiple of head_count_kv " +
+                  std::to_string(h->n_head_kv));
+  }
+  int64_t key_len = 0, value_len = 0;  // 0: absent
+  LOOM_RETURN_IF_ERROR(r.get("attention.key_length", L::kMaxHeadDim, "dims", &key_len, 0));
+  if (key_len == 0) {
+    if (h->n_embd % h->n_head != 0) {
+      return r.fail("embedding_length " + std::to_string(h->n_embd) + " is not a multiple of head_count " +
+                    std::to_string(h->n_head) + " (and " + arch + ".attention.key_length is absent)");
+    }
+    h->n_embd_head = h->n_embd / h->n_head;
+    if (h->n_embd_head > L::kMaxHeadDim) {
+      return r.fail("head dim " + std::to_string(h->n_embd_head) + " (embedding_length " +
+                    std::to_string(h->n_embd) + " / head_count " + std::to_string(h->n_head) +
+                    "): above loom's limit of " + std::to_string(L::kMaxHeadDim));
+    }
+  } else {
+    h->n_embd_head = key_len;
+  }
+  LOOM_RETURN_IF_ERROR(r.get("attention.value_length", L::kMaxHeadDim, "dims", &value_len, h->n_embd_head));
+  if (value_len != h->n_embd_head) {
+    return r.not_implemented(arch + ".attention.value_length = " + std::to_string(value_len) +
+                             " differs from the key head dim " + std::to_string(h->n_embd_head) +
+                             ": loom's KV cache has one head size");
+  }
+  LOOM_RETURN_IF_ERROR(r.get("rope.dimension_count", L::kMaxHeadDim, "dims", &h->n_rot, h->head_dim()));
+  if (h->n_rot % 2 != 0 || h->n_rot > h->head_dim()) {
+    return r.fail("rope.dimension_count " + std::to_string(h->n_rot) + " must be even and <= head dim " +
+                  std::to_string(h->head_dim()));
+  }
+  return Status();
+}
+
+// rope.freq_base and the scaling keys: type none / linear (factor, or the
+// older rope.scale_linear) run; yarn and longrope do not.
+Status read_rope(const KeyReader& r, const std::string& arch, LlamaHparams* h) {
+  LOOM_RETURN_IF_ERROR(r.get_f("rope.freq_base", &h->rope_freq_base));
+  if (!(h->rope_freq_base > 0.0f)) {
+    return r.fail(arch + ".rope.freq_base = " + std::to_string(h->rope_freq_base) + ": must be > 0");
+  }
+  std::string type = "linear";  // llama.cpp's reading of a file without the key
+  LOOM_RETURN_IF_ERROR(r.get_s("rope.scaling.type", &type));
+  const std::string type_key = arch + ".rope.scaling.type";
+  if (type == "yarn" || type == "longrope") {
+    return r.not_implemented(type_key + " = " + type + ": not implemented (loom runs none and linear)");
+  }
+  if (type != "none" && type != "linear") {
+    return r.fail(type_key + " = " + type + ": unknown (known: none, linear, yarn, longrope)");
+  }
+  const char* factor_key = r.has("rope.scaling.factor") ? "rope.scaling.factor" : "rope.scale_linear";
+  float factor = 0.0f;  // 0 or absent: no scaling
+  LOOM_RETURN_IF_ERROR(r.get_f(factor_key, &factor));
+  if (factor < 0.0f) {
+    return r.fail(arch + "." + factor_key + " = " + std::to_string(factor) + ": must be >= 0");
+  }
+  h->rope_freq_scale = (type == "none" || factor == 0.0f) ? 1.0f : 1.0f / factor;
+  return Status();
+}
+
+}  // namespace
+
+Status read_llama_hparams(const GgufFile& file, const std::string& arch, LlamaHparams* out) {
+  using L = LlamaLimits;
+  const KeyReader r(file, arch);
+  LlamaHparams h;
+  LOOM_RETURN_IF_ERROR(r.get("embedding_length", L::kMaxEmbd, "dims", &h.n_embd));
+  LOOM_RETURN_IF_ERROR(r.get("block_count", L::kMaxLayers, "layers", &h.n_layer));
+  // Every layer has its own tensors: the file bounds the count too.
+  const auto n_tensors = static_cast<int64_t>(file.tensors().size());
+  if (h.n_layer * L::kTensorsPerLayer > n_tensors) {
+    return r.fail(arch + ".block_count = " + std::to_string(h.n_layer) + ": " + std::to_string(h.n_layer) +
+                  " layers need " + std::to_string(h.n_layer * L::kTensorsPerLayer) + " tensors, the file has " +
+                  std::to_string(n_tensors));
+  }
+  LOOM_RETURN_IF_ERROR(r.get("feed_forward_length", L::kMaxFf, "dims", &h.n_ff));
+  LOOM_RETURN_IF_ERROR(r.get("context_length", L::kMaxContext, "tokens", &h.n_ctx_train, 2048));
+  LOOM_RETURN_IF_ERROR(read_heads(r, arch, &h));
+  LOOM_RETURN_IF_ERROR(read_rope(r, arch, &h));
+  LOOM_RETURN_IF_ERROR(r.get_f("attention.layer_norm_rms_epsilon", &h.rms_eps));
+  if (!(h.rms_eps >= 0.0f)) {
+    return r.fail(arch + ".attention.layer_norm_rms_epsilon = " + std::to_string(h.rms_eps) + ": must be >= 0");
+  }
+  if (r.has("attention.sliding_window")) {
+    LOOM_LOG_DEBUG("llm", "[llm.load] " + file.name() + ": " + arch +
+                              ".attention.sliding_window ignored: attention spans the whole context");
+  }
+  *out = h;
+  return Status();
+}
+
+Status read_llama_vocab(const GgufFile& file, LlamaHparams* out) {
+  const std::string who = "[llm.load] " + file.name() + ": ";
+  const GgufTensorInfo* emb = file.find_tensor("token_embd.weight");
+  if (!emb) return not_found(who + "missing tensor 'token_embd.weight'");
+  const int64_t n_vocab = emb->ne[1];
+  if (n_vocab > LlamaLimits::kMaxVocab) {
+    return invalid_argument(who + "tensor 'token_embd.weight' has " + std::to_string(n_vocab) +
+                            " rows (the vocabulary): above loom's limit of " +
+                            std::to_string(LlamaLimits::kMaxVocab) + " tokens");
+  }
+  if (const GgufValue* tokens = file.find("tokenizer.ggml.tokens")) {
+    const uint64_t n_tok = tokens->type() == GgufType::kArray ? tokens->size() : 0;
+    if (n_tok != static_cast<uint64_t>(n_vocab)) {
+      return invalid_argument(who + "the tokenizer has " + std::to_string(n_tok) +
+                              " tokens (tokenizer.ggml.tokens), tensor 'token_embd.weight' has " +
+                              std::to_string(n_vocab) + " rows: vocabulary sizes differ");
+    }
+  }
+  out->n_vocab = n_vocab;
+  return Status();
+}
+
+}  // namespace loom::llm

@@ -1,0 +1,531 @@
+#include "llm/model/llama_model.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "llm/placement/placement.hpp"
+#include "loom/executor.hpp"
+#include "loom/log.hpp"
+#include "loom/plugin_calls.hpp"
+#include "loom/types.hpp"
+
+namespace loom::llm {
+namespace {
+
+std::string dims_str(const int64_t* ne, int n) {
+  std::string s = "[";
+  for (int i = 0; i < n; ++i) s += (i ? ", " : "") + std::to_string(ne[i]);
+  return s + "]";
+}
+
+// Weights: any float or quantized type of the ABI (the devices say which
+// they run; the cpu plugin runs them all).
+bool weight_type_ok(int32_t t) { return type_is_valid(t) && (type_is_float(t) || type_is_quantized(t)); }
+
+std::string weight_types_text() {
+  std::string s;
+  for (int32_t t = 0; t < LOOM_TYPE_COUNT; ++t) {
+    if (weight_type_ok(t)) s += (s.empty() ? "" : ", ") + std::string(type_name(t));
+  }
+  return s;
+}
+
+bool reads_host(const registry::Device* d) {
+  return registry::buffer_type_is_host(d->buffer_type());
+}
+
+}  // namespace
+
+LlamaModel::LlamaModel(GgufFile file, const LoadOptions& o)
+    : file_(std::move(file)), device_(o.devices[host_device(o.devices)]), devices_(o.devices),
+      progress_(o.progress), want_sparse_(o.sparse), sparse_budget_(o.sparse_budget) {}
+
+FitRequest fit_request(const LoadOptions& o) {
+  FitRequest f;
+  f.devices = o.devices;
+  f.n_gpu_layers = o.n_gpu_layers;
+  // Hot/cold placement keeps the layers on the host device and moves only
+  // the hot FFN rows (the budget), so the automatic fit stays out of it.
+  if (!o.tensor_split.empty() || (o.n_gpu_layers < 0 && o.sparse_budget >= 0)) f.n_gpu_layers = 0;
+  f.tensor_split = o.tensor_split;
+  f.overrides = o.overrides;
+  f.n_ctx = o.fit_session.n_ctx;
+  f.n_batch = o.fit_session.n_batch;
+  f.kv_type = o.fit_session.kv_type;
+  f.kv_pad = o.fit_session.kv_pad;
+  return f;
+}
+
+Status LlamaModel::assign_devices(const LoadOptions& o) {
+  const FitRequest f = fit_request(o);
+  PlacementRequest r{devices_, f.n_gpu_layers, f.tensor_split, f.overrides};
+  if (f.n_gpu_layers < 0 || o.check_fit) {
+    LOOM_ASSIGN_OR_RETURN(fit_, fit_model(file_, f));
+    r.tensor_split = fit_->tensor_split;
+    r.n_gpu_layers = fit_->n_gpu_layers;
+  }
+  LOOM_ASSIGN_OR_RETURN(Placement p,
+                        place_tensors("[llm.load] " + file_.name() + ": ", r, hparams_.n_layer, file_.tensors()));
+  layer_dev_.clear();
+  for (size_t k : p.layer) layer_dev_.push_back(devices_[k]);
+  output_dev_ = devices_[p.output];
+  placed_on_.clear();
+  for (size_t k : p.tensor) placed_on_.push_back(devices_[k]);
+  for (registry::Device* d : layer_dev_) {
+    if (d != device_) {
+      offload_ = d;
+      break;
+    }
+  }
+  return Status();
+}
+
+int64_t LlamaModel::n_gpu_layers() const {
+  return static_cast<int64_t>(std::count_if(layer_dev_.begin(), layer_dev_.end(), [this](registry::Device* d) { return d != device_; }));
+}
+
+registry::Device* LlamaModel::weight_device(const Tensor* t) const {
+  for (size_t i = 0; i < file_tensors_.size() && i < placed_on_.size(); ++i) {
+    if (file_tensors_[i] == t) return placed_on_[i];
+  }
+  return device_;
+}
+
+Tensor* LlamaModel::rope_freqs_for(int64_t il) const {
+  registry::Device* d = layer_device(il);
+  for (const auto& [dev, t] : rope_copies_) {
+    if (dev == d) return t;
+  }
+  return rope_freqs;
+}
+
+std::string LlamaModel::placement() const {
+  std::string out;
+  for (registry::Device* d : devices_) {
+    std::string what;
+    int64_t first = -1;
+    auto flush = [&](int64_t end) {
+      if (first < 0) return;
+      what += (what.empty() ? "" : ", ") + std::string(end - first == 1 ? "layer " : "layers ") +
+              std::to_string(first) + (end - first == 1 ? "" : "-" + std::to_string(end - 1));
+      first = -1;
+    };
+    for (int64_t il = 0; il < static_cast<int64_t>(layer_dev_.size()); ++il) {
+      if (layer_dev_[static_cast<size_t>(il)] == d) {
+        if (first < 0) first = il;
+      } else {
+        flush(il);
+      }
+    }
+    flush(static_cast<int64_t>(layer_dev_.size()));
+    size_t moved = 0;
+    for (size_t i = 0; i < placed_on_.size(); ++i) {
+      const int64_t il = layer_of(file_.tensors()[i].name);
+      if (placed_on_[i] == d && il >= 0 && layer_device(il) != d) ++moved;
+    }
+    if (moved) what += (what.empty() ? "" : ", ") + std::to_string(moved) + " overridden tensors";
+    if (output_dev_ == d) what += (what.empty() ? "" : ", ") + std::string("output");
+    if (!what.empty()) out += (out.empty() ? "" : "; ") + d->name() + ": " + what;
+  }
+  return out;
+}
+
+StatusOr<std::unique_ptr<LlamaModel>> LlamaModel::load(const std::string& path, registry::Device* device) {
+  LoadOptions o;
+  if (device) o.devices.push_back(device);
+  return load(path, o);
+}
+
+StatusOr<std::unique_ptr<LlamaModel>> LlamaModel::load(const std::string& path, const LoadOptions& options) {
+  if (options.devices.empty()) return invalid_argument("[llm.load] " + path + ": no device given");
+  for (registry::Device* d : options.devices) {
+    if (!d) return invalid_argument("[llm.load] " + path + ": null device in the device list");
+  }
+  StatusOr<GgufFile> file = GgufFile::open(path);
+  if (!file.ok()) {
+    return Status(file.status().code(), "[llm.load] " + file.status().message());  // names the path
+  }
+  std::unique_ptr<LlamaModel> m(new LlamaModel(std::move(file).value(), options));
+  LOOM_RETURN_IF_ERROR(m->read_hparams());
+  LOOM_RETURN_IF_ERROR(m->read_tokenizer());
+  LOOM_RETURN_IF_ERROR(m->make_tensors());
+  LOOM_RETURN_IF_ERROR(m->bind_weights());
+  LOOM_RETURN_IF_ERROR(m->assign_devices(options));
+  LOOM_RETURN_IF_ERROR(m->place_weights());
+  if (options.sparse_budget < 0 && !options.sparse_profile.empty()) {
+    return invalid_argument("[llm.load] a sparse profile (" + options.sparse_profile + ") is used only with a sparse budget");
+  }
+  if (options.sparse_budget >= 0) LOOM_RETURN_IF_ERROR(m->split_hot_cold(options.sparse_budget, options.sparse_profile));
+  return m;
+}
+
+Status LlamaModel::read_hparams() {
+  const std::string who = "[llm.load] " + file_.name() + ": ";
+  StatusOr<std::string_view> arch = file_.get_str("general.architecture");
+  if (!arch.ok()) return Status(arch.status().code(), who + arch.status().message());
+  arch_ = std::string(*arch);
+  traits_ = find_arch(arch_);
+  if (traits_ == nullptr) {
+    return unimplemented(who + "unsupported architecture '" + arch_ + "' (general.architecture; supported: " +
+                         supported_archs() + ")");
+  }
+  LOOM_RETURN_IF_ERROR(read_llama_hparams(file_, arch_, &hparams_));
+  LOOM_RETURN_IF_ERROR(read_sparse_ffn_params(file_, arch_, &sparse_));
+  return read_llama_vocab(file_, &hparams_);
+}
+
+Status LlamaModel::read_tokenizer() {
+  if (!file_.has("tokenizer.ggml.model")) return Status();
+  StatusOr<Tokenizer> t = Tokenizer::from_gguf(file_);
+  if (!t.ok()) return Status(t.status().code(), "[llm.load] " + file_.name() + ": " + t.status().message());
+  if (t->n_vocab() != hparams_.n_vocab) {
+    return invalid_argument("[llm.load] " + file_.name() + ": the tokenizer has " + std::to_string(t->n_vocab()) +
+                            " tokens, the model's vocabulary " + std::to_string(hparams_.n_vocab));
+  }
+  tokenizer_ = std::move(t).value();
+  return Status();
+}
+
+Status LlamaModel::make_tensors() {
+  const std::string who = "[llm.load] " + file_.name() + ": ";
+  for (const GgufTensorInfo& info : file_.tensors()) {
+    std::vector<int64_t> dims(info.ne, info.ne + (info.n_dims ? info.n_dims : 1));
+    StatusOr<Tensor*> t = ctx_.new_tensor(static_cast<loom_type_t>(info.type), dims, info.name);
+    if (!t.ok()) return Status(t.status().code(), who + "tensor '" + info.name + "': " + t.status().message());
+    (*t)->flags |= LOOM_TENSOR_FLAG_PARAM;
+    file_tensors_.push_back(*t);
+  }
+  return Status();
+}
+
+Status LlamaModel::find_weight(const std::string& name, std::initializer_list<int64_t> shape, bool required,
+                               Tensor** out) {
+  const std::string who = "[llm.load] " + file_.name() + ": ";
+  *out = nullptr;
+  const GgufTensorInfo* info = file_.find_tensor(name);
+  if (!info) {
+    return required ? not_found(who + "missing tensor '" + name + "' (required by architecture " + arch_ + ")")
+                    : Status();
+  }
+  Tensor* t = file_tensors_[static_cast<size_t>(info - file_.tensors().data())];
+  int64_t want[4] = {1, 1, 1, 1};
+  int n = 0;
+  for (int64_t d : shape) want[n++] = d;
+  for (int i = 0; i < 4; ++i) {
+    if (t->ne[i] != want[i]) {
+      return invalid_argument(who + "tensor '" + name + "' has shape " +
+                              dims_str(t->ne, static_cast<int>(info->n_dims)) + ", the metadata needs " +
+                              dims_str(want, n));
+    }
+  }
+  if (!weight_type_ok(t->type)) {
+    return unimplemented(who + "tensor '" + name + "' has type " + type_name(t->type) +
+                         " (supported: " + weight_types_text() + ")");
+  }
+  *out = t;
+  return Status();
+}
+
+Status LlamaModel::bind_weights() {
+  const LlamaHparams& h = hparams_;
+  LOOM_RETURN_IF_ERROR(find_weight("token_embd.weight", {h.n_embd, h.n_vocab}, true, &tok_embd));
+  LOOM_RETURN_IF_ERROR(find_weight("output_norm.weight", {h.n_embd}, true, &output_norm));
+  LOOM_RETURN_IF_ERROR(find_weight("output.weight", {h.n_embd, h.n_vocab}, false, &output));
+  if (!output) output = tok_embd;  // tied embedding
+  if (traits_->rope_freqs) {
+    LOOM_RETURN_IF_ERROR(find_weight("rope_freqs.weight", {h.n_rot / 2}, false, &rope_freqs));
+  }
+  layers.resize(static_cast<size_t>(h.n_layer));
+  for (int64_t i = 0; i < h.n_layer; ++i) LOOM_RETURN_IF_ERROR(bind_layer(i));
+  return check_elementwise_types();
+}
+
+Status LlamaModel::bind_layer(int64_t il) {
+  const LlamaHparams& h = hparams_;
+  LlamaLayer& l = layers[static_cast<size_t>(il)];
+  const std::string p = "blk." + std::to_string(il) + ".";
+  LOOM_RETURN_IF_ERROR(find_weight(p + "attn_norm.weight", {h.n_embd}, true, &l.attn_norm));
+  LOOM_RETURN_IF_ERROR(find_weight(p + "attn_q.weight", {h.n_embd, h.q_dim()}, true, &l.wq));
+  LOOM_RETURN_IF_ERROR(find_weight(p + "attn_k.weight", {h.n_embd, h.kv_dim()}, true, &l.wk));
+  LOOM_RETURN_IF_ERROR(find_weight(p + "attn_v.weight", {h.n_embd, h.kv_dim()}, true, &l.wv));
+  LOOM_RETURN_IF_ERROR(find_weight(p + "attn_output.weight", {h.q_dim(), h.n_embd}, true, &l.wo));
+  if (traits_->qkv_bias) {
+    LOOM_RETURN_IF_ERROR(find_weight(p + "attn_q.bias", {h.q_dim()}, true, &l.bq));
+    LOOM_RETURN_IF_ERROR(find_weight(p + "attn_k.bias", {h.kv_dim()}, true, &l.bk));
+    LOOM_RETURN_IF_ERROR(find_weight(p + "attn_v.bias", {h.kv_dim()}, true, &l.bv));
+  }
+  if (traits_->qk_norm) {
+    LOOM_RETURN_IF_ERROR(find_weight(p + "attn_q_norm.weight", {h.head_dim()}, true, &l.q_norm));
+    LOOM_RETURN_IF_ERROR(find_weight(p + "attn_k_norm.weight", {h.head_dim()}, true, &l.k_norm));
+  }
+  LOOM_RETURN_IF_ERROR(find_weight(p + "ffn_norm.weight", {h.n_embd}, true, &l.ffn_norm));
+  LOOM_RETURN_IF_ERROR(find_weight(p + "ffn_gate.weight", {h.n_embd, h.n_ff}, true, &l.ffn_gate));
+  LOOM_RETURN_IF_ERROR(find_weight(p + "ffn_up.weight", {h.n_embd, h.n_ff}, true, &l.ffn_up));
+  LOOM_RETURN_IF_ERROR(find_weight(p + "ffn_down.weight", {h.n_ff, h.n_embd}, true, &l.ffn_down));
+  return bind_sparse(il);
+}
+
+Status LlamaModel::bind_sparse(int64_t il) {
+  if (!want_sparse_ || sparse_.activation != FfnActivation::kRelu) return Status();
+  const LlamaHparams& h = hparams_;
+  LlamaLayer& l = layers[static_cast<size_t>(il)];
+  const std::string p = "blk." + std::to_string(il) + ".";
+  const GgufTensorInfo* in = file_.find_tensor(p + "ffn_pred_in.weight");
+  if (in == nullptr) return Status();  // no predictor: a dense layer
+  const int64_t r = in->n_dims >= 2 ? in->ne[1] : 0;
+  if (r < 1 || r > h.n_ff) {
+    return invalid_argument("[llm.load] " + file_.name() + ": tensor '" + p + "ffn_pred_in.weight' has rank " +
+                            std::to_string(r) + ", must be in [1, n_ff = " + std::to_string(h.n_ff) + "]");
+  }
+  LOOM_RETURN_IF_ERROR(find_weight(p + "ffn_pred_in.weight", {h.n_embd, r}, true, &l.ffn_pred_in));
+  LOOM_RETURN_IF_ERROR(find_weight(p + "ffn_pred_out.weight", {r, h.n_ff}, true, &l.ffn_pred_out));
+  LOOM_RETURN_IF_ERROR(find_weight(p + "ffn_pred_out.bias", {h.n_ff}, false, &l.ffn_pred_bias));
+  LOOM_RETURN_IF_ERROR(find_weight(p + "ffn_freq", {h.n_ff}, false, &l.ffn_freq));
+  if (l.ffn_freq && l.ffn_freq->type != LOOM_TYPE_F32) {
+    return unimplemented("[llm.load] " + file_.name() + ": tensor '" + p + "ffn_freq' must be f32, is " +
+                         type_name(l.ffn_freq->type));
+  }
+  return find_weight(p + "ffn_down_t.weight", {h.n_embd, h.n_ff}, false, &l.ffn_down_t);
+}
+
+bool LlamaModel::layer_is_sparse(int64_t il) const {
+  return il >= 0 && il < static_cast<int64_t>(layers.size()) && layers[static_cast<size_t>(il)].ffn_pred_in != nullptr;
+}
+
+int64_t LlamaModel::sparse_layers() const {
+  int64_t n = 0;
+  for (int64_t il = 0; il < static_cast<int64_t>(layers.size()); ++il) n += layer_is_sparse(il) ? 1 : 0;
+  return n;
+}
+
+Status LlamaModel::check_elementwise_types() const {
+  const std::string who = "[llm.load] " + file_.name() + ": ";
+  std::vector<const Tensor*> elementwise = {output_norm};
+  for (const LlamaLayer& l : layers) {
+    for (const Tensor* t : {l.attn_norm, l.ffn_norm, l.bq, l.bk, l.bv, l.q_norm, l.k_norm, l.ffn_pred_bias}) {
+      if (t) elementwise.push_back(t);
+    }
+  }
+  for (const Tensor* t : elementwise) {
+    if (!type_is_float(t->type)) {
+      return unimplemented(who + "tensor '" + std::string(t->name) + "' must be a float type, is " +
+                           type_name(t->type));
+    }
+  }
+  if (rope_freqs && rope_freqs->type != LOOM_TYPE_F32) {
+    return unimplemented(who + "tensor 'rope_freqs.weight' must be f32, is " + type_name(rope_freqs->type));
+  }
+  return Status();
+}
+
+Status LlamaModel::place_weights() {
+  std::vector<size_t> local;
+  std::vector<std::pair<registry::Device*, std::vector<size_t>>> groups;  // devices_ order
+  for (registry::Device* d : devices_) {
+    if (d != device_) groups.emplace_back(d, std::vector<size_t>());
+  }
+  for (size_t i = 0; i < file_tensors_.size(); ++i) {
+    weights_bytes_ += file_.tensors()[i].nbytes;
+    registry::Device* d = placed_on_[i];
+    if (d == device_) {
+      local.push_back(i);
+      continue;
+    }
+    for (auto& [gd, which] : groups) {
+      if (gd == d) which.push_back(i);
+    }
+  }
+  bool copied = false;
+  for (auto& [d, which] : groups) {
+    if (which.empty()) continue;
+    size_t bytes = 0;
+    for (size_t i : which) bytes += file_.tensors()[i].nbytes;
+    offloaded_bytes_ += bytes;
+    Buffer buf;
+    Status st = place_on(*d, which, &buf, &copied);
+    if (!st.ok()) {
+      std::string avail;
+      if (StatusOr<registry::Device::Memory> m = d->memory(); m.ok() && m->total > 0) {
+        avail = "; " + std::to_string(m->free) + " of " + std::to_string(m->total) + " bytes free";
+      }
+      int64_t n = 0;
+      for (registry::Device* ld : layer_dev_) n += ld == d ? 1 : 0;
+      return Status(st.code(), "[llm.load] " + file_.name() + ": weights of " + std::to_string(n) + " layers need " + std::to_string(bytes) +
+                                   " bytes on " + d->name() + avail + ": " + st.message() +
+                                   " (try fewer --n-gpu-layers or a smaller --tensor-split share)");
+    }
+    device_weights_.push_back(std::move(buf));
+    if (rope_freqs && std::find(layer_dev_.begin(), layer_dev_.end(), d) != layer_dev_.end()) {
+      LOOM_RETURN_IF_ERROR(copy_rope_freqs_to(*d));
+    }
+  }
+  if (!local.empty()) {
+    Status st = relayout(*device_, &local);
+    if (!st.ok()) return Status(st.code(), "[llm.load] " + file_.name() + ": weights: " + st.message());
+    copied = copied || relaid_bytes_ > 0;
+    st = place_on(*device_, local, &weights_, &copied);
+    if (!st.ok()) return Status(st.code(), "[llm.load] " + file_.name() + ": weights: " + st.message());
+  }
+  zero_copy_ = !copied;
+  return Status();
+}
+
+Status LlamaModel::copy_rope_freqs_to(registry::Device& device) {
+  const std::string who = "[llm.load] " + file_.name() + ": rope_freqs.weight on " + device.name() + ": ";
+  StatusOr<Tensor*> t = ctx_.new_tensor(LOOM_TYPE_F32, {rope_freqs->ne[0]}, "rope_freqs.weight@" + device.name());
+  if (!t.ok()) return Status(t.status().code(), who + t.status().message());
+  (*t)->flags |= LOOM_TENSOR_FLAG_PARAM;
+  StatusOr<Buffer> b = allocate_tensors(device, {*t});
+  if (!b.ok()) return Status(b.status().code(), who + b.status().message());
+  rope_copy_bufs_.push_back(std::move(b).value());
+  const GgufTensorInfo* info = file_.find_tensor("rope_freqs.weight");
+  Status st = tensor_set(*t, info->data, info->nbytes);
+  if (!st.ok()) return Status(st.code(), who + st.message());
+  rope_copies_.emplace_back(&device, *t);
+  return Status();
+}
+
+Status LlamaModel::place_on(registry::Device& device, const std::vector<size_t>& which, Buffer* out, bool* copied) {
+  const uint8_t* section = file_.image() + file_.data_offset();
+  const size_t section_size = file_.image_size() - static_cast<size_t>(file_.data_offset());
+  if (reads_host(&device) && section_size > 0) {
+    // Kernels only read weights, so the read-only mapping can be lent as is.
+    StatusOr<Buffer> b = device.buffer_from_host_ptr(const_cast<uint8_t*>(section), section_size);
+    if (b.ok() && device.supports_buffer_type(b->raw()->buffer_type)) {
+      *out = std::move(b).value();
+      char* base = static_cast<char*>(out->base());
+      loom_buffer_t* raw = out->raw();
+      for (size_t i : which) {
+        Tensor* t = file_tensors_[i];
+        t->data = base + file_.tensors()[i].offset;
+        t->buffer = raw;
+        LOOM_RETURN_IF_ERROR(registry::buffer_init_tensor(raw, t));
+      }
+      return Status();
+    }
+    if (!b.ok()) LOOM_LOG_DEBUG("llm", "weights copied to " + device.name() + ": " + b.status().message());
+  }
+  std::vector<Tensor*> tensors;
+  for (size_t i : which) tensors.push_back(file_tensors_[i]);
+  StatusOr<Buffer> b = allocate_tensors(device, tensors);
+  if (!b.ok()) return b.status();
+  *out = std::move(b).value();
+  *copied = true;
+  return copy_weights(which, device);
+}
+
+Status LlamaModel::relayout(registry::Device& device, std::vector<size_t>* which) {
+  // Only matrices every graph reads as a whole MUL_MAT A (not the embedding
+  // table, which GET_ROWS reads, even when the output head shares it, nor
+  // the gate and up of a sparse layer, which MUL_MAT_SPARSE_ROWS reads).
+  std::vector<const Tensor*> matmul_only;
+  for (const LlamaLayer& l : layers) {
+    for (Tensor* t : {l.wq, l.wk, l.wv, l.wo, l.ffn_down, l.ffn_pred_in, l.ffn_pred_out}) matmul_only.push_back(t);
+    if (l.ffn_pred_in == nullptr) {
+      matmul_only.push_back(l.ffn_gate);
+      matmul_only.push_back(l.ffn_up);
+    }
+  }
+  if (output != tok_embd) matmul_only.push_back(output);
+  loom_buffer_type_t* buft = nullptr;
+  std::vector<size_t> relaid, rest;
+  for (size_t i : *which) {
+    Tensor* t = file_tensors_[i];
+    const bool only_a = std::find(matmul_only.begin(), matmul_only.end(), t) != matmul_only.end();
+    loom_buffer_type_t* bt = only_a ? device.weight_buffer_type(t) : nullptr;
+    if (bt && (!buft || bt == buft)) {
+      buft = bt;
+      relaid.push_back(i);
+    } else {
+      rest.push_back(i);
+    }
+  }
+  // The rows a sparse layer reads are scattered (a tenth of them per
+  // token): from the file's 4 KiB-page mapping nearly every row is a TLB
+  // miss, so on a cpu device they are copied into its own buffer (huge
+  // pages for large buffers, plugins/common/host_buffer.cpp).
+  if (device.info().type == LOOM_DEVICE_TYPE_CPU && reads_host(&device)) {
+    std::vector<const Tensor*> sparse_read;
+    for (const LlamaLayer& l : layers) {
+      if (l.ffn_pred_in == nullptr) continue;
+      for (Tensor* t : {l.ffn_gate, l.ffn_up, l.ffn_down_t}) {
+        if (t) sparse_read.push_back(t);
+      }
+    }
+    std::vector<size_t> copy, keep;
+    for (size_t i : rest) {
+      const bool s = std::find(sparse_read.begin(), sparse_read.end(), file_tensors_[i]) != sparse_read.end();
+      (s ? copy : keep).push_back(i);
+    }
+    if (!copy.empty()) {
+      std::vector<Tensor*> ts;
+      for (size_t i : copy) ts.push_back(file_tensors_[i]);
+      LOOM_ASSIGN_OR_RETURN(sparse_copy_, allocate_tensors(device, ts));
+      LOOM_RETURN_IF_ERROR(copy_weights(copy, device));
+      for (size_t i : copy) relaid_bytes_ += file_.tensors()[i].nbytes;
+      rest = std::move(keep);
+    }
+  }
+  // Prompt batches run a sparse layer dense (kSparseMaxTokens): its gate
+  // and up, kept in GGUF's layout for the row-sparse product, get a second
+  // copy in the device's repacked layout for that dense product (memory for
+  // prefill speed: without it, prefill reads them through the slower
+  // unrepacked path).
+  if (buft != nullptr) {
+    std::vector<Tensor*> dense;
+    std::vector<size_t> dense_src;
+    for (LlamaLayer& l : layers) {
+      if (l.ffn_pred_in == nullptr) continue;
+      for (Tensor* LlamaLayer::*f : {&LlamaLayer::ffn_gate, &LlamaLayer::ffn_up}) {
+        const Tensor* t = l.*f;
+        const auto it = std::find(file_tensors_.begin(), file_tensors_.end(), t);
+        if (it == file_tensors_.end()) continue;
+        const auto i = static_cast<size_t>(it - file_tensors_.begin());
+        if (std::find(which->begin(), which->end(), i) == which->end()) continue;
+        if (device.weight_buffer_type(t) != buft) continue;
+        LOOM_ASSIGN_OR_RETURN(Tensor * c, ctx_.new_tensor(static_cast<loom_type_t>(t->type), {t->ne[0], t->ne[1]},
+                                                          std::string(t->name) + ".dense"));
+        c->flags |= LOOM_TENSOR_FLAG_PARAM;
+        (f == &LlamaLayer::ffn_gate ? l.ffn_gate_dense : l.ffn_up_dense) = c;
+        dense.push_back(c);
+        dense_src.push_back(i);
+      }
+    }
+    if (!dense.empty()) {
+      LOOM_ASSIGN_OR_RETURN(sparse_dense_, allocate_tensors(device, dense, buft));
+      for (size_t k = 0; k < dense.size(); ++k) {
+        const GgufTensorInfo& info = file_.tensors()[dense_src[k]];
+        LOOM_RETURN_IF_ERROR(tensor_set(dense[k], info.data, info.nbytes));
+        relaid_bytes_ += info.nbytes;
+      }
+    }
+  }
+  if (relaid.empty()) {
+    *which = std::move(rest);
+    return Status();
+  }
+  std::vector<Tensor*> tensors;
+  for (size_t i : relaid) tensors.push_back(file_tensors_[i]);
+  LOOM_ASSIGN_OR_RETURN(relaid_, allocate_tensors(device, tensors, buft));
+  LOOM_RETURN_IF_ERROR(copy_weights(relaid, device));
+  for (size_t i : relaid) relaid_bytes_ += file_.tensors()[i].nbytes;
+  *which = std::move(rest);
+  return Status();
+}
+
+Status LlamaModel::copy_weights(const std::vector<size_t>& which, const registry::Device& device) {
+  const std::string who = "[llm.load] " + file_.name() + ": ";
+  size_t total = 0, done = 0;
+  for (size_t i : which) total += file_.tensors()[i].nbytes;
+  for (size_t i : which) {
+    const GgufTensorInfo& info = file_.tensors()[i];
+    Status st = tensor_set(file_tensors_[i], info.data, info.nbytes);
+    if (!st.ok()) return Status(st.code(), who + "tensor '" + info.name + "': " + st.message());
+    done += info.nbytes;
+    if (progress_) progress_(done, total, device.name());
+  }
+  return Status();
+}
+
+}  // namespace loom::llm

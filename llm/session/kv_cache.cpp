@@ -1,0 +1,73 @@
+#include "llm/session/kv_cache.hpp"
+
+#include <string>
+
+#include "loom/executor.hpp"
+#include "loom/ops.hpp"
+#include "loom/types.hpp"
+
+namespace loom::llm {
+
+StatusOr<KvCache> KvCache::create(Context& ctx, registry::Device& device, int64_t n_layer, int64_t head_dim,
+                                  int64_t n_head_kv, int64_t n_ctx, loom_type_t type) {
+  if (n_layer < 1) {
+    return invalid_argument("[llm.kv_cache] n_layer " + std::to_string(n_layer) + " must be >= 1");
+  }
+  return create(ctx, std::vector<registry::Device*>(static_cast<size_t>(n_layer), &device), head_dim, n_head_kv,
+                n_ctx, type);
+}
+
+bool KvCache::writable_on(const registry::Device& dev, loom_type_t type, int64_t head_dim, int64_t n_head_kv) {
+  Context ctx;
+  StatusOr<Tensor*> dst = ctx.new_tensor(type, {head_dim, 2, n_head_kv}, "probe_cache");
+  StatusOr<Tensor*> src = ctx.new_tensor(LOOM_TYPE_F32, {head_dim, 1, n_head_kv}, "probe_src");
+  StatusOr<Tensor*> rows = ctx.new_tensor(LOOM_TYPE_I64, {1, n_head_kv}, "probe_rows");
+  if (!dst.ok() || !src.ok() || !rows.ok()) return false;
+  StatusOr<Tensor*> node = op::set_rows(ctx, *dst, *src, *rows);
+  return node.ok() && dev.supports_op(*node);
+}
+
+StatusOr<KvCache> KvCache::create(Context& ctx, const std::vector<registry::Device*>& layer_devices,
+                                  int64_t head_dim, int64_t n_head_kv, int64_t n_ctx, loom_type_t type) {
+  const auto n_layer = static_cast<int64_t>(layer_devices.size());
+  if (type != LOOM_TYPE_F32 && type != LOOM_TYPE_F16) {
+    return invalid_argument(std::string("[llm.kv_cache] type ") + type_name(type) + " must be f32 or f16");
+  }
+  if (n_layer < 1 || head_dim < 1 || n_head_kv < 1 || n_ctx < 1) {
+    return invalid_argument("[llm.kv_cache] n_layer " + std::to_string(n_layer) + ", head_dim " +
+                            std::to_string(head_dim) + ", n_head_kv " + std::to_string(n_head_kv) + ", n_ctx " +
+                            std::to_string(n_ctx) + " must be >= 1");
+  }
+  KvCache c;
+  c.n_ctx_ = n_ctx;
+  c.head_dim_ = head_dim;
+  c.n_head_kv_ = n_head_kv;
+  std::vector<registry::Device*> devs;  // distinct, in first-use order
+  std::vector<std::vector<Tensor*>> per_dev;
+  for (int64_t l = 0; l < n_layer; ++l) {
+    registry::Device* d = layer_devices[static_cast<size_t>(l)];
+    if (!d) return invalid_argument("[llm.kv_cache] layer " + std::to_string(l) + " has no device");
+    size_t di = 0;
+    while (di < devs.size() && devs[di] != d) ++di;
+    if (di == devs.size()) {
+      devs.push_back(d);
+      per_dev.emplace_back();
+    }
+    LOOM_ASSIGN_OR_RETURN(Tensor * k, ctx.new_tensor(type, {head_dim, n_ctx, n_head_kv}, "cache_k." + std::to_string(l)));
+    LOOM_ASSIGN_OR_RETURN(Tensor * v, ctx.new_tensor(type, {head_dim, n_ctx, n_head_kv}, "cache_v." + std::to_string(l)));
+    c.k_.push_back(k);
+    c.v_.push_back(v);
+    per_dev[di].push_back(k);
+    per_dev[di].push_back(v);
+  }
+  for (size_t di = 0; di < devs.size(); ++di) {
+    StatusOr<Buffer> b = allocate_tensors(*devs[di], per_dev[di]);
+    if (!b.ok()) return b.status().with_context("llm.kv_cache");
+    c.buffers_.push_back(std::move(b).value());
+    // Unwritten rows are masked out, but keep them finite (0 * NaN is NaN).
+    LOOM_RETURN_IF_ERROR(c.buffers_.back().clear(0));
+  }
+  return c;
+}
+
+}  // namespace loom::llm

@@ -1,0 +1,335 @@
+#include "llm/session/llama_session.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <map>
+#include <string>
+
+#include "llm/model/llama_graph.hpp"
+#include "llm/session/finite_check.hpp"
+#include "loom/executor.hpp"
+#include "loom/log.hpp"
+#include "loom/ops.hpp"
+#include "loom/types.hpp"
+#include "runtime/env.hpp"
+
+namespace loom::llm {
+namespace {
+
+// n_rows rows of n_vocab logits, of the tokens at positions first_pos,
+// first_pos + 1, ...: each must be finite, else an error naming the position.
+Status check_logits(const float* logits, int64_t n_rows, int64_t n_vocab, int64_t first_pos) {
+  for (int64_t r = 0; r < n_rows; ++r) {
+    const float* row = logits + r * n_vocab;
+    const size_t bad = first_non_finite(row, static_cast<size_t>(n_vocab));
+    if (bad == static_cast<size_t>(n_vocab)) continue;
+    return internal_error("[llm.eval] logits of the token at position " + std::to_string(first_pos + r) +
+                          " are not finite: " + non_finite_name(row[bad]) + " at vocab id " + std::to_string(bad) +
+                          " of " + std::to_string(n_vocab) +
+                          " (bad weights or a device error; LOOM_CHECK_FINITE=1 names the first graph node that "
+                          "produces one)");
+  }
+  return Status();
+}
+
+// The KV cache must fit the free memory of each device holding layers of
+// it: a context from the file header (context_length) must not exhaust the
+// machine. Devices that report no memory figures are not checked.
+Status check_cache_fits(const std::vector<registry::Device*>& kv_devices, int64_t kv_dim, int64_t n_ctx,
+                        loom_type_t type, bool ctx_from_file) {
+  const double per_layer = 2.0 * static_cast<double>(type_row_size(type, kv_dim)) * static_cast<double>(n_ctx);
+  std::map<registry::Device*, double> need_of;
+  for (registry::Device* d : kv_devices) need_of[d] += per_layer;
+  for (const auto& [d, need] : need_of) {
+    StatusOr<registry::Device::Memory> m = d->memory();
+    if (!m.ok() || m->total == 0) continue;
+    // Some drivers report no free figure (0): the total bounds it then.
+    const uint64_t avail = m->free > 0 ? m->free : m->total;
+    if (need <= static_cast<double>(avail)) continue;
+    return resource_exhausted("[llm.session] the KV cache of " + std::to_string(n_ctx) + " tokens" +
+                              (ctx_from_file ? " (the model's context_length)" : "") + " needs " +
+                              std::to_string(static_cast<uint64_t>(need)) + " bytes on " + d->name() + ", which has " +
+                              (m->free > 0 ? std::to_string(m->free) + " of " + std::to_string(m->total) + " bytes free"
+                                           : std::to_string(m->total) + " bytes") +
+                              "; use a smaller context (--ctx N)");
+  }
+  return Status();
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<LlamaSession>> LlamaSession::create(LlamaModel* model, const SessionOptions& options) {
+  if (!model) return invalid_argument("[llm.session] model is null");
+  const LlamaHparams& h = model->hparams();
+  const int64_t n_ctx = options.n_ctx > 0 ? options.n_ctx : h.n_ctx_train;
+  if (options.n_batch < 1) {
+    return invalid_argument("[llm.session] batch size " + std::to_string(options.n_batch) + " must be >= 1");
+  }
+  if (options.kv_pad < 1) {
+    return invalid_argument("[llm.session] kv_pad " + std::to_string(options.kv_pad) + " must be >= 1");
+  }
+  // Each layer's cache on that layer's device, unless the device cannot
+  // write the cache's rows (then on the host device).
+  std::vector<registry::Device*> kv_devices;
+  std::vector<std::pair<registry::Device*, bool>> writes;
+  for (int64_t il = 0; il < h.n_layer; ++il) {
+    registry::Device* d = model->layer_device(il);
+    if (d != model->device()) {
+      auto it = std::find_if(writes.begin(), writes.end(), [d](const auto& w) { return w.first == d; });
+      if (it == writes.end()) {
+        writes.emplace_back(d, KvCache::writable_on(*d, options.kv_type, h.head_dim(), h.n_head_kv));
+        it = writes.end() - 1;
+      }
+      if (!it->second) d = model->device();
+    }
+    kv_devices.push_back(d);
+  }
+  LOOM_RETURN_IF_ERROR(check_cache_fits(kv_devices, h.kv_dim(), n_ctx, options.kv_type, options.n_ctx <= 0));
+  Context& ctx = model->context();
+  LOOM_ASSIGN_OR_RETURN(KvCache cache, KvCache::create(ctx, kv_devices, h.head_dim(), h.n_head_kv, n_ctx, options.kv_type));
+  LOOM_ASSIGN_OR_RETURN(auto sched, Scheduler::create(model->devices()));
+  const size_t mark = ctx.checkpoint();
+  SessionOptions o = options;
+  o.fused_attention = options.fused_attention && env_flag("LOOM_LLM_FUSED_ATTN", true);
+  o.check_finite_nodes = options.check_finite_nodes || env_flag("LOOM_CHECK_FINITE", false);
+  if (options.pipeline < 0) {
+    return invalid_argument("[llm.session] pipeline " + std::to_string(options.pipeline) + " must be >= 0");
+  }
+  if (o.pipeline == 0) o.pipeline = static_cast<int>(env_int("LOOM_SCHED_PIPELINING", 1, 64, 0));
+  if (o.pipeline == 0) {
+    // Automatic: pipelined when more than one device holds layers.
+    std::vector<registry::Device*> holders;
+    for (int64_t il = 0; il < h.n_layer; ++il) {
+      registry::Device* d = model->layer_device(il);
+      if (std::find(holders.begin(), holders.end(), d) == holders.end()) holders.push_back(d);
+    }
+    o.pipeline = holders.size() > 1 ? 8 : 1;
+  }
+  std::unique_ptr<LlamaSession> session(
+      new LlamaSession(model, std::move(cache), std::move(kv_devices), std::move(sched), o, mark));
+  LOOM_RETURN_IF_ERROR(session->reserve_worst_case());
+  return session;
+}
+
+Status LlamaSession::reserve_worst_case() {
+  const int64_t n_ctx = cache_.n_ctx();
+  const int64_t n_max = std::min(n_batch_, n_ctx);
+  // (tokens, every row's logits): the largest prompt batch, then decode.
+  const std::pair<int64_t, bool> shapes[] = {{n_max, true}, {1, false}};
+  for (const auto& [n, all_logits] : shapes) {
+    StepRollback rollback{model_->context(), mark_};
+    LOOM_ASSIGN_OR_RETURN(Step step, make_step(n, n_ctx - n, n_ctx, all_logits));
+    Status st = sched_->reserve(step.graph);
+    if (!st.ok()) {
+      return st.with_context("llm.session: reserving compute memory for " + std::to_string(n) +
+                             " tokens over a context of " + std::to_string(n_ctx));
+    }
+  }
+  LOOM_LOG_INFO("llm", "compute buffers reserved for " + std::to_string(n_max) + "-token batches and decode over " +
+                           std::to_string(n_ctx) + " positions: " + std::to_string(compute_buffer_size()) + " bytes");
+  return Status();
+}
+
+LlamaSession::~LlamaSession() { drop_step(); }
+
+size_t LlamaSession::compute_buffer_size() const {
+  size_t n = 0;
+  for (size_t i = 0; i < sched_->devices().size(); ++i) n += sched_->compute_buffer_size(i);
+  return n;
+}
+
+Status LlamaSession::eval(const std::vector<TokenId>& tokens, bool all_logits, std::vector<float>* logits) {
+  const int64_t n = static_cast<int64_t>(tokens.size());
+  const int64_t n_vocab = model_->hparams().n_vocab;
+  if (n == 0) return invalid_argument("[llm.eval] no tokens to evaluate");
+  if (n_past_ + n > cache_.n_ctx()) {
+    return invalid_argument("[llm.eval] " + std::to_string(n_past_) + " cached + " + std::to_string(n) +
+                            " new tokens exceed the context of " + std::to_string(cache_.n_ctx()) + " tokens");
+  }
+  for (TokenId t : tokens) {
+    if (t < 0 || t >= n_vocab) {
+      return invalid_argument("[llm.eval] token id " + std::to_string(t) + " outside the vocabulary [0, " +
+                              std::to_string(n_vocab) + ")");
+    }
+  }
+  logits->assign(static_cast<size_t>((all_logits ? n : 1) * n_vocab), 0.0f);
+  if (pipeline_ > 1 && !all_logits && !check_nodes_ && !count_ffn_ && n > n_batch_) {
+    return eval_pipelined(tokens.data(), n, logits->data());
+  }
+  for (int64_t start = 0; start < n; start += n_batch_) {
+    const int64_t len = std::min(n_batch_, n - start);
+    const bool last = start + len == n;
+    float* out = nullptr;
+    if (all_logits) {
+      out = logits->data() + start * n_vocab;
+    } else if (last) {
+      out = logits->data();
+    }
+    LOOM_RETURN_IF_ERROR(eval_batch(tokens.data() + start, len, all_logits, out));
+  }
+  return Status();
+}
+
+StatusOr<LlamaSession::Step> LlamaSession::make_step(int64_t n, int64_t n_past, int64_t n_kv, bool all_logits) {
+  LOOM_ASSIGN_OR_RETURN(LlamaBatchGraph g, build_llama_graph(*model_, cache_, n, n_past, all_logits, n_kv,
+                                                                  fused_attention_));
+  std::vector<Tensor*> outputs = {g.logits};
+  if (count_ffn_) {
+    for (Tensor* t : g.ffn_gate) {
+      if (t) outputs.push_back(t);
+    }
+  }
+  LOOM_ASSIGN_OR_RETURN(Graph graph, Graph::build(outputs));
+  if (check_nodes_) {
+    LOOM_ASSIGN_OR_RETURN(graph, keep_every_node(graph));
+  }
+  return Step{g, std::move(graph)};
+}
+
+StatusOr<LlamaSession::Step> LlamaSession::build_step(int64_t n, bool all_logits) {
+  LOOM_ASSIGN_OR_RETURN(Step step, make_step(n, n_past_, padded_n_kv(n_past_, n, kv_pad_, cache_.n_ctx()), all_logits));
+  LOOM_RETURN_IF_ERROR(sched_->allocate(step.graph));
+  return step;
+}
+
+StatusOr<std::string> LlamaSession::plan(int64_t n_tokens, PlanDetail detail, PlanFormat format) {
+  if (n_tokens < 1 || n_past_ + n_tokens > cache_.n_ctx()) {
+    return invalid_argument("[llm.plan] batch of " + std::to_string(n_tokens) + " tokens does not fit the context of " +
+                            std::to_string(cache_.n_ctx()));
+  }
+  drop_step();
+  StepRollback rollback{model_->context(), mark_};
+  LOOM_ASSIGN_OR_RETURN(Step step, build_step(n_tokens, false));
+  return sched_->render(step.graph, detail, format);
+}
+
+Status LlamaSession::count_ffn_activity(const LlamaBatchGraph& g) {
+  ffn_counts_.resize(g.ffn_gate.size());
+  std::vector<float> v;
+  for (size_t il = 0; il < g.ffn_gate.size(); ++il) {
+    const Tensor* t = g.ffn_gate[il];
+    if (t == nullptr) continue;
+    if (t->type != LOOM_TYPE_F32) {
+      return internal_error("[llm.eval] layer " + std::to_string(il) + "'s FFN gate output is not F32");
+    }
+    v.resize(static_cast<size_t>(t->ne[0] * t->ne[1]));
+    LOOM_RETURN_IF_ERROR(tensor_get(t, v.data(), v.size() * sizeof(float)));
+    std::vector<uint64_t>& c = ffn_counts_[il];
+    c.resize(static_cast<size_t>(t->ne[0]), 0);
+    for (int64_t n = 0; n < t->ne[1]; ++n) {
+      for (int64_t j = 0; j < t->ne[0]; ++j) c[static_cast<size_t>(j)] += v[static_cast<size_t>(n * t->ne[0] + j)] > 0.0f;
+    }
+  }
+  ffn_tokens_ += static_cast<uint64_t>(g.n_tokens);
+  return Status();
+}
+
+void LlamaSession::drop_step() {
+  cached_.reset();
+  model_->context().rollback(mark_);
+}
+
+Status LlamaSession::eval_batch(const TokenId* tokens, int64_t n, bool all_logits, float* out) {
+  Status st = run_step(tokens, n, all_logits, out);
+  // A failed step leaves nothing behind (its tensors and graph go).
+  if (!st.ok()) drop_step();
+  return st;
+}
+
+Status LlamaSession::eval_pipelined(const TokenId* tokens, int64_t n, float* out) {
+  drop_step();  // the kept decode graph's tensors sit where the micro-batches go
+  const int64_t group = n_batch_ * pipeline_;
+  const int64_t first = n_past_;
+  for (int64_t start = 0; start < n; start += group) {
+    const int64_t len = std::min(group, n - start);
+    Status st = submit_group(tokens + start, len, start + len == n ? out : nullptr);
+    if (!st.ok()) {
+      // The cache rows of this prompt are not trustworthy: forget them.
+      n_past_ = first;
+      return st;
+    }
+  }
+  return Status();
+}
+
+Status LlamaSession::submit_group(const TokenId* tokens, int64_t n, float* out) {
+  StepRollback rollback{model_->context(), mark_};
+  std::vector<Step> steps;  // alive until the scheduler finished them
+  steps.reserve(static_cast<size_t>((n + n_batch_ - 1) / n_batch_));
+  const int64_t first = n_past_;
+  int64_t pos = n_past_;
+  Status st;
+  for (int64_t start = 0; start < n && st.ok(); start += n_batch_) {
+    const int64_t len = std::min(n_batch_, n - start);
+    auto step = make_step(len, pos, padded_n_kv(pos, len, kv_pad_, cache_.n_ctx()), false);
+    if (!step.ok()) {
+      st = step.status();
+      break;
+    }
+    steps.push_back(std::move(step).value());
+    LlamaBatchGraph& g = steps.back().batch;
+    g.n_past = pos;
+    st = sched_->allocate(steps.back().graph);
+    LlamaBatchInputs in = make_batch_inputs(g, tokens + start);
+    if (st.ok()) st = sched_->set_input(g.tokens, in.tokens.data(), in.tokens.size() * sizeof(int32_t));
+    if (st.ok()) st = sched_->set_input(g.pos, in.pos.data(), in.pos.size() * sizeof(int32_t));
+    if (st.ok()) st = sched_->set_input(g.kv_rows, in.kv_rows.data(), in.kv_rows.size() * sizeof(int64_t));
+    if (st.ok() && g.mask) st = sched_->set_input(g.mask, in.mask.data(), in.mask.size() * sizeof(float));
+    if (st.ok() && g.visible) {
+      st = sched_->set_input(g.visible, in.visible.data(), in.visible.size() * sizeof(int32_t));
+    }
+    if (st.ok()) st = sched_->submit(steps.back().graph);
+    if (st.ok() && steps.size() > 1) ++pipelined_batches_;
+    ++steps_built_;
+    pos += len;
+  }
+  const Status done = sched_->finish();
+  if (st.ok()) st = done;
+  if (!st.ok()) return st;
+  steps_ += steps.size();
+  bytes_copied_ += sched_->last_stats().bytes_copied;
+  n_past_ = first + n;
+  if (!out) return Status();
+  const LlamaBatchGraph& g = steps.back().batch;
+  LOOM_RETURN_IF_ERROR(tensor_get(g.logits, out, g.logits->nbytes()));
+  const int64_t rows = g.logits->ne[1];
+  return check_logits(out, rows, g.logits->ne[0], n_past_ - rows);
+}
+
+Status LlamaSession::run_step(const TokenId* tokens, int64_t n, bool all_logits, float* out) {
+  // Decode steps of one padded KV length have the same graph: reuse it and
+  // only write the new inputs (the scheduler then reuses its plan too).
+  const int64_t n_kv = padded_n_kv(n_past_, n, kv_pad_, cache_.n_ctx());
+  if (!cached_ || cached_->batch.n_tokens != n || cached_->batch.n_kv != n_kv || cached_all_logits_ != all_logits) {
+    drop_step();
+    LOOM_ASSIGN_OR_RETURN(Step built, build_step(n, all_logits));
+    cached_ = std::make_unique<Step>(std::move(built));
+    cached_all_logits_ = all_logits;
+    ++steps_built_;
+  }
+  LlamaBatchGraph& g = cached_->batch;
+  Graph& graph = cached_->graph;
+  g.n_past = n_past_;
+  LlamaBatchInputs in = make_batch_inputs(g, tokens);
+  LOOM_RETURN_IF_ERROR(tensor_set(g.tokens, in.tokens.data(), in.tokens.size() * sizeof(int32_t)));
+  LOOM_RETURN_IF_ERROR(tensor_set(g.pos, in.pos.data(), in.pos.size() * sizeof(int32_t)));
+  LOOM_RETURN_IF_ERROR(tensor_set(g.kv_rows, in.kv_rows.data(), in.kv_rows.size() * sizeof(int64_t)));
+  if (g.mask) LOOM_RETURN_IF_ERROR(tensor_set(g.mask, in.mask.data(), in.mask.size() * sizeof(float)));
+  if (g.visible) LOOM_RETURN_IF_ERROR(tensor_set(g.visible, in.visible.data(), in.visible.size() * sizeof(int32_t)));
+  LOOM_RETURN_IF_ERROR(sched_->compute(graph));
+  ++steps_;
+  bytes_copied_ += sched_->last_stats().bytes_copied;
+  const int64_t first = n_past_;
+  n_past_ += n;
+  if (check_nodes_) {
+    LOOM_RETURN_IF_ERROR(check_nodes_finite(
+        graph, *sched_, "step at positions [" + std::to_string(first) + ", " + std::to_string(n_past_) + ")"));
+  }
+  if (count_ffn_) LOOM_RETURN_IF_ERROR(count_ffn_activity(g));
+  if (!out) return Status();
+  LOOM_RETURN_IF_ERROR(tensor_get(g.logits, out, g.logits->nbytes()));
+  const int64_t rows = g.logits->ne[1];
+  return check_logits(out, rows, g.logits->ne[0], n_past_ - rows);
+}
+
+}  // namespace loom::llm
