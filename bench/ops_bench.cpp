@@ -29,10 +29,10 @@
 #include <tuple>
 #include <vector>
 
-#include "loom/executor.hpp"
-#include "loom/ops.hpp"
-#include "loom/registry.hpp"
-#include "loom/types.hpp"
+#include "loom/sched/executor.hpp"
+#include "loom/runtime/ops.hpp"
+#include "loom/registry/registry.hpp"
+#include "loom/runtime/types.hpp"
 
 #ifdef LOOM_BENCH_HAVE_OPENBLAS
 #include <cblas.h>

@@ -18,10 +18,10 @@
 #include <string>
 #include <vector>
 
-#include "loom/executor.hpp"
-#include "loom/ops.hpp"
-#include "loom/registry.hpp"
-#include "loom/types.hpp"
+#include "loom/sched/executor.hpp"
+#include "loom/runtime/ops.hpp"
+#include "loom/registry/registry.hpp"
+#include "loom/runtime/types.hpp"
 
 namespace {
 

@@ -20,8 +20,8 @@
 #include "llm/session/llama_session.hpp"
 #include "llm/session/sampling.hpp"
 #include "loom/loom.h"
-#include "loom/registry.hpp"
-#include "loom/status.hpp"
+#include "loom/registry/registry.hpp"
+#include "loom/runtime/status.hpp"
 #include "runtime/status_abi.hpp"
 
 struct loom_registry {

@@ -9,7 +9,8 @@
 #   <libdir>/libloom.so*                       loom::loom (applications)
 #   <libdir>/loom/libloom-<plugin>.so          the plugins, loom-probe
 #   <libdir>/libloom_plugin_common.a           loom::plugin's helper library
-#   <includedir>/loom/*.h, *.hpp               the application headers
+#   <includedir>/loom/*.h, loom.hpp            the C API, its C++ wrapper, the ABI
+#   <includedir>/loom/{runtime,registry,sched}/*.hpp  the graph API by layer
 #   <includedir>/loom/sdk/loom/plugin.h        loom::plugin's include root: the
 #   <includedir>/loom/sdk/common/*.h           ABI header and the helpers only
 #   <libdir>/cmake/loom/                       loomConfig.cmake, targets,
@@ -42,6 +43,9 @@ install(TARGETS loom_plugin_abi loom_plugin_common loom_plugin EXPORT loomTarget
 file(GLOB LOOM_PUBLIC_HEADERS CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/include/loom/*.h
   ${CMAKE_SOURCE_DIR}/include/loom/*.hpp)
 install(FILES ${LOOM_PUBLIC_HEADERS} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/loom)
+# The graph API, one folder per layer (docs/architecture.md).
+install(DIRECTORY ${CMAKE_SOURCE_DIR}/include/loom/runtime ${CMAKE_SOURCE_DIR}/include/loom/registry
+  ${CMAKE_SOURCE_DIR}/include/loom/sched DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/loom FILES_MATCHING PATTERN "*.hpp")
 # The SDK root: plugin.h and the helpers, nothing else of loom.
 install(FILES ${CMAKE_SOURCE_DIR}/include/loom/plugin.h DESTINATION ${LOOM_INSTALL_SDK_INCLUDE}/loom)
 file(GLOB LOOM_SDK_HEADERS CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/plugins/common/*.h)

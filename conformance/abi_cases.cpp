@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "conformance/suite.hpp"
-#include "loom/plugin_calls.hpp"
+#include "loom/registry/plugin_calls.hpp"
 
 namespace loom::conformance {
 namespace {

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "loom/ops.hpp"
+#include "loom/runtime/ops.hpp"
 #include "conformance/suite.hpp"
 
 namespace loom::conformance {

@@ -1,6 +1,6 @@
 // ADD, SUB, MUL, DIV: every float type pair, broadcast shapes, strided
 // views, in-place placement, 1 vs 3 threads.
-#include "loom/ops.hpp"
+#include "loom/runtime/ops.hpp"
 #include "conformance/suite.hpp"
 
 namespace loom::conformance {

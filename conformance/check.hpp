@@ -23,7 +23,7 @@
 #include <utility>
 #include <vector>
 
-#include "loom/status.hpp"
+#include "loom/runtime/status.hpp"
 
 namespace loom::conformance {
 

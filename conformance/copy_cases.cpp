@@ -5,8 +5,8 @@
 #include <cstring>
 #include <limits>
 
-#include "loom/ops.hpp"
-#include "loom/types.hpp"
+#include "loom/runtime/ops.hpp"
+#include "loom/runtime/types.hpp"
 #include "conformance/suite.hpp"
 
 namespace loom::conformance {

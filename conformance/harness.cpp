@@ -7,7 +7,7 @@
 
 #include "common/op_info.h"
 #include "common/type_traits.h"
-#include "loom/types.hpp"
+#include "loom/runtime/types.hpp"
 
 namespace loom::conformance {
 

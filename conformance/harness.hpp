@@ -19,11 +19,11 @@
 #include <vector>
 
 #include "conformance/reference.hpp"
-#include "loom/executor.hpp"
-#include "loom/graph.hpp"
-#include "loom/ops.hpp"
-#include "loom/registry.hpp"
-#include "loom/tensor.hpp"
+#include "loom/sched/executor.hpp"
+#include "loom/runtime/graph.hpp"
+#include "loom/runtime/ops.hpp"
+#include "loom/registry/registry.hpp"
+#include "loom/runtime/tensor.hpp"
 
 namespace loom::conformance {
 

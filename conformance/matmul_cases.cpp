@@ -6,9 +6,9 @@
 #include <cstring>
 #include <cstdlib>
 
-#include "loom/executor.hpp"
-#include "loom/ops.hpp"
-#include "loom/plugin_calls.hpp"
+#include "loom/sched/executor.hpp"
+#include "loom/runtime/ops.hpp"
+#include "loom/registry/plugin_calls.hpp"
 #include "conformance/matmul_ref.hpp"
 #include "conformance/suite.hpp"
 

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "conformance/reference.hpp"
-#include "loom/tensor.hpp"
+#include "loom/runtime/tensor.hpp"
 
 namespace loom::conformance {
 

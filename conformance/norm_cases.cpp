@@ -1,6 +1,6 @@
 // RMS_NORM and NORM: every float source type (result F32), odd row lengths,
 // strided views, in place, 1 vs 3 threads.
-#include "loom/ops.hpp"
+#include "loom/runtime/ops.hpp"
 #include "conformance/suite.hpp"
 
 namespace loom::conformance {

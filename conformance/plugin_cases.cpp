@@ -4,7 +4,7 @@
 #include <cstring>
 #include <string>
 
-#include "loom/ops.hpp"
+#include "loom/runtime/ops.hpp"
 #include "conformance/suite.hpp"
 
 #if defined(__SANITIZE_ADDRESS__)

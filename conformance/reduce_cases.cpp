@@ -1,6 +1,6 @@
 // ARGMAX (first index on ties, strided rows) and SUM_ROWS (every float type,
 // strided views), 1 vs 3 threads.
-#include "loom/ops.hpp"
+#include "loom/runtime/ops.hpp"
 #include "conformance/suite.hpp"
 
 namespace loom::conformance {

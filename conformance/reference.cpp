@@ -6,7 +6,7 @@
 #include <cstring>
 #include <sstream>
 
-#include "loom/types.hpp"
+#include "loom/runtime/types.hpp"
 
 namespace loom::conformance {
 

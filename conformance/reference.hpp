@@ -20,12 +20,12 @@
 #include <unordered_map>
 #include <vector>
 
-#include "loom/executor.hpp"
-#include "loom/graph.hpp"
-#include "loom/ops.hpp"
-#include "loom/registry.hpp"
-#include "loom/tensor.hpp"
-#include "loom/types.hpp"
+#include "loom/sched/executor.hpp"
+#include "loom/runtime/graph.hpp"
+#include "loom/runtime/ops.hpp"
+#include "loom/registry/registry.hpp"
+#include "loom/runtime/tensor.hpp"
+#include "loom/runtime/types.hpp"
 #include "conformance/check.hpp"
 
 namespace loom::conformance {

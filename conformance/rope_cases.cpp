@@ -1,7 +1,7 @@
 // ROPE: normal and neox modes, n_dims < head_dim pass-through, freq_base and
 // freq_scale, frequency factors (src2, dense and strided), every float type,
 // strided views, in place, 1 vs 3 threads.
-#include "loom/ops.hpp"
+#include "loom/runtime/ops.hpp"
 #include "conformance/suite.hpp"
 
 namespace loom::conformance {

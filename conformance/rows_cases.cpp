@@ -6,8 +6,8 @@
 #include <cmath>
 #include <cstring>
 
-#include "loom/ops.hpp"
-#include "loom/types.hpp"
+#include "loom/runtime/ops.hpp"
+#include "loom/runtime/types.hpp"
 #include "conformance/suite.hpp"
 
 namespace loom::conformance {

@@ -3,7 +3,7 @@
 // type, strided views, in place, 1 vs 3 threads.
 #include <limits>
 
-#include "loom/ops.hpp"
+#include "loom/runtime/ops.hpp"
 #include "conformance/suite.hpp"
 
 namespace loom::conformance {

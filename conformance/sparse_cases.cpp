@@ -5,7 +5,7 @@
 // Inactive outputs of the row-sparse product must be exactly 0.
 #include <cmath>
 
-#include "loom/ops.hpp"
+#include "loom/runtime/ops.hpp"
 #include "conformance/matmul_ref.hpp"
 #include "conformance/suite.hpp"
 

@@ -18,7 +18,7 @@
 
 #include "conformance/check.hpp"
 #include "conformance/harness.hpp"
-#include "loom/registry.hpp"
+#include "loom/registry/registry.hpp"
 
 namespace loom::conformance {
 

@@ -1,6 +1,6 @@
 // SILU, GELU (tanh form), RELU, SCALE and SWIGLU: every float type, strided
 // views, in place, 1 vs 3 threads.
-#include "loom/ops.hpp"
+#include "loom/runtime/ops.hpp"
 #include "conformance/suite.hpp"
 
 namespace loom::conformance {

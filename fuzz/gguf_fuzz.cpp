@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <cstdlib>
 
-#include "loom/gguf.hpp"
+#include "loom/runtime/gguf.hpp"
 
 namespace {
 

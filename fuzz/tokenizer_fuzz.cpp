@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "llm/tokenizer/tokenizer.hpp"
-#include "loom/gguf.hpp"
+#include "loom/runtime/gguf.hpp"
 
 namespace {
 

@@ -1,12 +1,12 @@
-// Buffer and Stream (include/loom/buffer.hpp): RAII owners that count
+// Buffer and Stream (include/loom/registry/buffer.hpp): RAII owners that count
 // themselves as live objects of their plugin, so the plugin unloads only
 // after they are released.
-#include "loom/buffer.hpp"
+#include "loom/registry/buffer.hpp"
 
 #include <utility>
 
-#include "loom/log.hpp"
-#include "loom/plugin_calls.hpp"
+#include "loom/runtime/log.hpp"
+#include "loom/registry/plugin_calls.hpp"
 #include "registry/guard.hpp"
 #include "registry/plugin_handle.hpp"
 

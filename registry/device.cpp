@@ -5,9 +5,9 @@
 
 #include "common/op_info.h"
 #include "common/type_traits.h"
-#include "loom/log.hpp"
-#include "loom/registry.hpp"
-#include "loom/tensor.hpp"
+#include "loom/runtime/log.hpp"
+#include "loom/registry/registry.hpp"
+#include "loom/runtime/tensor.hpp"
 #include "registry/guard.hpp"
 #include "registry/loader.hpp"
 #include "registry/plugin_handle.hpp"

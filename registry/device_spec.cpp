@@ -1,4 +1,4 @@
-#include "loom/device_spec.hpp"
+#include "loom/registry/device_spec.hpp"
 
 #include <algorithm>
 #include <cstdlib>

@@ -9,7 +9,7 @@
 #include <set>
 #include <system_error>
 
-#include "loom/log.hpp"
+#include "loom/runtime/log.hpp"
 #include "registry/secure_env.hpp"
 
 #ifndef LOOM_INSTALL_PLUGIN_DIR

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "loom/registry.hpp"
+#include "loom/registry/registry.hpp"
 
 namespace loom::registry {
 

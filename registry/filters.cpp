@@ -4,7 +4,7 @@
 
 #include <cstdlib>
 
-#include "loom/log.hpp"
+#include "loom/runtime/log.hpp"
 
 namespace loom::registry {
 namespace {

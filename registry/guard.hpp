@@ -7,8 +7,8 @@
 #include <utility>
 
 #include "loom/plugin.h"
-#include "loom/buffer.hpp"
-#include "loom/status.hpp"
+#include "loom/registry/buffer.hpp"
+#include "loom/runtime/status.hpp"
 
 namespace loom::registry {
 

@@ -3,7 +3,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "loom/log.hpp"
+#include "loom/runtime/log.hpp"
 #include "runtime/status_abi.hpp"
 
 namespace loom::registry {

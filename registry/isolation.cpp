@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "loom/log.hpp"
+#include "loom/runtime/log.hpp"
 #include "registry/loader.hpp"
 #include "registry/probe.hpp"
 #include "registry/probe_cache.hpp"

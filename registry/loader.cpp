@@ -3,7 +3,7 @@
 #include <cstring>
 #include <filesystem>
 
-#include "loom/log.hpp"
+#include "loom/runtime/log.hpp"
 #include "registry/guard.hpp"
 #include "registry/host_services.hpp"
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "loom/registry.hpp"
+#include "loom/registry/registry.hpp"
 #include "registry/dynamic_library.hpp"
 #include "registry/plugin_handle.hpp"
 

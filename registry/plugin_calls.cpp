@@ -1,11 +1,11 @@
-// The raw-handle door (include/loom/plugin_calls.hpp): guarded calls with
+// The raw-handle door (include/loom/registry/plugin_calls.hpp): guarded calls with
 // struct_size checks for buffers and buffer types.
-#include "loom/plugin_calls.hpp"
+#include "loom/registry/plugin_calls.hpp"
 
 #include <cstring>
 
 #include "common/type_traits.h"
-#include "loom/log.hpp"
+#include "loom/runtime/log.hpp"
 #include "registry/guard.hpp"
 #include "registry/loader.hpp"
 

@@ -2,7 +2,7 @@
 
 #include <utility>
 
-#include "loom/log.hpp"
+#include "loom/runtime/log.hpp"
 #include "registry/guard.hpp"
 
 namespace loom::registry {

@@ -18,7 +18,7 @@
 #include <mutex>
 #include <set>
 
-#include "loom/log.hpp"
+#include "loom/runtime/log.hpp"
 #include "registry/discovery.hpp"
 #include "registry/loader.hpp"
 #include "registry/plugin_handle.hpp"

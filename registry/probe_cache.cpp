@@ -9,7 +9,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "loom/log.hpp"
+#include "loom/runtime/log.hpp"
 #include "loom/plugin.h"
 #include "registry/probe_inputs.hpp"
 #include "registry/secure_env.hpp"

@@ -1,7 +1,7 @@
 // Registry::load (discovery -> filters -> negotiation -> variant choice ->
 // init -> device list with de-duplication), shutdown and the name helpers.
 // Selection lives in selection.cpp, Device in device.cpp.
-#include "loom/registry.hpp"
+#include "loom/registry/registry.hpp"
 
 #include <dlfcn.h>
 
@@ -12,7 +12,7 @@
 #include <filesystem>
 #include <map>
 
-#include "loom/log.hpp"
+#include "loom/runtime/log.hpp"
 #include "registry/discovery.hpp"
 #include "registry/filters.hpp"
 #include "registry/loader.hpp"

@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <cstdlib>
 
-#include "loom/device_spec.hpp"
-#include "loom/log.hpp"
-#include "loom/registry.hpp"
+#include "loom/registry/device_spec.hpp"
+#include "loom/runtime/log.hpp"
+#include "loom/registry/registry.hpp"
 
 namespace loom::registry {
 namespace {

@@ -1,10 +1,10 @@
-#include "loom/allocator.hpp"
+#include "loom/runtime/allocator.hpp"
 
 #include <algorithm>
 #include <string>
 #include <vector>
 
-#include "loom/ops.hpp"
+#include "loom/runtime/ops.hpp"
 #include "common/align.h"
 #include "runtime/free_list.hpp"
 

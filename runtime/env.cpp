@@ -4,7 +4,7 @@
 #include <string>
 
 #include "common/env.h"
-#include "loom/log.hpp"
+#include "loom/runtime/log.hpp"
 
 namespace loom {
 

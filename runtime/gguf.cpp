@@ -1,6 +1,6 @@
 // GgufFile accessors: type tables, typed metadata getters, tensor lookup and
 // the mapping's lifetime. Parsing lives in gguf_parse.cpp.
-#include "loom/gguf.hpp"
+#include "loom/runtime/gguf.hpp"
 
 #include <sys/mman.h>
 

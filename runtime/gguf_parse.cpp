@@ -10,7 +10,7 @@
 #include <limits>
 #include <string>
 
-#include "loom/gguf.hpp"
+#include "loom/runtime/gguf.hpp"
 
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "the GGUF reader assumes a little-endian host"

@@ -1,4 +1,4 @@
-#include "loom/graph.hpp"
+#include "loom/runtime/graph.hpp"
 
 #include <cstring>
 #include <string>

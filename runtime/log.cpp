@@ -1,4 +1,4 @@
-#include "loom/log.hpp"
+#include "loom/runtime/log.hpp"
 
 #include <cstdio>
 #include <cstdlib>

@@ -1,13 +1,13 @@
 // Op builders. Shapes, types and params follow enum loom_op in loom/plugin.h
 // exactly; every check failure names the op and both sides.
-#include "loom/ops.hpp"
+#include "loom/runtime/ops.hpp"
 
 #include <cmath>
 #include <string>
 
 #include "common/op_check.h"
 #include "common/op_table.h"
-#include "loom/types.hpp"
+#include "loom/runtime/types.hpp"
 
 namespace loom::op {
 namespace {

@@ -1,4 +1,4 @@
-#include "loom/status.hpp"
+#include "loom/runtime/status.hpp"
 
 namespace loom {
 

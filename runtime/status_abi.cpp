@@ -3,7 +3,7 @@
 #include <new>
 #include <string>
 
-#include "loom/status.hpp"
+#include "loom/runtime/status.hpp"
 
 namespace loom {
 namespace {

@@ -1,10 +1,10 @@
-#include "loom/tensor.hpp"
+#include "loom/runtime/tensor.hpp"
 
 #include <algorithm>
 #include <cstring>
 #include <string>
 
-#include "loom/types.hpp"
+#include "loom/runtime/types.hpp"
 
 namespace loom {
 namespace {

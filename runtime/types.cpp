@@ -1,4 +1,4 @@
-#include "loom/types.hpp"
+#include "loom/runtime/types.hpp"
 
 #include <cctype>
 #include <string>

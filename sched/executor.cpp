@@ -1,12 +1,12 @@
-#include "loom/executor.hpp"
+#include "loom/sched/executor.hpp"
 
 #include <string>
 
 #include "common/align.h"
 #include "common/op_info.h"
-#include "loom/log.hpp"
-#include "loom/plugin_calls.hpp"
-#include "loom/types.hpp"
+#include "loom/runtime/log.hpp"
+#include "loom/registry/plugin_calls.hpp"
+#include "loom/runtime/types.hpp"
 
 namespace loom {
 namespace {

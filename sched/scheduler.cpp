@@ -2,7 +2,7 @@
 // compute buffers and applying a plan's offsets to a graph's tensors.
 // Execution is in scheduler_exec.cpp; the planning steps in
 // scheduler_{placement,splits,memory}.cpp.
-#include "loom/scheduler.hpp"
+#include "loom/sched/scheduler.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -10,10 +10,10 @@
 #include <cstring>
 #include <string>
 
-#include "loom/allocator.hpp"
-#include "loom/log.hpp"
+#include "loom/runtime/allocator.hpp"
+#include "loom/runtime/log.hpp"
 #include "runtime/env.hpp"
-#include "loom/plugin_calls.hpp"
+#include "loom/registry/plugin_calls.hpp"
 #include "sched/scheduler_plan.hpp"
 #include "sched/scheduler_sync.hpp"
 

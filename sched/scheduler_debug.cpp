@@ -6,8 +6,8 @@
 #include <unordered_map>
 
 #include "common/op_info.h"
-#include "loom/plugin_calls.hpp"
-#include "loom/types.hpp"
+#include "loom/registry/plugin_calls.hpp"
+#include "loom/runtime/types.hpp"
 #include "sched/scheduler_plan.hpp"
 #include "sched/scheduler_plan_view.hpp"
 

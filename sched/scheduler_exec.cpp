@@ -14,10 +14,10 @@
 #include <utility>
 #include <vector>
 
-#include "loom/executor.hpp"
-#include "loom/log.hpp"
-#include "loom/plugin_calls.hpp"
-#include "loom/scheduler.hpp"
+#include "loom/sched/executor.hpp"
+#include "loom/runtime/log.hpp"
+#include "loom/registry/plugin_calls.hpp"
+#include "loom/sched/scheduler.hpp"
 #include "sched/scheduler_plan.hpp"
 #include "sched/scheduler_sync.hpp"
 

@@ -10,7 +10,7 @@
 
 #include "common/align.h"
 #include "common/op_info.h"
-#include "loom/plugin_calls.hpp"
+#include "loom/registry/plugin_calls.hpp"
 #include "runtime/free_list.hpp"
 #include "sched/scheduler_plan.hpp"
 

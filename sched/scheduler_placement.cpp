@@ -8,7 +8,7 @@
 #include <string>
 
 #include "common/op_info.h"
-#include "loom/types.hpp"
+#include "loom/runtime/types.hpp"
 #include "sched/scheduler_plan.hpp"
 
 namespace loom::sched {

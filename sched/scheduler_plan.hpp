@@ -11,8 +11,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "loom/graph.hpp"
-#include "loom/registry.hpp"
+#include "loom/runtime/graph.hpp"
+#include "loom/registry/registry.hpp"
 
 namespace loom::sched {
 

@@ -9,7 +9,7 @@
 #include <unordered_map>
 
 #include "common/op_info.h"
-#include "loom/plugin_calls.hpp"
+#include "loom/registry/plugin_calls.hpp"
 
 namespace loom::sched {
 namespace {

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "loom/graph.hpp"
-#include "loom/registry.hpp"
+#include "loom/runtime/graph.hpp"
+#include "loom/registry/registry.hpp"
 #include "sched/scheduler_plan.hpp"
 
 namespace loom::sched {

@@ -19,8 +19,8 @@
 #include <utility>
 #include <vector>
 
-#include "loom/buffer.hpp"
-#include "loom/scheduler.hpp"
+#include "loom/registry/buffer.hpp"
+#include "loom/sched/scheduler.hpp"
 
 namespace loom::sched {
 

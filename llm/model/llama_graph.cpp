@@ -4,8 +4,8 @@
 #include <limits>
 #include <string>
 
-#include "loom/ops.hpp"
-#include "loom/registry.hpp"
+#include "loom/runtime/ops.hpp"
+#include "loom/registry/registry.hpp"
 
 namespace loom::llm {
 namespace {

@@ -3,7 +3,7 @@
 #include <cmath>
 #include <string>
 
-#include "loom/log.hpp"
+#include "loom/runtime/log.hpp"
 
 namespace loom::llm {
 namespace {

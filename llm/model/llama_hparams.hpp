@@ -10,8 +10,8 @@
 #include <cstdint>
 #include <string>
 
-#include "loom/gguf.hpp"
-#include "loom/status.hpp"
+#include "loom/runtime/gguf.hpp"
+#include "loom/runtime/status.hpp"
 
 namespace loom::llm {
 

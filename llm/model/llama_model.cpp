@@ -5,10 +5,10 @@
 #include <string>
 
 #include "llm/placement/placement.hpp"
-#include "loom/executor.hpp"
-#include "loom/log.hpp"
-#include "loom/plugin_calls.hpp"
-#include "loom/types.hpp"
+#include "loom/sched/executor.hpp"
+#include "loom/runtime/log.hpp"
+#include "loom/registry/plugin_calls.hpp"
+#include "loom/runtime/types.hpp"
 
 namespace loom::llm {
 namespace {

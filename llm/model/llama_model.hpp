@@ -35,10 +35,10 @@
 #include "llm/placement/fit.hpp"
 #include "llm/sparse/sparse_ffn.hpp"
 #include "llm/tokenizer/tokenizer.hpp"
-#include "loom/buffer.hpp"
-#include "loom/gguf.hpp"
-#include "loom/registry.hpp"
-#include "loom/tensor.hpp"
+#include "loom/registry/buffer.hpp"
+#include "loom/runtime/gguf.hpp"
+#include "loom/registry/registry.hpp"
+#include "loom/runtime/tensor.hpp"
 
 namespace loom::llm {
 

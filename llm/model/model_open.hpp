@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "llm/model/llama_model.hpp"
-#include "loom/registry.hpp"
-#include "loom/status.hpp"
+#include "loom/registry/registry.hpp"
+#include "loom/runtime/status.hpp"
 
 namespace loom::llm {
 

@@ -8,8 +8,8 @@
 #include "llm/model/arch.hpp"
 #include "llm/model/llama_hparams.hpp"
 #include "llm/session/kv_cache.hpp"
-#include "loom/gguf.hpp"
-#include "loom/plugin_calls.hpp"
+#include "loom/runtime/gguf.hpp"
+#include "loom/registry/plugin_calls.hpp"
 
 namespace loom::llm {
 namespace {

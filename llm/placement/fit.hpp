@@ -42,9 +42,9 @@
 #include <vector>
 
 #include "llm/placement/placement.hpp"
-#include "loom/gguf.hpp"
-#include "loom/registry.hpp"
-#include "loom/types.hpp"
+#include "loom/runtime/gguf.hpp"
+#include "loom/registry/registry.hpp"
+#include "loom/runtime/types.hpp"
 
 namespace loom::llm {
 

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <regex>
 
-#include "loom/plugin_calls.hpp"
+#include "loom/registry/plugin_calls.hpp"
 
 namespace loom::llm {
 namespace {

@@ -24,9 +24,9 @@
 #include <string>
 #include <vector>
 
-#include "loom/gguf.hpp"
-#include "loom/registry.hpp"
-#include "loom/status.hpp"
+#include "loom/runtime/gguf.hpp"
+#include "loom/registry/registry.hpp"
+#include "loom/runtime/status.hpp"
 
 namespace loom::llm {
 

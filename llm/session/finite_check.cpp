@@ -3,8 +3,8 @@
 #include <cmath>
 #include <vector>
 
-#include "loom/executor.hpp"
-#include "loom/types.hpp"
+#include "loom/sched/executor.hpp"
+#include "loom/runtime/types.hpp"
 
 namespace loom::llm {
 namespace {

@@ -8,8 +8,8 @@
 #include <cstdint>
 #include <string>
 
-#include "loom/graph.hpp"
-#include "loom/scheduler.hpp"
+#include "loom/runtime/graph.hpp"
+#include "loom/sched/scheduler.hpp"
 
 namespace loom::llm {
 

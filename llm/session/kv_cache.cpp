@@ -2,9 +2,9 @@
 
 #include <string>
 
-#include "loom/executor.hpp"
-#include "loom/ops.hpp"
-#include "loom/types.hpp"
+#include "loom/sched/executor.hpp"
+#include "loom/runtime/ops.hpp"
+#include "loom/runtime/types.hpp"
 
 namespace loom::llm {
 

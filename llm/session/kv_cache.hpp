@@ -15,9 +15,9 @@
 #include <cstdint>
 #include <vector>
 
-#include "loom/buffer.hpp"
-#include "loom/registry.hpp"
-#include "loom/tensor.hpp"
+#include "loom/registry/buffer.hpp"
+#include "loom/registry/registry.hpp"
+#include "loom/runtime/tensor.hpp"
 
 namespace loom::llm {
 

@@ -7,10 +7,10 @@
 
 #include "llm/model/llama_graph.hpp"
 #include "llm/session/finite_check.hpp"
-#include "loom/executor.hpp"
-#include "loom/log.hpp"
-#include "loom/ops.hpp"
-#include "loom/types.hpp"
+#include "loom/sched/executor.hpp"
+#include "loom/runtime/log.hpp"
+#include "loom/runtime/ops.hpp"
+#include "loom/runtime/types.hpp"
 #include "runtime/env.hpp"
 
 namespace loom::llm {

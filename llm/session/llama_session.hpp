@@ -25,7 +25,7 @@
 #include "llm/model/llama_model.hpp"
 #include "llm/session/kv_cache.hpp"
 #include "llm/tokenizer/tokenizer.hpp"
-#include "loom/scheduler.hpp"
+#include "loom/sched/scheduler.hpp"
 
 namespace loom::llm {
 

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "llm/tokenizer/tokenizer.hpp"
-#include "loom/status.hpp"
+#include "loom/runtime/status.hpp"
 
 namespace loom::llm {
 

@@ -3,8 +3,8 @@
 #include <cmath>
 
 #include "llm/model/llama_model.hpp"
-#include "loom/ops.hpp"
-#include "loom/registry.hpp"
+#include "loom/runtime/ops.hpp"
+#include "loom/registry/registry.hpp"
 
 namespace loom::llm {
 namespace {

@@ -28,9 +28,9 @@
 
 #include <string>
 
-#include "loom/gguf.hpp"
-#include "loom/status.hpp"
-#include "loom/tensor.hpp"
+#include "loom/runtime/gguf.hpp"
+#include "loom/runtime/status.hpp"
+#include "loom/runtime/tensor.hpp"
 
 namespace loom::llm {
 

@@ -12,10 +12,10 @@
 #include <optional>
 
 #include "llm/model/llama_model.hpp"
-#include "loom/executor.hpp"
-#include "loom/log.hpp"
-#include "loom/ops.hpp"
-#include "loom/types.hpp"
+#include "loom/sched/executor.hpp"
+#include "loom/runtime/log.hpp"
+#include "loom/runtime/ops.hpp"
+#include "loom/runtime/types.hpp"
 
 namespace loom::llm {
 namespace {

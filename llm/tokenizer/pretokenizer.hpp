@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "llm/tokenizer/unicode_regex.hpp"
-#include "loom/status.hpp"
+#include "loom/runtime/status.hpp"
 
 namespace loom::llm {
 

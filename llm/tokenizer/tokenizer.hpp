@@ -22,8 +22,8 @@
 #include <string_view>
 #include <vector>
 
-#include "loom/gguf.hpp"
-#include "loom/status.hpp"
+#include "loom/runtime/gguf.hpp"
+#include "loom/runtime/status.hpp"
 
 namespace loom::llm {
 

@@ -7,7 +7,7 @@
 
 #include "llm/tokenizer/pretokenizer.hpp"
 #include "llm/tokenizer/tokenizer.hpp"
-#include "loom/log.hpp"
+#include "loom/runtime/log.hpp"
 
 namespace loom::llm {
 

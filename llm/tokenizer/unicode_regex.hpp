@@ -26,7 +26,7 @@
 #include <vector>
 
 #include "llm/tokenizer/unicode.hpp"
-#include "loom/status.hpp"
+#include "loom/runtime/status.hpp"
 
 namespace loom::llm {
 

@@ -5,8 +5,8 @@
 #include <cstring>
 
 #include "blas_test_util.hpp"
-#include "loom/buffer.hpp"
-#include "loom/ops.hpp"
+#include "loom/registry/buffer.hpp"
+#include "loom/runtime/ops.hpp"
 
 namespace loom::blastest {
 namespace {

@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "blas_test_util.hpp"
-#include "loom/ops.hpp"
+#include "loom/runtime/ops.hpp"
 
 namespace loom::blastest {
 namespace {

@@ -9,11 +9,11 @@
 #include <string>
 #include <vector>
 
-#include "loom/executor.hpp"
-#include "loom/graph.hpp"
-#include "loom/ops.hpp"
-#include "loom/registry.hpp"
-#include "loom/scheduler.hpp"
+#include "loom/sched/executor.hpp"
+#include "loom/runtime/graph.hpp"
+#include "loom/runtime/ops.hpp"
+#include "loom/registry/registry.hpp"
+#include "loom/sched/scheduler.hpp"
 
 namespace loom {
 namespace {

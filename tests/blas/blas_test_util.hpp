@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "loom/registry.hpp"
+#include "loom/registry/registry.hpp"
 #include <gtest/gtest.h>
 
 #include "conformance/harness.hpp"

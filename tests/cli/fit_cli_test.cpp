@@ -12,7 +12,7 @@
 
 #include "cli/json_test_util.hpp"
 #include "cli/run_loom.hpp"
-#include "loom/gguf.hpp"
+#include "loom/runtime/gguf.hpp"
 
 namespace fs = std::filesystem;
 

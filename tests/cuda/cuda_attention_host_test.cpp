@@ -13,7 +13,7 @@
 
 #include "conformance/check.hpp"
 #include "conformance/harness.hpp"
-#include "loom/ops.hpp"
+#include "loom/runtime/ops.hpp"
 #include "ops/test_device.hpp"
 #include "plugins/cuda/ops/attention.cuh"
 #include "plugins/cuda/ops/launch.cuh"

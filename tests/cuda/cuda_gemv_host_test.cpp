@@ -22,7 +22,7 @@
 #include "conformance/check.hpp"
 #include "conformance/harness.hpp"
 #include "conformance/matmul_ref.hpp"
-#include "loom/ops.hpp"
+#include "loom/runtime/ops.hpp"
 #include "ops/test_device.hpp"
 #include "plugins/cuda/ops/act_cache.h"
 #include "plugins/cuda/ops/act_quant.cuh"

@@ -9,7 +9,7 @@
 #include <cstring>
 #include <vector>
 
-#include "loom/ops.hpp"
+#include "loom/runtime/ops.hpp"
 #include "conformance/check.hpp"
 #include "conformance/harness.hpp"
 #include "ops/test_device.hpp"

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "cli/run_loom.hpp"
-#include "loom/registry.hpp"
+#include "loom/registry/registry.hpp"
 #include "registry/registry_test_util.hpp"
 
 #ifdef LOOM_TEST_HAVE_CUDA_PLUGIN

@@ -9,7 +9,7 @@
 
 #include "gguf_writer.hpp"
 #include "peak_rss.hpp"
-#include "loom/gguf.hpp"
+#include "loom/runtime/gguf.hpp"
 
 namespace loom {
 namespace {

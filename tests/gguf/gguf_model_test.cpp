@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <fstream>
 
-#include "loom/gguf.hpp"
+#include "loom/runtime/gguf.hpp"
 
 #ifndef LOOM_MODELS_DIR_DEFAULT
 #define LOOM_MODELS_DIR_DEFAULT "../shared/models"

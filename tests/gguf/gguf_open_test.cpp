@@ -11,7 +11,7 @@
 #include <future>
 #include <string>
 
-#include "loom/gguf.hpp"
+#include "loom/runtime/gguf.hpp"
 
 namespace loom {
 namespace {

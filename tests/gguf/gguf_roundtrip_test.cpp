@@ -7,7 +7,7 @@
 #include <unistd.h>
 
 #include "gguf_writer.hpp"
-#include "loom/gguf.hpp"
+#include "loom/runtime/gguf.hpp"
 
 namespace loom {
 namespace {

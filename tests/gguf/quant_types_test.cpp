@@ -14,7 +14,7 @@
 
 #include "common/quant.h"
 #include "common/type_traits.h"
-#include "loom/gguf.hpp"
+#include "loom/runtime/gguf.hpp"
 
 #ifndef LOOM_MODELS_DIR_DEFAULT
 #define LOOM_MODELS_DIR_DEFAULT "../shared/models"

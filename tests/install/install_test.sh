@@ -29,7 +29,7 @@ install)
   mkdir -p "$(dirname "$prefix")"
   cmake --install "$build" --prefix "$prefix" >"$prefix.log" 2>&1 || { cat "$prefix.log"; fail "cmake --install $build --prefix $prefix"; }
   for f in bin/loom lib/libloom.so lib/loom/libloom-cpu.so lib/loom/loom-probe include/loom/plugin.h \
-           include/loom/scheduler.hpp include/loom/sdk/loom/plugin.h include/loom/sdk/common/glue.h \
+           include/loom/sched/scheduler.hpp include/loom/sdk/loom/plugin.h include/loom/sdk/common/glue.h \
            lib/cmake/loom/loomConfig.cmake lib/pkgconfig/loom.pc lib/libloom_plugin_common.a; do
     [ -e "$prefix/$f" ] || fail "$f is not installed under $prefix"
   done
@@ -65,8 +65,8 @@ pkgconfig)
   mkdir -p "$work"
   cat >"$work/pc_app.cpp" <<'APP'
 #include <cstdio>
-#include "loom/registry.hpp"
-#include "loom/scheduler.hpp"
+#include "loom/registry/registry.hpp"
+#include "loom/sched/scheduler.hpp"
 int main() {
   auto reg = loom::registry::Registry::load();
   for (auto* d : reg->devices()) std::printf("%s\n", d->name().c_str());

@@ -23,7 +23,7 @@
 
 #include "llm/model/llama_model.hpp"
 #include "llm/session/llama_session.hpp"
-#include "loom/registry.hpp"
+#include "loom/registry/registry.hpp"
 #include "reference_forward.hpp"
 #include "tiny_arch.hpp"
 

@@ -10,8 +10,8 @@
 #include "llm/chat/chat.hpp"
 #include "llm/model/llama_model.hpp"
 #include "llm_test_util.hpp"
-#include "loom/gguf.hpp"
-#include "loom/registry.hpp"
+#include "loom/runtime/gguf.hpp"
+#include "loom/registry/registry.hpp"
 
 namespace loom::llm {
 namespace {

@@ -17,8 +17,8 @@
 #include "llm/session/generate.hpp"
 #include "llm/session/llama_session.hpp"
 #include "llm_test_util.hpp"
-#include "loom/gguf.hpp"
-#include "loom/registry.hpp"
+#include "loom/runtime/gguf.hpp"
+#include "loom/registry/registry.hpp"
 #include "registry/registry_test_util.hpp"
 
 namespace loom::llm {

@@ -16,8 +16,8 @@
 #include "llm/session/generate.hpp"
 #include "llm/session/llama_session.hpp"
 #include "llm_test_util.hpp"
-#include "loom/ops.hpp"
-#include "loom/registry.hpp"
+#include "loom/runtime/ops.hpp"
+#include "loom/registry/registry.hpp"
 
 namespace loom::llm {
 namespace {

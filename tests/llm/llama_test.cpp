@@ -16,7 +16,7 @@
 #include "llm/session/generate.hpp"
 #include "llm/session/llama_session.hpp"
 #include "llm_test_util.hpp"
-#include "loom/registry.hpp"
+#include "loom/registry/registry.hpp"
 #include "tiny_llama.hpp"
 
 namespace loom::llm {

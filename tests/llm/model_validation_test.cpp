@@ -15,7 +15,7 @@
 
 #include "llm/model/llama_model.hpp"
 #include "llm/session/llama_session.hpp"
-#include "loom/registry.hpp"
+#include "loom/registry/registry.hpp"
 #include "peak_rss.hpp"
 #include "tiny_llama.hpp"
 

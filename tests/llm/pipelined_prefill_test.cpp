@@ -17,7 +17,7 @@
 #include "llm/session/generate.hpp"
 #include "llm/session/llama_session.hpp"
 #include "llm_test_util.hpp"
-#include "loom/registry.hpp"
+#include "loom/registry/registry.hpp"
 #include "registry/registry_test_util.hpp"
 #include "sim_plugin/sim_trace.h"
 

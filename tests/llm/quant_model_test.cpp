@@ -22,8 +22,8 @@
 #include "llm/session/generate.hpp"
 #include "llm/session/llama_session.hpp"
 #include "llm_test_util.hpp"
-#include "loom/registry.hpp"
-#include "loom/types.hpp"
+#include "loom/registry/registry.hpp"
+#include "loom/runtime/types.hpp"
 
 #include <unistd.h>
 

@@ -7,7 +7,7 @@
 
 #include <string>
 
-#include "loom/registry.hpp"
+#include "loom/registry/registry.hpp"
 
 namespace loom::optest {
 

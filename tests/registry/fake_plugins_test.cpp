@@ -1,7 +1,7 @@
 // Every fake plugin ends in the expected record; the good ones still work.
 #include <gtest/gtest.h>
 
-#include "loom/ops.hpp"
+#include "loom/runtime/ops.hpp"
 #include "registry_test_util.hpp"
 
 namespace loom::test {

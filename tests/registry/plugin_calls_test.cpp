@@ -8,8 +8,8 @@
 #include <stdexcept>
 #include <vector>
 
-#include "loom/plugin_calls.hpp"
-#include "loom/tensor.hpp"
+#include "loom/registry/plugin_calls.hpp"
+#include "loom/runtime/tensor.hpp"
 
 namespace loom {
 namespace {

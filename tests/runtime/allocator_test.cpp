@@ -11,8 +11,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "loom/allocator.hpp"
-#include "loom/ops.hpp"
+#include "loom/runtime/allocator.hpp"
+#include "loom/runtime/ops.hpp"
 #include "runtime/status_abi.hpp"
 #include "runtime_test_util.hpp"
 

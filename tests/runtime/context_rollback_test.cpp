@@ -2,9 +2,9 @@
 // builds a throw-away graph per step in the same one.
 #include <gtest/gtest.h>
 
-#include "loom/graph.hpp"
-#include "loom/ops.hpp"
-#include "loom/tensor.hpp"
+#include "loom/runtime/graph.hpp"
+#include "loom/runtime/ops.hpp"
+#include "loom/runtime/tensor.hpp"
 #include "runtime_test_util.hpp"
 
 namespace loom {

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "loom/log.hpp"
+#include "loom/runtime/log.hpp"
 #include "runtime/env.hpp"
 
 namespace loom {

@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <unordered_map>
 
-#include "loom/graph.hpp"
-#include "loom/ops.hpp"
+#include "loom/runtime/graph.hpp"
+#include "loom/runtime/ops.hpp"
 #include "runtime_test_util.hpp"
 
 namespace loom {

@@ -8,9 +8,9 @@
 #include "common/op_check.h"
 #include "common/op_info.h"
 #include "common/op_table.h"
-#include "loom/ops.hpp"
-#include "loom/types.hpp"
-#include "loom/tensor.hpp"
+#include "loom/runtime/ops.hpp"
+#include "loom/runtime/types.hpp"
+#include "loom/runtime/tensor.hpp"
 #include "runtime_test_util.hpp"
 
 namespace loom {

@@ -7,7 +7,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "loom/status.hpp"
+#include "loom/runtime/status.hpp"
 
 namespace loom::test {
 

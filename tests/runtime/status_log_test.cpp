@@ -4,8 +4,8 @@
 #include <string>
 #include <vector>
 
-#include "loom/log.hpp"
-#include "loom/status.hpp"
+#include "loom/runtime/log.hpp"
+#include "loom/runtime/status.hpp"
 
 namespace loom {
 namespace {

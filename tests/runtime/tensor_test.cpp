@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <string>
 
-#include "loom/tensor.hpp"
-#include "loom/types.hpp"
+#include "loom/runtime/tensor.hpp"
+#include "loom/runtime/types.hpp"
 #include "runtime_test_util.hpp"
 
 namespace loom {

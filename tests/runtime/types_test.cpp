@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "common/op_info.h"
-#include "loom/types.hpp"
+#include "loom/runtime/types.hpp"
 
 namespace loom {
 namespace {

@@ -3,7 +3,7 @@
 // simulated devices + CPU equal the CPU alone with pipelining 1 and 2 and on
 // repeated computes (plan reuse); events are really used; a device failing
 // mid-graph is named with its split and the scheduler recovers.
-#include "loom/log.hpp"
+#include "loom/runtime/log.hpp"
 #include "sched_test_util.hpp"
 
 namespace loom::schedtest {

@@ -4,7 +4,7 @@
 #include <chrono>
 #include <cstdio>
 
-#include "loom/log.hpp"
+#include "loom/runtime/log.hpp"
 #include "sched_test_util.hpp"
 
 namespace loom::schedtest {

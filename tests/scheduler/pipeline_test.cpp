@@ -6,7 +6,7 @@
 // one after another without waiting, they give the same states as
 // compute() one graph at a time, and the sim plugin's trace counters show
 // that sim0 and sim1 ran work at the same time (never a time measurement).
-#include "loom/log.hpp"
+#include "loom/runtime/log.hpp"
 #include "sched_test_util.hpp"
 #include "sim_plugin/sim_trace.h"
 

@@ -5,7 +5,7 @@
 
 #include <cstdio>
 
-#include "loom/registry.hpp"
+#include "loom/registry/registry.hpp"
 
 int main() {
   std::printf("secure=%d\n", getauxval(AT_SECURE) != 0 ? 1 : 0);

@@ -18,11 +18,11 @@
 
 #include "conformance/matmul_ref.hpp"
 #include "conformance/reference.hpp"
-#include "loom/executor.hpp"
-#include "loom/graph.hpp"
-#include "loom/ops.hpp"
-#include "loom/tensor.hpp"
-#include "loom/types.hpp"
+#include "loom/sched/executor.hpp"
+#include "loom/runtime/graph.hpp"
+#include "loom/runtime/ops.hpp"
+#include "loom/runtime/tensor.hpp"
+#include "loom/runtime/types.hpp"
 #include "vulkan_test_util.hpp"
 
 namespace loom::vktest {

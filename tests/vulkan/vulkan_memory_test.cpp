@@ -13,11 +13,11 @@
 #include <string>
 #include <vector>
 
-#include "loom/executor.hpp"
-#include "loom/graph.hpp"
-#include "loom/ops.hpp"
-#include "loom/scheduler.hpp"
-#include "loom/tensor.hpp"
+#include "loom/sched/executor.hpp"
+#include "loom/runtime/graph.hpp"
+#include "loom/runtime/ops.hpp"
+#include "loom/sched/scheduler.hpp"
+#include "loom/runtime/tensor.hpp"
 #include "vulkan_test_util.hpp"
 
 namespace loom::vktest {

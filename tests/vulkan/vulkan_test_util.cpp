@@ -9,11 +9,11 @@
 #include <random>
 #include <sstream>
 
-#include "loom/executor.hpp"
-#include "loom/graph.hpp"
-#include "loom/ops.hpp"
-#include "loom/tensor.hpp"
-#include "loom/types.hpp"
+#include "loom/sched/executor.hpp"
+#include "loom/runtime/graph.hpp"
+#include "loom/runtime/ops.hpp"
+#include "loom/runtime/tensor.hpp"
+#include "loom/runtime/types.hpp"
 
 namespace loom::vktest {
 

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "loom/registry.hpp"
+#include "loom/registry/registry.hpp"
 #include "options/option_parse.hpp"
 
 namespace loom::cli {

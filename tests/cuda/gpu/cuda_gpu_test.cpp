@@ -12,12 +12,12 @@
 #include <string>
 
 #include "cli/run_loom.hpp"
-#include "loom/executor.hpp"
-#include "loom/graph.hpp"
-#include "loom/ops.hpp"
-#include "loom/registry.hpp"
+#include "loom/sched/executor.hpp"
+#include "loom/runtime/graph.hpp"
+#include "loom/runtime/ops.hpp"
+#include "loom/registry/registry.hpp"
 #include "registry/registry_test_util.hpp"
-#include "loom/tensor.hpp"
+#include "loom/runtime/tensor.hpp"
 
 #ifndef LOOM_MODELS_DIR_DEFAULT
 #define LOOM_MODELS_DIR_DEFAULT "../shared/models"

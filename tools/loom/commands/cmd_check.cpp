@@ -8,8 +8,8 @@
 
 #include "cli.hpp"
 #include "json.hpp"
-#include "loom/executor.hpp"
-#include "loom/ops.hpp"
+#include "loom/sched/executor.hpp"
+#include "loom/runtime/ops.hpp"
 
 namespace loom::cli {
 namespace {

@@ -16,8 +16,8 @@
 #include "llm/model/llama_model.hpp"
 #include "llm/placement/fit.hpp"
 #include "llm/session/llama_session.hpp"
-#include "loom/ops.hpp"
-#include "loom/scheduler.hpp"
+#include "loom/runtime/ops.hpp"
+#include "loom/sched/scheduler.hpp"
 #include "options/placement_options.hpp"
 
 namespace loom::cli {

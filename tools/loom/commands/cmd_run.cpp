@@ -19,7 +19,7 @@
 #include "llm/session/generate.hpp"
 #include "llm/session/llama_session.hpp"
 #include "llm/tokenizer/tokenizer.hpp"
-#include "loom/types.hpp"
+#include "loom/runtime/types.hpp"
 #include "options/arg_parse.hpp"
 #include "options/placement_options.hpp"
 

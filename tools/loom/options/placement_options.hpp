@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "llm/model/llama_model.hpp"
-#include "loom/registry.hpp"
+#include "loom/registry/registry.hpp"
 #include "options/option_parse.hpp"
 
 namespace loom::cli {

@@ -27,7 +27,7 @@
 #include <vector>
 
 #include "loom/plugin.h"
-#include "loom/status.hpp"
+#include "loom/runtime/status.hpp"
 
 namespace loom {
 

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "loom/tensor.hpp"
+#include "loom/runtime/tensor.hpp"
 
 namespace loom {
 

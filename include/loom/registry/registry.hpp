@@ -26,10 +26,10 @@
 #include <string_view>
 #include <vector>
 
-#include "loom/buffer.hpp"
-#include "loom/device_spec.hpp"
+#include "loom/registry/buffer.hpp"
+#include "loom/registry/device_spec.hpp"
 #include "loom/plugin.h"
-#include "loom/status.hpp"
+#include "loom/runtime/status.hpp"
 
 namespace loom {
 struct Tensor;

@@ -5,7 +5,7 @@
 // are in loom/plugin.h (enum loom_op).
 #pragma once
 
-#include "loom/tensor.hpp"
+#include "loom/runtime/tensor.hpp"
 
 namespace loom::op {
 

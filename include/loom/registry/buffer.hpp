@@ -8,7 +8,7 @@
 #include <memory>
 
 #include "loom/plugin.h"
-#include "loom/status.hpp"
+#include "loom/runtime/status.hpp"
 
 namespace loom {
 

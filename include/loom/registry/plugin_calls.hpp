@@ -12,8 +12,8 @@
 #include <string>
 
 #include "loom/plugin.h"
-#include "loom/status.hpp"
-#include "loom/tensor.hpp"
+#include "loom/runtime/status.hpp"
+#include "loom/runtime/tensor.hpp"
 
 namespace loom::registry {
 

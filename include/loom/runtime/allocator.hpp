@@ -12,7 +12,7 @@
 #include <functional>
 #include <unordered_map>
 
-#include "loom/graph.hpp"
+#include "loom/runtime/graph.hpp"
 
 namespace loom {
 

@@ -24,9 +24,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "loom/buffer.hpp"
-#include "loom/graph.hpp"
-#include "loom/registry.hpp"
+#include "loom/registry/buffer.hpp"
+#include "loom/runtime/graph.hpp"
+#include "loom/registry/registry.hpp"
 
 namespace loom {
 

@@ -7,7 +7,7 @@
 #include <string_view>
 
 #include "loom/plugin.h"
-#include "loom/status.hpp"
+#include "loom/runtime/status.hpp"
 
 namespace loom {
 

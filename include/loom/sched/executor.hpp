@@ -11,10 +11,10 @@
 
 #include <vector>
 
-#include "loom/allocator.hpp"
-#include "loom/buffer.hpp"
-#include "loom/graph.hpp"
-#include "loom/registry.hpp"
+#include "loom/runtime/allocator.hpp"
+#include "loom/registry/buffer.hpp"
+#include "loom/runtime/graph.hpp"
+#include "loom/registry/registry.hpp"
 
 namespace loom {
 
