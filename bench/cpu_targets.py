@@ -164,6 +164,10 @@ def main():
     bws = [res[builds[-1][0]]["bandwidth"]["read_gb_per_s"] for _, _, _, res in all_res]
     bw = statistics.median(bws)
     old_bws = [res[l]["bandwidth"]["read_gb_per_s"] for _, _, _, res in all_res for l, _ in builds[:-1] if l in res]
+    # Which probe the newest build used, and over how much memory against
+    # the last-level cache (older builds read 256 MiB with scalar loads).
+    probe_of = next((res[builds[-1][0]]["bandwidth"] for _, _, _, res in all_res if builds[-1][0] in res), {})
+    probe_text = probe_of.get("probe", f"{probe_of.get('buffer_bytes', 0) / 2**20:.0f} MiB, scalar loads")
     kv_types = {l: res[l].get("kv_type", "f32") for _, _, _, res in all_res[:1] for l, _ in builds if l in res}
     for name, p, n, res in all_res:
         for test in ("pp", "tg"):
@@ -278,7 +282,7 @@ def main():
     kv = ", ".join(f"{l} {t}" for l, t in kv_types.items())
     print(f"threads {a.threads}, {a.reps} repetitions per row (median (min..max)); bound = (weights + KV "
           f"cache bytes per token) / {bw:.1f} GB/s, the median of the newest build's {len(bws)} bandwidth "
-          f"probes ({min(bws):.1f}..{max(bws):.1f}){old}; KV cache: {kv} (each build's default, its bytes "
+          f"probes ({min(bws):.1f}..{max(bws):.1f}; probe: {probe_text}){old}; KV cache: {kv} (each build's default, its bytes "
           f"counted); OpenBLAS rows with OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset")
     print()
     print("| target | " + " | ".join(labels) + " | after / before |")

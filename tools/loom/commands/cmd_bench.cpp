@@ -3,7 +3,6 @@
 // prefill of -p fixed pseudo-random tokens (pp) and then -n single-token
 // decode steps (tg). Also measures the machine's memory read bandwidth and
 // the generation ceiling it implies (weight bytes per token / bandwidth).
-#include <sys/mman.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -19,15 +18,16 @@
 #include <memory>
 #include <new>
 #include <string>
-#include <system_error>
 #include <thread>
 #include <vector>
 
 #include "cli.hpp"
 #include "json.hpp"
+#include "measure/bandwidth_probe.hpp"
+#include "measure/device_bandwidth.hpp"
 #include "llm/model/llama_model.hpp"
 #include "llm/session/llama_session.hpp"
-#include "loom/types.hpp"
+#include "loom/runtime/types.hpp"
 #include "options/placement_options.hpp"
 
 namespace loom::cli {
@@ -59,14 +59,6 @@ struct Row {
   std::vector<double> beside_gb_per_s;
   double mean = 0;
   double stddev = 0;
-};
-
-struct Bandwidth {
-  double gb_per_s = 0;  // 1e9 bytes/s, best pass
-  size_t bytes = 0;
-  int threads = 0;
-  int passes = 0;
-  uint64_t checksum = 0;  // sum of the buffer's words (the result of the reads)
 };
 
 double now_s() {
@@ -106,86 +98,6 @@ void finish(Row* r) {
   for (double s : r->samples) var += (s - r->mean) * (s - r->mean);
   r->stddev = r->samples.size() > 1 ? std::sqrt(var / static_cast<double>(r->samples.size() - 1)) : 0;
 }
-
-// A read-bandwidth probe over one buffer, allocated and paged in once, so
-// it can be taken again cheaply between benchmark repetitions. The buffer
-// asks for transparent huge pages, as the cpu plugin's buffers (KV cache,
-// repacked weights) do: with 4 KiB pages the TLB misses held the probe
-// 10-20% below what those buffers are read at, an understated bound.
-class BandwidthProbe {
- public:
-  explicit BandwidthProbe(size_t bytes) {
-    constexpr size_t kHugePage = size_t{2} << 20;
-    bytes = (bytes + kHugePage - 1) / kHugePage * kHugePage;
-    buf_.reset(static_cast<uint64_t*>(std::aligned_alloc(kHugePage, bytes)));
-    if (!buf_) return;
-#ifdef MADV_HUGEPAGE
-    (void)::madvise(buf_.get(), bytes, MADV_HUGEPAGE);
-#endif
-    n_ = bytes / sizeof(uint64_t);
-    run(1, true);
-  }
-  // Best of `passes` passes (after one untimed pass) of `threads` threads
-  // each summing its slice.
-  Bandwidth measure(int threads, int passes) {
-    Bandwidth bw;
-    if (!buf_) return bw;
-    threads = std::max(1, threads);
-    run(threads, false);
-    double best = 0;
-    for (int p = 0; p < passes; ++p) {
-      const double t0 = now_s();
-      run(threads, false);
-      const double dt = now_s() - t0;
-      if (dt > 0) best = std::max(best, static_cast<double>(n_ * sizeof(uint64_t)) / dt);
-    }
-    bw.checksum = checksum_;  // keeps the sums observable
-    bw.gb_per_s = best / 1e9;
-    bw.bytes = n_ * sizeof(uint64_t);
-    bw.threads = threads;
-    bw.passes = passes;
-    return bw;
-  }
-
- private:
-  void slice(int t, int threads, bool fill, uint64_t* sum) {
-    const size_t lo = n_ * static_cast<size_t>(t) / static_cast<size_t>(threads);
-    const size_t hi = n_ * static_cast<size_t>(t + 1) / static_cast<size_t>(threads);
-    uint64_t* p = buf_.get();
-    if (fill) {
-      for (size_t i = lo; i < hi; ++i) p[i] = i;
-      return;
-    }
-    uint64_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
-    size_t i = lo;
-    for (; i + 4 <= hi; i += 4) {
-      a0 += p[i];
-      a1 += p[i + 1];
-      a2 += p[i + 2];
-      a3 += p[i + 3];
-    }
-    for (; i < hi; ++i) a0 += p[i];
-    *sum = a0 + a1 + a2 + a3;
-  }
-  void run(int threads, bool fill) {
-    std::vector<uint64_t> sums(static_cast<size_t>(threads) * 8, 0);  // one cache line each
-    std::vector<std::thread> pool;
-    for (int t = 1; t < threads; ++t) {
-      try {
-        pool.emplace_back(&BandwidthProbe::slice, this, t, threads, fill, &sums[static_cast<size_t>(t) * 8]);
-      } catch (const std::system_error&) {
-        slice(t, threads, fill, &sums[static_cast<size_t>(t) * 8]);  // no thread to be had: do that slice here
-      }
-    }
-    slice(0, threads, fill, &sums[0]);
-    for (auto& th : pool) th.join();
-    for (uint64_t v : sums) checksum_ += v;
-  }
-
-  std::unique_ptr<uint64_t, void (*)(void*)> buf_{nullptr, std::free};
-  size_t n_ = 0;
-  uint64_t checksum_ = 0;
-};
 
 std::string human_size(double bytes) {
   char buf[32];
@@ -310,7 +222,35 @@ int cmd_bench(std::vector<std::string> args) {
   // repetition and once at the end.
   int bw_threads = static_cast<int>(*std::max_element(thread_list.begin(), thread_list.end()));
   if (bw_threads <= 0) bw_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  BandwidthProbe probe(size_t{256} << 20);
+  // Decode on one device with its own memory (every layer and the output
+  // head there) is judged by that memory's bandwidth, copied through its
+  // plugin; otherwise by the host's, read by the host probe.
+  registry::Device* judged = m.output_device();
+  for (int64_t il = 0; il < m.hparams().n_layer && judged != nullptr; ++il) {
+    if (m.layer_device(il) != judged) judged = nullptr;
+  }
+  std::unique_ptr<DeviceBandwidthProbe> device_probe;
+  std::string device_probe_note;
+  if (judged != nullptr && has_own_memory(*judged)) {
+    auto dp = DeviceBandwidthProbe::create(*judged);
+    if (dp.ok()) {
+      device_probe = std::move(*dp);
+    } else {
+      device_probe_note = "; " + judged->name() + "'s own bandwidth not measured (" + dp.status().message() +
+                          "): the bound is the host's";
+    }
+  }
+  std::unique_ptr<BandwidthProbe> host_probe;
+  if (!device_probe) host_probe = std::make_unique<BandwidthProbe>();
+  auto probe_measure = [&](int passes) -> Bandwidth {
+    if (device_probe) {
+      auto bw = device_probe->measure(passes);
+      return bw.ok() ? *bw : Bandwidth{};
+    }
+    return host_probe->measure(bw_threads, passes);
+  };
+  const std::string probe_text =
+      (device_probe ? device_probe->describe() : host_probe->describe(bw_threads)) + device_probe_note;
   std::vector<Row> rows;
   std::vector<float> logits;
   for (int64_t threads : thread_list) {
@@ -347,7 +287,7 @@ int cmd_bench(std::vector<std::string> args) {
         pp.samples.push_back(dt > 0 ? static_cast<double>(o.n_prompt) / dt : 0);
       }
       if (o.n_gen > 0) {
-        const double bw_before = probe.measure(bw_threads, 2).gb_per_s;
+        const double bw_before = probe_measure(2).gb_per_s;
         const double t0 = now_s();
         for (llm::TokenId t : gen) {
           st = s.eval({t}, false, &logits);
@@ -355,7 +295,7 @@ int cmd_bench(std::vector<std::string> args) {
         }
         const double dt = now_s() - t0;
         tg.samples.push_back(dt > 0 ? static_cast<double>(o.n_gen) / dt : 0);
-        tg.beside_gb_per_s.push_back(std::max(bw_before, probe.measure(bw_threads, 2).gb_per_s));
+        tg.beside_gb_per_s.push_back(std::max(bw_before, probe_measure(2).gb_per_s));
       }
     }
     if (o.n_prompt > 0) {
@@ -368,7 +308,7 @@ int cmd_bench(std::vector<std::string> args) {
     }
   }
 
-  const Bandwidth bw = probe.measure(bw_threads, 5);
+  const Bandwidth bw = probe_measure(5);
   // The bound counts every byte a decode step must read: the weights and
   // the KV cache it attends over (which grows with the context).
   const uint64_t weight_bytes = weight_bytes_per_token(m);
@@ -416,7 +356,13 @@ int cmd_bench(std::vector<std::string> args) {
       out["results"].push_back(std::move(row));
     }
     out["bandwidth"] = {{"read_gb_per_s", bw.gb_per_s}, {"buffer_bytes", bw.bytes}, {"threads", bw.threads},
-                        {"passes", bw.passes}};
+                        {"passes", bw.passes}, {"probe", probe_text},
+                        {"memory", device_probe ? judged->name() : std::string("host")}};
+    if (host_probe) {
+      out["bandwidth"]["cache_bytes"] = host_probe->cache().bytes;
+      out["bandwidth"]["cache_level"] = host_probe->cache().level;
+      out["bandwidth"]["cache_source"] = host_probe->cache().source;
+    }
     out["gen_bound"] = {{"weight_bytes_per_token", weight_bytes},
                         {"kv_bytes_per_token", kv_bytes},
                         {"tokens_per_s", bound},
@@ -433,11 +379,10 @@ int cmd_bench(std::vector<std::string> args) {
   }
   std::fflush(stdout);
   std::fprintf(stderr,
-               "\nloom bench: memory read bandwidth %.2f GB/s (best of %d passes over %s, %d threads); "
+               "\nloom bench: memory bandwidth %.2f GB/s (best of %d passes: %s); "
                "read per generated token: weights %s + KV cache %s (%s, mean over contexts %lld..%lld) -> "
                "generation bound %.2f tokens/s (weights alone: %.2f)\n",
-               bw.gb_per_s, bw.passes, human_size(static_cast<double>(bw.bytes)).c_str(), bw.threads,
-               human_size(weight_bytes).c_str(), human_size(kv_bytes).c_str(), type_name(o.kv_type),
+               bw.gb_per_s, bw.passes, probe_text.c_str(), human_size(weight_bytes).c_str(), human_size(kv_bytes).c_str(), type_name(o.kv_type),
                static_cast<long long>(o.n_prompt + 1), static_cast<long long>(o.n_prompt + o.n_gen), bound,
                weights_bound);
   for (const Row& r : rows) {
