@@ -1,6 +1,7 @@
 #include "stream.h"
 
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -20,6 +21,10 @@ using common::make_status;
 
 constexpr uint32_t kMaxSets = 1024;
 constexpr size_t kMaxRecorded = 8;
+// Scratch memory of one graph (int8 GEMV's B, split attention's rows) is
+// reused past this many bytes (take_scratch); LOOM_VULKAN_SCRATCH_CAP
+// (bytes, for tests) sets a smaller cap.
+constexpr uint64_t kScratchCap = uint64_t{32} << 20;
 constexpr uint64_t kWaitNs = uint64_t{120} * 1000 * 1000 * 1000;
 // Error words (shaders/common.glsl report_bad_value): node, value (2),
 // limit, kind, position; kinds BAD_ROW_INDEX = 0, BAD_VISIBLE = 1.
@@ -136,6 +141,11 @@ loom_status_t* Stream::init() {
     return st;
   err_map_ = reinterpret_cast<uint32_t*>(err_.map);
   generation_ = device_->buffer_generation();
+  scratch_cap_ = std::min<uint64_t>(device_->caps().max_range, kScratchCap);
+  if (const char* env = std::getenv("LOOM_VULKAN_SCRATCH_CAP")) {
+    const uint64_t v = std::strtoull(env, nullptr, 10);
+    if (v >= 256) scratch_cap_ = std::min(scratch_cap_, v);
+  }
   return nullptr;
 }
 
@@ -192,15 +202,22 @@ std::string Stream::resolve(const loom_tensor_t* t, Location* out) {
 }
 
 std::string Stream::take_scratch(uint64_t bytes, Location* out) {
+  // Handed out in order, wrapping to 0 past the cap: a node that reuses an
+  // earlier node's bytes is ordered after its readers by record()'s
+  // hazard barriers, so a graph of any length fits a bounded buffer.
+  const uint64_t cap = scratch_cap_;
+  if (bytes > cap)
+    return "scratch data of " + std::to_string(bytes) + " bytes past the scratch buffer's " + std::to_string(cap);
+  uint64_t at = (scratch_used_ + 255) / 256 * 256;
+  if (at + bytes > cap) at = 0;
+  scratch_used_ = at + bytes;
+  scratch_high_ = std::max(scratch_high_, scratch_used_);
   // Past the buffer's end the location is a placeholder: plan() grows the
   // buffer and plans again.
-  const uint64_t at = (scratch_used_ + 255) / 256 * 256;
-  scratch_used_ = at + bytes;
-  if (scratch_used_ > device_->caps().max_range)
-    return "scratch data of " + std::to_string(scratch_used_) + " bytes past one storage binding";
+  const bool inside = scratch_used_ <= scratch_size_;
   out->buffer = scratch_.buffer != VK_NULL_HANDLE ? scratch_.buffer : err_.buffer;
-  out->offset = scratch_used_ <= scratch_size_ ? at : 0;
-  out->buffer_size = scratch_used_ <= scratch_size_ ? scratch_size_ : bytes;
+  out->offset = inside ? at : 0;
+  out->buffer_size = inside ? scratch_size_ : bytes;
   return "";
 }
 
@@ -208,7 +225,8 @@ loom_status_t* Stream::grow_scratch(uint64_t need) {
   if (loom_status_t* st = drop_caches()) return st;
   device_->free_mapped(&scratch_);
   scratch_size_ = 0;
-  const uint64_t size = std::min(device_->caps().max_range, std::max<uint64_t>(need * 2, uint64_t{1} << 20));
+  const uint64_t cap = scratch_cap_;
+  const uint64_t size = std::max(need, std::min(cap, std::max<uint64_t>(need * 2, uint64_t{1} << 20)));
   if (loom_status_t* st = device_->make_local(size, VK_BUFFER_USAGE_STORAGE_BUFFER_BIT,
                                               "compute] " + device_->name() + " scratch", &scratch_))
     return st;
@@ -230,6 +248,7 @@ loom_status_t* Stream::plan(const loom_graph_t* g, Plan* out) {
   const std::string dev = device_->name();
   Resolver resolver = [this](const loom_tensor_t* t, Location* loc) { return resolve(t, loc); };
   scratch_used_ = 0;
+  scratch_high_ = 0;
   ScratchFn scratch = [this](uint64_t bytes, Location* loc) { return take_scratch(bytes, loc); };
   for (int32_t i = 0; i < g->n_nodes; ++i) {
     const loom_tensor_t* node = g->nodes[i];
@@ -259,10 +278,10 @@ loom_status_t* Stream::plan(const loom_graph_t* g, Plan* out) {
       out->node_index.push_back(i);
     }
   }
-  if (scratch_used_ > scratch_size_) {
+  if (scratch_high_ > scratch_size_) {
     // Grown: plan again with every node's bytes in the new buffer (the
     // previous graph has finished; cached sets named the old one).
-    if (loom_status_t* st = grow_scratch(scratch_used_)) return st;
+    if (loom_status_t* st = grow_scratch(scratch_high_)) return st;
     *out = Plan{};
     return this->plan(g, out);
   }

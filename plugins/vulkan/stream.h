@@ -125,7 +125,7 @@ class Stream {
   loom_status_t* drop_caches();
   std::string resolve(const loom_tensor_t* t, Location* out);
   // Scratch memory of one graph (ScratchFn): bytes handed out in order from
-  // 0 at each plan; grow_scratch replaces the buffer with one of at least
+  // 0 at each plan, wrapping to 0 past scratch_cap_; grow_scratch replaces the buffer with one of at least
   // `need` bytes (dropping the caches that named the old one).
   std::string take_scratch(uint64_t bytes, Location* out);
   loom_status_t* grow_scratch(uint64_t need);
@@ -153,7 +153,9 @@ class Stream {
   // Device-local scratch (B rounded to 8-bit blocks), made on first use.
   MappedBuffer scratch_;
   uint64_t scratch_size_ = 0;
-  uint64_t scratch_used_ = 0;  // bytes taken by the graph being planned
+  uint64_t scratch_used_ = 0;  // end of the last bytes taken by the graph being planned
+  uint64_t scratch_high_ = 0;  // the highest end so far (the size it needs)
+  uint64_t scratch_cap_ = 0;   // bytes past which take_scratch wraps to 0
   // Staging ring for queued copies (host visible, mapped), made on first use.
   MappedBuffer ring_;
   uint64_t ring_head_ = 0;
