@@ -509,6 +509,7 @@ std::string Device::details() {
                      : "float") +
        (caps_.rows_kernels ? "" : caps_.subgroup_add ? "; float A: a row per subgroup" : "; float A: a row per workgroup") +
        ", subgroup size " + std::to_string(caps_.subgroup_size) + "\n";
+  s += "queue submissions: " + std::to_string(submissions_.load()) + "\n";
   s += "pipelines created: " + std::to_string(st.created) + " in " + ms + " ms";
   s += st.feedback ? " (" + std::to_string(st.driver_hits) + " found in the cache by the driver)\n"
                    : " (the driver gives no creation feedback)\n";
@@ -516,11 +517,15 @@ std::string Device::details() {
 }
 
 VkResult Device::submit(VkCommandBuffer cb, VkFence fence, uint64_t* out_value) {
+  return submit(&cb, 1, fence, out_value);
+}
+
+VkResult Device::submit(const VkCommandBuffer* cbs, uint32_t n, VkFence fence, uint64_t* out_value) {
   std::lock_guard<std::mutex> lock(queue_mutex_);
   VkSubmitInfo si{};
   si.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO;
-  si.commandBufferCount = 1;
-  si.pCommandBuffers = &cb;
+  si.commandBufferCount = n;
+  si.pCommandBuffers = cbs;
   VkTimelineSemaphoreSubmitInfo ti{};
   const uint64_t value = timeline_value_ + 1;
   if (timeline_ != VK_NULL_HANDLE) {
@@ -532,6 +537,7 @@ VkResult Device::submit(VkCommandBuffer cb, VkFence fence, uint64_t* out_value) 
     si.pSignalSemaphores = &timeline_;
   }
   const VkResult r = vk_.vkQueueSubmit(queue_, 1, &si, fence);
+  if (r == VK_SUCCESS) ++submissions_;
   if (r == VK_SUCCESS && timeline_ != VK_NULL_HANDLE) timeline_value_ = value;
   if (out_value) *out_value = r == VK_SUCCESS && timeline_ != VK_NULL_HANDLE ? value : 0;
   return r;

@@ -85,6 +85,10 @@ class Device {
   // Submissions are ordered: every command buffer begins with a barrier
   // after all earlier work of the queue.
   VkResult submit(VkCommandBuffer cb, VkFence fence, uint64_t* out_value);
+  // The same for n command buffers in one submission (in order).
+  VkResult submit(const VkCommandBuffer* cbs, uint32_t n, VkFence fence, uint64_t* out_value);
+  // vkQueueSubmit calls that succeeded so far (loom.details).
+  uint64_t submissions() const { return submissions_.load(); }
 
   // Async streams and events: true when the device has a timeline
   // semaphore (LOOM_VULKAN_DISABLE=async turns it off).
@@ -154,6 +158,7 @@ class Device {
   VkQueue queue_ = VK_NULL_HANDLE;
   uint32_t queue_family_ = 0;
   std::mutex queue_mutex_;
+  std::atomic<uint64_t> submissions_{0};
   VkSemaphore timeline_ = VK_NULL_HANDLE;
   uint64_t timeline_value_ = 0;  // last value a submission signals (queue_mutex_)
   OpCaps caps_;

@@ -1,6 +1,7 @@
 #include "stream.h"
 
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -19,8 +20,11 @@ using common::guarded;
 using common::make_status;
 
 constexpr uint32_t kMaxSets = 1024;
-constexpr uint64_t kRingBytes = uint64_t{16} << 20;
 constexpr size_t kMaxRecorded = 8;
+// Scratch memory of one graph (int8 GEMV's B, split attention's rows) is
+// reused past this many bytes (take_scratch); LOOM_VULKAN_SCRATCH_CAP
+// (bytes, for tests) sets a smaller cap.
+constexpr uint64_t kScratchCap = uint64_t{32} << 20;
 constexpr uint64_t kWaitNs = uint64_t{120} * 1000 * 1000 * 1000;
 // Error words (shaders/common.glsl report_bad_value): node, value (2),
 // limit, kind, position; kinds BAD_ROW_INDEX = 0, BAD_VISIBLE = 1.
@@ -71,15 +75,6 @@ bool is_no_op(int32_t op) { return op == LOOM_OP_NONE || common::is_view_op(op);
 
 int64_t nelements(const loom_tensor_t* t) { return t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3]; }
 
-void barrier(const DeviceFuncs& vk, VkCommandBuffer cb, VkPipelineStageFlags src,
-             VkAccessFlags src_access, VkPipelineStageFlags dst, VkAccessFlags dst_access) {
-  VkMemoryBarrier mb{};
-  mb.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER;
-  mb.srcAccessMask = src_access;
-  mb.dstAccessMask = dst_access;
-  vk.vkCmdPipelineBarrier(cb, src, dst, 0, 1, &mb, 0, nullptr, 0, nullptr);
-}
-
 struct Range {
   VkBuffer buffer;
   uint64_t begin, end;
@@ -89,6 +84,15 @@ struct Range {
 };
 
 }  // namespace
+
+void barrier(const DeviceFuncs& vk, VkCommandBuffer cb, VkPipelineStageFlags src,
+             VkAccessFlags src_access, VkPipelineStageFlags dst, VkAccessFlags dst_access) {
+  VkMemoryBarrier mb{};
+  mb.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER;
+  mb.srcAccessMask = src_access;
+  mb.dstAccessMask = dst_access;
+  vk.vkCmdPipelineBarrier(cb, src, dst, 0, 1, &mb, 0, nullptr, 0, nullptr);
+}
 
 Stream::Stream(Device* device)
     : raw_{sizeof(loom_stream_t), &kStreamIface, device->handle(), this}, device_(device) {}
@@ -137,13 +141,20 @@ loom_status_t* Stream::init() {
     return st;
   err_map_ = reinterpret_cast<uint32_t*>(err_.map);
   generation_ = device_->buffer_generation();
+  scratch_cap_ = std::min<uint64_t>(device_->caps().max_range, kScratchCap);
+  if (const char* env = std::getenv("LOOM_VULKAN_SCRATCH_CAP")) {
+    const uint64_t v = std::strtoull(env, nullptr, 10);
+    if (v >= 256) scratch_cap_ = std::min(scratch_cap_, v);
+  }
   return nullptr;
 }
 
 Stream::~Stream() {
   const DeviceFuncs& vk = device_->vk();
   VkDevice dev = device_->device();
-  // Pending work must finish before its command buffers and the ring go.
+  // Pending work must finish before its command buffers and the ring go
+  // (uploads not yet submitted are submitted: the caller queued them).
+  if (loom_status_t* st = flush_uploads()) common::host_services()->status_free(st);
   if (pending_) vk.vkWaitForFences(dev, 1, &fence_, VK_TRUE, kWaitNs);
   if (!transfers_.empty()) {
     if (loom_status_t* st = device_->wait_value(transfers_.back().value, "stream_destroy"))
@@ -191,15 +202,22 @@ std::string Stream::resolve(const loom_tensor_t* t, Location* out) {
 }
 
 std::string Stream::take_scratch(uint64_t bytes, Location* out) {
+  // Handed out in order, wrapping to 0 past the cap: a node that reuses an
+  // earlier node's bytes is ordered after its readers by record()'s
+  // hazard barriers, so a graph of any length fits a bounded buffer.
+  const uint64_t cap = scratch_cap_;
+  if (bytes > cap)
+    return "scratch data of " + std::to_string(bytes) + " bytes past the scratch buffer's " + std::to_string(cap);
+  uint64_t at = (scratch_used_ + 255) / 256 * 256;
+  if (at + bytes > cap) at = 0;
+  scratch_used_ = at + bytes;
+  scratch_high_ = std::max(scratch_high_, scratch_used_);
   // Past the buffer's end the location is a placeholder: plan() grows the
   // buffer and plans again.
-  const uint64_t at = (scratch_used_ + 255) / 256 * 256;
-  scratch_used_ = at + bytes;
-  if (scratch_used_ > device_->caps().max_range)
-    return "scratch data of " + std::to_string(scratch_used_) + " bytes past one storage binding";
+  const bool inside = scratch_used_ <= scratch_size_;
   out->buffer = scratch_.buffer != VK_NULL_HANDLE ? scratch_.buffer : err_.buffer;
-  out->offset = scratch_used_ <= scratch_size_ ? at : 0;
-  out->buffer_size = scratch_used_ <= scratch_size_ ? scratch_size_ : bytes;
+  out->offset = inside ? at : 0;
+  out->buffer_size = inside ? scratch_size_ : bytes;
   return "";
 }
 
@@ -207,7 +225,8 @@ loom_status_t* Stream::grow_scratch(uint64_t need) {
   if (loom_status_t* st = drop_caches()) return st;
   device_->free_mapped(&scratch_);
   scratch_size_ = 0;
-  const uint64_t size = std::min(device_->caps().max_range, std::max<uint64_t>(need * 2, uint64_t{1} << 20));
+  const uint64_t cap = scratch_cap_;
+  const uint64_t size = std::max(need, std::min(cap, std::max<uint64_t>(need * 2, uint64_t{1} << 20)));
   if (loom_status_t* st = device_->make_local(size, VK_BUFFER_USAGE_STORAGE_BUFFER_BIT,
                                               "compute] " + device_->name() + " scratch", &scratch_))
     return st;
@@ -229,6 +248,7 @@ loom_status_t* Stream::plan(const loom_graph_t* g, Plan* out) {
   const std::string dev = device_->name();
   Resolver resolver = [this](const loom_tensor_t* t, Location* loc) { return resolve(t, loc); };
   scratch_used_ = 0;
+  scratch_high_ = 0;
   ScratchFn scratch = [this](uint64_t bytes, Location* loc) { return take_scratch(bytes, loc); };
   for (int32_t i = 0; i < g->n_nodes; ++i) {
     const loom_tensor_t* node = g->nodes[i];
@@ -258,10 +278,10 @@ loom_status_t* Stream::plan(const loom_graph_t* g, Plan* out) {
       out->node_index.push_back(i);
     }
   }
-  if (scratch_used_ > scratch_size_) {
+  if (scratch_high_ > scratch_size_) {
     // Grown: plan again with every node's bytes in the new buffer (the
     // previous graph has finished; cached sets named the old one).
-    if (loom_status_t* st = grow_scratch(scratch_used_)) return st;
+    if (loom_status_t* st = grow_scratch(scratch_high_)) return st;
     *out = Plan{};
     return this->plan(g, out);
   }
@@ -385,8 +405,23 @@ loom_status_t* Stream::submit(VkCommandBuffer cb, const loom_graph_t* g, const P
   }
   VkResult r = vk.vkResetFences(device_->device(), 1, &fence_);
   if (r != VK_SUCCESS) return vk_status(w, "vkResetFences", r);
-  r = device_->submit(cb, fence_, &last_value_);
-  if (r != VK_SUCCESS) return vk_status(w, "vkQueueSubmit", r);
+  // Uploads queued since the last submission ride in front of the graph:
+  // one vkQueueSubmit for the step.
+  VkCommandBuffer cbs[2] = {VK_NULL_HANDLE, cb};
+  if (loom_status_t* st = close_uploads(&cbs[0])) return st;
+  const bool uploads = cbs[0] != VK_NULL_HANDLE;
+  r = uploads ? device_->submit(cbs, 2, fence_, &last_value_) : device_->submit(cb, fence_, &last_value_);
+  if (r != VK_SUCCESS) {
+    if (uploads) {
+      open_.clear();
+      free_copy_cbs_.push_back(cbs[0]);
+    }
+    return vk_status(w, "vkQueueSubmit", r);
+  }
+  if (uploads) {
+    uploads_batched_ += open_.size();
+    landed(last_value_);
+  }
   pending_ = true;
   return nullptr;
 }
@@ -438,6 +473,8 @@ loom_status_t* Stream::record_event(loom_event_t* e) {
     return make_status(LOOM_STATUS_INVALID_ARGUMENT,
                        "[vulkan.record_event] " + device_->name() + ": event of another device");
   }
+  // Uploads not yet submitted go now, so the event's value covers them.
+  defer(flush_uploads());
   // Queued reads land in host memory only when retired: finish them first,
   // so whoever waits for the event finds the data.
   bool reads = false;
@@ -587,183 +624,6 @@ loom_status_t* Stream::compute_graph(const loom_graph_t* g) {
   return make_status(LOOM_STATUS_RESOURCE_EXHAUSTED,
                      "[vulkan.compute] " + device_->name() + ": graph needs more than " +
                          std::to_string(kMaxSets) + " descriptor sets");
-}
-
-// ------------------------------------------------------------ queued copies
-
-loom_status_t* Stream::locate(const char* op, const loom_tensor_t* t, size_t offset, size_t size,
-                              Buffer** out, uint64_t* vk_offset) {
-  const std::string where = std::string("[vulkan.") + op + "] " + device_->name() + ": ";
-  if (t == nullptr) return make_status(LOOM_STATUS_INVALID_ARGUMENT, where + "tensor is null");
-  if (!Buffer::is_ours(t->buffer) || Buffer::from(t->buffer)->device() != device_) {
-    return make_status(LOOM_STATUS_INVALID_ARGUMENT,
-                       where + "tensor '" + t->name + "' is not in " + device_->name() + " memory");
-  }
-  *out = Buffer::from(t->buffer);
-  return (*out)->span(op, t, offset, size, vk_offset);
-}
-
-loom_status_t* Stream::ensure_ring() {
-  if (ring_.buffer != VK_NULL_HANDLE) return nullptr;
-  return device_->make_mapped(kRingBytes, VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT,
-                              "set_tensor_async] " + device_->name() + " staging ring", &ring_);
-}
-
-loom_status_t* Stream::retire_one() {
-  Transfer t = transfers_.front();
-  if (loom_status_t* st = device_->wait_value(t.value, "synchronize")) return st;
-  transfers_.pop_front();
-  if (t.host_dst) std::memcpy(t.host_dst, ring_.map + t.begin, t.end - t.begin);
-  free_copy_cbs_.push_back(t.cb);
-  return nullptr;
-}
-
-loom_status_t* Stream::retire_all() {
-  while (!transfers_.empty()) {
-    if (loom_status_t* st = retire_one()) return st;
-  }
-  return nullptr;
-}
-
-loom_status_t* Stream::reserve(uint64_t n, uint64_t* at) {
-  n = (n + 15) & ~uint64_t{15};
-  for (;;) {
-    const uint64_t cand = ring_head_ + n <= kRingBytes ? ring_head_ : 0;
-    bool busy = false;
-    for (const Transfer& t : transfers_) busy = busy || (cand < t.end && t.begin < cand + n);
-    if (!busy) {
-      ring_head_ = cand + n;
-      *at = cand;
-      return nullptr;
-    }
-    if (loom_status_t* st = retire_one()) return st;
-  }
-}
-
-loom_status_t* Stream::submit_copy(const char* op, uint64_t begin, uint64_t end,
-                                   uint8_t* host_dst,
-                                   const std::function<void(VkCommandBuffer)>& fill) {
-  const DeviceFuncs& vk = device_->vk();
-  const std::string w = std::string(op) + "] " + device_->name();
-  VkCommandBuffer cb = VK_NULL_HANDLE;
-  if (!free_copy_cbs_.empty()) {
-    cb = free_copy_cbs_.back();
-    free_copy_cbs_.pop_back();
-  } else {
-    VkCommandBufferAllocateInfo cai{};
-    cai.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO;
-    cai.commandPool = pool_;
-    cai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
-    cai.commandBufferCount = 1;
-    VkResult r = vk.vkAllocateCommandBuffers(device_->device(), &cai, &cb);
-    if (r != VK_SUCCESS) return vk_status(w, "vkAllocateCommandBuffers", r);
-  }
-  VkResult r = vk.vkResetCommandBuffer(cb, 0);
-  VkCommandBufferBeginInfo bi{};
-  bi.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO;
-  bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
-  if (r == VK_SUCCESS) r = vk.vkBeginCommandBuffer(cb, &bi);
-  if (r != VK_SUCCESS) {
-    free_copy_cbs_.push_back(cb);
-    return vk_status(w, "vkBeginCommandBuffer", r);
-  }
-  // After every earlier kernel and copy of the queue (reads and writes).
-  barrier(vk, cb,
-          VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT |
-              VK_PIPELINE_STAGE_HOST_BIT,
-          VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT | VK_ACCESS_HOST_WRITE_BIT,
-          VK_PIPELINE_STAGE_TRANSFER_BIT,
-          VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT);
-  fill(cb);
-  barrier(vk, cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
-          VK_PIPELINE_STAGE_HOST_BIT | VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
-          VK_ACCESS_HOST_READ_BIT | VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
-  r = vk.vkEndCommandBuffer(cb);
-  if (r != VK_SUCCESS) {
-    free_copy_cbs_.push_back(cb);
-    return vk_status(w, "vkEndCommandBuffer", r);
-  }
-  uint64_t value = 0;
-  r = device_->submit(cb, VK_NULL_HANDLE, &value);
-  if (r != VK_SUCCESS) {
-    free_copy_cbs_.push_back(cb);
-    return vk_status(w, "vkQueueSubmit", r);
-  }
-  last_value_ = value;
-  transfers_.push_back(Transfer{value, begin, end, cb, host_dst});
-  return nullptr;
-}
-
-loom_status_t* Stream::set_tensor_async(loom_tensor_t* t, const void* data, size_t offset,
-                                        size_t size) {
-  Buffer* b = nullptr;
-  uint64_t at = 0;
-  if (loom_status_t* st = locate("set_tensor_async", t, offset, size, &b, &at)) return st;
-  if (size == 0) return nullptr;
-  if (data == nullptr) {
-    return make_status(LOOM_STATUS_INVALID_ARGUMENT,
-                       "[vulkan.set_tensor_async] " + device_->name() + ": data is null");
-  }
-  if (!device_->async()) {
-    // No timeline: every submission waits, so this one may too.
-    defer(finish());
-    return b->set(t, data, offset, size);
-  }
-  if (loom_status_t* st = ensure_ring()) return st;
-  const auto* in = static_cast<const uint8_t*>(data);
-  const VkBuffer dst = b->vk_buffer();
-  const DeviceFuncs& vk = device_->vk();
-  for (size_t done = 0; done < size;) {
-    const uint64_t n = std::min<uint64_t>(size - done, kRingBytes);
-    uint64_t slot = 0;
-    if (loom_status_t* st = reserve(n, &slot)) return st;
-    std::memcpy(ring_.map + slot, in + done, n);
-    const VkBufferCopy region{slot, at + done, n};
-    VkBuffer ring = ring_.buffer;
-    if (loom_status_t* st = submit_copy("set_tensor_async", slot, slot + n, nullptr,
-                                        [&](VkCommandBuffer cb) {
-                                          vk.vkCmdCopyBuffer(cb, ring, dst, 1, &region);
-                                        })) {
-      return st;
-    }
-    done += n;
-  }
-  return nullptr;
-}
-
-loom_status_t* Stream::get_tensor_async(const loom_tensor_t* t, void* data, size_t offset,
-                                        size_t size) {
-  Buffer* b = nullptr;
-  uint64_t at = 0;
-  if (loom_status_t* st = locate("get_tensor_async", t, offset, size, &b, &at)) return st;
-  if (size == 0) return nullptr;
-  if (data == nullptr) {
-    return make_status(LOOM_STATUS_INVALID_ARGUMENT,
-                       "[vulkan.get_tensor_async] " + device_->name() + ": data is null");
-  }
-  if (!device_->async()) {
-    defer(finish());
-    return b->get(t, data, offset, size);
-  }
-  if (loom_status_t* st = ensure_ring()) return st;
-  auto* out = static_cast<uint8_t*>(data);
-  const VkBuffer src = b->vk_buffer();
-  const DeviceFuncs& vk = device_->vk();
-  for (size_t done = 0; done < size;) {
-    const uint64_t n = std::min<uint64_t>(size - done, kRingBytes);
-    uint64_t slot = 0;
-    if (loom_status_t* st = reserve(n, &slot)) return st;
-    const VkBufferCopy region{at + done, slot, n};
-    VkBuffer ring = ring_.buffer;
-    if (loom_status_t* st = submit_copy("get_tensor_async", slot, slot + n, out + done,
-                                        [&](VkCommandBuffer cb) {
-                                          vk.vkCmdCopyBuffer(cb, src, ring, 1, &region);
-                                        })) {
-      return st;
-    }
-    done += n;
-  }
-  return nullptr;
 }
 
 }  // namespace loom::vulkan

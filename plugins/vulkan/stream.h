@@ -5,8 +5,9 @@
 // compute or synchronize waits for it, errors come back from synchronize),
 // host<->tensor copies are queued through the stream's staging ring
 // (set_tensor_async copies the source into the ring at once, so the caller
-// may reuse it; get_tensor_async lands in the caller's memory by
-// synchronize), and events mark timeline values; otherwise everything
+// may reuse it, and the copy rides in front of the next graph in one
+// vkQueueSubmit, stream_copies.cpp; get_tensor_async lands in the caller's
+// memory by synchronize), and events mark timeline values; otherwise everything
 // waits. Descriptor sets are cached per combination of bound windows;
 // recorded command buffers are kept per graph fingerprint and re-submitted
 // when every dispatch (pipeline, windows, push constants, grid) is the
@@ -32,6 +33,10 @@ namespace loom::vulkan {
 
 class Buffer;
 class Device;
+
+// A full memory barrier between the given stages and accesses (stream.cpp).
+void barrier(const DeviceFuncs& vk, VkCommandBuffer cb, VkPipelineStageFlags src, VkAccessFlags src_access,
+             VkPipelineStageFlags dst, VkAccessFlags dst_access);
 
 class Stream {
  public:
@@ -73,7 +78,9 @@ class Stream {
   };
 
   // A queued copy through the ring: bytes [begin, end) of the ring are busy
-  // until the timeline reaches `value`; reads land in host_dst then.
+  // until the timeline reaches `value`; reads land in host_dst then. cb is
+  // the command buffer to recycle then (null for all but the first copy of
+  // a batch of uploads, which share one).
   struct Transfer {
     uint64_t value = 0;
     uint64_t begin = 0, end = 0;
@@ -91,6 +98,17 @@ class Stream {
   // Record `fill` between full barriers, submit; pushes a Transfer.
   loom_status_t* submit_copy(const char* op, uint64_t begin, uint64_t end, uint8_t* host_dst,
                              const std::function<void(VkCommandBuffer)>& fill);
+  // Record `fill` into the open upload batch (opened with a full barrier);
+  // its Transfer waits in open_ until the batch is submitted.
+  loom_status_t* queue_upload(uint64_t begin, uint64_t end, const std::function<void(VkCommandBuffer)>& fill);
+  // Ends the open upload batch (closing barrier) and hands its command
+  // buffer to *out (null when none is open); after the submission that
+  // carries it, landed(value) moves its Transfers to transfers_.
+  loom_status_t* close_uploads(VkCommandBuffer* out);
+  void landed(uint64_t value);
+  // Submits the open upload batch on its own (flush points).
+  loom_status_t* flush_uploads();
+  loom_status_t* take_copy_cb(const std::string& where, VkCommandBuffer* out);
   // Wait for the oldest / every queued copy and finish it.
   loom_status_t* retire_one();
   loom_status_t* retire_all();
@@ -107,7 +125,7 @@ class Stream {
   loom_status_t* drop_caches();
   std::string resolve(const loom_tensor_t* t, Location* out);
   // Scratch memory of one graph (ScratchFn): bytes handed out in order from
-  // 0 at each plan; grow_scratch replaces the buffer with one of at least
+  // 0 at each plan, wrapping to 0 past scratch_cap_; grow_scratch replaces the buffer with one of at least
   // `need` bytes (dropping the caches that named the old one).
   std::string take_scratch(uint64_t bytes, Location* out);
   loom_status_t* grow_scratch(uint64_t need);
@@ -135,11 +153,16 @@ class Stream {
   // Device-local scratch (B rounded to 8-bit blocks), made on first use.
   MappedBuffer scratch_;
   uint64_t scratch_size_ = 0;
-  uint64_t scratch_used_ = 0;  // bytes taken by the graph being planned
+  uint64_t scratch_used_ = 0;  // end of the last bytes taken by the graph being planned
+  uint64_t scratch_high_ = 0;  // the highest end so far (the size it needs)
+  uint64_t scratch_cap_ = 0;   // bytes past which take_scratch wraps to 0
   // Staging ring for queued copies (host visible, mapped), made on first use.
   MappedBuffer ring_;
   uint64_t ring_head_ = 0;
   std::deque<Transfer> transfers_;
+  VkCommandBuffer upload_cb_ = VK_NULL_HANDLE;  // open upload batch, not yet submitted
+  std::vector<Transfer> open_;                  // its copies (value unknown)
+  uint64_t uploads_batched_ = 0;                // uploads that rode with a graph
   std::vector<VkCommandBuffer> free_copy_cbs_;
   uint64_t clock_ = 0;
   uint64_t reused_ = 0;

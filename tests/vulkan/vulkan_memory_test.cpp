@@ -259,6 +259,58 @@ TEST_P(MemoryTest, QueuedCopiesAreOrderedWithComputeAndMayReuseTheSource) {
   EXPECT_NE(fs.message().find("foreign"), std::string::npos) << fs.to_string();
 }
 
+// vulkan0's "queue submissions: N" of loom.details.
+uint64_t submissions(const registry::Device* d) {
+  const auto* ext =
+      static_cast<const loom_ext_details_t*>(d->extension(LOOM_EXT_DETAILS, LOOM_EXT_DETAILS_VERSION));
+  if (ext == nullptr) return 0;
+  std::string text(2048, '\0');
+  text.resize(std::min(text.size() - 1, ext->get_details(d->raw(), text.data(), text.size())));
+  const size_t at = text.find("queue submissions: ");
+  return at == std::string::npos ? 0 : std::stoull(text.substr(at + 19));
+}
+
+// A decode step's inputs (three queued uploads) ride in front of its graph:
+// one vkQueueSubmit for the step; a read after it is one more. Without
+// timeline semaphores every copy is synchronous (not counted here).
+TEST_P(MemoryTest, UploadsRideWithTheNextGraphInOneSubmission) {
+  if (disabled("async")) GTEST_SKIP() << "synchronous copies";
+  auto buf = dev_->alloc_buffer(size_t{1} << 20);
+  ASSERT_TRUE(buf.ok()) << buf.status().to_string();
+  auto stream = dev_->create_stream();
+  ASSERT_TRUE(stream.ok()) << stream.status().to_string();
+  Stream& s = stream.value();
+  const int64_t n = 256;
+  loom_tensor_t x = f32(n, at(*buf, 0), buf->raw(), "x");
+  loom_tensor_t y = scale_node(&x, at(*buf, 8192), buf->raw(), 3.0f, 1.0f);
+  loom_tensor_t* nodes[] = {&y};
+  loom_graph_t g{sizeof(loom_graph_t), 1, nodes, 0};
+  std::vector<float> a(n), out(n);
+  for (int step = 0; step < 3; ++step) {
+    const uint64_t before = submissions(dev_);
+    // Three uploads into x (the last one wins), like token, position, length.
+    for (int k = 0; k < 3; ++k) {
+      for (int64_t i = 0; i < n; ++i) a[i] = static_cast<float>(i * (k + 1) + step);
+      ASSERT_TRUE(s.set_tensor_async(&x, a.data(), 0, n * 4).ok());
+    }
+    ASSERT_TRUE(s.compute(g).ok());
+    EXPECT_EQ(submissions(dev_) - before, 1u) << "step " << step;
+    ASSERT_TRUE(s.get_tensor_async(&y, out.data(), 0, n * 4).ok());
+    const Status st = s.synchronize();
+    ASSERT_TRUE(st.ok()) << st.to_string();
+    EXPECT_EQ(submissions(dev_) - before, 2u) << "step " << step;
+    for (int64_t i = 0; i < n; ++i) ASSERT_EQ(out[i], 3.0f * static_cast<float>(i * 3 + step) + 1.0f) << i;
+  }
+  // Uploads with no graph after them land at synchronize.
+  for (int64_t i = 0; i < n; ++i) a[i] = 5.0f;
+  ASSERT_TRUE(s.set_tensor_async(&x, a.data(), 0, n * 4).ok());
+  ASSERT_TRUE(s.synchronize().ok());
+  std::vector<float> back(n);
+  ASSERT_EQ(buf->raw()->iface->get_tensor(buf->raw(), &x, back.data(), 0, n * 4), nullptr);
+  EXPECT_EQ(back[0], 5.0f);
+  EXPECT_EQ(back[n - 1], 5.0f);
+}
+
 TEST_P(MemoryTest, SchedulerCopiesNothingIntoMemoryTheCpuReads) {
   registry::Device* cpu = reg_->device("cpu");
   ASSERT_NE(cpu, nullptr);

@@ -103,7 +103,8 @@ using Resolver = std::function<std::string(const loom_tensor_t*, Location*)>;
 
 // Bytes of the stream's scratch buffer for data one dispatch makes for the
 // next within a graph (B rounded to 8-bit blocks); *out says where. "" or
-// why not. Offsets are 256-aligned; the bytes are the node's alone.
+// why not. Offsets are 256-aligned; a later node may reuse the bytes (the
+// stream's hazard barriers order it after this node's readers).
 using ScratchFn = std::function<std::string(uint64_t bytes, Location* out)>;
 
 // One dispatch: what the stream binds, pushes and launches.
