@@ -41,31 +41,9 @@ std::string gemv_details(const registry::Device* d) {
   return at == std::string::npos ? "" : text.substr(at + 13, text.find('\n', at) - at - 13);
 }
 
-class Int8Gemv : public ::testing::TestWithParam<const char*> {
+class Int8Gemv : public DisabledFeaturesTest {
  protected:
-  void SetUp() override {
-    const char* old = std::getenv("LOOM_VULKAN_DISABLE");
-    had_ = old != nullptr;
-    if (had_) old_ = old;
-    setenv("LOOM_VULKAN_DISABLE", GetParam(), 1);
-    reg_ = load_registry();
-    dev_ = reg_->device("vulkan0");
-    if (dev_ == nullptr) GTEST_SKIP() << "no vulkan0 here:" << report(*reg_);
-  }
-  void TearDown() override {
-    reg_.reset();
-    if (had_) {
-      setenv("LOOM_VULKAN_DISABLE", old_.c_str(), 1);
-    } else {
-      unsetenv("LOOM_VULKAN_DISABLE");
-    }
-  }
   bool rounds_b() const { return std::string(GetParam()) != "rows,int8"; }
-
-  std::unique_ptr<registry::Registry> reg_;
-  registry::Device* dev_ = nullptr;
-  bool had_ = false;
-  std::string old_;
 };
 
 struct Result {

@@ -27,36 +27,11 @@ namespace {
 // window tests, whose sizes are built around it.
 constexpr uint64_t kLavapipeMaxRange = 134217728;
 
-class MemoryTest : public ::testing::TestWithParam<const char*> {
+class MemoryTest : public DisabledFeaturesTest {
  protected:
-  void SetUp() override {
-    const char* old = std::getenv("LOOM_VULKAN_DISABLE");
-    had_ = old != nullptr;
-    if (had_) old_ = old;
-    setenv("LOOM_VULKAN_DISABLE", GetParam(), 1);
-    reg_ = load_registry();
-    dev_ = reg_->device("vulkan0");
-    if (dev_ == nullptr) GTEST_SKIP() << "no vulkan0 here:" << report(*reg_);
-  }
-  void TearDown() override {
-    reg_.reset();
-    if (had_) {
-      setenv("LOOM_VULKAN_DISABLE", old_.c_str(), 1);
-    } else {
-      unsetenv("LOOM_VULKAN_DISABLE");
-    }
-  }
   bool lavapipe() const {
     return dev_->info().description.find("llvmpipe") != std::string::npos;
   }
-  bool disabled(const std::string& what) const {
-    return std::string(GetParam()).find(what) != std::string::npos;
-  }
-
-  std::unique_ptr<registry::Registry> reg_;
-  registry::Device* dev_ = nullptr;
-  bool had_ = false;
-  std::string old_;
 };
 
 // A contiguous F32 vector of n elements at `data` in buffer `b`.

@@ -23,34 +23,17 @@
 namespace loom::vktest {
 namespace {
 
-class SplitAttention : public ::testing::TestWithParam<const char*> {
+class SplitAttention : public DisabledFeaturesTest {
  protected:
   void SetUp() override {
-    const char* old = std::getenv("LOOM_VULKAN_DISABLE");
-    had_ = old != nullptr;
-    if (had_) old_ = old;
-    setenv("LOOM_VULKAN_DISABLE", GetParam(), 1);
-    reg_ = load_registry();
-    dev_ = reg_->device("vulkan0");
+    DisabledFeaturesTest::SetUp();
+    if (IsSkipped()) return;
     cpu_ = reg_->device("cpu");
-    if (dev_ == nullptr) GTEST_SKIP() << "no vulkan0 here:" << report(*reg_);
     ASSERT_NE(cpu_, nullptr) << report(*reg_);
   }
-  void TearDown() override {
-    reg_.reset();
-    if (had_) {
-      setenv("LOOM_VULKAN_DISABLE", old_.c_str(), 1);
-    } else {
-      unsetenv("LOOM_VULKAN_DISABLE");
-    }
-  }
-  bool split_disabled() const { return std::string(GetParam()).find("split") != std::string::npos; }
+  bool split_disabled() const { return disabled("split"); }
 
-  std::unique_ptr<registry::Registry> reg_;
-  registry::Device* dev_ = nullptr;
   registry::Device* cpu_ = nullptr;
-  bool had_ = false;
-  std::string old_;
 };
 
 struct Case {

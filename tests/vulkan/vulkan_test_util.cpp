@@ -87,4 +87,23 @@ ProcResult run_loom(const std::string& args, bool merge_stderr, const std::strin
   return ProcResult{r.exit_code, r.out};
 }
 
+void DisabledFeaturesTest::SetUp() {
+  const char* old = std::getenv("LOOM_VULKAN_DISABLE");
+  had_ = old != nullptr;
+  if (had_) old_ = old;
+  setenv("LOOM_VULKAN_DISABLE", GetParam(), 1);
+  reg_ = load_registry();
+  dev_ = reg_->device("vulkan0");
+  if (dev_ == nullptr) GTEST_SKIP() << "no vulkan0 here:" << report(*reg_);
+}
+
+void DisabledFeaturesTest::TearDown() {
+  reg_.reset();
+  if (had_) {
+    setenv("LOOM_VULKAN_DISABLE", old_.c_str(), 1);
+  } else {
+    unsetenv("LOOM_VULKAN_DISABLE");
+  }
+}
+
 }  // namespace loom::vktest

@@ -38,4 +38,21 @@ struct ProcResult {
 ProcResult run_loom(const std::string& args, bool merge_stderr = false,
                     const std::string& env = "");
 
+// A test run once per value of LOOM_VULKAN_DISABLE (the parameter, e.g.
+// "rows,int8"): the variable is set before the registry loads the plugin
+// and put back after; dev_ is vulkan0 (the test skips without one).
+class DisabledFeaturesTest : public ::testing::TestWithParam<const char*> {
+ protected:
+  void SetUp() override;
+  void TearDown() override;
+  bool disabled(const std::string& what) const { return std::string(GetParam()).find(what) != std::string::npos; }
+
+  std::unique_ptr<registry::Registry> reg_;
+  registry::Device* dev_ = nullptr;
+
+ private:
+  bool had_ = false;
+  std::string old_;
+};
+
 }  // namespace loom::vktest
