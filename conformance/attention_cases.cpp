@@ -4,7 +4,8 @@
 // llama cache) or with every head in a row, 2000 KV rows, GQA, F16/BF16 K/V,
 // K and V of different types, F16 rows read in registers or widened (cpu
 // variants), a non-contiguous Q, a zero-length row, out-of-range lengths (a status, not
-// a crash), 1 vs 3 threads identical.
+// a crash), 1 vs 3 threads identical. The ranges form (ABI 1.4): queries of
+// several sequences, each over its own [first, end) rows of one cache.
 #include <cmath>
 #include <string>
 #include <vector>
@@ -68,20 +69,22 @@ class AttentionTest : public OpTest {
   // p_j |v_j| into the output.
   void reference(const AttnCase& c, const Operand& q, const Operand& k, const Operand& v,
                  const std::vector<int64_t>& vis, float scale, std::vector<double>* ref,
-                 std::vector<double>* tol) {
+                 std::vector<double>* tol, const std::vector<int64_t>& first = {}) {
     const int64_t group = c.n_head / c.n_head_kv;
     ref->assign(static_cast<size_t>(c.dv * c.n_head * c.n_tok), 0.0);
     tol->assign(ref->size(), 0.0);
     for (int64_t t = 0; t < c.n_tok; ++t) {
       for (int64_t h = 0; h < c.n_head; ++h) {
         const int64_t g = h / group;
-        const int64_t n = vis[static_cast<size_t>(t)];
+        // Rows [j0, j0 + n).
+        const int64_t j0 = first.empty() ? 0 : first[static_cast<size_t>(t)];
+        const int64_t n = vis[static_cast<size_t>(t)] - j0;
         std::vector<double> s(static_cast<size_t>(n)), err(static_cast<size_t>(n));
         double m = -INFINITY;
         for (int64_t j = 0; j < n; ++j) {
           double dot = 0.0, absdot = 0.0;
           for (int64_t i = 0; i < c.d; ++i) {
-            const double x = q.h.at(i, h, t) * k.h.at(i, j, g);
+            const double x = q.h.at(i, h, t) * k.h.at(i, j0 + j, g);
             dot += x;
             absdot += std::fabs(x);
           }
@@ -95,8 +98,8 @@ class AttentionTest : public OpTest {
           double o = 0.0, mag = 0.0;
           for (int64_t j = 0; j < n; ++j) {
             const double p = std::exp(s[j] - m) / sum;
-            o += p * v.h.at(i, j, g);
-            mag += p * std::fabs(v.h.at(i, j, g)) * (2.0 + err[j] + std::fabs(s[j] - m) + std::sqrt(double(n)));
+            o += p * v.h.at(i, j0 + j, g);
+            mag += p * std::fabs(v.h.at(i, j0 + j, g)) * (2.0 + err[j] + std::fabs(s[j] - m) + std::sqrt(double(n)));
           }
           const size_t at = static_cast<size_t>(flat({c.dv, c.n_head, c.n_tok, 1}, i, h, t, 0));
           (*ref)[at] = o;
@@ -235,6 +238,73 @@ LOOM_CASE(AttentionTest, OutOfRangeLengthIsAnError) {
     const Status st = run({out});
     LOOM_EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << st.to_string();
     LOOM_EXPECT_NE(st.message().find("visible[1] = " + std::to_string(bad)), std::string::npos) << st.to_string();
+  }
+}
+
+// The ranges form (ABI 1.4): visible I32 [2, T], query t over rows
+// [first[t], end[t]) — a batch of several sequences, each in its own rows of
+// one cache (the llama session's slots). Devices without the form are
+// skipped with the reason; the cpu plugin runs it.
+class AttentionRangesTest : public AttentionTest {
+ protected:
+  void set_up() override {
+    Context probe;
+    Tensor* q = unwrap(probe.new_tensor(LOOM_TYPE_F32, {8, 2, 1}, "q"));
+    Tensor* k = unwrap(probe.new_tensor(LOOM_TYPE_F32, {8, 4, 2}, "k"));
+    Tensor* vis = unwrap(probe.new_tensor(LOOM_TYPE_I32, {2, 1}, "ranges"));
+    Tensor* node = unwrap(op::attention(probe, q, k, k, vis, 1.0f), "attention");
+    if (reference_device()) {
+      LOOM_ASSERT_TRUE(dev_->supports_op(node));
+    } else if (!dev_->supports_op(node)) {
+      LOOM_SKIP() << dev_->name() << " does not run ATTENTION's ranges form (ABI 1.4; its plugin README says why)";
+    }
+  }
+
+  void check_ranges(const AttnCase& c, const std::vector<int64_t>& first, const std::vector<int64_t>& end) {
+    LOOM_TRACE("attention ranges D " + std::to_string(c.d) + " H " + std::to_string(c.n_head) + "/" +
+               std::to_string(c.n_head_kv) + " T " + std::to_string(c.n_tok) + " n_kv " + std::to_string(c.n_kv) +
+               " K/V " + type_str(c.kv_type));
+    Operand q = make_q(c);
+    Operand k = cache_view(c.kv_type, c.d, c.n_kv, c.n_head_kv, c.heads_in_rows);
+    Operand v = cache_view(c.kv_type, c.dv, c.n_kv, c.n_head_kv, c.heads_in_rows);
+    std::vector<int64_t> pairs;
+    for (size_t t = 0; t < first.size(); ++t) {
+      pairs.push_back(first[t]);
+      pairs.push_back(end[t]);
+    }
+    Operand ranges = input_ints(LOOM_TYPE_I32, {2, c.n_tok, 1, 1}, pairs);
+    const float scale = 1.0f / std::sqrt(static_cast<float>(c.d));
+    Tensor* out = unwrap(op::attention(ctx_, q.t, k.t, v.t, ranges.t, scale), "attention");
+    LOOM_ASSERT_OK(run_threads({out}));
+    std::vector<double> ref, tol;
+    reference(c, q, k, v, end, scale, &ref, &tol, first);
+    expect_close(read(out), ref, tol, {c.dv, c.n_head, c.n_tok, 1}, "attention result");
+  }
+};
+
+// Decode of 4 sequences in slots of 64 rows (one token each), a prefill
+// chunk of one sequence beside two decodes, an empty range, F16 and F32,
+// GQA, a cache whose rows hold every head.
+LOOM_CASE(AttentionRangesTest, SequencesInSlotsOfOneCache) {
+  seed(1121);
+  check_ranges({64, 64, 8, 2, 4, 256, LOOM_TYPE_F16, false}, {0, 64, 128, 192}, {17, 64 + 40, 128 + 1, 192 + 64});
+  check_ranges({16, 16, 4, 4, 5, 96, LOOM_TYPE_F32, false}, {32, 32, 32, 0, 64}, {32 + 10, 32 + 11, 32 + 12, 5, 64 + 32});
+  check_ranges({8, 8, 8, 4, 3, 40, LOOM_TYPE_F16, true}, {10, 20, 20}, {10, 23, 40});
+  check_ranges({32, 32, 4, 2, 2, 70, LOOM_TYPE_F16, false, true}, {0, 35}, {35, 70});
+}
+
+LOOM_CASE(AttentionRangesTest, RangeOutsideTheRowsIsAnError) {
+  seed(1122);
+  const std::vector<std::vector<int64_t>> bad = {{3, 21}, {-1, 4}, {9, 5}};
+  for (const auto& pair : bad) {
+    Operand q = input(LOOM_TYPE_F32, {8, 2, 2, 1});
+    Operand k = cache_view(LOOM_TYPE_F32, 8, 20, 2);
+    Operand v = cache_view(LOOM_TYPE_F32, 8, 20, 2);
+    Operand ranges = input_ints(LOOM_TYPE_I32, {2, 2, 1, 1}, {0, 3, pair[0], pair[1]});
+    Tensor* out = unwrap(op::attention(ctx_, q.t, k.t, v.t, ranges.t, 1.0f), "attention");
+    const Status st = run({out});
+    LOOM_EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << st.to_string();
+    LOOM_EXPECT_NE(st.message().find("of query 1"), std::string::npos) << st.to_string();
   }
 }
 

@@ -342,9 +342,13 @@ StatusOr<Tensor*> attention(Context& ctx, Tensor* q, Tensor* k, Tensor* v, Tenso
     return invalid_argument(tag(op) + "q's " + std::to_string(n_head) + " heads are not a multiple of k's " +
                             std::to_string(n_head_kv) + " (q " + q->describe() + ", k " + k->describe() + ")");
   }
-  if (!is_vector(visible) || visible->ne[0] != n_tok) {
+  // [T]: prefix lengths; [2, T]: [first, end) per query (ABI 1.4).
+  const bool ranges = visible->ne[0] == 2 && visible->ne[1] == n_tok && visible->ne[2] == 1 && visible->ne[3] == 1 &&
+                      !(is_vector(visible) && visible->ne[0] == n_tok);
+  if (!ranges && (!is_vector(visible) || visible->ne[0] != n_tok)) {
     return invalid_argument(tag(op) + "visible " + visible->describe() + " must be [" + std::to_string(n_tok) +
-                            "] (one length per query of q " + q->describe() + ")");
+                            "] (one length per query of q " + q->describe() + ") or [2, " + std::to_string(n_tok) +
+                            "] (a [first, end) range per query)");
   }
   if (!std::isfinite(scale)) {
     return invalid_argument(tag(op) + "scale " + std::to_string(scale) + " must be finite");
@@ -352,6 +356,7 @@ StatusOr<Tensor*> attention(Context& ctx, Tensor* q, Tensor* k, Tensor* v, Tenso
   const int64_t ne[4] = {v->ne[0], n_head, n_tok, 1};
   LOOM_ASSIGN_OR_RETURN(Tensor * t, node(ctx, op, LOOM_OP_ATTENTION, LOOM_TYPE_F32, ne, {q, k, v, visible}));
   t->set_param<float>(0, scale);
+  if (ranges) t->set_param<int32_t>(1, LOOM_ATTENTION_RANGES);
   return ruled("attention", t);
 }
 

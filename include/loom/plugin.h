@@ -26,7 +26,7 @@ extern "C" {
 /* ---------------------------------------------------------------- versions */
 
 #define LOOM_ABI_VERSION_MAJOR 1u
-#define LOOM_ABI_VERSION_MINOR 3u
+#define LOOM_ABI_VERSION_MINOR 4u
 /* Packed version: major in the high 16 bits, minor in the low 16 bits. */
 #define LOOM_ABI_MAKE_VERSION(major, minor) ((uint32_t)(((major) << 16) | ((minor) & 0xFFFFu)))
 #define LOOM_ABI_VERSION LOOM_ABI_MAKE_VERSION(LOOM_ABI_VERSION_MAJOR, LOOM_ABI_VERSION_MINOR)
@@ -297,8 +297,16 @@ typedef enum loom_op {
    * dst[:, h, t] = sum_{j < visible[t]} softmax_j(scale * Q[:, h, t] . K[:, j, g]) V[:, j, g].
    * visible[t] == 0 gives a zero row; a value outside [0, n_kv] fails the
    * node with INVALID_ARGUMENT. The host never asks a plugin built for
-   * ABI 1.0 about this op (docs/plugin-abi.md, host rule 15). */
+   * ABI 1.0 about this op (docs/plugin-abi.md, host rule 15).
+   * (ABI 1.4) The ranges form, i32 param [1] = LOOM_ATTENTION_RANGES: src3
+   * is I32 [2, T], query t attends to KV rows [src3[0, t], src3[1, t]) (a
+   * batch of several sequences, each in its own rows of one cache); the
+   * sum and softmax above run over those rows. first > end or either outside
+   * [0, n_kv] fails the node; first == end gives a zero row. Param [1] = 0
+   * is the form above. The host never offers the ranges form to a plugin
+   * built for 1.0-1.3. */
   LOOM_OP_ATTENTION = 25,
+#define LOOM_ATTENTION_RANGES 1
   /* (ABI 1.3) Activation-sparse FFN products. Both are 2-D (ne[2] = ne[3]
    * = 1 for every tensor), take a score tensor src2 (float, any strides)
    * and an f32 param [0] threshold t (finite): element (j, n) of src2 is

@@ -1,5 +1,6 @@
 #include "llm/model/llama_graph.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -76,7 +77,9 @@ StatusOr<Tensor*> layer_attention(Context& ctx, LlamaModel& model, int64_t il, c
                                   bool fused, float scale, LlamaBatchGraph* g) {
   if (fused) {
     const bool had_visible = g->visible != nullptr;
-    if (!had_visible) {
+    if (!had_visible && g->seq_batch) {
+      LOOM_ASSIGN_OR_RETURN(g->visible, graph_input(ctx, LOOM_TYPE_I32, {2, g->n_tokens}, "inp_ranges"));
+    } else if (!had_visible) {
       LOOM_ASSIGN_OR_RETURN(g->visible, graph_input(ctx, LOOM_TYPE_I32, {g->n_tokens}, "inp_visible"));
     }
     LOOM_ASSIGN_OR_RETURN(Tensor * out, attention_fused(ctx, a, g->n_kv, g->visible, scale));
@@ -154,24 +157,22 @@ StatusOr<Tensor*> attention_block(Context& ctx, LlamaModel& model, const KvCache
 
 }  // namespace
 
-StatusOr<LlamaBatchGraph> build_llama_graph(LlamaModel& model, const KvCache& cache, int64_t n_tokens,
-                                            int64_t n_past, bool all_logits, int64_t n_kv, bool fused_attention) {
+namespace {
+
+// The layers and the output of a batch whose g's sizes and form are set:
+// inputs, every layer, the final norm and the logits of the rows asked for
+// (g.out_ids, else the last row unless all_logits).
+Status build_layers(LlamaModel& model, const KvCache& cache, bool all_logits, bool fused_attention,
+                    LlamaBatchGraph& g) {
   const LlamaHparams& h = model.hparams();
   Context& ctx = model.context();
-  if (n_kv == 0) n_kv = n_past + n_tokens;
-  if (n_tokens < 1 || n_past < 0 || n_past + n_tokens > cache.n_ctx() || n_kv < n_past + n_tokens ||
-      n_kv > cache.n_ctx()) {
-    return invalid_argument("[llm.graph] batch of " + std::to_string(n_tokens) + " tokens at position " +
-                            std::to_string(n_past) + " does not fit the context of " +
-                            std::to_string(cache.n_ctx()) + " (attended KV length " + std::to_string(n_kv) + ")");
-  }
-  LlamaBatchGraph g;
-  g.n_tokens = n_tokens;
-  g.n_past = n_past;
-  g.n_kv = n_kv;
+  const int64_t n_tokens = g.n_tokens;
   LOOM_ASSIGN_OR_RETURN(g.tokens, graph_input(ctx, LOOM_TYPE_I32, {n_tokens}, "inp_tokens"));
   LOOM_ASSIGN_OR_RETURN(g.pos, graph_input(ctx, LOOM_TYPE_I32, {n_tokens}, "inp_pos"));
   LOOM_ASSIGN_OR_RETURN(g.kv_rows, graph_input(ctx, LOOM_TYPE_I64, {n_tokens, h.n_head_kv}, "inp_kv_rows"));
+  if (g.seq_batch && g.n_out != n_tokens) {
+    LOOM_ASSIGN_OR_RETURN(g.out_ids, graph_input(ctx, LOOM_TYPE_I32, {g.n_out}, "inp_out_ids"));
+  }
 
   LOOM_ASSIGN_OR_RETURN(Tensor * x, op::get_rows(ctx, model.tok_embd, g.tokens));
   for (int64_t il = 0; il < h.n_layer; ++il) {
@@ -194,7 +195,10 @@ StatusOr<LlamaBatchGraph> build_llama_graph(LlamaModel& model, const KvCache& ca
     LOOM_ASSIGN_OR_RETURN(x, op::add(ctx, x, down));
     named(x, "layer_out" + sfx);
   }
-  if (!all_logits && n_tokens > 1) {
+  if (g.out_ids != nullptr) {
+    // Only the rows asked for (each sequence's last token).
+    LOOM_ASSIGN_OR_RETURN(x, op::get_rows(ctx, x, g.out_ids));
+  } else if (!g.seq_batch && !all_logits && n_tokens > 1) {
     // Only the last token's logits are needed for generation.
     LOOM_ASSIGN_OR_RETURN(x, ctx.view(x, {h.n_embd, 1}, {x->nb[1]}, x->nb[1] * static_cast<size_t>(n_tokens - 1)));
   }
@@ -202,6 +206,42 @@ StatusOr<LlamaBatchGraph> build_llama_graph(LlamaModel& model, const KvCache& ca
   LOOM_ASSIGN_OR_RETURN(cur, op::mul(ctx, cur, model.output_norm));
   LOOM_ASSIGN_OR_RETURN(g.logits, op::mul_mat(ctx, model.output, cur));
   named(g.logits, "logits");
+  return Status();
+}
+
+}  // namespace
+
+StatusOr<LlamaBatchGraph> build_llama_graph(LlamaModel& model, const KvCache& cache, int64_t n_tokens,
+                                            int64_t n_past, bool all_logits, int64_t n_kv, bool fused_attention) {
+  if (n_kv == 0) n_kv = n_past + n_tokens;
+  if (n_tokens < 1 || n_past < 0 || n_past + n_tokens > cache.n_ctx() || n_kv < n_past + n_tokens ||
+      n_kv > cache.n_ctx()) {
+    return invalid_argument("[llm.graph] batch of " + std::to_string(n_tokens) + " tokens at position " +
+                            std::to_string(n_past) + " does not fit the context of " +
+                            std::to_string(cache.n_ctx()) + " (attended KV length " + std::to_string(n_kv) + ")");
+  }
+  LlamaBatchGraph g;
+  g.n_tokens = n_tokens;
+  g.n_past = n_past;
+  g.n_kv = n_kv;
+  g.n_out = all_logits ? n_tokens : 1;
+  LOOM_RETURN_IF_ERROR(build_layers(model, cache, all_logits, fused_attention, g));
+  return g;
+}
+
+StatusOr<LlamaBatchGraph> build_llama_seq_graph(LlamaModel& model, const KvCache& cache, int64_t n_tokens,
+                                                int64_t n_out, bool fused_attention) {
+  if (n_tokens < 1 || n_tokens > cache.n_ctx() || n_out < 1 || n_out > n_tokens) {
+    return invalid_argument("[llm.graph] sequence batch of " + std::to_string(n_tokens) + " tokens with " +
+                            std::to_string(n_out) + " rows of logits does not fit a cache of " +
+                            std::to_string(cache.n_ctx()) + " rows");
+  }
+  LlamaBatchGraph g;
+  g.seq_batch = true;
+  g.n_tokens = n_tokens;
+  g.n_kv = cache.n_ctx();
+  g.n_out = n_out;
+  LOOM_RETURN_IF_ERROR(build_layers(model, cache, false, fused_attention, g));
   return g;
 }
 
@@ -234,6 +274,36 @@ LlamaBatchInputs make_batch_inputs(const LlamaBatchGraph& g, const int32_t* toke
       const auto visible = static_cast<size_t>(g.n_past) + i + 1;
       for (size_t j = 0; j < visible; ++j) in.mask[i * static_cast<size_t>(g.n_kv) + j] = 0.0f;
     }
+  }
+  return in;
+}
+
+LlamaSeqBatchInputs make_seq_batch_inputs(const LlamaBatchGraph& g, const SeqToken* batch, int64_t slot_ctx) {
+  LlamaSeqBatchInputs in;
+  const auto n = static_cast<size_t>(g.n_tokens);
+  const auto n_head_kv = static_cast<size_t>(g.kv_rows->ne[1]);
+  in.tokens.resize(n);
+  in.pos.resize(n);
+  in.kv_rows.resize(n * n_head_kv);
+  if (g.visible != nullptr) in.visible.resize(2 * n);
+  if (g.mask != nullptr) in.mask.assign(n * static_cast<size_t>(g.n_kv), -std::numeric_limits<float>::infinity());
+  for (size_t i = 0; i < n; ++i) {
+    const SeqToken& b = batch[i];
+    const int64_t first = static_cast<int64_t>(b.seq) * slot_ctx;
+    const int64_t row = first + b.pos;
+    in.tokens[i] = b.token;
+    in.pos[i] = b.pos;
+    for (size_t hk = 0; hk < n_head_kv; ++hk) in.kv_rows[hk * n + i] = row;
+    // Its own sequence's rows up to itself.
+    if (g.visible != nullptr) {
+      in.visible[2 * i] = static_cast<int32_t>(first);
+      in.visible[2 * i + 1] = static_cast<int32_t>(row + 1);
+    }
+    if (g.mask != nullptr) {
+      float* m = in.mask.data() + i * static_cast<size_t>(g.n_kv);
+      std::fill(m + first, m + row + 1, 0.0f);
+    }
+    if (g.out_ids != nullptr && b.logits) in.out_ids.push_back(static_cast<int32_t>(i));
   }
   return in;
 }

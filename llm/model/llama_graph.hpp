@@ -33,12 +33,17 @@ struct LlamaBatchGraph {
   Tensor* kv_rows = nullptr; // I64 [n_tokens, n_head_kv]: cache rows written (== pos, per kv head)
   // Made only when some layer uses the form that reads it (else nullptr).
   Tensor* mask = nullptr;    // F32 [n_kv, n_tokens]: 0 where visible, -inf elsewhere (unfused)
-  Tensor* visible = nullptr; // I32 [n_tokens]: n_past + i + 1 (fused)
+  Tensor* visible = nullptr; // I32 [n_tokens]: n_past + i + 1 (fused); a sequence batch: I32 [2, n_tokens], [first, end)
+  // A sequence batch: I32 [n_out], the batch rows whose logits are output
+  // (nullptr when every row's are, in batch order).
+  Tensor* out_ids = nullptr;
   // Output: F32 [n_vocab, n_out], n_out = n_tokens (all_logits) or 1 (last).
   Tensor* logits = nullptr;
   int64_t n_tokens = 0;
   int64_t n_past = 0;
   int64_t n_kv = 0;
+  bool seq_batch = false;  // built by build_llama_seq_graph
+  int64_t n_out = 0;       // rows of logits
   int64_t fused_layers = 0;  // layers built with the ATTENTION node
   int64_t sparse_layers = 0; // layers built with the sparse FFN (llm/sparse/sparse_ffn.hpp)
   // Per layer: the dense FFN's gate pre-activation F32 [n_ff, n_tokens]
@@ -49,6 +54,27 @@ struct LlamaBatchGraph {
 StatusOr<LlamaBatchGraph> build_llama_graph(LlamaModel& model, const KvCache& cache, int64_t n_tokens,
                                             int64_t n_past, bool all_logits, int64_t n_kv = 0,
                                             bool fused_attention = true);
+
+// A batch of tokens of several sequences (build_llama_seq_graph): token
+// `token` of sequence `seq` at position `pos` of that sequence; logits:
+// whether its row of logits is output.
+struct SeqToken {
+  TokenId token = 0;
+  int32_t seq = 0;
+  int32_t pos = 0;
+  bool logits = false;
+};
+
+// The graph of a batch of n_tokens tokens of several sequences over a cache
+// whose n_ctx rows are n_ctx / slot_ctx slots of slot_ctx rows: sequence s
+// keeps position p in row s * slot_ctx + p, and a token attends to its own
+// sequence's rows [s * slot_ctx, s * slot_ctx + p] — the fused ATTENTION's
+// ranges form (ABI 1.4) where the layer's device runs it, else the masked
+// unfused form over every row. n_out rows of logits (the tokens flagged
+// `logits`, in batch order). The shapes depend only on (n_tokens, n_out),
+// so steps of one batch size reuse one graph.
+StatusOr<LlamaBatchGraph> build_llama_seq_graph(LlamaModel& model, const KvCache& cache, int64_t n_tokens,
+                                                int64_t n_out, bool fused_attention = true);
 
 // The attended KV length for a batch: n_past + n_tokens rounded up to a
 // multiple of pad (pad <= 1: no padding), at most n_ctx.
@@ -63,5 +89,10 @@ struct LlamaBatchInputs {
   std::vector<int32_t> visible;   // empty when g.visible is null
 };
 LlamaBatchInputs make_batch_inputs(const LlamaBatchGraph& g, const int32_t* tokens);
+// The same for a graph of build_llama_seq_graph and its g.n_tokens tokens.
+struct LlamaSeqBatchInputs : LlamaBatchInputs {
+  std::vector<int32_t> out_ids;  // empty when g.out_ids is null
+};
+LlamaSeqBatchInputs make_seq_batch_inputs(const LlamaBatchGraph& g, const SeqToken* batch, int64_t slot_ctx);
 
 }  // namespace loom::llm

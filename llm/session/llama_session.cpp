@@ -65,6 +65,14 @@ StatusOr<std::unique_ptr<LlamaSession>> LlamaSession::create(LlamaModel* model, 
   if (options.n_batch < 1) {
     return invalid_argument("[llm.session] batch size " + std::to_string(options.n_batch) + " must be >= 1");
   }
+  if (options.n_seq < 1 || options.n_seq > 4096) {
+    return invalid_argument("[llm.session] sequence slots " + std::to_string(options.n_seq) +
+                            " must be in [1, 4096]");
+  }
+  if (options.n_seq > 1 && n_ctx * options.n_seq > INT32_MAX) {
+    return invalid_argument("[llm.session] " + std::to_string(options.n_seq) + " slots of " + std::to_string(n_ctx) +
+                            " positions exceed 2^31 cache rows");
+  }
   if (options.kv_pad < 1) {
     return invalid_argument("[llm.session] kv_pad " + std::to_string(options.kv_pad) + " must be >= 1");
   }
@@ -84,9 +92,10 @@ StatusOr<std::unique_ptr<LlamaSession>> LlamaSession::create(LlamaModel* model, 
     }
     kv_devices.push_back(d);
   }
-  LOOM_RETURN_IF_ERROR(check_cache_fits(kv_devices, h.kv_dim(), n_ctx, options.kv_type, options.n_ctx <= 0));
+  const int64_t n_rows = n_ctx * options.n_seq;  // every slot's rows
+  LOOM_RETURN_IF_ERROR(check_cache_fits(kv_devices, h.kv_dim(), n_rows, options.kv_type, options.n_ctx <= 0));
   Context& ctx = model->context();
-  LOOM_ASSIGN_OR_RETURN(KvCache cache, KvCache::create(ctx, kv_devices, h.head_dim(), h.n_head_kv, n_ctx, options.kv_type));
+  LOOM_ASSIGN_OR_RETURN(KvCache cache, KvCache::create(ctx, kv_devices, h.head_dim(), h.n_head_kv, n_rows, options.kv_type));
   LOOM_ASSIGN_OR_RETURN(auto sched, Scheduler::create(model->devices()));
   const size_t mark = ctx.checkpoint();
   SessionOptions o = options;
@@ -125,6 +134,16 @@ Status LlamaSession::reserve_worst_case() {
                              " tokens over a context of " + std::to_string(n_ctx));
     }
   }
+  if (n_seq_ > 1) {
+    // Sequence batches: every row's logits (the most output) over every slot.
+    StepRollback rollback{model_->context(), mark_};
+    LOOM_ASSIGN_OR_RETURN(Step step, make_seq_step(n_max, n_max));
+    Status st = sched_->reserve(step.graph);
+    if (!st.ok()) {
+      return st.with_context("llm.session: reserving compute memory for sequence batches of " +
+                             std::to_string(n_max) + " tokens over " + std::to_string(n_seq_) + " slots");
+    }
+  }
   LOOM_LOG_INFO("llm", "compute buffers reserved for " + std::to_string(n_max) + "-token batches and decode over " +
                            std::to_string(n_ctx) + " positions: " + std::to_string(compute_buffer_size()) + " bytes");
   return Status();
@@ -142,9 +161,9 @@ Status LlamaSession::eval(const std::vector<TokenId>& tokens, bool all_logits, s
   const int64_t n = static_cast<int64_t>(tokens.size());
   const int64_t n_vocab = model_->hparams().n_vocab;
   if (n == 0) return invalid_argument("[llm.eval] no tokens to evaluate");
-  if (n_past_ + n > cache_.n_ctx()) {
+  if (n_past_ + n > n_ctx()) {
     return invalid_argument("[llm.eval] " + std::to_string(n_past_) + " cached + " + std::to_string(n) +
-                            " new tokens exceed the context of " + std::to_string(cache_.n_ctx()) + " tokens");
+                            " new tokens exceed the context of " + std::to_string(n_ctx()) + " tokens");
   }
   for (TokenId t : tokens) {
     if (t < 0 || t >= n_vocab) {
@@ -186,16 +205,25 @@ StatusOr<LlamaSession::Step> LlamaSession::make_step(int64_t n, int64_t n_past, 
   return Step{g, std::move(graph)};
 }
 
+StatusOr<LlamaSession::Step> LlamaSession::make_seq_step(int64_t n, int64_t n_out) {
+  LOOM_ASSIGN_OR_RETURN(LlamaBatchGraph g, build_llama_seq_graph(*model_, cache_, n, n_out, fused_attention_));
+  LOOM_ASSIGN_OR_RETURN(Graph graph, Graph::build({g.logits}));
+  if (check_nodes_) {
+    LOOM_ASSIGN_OR_RETURN(graph, keep_every_node(graph));
+  }
+  return Step{g, std::move(graph)};
+}
+
 StatusOr<LlamaSession::Step> LlamaSession::build_step(int64_t n, bool all_logits) {
-  LOOM_ASSIGN_OR_RETURN(Step step, make_step(n, n_past_, padded_n_kv(n_past_, n, kv_pad_, cache_.n_ctx()), all_logits));
+  LOOM_ASSIGN_OR_RETURN(Step step, make_step(n, n_past_, padded_n_kv(n_past_, n, kv_pad_, n_ctx()), all_logits));
   LOOM_RETURN_IF_ERROR(sched_->allocate(step.graph));
   return step;
 }
 
 StatusOr<std::string> LlamaSession::plan(int64_t n_tokens, PlanDetail detail, PlanFormat format) {
-  if (n_tokens < 1 || n_past_ + n_tokens > cache_.n_ctx()) {
+  if (n_tokens < 1 || n_past_ + n_tokens > n_ctx()) {
     return invalid_argument("[llm.plan] batch of " + std::to_string(n_tokens) + " tokens does not fit the context of " +
-                            std::to_string(cache_.n_ctx()));
+                            std::to_string(n_ctx()));
   }
   drop_step();
   StepRollback rollback{model_->context(), mark_};
@@ -261,7 +289,7 @@ Status LlamaSession::submit_group(const TokenId* tokens, int64_t n, float* out) 
   Status st;
   for (int64_t start = 0; start < n && st.ok(); start += n_batch_) {
     const int64_t len = std::min(n_batch_, n - start);
-    auto step = make_step(len, pos, padded_n_kv(pos, len, kv_pad_, cache_.n_ctx()), false);
+    auto step = make_step(len, pos, padded_n_kv(pos, len, kv_pad_, n_ctx()), false);
     if (!step.ok()) {
       st = step.status();
       break;
@@ -299,8 +327,9 @@ Status LlamaSession::submit_group(const TokenId* tokens, int64_t n, float* out) 
 Status LlamaSession::run_step(const TokenId* tokens, int64_t n, bool all_logits, float* out) {
   // Decode steps of one padded KV length have the same graph: reuse it and
   // only write the new inputs (the scheduler then reuses its plan too).
-  const int64_t n_kv = padded_n_kv(n_past_, n, kv_pad_, cache_.n_ctx());
-  if (!cached_ || cached_->batch.n_tokens != n || cached_->batch.n_kv != n_kv || cached_all_logits_ != all_logits) {
+  const int64_t n_kv = padded_n_kv(n_past_, n, kv_pad_, n_ctx());
+  if (!cached_ || cached_->batch.seq_batch || cached_->batch.n_tokens != n || cached_->batch.n_kv != n_kv ||
+      cached_all_logits_ != all_logits) {
     drop_step();
     LOOM_ASSIGN_OR_RETURN(Step built, build_step(n, all_logits));
     cached_ = std::make_unique<Step>(std::move(built));
@@ -330,6 +359,104 @@ Status LlamaSession::run_step(const TokenId* tokens, int64_t n, bool all_logits,
   LOOM_RETURN_IF_ERROR(tensor_get(g.logits, out, g.logits->nbytes()));
   const int64_t rows = g.logits->ne[1];
   return check_logits(out, rows, g.logits->ne[0], n_past_ - rows);
+}
+
+Status LlamaSession::eval_seqs(const std::vector<SeqToken>& batch, std::vector<float>* logits) {
+  const auto n = static_cast<int64_t>(batch.size());
+  const int64_t n_vocab = model_->hparams().n_vocab;
+  if (n == 0) return invalid_argument("[llm.eval] no tokens to evaluate");
+  if (n > n_batch_) {
+    return invalid_argument("[llm.eval] sequence batch of " + std::to_string(n) + " tokens exceeds the batch size " +
+                            std::to_string(n_batch_));
+  }
+  std::vector<int64_t> rows;
+  rows.reserve(batch.size());
+  int64_t n_out = 0;
+  for (const SeqToken& b : batch) {
+    if (b.seq < 0 || b.seq >= n_seq_) {
+      return invalid_argument("[llm.eval] sequence " + std::to_string(b.seq) + " outside the session's slots [0, " +
+                              std::to_string(n_seq_) + ")");
+    }
+    if (b.pos < 0 || b.pos >= n_ctx()) {
+      return invalid_argument("[llm.eval] position " + std::to_string(b.pos) + " of sequence " + std::to_string(b.seq) +
+                              " outside the context of " + std::to_string(n_ctx()) + " tokens");
+    }
+    if (b.token < 0 || b.token >= n_vocab) {
+      return invalid_argument("[llm.eval] token id " + std::to_string(b.token) + " outside the vocabulary [0, " +
+                              std::to_string(n_vocab) + ")");
+    }
+    rows.push_back(static_cast<int64_t>(b.seq) * n_ctx() + b.pos);
+    n_out += b.logits ? 1 : 0;
+  }
+  std::sort(rows.begin(), rows.end());
+  if (std::adjacent_find(rows.begin(), rows.end()) != rows.end()) {
+    return invalid_argument("[llm.eval] a sequence batch holds one (sequence, position) twice");
+  }
+  if (n_out == 0) return invalid_argument("[llm.eval] a sequence batch asks for no logits");
+  logits->assign(static_cast<size_t>(n_out * n_vocab), 0.0f);
+  Status st = run_seq_step(batch, n_out, logits->data());
+  if (!st.ok()) drop_step();
+  return st;
+}
+
+Status LlamaSession::run_seq_step(const std::vector<SeqToken>& batch, int64_t n_out, float* out) {
+  const auto n = static_cast<int64_t>(batch.size());
+  if (!cached_ || !cached_->batch.seq_batch || cached_->batch.n_tokens != n || cached_->batch.n_out != n_out) {
+    drop_step();  // (eval_seqs drops a half-built one on error too)
+    LOOM_ASSIGN_OR_RETURN(Step built, make_seq_step(n, n_out));
+    LOOM_RETURN_IF_ERROR(sched_->allocate(built.graph));
+    cached_ = std::make_unique<Step>(std::move(built));
+    ++steps_built_;
+  }
+  LlamaBatchGraph& g = cached_->batch;
+  LlamaSeqBatchInputs in = make_seq_batch_inputs(g, batch.data(), n_ctx());
+  LOOM_RETURN_IF_ERROR(tensor_set(g.tokens, in.tokens.data(), in.tokens.size() * sizeof(int32_t)));
+  LOOM_RETURN_IF_ERROR(tensor_set(g.pos, in.pos.data(), in.pos.size() * sizeof(int32_t)));
+  LOOM_RETURN_IF_ERROR(tensor_set(g.kv_rows, in.kv_rows.data(), in.kv_rows.size() * sizeof(int64_t)));
+  if (g.mask) LOOM_RETURN_IF_ERROR(tensor_set(g.mask, in.mask.data(), in.mask.size() * sizeof(float)));
+  if (g.visible) LOOM_RETURN_IF_ERROR(tensor_set(g.visible, in.visible.data(), in.visible.size() * sizeof(int32_t)));
+  if (g.out_ids) LOOM_RETURN_IF_ERROR(tensor_set(g.out_ids, in.out_ids.data(), in.out_ids.size() * sizeof(int32_t)));
+  LOOM_RETURN_IF_ERROR(sched_->compute(cached_->graph));
+  ++steps_;
+  bytes_copied_ += sched_->last_stats().bytes_copied;
+  if (check_nodes_) {
+    LOOM_RETURN_IF_ERROR(check_nodes_finite(cached_->graph, *sched_, "sequence batch step"));
+  }
+  LOOM_RETURN_IF_ERROR(tensor_get(g.logits, out, g.logits->nbytes()));
+  for (int64_t r = 0, i = 0; r < n_out; ++i) {
+    if (!batch[static_cast<size_t>(i)].logits) continue;
+    const SeqToken& b = batch[static_cast<size_t>(i)];
+    Status st = check_logits(out + r * g.logits->ne[0], 1, g.logits->ne[0], b.pos);
+    if (!st.ok()) return st.with_context("llm.eval: sequence " + std::to_string(b.seq));
+    ++r;
+  }
+  return Status();
+}
+
+Status LlamaSession::copy_seq(int32_t src, int32_t dst, int64_t n) {
+  if (src < 0 || src >= n_seq_ || dst < 0 || dst >= n_seq_ || n < 0 || n > n_ctx()) {
+    return invalid_argument("[llm.session] copy of " + std::to_string(n) + " positions from slot " +
+                            std::to_string(src) + " to slot " + std::to_string(dst) + " outside " +
+                            std::to_string(n_seq_) + " slots of " + std::to_string(n_ctx()));
+  }
+  if (src == dst || n == 0) return Status();
+  // Per layer, K and V, per kv head: the slot's rows are one contiguous run
+  // (KvCache's head-major layout), copied through the host.
+  std::vector<char> rows;
+  for (int64_t il = 0; il < model_->hparams().n_layer; ++il) {
+    for (const Tensor* t : {cache_.k(il), cache_.v(il)}) {
+      const size_t run = static_cast<size_t>(n) * t->nb[1];
+      rows.resize(run);
+      for (int64_t g = 0; g < t->ne[2]; ++g) {
+        const size_t head = static_cast<size_t>(g) * t->nb[2];
+        const size_t from = head + static_cast<size_t>(src) * static_cast<size_t>(n_ctx()) * t->nb[1];
+        const size_t to = head + static_cast<size_t>(dst) * static_cast<size_t>(n_ctx()) * t->nb[1];
+        LOOM_RETURN_IF_ERROR(tensor_get(t, rows.data(), run, from));
+        LOOM_RETURN_IF_ERROR(tensor_set(const_cast<Tensor*>(t), rows.data(), run, to));
+      }
+    }
+  }
+  return Status();
 }
 
 }  // namespace loom::llm

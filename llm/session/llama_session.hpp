@@ -30,7 +30,10 @@
 namespace loom::llm {
 
 struct SessionOptions {
-  int64_t n_ctx = 0;   // 0: the model's training context
+  int64_t n_ctx = 0;   // 0: the model's training context (per sequence slot)
+  // Sequence slots: the KV cache holds n_seq sequences of n_ctx positions
+  // each (eval_seqs steps several at once); eval() uses slot 0.
+  int32_t n_seq = 1;
   int64_t n_batch = 32;  // tokens per forward graph during prompt processing
   // KV cache element type, F16 or F32. F16 halves the bytes decode attention
   // reads; stories260K's greedy text is the same with either.
@@ -87,6 +90,19 @@ class LlamaSession {
   // are an error naming the token's position (with check_finite_nodes, the
   // first node that produced one).
   Status eval(const std::vector<TokenId>& tokens, bool all_logits, std::vector<float>* logits);
+  // One step over several sequences: batch[i] is token `token` of slot
+  // `seq` at position `pos`; the slot's rows [0, pos) must hold that
+  // sequence's earlier tokens (evaluated before or earlier in this batch).
+  // logits gets n_vocab floats per token flagged `logits`, in batch order.
+  // At most n_batch tokens; a slot outside [0, n_seq), a position outside
+  // [0, n_ctx), a token outside the vocabulary or one (seq, pos) twice is
+  // INVALID_ARGUMENT and nothing is evaluated. Steps with the same numbers
+  // of tokens and of logits rows reuse one graph. Does not move n_past().
+  Status eval_seqs(const std::vector<SeqToken>& batch, std::vector<float>* logits);
+  // Copy the KV rows of positions [0, n) of slot src into slot dst (a prompt
+  // prefix two sequences share is computed once).
+  Status copy_seq(int32_t src, int32_t dst, int64_t n);
+  int32_t n_seq() const { return n_seq_; }
   // Plan (without computing) the graph of a batch of n_tokens at the current
   // position and return the scheduler's plan rendered at that detail, in
   // that format (Scheduler::render); plan_dot: every node, as DOT.
@@ -96,7 +112,7 @@ class LlamaSession {
   void reset() { n_past_ = 0; }
 
   int64_t n_past() const { return n_past_; }
-  int64_t n_ctx() const { return cache_.n_ctx(); }
+  int64_t n_ctx() const { return cache_.n_ctx() / n_seq_; }  // per slot
   int64_t n_batch() const { return n_batch_; }
   // Whether graphs may use the fused ATTENTION op (options and environment).
   bool fused_attention() const { return fused_attention_; }
@@ -135,6 +151,7 @@ class LlamaSession {
         kv_devices_(std::move(kv_devices)),
         sched_(std::move(sched)),
         n_batch_(o.n_batch),
+        n_seq_(o.n_seq),
         kv_pad_(o.kv_pad),
         fused_attention_(o.fused_attention),
         check_nodes_(o.check_finite_nodes),
@@ -158,6 +175,8 @@ class LlamaSession {
   // The graph of n tokens after n_past cached ones, attending over n_kv
   // positions (not yet placed).
   StatusOr<Step> make_step(int64_t n, int64_t n_past, int64_t n_kv, bool all_logits);
+  // The graph of a sequence batch of n tokens with n_out rows of logits (not yet placed).
+  StatusOr<Step> make_seq_step(int64_t n, int64_t n_out);
   // Size the scheduler's compute buffers, per device, for the largest
   // graphs this session can run — a full prompt batch with every row's
   // logits and a decode step, both attending over the whole context — so
@@ -177,6 +196,7 @@ class LlamaSession {
   std::vector<registry::Device*> kv_devices_;
   std::unique_ptr<Scheduler> sched_;
   int64_t n_batch_;
+  int32_t n_seq_;
   int64_t kv_pad_;
   bool fused_attention_;
   bool check_nodes_;
@@ -189,6 +209,9 @@ class LlamaSession {
   Status count_ffn_activity(const LlamaBatchGraph& g);
   std::unique_ptr<Step> cached_;  // the last step's graph, reused while its shape fits
   bool cached_all_logits_ = false;
+  // The kept step of eval_seqs (a sequence batch), reused while its
+  // (tokens, logits rows) fit.
+  Status run_seq_step(const std::vector<SeqToken>& batch, int64_t n_out, float* out);
   size_t steps_built_ = 0;
   size_t steps_ = 0;
   size_t bytes_copied_ = 0;

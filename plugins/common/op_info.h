@@ -21,7 +21,8 @@ uint32_t op_abi_minor(int32_t op);
 bool plugin_knows_op(uint32_t plugin_abi_version, int32_t op);
 // The ABI minor that added the form `node` takes of its op, past the op id
 // itself: an optional source an existing op gained later (ROPE with src2,
-// the frequency factors: 2); 0 for an op's first form. With op_abi_minor,
+// the frequency factors: 2), a param selecting a later form (ATTENTION's
+// ranges: 4); 0 for an op's first form. With op_abi_minor,
 // the table behind host rule 15 for nodes.
 uint32_t op_form_abi_minor(const loom_tensor_t* node);
 // Whether a plugin built for `plugin_abi_version` (packed) knows `node`'s op

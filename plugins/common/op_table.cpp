@@ -73,8 +73,11 @@ const char* check_attention(const loom_tensor_t* n) {
     return "types";
   }
   const int64_t d = q->ne[0], h = q->ne[1], t = q->ne[2], n_kv = k->ne[1], hkv = k->ne[2];
+  // (1.4) param [1]: 0 prefix lengths [T], LOOM_ATTENTION_RANGES [first, end) pairs [2, T].
+  if (n->op_params[1] != 0 && n->op_params[1] != LOOM_ATTENTION_RANGES) return "form";
+  const bool ranges = n->op_params[1] == LOOM_ATTENTION_RANGES;
   if (q->ne[3] != 1 || !shape_is(k, d, n_kv, hkv, 1) || !shape_is(v, v->ne[0], n_kv, hkv, 1) ||
-      !shape_is(vis, t, 1, 1, 1) || !shape_is(n, v->ne[0], h, t, 1)) {
+      !(ranges ? shape_is(vis, 2, t, 1, 1) : shape_is(vis, t, 1, 1, 1)) || !shape_is(n, v->ne[0], h, t, 1)) {
     return "shapes";
   }
   if (d < 1 || n_kv < 1 || hkv < 1 || h % hkv != 0) return "heads";

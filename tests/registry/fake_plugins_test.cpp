@@ -99,7 +99,7 @@ TEST_F(FakePlugins, SparseProductsAreNotOfferedToOlderMinors) {
   v11 = v11 ? v11 : reg_->device("minor10");
   ASSERT_NE(v11, nullptr) << describe(*reg_);
   ASSERT_NE(now, nullptr) << describe(*reg_);
-  ASSERT_EQ(LOOM_ABI_MINOR(get("allops").abi_version), 3u);
+  ASSERT_EQ(LOOM_ABI_MINOR(get("allops").abi_version), 4u);
   Context ctx;
   Tensor* a = ctx.new_tensor(LOOM_TYPE_F32, {32, 8}, "a").value();
   Tensor* x = ctx.new_tensor(LOOM_TYPE_F32, {32, 1}, "x").value();
@@ -113,6 +113,29 @@ TEST_F(FakePlugins, SparseProductsAreNotOfferedToOlderMinors) {
   EXPECT_FALSE(v11->supports_op(cols));  // op 27 too
   EXPECT_TRUE(now->supports_op(rows));   // a 1.3 plugin is asked
   EXPECT_TRUE(now->supports_op(cols));
+}
+
+// Host rule 15 for forms: ATTENTION's ranges form (ABI 1.4) is never
+// offered to a plugin built for 1.1, which knows the op but would read the
+// [2, T] ranges as [T] lengths.
+TEST_F(FakePlugins, AttentionRangesAreNotOfferedToOlderMinors) {
+  registry::Device* v11 = reg_->device("minor1");
+  registry::Device* now = reg_->device("allops0");
+  v11 = v11 ? v11 : reg_->device("minor10");
+  ASSERT_NE(v11, nullptr) << describe(*reg_);
+  ASSERT_NE(now, nullptr) << describe(*reg_);
+  Context ctx;
+  Tensor* q = ctx.new_tensor(LOOM_TYPE_F32, {8, 2, 3}, "q").value();
+  Tensor* k = ctx.new_tensor(LOOM_TYPE_F32, {8, 40, 2}, "k").value();
+  Tensor* lens = ctx.new_tensor(LOOM_TYPE_I32, {3}, "lens").value();
+  Tensor* ranges = ctx.new_tensor(LOOM_TYPE_I32, {2, 3}, "ranges").value();
+  Tensor* prefix = op::attention(ctx, q, k, k, lens, 1.0f).value();
+  Tensor* ranged = op::attention(ctx, q, k, k, ranges, 1.0f).value();
+  EXPECT_EQ(prefix->op_params[1], 0);
+  EXPECT_EQ(ranged->op_params[1], LOOM_ATTENTION_RANGES);
+  EXPECT_TRUE(v11->supports_op(prefix));   // the 1.1 form: the plugin is asked
+  EXPECT_FALSE(v11->supports_op(ranged));  // the 1.4 form: the host answers
+  EXPECT_TRUE(now->supports_op(ranged));
 }
 
 // Host rule 15 for types: a tensor of a type added after the plugin's minor

@@ -36,7 +36,9 @@ StatusOr<Tensor*> argmax(Context& ctx, Tensor* a);
 StatusOr<Tensor*> sum_rows(Context& ctx, Tensor* a);
 // Fused attention (LOOM_OP_ATTENTION, ABI 1.1): q [D, H, T], k [D, n_kv, Hkv]
 // and v [Dv, n_kv, Hkv] (float; views of a KV cache, v not transposed),
-// visible I32 [T] (query t attends to KV rows [0, visible[t])), H % Hkv == 0,
+// visible I32 [T] (query t attends to KV rows [0, visible[t])) or, the
+// ranges form of ABI 1.4, I32 [2, T] (query t attends to rows [visible[0, t],
+// visible[1, t]): several sequences in one cache), H % Hkv == 0,
 // finite scale. Result F32 [Dv, H, T]. Values of `visible` are checked when
 // the node runs (a device's status), not here.
 StatusOr<Tensor*> attention(Context& ctx, Tensor* q, Tensor* k, Tensor* v, Tensor* visible, float scale);

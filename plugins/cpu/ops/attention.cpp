@@ -1,4 +1,6 @@
 // ATTENTION: dst[:, h, t] = sum_{j < visible[t]} softmax_j(scale * q . k_j) v_j
+// (the ranges form: j over [first[t], end[t]); the same kernel over K and V
+// from row first[t] on)
 // with q = Q[:, h, t], k_j = K[:, j, g], v_j = V[:, j, g], g = h / (H / Hkv).
 // Work is proportional to visible[t], not to n_kv.
 //
@@ -50,18 +52,40 @@ inline const float* f32_row(const loom_tensor_t* t, int64_t i1, int64_t i2, floa
   return scratch;
 }
 
-// visible[t] for every query; a value outside [0, n_kv] fails the node.
-std::vector<int64_t> load_visible(const loom_tensor_t* vis, int64_t n_kv) {
-  std::vector<int64_t> out(static_cast<size_t>(vis->ne[0]));
-  for (int64_t t = 0; t < vis->ne[0]; ++t) {
-    const int64_t v = load_index(vis, t, 0, 0);
-    if (v < 0 || v > n_kv) {
-      throw KernelError("visible[" + std::to_string(t) + "] = " + std::to_string(v) + " outside [0, " +
-                        std::to_string(n_kv) + "] (n_kv " + std::to_string(n_kv) + ")");
+// Each query's KV rows [first[t], first[t] + len[t]): from visible [T]
+// (first 0) or, the ranges form, [2, T] pairs; a value outside [0, n_kv]
+// or first > end fails the node.
+struct QueryRows {
+  std::vector<int64_t> first, len;
+};
+QueryRows load_rows(const loom_tensor_t* node, int64_t n_kv) {
+  const loom_tensor_t* vis = node->src[3];
+  const bool ranges = node->op_params[1] == LOOM_ATTENTION_RANGES;
+  const int64_t n_q = ranges ? vis->ne[1] : vis->ne[0];
+  QueryRows r;
+  r.first.resize(static_cast<size_t>(n_q));
+  r.len.resize(static_cast<size_t>(n_q));
+  for (int64_t t = 0; t < n_q; ++t) {
+    const int64_t a = ranges ? load_index(vis, 0, t, 0) : 0;
+    const int64_t b = ranges ? load_index(vis, 1, t, 0) : load_index(vis, t, 0, 0);
+    if (a < 0 || a > n_kv || b < a || b > n_kv) {
+      const std::string what = ranges ? "rows [" + std::to_string(a) + ", " + std::to_string(b) + ") of query " +
+                                            std::to_string(t)
+                                      : "visible[" + std::to_string(t) + "] = " + std::to_string(b);
+      throw KernelError(what + " outside [0, " + std::to_string(n_kv) + "] (n_kv " + std::to_string(n_kv) + ")");
     }
-    out[static_cast<size_t>(t)] = v;
+    r.first[static_cast<size_t>(t)] = a;
+    r.len[static_cast<size_t>(t)] = b - a;
   }
-  return out;
+  return r;
+}
+
+// Rows [first, n_kv) of K or V as a tensor of their own (row 0 = row first).
+loom_tensor_t rows_from(const loom_tensor_t* t, int64_t first) {
+  loom_tensor_t s = *t;
+  s.data = static_cast<char*>(t->data) + first * static_cast<int64_t>(t->nb[1]);
+  s.ne[1] -= first;
+  return s;
 }
 
 // How K or V rows are read: F16 rows straight from the cache, converted in
@@ -500,7 +524,8 @@ void two_pass(const BlockStep<KT, VT>& step, HeadState* st, const int64_t* ns, i
 }
 
 // Queries (h, t) for h in [h0, h1) and t in [t0, t0 + nt), query t over
-// its visible KV rows [0, ns[t - t0]), in the order that reads the cache
+// its visible KV rows [0, ns[t - t0]) of k and v (the node's K and V, or
+// their rows from a range's first on), in the order that reads the cache
 // front to back. The llama graph's cache keeps each kv head's rows
 // contiguous (K[:, j, g] at g * n_ctx + j): per kv head, two_pass reads its
 // K rows, then its V rows, each one sequential stream the hardware
@@ -514,11 +539,9 @@ void two_pass(const BlockStep<KT, VT>& step, HeadState* st, const int64_t* ns, i
 // inner, with the online softmax, read each block of rows once.
 // KT / VT: how K / V rows are read (float or F16 bits, reads_f16).
 template <typename KT, typename VT>
-void attend_heads(const loom_tensor_t* dst, int64_t t0, int64_t nt, int64_t h0, int64_t h1, const int64_t* ns,
-                  float scale, int64_t group) {
+void attend_heads(const loom_tensor_t* dst, const loom_tensor_t* k, const loom_tensor_t* v, int64_t t0, int64_t nt,
+                  int64_t h0, int64_t h1, const int64_t* ns, float scale, int64_t group) {
   const loom_tensor_t* q = dst->src[0];
-  const loom_tensor_t* k = dst->src[1];
-  const loom_tensor_t* v = dst->src[2];
   const int64_t d = q->ne[0];
   const int64_t dv = v->ne[0];
   const int64_t nq = (h1 - h0) * nt;  // query i: head h0 + i / nt, t0 + i % nt
@@ -569,7 +592,8 @@ void attend_heads(const loom_tensor_t* dst, int64_t t0, int64_t nt, int64_t h0, 
   }
 }
 
-using AttendFn = void (*)(const loom_tensor_t*, int64_t, int64_t, int64_t, int64_t, const int64_t*, float, int64_t);
+using AttendFn = void (*)(const loom_tensor_t*, const loom_tensor_t*, const loom_tensor_t*, int64_t, int64_t, int64_t,
+                          int64_t, const int64_t*, float, int64_t);
 
 // attend_heads for this node's K and V layouts.
 AttendFn attend_for(const loom_tensor_t* k, const loom_tensor_t* v) {
@@ -614,35 +638,50 @@ void work_share(const std::vector<int64_t>& visible, int64_t n_head, int ith, in
 int64_t attention_work(const loom_tensor_t* node) {
   // Multiply-adds over the visible rows (the data is there at run time).
   const loom_tensor_t* vis = node->src[3];
+  const bool ranges = node->op_params[1] == LOOM_ATTENTION_RANGES;
+  const int64_t n_q = ranges ? vis->ne[1] : vis->ne[0];
   int64_t keys = 0;
-  for (int64_t t = 0; t < vis->ne[0]; ++t) keys += std::max<int64_t>(0, load_index(vis, t, 0, 0));
+  for (int64_t t = 0; t < n_q; ++t) {
+    const int64_t n = ranges ? load_index(vis, 1, t, 0) - load_index(vis, 0, t, 0) : load_index(vis, t, 0, 0);
+    keys += std::max<int64_t>(0, n);
+  }
   return keys * node->src[0]->ne[1] * (node->src[0]->ne[0] + node->ne[0]);
 }
 
 void kernel_attention(const loom_tensor_t* dst, int ith, int nth) {
   const loom_tensor_t* q = dst->src[0];
   const loom_tensor_t* k = dst->src[1];
+  const loom_tensor_t* v = dst->src[2];
   float scale;
   std::memcpy(&scale, &dst->op_params[0], sizeof scale);
   const int64_t n_head = q->ne[1];
   const int64_t group = n_head / k->ne[2];
-  const std::vector<int64_t> visible = load_visible(dst->src[3], k->ne[1]);
-  const AttendFn attend = attend_for(k, dst->src[2]);
+  const QueryRows rows = load_rows(dst, k->ne[1]);
+  const AttendFn attend = attend_for(k, v);
   int64_t p0, p1;
-  work_share(visible, n_head, ith, nth, &p0, &p1);
+  work_share(rows.len, n_head, ith, nth, &p0, &p1);
   // Pairs p = t * n_head + h: one run of heads per query t, or up to kTile
-  // queries' every head when they all lie in this share (two_pass pairs
-  // them).
+  // queries' every head when they all lie in this share and start at the
+  // same row (two_pass pairs them).
   const int64_t n_tok = q->ne[2];
   for (int64_t p = p0; p < p1;) {
     const int64_t t = p / n_head;
     const int64_t h0 = p % n_head;
     const int64_t h1 = std::min(n_head, h0 + (p1 - p));
+    const int64_t first = rows.first[static_cast<size_t>(t)];
     int64_t nt = 1;
     if (h0 == 0 && h1 == n_head) {
-      while (nt < kTile && t + nt < n_tok && p + (nt + 1) * n_head <= p1) ++nt;
+      while (nt < kTile && t + nt < n_tok && p + (nt + 1) * n_head <= p1 &&
+             rows.first[static_cast<size_t>(t + nt)] == first) {
+        ++nt;
+      }
     }
-    attend(dst, t, nt, h0, h1, visible.data() + t, scale, group);
+    if (first == 0) {
+      attend(dst, k, v, t, nt, h0, h1, rows.len.data() + t, scale, group);
+    } else {
+      const loom_tensor_t ks = rows_from(k, first), vs = rows_from(v, first);
+      attend(dst, &ks, &vs, t, nt, h0, h1, rows.len.data() + t, scale, group);
+    }
     p += nt * (h1 - h0);
   }
 }

@@ -205,6 +205,9 @@ const char* vulkan_limits(const OpCaps& caps, const loom_tensor_t* n) {
     case LOOM_OP_ATTENTION:
       // Q is read as F32 only; K and V as any float type (op_check).
       if (a->type != LOOM_TYPE_F32) return "types";
+      // The ranges form (ABI 1.4, several sequences in one cache) has no
+      // shader yet: the llama builder then uses MUL_MAT + SOFT_MAX + MUL_MAT.
+      if (n->op_params[1] != 0) return "ranges form";
       return attention_kernel(caps, n) == nullptr ? "KV length over the device's loop budget" : nullptr;
     case LOOM_OP_MUL_MAT_SPARSE_ROWS:
     case LOOM_OP_MUL_MAT_SPARSE_COLS:
