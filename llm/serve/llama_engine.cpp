@@ -1,11 +1,19 @@
 #include "llm/serve/llama_engine.hpp"
 
-namespace loom::llm::serve {
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <optional>
+#include <thread>
 
-// Placeholder until the multi-sequence session lands (same commit series).
-StatusOr<std::unique_ptr<Engine>> make_llama_engine(std::unique_ptr<LlamaModel>, std::string, const EngineOptions&) {
-  return unimplemented("[llm.serve] the llama engine is not built yet");
-}
+#include "llm/chat/chat_template.hpp"
+#include "llm/serve/completion_text.hpp"
+#include "llm/session/llama_session.hpp"
+#include "loom/runtime/log.hpp"
+
+namespace loom::llm::serve {
 
 const char* finish_reason_name(FinishReason r) {
   switch (r) {
@@ -16,6 +24,463 @@ const char* finish_reason_name(FinishReason r) {
     case FinishReason::kNone: break;
   }
   return "none";
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// What the engine and a request's Stream share: the request, the events
+// not yet taken, the cancel flag.
+struct Request {
+  CompletionRequest req;
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<CompletionEvent> events;
+  bool finished = false;  // the done event was queued
+  bool drained = false;   // the done event was taken
+  std::atomic<bool> cancelled{false};
+
+  void push(CompletionEvent ev) {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      if (finished) return;
+      finished = ev.done;
+      events.push_back(std::move(ev));
+    }
+    cv.notify_all();
+  }
+};
+
+class RequestStream : public Stream {
+ public:
+  RequestStream(std::shared_ptr<Request> r, std::function<void()> wake) : r_(std::move(r)), wake_(std::move(wake)) {}
+  ~RequestStream() override { cancel(); }
+
+  bool next(CompletionEvent* ev, std::chrono::milliseconds timeout) override {
+    std::unique_lock<std::mutex> lock(r_->mu);
+    if (r_->drained) return false;
+    if (!r_->cv.wait_for(lock, timeout, [&] { return !r_->events.empty(); })) return false;
+    *ev = std::move(r_->events.front());
+    r_->events.pop_front();
+    if (ev->done) r_->drained = true;
+    return true;
+  }
+
+  void cancel() override {
+    {
+      // A finished request needs no wake (and its engine may be gone).
+      std::lock_guard<std::mutex> lock(r_->mu);
+      if (r_->finished) return;
+    }
+    if (r_->cancelled.exchange(true)) return;
+    wake_();
+  }
+
+ private:
+  std::shared_ptr<Request> r_;
+  std::function<void()> wake_;
+};
+
+// One sequence slot of the session's KV cache.
+struct Slot {
+  std::shared_ptr<Request> r;      // null: free
+  std::vector<TokenId> cached;     // tokens whose KV rows [0, size) hold (valid also while free)
+  size_t n_read = 0;               // prompt tokens in `cached` (reused or evaluated)
+  std::optional<Sampler> sampler;
+  std::optional<CompletionText> text;
+  TokenId next = -1;               // sampled, not yet evaluated (decoding)
+  int64_t generated = 0;
+  int64_t reused = 0;              // prompt tokens reused from a cache
+  uint64_t order = 0;              // admission order: prompts are read first come, first served
+  bool decoding() const { return r != nullptr && n_read == r->req.prompt.size(); }
+};
+
+size_t common_prefix(const std::vector<TokenId>& a, const std::vector<TokenId>& b) {
+  size_t n = 0;
+  while (n < a.size() && n < b.size() && a[n] == b[n]) ++n;
+  return n;
+}
+
+class LlamaEngine : public Engine {
+ public:
+  LlamaEngine(std::unique_ptr<LlamaModel> model, Tokenizer tok, std::unique_ptr<LlamaSession> session,
+              std::string id, const EngineOptions& o)
+      : model_(std::move(model)),
+        tok_(std::move(tok)),
+        session_(std::move(session)),
+        id_(std::move(id)),
+        opts_(o),
+        slots_(static_cast<size_t>(o.slots)) {
+    std::string jinja;
+    if (auto t = model_->file().get_str("tokenizer.chat_template"); t.ok()) jinja = *t;
+    chat_format_ = chat_format_name(detect_chat_format(jinja));
+    thread_ = std::thread([this] { run(); });
+  }
+
+  ~LlamaEngine() override {
+    shutdown(false);
+    // The session's steps live in the model's context: the session goes first.
+    session_.reset();
+  }
+
+  StatusOr<std::shared_ptr<Stream>> submit(CompletionRequest request) override {
+    const auto n = static_cast<int64_t>(request.prompt.size());
+    std::unique_lock<std::mutex> lock(mu_);
+    auto refuse = [&](Status st) -> StatusOr<std::shared_ptr<Stream>> {
+      ++metrics_.requests_rejected;
+      return st;
+    };
+    if (stopping_) return refuse(unavailable("[llm.serve] the server is shutting down"));
+    if (n == 0) return refuse(invalid_argument("[llm.serve] the prompt is empty"));
+    if (n > n_ctx_per_slot()) {
+      return refuse(invalid_argument("[llm.serve] prompt of " + std::to_string(n) +
+                                     " tokens does not fit the context of " + std::to_string(n_ctx_per_slot())));
+    }
+    for (TokenId t : request.prompt) {
+      if (t < 0 || t >= tok_.n_vocab()) {
+        return refuse(invalid_argument("[llm.serve] token id " + std::to_string(t) + " outside the vocabulary [0, " +
+                                       std::to_string(tok_.n_vocab()) + ")"));
+      }
+    }
+    if (request.max_tokens < 0) {
+      return refuse(invalid_argument("[llm.serve] max_tokens " + std::to_string(request.max_tokens) +
+                                     " must be >= 0"));
+    }
+    StatusOr<Sampler> sampler = Sampler::create(request.sampling);
+    if (!sampler.ok()) return refuse(sampler.status());
+    if (static_cast<int64_t>(queue_.size()) >= opts_.max_queue) {
+      return refuse(resource_exhausted("[llm.serve] " + std::to_string(queue_.size()) +
+                                       " requests are waiting already (--max-queue " +
+                                       std::to_string(opts_.max_queue) + ")"));
+    }
+    auto r = std::make_shared<Request>();
+    r->req = std::move(request);
+    queue_.push_back(r);
+    ++metrics_.requests_total;
+    lock.unlock();
+    cv_.notify_all();
+    return std::shared_ptr<Stream>(std::make_shared<RequestStream>(r, [this] { wake(); }));
+  }
+
+  EngineMetrics metrics() const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    EngineMetrics m = metrics_;
+    m.sequences_queued = static_cast<int64_t>(queue_.size());
+    m.slots = static_cast<int64_t>(slots_.size());
+    m.kv_cells_total = n_ctx_per_slot() * m.slots;
+    return m;
+  }
+
+  const Tokenizer& tokenizer() const override { return tok_; }
+  std::string chat_format() const override { return chat_format_; }
+  std::string model_id() const override { return id_; }
+  int64_t n_ctx_per_slot() const override { return session_->n_ctx(); }
+
+  void shutdown(bool finish) override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stopping_ = true;
+      finish_ = finish;
+    }
+    cv_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  void wake() {
+    { std::lock_guard<std::mutex> lock(mu_); }
+    cv_.notify_all();
+  }
+
+  bool any_active() const {
+    return std::any_of(slots_.begin(), slots_.end(), [](const Slot& s) { return s.r != nullptr; });
+  }
+
+  void run() {
+    for (;;) {
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_.wait(lock, [&] { return stopping_ || !queue_.empty() || any_active(); });
+        if (stopping_ && !finish_) {
+          for (auto& r : queue_) finish_request(r, FinishReason::kCancelled, 0, 0, 0, Status());
+          queue_.clear();
+          lock.unlock();
+          for (Slot& s : slots_) {
+            if (s.r) end_slot(s, FinishReason::kCancelled, Status());
+          }
+          return;
+        }
+        if (stopping_ && queue_.empty() && !any_active()) return;
+        admit();
+      }
+      drop_cancelled();
+      step();
+    }
+  }
+
+  static void finish_request(const std::shared_ptr<Request>& r, FinishReason why, int64_t prompt, int64_t gen,
+                             int64_t cached, Status error, std::string text = {}) {
+    CompletionEvent ev;
+    ev.text = std::move(text);
+    ev.done = true;
+    ev.finish = why;
+    ev.prompt_tokens = prompt;
+    ev.completion_tokens = gen;
+    ev.cached_tokens = cached;
+    ev.error = std::move(error);
+    r->push(std::move(ev));
+  }
+
+  // Under mu_: queued requests into free slots, each into the free slot
+  // whose cached tokens share the longest prefix with its prompt; a longer
+  // prefix in another slot (busy or not) is copied over.
+  void admit() {
+    while (!queue_.empty()) {
+      std::shared_ptr<Request> r = queue_.front();
+      if (r->cancelled) {
+        queue_.pop_front();
+        finish_request(r, FinishReason::kCancelled, static_cast<int64_t>(r->req.prompt.size()), 0, 0, Status());
+        continue;
+      }
+      const std::vector<TokenId>& p = r->req.prompt;
+      int best = -1;
+      size_t best_len = 0;
+      for (size_t i = 0; i < slots_.size(); ++i) {
+        if (slots_[i].r) continue;
+        const size_t len = common_prefix(slots_[i].cached, p);
+        if (best < 0 || len > best_len) {
+          best = static_cast<int>(i);
+          best_len = len;
+        }
+      }
+      if (best < 0) return;  // every slot busy
+      queue_.pop_front();
+      Slot& s = slots_[static_cast<size_t>(best)];
+      // The last prompt token is always evaluated: its logits give the first token.
+      size_t reuse = std::min(best_len, p.size() - 1);
+      int donor = -1;
+      for (size_t i = 0; i < slots_.size(); ++i) {
+        if (static_cast<int>(i) == best) continue;
+        const size_t len = std::min(common_prefix(slots_[i].cached, p), p.size() - 1);
+        if (len > reuse && len >= kMinCopy) {
+          reuse = len;
+          donor = static_cast<int>(i);
+        }
+      }
+      if (donor >= 0) {
+        Status st = session_->copy_seq(donor, best, static_cast<int64_t>(reuse));
+        if (!st.ok()) {
+          LOOM_LOG_WARN("serve", "prefix copy failed, computing it: " + st.to_string());
+          reuse = std::min(best_len, p.size() - 1);
+        } else {
+          s.cached.assign(p.begin(), p.begin() + static_cast<std::ptrdiff_t>(reuse));
+        }
+      }
+      s.cached.resize(reuse);
+      s.r = r;
+      s.n_read = reuse;
+      s.reused = static_cast<int64_t>(reuse);
+      s.generated = 0;
+      s.next = -1;
+      s.order = next_order_++;
+      s.sampler.emplace(Sampler::create(r->req.sampling).value());
+      s.text.reset();
+      metrics_.prompt_tokens_cached += reuse;
+      ++metrics_.sequences_active;
+    }
+  }
+
+  void drop_cancelled() {
+    for (Slot& s : slots_) {
+      if (s.r && s.r->cancelled) end_slot(s, FinishReason::kCancelled, Status());
+    }
+  }
+
+  // The request in s ends: its done event; the slot is free again (its
+  // cached tokens stay for a later prompt that starts the same way).
+  void end_slot(Slot& s, FinishReason why, Status error) {
+    std::string rest = s.text && why != FinishReason::kCancelled ? s.text->flush() : std::string();
+    {
+      // Counted first: whoever sees the done event sees the slot free.
+      std::lock_guard<std::mutex> lock(mu_);
+      --metrics_.sequences_active;
+    }
+    finish_request(s.r, why, static_cast<int64_t>(s.r->req.prompt.size()), s.generated, s.reused, std::move(error),
+                   std::move(rest));
+    s.r.reset();
+    s.text.reset();
+    s.sampler.reset();
+  }
+
+  // One step: the next token of every decoding slot, then prompt tokens of
+  // the slots still reading theirs (first come, first served) up to the
+  // step's budget.
+  void step() {
+    std::vector<SeqToken> batch;
+    std::vector<Slot*> row_slot;  // per logits row, its slot
+    int64_t n_prompt = 0;
+    for (size_t i = 0; i < slots_.size(); ++i) {
+      Slot& s = slots_[i];
+      if (!s.r || !s.decoding() || s.next < 0) continue;
+      batch.push_back({s.next, static_cast<int32_t>(i), static_cast<int32_t>(s.cached.size()), true});
+      row_slot.push_back(&s);
+    }
+    const bool decodes = !batch.empty();
+    int64_t budget = opts_.n_batch - static_cast<int64_t>(batch.size());
+    if (decodes) budget = std::min(budget, opts_.prefill_chunk);
+    std::vector<Slot*> reading;
+    for (Slot& s : slots_) {
+      if (s.r && !s.decoding()) reading.push_back(&s);
+    }
+    std::sort(reading.begin(), reading.end(), [](const Slot* a, const Slot* b) { return a->order < b->order; });
+    std::vector<std::pair<Slot*, size_t>> read;  // slot, tokens read this step
+    for (Slot* s : reading) {
+      if (budget <= 0) break;
+      const std::vector<TokenId>& p = s->r->req.prompt;
+      const auto take = static_cast<size_t>(std::min<int64_t>(budget, static_cast<int64_t>(p.size() - s->n_read)));
+      const auto seq = static_cast<int32_t>(s - slots_.data());
+      for (size_t j = s->n_read; j < s->n_read + take; ++j) {
+        const bool last = j + 1 == p.size();
+        batch.push_back({p[j], seq, static_cast<int32_t>(j), last});
+        if (last) row_slot.push_back(s);
+      }
+      read.emplace_back(s, take);
+      budget -= static_cast<int64_t>(take);
+      n_prompt += static_cast<int64_t>(take);
+    }
+    if (batch.empty()) return;
+    // Logits rows come in batch order: re-sort row_slot to match.
+    row_slot.clear();
+    for (const SeqToken& t : batch) {
+      if (t.logits) row_slot.push_back(&slots_[static_cast<size_t>(t.seq)]);
+    }
+    if (row_slot.empty()) {
+      // Only middle chunks of prompts: ask for the last token's logits anyway
+      // (eval_seqs wants one row) and ignore them.
+      batch.back().logits = true;
+      row_slot.push_back(nullptr);
+    }
+    const auto t0 = Clock::now();
+    std::vector<float> logits;
+    Status st = session_->eval_seqs(batch, &logits);
+    const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ++metrics_.steps_total;
+      if (n_prompt > 0) metrics_.prompt_seconds_total += secs;
+      if (decodes) metrics_.generation_seconds_total += secs;
+      if (st.ok()) metrics_.prompt_tokens_total += static_cast<uint64_t>(n_prompt);
+    }
+    if (!st.ok()) {
+      LOOM_LOG_WARN("serve", "step failed: " + st.to_string());
+      // The rows this step wrote are not trustworthy: every sequence in it ends.
+      for (size_t i = 0; i < slots_.size(); ++i) {
+        Slot& s = slots_[i];
+        const bool in_batch = std::any_of(batch.begin(), batch.end(), [&](const SeqToken& t) {
+          return t.seq == static_cast<int32_t>(i);
+        });
+        if (!in_batch || !s.r) continue;
+        s.cached.clear();
+        end_slot(s, FinishReason::kError, st);
+      }
+      return;
+    }
+    // The tokens evaluated are now cached.
+    for (Slot& s : slots_) {
+      if (s.r && s.decoding() && s.next >= 0) {
+        s.cached.push_back(s.next);
+        s.next = -1;
+      }
+    }
+    for (auto& [s, take] : read) {
+      const std::vector<TokenId>& p = s->r->req.prompt;
+      s->cached.insert(s->cached.end(), p.begin() + static_cast<std::ptrdiff_t>(s->n_read),
+                       p.begin() + static_cast<std::ptrdiff_t>(s->n_read + take));
+      s->n_read += take;
+    }
+    const auto n_vocab = static_cast<int32_t>(model_->hparams().n_vocab);
+    for (size_t row = 0; row < row_slot.size(); ++row) {
+      Slot* s = row_slot[row];
+      if (s == nullptr || !s->r || !s->decoding()) continue;
+      sample(*s, logits.data() + row * static_cast<size_t>(n_vocab), n_vocab);
+    }
+  }
+
+  // The next token of s from its logits: ends the request at an
+  // end-of-generation token, a stop string, max_tokens or the context's end.
+  void sample(Slot& s, const float* logits, int32_t n_vocab) {
+    if (!s.text) {
+      StatusOr<CompletionText> t = CompletionText::create(&tok_, s.r->req.prompt, s.r->req.stop);
+      if (!t.ok()) return end_slot(s, FinishReason::kError, t.status());
+      s.text.emplace(std::move(t).value());
+    }
+    if (s.generated >= s.r->req.max_tokens) return end_slot(s, FinishReason::kLength, Status());
+    const TokenId tok = s.sampler->sample(logits, n_vocab);
+    if (tok_.is_eog(tok)) return end_slot(s, FinishReason::kStop, Status());
+    ++s.generated;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ++metrics_.generated_tokens_total;
+    }
+    StatusOr<std::string> piece = s.text->add(tok);
+    if (!piece.ok()) return end_slot(s, FinishReason::kError, piece.status());
+    if (!piece->empty()) {
+      CompletionEvent ev;
+      ev.text = std::move(piece).value();
+      s.r->push(std::move(ev));
+    }
+    if (s.text->stopped()) return end_slot(s, FinishReason::kStop, Status());
+    if (s.generated >= s.r->req.max_tokens) return end_slot(s, FinishReason::kLength, Status());
+    if (static_cast<int64_t>(s.cached.size()) >= n_ctx_per_slot()) {
+      return end_slot(s, FinishReason::kLength, Status());
+    }
+    s.next = tok;
+  }
+
+  static constexpr size_t kMinCopy = 16;  // shorter shared prefixes are recomputed, not copied
+
+  std::unique_ptr<LlamaModel> model_;
+  Tokenizer tok_;
+  std::unique_ptr<LlamaSession> session_;
+  std::string id_;
+  std::string chat_format_;
+  EngineOptions opts_;
+  std::vector<Slot> slots_;  // the engine thread's alone
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::shared_ptr<Request>> queue_;
+  EngineMetrics metrics_;
+  uint64_t next_order_ = 0;
+  bool stopping_ = false;
+  bool finish_ = true;
+  std::thread thread_;
+};
+
+}  // namespace
+
+StatusOr<std::unique_ptr<Engine>> make_llama_engine(std::unique_ptr<LlamaModel> model, std::string model_id,
+                                                    const EngineOptions& o) {
+  if (!model) return invalid_argument("[llm.serve] no model");
+  if (o.slots < 1 || o.slots > 256) {
+    return invalid_argument("[llm.serve] --parallel " + std::to_string(o.slots) + " must be in [1, 256]");
+  }
+  if (o.n_batch < 1 || o.prefill_chunk < 1 || o.max_queue < 0) {
+    return invalid_argument("[llm.serve] batch " + std::to_string(o.n_batch) + ", prefill chunk " +
+                            std::to_string(o.prefill_chunk) + " and queue " + std::to_string(o.max_queue) +
+                            " must be >= 1, >= 1 and >= 0");
+  }
+  LOOM_ASSIGN_OR_RETURN(Tokenizer tok, Tokenizer::from_gguf(model->file()));
+  SessionOptions so;
+  so.n_seq = o.slots;
+  so.n_ctx = o.n_ctx > 0 ? o.n_ctx : std::min<int64_t>(model->hparams().n_ctx_train, 4096);
+  // Every step's tokens in one graph: the batch holds a token per slot at least.
+  so.n_batch = std::max<int64_t>(o.n_batch, o.slots);
+  EngineOptions eo = o;
+  eo.n_batch = so.n_batch;
+  LOOM_ASSIGN_OR_RETURN(std::unique_ptr<LlamaSession> session, LlamaSession::create(model.get(), so));
+  return std::unique_ptr<Engine>(
+      new LlamaEngine(std::move(model), std::move(tok), std::move(session), std::move(model_id), eo));
 }
 
 }  // namespace loom::llm::serve
