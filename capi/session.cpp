@@ -63,6 +63,7 @@ void loom_session_params_init(loom_session_params_t* params) {
   params->n_ctx = 0;
   params->n_batch = static_cast<int32_t>(d.n_batch);
   params->kv_type = d.kv_type == LOOM_TYPE_F32 ? LOOM_KV_TYPE_F32 : LOOM_KV_TYPE_F16;
+  params->n_seq = d.n_seq;
 }
 
 loom_status_t* loom_session_create(loom_model_t* model, const loom_session_params_t* params,
@@ -82,6 +83,7 @@ loom_status_t* loom_session_create(loom_model_t* model, const loom_session_param
     }
     if (p.n_ctx < 0) return bad_argument(kFn, "n_ctx " + std::to_string(p.n_ctx) + " must be >= 0 (0: the model's)");
     if (p.n_batch < 1) return bad_argument(kFn, "n_batch " + std::to_string(p.n_batch) + " must be >= 1");
+    if (p.n_seq < 1 || p.n_seq > 4096) return bad_argument(kFn, "n_seq " + std::to_string(p.n_seq) + " must be in [1, 4096]");
     if (p.kv_type != LOOM_KV_TYPE_F16 && p.kv_type != LOOM_KV_TYPE_F32) {
       return bad_argument(kFn, "kv_type " + std::to_string(static_cast<int>(p.kv_type)) +
                                    " is not LOOM_KV_TYPE_F16 or LOOM_KV_TYPE_F32");
@@ -94,6 +96,7 @@ loom_status_t* loom_session_create(loom_model_t* model, const loom_session_param
     so.n_ctx = p.n_ctx;
     so.n_batch = p.n_batch;
     so.kv_type = p.kv_type == LOOM_KV_TYPE_F32 ? LOOM_TYPE_F32 : LOOM_TYPE_F16;
+    so.n_seq = p.n_seq;
     auto s = llm::LlamaSession::create(model->state->model.get(), so);
     if (!s.ok()) return to_c(s.status());
     auto h = std::make_unique<loom_session>();
@@ -137,6 +140,36 @@ loom_status_t* loom_session_logits(const loom_session_t* session, const float** 
     return nullptr;
   });
 }
+
+loom_status_t* loom_session_decode_batch(loom_session_t* session, const loom_batch_token_t* batch, size_t n_tokens,
+                                         const float** out_logits, size_t* out_rows) {
+  static const char kFn[] = "loom_session_decode_batch";
+  return guard(kFn, [&]() -> loom_status_t* {
+    if (session == nullptr) return bad_argument(kFn, "session is NULL");
+    if (batch == nullptr || n_tokens == 0) return bad_argument(kFn, "no tokens to decode (batch NULL or n_tokens 0)");
+    if (out_logits == nullptr || out_rows == nullptr) return bad_argument(kFn, "out_logits or out_rows is NULL");
+    std::vector<llm::SeqToken> b(n_tokens);
+    for (size_t i = 0; i < n_tokens; ++i) b[i] = {batch[i].token, batch[i].seq, batch[i].pos, batch[i].logits != 0};
+    session->has_logits = false;
+    Status st = session->session->eval_seqs(b, &session->logits);
+    if (!st.ok()) return to_c(st.with_context(kFn));
+    const auto n_vocab = static_cast<size_t>(session->session->model().hparams().n_vocab);
+    *out_logits = session->logits.data();
+    *out_rows = session->logits.size() / n_vocab;
+    return nullptr;
+  });
+}
+
+loom_status_t* loom_session_copy_seq(loom_session_t* session, int32_t src, int32_t dst, int32_t n) {
+  static const char kFn[] = "loom_session_copy_seq";
+  return guard(kFn, [&]() -> loom_status_t* {
+    if (session == nullptr) return bad_argument(kFn, "session is NULL");
+    Status st = session->session->copy_seq(src, dst, n);
+    return st.ok() ? nullptr : to_c(st.with_context(kFn));
+  });
+}
+
+int32_t loom_session_n_seq(const loom_session_t* session) { return session ? session->session->n_seq() : 0; }
 
 void loom_session_reset(loom_session_t* session) {
   if (session == nullptr) return;

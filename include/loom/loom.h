@@ -56,7 +56,7 @@ extern "C" {
 /* ---------------------------------------------------------------- versions */
 
 #define LOOM_API_VERSION_MAJOR 1u
-#define LOOM_API_VERSION_MINOR 0u
+#define LOOM_API_VERSION_MINOR 1u  /* 1.1: sequence slots (n_seq, loom_session_decode_batch, _copy_seq, _n_seq) */
 /* Packed version: major in the high 16 bits, minor in the low 16 bits. */
 #define LOOM_API_MAKE_VERSION(major, minor) ((uint32_t)(((major) << 16) | ((minor)&0xFFFFu)))
 #define LOOM_API_VERSION LOOM_API_MAKE_VERSION(LOOM_API_VERSION_MAJOR, LOOM_API_VERSION_MINOR)
@@ -295,7 +295,9 @@ LOOM_API loom_status_t *loom_model_detokenize(const loom_model_t *model, const i
 /* ----------------------------------------------------------------- session */
 
 /* Evaluation state over a model: the KV cache, the position, the logits of
- * the last token decoded. One live session per model at a time. */
+ * the last token decoded. One live session per model at a time; a session
+ * holds n_seq sequences (slots) that loom_session_decode_batch steps
+ * together (a server's many users, each with its own positions). */
 typedef struct loom_session loom_session_t;
 
 typedef enum loom_kv_type {
@@ -308,6 +310,7 @@ typedef struct loom_session_params {
   int32_t n_ctx;   /* context length in tokens; 0: the model's training context */
   int32_t n_batch; /* prompt tokens per forward pass (default 32) */
   int32_t kv_type; /* loom_kv_type_t (default F16) */
+  int32_t n_seq;   /* sequence slots of n_ctx positions each (default 1; 1..4096) */
 } loom_session_params_t;
 
 LOOM_API void loom_session_params_init(loom_session_params_t *params);
@@ -333,6 +336,33 @@ LOOM_API void loom_session_reset(loom_session_t *session);
 LOOM_API int32_t loom_session_n_past(const loom_session_t *session);
 /* The session's context length; 0 for NULL. */
 LOOM_API int32_t loom_session_n_ctx(const loom_session_t *session);
+
+/* One token of a multi-sequence batch: token `token` of sequence (slot)
+ * `seq` at position `pos` of that sequence; logits != 0: its row of logits
+ * is kept. */
+typedef struct loom_batch_token {
+  int32_t token;
+  int32_t seq;
+  int32_t pos;
+  int32_t logits;
+} loom_batch_token_t;
+
+/* Evaluate tokens of several sequences in one step (each sequence's rows
+ * [0, pos) must hold its earlier tokens: evaluated before or earlier in this
+ * batch). *out_logits: n_vocab floats per token flagged `logits`, in batch
+ * order (*out_rows rows), owned by the session and valid until its next
+ * decode, generate, reset or free. At most n_batch tokens; a slot outside
+ * [0, n_seq), a position outside [0, n_ctx), an id outside the vocabulary,
+ * one (seq, pos) twice or no token flagged is INVALID_ARGUMENT and nothing is
+ * evaluated. Does not move loom_session_n_past (slot 0's single-sequence
+ * position). */
+LOOM_API loom_status_t *loom_session_decode_batch(loom_session_t *session, const loom_batch_token_t *batch,
+                                                  size_t n_tokens, const float **out_logits, size_t *out_rows);
+/* Copy the cached positions [0, n) of sequence src into sequence dst (a
+ * prompt prefix two sequences share is computed once). */
+LOOM_API loom_status_t *loom_session_copy_seq(loom_session_t *session, int32_t src, int32_t dst, int32_t n);
+/* The session's sequence slots; 0 for NULL. */
+LOOM_API int32_t loom_session_n_seq(const loom_session_t *session);
 
 /* ----------------------------------------------------------------- sampler */
 

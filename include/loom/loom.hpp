@@ -246,6 +246,7 @@ struct SessionOptions {
   int32_t n_ctx = 0;  // 0: the model's training context
   int32_t n_batch = 32;
   loom_kv_type_t kv_type = LOOM_KV_TYPE_F16;
+  int32_t n_seq = 1;  // sequence slots (decode_batch)
 };
 
 struct GenerateOptions {
@@ -270,6 +271,7 @@ class Session {
     p.n_ctx = o.n_ctx;
     p.n_batch = o.n_batch;
     p.kv_type = o.kv_type;
+    p.n_seq = o.n_seq;
     loom_session_t* s = nullptr;
     detail::check(loom_session_create(model.get(), &p, &s));
     h_ = detail::Handle<loom_session_t, loom_session_free>(s);
@@ -290,6 +292,17 @@ class Session {
     detail::check(loom_session_sample(get(), sampler.get(), &t));
     return t;
   }
+  // One step over several sequences (loom_session_decode_batch): the rows
+  // of logits of the tokens flagged, in batch order, n_vocab floats each
+  // (valid until the next call).
+  std::pair<const float*, size_t> decode_batch(const std::vector<loom_batch_token_t>& batch) {
+    const float* l = nullptr;
+    size_t rows = 0;
+    detail::check(loom_session_decode_batch(get(), batch.data(), batch.size(), &l, &rows));
+    return {l, rows};
+  }
+  void copy_seq(int32_t src, int32_t dst, int32_t n) { detail::check(loom_session_copy_seq(get(), src, dst, n)); }
+  int32_t n_seq() const { return loom_session_n_seq(get()); }
   void reset() { loom_session_reset(get()); }
   int32_t n_past() const { return loom_session_n_past(get()); }
   int32_t n_ctx() const { return loom_session_n_ctx(get()); }

@@ -507,6 +507,67 @@ TEST_F(CApiModel, SessionBadArgumentsAndOnePerModel) {
   loom_session_free(nullptr);
 }
 
+// Sequence slots: two prompts in one batch give each the logits it gets
+// alone; copy_seq; bad batches refused.
+TEST_F(CApiModel, SequenceSlotsDecodeTogether) {
+  const std::vector<int32_t> a = {1, 403, 407, 261};  // BOS and ids below stories260K's 512
+  const std::vector<int32_t> b = {1, 306, 436};
+  std::vector<std::vector<float>> solo;
+  for (const auto* p : {&a, &b}) {
+    loom_session_reset(session_);
+    Status st(loom_session_decode(session_, p->data(), p->size()));
+    ASSERT_TRUE(st.ok()) << st.text();
+    const float* l = nullptr;
+    size_t n = 0;
+    ASSERT_TRUE(Status(loom_session_logits(session_, &l, &n)).ok());
+    solo.emplace_back(l, l + n);
+  }
+  loom_session_free(session_);
+  session_ = nullptr;
+  loom_session_params_t p;
+  loom_session_params_init(&p);
+  EXPECT_EQ(p.n_seq, 1);
+  p.n_seq = 0;
+  loom_session_t* s = nullptr;
+  EXPECT_FAILS(loom_session_create(model_, &p, &s), LOOM_STATUS_INVALID_ARGUMENT, "n_seq 0");
+  p.n_seq = 3;
+  p.n_ctx = 64;
+  ASSERT_TRUE(Status(loom_session_create(model_, &p, &session_)).ok());
+  EXPECT_EQ(loom_session_n_seq(session_), 3);
+  EXPECT_EQ(loom_session_n_ctx(session_), 64);
+  std::vector<loom_batch_token_t> batch;
+  for (size_t j = 0; j < a.size(); ++j) batch.push_back({a[j], 2, static_cast<int32_t>(j), j + 1 == a.size()});
+  for (size_t j = 0; j < b.size(); ++j) batch.push_back({b[j], 0, static_cast<int32_t>(j), j + 1 == b.size()});
+  const float* logits = nullptr;
+  size_t rows = 0;
+  Status st(loom_session_decode_batch(session_, batch.data(), batch.size(), &logits, &rows));
+  ASSERT_TRUE(st.ok()) << st.text();
+  ASSERT_EQ(rows, 2u);
+  const size_t n_vocab = solo[0].size();
+  for (size_t r = 0; r < 2; ++r) {
+    float diff = 0, mag = 1e-6f;
+    for (size_t i = 0; i < n_vocab; ++i) {
+      diff = std::max(diff, std::fabs(logits[r * n_vocab + i] - solo[r][i]));
+      mag = std::max(mag, std::fabs(solo[r][i]));
+    }
+    EXPECT_LT(diff / mag, 1e-3f) << "row " << r;
+  }
+  // a's first three tokens copied into slot 1, its last token evaluated there.
+  ASSERT_TRUE(Status(loom_session_copy_seq(session_, 2, 1, 3)).ok());
+  const loom_batch_token_t last = {a[3], 1, 3, 1};
+  ASSERT_TRUE(Status(loom_session_decode_batch(session_, &last, 1, &logits, &rows)).ok());
+  float diff = 0;
+  for (size_t i = 0; i < n_vocab; ++i) diff = std::max(diff, std::fabs(logits[i] - solo[0][i]));
+  EXPECT_LT(diff, 1e-2f);
+  const loom_batch_token_t bad = {a[0], 3, 0, 1};
+  EXPECT_FAILS(loom_session_decode_batch(session_, &bad, 1, &logits, &rows), LOOM_STATUS_INVALID_ARGUMENT,
+               "sequence 3");
+  EXPECT_FAILS(loom_session_decode_batch(session_, nullptr, 1, &logits, &rows), LOOM_STATUS_INVALID_ARGUMENT,
+               "no tokens");
+  EXPECT_FAILS(loom_session_copy_seq(session_, 0, 5, 1), LOOM_STATUS_INVALID_ARGUMENT, "slot 5");
+  EXPECT_EQ(loom_session_n_seq(nullptr), 0);
+}
+
 TEST_F(CApiModel, DecodeAndLogits) {
   const float* logits = nullptr;
   size_t n_vocab = 0;
