@@ -27,9 +27,11 @@ constexpr size_t kMaxRecorded = 8;
 constexpr uint64_t kScratchCap = uint64_t{32} << 20;
 constexpr uint64_t kWaitNs = uint64_t{120} * 1000 * 1000 * 1000;
 // Error words (shaders/common.glsl report_bad_value): node, value (2),
-// limit, kind, position; kinds BAD_ROW_INDEX = 0, BAD_VISIBLE = 1.
+// limit, kind, position; kinds BAD_ROW_INDEX = 0, BAD_VISIBLE = 1,
+// BAD_RANGE = 2.
 constexpr size_t kErrorWords = 6;
 constexpr uint32_t kBadVisible = 1;
+constexpr uint32_t kBadRange = 2;
 
 void stream_destroy(loom_stream_t* s) {
   try {
@@ -442,11 +444,17 @@ loom_status_t* Stream::finish() {
     if (kv.first == idx) node = kv.second;
   }
   // The kinds of shaders/common.glsl report_bad_value.
-  const std::string what =
-      err_map_[4] == kBadVisible
-          ? "visible[" + std::to_string(err_map_[5]) + "] = " + std::to_string(value) +
-                " outside [0, " + limit + "] (n_kv " + limit + ")"
-          : "row index " + std::to_string(value) + " out of range [0, " + limit + ")";
+  std::string what;
+  if (err_map_[4] == kBadVisible) {
+    what = "visible[" + std::to_string(err_map_[5]) + "] = " + std::to_string(value) + " outside [0, " + limit +
+           "] (n_kv " + limit + ")";
+  } else if (err_map_[4] == kBadRange) {
+    what = "rows [" + std::to_string(static_cast<int32_t>(err_map_[1])) + ", " +
+           std::to_string(static_cast<int32_t>(err_map_[2])) + ") of query " + std::to_string(err_map_[5]) +
+           " outside [0, " + limit + "] (n_kv " + limit + ")";
+  } else {
+    what = "row index " + std::to_string(value) + " out of range [0, " + limit + ")";
+  }
   return make_status(LOOM_STATUS_INVALID_ARGUMENT,
                      "[vulkan.compute] " + device_->name() + ": node " + node + ": " + what);
 }

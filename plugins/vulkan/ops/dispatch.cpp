@@ -205,9 +205,6 @@ const char* vulkan_limits(const OpCaps& caps, const loom_tensor_t* n) {
     case LOOM_OP_ATTENTION:
       // Q is read as F32 only; K and V as any float type (op_check).
       if (a->type != LOOM_TYPE_F32) return "types";
-      // The ranges form (ABI 1.4, several sequences in one cache) has no
-      // shader yet: the llama builder then uses MUL_MAT + SOFT_MAX + MUL_MAT.
-      if (n->op_params[1] != 0) return "ranges form";
       return attention_kernel(caps, n) == nullptr ? "KV length over the device's loop budget" : nullptr;
     case LOOM_OP_MUL_MAT_SPARSE_ROWS:
     case LOOM_OP_MUL_MAT_SPARSE_COLS:
@@ -593,6 +590,7 @@ std::string plan_attention(const OpCaps& caps, const loom_tensor_t* n, uint32_t 
   LOOM_VK_TRY(row(3, v, &a.v));
   LOOM_VK_TRY(p.bind_buffer(4, vis, &a.vis_off));
   a.vis_nb0 = static_cast<uint32_t>(vis->nb[0]);
+  a.vis_nb1 = n->op_params[1] == LOOM_ATTENTION_RANGES ? static_cast<uint32_t>(vis->nb[1]) : 0u;
   a.d = static_cast<uint32_t>(q->ne[0]);
   a.dv = static_cast<uint32_t>(v->ne[0]);
   a.n_head = static_cast<uint32_t>(q->ne[1]);

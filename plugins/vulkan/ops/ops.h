@@ -71,7 +71,8 @@ static_assert(sizeof(PushConstants) == 128, "push constants must fit the guarant
 // pushed over the same 128 bytes: byte offset and strides of dims 0..2 of
 // Q, K, V and the result; visible's offset and element stride; the sizes
 // (D, Dv, H, T, n_kv, H / Hkv); K and V type ids (byte each); scale (f32
-// bits); the node id for error words.
+// bits); the node id for error words; the split count; visible's dim-1
+// stride in the ranges form (0: lengths).
 struct AttnRowDesc {
   uint32_t off;
   uint32_t nb[3];
@@ -82,6 +83,7 @@ struct AttnPushConstants {
   uint32_t d, dv, n_head, n_tok, n_kv, group;
   uint32_t types, scale, node_id;
   uint32_t n_split;  // key ranges per (h, t) of the split kernels (flash-decoding)
+  uint32_t vis_nb1;  // the ranges form (ABI 1.4): visible's dim-1 stride; 0: lengths [T]
 };
 static_assert(sizeof(AttnPushConstants) <= sizeof(PushConstants), "attention push constants over 128 bytes");
 

@@ -30,7 +30,10 @@
 //
 // Bindings: 0 dst F32, 1 Q F32, 2 K, 4 V (F32, F16 or BF16), 5 visible I32.
 // visible[t] outside [0, n_kv] is clamped and reported (BAD_VISIBLE, the
-// node fails); visible[t] == 0 gives a zero row.
+// node fails); visible[t] == 0 gives a zero row. The ranges form (ABI 1.4,
+// pc.vis_nb1 != 0): query t's keys are rows [visible[0, t], visible[1, t])
+// (several sequences in one cache); a range outside [0, n_kv] is reported
+// (BAD_RANGE) and read as empty.
 #define LOOM_OWN_PUSH_CONSTANTS
 #include "common.glsl"
 
@@ -52,6 +55,7 @@ layout(push_constant, std430) uniform AttnPush {
   uint scale;  // f32 bits
   uint node_id;
   uint n_split;  // LOOM_SPLIT: key ranges per (h, t)
+  uint vis_nb1;  // the ranges form: visible's dim-1 stride; 0: lengths
 } pc;
 
 float neg_inf() { return uintBitsToFloat(0xFF800000u); }
@@ -62,6 +66,21 @@ uint visible_len(uint t, bool report) {
   if (vis >= 0 && uint(vis) <= pc.n_kv) return uint(vis);
   if (report) report_bad_value(pc.node_id, BAD_VISIBLE, t, uint(vis), vis < 0 ? 0xFFFFFFFFu : 0u, pc.n_kv);
   return vis < 0 ? 0u : pc.n_kv;
+}
+
+// Query t's key rows [first, end): [0, visible[t]) or, the ranges form, the
+// pair's (a bad pair is reported when `report` and read as empty).
+uint visible_rows(uint t, bool report, out uint first) {
+  first = 0u;
+  if (pc.vis_nb1 == 0u) return visible_len(t, report);
+  int a = int(i_data[(pc.vis_off + t * pc.vis_nb1) >> 2]);
+  int b = int(i_data[(pc.vis_off + pc.vis_nb0 + t * pc.vis_nb1) >> 2]);
+  if (a >= 0 && b >= a && uint(b) <= pc.n_kv) {
+    first = uint(a);
+    return uint(b);
+  }
+  if (report) report_bad_value(pc.node_id, BAD_RANGE, t, uint(a), uint(b), pc.n_kv);
+  return 0u;
 }
 
 // scale * Q[:, h, t] . K[:, j, g]
@@ -159,9 +178,12 @@ void main() {
   uint t = pair / pc.n_head;
   uint tk = pc.types & 0xFFu;
   uint tv = (pc.types >> 8) & 0xFFu;
-  uint n = visible_len(t, h == 0u && s == 0u);
+  uint first;
+  uint n = visible_rows(t, h == 0u && s == 0u, first) - first;
   uint jb, je;
   key_range(n, s, jb, je);
+  jb += first;
+  je += first;
   Rows r = rows_of(h, t, s);
   for (uint i = 0u; i < pc.n_embd_v; ++i) d_data[(r.d + i * pc.d.nb[0]) >> 2] = 0u;
   float m = neg_inf();
@@ -218,9 +240,12 @@ void main() {
   uint t = pair / pc.n_head;
   uint tk = pc.types & 0xFFu;
   uint tv = (pc.types >> 8) & 0xFFu;
-  uint n = visible_len(t, l == 0u && s == 0u);
+  uint first;
+  uint n = visible_rows(t, l == 0u && s == 0u, first) - first;
   uint jb, je;
   key_range(n, s, jb, je);
+  jb += first;
+  je += first;
   Rows r = rows_of(h, t, s);
   for (uint i = l; i < pc.n_embd_v; i += wg) d_data[(r.d + i * pc.d.nb[0]) >> 2] = 0u;
   float m = neg_inf();

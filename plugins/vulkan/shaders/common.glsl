@@ -192,6 +192,7 @@ void st_block(uint t, uint off, float x[32]) {
 // words), e[3] its limit, e[4] the kind, e[5] where it was read.
 const uint BAD_ROW_INDEX = 0u;  // row index outside [0, e[3])
 const uint BAD_VISIBLE = 1u;    // visible[e[5]] outside [0, e[3]]
+const uint BAD_RANGE = 2u;      // query e[5]'s rows [e[1], e[2]) outside [0, e[3]]
 void report_bad_value(uint node_id, uint kind, uint pos, uint lo, uint hi, uint limit) {
   if (atomicCompSwap(e_data[0], 0u, node_id + 1u) == 0u) {
     e_data[1] = lo;
