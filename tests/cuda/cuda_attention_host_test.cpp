@@ -156,4 +156,27 @@ TEST(CudaAttentionPath, DecodeSplitsPrefillAndLargeHeadsDoNot) {
 }
 
 }  // namespace
+// The rows each query reads: lengths [T] or, the ranges form, [2, T]
+// pairs; a bad value reads as empty with the fault the kernel reports.
+TEST(CudaAttentionRows, LengthsAndRangesAndTheirFaults) {
+  const int32_t lens[3] = {7, 0, 21};
+  cu::KvRows r = cu::query_rows(reinterpret_cast<const uint8_t*>(lens), 4, 0, 0, 20);
+  EXPECT_EQ(r.first, 0);
+  EXPECT_EQ(r.end, 7);
+  EXPECT_EQ(r.fault, cu::kErrNone);
+  r = cu::query_rows(reinterpret_cast<const uint8_t*>(lens), 4, 0, 2, 20);
+  EXPECT_EQ(r.end - r.first, 0);
+  EXPECT_EQ(r.fault, cu::kErrVisible);
+  EXPECT_EQ(r.value, 21);
+  const int32_t pairs[6] = {0, 5, 10, 20, 9, 5};
+  r = cu::query_rows(reinterpret_cast<const uint8_t*>(pairs), 4, 8, 1, 20);
+  EXPECT_EQ(r.first, 10);
+  EXPECT_EQ(r.end, 20);
+  EXPECT_EQ(r.fault, cu::kErrNone);
+  r = cu::query_rows(reinterpret_cast<const uint8_t*>(pairs), 4, 8, 2, 20);
+  EXPECT_EQ(r.end - r.first, 0);
+  EXPECT_EQ(r.fault, cu::kErrRange);
+  EXPECT_EQ(r.value, (int64_t{9} << 32) | 5);
+}
+
 }  // namespace loom::optest

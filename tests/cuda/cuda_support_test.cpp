@@ -255,6 +255,9 @@ TEST(CudaSupport, FaultMessagesNameTheBadValueLikeTheCpuPlugin) {
   EXPECT_NE(fault_message(r).find("row index 3"), std::string::npos) << fault_message(r);
   EXPECT_NE(fault_message(r).find("GET_ROWS"), std::string::npos) << fault_message(r);
   EXPECT_EQ(fault_message(KernelFault{}), "");
+  // The ranges form: the pair packed first << 32 | end (attention.cuh's query_rows).
+  const KernelFault g{kErrRange, LOOM_OP_ATTENTION, 1, (int64_t{9} << 32) | 5, 20};
+  EXPECT_NE(fault_message(g).find("rows [9, 5) of query 1 outside [0, 20]"), std::string::npos) << fault_message(g);
 }
 
 }  // namespace

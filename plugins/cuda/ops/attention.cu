@@ -3,9 +3,10 @@
 // block scores kAttnChunk KV rows at a time (a thread per row), takes the
 // chunk's exact softmax (max and sum through the shared-memory tree), sums
 // the chunk's weighted V rows per output element, and merges the chunk
-// into the running state (attention.cuh's online merge). A visible[t]
-// outside [0, n_kv] fills the fault word (kErrVisible, t and the value)
-// and writes a zero row.
+// into the running state (attention.cuh's online merge). Query t reads rows
+// [0, visible[t]) or, the ranges form, [visible[0, t], visible[1, t]); a
+// value outside [0, n_kv] fills the fault word (kErrVisible / kErrRange:
+// t and the values) and writes a zero row.
 #include <cstring>
 
 #include "attention.cuh"
@@ -40,8 +41,8 @@ struct AddF {
 };
 
 // Shared memory: q [D], acc [Dv], p [kAttnChunk], reduce [kAttnChunk].
-__global__ void attention_kernel(TArg dst, TArg q, TArg k, TArg v, const uint8_t* vis, int64_t vis_stride, float scale,
-                                 KernelFault* err) {
+__global__ void attention_kernel(TArg dst, TArg q, TArg k, TArg v, const uint8_t* vis, int64_t vis_stride,
+                                 int64_t vis_nb1, float scale, KernelFault* err) {
   extern __shared__ float sh[];
   const int64_t D = q.ne[0], Dv = v.ne[0], n_kv = k.ne[1];
   const int64_t h = blockIdx.x, t = blockIdx.y;
@@ -51,15 +52,14 @@ __global__ void attention_kernel(TArg dst, TArg q, TArg k, TArg v, const uint8_t
   float* p = acc + Dv;
   float* red = p + kAttnChunk;
   uint8_t* out = dst.data + h * dst.nb[1] + t * dst.nb[2];
-  const int32_t visible = *reinterpret_cast<const int32_t*>(vis + t * vis_stride);
-  const bool bad = visible < 0 || visible > n_kv;
-  if (bad && threadIdx.x == 0) report_fault(err, kErrVisible, LOOM_OP_ATTENTION, t, visible, n_kv);
+  const KvRows rows = query_rows(vis, vis_stride, vis_nb1, t, n_kv);
+  if (rows.fault != kErrNone && threadIdx.x == 0 && h == 0) report_fault(err, rows.fault, LOOM_OP_ATTENTION, t, rows.value, n_kv);
   for (int64_t d = threadIdx.x; d < D; d += kAttnChunk) qs[d] = load_elem(q.type, q.data + q.offset(d, h, t, 0));
   for (int64_t d = threadIdx.x; d < Dv; d += kAttnChunk) acc[d] = 0.0f;
   __syncthreads();
   OnlineState st = online_init();
-  const int64_t n = bad ? 0 : visible;
-  for (int64_t j0 = 0; j0 < n; j0 += kAttnChunk) {
+  const int64_t n = rows.end;
+  for (int64_t j0 = rows.first; j0 < n; j0 += kAttnChunk) {
     const int64_t j = j0 + threadIdx.x;
     float s = -INFINITY;
     if (j < n) s = attn_score(qs, k.data + j * k.nb[1] + g * k.nb[2], k.type, k.nb[0], D, scale);
@@ -93,7 +93,8 @@ loom_status_t* launch_attention(const LaunchContext& ctx, const loom_tensor_t* n
   const dim3 grid(static_cast<unsigned>(q->ne[1]), static_cast<unsigned>(q->ne[2]));
   attention_kernel<<<grid, kAttnChunk, shmem, ctx.stream>>>(targ(node), targ(q), targ(node->src[1]), targ(node->src[2]),
                                                            static_cast<const uint8_t*>(node->src[3]->data),
-                                                           static_cast<int64_t>(node->src[3]->nb[0]), scale, ctx.error);
+                                                           static_cast<int64_t>(node->src[3]->nb[0]),
+                                                           ranges_stride(node), scale, ctx.error);
   return launch_status(node, "attention kernel");
 }
 

@@ -6,8 +6,12 @@
 // it against the exact softmax.
 #pragma once
 
+#include <cstring>
+
 #include "dequant.cuh"
+#include "fault.h"
 #include "hd.cuh"
+#include "loom/plugin.h"
 
 namespace loom::cuda {
 
@@ -47,6 +51,36 @@ LOOM_HD OnlineState online_merge(OnlineState a, OnlineState b, MergeFactors f) {
 LOOM_HD float online_merge_acc(float acc_a, float acc_b, MergeFactors f) { return acc_a * f.ca + acc_b * f.cb; }
 // The output element: acc / l, or 0 when no row was visible.
 LOOM_HD float online_finish(OnlineState s, float acc) { return s.l > 0.0f ? acc / s.l : 0.0f; }
+
+// Query t's KV rows [first, end): [0, visible[t]) or, the ranges form
+// (ABI 1.4, vis_nb1 != 0), the pair visible[:, t]. A bad value or pair
+// reads as empty, with the fault (fault.h) the kernel reports: kErrVisible
+// with the value, or kErrRange with the pair packed (first << 32 | end).
+struct KvRows {
+  int64_t first, end;
+  int32_t fault;  // kErrNone, kErrVisible or kErrRange
+  int64_t value;
+};
+LOOM_HD KvRows query_rows(const uint8_t* vis, int64_t nb0, int64_t nb1, int64_t t, int64_t n_kv) {
+  if (nb1 == 0) {
+    int32_t n;
+    std::memcpy(&n, vis + t * nb0, sizeof n);
+    if (n >= 0 && n <= n_kv) return {0, n, kErrNone, 0};
+    return {0, 0, kErrVisible, n};
+  }
+  int32_t a, b;
+  std::memcpy(&a, vis + t * nb1, sizeof a);
+  std::memcpy(&b, vis + nb0 + t * nb1, sizeof b);
+  if (a >= 0 && b >= a && b <= n_kv) return {a, b, kErrNone, 0};
+  const auto packed = static_cast<int64_t>(static_cast<uint64_t>(static_cast<uint32_t>(a)) << 32 |
+                                           static_cast<uint32_t>(b));
+  return {0, 0, kErrRange, packed};
+}
+
+// visible's dim-1 stride in the ranges form, 0 for lengths [T].
+inline int64_t ranges_stride(const loom_tensor_t* node) {
+  return node->op_params[1] == LOOM_ATTENTION_RANGES ? static_cast<int64_t>(node->src[3]->nb[1]) : 0;
+}
 
 // The decode path (attention_split.cu, flash-decoding): the KV range is
 // cut into splits of kSplitRows rows, one block of kSplitWarps warps per

@@ -2,8 +2,9 @@
 // length (attention.cuh's split path). Many blocks per kv head read
 // disjoint stretches of the cache once for up to kSplitHeads query heads,
 // each warp scoring whole rows with coalesced loads; a combine kernel merges the partials in a fixed order,
-// so results do not depend on timing. A visible[t] outside [0, n_kv] fills
-// the fault word (split 0 reports it) and leaves a zero row.
+// so results do not depend on timing. Query t's rows are [0, visible[t])
+// or, the ranges form, its pair's; splits outside them add nothing. A bad
+// value fills the fault word (split 0 reports it) and leaves a zero row.
 #include <cstring>
 
 #include "attention.cuh"
@@ -26,8 +27,8 @@ __device__ __forceinline__ float warp_tree_sum(float v) {
 // part: [T][H][splits * kSplitWarps][2 + Dv] floats (m, l, acc). Block x:
 // kv head g and its chunk of up to kSplitHeads query heads.
 __global__ void __launch_bounds__(kSplitWarps * 32)
-    attention_split_kernel(TArg q, TArg k, TArg v, const uint8_t* vis, int64_t vis_stride, float scale, float* part,
-                           KernelFault* err) {
+    attention_split_kernel(TArg q, TArg k, TArg v, const uint8_t* vis, int64_t vis_stride, int64_t vis_nb1,
+                           float scale, float* part, KernelFault* err) {
   __shared__ float qs[kSplitHeads * kSplitMaxDim];
   const int64_t D = q.ne[0], Dv = v.ne[0], n_kv = k.ne[1], H = q.ne[1], ratio = H / k.ne[2];
   const SplitHeads heads = split_block_heads(blockIdx.x, ratio);
@@ -35,17 +36,16 @@ __global__ void __launch_bounds__(kSplitWarps * 32)
   const int nh = heads.nh;
   const int64_t t = blockIdx.y, split = blockIdx.z;
   const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
-  const int32_t visible = *reinterpret_cast<const int32_t*>(vis + t * vis_stride);
-  const bool bad = visible < 0 || visible > n_kv;
-  if (bad && split == 0 && blockIdx.x == 0 && threadIdx.x == 0) {
-    report_fault(err, kErrVisible, LOOM_OP_ATTENTION, t, visible, n_kv);
-  }
+  const KvRows rows = query_rows(vis, vis_stride, vis_nb1, t, n_kv);
+  if (rows.fault != kErrNone && split == 0 && blockIdx.x == 0 && threadIdx.x == 0) report_fault(err, rows.fault, LOOM_OP_ATTENTION, t, rows.value, n_kv);
   for (int64_t e = threadIdx.x; e < nh * D; e += blockDim.x) {
     qs[(e / D) * kSplitMaxDim + e % D] = load_elem(q.type, q.data + q.offset(e % D, h0 + e / D, t, 0));
   }
   __syncthreads();
-  const int64_t n = bad ? 0 : visible;
-  const int64_t j0 = split * kSplitRows, j1 = j0 + kSplitRows < n ? j0 + kSplitRows : n;
+  // This split's stretch of rows, within the query's own [first, end).
+  const int64_t n = rows.end;
+  const int64_t s0 = split * kSplitRows, j0 = s0 > rows.first ? s0 : rows.first;
+  const int64_t j1 = s0 + kSplitRows < n ? s0 + kSplitRows : n;
   OnlineState st[kSplitHeads];
   float acc[kSplitHeads][kLaneElems];
 #pragma unroll
@@ -128,7 +128,7 @@ loom_status_t* launch_attention_split(const LaunchContext& ctx, const loom_tenso
   const dim3 grid(static_cast<unsigned>(groups), static_cast<unsigned>(T), static_cast<unsigned>(splits));
   attention_split_kernel<<<grid, kSplitWarps * kWarp, 0, ctx.stream>>>(
       targ(q), targ(k), targ(node->src[2]), static_cast<const uint8_t*>(node->src[3]->data),
-      static_cast<int64_t>(node->src[3]->nb[0]), scale, part, ctx.error);
+      static_cast<int64_t>(node->src[3]->nb[0]), ranges_stride(node), scale, part, ctx.error);
   if ((st = launch_status(node, "attention split kernel")) != nullptr) return st;
   const int threads = Dv >= 256 ? 256 : static_cast<int>((Dv + kWarp - 1) / kWarp * kWarp);
   attention_combine_kernel<<<dim3(static_cast<unsigned>(H), static_cast<unsigned>(T)), threads, 0, ctx.stream>>>(

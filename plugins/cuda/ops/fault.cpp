@@ -15,6 +15,10 @@ std::string fault_message(const KernelFault& f) {
     case kErrVisible:
       return op + ": visible[" + std::to_string(f.where) + "] = " + std::to_string(f.value) + " outside [0, " +
              std::to_string(f.bound) + "] (n_kv " + std::to_string(f.bound) + ")";
+    case kErrRange:
+      return op + ": rows [" + std::to_string(static_cast<int32_t>(f.value >> 32)) + ", " +
+             std::to_string(static_cast<int32_t>(f.value & 0xFFFFFFFF)) + ") of query " + std::to_string(f.where) +
+             " outside [0, " + std::to_string(f.bound) + "] (n_kv " + std::to_string(f.bound) + ")";
     default:
       return op + ": kernel error code " + std::to_string(f.code);
   }

@@ -14,6 +14,7 @@ enum KernelError : int32_t {
   kErrNone = 0,
   kErrRowIndex = 1,  // GET_ROWS / SET_ROWS: index `value` at row `where`, rows [0, bound)
   kErrVisible = 2,   // ATTENTION: visible[where] = value outside [0, bound]
+  kErrRange = 3,     // ATTENTION's ranges form: query `where`'s rows [value >> 32, (int32)value) outside [0, bound]
 };
 
 // The device word (32 bytes, zeroed after each report). code is written
@@ -27,7 +28,8 @@ struct KernelFault {
 };
 
 // "row index 3 at row 1 out of range [0, 3)" / "visible[1] = 21 outside
-// [0, 20] (n_kv 20)"; empty for kErrNone.
+// [0, 20] (n_kv 20)" / "rows [9, 5) of query 1 outside [0, 20] (n_kv 20)";
+// empty for kErrNone.
 std::string fault_message(const KernelFault& f);
 
 }  // namespace loom::cuda

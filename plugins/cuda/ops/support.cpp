@@ -54,9 +54,6 @@ Path mul_mat(const loom_tensor_t* n) { return n->nb[0] == 4 && n->nb[1] % 4 == 0
 // A few tokens with heads up to kSplitMaxDim: the split (flash-decoding)
 // kernels; else a block per (head, token).
 Path attention(const loom_tensor_t* n) {
-  // The ranges form (ABI 1.4, several sequences in one cache) has no kernel
-  // yet: the llama builder then uses MUL_MAT + SOFT_MAX + MUL_MAT.
-  if (n->op_params[1] != 0) return Path::kNone;
   const int64_t d = n->src[0]->ne[0], dv = n->src[2]->ne[0], tokens = n->src[0]->ne[2];
   if (d <= kSplitMaxDim && dv <= kSplitMaxDim && tokens <= kSplitMaxTokens) return Path::kAttentionSplit;
   const bool fits = d <= kAttnMaxDim && dv <= kAttnMaxDim && tokens <= kAttnMaxTokens;
