@@ -1,6 +1,7 @@
 #include "serve/http_server.hpp"
 
 #include <httplib.h>
+#include <sys/socket.h>
 
 #include <atomic>
 #include <chrono>
@@ -40,6 +41,7 @@ struct HttpServer::Impl {
   bool stopped = false;
   std::atomic<bool> shutting_down{false};
   std::atomic<bool> listen_returned{false};
+  int listen_fd = -1;  // the bound socket, to raise its backlog
   std::shared_ptr<std::atomic<int>> streams = std::make_shared<std::atomic<int>>(0);
 
   std::shared_ptr<Engine> current_engine() {
@@ -179,6 +181,24 @@ void HttpServer::Impl::add_routes() {
 // The answers httplib makes itself (no route, a body over the limit, a bad
 // request line) as OpenAI errors, and an escaped exception as a 500.
 void HttpServer::Impl::add_handlers() {
+  // A Content-Length httplib would wait for (a huge or negative one reads
+  // as a length it tries to skip): answered before any body is read.
+  svr.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    if (!req.has_header("Content-Length")) return httplib::Server::HandlerResponse::Unhandled;
+    const std::string v = req.get_header_value("Content-Length");
+    const bool digits = !v.empty() && v.size() <= 18 && v.find_first_not_of("0123456789") == std::string::npos;
+    if (digits && std::stoull(v) <= kDrainLimit) return httplib::Server::HandlerResponse::Unhandled;
+    res.set_header("Connection", "close");
+    if (!digits) {
+      send_error(res, 400, "[serve.http] Content-Length is not a byte count", "invalid_request_error");
+    } else {
+      send_error(res, 413,
+                 "[serve.http] the request body is over the limit of " + std::to_string(options.max_body_bytes) +
+                     " bytes",
+                 "invalid_request_error", "", "payload_too_large");
+    }
+    return httplib::Server::HandlerResponse::Handled;
+  });
   svr.set_error_handler([this](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty() || res.is_chunked_content_provider_) return;
     const int status = res.status;
@@ -237,6 +257,11 @@ StatusOr<std::unique_ptr<HttpServer>> HttpServer::bind(const ServerOptions& opti
   svr.set_payload_max_length(options.max_body_bytes);
   svr.set_read_timeout(options.timeout_s, 0);
   svr.set_write_timeout(options.timeout_s, 0);
+  Impl* raw = impl.get();
+  svr.set_socket_options([raw](socket_t sock) {
+    httplib::default_socket_options(sock);
+    raw->listen_fd = sock;
+  });
   impl->add_handlers();
   impl->add_routes();
   if (options.port == 0) {
@@ -248,6 +273,9 @@ StatusOr<std::unique_ptr<HttpServer>> HttpServer::bind(const ServerOptions& opti
     return unavailable("[serve.bind] cannot listen on " + options.host + ":" + std::to_string(options.port) +
                        " (address in use, or not an address of this machine)");
   }
+  // httplib listens with a backlog of 5: a burst of clients connecting at
+  // once would wait a second for the SYN to be retried.
+  if (impl->listen_fd >= 0) ::listen(impl->listen_fd, SOMAXCONN);
   return std::unique_ptr<HttpServer>(new HttpServer(std::move(impl)));
 }
 
