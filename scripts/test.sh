@@ -22,6 +22,11 @@ done
 scripts/deps.sh python3-numpy libvulkan-dev glslc mesa-vulkan-drivers graphviz
 jobs=${LOOM_JOBS:-$(nproc)}
 
+# The official OpenAI Node client for loom serve's test (serve.openai_node_client),
+# exactly as tests/serve/node/package-lock.json pins it.
+echo "== npm ci (tests/serve/node)"
+(cd tests/serve/node && npm ci --no-audit --no-fund)
+
 echo "== release build and tests"
 cmake --preset release
 cmake --build --preset release -j "$jobs"

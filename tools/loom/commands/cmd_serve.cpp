@@ -10,7 +10,6 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -154,7 +153,7 @@ int run_server(const ServeOptions& o, const ModelCommand& mc, const sigset_t& si
   const int sig = wait_for_stop(signals, loading);
   if (!loading.finished) {
     // The load cannot be interrupted: close the socket and leave now.
-    std::fprintf(stderr, "loom serve: %s while the model loads: exiting\n", strsignal(sig));
+    std::fprintf(stderr, "loom serve: %s while the model loads: exiting\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
     (*server)->stop(0);
     std::fflush(stdout);
     std::fflush(stderr);
@@ -165,7 +164,8 @@ int run_server(const ServeOptions& o, const ModelCommand& mc, const sigset_t& si
     (*server)->stop(0);
     return fail(loading.status.message());
   }
-  std::fprintf(stderr, "loom serve: %s: stopping\n", strsignal(sig));
+  std::fprintf(stderr, "loom serve: %s: refusing new requests, cancelling the running ones, stopping\n",
+               sig == SIGINT ? "SIGINT" : "SIGTERM");
   (*server)->begin_shutdown();
   loading.engine->shutdown(/*finish=*/false);
   (*server)->stop();
