@@ -32,7 +32,7 @@ cmake --preset release
 cmake --build --preset release -j "$jobs"
 ctest --preset release -j "$jobs"
 
-# Both libFuzzer targets (GGUF reader, tokenizer) for a short time each, when
+# The libFuzzer targets (GGUF reader, tokenizer, serve request parser) for a short time each, when
 # this machine's clang has libFuzzer (scripts/fuzz.sh runs them longer).
 fuzz_secs=${LOOM_FUZZ_SECONDS:-25}
 if command -v clang++ >/dev/null 2>&1 &&

@@ -140,8 +140,9 @@ int run_server(const ServeOptions& o, const ModelCommand& mc, const sigset_t& si
   so.api_key = o.api_key;
   so.timeout_s = static_cast<int>(o.timeout_s);
   // A connection per running and queued request, and a few to spare
-  // (health checks, metrics, tokenize).
-  so.worker_threads = std::max(16, o.engine.slots + o.engine.max_queue + 8);
+  // (health checks, metrics, tokenize); connections past that wait for one.
+  constexpr int kMaxWorkers = 1024;
+  so.worker_threads = std::min(kMaxWorkers, std::max(16, o.engine.slots + o.engine.max_queue + 8));
   auto server = serve::HttpServer::bind(so);
   if (!server.ok()) return fail(server.status().message());
   if (Status st = (*server)->start(); !st.ok()) return fail(st.message());
