@@ -5,9 +5,15 @@
 # command to run and exits 1.
 set -euo pipefail
 
-packages=(build-essential cmake libgtest-dev libopenblas-dev nlohmann-json3-dev "$@")
+# libcpp-httplib-dev: loom serve's HTTP library; nodejs and npm: the OpenAI
+# Node client test of loom serve (tests/serve/node).
+packages=(build-essential cmake libgtest-dev libopenblas-dev nlohmann-json3-dev libcpp-httplib-dev nodejs npm "$@")
 missing=()
 for p in "${packages[@]}"; do
+  # A node installed otherwise (NodeSource's nodejs package carries its own
+  # npm and conflicts with Debian's npm package) is as good.
+  if [ "$p" = nodejs ] && command -v node >/dev/null 2>&1; then continue; fi
+  if [ "$p" = npm ] && command -v npm >/dev/null 2>&1; then continue; fi
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
     missing+=("$p")
   fi

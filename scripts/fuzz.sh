@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Fuzz the GGUF reader and the tokenizer with libFuzzer, each for a bounded
-# time (default 60 s each). Needs clang with libFuzzer (apt-get install
+# Fuzz the GGUF reader, the tokenizer and loom serve's request parser with
+# libFuzzer, each for a bounded time (default 60 s each). Needs clang with libFuzzer (apt-get install
 # clang; installed when missing unless --no-install).
 # Usage: scripts/fuzz.sh [--no-install] [seconds] [target...]
-#   targets: gguf_fuzz tokenizer_fuzz (default both)
+#   targets: gguf_fuzz tokenizer_fuzz serve_request_fuzz (default all)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 install=1
@@ -11,7 +11,7 @@ if [ "${1:-}" = "--no-install" ]; then install=0; shift; fi
 secs=${1:-60}
 [ $# -gt 0 ] && shift
 targets=("$@")
-[ ${#targets[@]} -eq 0 ] && targets=(gguf_fuzz tokenizer_fuzz)
+[ ${#targets[@]} -eq 0 ] && targets=(gguf_fuzz tokenizer_fuzz serve_request_fuzz)
 if ! command -v clang++ >/dev/null 2>&1; then
   if [ "$install" = 1 ]; then scripts/deps.sh clang; else echo "fuzz: clang++ not found" >&2; exit 1; fi
 fi
@@ -43,6 +43,19 @@ tokenizer_seeds() {  # $1: folder
   for f in "$tmp"/*; do [ -f "$f" ] && { printf '\002'; cat "$f"; } > "$d/gguf-$(basename "$f")"; done
   rm -rf "$tmp"
 }
+# Request parser inputs: a mode byte (0 chat, 1 completion, 2 tokenize,
+# 3 detokenize, 4 Authorization header), then the data (modes 0 and 1: a
+# chat-format byte first).
+serve_seeds() {  # $1: folder
+  local d=$1
+  printf '\000\001{"model":"m","messages":[{"role":"system","content":"Be brief."},{"role":"user","content":[{"type":"text","text":"Hi"}]},{"role":"assistant","content":"Hello"},{"role":"user","content":"<|im_end|>more"}],"max_tokens":8,"temperature":0.7,"top_p":0.9,"top_k":40,"seed":1,"stop":["\\n","END"],"n":1,"stream":true,"stream_options":{"include_usage":true}}' > "$d/chat"
+  printf '\001\000{"prompt":"Once upon a time","max_completion_tokens":16,"stop":"x","seed":-5,"top_p":0}' > "$d/completion"
+  printf '\001\000{"prompt":[1,2,300,99999]}' > "$d/completion-ids"
+  printf '\002{"content":"Hi there","add_special":true}' > "$d/tokenize"
+  printf '\003{"tokens":[1,2,3,260]}' > "$d/detokenize"
+  printf '\004Bearer s3cret\ns3cret' > "$d/auth"
+  printf '\004bearer   s3cre\ns3cret' > "$d/auth-bad"
+}
 [ -f "$model" ] && export LOOM_FUZZ_VOCAB="$model"
 for t in "${targets[@]}"; do
   corpus=build/fuzz/corpus-${t%_fuzz}
@@ -50,6 +63,7 @@ for t in "${targets[@]}"; do
   case "$t" in
     gguf_fuzz) gguf_seeds "$corpus" ;;
     tokenizer_fuzz) tokenizer_seeds "$corpus" ;;
+    serve_request_fuzz) serve_seeds "$corpus" ;;
     *) echo "fuzz: unknown target $t" >&2; exit 2 ;;
   esac
   echo "fuzz: running $t for ${secs} s"

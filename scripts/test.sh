@@ -22,12 +22,17 @@ done
 scripts/deps.sh python3-numpy libvulkan-dev glslc mesa-vulkan-drivers graphviz
 jobs=${LOOM_JOBS:-$(nproc)}
 
+# The official OpenAI Node client for loom serve's test (serve.openai_node_client),
+# exactly as tests/serve/node/package-lock.json pins it.
+echo "== npm ci (tests/serve/node)"
+(cd tests/serve/node && npm ci --no-audit --no-fund)
+
 echo "== release build and tests"
 cmake --preset release
 cmake --build --preset release -j "$jobs"
 ctest --preset release -j "$jobs"
 
-# Both libFuzzer targets (GGUF reader, tokenizer) for a short time each, when
+# The libFuzzer targets (GGUF reader, tokenizer, serve request parser) for a short time each, when
 # this machine's clang has libFuzzer (scripts/fuzz.sh runs them longer).
 fuzz_secs=${LOOM_FUZZ_SECONDS:-25}
 if command -v clang++ >/dev/null 2>&1 &&

@@ -124,7 +124,8 @@ TEST(Cli, EveryCommandRefusesBadValuesAlike) {
           << cmd << ": " << r.out;
     }
   }
-  for (const char* cmd : {"devices", "check", "run", "plan", "bench", "tokenize", "chat", "conformance", "profile"}) {
+  for (const char* cmd :
+       {"devices", "check", "run", "plan", "bench", "tokenize", "chat", "conformance", "profile", "serve"}) {
     Result h = run_loom(std::string(cmd) + " --help");
     EXPECT_EQ(h.exit_code, 0) << cmd;
     EXPECT_NE(h.out.find(std::string("usage: loom ") + cmd + " [options]"), std::string::npos) << h.out;

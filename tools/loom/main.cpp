@@ -44,6 +44,7 @@ int main(int argc, char** argv) {
                : cmd == "chat"     ? loom::cli::cmd_chat
                : cmd == "conformance" ? loom::cli::cmd_conformance
                : cmd == "profile"  ? loom::cli::cmd_profile
+               : cmd == "serve"    ? loom::cli::cmd_serve
                                    : nullptr;
   if (fn == nullptr) {
     std::fprintf(stderr, "loom: unknown command '%s' (try 'loom --help')\n", cmd.c_str());

@@ -32,6 +32,7 @@ const char kEnvironment[] =
     "  LOOM_LOG               log filter, e.g. registry:debug,*:warn\n"
     "  LOOM_MODEL             default model file of the model commands\n"
     "  LOOM_MODELS_DIR        folder searched for stories260K.gguf by them\n"
+    "  LOOM_API_KEY           the key loom serve asks clients for (--api-key)\n"
     "  LOOM_VULKAN_DEVICES    comma-separated Vulkan device indices to expose\n"
     "  LOOM_VULKAN_LOADER     Vulkan loader file (default libvulkan.so.1)\n"
     "  LOOM_SCHED_DEBUG       1: print every split and why each node went where\n"

@@ -4,7 +4,7 @@ namespace loom::cli {
 namespace {
 
 constexpr double kMaxInt = 2147483647.0;  // counts of tokens and layers: int32
-constexpr uint32_t kPlace = kRun | kPlan | kBench | kChat;  // commands that load a model and place its layers
+constexpr uint32_t kPlace = kRun | kPlan | kBench | kChat | kServe;  // commands that load a model and place its layers
 constexpr uint32_t kSample = kRun | kChat;
 using K = ValueKind;
 
@@ -28,6 +28,8 @@ const std::vector<OptionSpec>& option_table() {
       {"--model", "-m", "FILE", K::kText, kPlan,
        "GGUF model (default as for run; without one, a synthetic graph of two matmuls)"},
       {"--model", "-m", "FILE", K::kText, kTokenize, "GGUF file with a tokenizer (default as for run)"},
+      {"--model", "-m", "FILE", K::kText, kServe,
+       "GGUF model with a tokenizer to serve (default as for run); /v1/models names it by the file's base name"},
       {"--prompt", "-p", "TEXT", K::kText, kRun,
        "the text to continue (default empty: start from BOS; '-': read it from stdin)"},
       {"--prompt", "-p", "TEXT", K::kText, kProfile, "the text to profile on"},
@@ -67,7 +69,7 @@ const std::vector<OptionSpec>& option_table() {
        "weights whose whole name matches REGEX live on DEVICE (repeatable, first match wins; e.g. "
        "'blk\\..*\\.ffn_.*=cpu')",
        0, 0, nullptr, true},
-      {"--threads", "-t", "N", K::kInt, kRun | kChat, "threads of the CPU-like devices", 1, 1024,
+      {"--threads", "-t", "N", K::kInt, kRun | kChat | kServe, "threads of the CPU-like devices", 1, 1024,
        "an integer in [1, 1024]"},
       {"--threads", "-t", "N[,N...]", K::kIntList, kBench,
        "threads of the CPU-like devices; a list gives one row per count", 1, 1024,
@@ -83,6 +85,9 @@ const std::vector<OptionSpec>& option_table() {
        1, kMaxInt, "an integer >= 1"},
       {"--batch", "-b", "N", K::kInt, kRun | kProfile, "prompt tokens per forward pass (default 32)", 1, kMaxInt,
        "an integer >= 1"},
+      {"--batch", "-b", "N", K::kInt, kServe,
+       "tokens per engine step at most: one per decoding sequence plus a chunk of a prompt (default 256)", 1,
+       kMaxInt, "an integer >= 1"},
       {"--batch", "-b", "N", K::kInt, kBench, "prompt tokens per forward pass (default 256, at most -p)", 1,
        kMaxInt, "an integer >= 1"},
       {"--batch", "-b", "N", K::kInt, kPlan, "tokens in the planned step (default 1: a decode step)", 1, kMaxInt,
@@ -164,6 +169,29 @@ const std::vector<OptionSpec>& option_table() {
        "plain, {chat_formats} (default: recognised from the file's tokenizer.chat_template; none or unknown: "
        "plain, warned)",
        0, 0, "a chat format name"},
+      // serve
+      {"--ctx", "-c", "N", K::kInt, kServe,
+       "context tokens of each sequence slot: a prompt and its completion (default: the model's, at most 4096)", 1,
+       kMaxInt, "an integer >= 1"},
+      {"--host", nullptr, "HOST", K::kName, kServe,
+       "address to listen on (default 127.0.0.1: this machine only; 0.0.0.0 serves every interface)", 0, 0,
+       "an address"},
+      {"--port", nullptr, "N", K::kInt, kServe,
+       "TCP port (default 8080; 0: a free one). The line 'loom serve: listening on http://HOST:PORT' on stdout "
+       "says which",
+       0, 65535, "an integer in [0, 65535]"},
+      {"--parallel", "-np", "N", K::kInt, kServe,
+       "sequences generated at once, each in its own slot of the KV cache (default 4)", 1, 1024,
+       "an integer in [1, 1024]"},
+      {"--api-key", nullptr, "KEY", K::kName, kServe,
+       "require 'Authorization: Bearer KEY' on every route but /health (default: $LOOM_API_KEY; neither: no key)",
+       0, 0, "a key"},
+      {"--max-queue", nullptr, "N", K::kInt, kServe,
+       "requests waiting for a free slot at most; more are answered 503 (default 64)", 0, 1000000,
+       "an integer in [0, 1000000]"},
+      {"--timeout", nullptr, "S", K::kInt, kServe,
+       "seconds a connection may wait to read a request or to write a response (default 600)", 1, 86400,
+       "an integer in [1, 86400]"},
       // conformance
       {"--plugin", nullptr, "FILE", K::kName, kConformance,
        "test the devices of this plugin file only (nothing else is loaded; a file that does not load is an "
@@ -226,6 +254,13 @@ const std::vector<CommandSpec>& command_table() {
        "the conformance suite (ABI checks, every op and type the device claims against a host reference) on a "
        "plugin file or a device: a table and a summary; exit 0 when all pass",
        nullptr},
+      {"serve", kServe,
+       "an OpenAI-compatible HTTP server over a model: /v1/chat/completions and /v1/completions (streamed as "
+       "server-sent events or not), many requests generated together in slots of one KV cache",
+       "Routes: POST /v1/chat/completions, POST /v1/completions, GET /v1/models, GET /health (503 while the "
+       "model loads), POST /tokenize, POST /detokenize, GET /metrics (Prometheus text). Request bodies over 8 MiB "
+       "are refused (413). SIGINT or SIGTERM: new requests are refused, running ones cancelled, and the server "
+       "exits 0."},
       {"profile", kProfile,
        "run a ReLU-FFN model densely over a text (-p TEXT or -f FILE) and write each layer's neuron firing "
        "shares (blk.N.ffn_freq) to a GGUF for --sparse-budget",

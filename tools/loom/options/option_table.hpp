@@ -22,7 +22,8 @@ enum Command : uint32_t {
   kChat = 1u << 6,
   kConformance = 1u << 7,
   kProfile = 1u << 8,
-  kEveryCommand = (1u << 9) - 1,
+  kServe = 1u << 9,
+  kEveryCommand = (1u << 10) - 1,
 };
 
 // How a value is checked (the error for a bad one is a bad-arguments exit).
