@@ -399,6 +399,12 @@ class LlamaEngine : public Engine {
                        p.begin() + static_cast<std::ptrdiff_t>(s->n_read + take));
       s->n_read += take;
     }
+    {
+      int64_t cells = 0;
+      for (const Slot& s : slots_) cells += static_cast<int64_t>(s.cached.size());
+      std::lock_guard<std::mutex> lock(mu_);
+      metrics_.kv_cells_used = cells;
+    }
     const auto n_vocab = static_cast<int32_t>(model_->hparams().n_vocab);
     for (size_t row = 0; row < row_slot.size(); ++row) {
       Slot* s = row_slot[row];

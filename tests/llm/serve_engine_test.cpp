@@ -144,6 +144,8 @@ TEST_F(ServeEngine, EightAtOnceEachGetItsSoloText) {
   EXPECT_EQ(m.requests_total, 8u);
   EXPECT_EQ(m.generated_tokens_total, 8u * 30u);
   EXPECT_EQ(m.sequences_active, 0);
+  EXPECT_GT(m.kv_cells_used, 8 * 30);  // each slot keeps its tokens for a later prefix
+  EXPECT_EQ(m.kv_cells_total, 8 * 128);
   // Fewer steps than 8 requests one after another would take.
   EXPECT_LT(m.steps_total, 8u * 30u / 2);
 }
