@@ -101,10 +101,14 @@ struct EngineOptions {
   int32_t slots = 4;          // sequences stepped at once (--parallel)
   int64_t n_ctx = 0;          // context per slot; 0: the model's, capped at 4096
   int64_t n_batch = 256;      // tokens per step at most (decodes plus prompt chunks)
-  // Prompt tokens per step while other sequences decode (a long prompt is
-  // read in chunks of this many beside them, so their next tokens do not
-  // wait for the whole prompt); with no decode running, up to n_batch.
-  int64_t prefill_chunk = 32;
+  // Prompt tokens per step while other sequences decode: a long prompt is
+  // read in chunks beside them, so their next tokens do not wait for the
+  // whole prompt; with no decode running, up to n_batch. 0 (default): as
+  // many as keep such a step within mixed_step_ratio times a decode-only
+  // step, from the step times measured so far (8 before any are known);
+  // > 0: this many.
+  int64_t prefill_chunk = 0;
+  double mixed_step_ratio = 2.0;
   int32_t max_queue = 64;     // requests waiting for a slot before submit refuses
   int n_threads = 0;          // 0: the device's default
 };

@@ -328,7 +328,7 @@ class LlamaEngine : public Engine {
     }
     const bool decodes = !batch.empty();
     int64_t budget = opts_.n_batch - static_cast<int64_t>(batch.size());
-    if (decodes) budget = std::min(budget, opts_.prefill_chunk);
+    if (decodes) budget = std::min(budget, prefill_budget());
     std::vector<Slot*> reading;
     for (Slot& s : slots_) {
       if (s.r && !s.decoding()) reading.push_back(&s);
@@ -365,6 +365,7 @@ class LlamaEngine : public Engine {
     std::vector<float> logits;
     Status st = session_->eval_seqs(batch, &logits);
     const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+    if (st.ok()) learn_step_time(secs, decodes, n_prompt);
     {
       std::lock_guard<std::mutex> lock(mu_);
       ++metrics_.steps_total;
@@ -413,6 +414,30 @@ class LlamaEngine : public Engine {
     }
   }
 
+  // Prompt tokens a step beside running decodes may take (prefill_chunk,
+  // or from the step times: as many as keep it within mixed_step_ratio
+  // times a decode-only step).
+  int64_t prefill_budget() const {
+    if (opts_.prefill_chunk > 0) return opts_.prefill_chunk;
+    if (decode_step_s_ <= 0 || prompt_token_s_ <= 0) return kFirstChunk;
+    const double room = (opts_.mixed_step_ratio - 1.0) * decode_step_s_;
+    const auto n = static_cast<int64_t>(room / prompt_token_s_);
+    return std::clamp<int64_t>(n, 1, opts_.n_batch);
+  }
+
+  // Running means of a decode-only step's time and of what each prompt
+  // token adds to a step.
+  void learn_step_time(double secs, bool decodes, int64_t n_prompt) {
+    auto mean = [](double& m, double x) { m = m <= 0 ? x : 0.8 * m + 0.2 * x; };
+    if (decodes && n_prompt == 0) {
+      mean(decode_step_s_, secs);
+    } else if (n_prompt > 0) {
+      const double base = decodes ? decode_step_s_ : 0.0;
+      if (decodes && base <= 0) return;  // nothing to subtract yet
+      mean(prompt_token_s_, std::max(secs - base, 0.0) / static_cast<double>(n_prompt) + 1e-9);
+    }
+  }
+
   // The next token of s from its logits: ends the request at an
   // end-of-generation token, a stop string, max_tokens or the context's end.
   void sample(Slot& s, const float* logits, int32_t n_vocab) {
@@ -445,6 +470,9 @@ class LlamaEngine : public Engine {
   }
 
   static constexpr size_t kMinCopy = 16;  // shorter shared prefixes are recomputed, not copied
+  static constexpr int64_t kFirstChunk = 8;  // prompt tokens beside decodes before step times are known
+  double decode_step_s_ = 0;   // mean decode-only step (engine thread)
+  double prompt_token_s_ = 0;  // mean time a prompt token adds to a step
 
   std::unique_ptr<LlamaModel> model_;
   Tokenizer tok_;
@@ -471,10 +499,11 @@ StatusOr<std::unique_ptr<Engine>> make_llama_engine(std::unique_ptr<LlamaModel> 
   if (o.slots < 1 || o.slots > 256) {
     return invalid_argument("[llm.serve] --parallel " + std::to_string(o.slots) + " must be in [1, 256]");
   }
-  if (o.n_batch < 1 || o.prefill_chunk < 1 || o.max_queue < 0) {
+  if (o.n_batch < 1 || o.prefill_chunk < 0 || o.max_queue < 0 || !(o.mixed_step_ratio >= 1.0)) {
     return invalid_argument("[llm.serve] batch " + std::to_string(o.n_batch) + ", prefill chunk " +
-                            std::to_string(o.prefill_chunk) + " and queue " + std::to_string(o.max_queue) +
-                            " must be >= 1, >= 1 and >= 0");
+                            std::to_string(o.prefill_chunk) + ", queue " + std::to_string(o.max_queue) +
+                            " and mixed step ratio " + std::to_string(o.mixed_step_ratio) +
+                            " must be >= 1, >= 0, >= 0 and >= 1");
   }
   LOOM_ASSIGN_OR_RETURN(Tokenizer tok, Tokenizer::from_gguf(model->file()));
   SessionOptions so;
