@@ -30,6 +30,9 @@ struct CompletionRequest {
   int32_t max_tokens = 16;      // tokens to generate at most (>= 0; 0: none, finish_reason "length")
   SamplerOptions sampling;
   std::vector<std::string> stop;  // the text ends before the first of these (not included)
+  // End-of-generation tokens are generated like any other (benchmarks:
+  // every request runs to max_tokens); llama-server's ignore_eos.
+  bool ignore_eos = false;
 };
 
 enum class FinishReason { kNone, kStop, kLength, kCancelled, kError };

@@ -448,7 +448,7 @@ class LlamaEngine : public Engine {
     }
     if (s.generated >= s.r->req.max_tokens) return end_slot(s, FinishReason::kLength, Status());
     const TokenId tok = s.sampler->sample(logits, n_vocab);
-    if (tok_.is_eog(tok)) return end_slot(s, FinishReason::kStop, Status());
+    if (tok_.is_eog(tok) && !s.r->req.ignore_eos) return end_slot(s, FinishReason::kStop, Status());
     ++s.generated;
     {
       std::lock_guard<std::mutex> lock(mu_);

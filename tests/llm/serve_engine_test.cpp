@@ -19,6 +19,7 @@
 #include "llm/session/generate.hpp"
 #include "llm/session/llama_session.hpp"
 #include "llm_test_util.hpp"
+#include "tiny_llama.hpp"
 #include "loom/registry/registry.hpp"
 
 namespace loom::llm::serve {
@@ -222,6 +223,60 @@ TEST_F(ServeEngine, StopStringsAndLimitsFinishWithTheirReason) {
   got = collect(**s);
   EXPECT_EQ(got.done.finish, FinishReason::kLength);
   EXPECT_EQ(got.done.prompt_tokens + got.done.completion_tokens, 64 + 1);
+}
+
+// ignore_eos: a reply that ends at an end-of-generation token runs on to
+// max_tokens instead.
+TEST_F(ServeEngine, IgnoreEosRunsToMaxTokens) {
+  // stories260K's stories never end (greedy or sampled): a tiny model whose
+  // end-of-sequence token is the one its greedy reply starts with.
+  test::TinyLlama tiny;
+  tiny.n_tokens = 6;
+  tiny.keys["context_length"] = 64;
+  const std::string path = ::testing::TempDir() + "/serve_engine_tiny.gguf";
+  auto tiny_engine = [&]() -> std::unique_ptr<Engine> {
+    EXPECT_TRUE(tiny.write(path));
+    auto m = LlamaModel::load(path, dev_);
+    EXPECT_TRUE(m.ok()) << m.status().to_string();
+    if (!m.ok()) return nullptr;
+    EngineOptions o;
+    o.slots = 1;
+    o.n_ctx = 64;
+    auto e = make_llama_engine(std::move(m).value(), "tiny.gguf", o);
+    EXPECT_TRUE(e.ok()) << e.status().to_string();
+    return e.ok() ? std::move(e).value() : nullptr;
+  };
+  CompletionRequest r;
+  r.prompt = {1, 3, 4};
+  r.max_tokens = 1;
+  auto e = tiny_engine();
+  ASSERT_NE(e, nullptr);
+  auto s = e->submit(r);
+  ASSERT_TRUE(s.ok());
+  ASSERT_EQ(collect(**s).done.completion_tokens, 1);
+  // Each ordinary token in turn as the end-of-sequence token: one of them
+  // is in the greedy reply and ends it.
+  bool found = false;
+  for (uint32_t id = 3; id < 6 && !found; ++id) {
+    tiny.eos_id = id;
+    e = tiny_engine();
+    ASSERT_NE(e, nullptr);
+    r.max_tokens = 10;
+    r.ignore_eos = false;
+    s = e->submit(r);
+    ASSERT_TRUE(s.ok());
+    const Reply natural = collect(**s);
+    if (natural.done.finish != FinishReason::kStop) continue;
+    found = true;
+    r.ignore_eos = true;
+    s = e->submit(r);
+    ASSERT_TRUE(s.ok());
+    const Reply forced = collect(**s);
+    EXPECT_EQ(forced.done.finish, FinishReason::kLength);
+    EXPECT_EQ(forced.done.completion_tokens, 10);
+    EXPECT_LT(natural.done.completion_tokens, 10);
+  }
+  EXPECT_TRUE(found) << "no token of the tiny model's greedy reply could serve as its end";
 }
 
 TEST_F(ServeEngine, CancelFreesTheSlot) {

@@ -31,6 +31,7 @@ struct TinyLlama {
   std::string tokenizer_model = "llama";  // tokenizer.ggml.model
   std::string fill_tensor;  // every element of this tensor is fill_value
   float fill_value = 0.0f;
+  uint32_t eos_id = 2;  // tokenizer.ggml.eos_token_id
 
   loom::testing::GgufBuilder build() const {
     using loom::testing::GgufBuilder;
@@ -93,7 +94,7 @@ struct TinyLlama {
     b.kv_arr("tokenizer.ggml.scores", loom::testing::kF32, std::vector<float>(tokens.size(), 0.0f));
     b.kv_arr("tokenizer.ggml.token_type", loom::testing::kI32, types);
     b.kv("tokenizer.ggml.bos_token_id", loom::testing::kU32, uint32_t{1});
-    b.kv("tokenizer.ggml.eos_token_id", loom::testing::kU32, uint32_t{2});
+    b.kv("tokenizer.ggml.eos_token_id", loom::testing::kU32, eos_id);
   }
 };
 

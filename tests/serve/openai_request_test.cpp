@@ -33,7 +33,7 @@ TEST(ServeRequest, ChatFieldsAreRead) {
                                                                    {"type": "text", "text": " there"}]}],
     "max_tokens": 12, "temperature": 0.5, "top_p": 0.9, "top_k": 7, "seed": 99,
     "stop": ["\n", "END"], "n": 1, "stream": true, "stream_options": {"include_usage": true},
-    "frequency_penalty": 0, "user": "someone"})",
+    "frequency_penalty": 0, "user": "someone", "ignore_eos": true})",
                                 &param);
   ASSERT_TRUE(r.ok()) << r.status().to_string();
   EXPECT_EQ(r->endpoint, Endpoint::kChat);
@@ -48,6 +48,7 @@ TEST(ServeRequest, ChatFieldsAreRead) {
   EXPECT_EQ(r->stop, (std::vector<std::string>{"\n", "END"}));
   EXPECT_TRUE(r->stream);
   EXPECT_TRUE(r->include_usage);
+  EXPECT_TRUE(r->ignore_eos);
   EXPECT_EQ(r->model, "whatever");
 }
 
@@ -62,6 +63,7 @@ TEST(ServeRequest, DefaultsAreOpenAis) {
   EXPECT_EQ(r->sampling.top_k, 0);
   EXPECT_FALSE(r->stream);
   EXPECT_FALSE(r->include_usage);
+  EXPECT_FALSE(r->ignore_eos);
   EXPECT_TRUE(r->stop.empty());
 }
 

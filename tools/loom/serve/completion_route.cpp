@@ -165,6 +165,7 @@ void serve_completion(Endpoint endpoint, const std::string& body, const std::sha
   cr.prompt = std::move(prompt).value();
   cr.sampling = request->sampling;
   cr.stop = request->stop;
+  cr.ignore_eos = request->ignore_eos;
   auto stream = engine->submit(std::move(cr));
   if (!stream.ok()) {
     // The engine refuses a prompt only for its length (or emptiness).

@@ -241,6 +241,9 @@ Status parse_counts(Reader& r, const json& body, OpenAiRequest* out) {
 
 Status parse_streaming(Reader& r, const json& body, OpenAiRequest* out) {
   if (const json* v = Reader::field(body, "stream")) LOOM_RETURN_IF_ERROR(r.boolean(*v, "stream", &out->stream));
+  if (const json* v = Reader::field(body, "ignore_eos")) {
+    LOOM_RETURN_IF_ERROR(r.boolean(*v, "ignore_eos", &out->ignore_eos));
+  }
   if (const json* so = Reader::field(body, "stream_options")) {
     if (!so->is_object()) return r.fail("stream_options", "expected an object, got " + Reader::type_of(*so));
     if (const json* v = Reader::field(*so, "include_usage")) {

@@ -40,6 +40,7 @@ struct OpenAiRequest {
   std::vector<std::string> stop;  // at most 4, none empty
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
+  bool ignore_eos = false;     // loom's (and llama-server's) extension: run to max_tokens
   std::string model;           // as given (the server serves one model and ignores it)
 };
 
