@@ -190,7 +190,8 @@ const std::vector<size_t>* weight_scale_offsets(loom_type_t type) {
     case LOOM_TYPE_Q4_1:
     case LOOM_TYPE_Q5_1: return &d_m;
     case LOOM_TYPE_Q5_0:
-    case LOOM_TYPE_IQ4_NL: return &d;
+    case LOOM_TYPE_IQ4_NL:
+    case LOOM_TYPE_IQ4_XS: return &d;
     default: return nullptr;
   }
 }
@@ -697,6 +698,9 @@ BENCHMARK_CAPTURE(BM_loom_mul_mat, q5_k, LOOM_TYPE_Q5_K)->Apply(mul_mat_args);
 BENCHMARK_CAPTURE(BM_loom_mul_mat, q3_k, LOOM_TYPE_Q3_K)->Apply(mul_mat_args);
 BENCHMARK_CAPTURE(BM_loom_mul_mat, q2_k, LOOM_TYPE_Q2_K)->Apply(mul_mat_args);
 BENCHMARK_CAPTURE(BM_loom_mul_mat, iq4_nl, LOOM_TYPE_IQ4_NL)->Apply(mul_mat_args);
+BENCHMARK_CAPTURE(BM_loom_mul_mat, iq4_xs, LOOM_TYPE_IQ4_XS)->Apply(mul_mat_args);
+BENCHMARK_CAPTURE(BM_loom_mul_mat, iq4_nl_decode, LOOM_TYPE_IQ4_NL)->Apply(decode_args);
+BENCHMARK_CAPTURE(BM_loom_mul_mat, iq4_xs_decode, LOOM_TYPE_IQ4_XS)->Apply(decode_args);
 #ifdef LOOM_BENCH_HAVE_OPENBLAS
 BENCHMARK(BM_blas_sgemm)->Apply(mul_mat_args);
 #endif

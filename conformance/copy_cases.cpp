@@ -163,12 +163,12 @@ LOOM_CASE(CopyTest, QuantizedToFloat) {
 }
 
 LOOM_CASE(CopyTest, WeightTypesToFloatAndAsBlocks) {
-  // The ABI 1.2 weight types (read-only: no CPY into them from float):
+  // The ABI 1.2 weight types and IQ4_XS (read-only: no CPY into them from float):
   // dequantized into F32 / F16 from every layout, and CONT of strided
   // views, which copies the blocks' bytes.
   seed(710);
   const loom_type_t types[] = {LOOM_TYPE_Q4_1, LOOM_TYPE_Q5_0, LOOM_TYPE_Q5_1, LOOM_TYPE_IQ4_NL, LOOM_TYPE_Q2_K,
-                               LOOM_TYPE_Q3_K, LOOM_TYPE_Q4_K, LOOM_TYPE_Q5_K, LOOM_TYPE_Q6_K};
+                               LOOM_TYPE_Q3_K, LOOM_TYPE_Q4_K, LOOM_TYPE_Q5_K, LOOM_TYPE_Q6_K, LOOM_TYPE_IQ4_XS};
   for (loom_type_t t : types) {
     const int64_t be = block_elems(t);
     for (Layout l : layouts_for(t)) {

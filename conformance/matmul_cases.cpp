@@ -1,4 +1,4 @@
-// MUL_MAT: A in F32/F16/BF16/Q8_0/Q4_0 and the ABI 1.2 weight types, B F32,
+// MUL_MAT: A in F32/F16/BF16/Q8_0/Q4_0, the ABI 1.2 weight types and IQ4_XS, B F32,
 // broadcast over dims 2 and 3,
 // odd sizes, strided A and B, 1 vs 3 threads.
 #include <algorithm>
@@ -169,13 +169,13 @@ LOOM_CASE(MatMulTest, PrefillShapesEveryFloatType) {
 }
 
 LOOM_CASE(MatMulTest, WeightTypesOfAbi12) {
-  // Random blocks of every ABI 1.2 weight type (K-quants: super-blocks of
-  // 256): decode (1..4 columns, each thread quantizes B), prefill (rows of B
+  // Random blocks of every ABI 1.2 weight type and of IQ4_XS (1.4; it and
+  // the K-quants: super-blocks of 256): decode (1..4 columns, each thread quantizes B), prefill (rows of B
   // split over the threads, then the dots), column tiles with remainders,
   // broadcast batches, strided A and B (transposed B: the f32 path).
   seed(407);
   const loom_type_t types[] = {LOOM_TYPE_Q4_K, LOOM_TYPE_Q6_K, LOOM_TYPE_Q5_K, LOOM_TYPE_Q3_K, LOOM_TYPE_Q2_K,
-                               LOOM_TYPE_Q4_1, LOOM_TYPE_Q5_0, LOOM_TYPE_Q5_1, LOOM_TYPE_IQ4_NL};
+                               LOOM_TYPE_Q4_1, LOOM_TYPE_Q5_0, LOOM_TYPE_Q5_1, LOOM_TYPE_IQ4_NL, LOOM_TYPE_IQ4_XS};
   int k = 0;
   for (loom_type_t t : types) {
     const int64_t kb = block_elems(t);

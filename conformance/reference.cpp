@@ -32,6 +32,7 @@ std::string type_str(loom_type_t t) {
     case LOOM_TYPE_Q4_K: return "q4_k";
     case LOOM_TYPE_Q5_K: return "q5_k";
     case LOOM_TYPE_Q6_K: return "q6_k";
+    case LOOM_TYPE_IQ4_XS: return "iq4_xs";
     case LOOM_TYPE_I32: return "i32";
     case LOOM_TYPE_I64: return "i64";
     default: return "type" + std::to_string(static_cast<int>(t));
@@ -46,7 +47,8 @@ int64_t block_elems(loom_type_t t) {
     case LOOM_TYPE_Q3_K:
     case LOOM_TYPE_Q4_K:
     case LOOM_TYPE_Q5_K:
-    case LOOM_TYPE_Q6_K: return 256;
+    case LOOM_TYPE_Q6_K:
+    case LOOM_TYPE_IQ4_XS: return 256;
     default: return is_quant(t) ? 32 : 1;
   }
 }
@@ -69,6 +71,7 @@ size_t block_bytes(loom_type_t t) {
     case LOOM_TYPE_Q4_K: return 144;
     case LOOM_TYPE_Q5_K: return 176;
     case LOOM_TYPE_Q6_K: return 210;
+    case LOOM_TYPE_IQ4_XS: return 136;
     default: throw std::invalid_argument("block_bytes: unknown type " + type_str(t));
   }
 }

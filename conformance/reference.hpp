@@ -51,9 +51,10 @@ void for_each_index(const Shape& ne, F&& f) {
 
 // ------------------------------------------------------------ type facts
 // Written here from plugin.h, not taken from the runtime.
-int64_t block_elems(loom_type_t t);  // 32 for Q8_0/Q4_0 and the 32-element types, 256 for K-quants, else 1
+int64_t block_elems(loom_type_t t);  // 32 for Q8_0/Q4_0 and the 32-element types, 256 for K-quants and IQ4_XS, else 1
 size_t block_bytes(loom_type_t t);   // bytes per block (or element)
-// The ABI 1.2 weight types (Q4_1, Q5_0, Q5_1, IQ4_NL, Q2_K..Q6_K): read by
+// The ABI 1.2 weight types (Q4_1, Q5_0, Q5_1, IQ4_NL, Q2_K..Q6_K) and IQ4_XS
+// (ABI 1.4): read by
 // the op set, never written; inputs of these types are random blocks
 // (weight_blocks.cpp).
 bool is_weight_quant(loom_type_t t);

@@ -1,5 +1,6 @@
-// GET_ROWS (every source type, the ABI 1.2 weight types too, into F32,
-// broadcast batches, strided sources)
+// GET_ROWS (every source type, the ABI 1.2 weight types and IQ4_XS too,
+// into F32, broadcast batches, strided sources; IQ4_XS hand-built blocks of
+// known values)
 // and SET_ROWS (F32 rows into F32/F16/BF16/Q8_0/Q4_0 with I32 or I64
 // indices, strided rows), 1 vs 3 threads.
 #include <algorithm>
@@ -128,12 +129,48 @@ LOOM_CASE(RowsTest, GetRowsOfWeightTypes) {
   seed(804);
   int k = 0;
   for (loom_type_t t : {LOOM_TYPE_Q4_1, LOOM_TYPE_Q5_0, LOOM_TYPE_Q5_1, LOOM_TYPE_IQ4_NL, LOOM_TYPE_Q2_K,
-                        LOOM_TYPE_Q3_K, LOOM_TYPE_Q4_K, LOOM_TYPE_Q5_K, LOOM_TYPE_Q6_K}) {
+                        LOOM_TYPE_Q3_K, LOOM_TYPE_Q4_K, LOOM_TYPE_Q5_K, LOOM_TYPE_Q6_K, LOOM_TYPE_IQ4_XS}) {
     for (Layout l : layouts_for(t)) {
       check_get(t, {2 * block_elems(t), 5, k % 3 + 1, k % 2 + 1}, k % 4 + 1, l);
       ++k;
     }
   }
+}
+
+LOOM_CASE(RowsTest, GetRowsOfIq4XsKnownBlocks) {
+  // Hand-built IQ4_XS blocks (plugin.h's layout, packed here byte by byte)
+  // whose every element is known and exact in f32: d = 0.5 and -2, the 8
+  // six-bit scales ls below (decoded as ls - 32; 47 and 63 use both high
+  // bits), sub-block s's byte j holding level j (element j) and level 15 - j
+  // (element 16 + j). A swapped nibble, scale bit or sub-block shows.
+  const int ls[2][8] = {{0, 1, 31, 32, 33, 47, 63, 40}, {63, 62, 17, 2, 48, 16, 5, 35}};
+  const uint16_t d_bits[2] = {0x3800, 0xC000};
+  const double d_val[2] = {0.5, -2.0};
+  const int levels[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+  Operand a = input_values(LOOM_TYPE_IQ4_XS, {256, 2, 1, 1}, {});
+  std::vector<double> want_row[2];
+  for (int r = 0; r < 2; ++r) {
+    uint8_t* b = a.h.base->bytes.data() + 136 * r;
+    std::memset(b, 0, 136);
+    std::memcpy(b, &d_bits[r], 2);
+    uint16_t sh = 0;
+    for (int s = 0; s < 8; ++s) {
+      b[4 + s / 2] = static_cast<uint8_t>(b[4 + s / 2] | ((ls[r][s] & 0x0F) << (4 * (s % 2))));
+      sh = static_cast<uint16_t>(sh | (((ls[r][s] >> 4) & 3) << (2 * s)));
+      for (int j = 0; j < 16; ++j) b[8 + 16 * s + j] = static_cast<uint8_t>(j | ((15 - j) << 4));
+    }
+    std::memcpy(b + 2, &sh, 2);
+    for (int s = 0; s < 8; ++s)
+      for (int e = 0; e < 32; ++e) want_row[r].push_back(d_val[r] * (ls[r][s] - 32) * levels[e < 16 ? e : 31 - e]);
+  }
+  a.h.base->values = decode(LOOM_TYPE_IQ4_XS, a.h.base->bytes.data(), 512);
+  LOOM_EXPECT_EQ(a.h.at(0, 0), 2032.0) << "the suite's own decoder";
+  Operand ix = input_ints(LOOM_TYPE_I32, {3, 1, 1, 1}, {1, 0, 1});
+  Tensor* out = unwrap(op::get_rows(ctx_, a.t, ix.t), "get_rows");
+  LOOM_ASSERT_OK(run_threads({out}));
+  std::vector<double> want;
+  for (int r : {1, 0, 1}) want.insert(want.end(), want_row[r].begin(), want_row[r].end());
+  expect_equal(read(out), want, {256, 3, 1, 1}, "iq4_xs known blocks");
 }
 
 LOOM_CASE(RowsTest, GetRowsRepeatsAndIntegerSources) {

@@ -15,7 +15,7 @@ namespace {
 const loom_type_t kWeightTypes[] = {LOOM_TYPE_F32,  LOOM_TYPE_F16,  LOOM_TYPE_BF16, LOOM_TYPE_Q8_0,
                                     LOOM_TYPE_Q4_0, LOOM_TYPE_Q4_1, LOOM_TYPE_Q5_0, LOOM_TYPE_Q5_1,
                                     LOOM_TYPE_IQ4_NL, LOOM_TYPE_Q2_K, LOOM_TYPE_Q3_K, LOOM_TYPE_Q4_K,
-                                    LOOM_TYPE_Q5_K, LOOM_TYPE_Q6_K};
+                                    LOOM_TYPE_Q5_K, LOOM_TYPE_Q6_K, LOOM_TYPE_IQ4_XS};
 
 struct SparseCase {
   int64_t k, m, n;  // rows: A [k, m]; cols: W [m, k] (k neurons of m outputs)

@@ -1,4 +1,4 @@
-// The ABI 1.2 weight types in the op tests: random blocks with sane fp16
+// The ABI 1.2 weight types and IQ4_XS (1.4) in the op tests: random blocks with sane fp16
 // scales (there are no quantizers for these types) and a decoder written
 // per element from plugin.h's layouts, independently of plugins/common.
 #include <cmath>
@@ -86,6 +86,11 @@ double decode_elem(loom_type_t t, const uint8_t* b, int i) {
       const auto sc = static_cast<int8_t>(b[192 + i / 16]);
       return f16_to_double(rd16(b + 208)) * sc * ((low | (high << 4)) - 32);
     }
+    case LOOM_TYPE_IQ4_XS: {  // d scales_h scales_l[4] qs[128]
+      const int s = i / 32, l = i % 32;
+      const int ls = ((b[4 + s / 2] >> (4 * (s % 2))) & 0x0F) | (((rd16(b + 2) >> (2 * s)) & 3) << 4);
+      return f16_to_double(rd16(b)) * (ls - 32) * kIq4nl[nibble32(b + 8 + 16 * s, l)];
+    }
     default:
       throw std::invalid_argument("decode_elem: not a weight type " + type_str(t));
   }
@@ -113,6 +118,7 @@ bool is_weight_quant(loom_type_t t) {
     case LOOM_TYPE_Q4_K:
     case LOOM_TYPE_Q5_K:
     case LOOM_TYPE_Q6_K:
+    case LOOM_TYPE_IQ4_XS:
       return true;
     default:
       return false;
@@ -144,6 +150,7 @@ void random_weight_blocks(loom_type_t t, int64_t nblocks, std::mt19937& rng, uin
     case LOOM_TYPE_Q4_K: s = {0, 2, -10, -7}; break;
     case LOOM_TYPE_Q5_K: s = {0, 2, -11, -7}; break;
     case LOOM_TYPE_Q6_K: s = {208, kNone, -12, 0}; break;
+    case LOOM_TYPE_IQ4_XS: s = {0, kNone, -13, 0}; break;  // scales_h, scales_l random: (ls - 32) up to 32
     default: throw std::invalid_argument("random_weight_blocks: not a weight type " + type_str(t));
   }
   const size_t bb = block_bytes(t);

@@ -109,6 +109,7 @@ typedef enum loom_type {
   LOOM_TYPE_Q5_K = 13,  /* ABI 1.2 */
   LOOM_TYPE_Q6_K = 14,  /* ABI 1.2 */
   LOOM_TYPE_IQ4_NL = 20, /* ABI 1.2 */
+  LOOM_TYPE_IQ4_XS = 23, /* ABI 1.4 */
   LOOM_TYPE_I32 = 26,
   LOOM_TYPE_I64 = 27,
   LOOM_TYPE_BF16 = 30,
@@ -206,6 +207,20 @@ typedef struct loom_block_q6_k {
   uint16_t d;
 } loom_block_q6_k_t; /* 210 bytes */
 
+/* ABI 1.4: IQ4_XS, ggml's layout. A 256-element super-block of 8 sub-blocks
+ * of 32; sub-block s (0..7) has the 6-bit scale
+ *   ls(s) = ((scales_l[s / 2] >> (4 * (s % 2))) & 0xF) | (((scales_h >> (2 * s)) & 3) << 4)
+ * and its 16 bytes qs[16 s .. 16 s + 15] hold its elements as IQ4_NL's do
+ * (low nibbles elements 0..15, high nibbles 16..31), so with q(s, i) that
+ * nibble: x[32 s + i] = (d * (ls(s) - 32)) * kvalues[q(s, i)], kvalues
+ * IQ4_NL's 16 levels. */
+typedef struct loom_block_iq4_xs {
+  uint16_t d;
+  uint16_t scales_h;                /* 2 high bits of each sub-block scale */
+  uint8_t scales_l[LOOM_QK_K / 64]; /* 4 low bits, two sub-blocks a byte */
+  uint8_t qs[LOOM_QK_K / 2];        /* 4-bit indices into kvalues */
+} loom_block_iq4_xs_t; /* 136 bytes */
+
 typedef char loom_check_q4_1_size[sizeof(loom_block_q4_1_t) == 20 ? 1 : -1];
 typedef char loom_check_q5_0_size[sizeof(loom_block_q5_0_t) == 22 ? 1 : -1];
 typedef char loom_check_q5_1_size[sizeof(loom_block_q5_1_t) == 24 ? 1 : -1];
@@ -215,6 +230,7 @@ typedef char loom_check_q3_k_size[sizeof(loom_block_q3_k_t) == 110 ? 1 : -1];
 typedef char loom_check_q4_k_size[sizeof(loom_block_q4_k_t) == 144 ? 1 : -1];
 typedef char loom_check_q5_k_size[sizeof(loom_block_q5_k_t) == 176 ? 1 : -1];
 typedef char loom_check_q6_k_size[sizeof(loom_block_q6_k_t) == 210 ? 1 : -1];
+typedef char loom_check_iq4_xs_size[sizeof(loom_block_iq4_xs_t) == 136 ? 1 : -1];
 
 /* --------------------------------------------------------------------- ops */
 

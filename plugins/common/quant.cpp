@@ -109,6 +109,7 @@ void to_float_row(int32_t type, const void* src, float* dst, int64_t n) {
       LOOM_DEQUANT_CASE(LOOM_TYPE_Q4_K, loom_block_q4_k_t, LOOM_QK_K, dequantize_block_q4_k)
       LOOM_DEQUANT_CASE(LOOM_TYPE_Q5_K, loom_block_q5_k_t, LOOM_QK_K, dequantize_block_q5_k)
       LOOM_DEQUANT_CASE(LOOM_TYPE_Q6_K, loom_block_q6_k_t, LOOM_QK_K, dequantize_block_q6_k)
+      LOOM_DEQUANT_CASE(LOOM_TYPE_IQ4_XS, loom_block_iq4_xs_t, LOOM_QK_K, dequantize_block_iq4_xs)
 #undef LOOM_DEQUANT_CASE
     case LOOM_TYPE_I32: {
       const auto* s = static_cast<const int32_t*>(src);

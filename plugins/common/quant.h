@@ -34,6 +34,10 @@ void dequantize_block_q3_k(const loom_block_q3_k_t* b, float* out);
 void dequantize_block_q4_k(const loom_block_q4_k_t* b, float* out);
 void dequantize_block_q5_k(const loom_block_q5_k_t* b, float* out);
 void dequantize_block_q6_k(const loom_block_q6_k_t* b, float* out);
+// ABI 1.4 (quant_k.cpp): IQ4_XS, ggml's exact decoding.
+void dequantize_block_iq4_xs(const loom_block_iq4_xs_t* b, float* out);
+// IQ4_XS: the 6-bit scale of sub-block s (0..7), not yet minus 32.
+int iq4_xs_scale(const loom_block_iq4_xs_t* b, int s);
 // IQ4_NL's 16 levels.
 extern const int8_t kIq4nlValues[16];
 // Q4_K / Q5_K: the 6-bit scale and min of sub-block j (0..7) from the

@@ -1,7 +1,7 @@
 // Dequantization of the ABI 1.2 weight types, element for element ggml's
 // (the order of float operations too, so results match its dequantized
 // files bit for bit): the 32-element Q4_1, Q5_0, Q5_1, IQ4_NL and the
-// 256-element K-quants Q2_K..Q6_K.
+// 256-element K-quants Q2_K..Q6_K and IQ4_XS (ABI 1.4).
 #include <cstring>
 
 #include "common/fp16.h"
@@ -48,6 +48,24 @@ void dequantize_block_iq4_nl(const loom_block_iq4_nl_t* b, float* y) {
   for (int j = 0; j < 16; ++j) {
     y[j] = d * static_cast<float>(kIq4nlValues[b->qs[j] & 0x0F]);
     y[j + 16] = d * static_cast<float>(kIq4nlValues[b->qs[j] >> 4]);
+  }
+}
+
+int iq4_xs_scale(const loom_block_iq4_xs_t* b, int s) {
+  return ((b->scales_l[s / 2] >> (4 * (s % 2))) & 0x0F) | (((b->scales_h >> (2 * s)) & 3) << 4);
+}
+
+// ggml's order: dl = d * (ls - 32) first, then dl * level.
+void dequantize_block_iq4_xs(const loom_block_iq4_xs_t* b, float* y) {
+  const float d = f16_to_f32(b->d);
+  for (int s = 0; s < LOOM_QK_K / 32; ++s) {
+    const float dl = d * static_cast<float>(iq4_xs_scale(b, s) - 32);
+    const uint8_t* qs = b->qs + 16 * s;
+    for (int j = 0; j < 16; ++j) {
+      y[j] = dl * static_cast<float>(kIq4nlValues[qs[j] & 0x0F]);
+      y[j + 16] = dl * static_cast<float>(kIq4nlValues[qs[j] >> 4]);
+    }
+    y += 32;
   }
 }
 

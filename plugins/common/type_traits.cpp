@@ -19,6 +19,7 @@ struct TraitsTable {
     entries[LOOM_TYPE_Q5_0] = {"q5_0", LOOM_QK5_0, sizeof(loom_block_q5_0_t), true, false};
     entries[LOOM_TYPE_Q5_1] = {"q5_1", LOOM_QK5_1, sizeof(loom_block_q5_1_t), true, false};
     entries[LOOM_TYPE_IQ4_NL] = {"iq4_nl", LOOM_QK4_NL, sizeof(loom_block_iq4_nl_t), true, false};
+    entries[LOOM_TYPE_IQ4_XS] = {"iq4_xs", LOOM_QK_K, sizeof(loom_block_iq4_xs_t), true, false};
     entries[LOOM_TYPE_Q2_K] = {"q2_k", LOOM_QK_K, sizeof(loom_block_q2_k_t), true, false};
     entries[LOOM_TYPE_Q3_K] = {"q3_k", LOOM_QK_K, sizeof(loom_block_q3_k_t), true, false};
     entries[LOOM_TYPE_Q4_K] = {"q4_k", LOOM_QK_K, sizeof(loom_block_q4_k_t), true, false};
@@ -52,6 +53,8 @@ uint32_t type_abi_minor(int32_t type) {
     case LOOM_TYPE_Q2_K: case LOOM_TYPE_Q3_K: case LOOM_TYPE_Q4_K: case LOOM_TYPE_Q5_K:
     case LOOM_TYPE_Q6_K:
       return 2;
+    case LOOM_TYPE_IQ4_XS:
+      return 4;
     default:
       return 0;
   }

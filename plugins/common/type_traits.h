@@ -23,7 +23,7 @@ bool type_is_valid(int32_t type);
 const TypeTraits& type_traits(int32_t type);
 inline const char* type_name(int32_t type) { return type_is_valid(type) ? type_traits(type).name : "invalid"; }
 // The ABI minor (of this major) that added type id `type` (0 for the 1.0
-// types, 2 for Q4_1, Q5_0, Q5_1, IQ4_NL and the K-quants).
+// types, 2 for Q4_1, Q5_0, Q5_1, IQ4_NL and the K-quants, 4 for IQ4_XS).
 uint32_t type_abi_minor(int32_t type);
 // Whether a plugin built for `plugin_abi_version` (packed) knows `type`
 // (host rule 15 for types).

@@ -100,6 +100,7 @@ TEST(CudaGemv, LaneWordsDecodeEveryElementLikeCommonBitForBit) {
   check_lane_words<LOOM_TYPE_Q4_K>(rng);
   check_lane_words<LOOM_TYPE_Q5_K>(rng);
   check_lane_words<LOOM_TYPE_Q6_K>(rng);
+  check_lane_words<LOOM_TYPE_IQ4_XS>(rng);
 }
 
 TEST(CudaGemv, IntegerDotAndByteHelpers) {
@@ -309,6 +310,7 @@ TEST_F(CudaGemvOnHost, ProductsOfEveryWeightTypeMatchTheSuitesReference) {
   check_product<LOOM_TYPE_Q4_K>(this);
   check_product<LOOM_TYPE_Q5_K>(this);
   check_product<LOOM_TYPE_Q6_K>(this);
+  check_product<LOOM_TYPE_IQ4_XS>(this);
 }
 
 }  // namespace

@@ -58,7 +58,7 @@ TEST(CudaMath, HalfConversionsMatchCommonBitForBit) {
 
 const loom_type_t kQuantTypes[] = {LOOM_TYPE_Q8_0, LOOM_TYPE_Q4_0, LOOM_TYPE_Q4_1, LOOM_TYPE_Q5_0,
                                    LOOM_TYPE_Q5_1, LOOM_TYPE_IQ4_NL, LOOM_TYPE_Q2_K, LOOM_TYPE_Q3_K,
-                                   LOOM_TYPE_Q4_K, LOOM_TYPE_Q5_K, LOOM_TYPE_Q6_K};
+                                   LOOM_TYPE_Q4_K, LOOM_TYPE_Q5_K, LOOM_TYPE_Q6_K, LOOM_TYPE_IQ4_XS};
 
 // Random blocks of any quantized type: weight types from the op tests'
 // generator, Q8_0 / Q4_0 by quantizing random floats.

@@ -218,7 +218,7 @@ TEST_F(CudaOpsOnHost, GetRowsOfEveryWeightType) {
   seed(1307);
   for (loom_type_t t : {LOOM_TYPE_F16, LOOM_TYPE_BF16, LOOM_TYPE_Q8_0, LOOM_TYPE_Q4_0, LOOM_TYPE_Q4_1, LOOM_TYPE_Q5_0,
                         LOOM_TYPE_Q5_1, LOOM_TYPE_IQ4_NL, LOOM_TYPE_Q2_K, LOOM_TYPE_Q3_K, LOOM_TYPE_Q4_K,
-                        LOOM_TYPE_Q5_K, LOOM_TYPE_Q6_K}) {
+                        LOOM_TYPE_Q5_K, LOOM_TYPE_Q6_K, LOOM_TYPE_IQ4_XS}) {
     SCOPED_TRACE(type_str(t));
     const int64_t n0 = block_elems(t) * 2;
     Operand a = input(t, {n0, 5, 1, 1});
@@ -292,7 +292,7 @@ TEST_F(CudaOpsOnHost, MulMatGemvOfEveryType) {
   seed(1310);
   for (loom_type_t t : {LOOM_TYPE_F32, LOOM_TYPE_F16, LOOM_TYPE_BF16, LOOM_TYPE_Q8_0, LOOM_TYPE_Q4_0, LOOM_TYPE_Q4_1,
                         LOOM_TYPE_Q5_0, LOOM_TYPE_Q5_1, LOOM_TYPE_IQ4_NL, LOOM_TYPE_Q2_K, LOOM_TYPE_Q3_K,
-                        LOOM_TYPE_Q4_K, LOOM_TYPE_Q5_K, LOOM_TYPE_Q6_K}) {
+                        LOOM_TYPE_Q4_K, LOOM_TYPE_Q5_K, LOOM_TYPE_Q6_K, LOOM_TYPE_IQ4_XS}) {
     SCOPED_TRACE(type_str(t));
     const int64_t k = block_elems(t) == 256 ? 512 : 96, m = 5, n = 2;
     Operand a = input(t, {k, m, 1, 1});

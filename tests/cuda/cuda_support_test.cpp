@@ -213,14 +213,14 @@ TEST(CudaSupport, TableMatchesTheLaunchersForEveryOpTypeAndLayout) {
 TEST(CudaSupport, EveryWeightTypeRunsOnTheGemvAndQuantizedWritesOnlyQ8_0Q4_0) {
   const int32_t weights[] = {LOOM_TYPE_F32,  LOOM_TYPE_F16,  LOOM_TYPE_BF16, LOOM_TYPE_Q8_0, LOOM_TYPE_Q4_0,
                              LOOM_TYPE_Q4_1, LOOM_TYPE_Q5_0, LOOM_TYPE_Q5_1, LOOM_TYPE_IQ4_NL, LOOM_TYPE_Q2_K,
-                             LOOM_TYPE_Q3_K, LOOM_TYPE_Q4_K, LOOM_TYPE_Q5_K, LOOM_TYPE_Q6_K};
+                             LOOM_TYPE_Q3_K, LOOM_TYPE_Q4_K, LOOM_TYPE_Q5_K, LOOM_TYPE_Q6_K, LOOM_TYPE_IQ4_XS};
   for (int32_t t : weights) {
     Node node;
     const int32_t ty[] = {LOOM_TYPE_F32, t, LOOM_TYPE_F32};
     build(&node, LOOM_OP_MUL_MAT, ty, Layout::kDense);
     EXPECT_EQ(unsupported_reason(&node.dst), nullptr) << common::type_name(t);
   }
-  for (int32_t t : {LOOM_TYPE_Q4_1, LOOM_TYPE_Q4_K, LOOM_TYPE_IQ4_NL}) {
+  for (int32_t t : {LOOM_TYPE_Q4_1, LOOM_TYPE_Q4_K, LOOM_TYPE_IQ4_NL, LOOM_TYPE_IQ4_XS}) {
     Node node;
     const int32_t ty[] = {t, LOOM_TYPE_F32, t};
     build(&node, LOOM_OP_CPY, ty, Layout::kDense);

@@ -51,7 +51,7 @@ TEST(Types, Facts) {
   // The message lists every type loom knows, from the one type table.
   const std::string m = type_from_name("q8_k").status().message();
   for (const char* t : {"f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "q2_k", "q3_k", "q4_k", "q5_k",
-                        "q6_k", "iq4_nl", "i32", "i64"}) {
+                        "q6_k", "iq4_nl", "iq4_xs", "i32", "i64"}) {
     EXPECT_NE(m.find(t), std::string::npos) << t << " missing from: " << m;
   }
   EXPECT_STREQ(op_name(LOOM_OP_MUL_MAT), "MUL_MAT");

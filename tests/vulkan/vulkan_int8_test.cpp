@@ -143,7 +143,7 @@ TEST_P(Int8Gemv, DetailsNameThePath) {
 TEST_P(Int8Gemv, EveryWeightTypeFollowsItsReference) {
   const loom_type_t types[] = {LOOM_TYPE_Q8_0, LOOM_TYPE_Q4_0, LOOM_TYPE_Q4_1, LOOM_TYPE_Q5_0,
                                LOOM_TYPE_Q5_1, LOOM_TYPE_IQ4_NL, LOOM_TYPE_Q2_K, LOOM_TYPE_Q3_K,
-                               LOOM_TYPE_Q4_K, LOOM_TYPE_Q5_K, LOOM_TYPE_Q6_K};
+                               LOOM_TYPE_Q4_K, LOOM_TYPE_Q5_K, LOOM_TYPE_Q6_K, LOOM_TYPE_IQ4_XS};
   uint32_t seed = 11;
   for (loom_type_t t : types) {
     for (int64_t n : {1, 3}) {

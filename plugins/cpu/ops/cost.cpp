@@ -3,7 +3,7 @@
 //  - int8 path (Q8_0 / Q4_0 weights, LOOM_CPU_INT8_DOT builds): ~50k
 //    multiply-adds/us with many columns; with at most 4 columns (decode)
 //    bound by reading the weights, ~15 GB/s per thread from memory;
-//  - the ABI 1.2 weight types (K-quants, Q4_1, Q5_0, Q5_1, IQ4_NL) on
+//  - the ABI 1.2 weight types (K-quants, Q4_1, Q5_0, Q5_1, IQ4_NL) and IQ4_XS on
 //    their integer dots (LOOM_CPU_INT8_DOT builds): ~35k multiply-adds/us
 //    (Q4_K / Q5_K / Q6_K 55k, Q3_K / IQ4_NL ~35k), decode bound by reading their
 //    real bytes (row_size: 4.5 bits per weight for Q4_K, 6.56 for Q6_K);

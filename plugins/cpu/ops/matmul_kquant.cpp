@@ -23,7 +23,7 @@ bool kquant_type(int32_t type) {
 
 bool kquant_superblock(int32_t type) {
   return type == LOOM_TYPE_Q2_K || type == LOOM_TYPE_Q3_K || type == LOOM_TYPE_Q4_K || type == LOOM_TYPE_Q5_K ||
-         type == LOOM_TYPE_Q6_K;
+         type == LOOM_TYPE_Q6_K || type == LOOM_TYPE_IQ4_XS;
 }
 
 }  // namespace loom::cpu

@@ -1,5 +1,5 @@
-// MUL_MAT of the ABI 1.2 weight types on integer dots (LOOM_CPU_INT8_DOT
-// builds): the K-quants Q2_K..Q6_K against B quantized to ActBlockK (256
+// MUL_MAT of the ABI 1.2 / 1.4 weight types on integer dots (LOOM_CPU_INT8_DOT
+// builds): the K-quants Q2_K..Q6_K and IQ4_XS against B quantized to ActBlockK (256
 // activations, one f32 scale, sums per 16), and Q4_1 / Q5_0 / Q5_1 /
 // IQ4_NL against the int8 path's 32-element ActBlock. A's blocks are read in
 // place (GGUF's bytes, no widened or repacked copy); each pair of 32
@@ -27,7 +27,8 @@ struct ActBlockK {
 };
 
 // Whether `type` is one of the types this path runs (Q4_1, Q5_0, Q5_1,
-// IQ4_NL, Q2_K..Q6_K), and whether it is a 256-element K-quant.
+// IQ4_NL, Q2_K..Q6_K, IQ4_XS), and whether it is a 256-element one (the
+// K-quants and IQ4_XS: B as ActBlockK).
 bool kquant_type(int32_t type);
 bool kquant_superblock(int32_t type);
 

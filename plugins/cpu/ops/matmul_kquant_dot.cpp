@@ -1,4 +1,5 @@
-// Dots of K-quant rows (Q2_K..Q6_K, GGUF's bytes read in place) with B's
+// Dots of K-quant rows (Q2_K..Q6_K, and IQ4_XS, whose 6-bit sub-block scales
+// and signed levels fit the same loop; GGUF's bytes read in place) with B's
 // ActBlockK columns. Per super-block of 256: each chunk of 32 quants is
 // unpacked to unsigned bytes u in registers, multiplied with the activation
 // bytes (maddubs: u x q -> pairs in int16, exact since u <= 63 and
@@ -18,6 +19,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "common/quant.h"
 #include "ops/avx.h"
 
 // zmm kernels: AVX-512BW for the byte ops, VNNI for dpwssd (the avx512 variant).
@@ -252,6 +254,86 @@ struct Q2K {
   __m256i mins(const int16_t* bsums) const { return _mm256_madd_epi16(mn, load256(bsums)); }
 };
 
+// IQ4_XS: 8 sub-blocks of 32, 6-bit scales; x = d (ls - 32) v, v a signed
+// level of IQ4_NL's table (common::kIq4nlValues). No min and no offset: the
+// quants are signed, so a group yields |v| as u and v itself as the sign
+// that B's bytes take (psignb), as the int8 path dots Q8_0 (|v| <= 127, so
+// maddubs' int16 pairs stay exact). Group h holds chunks 4h .. 4h + 3; chunk
+// t is the 16 bytes qs[16 t ..], low nibbles its elements 0..15, high ones
+// 16..31.
+struct IQ4XS {
+  using Block = loom_block_iq4_xs_t;
+  static constexpr int kGroups = 2, kPer = 4;
+  static constexpr bool kSigned = true;
+  const Block& b;
+  float d, dmin = 0.0f;
+  __m256i sc;  // [ls0 - 32 .. ls7 - 32 | the same], int16
+  explicit IQ4XS(const Block& blk) : b(blk), d(_cvtsh_ss(blk.d)) {
+    // ls(s): bits 4s.. of the 32-bit word scales_l, bits 2s.. of scales_h.
+    uint32_t lo;
+    std::memcpy(&lo, blk.scales_l, 4);
+    const __m256i l = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(static_cast<int>(lo)),
+                                                         _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28)),
+                                       _mm256_set1_epi32(0x0F));
+    const __m256i h = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(blk.scales_h),
+                                                         _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14)),
+                                       _mm256_set1_epi32(3));
+    const __m256i ls = _mm256_sub_epi32(_mm256_or_si256(l, _mm256_slli_epi32(h, 4)), _mm256_set1_epi32(32));
+    const __m128i s16 = _mm_packs_epi32(_mm256_castsi256_si128(ls), _mm256_extracti128_si256(ls, 1));
+    sc = _mm256_broadcastsi128_si256(s16);
+  }
+  static __m256i table() {
+    return _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(common::kIq4nlValues)));
+  }
+  // 16 bytes of nibbles -> the 32 levels of one chunk, in element order.
+  static __m256i levels(const uint8_t* qs, __m256i tab) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
+    const __m128i m4 = _mm_set1_epi8(0x0F);
+    return _mm256_shuffle_epi8(tab, _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(v, 4), m4), _mm_and_si128(v, m4)));
+  }
+  void group(int h, __m256i* u, __m256i* sign) const {
+    const __m256i tab = table();
+    for (int j = 0; j < kPer; ++j) {
+      sign[j] = levels(b.qs + 64 * h + 16 * j, tab);
+      u[j] = _mm256_abs_epi8(sign[j]);
+    }
+  }
+  __m256i scale(int t) const { return bcast16(sc, t); }
+  __m256i mins(const int16_t*) const { return _mm256_setzero_si256(); }
+#ifdef LOOM_KQ_ZMM
+  static constexpr int kPer512 = 2;
+  // Elements 128h + 64j .. + 63 (chunks 4h + 2j, 4h + 2j + 1): |v| and the
+  // lanes where v < 0 (nibbles 0..7 are the table's negative levels).
+  void group512(int h, __m512i* u, __mmask64* neg) const {
+    const __m512i abs_tab = _mm512_abs_epi8(
+        _mm512_maskz_broadcast_i32x4(0xFFFF, _mm_loadu_si128(reinterpret_cast<const __m128i*>(common::kIq4nlValues))));
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    for (int j = 0; j < kPer512; ++j) {
+      const __m256i q = load256(b.qs + 64 * h + 32 * j);
+      const __m256i lo = _mm256_and_si256(q, _mm256_set1_epi8(0x0F));
+      const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), _mm256_set1_epi8(0x0F));
+      // [lo 0..15 | lo 16..31 | hi 0..15 | hi 16..31] -> [lo, hi] of each chunk.
+      const __m512i both = join256(lo, hi);
+      const __m512i nib = _mm512_maskz_shuffle_i64x2(0xFF, both, both, _MM_SHUFFLE(3, 1, 2, 0));
+      neg[j] = _mm512_testn_epi8_mask(nib, _mm512_set1_epi8(8));
+      u[j] = _mm512_shuffle_epi8(abs_tab, _mm512_and_si512(nib, m4));
+    }
+  }
+  // Scales of elements 64p .. 64p + 63: s(2p) in the low 16 lanes, s(2p + 1) in the high.
+  __m512i scale512(int p) const {
+    const __m512i idx = join256(_mm256_set1_epi16(static_cast<short>(2 * p)), _mm256_set1_epi16(static_cast<short>(2 * p + 1)));
+    return _mm512_permutexvar_epi16(idx, dup256(sc));
+  }
+#endif
+};
+
+// Whether T's quants are signed (IQ4_XS): its groups also give the signs
+// B's bytes take, and it has no min / offset term.
+template <typename T, typename = void>
+struct IsSigned : std::false_type {};
+template <typename T>
+struct IsSigned<T, decltype(void(T::kSigned))> : std::bool_constant<T::kSigned> {};
+
 // out[c] = row . column c for NC columns, nsb super-blocks. kChains
 // independent integer accumulators per column (chunk t adds into chain
 // t % kChains): one chain of dpwssd would wait its latency per chunk.
@@ -266,14 +348,20 @@ void dot(const typename T::Block* row, const ActBlockK* const* y, int64_t nsb, f
     for (int c = 0; c < NC; ++c)
       for (int k = 0; k < kChains; ++k) isum[c][k] = _mm256_setzero_si256();
     for (int g = 0; g < T::kGroups; ++g) {
-      __m256i u[T::kPer];
-      t.group(g, u);
+      __m256i u[T::kPer], sign[T::kPer];
+      if constexpr (IsSigned<T>::value) {
+        t.group(g, u, sign);
+      } else {
+        t.group(g, u);
+      }
       for (int j = 0; j < T::kPer; ++j) {
         const int ch = g * T::kPer + j;
         const __m256i s = t.scale(ch);
         for (int c = 0; c < NC; ++c) {
           __m256i& sum = isum[c][ch % kChains];
-          sum = dot_scaled(sum, u[j], load256(y[c][i].qs + 32 * ch), s);
+          __m256i q = load256(y[c][i].qs + 32 * ch);
+          if constexpr (IsSigned<T>::value) q = _mm256_sign_epi8(q, sign[j]);
+          sum = dot_scaled(sum, u[j], q, s);
         }
       }
     }
@@ -282,7 +370,9 @@ void dot(const typename T::Block* row, const ActBlockK* const* y, int64_t nsb, f
       __m256i total = isum[c][0];
       for (int k = 1; k < kChains; ++k) total = _mm256_add_epi32(total, isum[c][k]);
       acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(total), _mm256_set1_ps(t.d * yb.d), acc[c]);
-      accm[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(t.mins(yb.bsums)), _mm256_set1_ps(t.dmin * yb.d), accm[c]);
+      if constexpr (!IsSigned<T>::value) {
+        accm[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(t.mins(yb.bsums)), _mm256_set1_ps(t.dmin * yb.d), accm[c]);
+      }
     }
   }
   for (int c = 0; c < NC; ++c) out[c] = hsum_ps(_mm256_sub_ps(acc[c], accm[c]));
@@ -317,13 +407,20 @@ void dot512(const typename T::Block* const* rows, const ActBlockK* const* y, int
         for (int k = 0; k < kChains; ++k) isum[c][k] = _mm512_setzero_si512();
       for (int g = 0; g < T::kGroups; ++g) {
         __m512i u[T::kPer512];
-        t.group512(g, u);
+        __mmask64 neg[T::kPer512];
+        if constexpr (IsSigned<T>::value) {
+          t.group512(g, u, neg);
+        } else {
+          t.group512(g, u);
+        }
         for (int j = 0; j < T::kPer512; ++j) {
           const int p = g * T::kPer512 + j;
           const __m512i s = t.scale512(p);
           for (int c = 0; c < NC; ++c) {
             __m512i& sum = isum[c][p % kChains];
-            sum = _mm512_dpwssd_epi32(sum, _mm512_maddubs_epi16(u[j], _mm512_loadu_si512(y[c][i].qs + 64 * p)), s);
+            __m512i q = _mm512_loadu_si512(y[c][i].qs + 64 * p);
+            if constexpr (IsSigned<T>::value) q = _mm512_mask_sub_epi8(q, neg[j], _mm512_setzero_si512(), q);
+            sum = _mm512_dpwssd_epi32(sum, _mm512_maddubs_epi16(u[j], q), s);
           }
         }
       }
@@ -332,7 +429,9 @@ void dot512(const typename T::Block* const* rows, const ActBlockK* const* y, int
         __m512i total = isum[c][0];
         for (int k = 1; k < kChains; ++k) total = _mm512_add_epi32(total, isum[c][k]);
         acc[r][c] = _mm512_fmadd_ps(to_ps(total), _mm512_set1_ps(t.d * yb.d), acc[r][c]);
-        accm[r][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(t.mins(yb.bsums)), _mm256_set1_ps(t.dmin * yb.d), accm[r][c]);
+        if constexpr (!IsSigned<T>::value) {
+          accm[r][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(t.mins(yb.bsums)), _mm256_set1_ps(t.dmin * yb.d), accm[r][c]);
+        }
       }
     }
   }
@@ -387,6 +486,7 @@ void mul_mat_kquant_k(const loom_tensor_t* dst, const ActBlockK* act, int ith, i
     case LOOM_TYPE_Q3_K: mul_mat_type<Q3K>(dst, act, ith, nth); break;
     case LOOM_TYPE_Q4_K: mul_mat_type<Q4K>(dst, act, ith, nth); break;
     case LOOM_TYPE_Q5_K: mul_mat_type<Q5K>(dst, act, ith, nth); break;
+    case LOOM_TYPE_IQ4_XS: mul_mat_type<IQ4XS>(dst, act, ith, nth); break;
     default: mul_mat_type<Q6K>(dst, act, ith, nth); break;
   }
 }

@@ -15,8 +15,9 @@
 
 namespace loom::cuda {
 
-// Elements per activation block for A of `type`: 256 for the K-quants.
-LOOM_HD int act_block_elems(int type) { return (type >= 10 && type <= 14) ? 256 : 32; }
+// Elements per activation block for A of `type`: 256 for the K-quants and
+// IQ4_XS (23), one per super-block.
+LOOM_HD int act_block_elems(int type) { return (type >= 10 && type <= 14) || type == 23 ? 256 : 32; }
 
 // d of a block from its largest magnitude (NaN when `nan`).
 LOOM_HD float act_scale(float amax, bool nan) { return nan ? NAN : amax / 127.0f; }

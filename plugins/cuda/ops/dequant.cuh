@@ -1,6 +1,6 @@
 // Element i of a block (or a row) of every type the op set reads: the plain
 // float types and every quantized weight type of plugin.h (Q8_0, Q4_0,
-// Q4_1, Q5_0, Q5_1, IQ4_NL, Q2_K..Q6_K), each the same float operations in
+// Q4_1, Q5_0, Q5_1, IQ4_NL, Q2_K..Q6_K, IQ4_XS), each the same float operations in
 // the same order as plugins/common/quant*.cpp, so the kernels give the CPU
 // plugin's values bit for bit (tests/cuda checks every element of random
 // blocks). Block offsets are written out from plugin.h's structs.
@@ -32,6 +32,7 @@ LOOM_HD BlockShape block_shape(int type) {
     case 13: return {256, 176}; // Q5_K
     case 14: return {256, 210}; // Q6_K
     case 20: return {32, 18};   // IQ4_NL
+    case 23: return {256, 136}; // IQ4_XS
     case 26: return {1, 4};     // I32
     case 27: return {1, 8};     // I64
     case 30: return {1, 2};     // BF16
@@ -72,6 +73,18 @@ LOOM_HD float iq4nl_level(int q) {
   }
 }
 LOOM_HD float dq_iq4_nl(const uint8_t* b, int i) { return f16_to_f32(load_u16(b)) * iq4nl_level(nibble32(b + 2, i)); }
+
+// IQ4_XS (d, scales_h, scales_l[4], qs[128]): sub-block s's 6-bit scale
+// (4 bits of scales_l, 2 of scales_h), then IQ4_NL's layout per sub-block;
+// dl = d * (ls - 32) first, as plugins/common does.
+LOOM_HD int iq4_xs_ls(const uint8_t* b, int s) {
+  return ((b[4 + s / 2] >> (4 * (s % 2))) & 0x0F) | (((load_u16(b + 2) >> (2 * s)) & 3) << 4);
+}
+LOOM_HD float dq_iq4_xs(const uint8_t* b, int e) {
+  const int s = e / 32;
+  const float dl = f16_to_f32(load_u16(b)) * static_cast<float>(iq4_xs_ls(b, s) - 32);
+  return dl * iq4nl_level(nibble32(b + 8 + 16 * s, e % 32));
+}
 
 // Q2_K / Q3_K: element e of 256 sits in half n (128 each), 32-lane group j
 // (2-bit shift 2j), part (0: q[l], 1: q[l + 16]) and lane l; sub-block
@@ -174,6 +187,7 @@ LOOM_HD float dq_block(int type, const uint8_t* b, int i) {
     case 12: return dq_q4_k(b, i);
     case 13: return dq_q5_k(b, i);
     case 14: return dq_q6_k(b, i);
+    case 23: return dq_iq4_xs(b, i);
     default: return 0.0f;
   }
 }

@@ -1,4 +1,4 @@
-// The GEMVs of the K-quants (Q2_K .. Q6_K, 256-element super-blocks, B in
+// The GEMVs of the K-quants (Q2_K .. Q6_K) and IQ4_XS (256-element super-blocks, B in
 // 8-bit blocks of 256) on gemv_kernel.cuh: a warp covers one super-block
 // per step (8 units of 32, 4 lanes each).
 #include "gemv_kernel.cuh"
@@ -15,5 +15,6 @@ LOOM_KQUANT_GEMV(LOOM_TYPE_Q3_K)
 LOOM_KQUANT_GEMV(LOOM_TYPE_Q4_K)
 LOOM_KQUANT_GEMV(LOOM_TYPE_Q5_K)
 LOOM_KQUANT_GEMV(LOOM_TYPE_Q6_K)
+LOOM_KQUANT_GEMV(LOOM_TYPE_IQ4_XS)
 
 }  // namespace loom::cuda

@@ -135,6 +135,21 @@ struct Lane<LOOM_TYPE_IQ4_NL> {
   }
 };
 
+// IQ4_XS: unit u is sub-block u (its 16 bytes at qs + 16u laid out as an
+// IQ4_NL block), scale d * (ls - 32); part p takes the bytes 4p .. 4p + 3:
+// elements 4p.. (low nibbles) and 16 + 4p.. (high).
+template <>
+struct Lane<LOOM_TYPE_IQ4_XS> {
+  static constexpr int kElems = 256, kBytes = 136;
+  static constexpr bool kMin = false;
+  static LOOM_HD LaneWords get(const uint8_t* b, int u, int p) {
+    const uint32_t v = ld_a4(b + 8 + 16 * u + 4 * p);
+    const float d = ld_f16(b) * static_cast<float>(iq4_xs_ls(b, u) - 32);
+    using NL = Lane<LOOM_TYPE_IQ4_NL>;
+    return {{NL::levels(v), NL::levels(v >> 4)}, {32 * u + 4 * p, 32 * u + 16 + 4 * p}, {d, d}, {0.0f, 0.0f}};
+  }
+};
+
 // K-quants: unit u is elements 32u .. 32u + 31, part p its 8p .. 8p + 7;
 // both words lie in one 16-element scale group.
 LOOM_HD LaneWords k_words(uint32_t w0, uint32_t w1, int u, int p, float d, float m) {

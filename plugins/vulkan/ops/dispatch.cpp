@@ -97,7 +97,7 @@ const char* attention_kernel(const OpCaps& caps, const loom_tensor_t* n) {
 
 // Types the shaders decode: the plain ones, and every block type of
 // shaders/quant.glsl (Q8_0, Q4_0 and the ABI 1.2 weight types Q4_1, Q5_0,
-// Q5_1, IQ4_NL, Q2_K..Q6_K) as MUL_MAT's A, GET_ROWS' source, CPY / CONT
+// Q5_1, IQ4_NL, Q2_K..Q6_K; IQ4_XS of ABI 1.4) as MUL_MAT's A, GET_ROWS' source, CPY / CONT
 // sources (the op set lets nothing else read them).
 bool shader_type(int32_t t) {
   switch (t) {
@@ -105,6 +105,7 @@ bool shader_type(int32_t t) {
     case LOOM_TYPE_Q4_0: case LOOM_TYPE_I32: case LOOM_TYPE_I64:
     case LOOM_TYPE_Q4_1: case LOOM_TYPE_Q5_0: case LOOM_TYPE_Q5_1: case LOOM_TYPE_IQ4_NL:
     case LOOM_TYPE_Q2_K: case LOOM_TYPE_Q3_K: case LOOM_TYPE_Q4_K: case LOOM_TYPE_Q5_K: case LOOM_TYPE_Q6_K:
+    case LOOM_TYPE_IQ4_XS:
       return true;
     default:
       return false;

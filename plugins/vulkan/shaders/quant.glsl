@@ -1,7 +1,7 @@
 // Dequantization of every quantized weight type the shaders read, from
 // source A (binding 1) in place: Q8_0, Q4_0 and the ABI 1.2 types Q4_1,
-// Q5_0, Q5_1, IQ4_NL (32-element blocks) and Q2_K..Q6_K (256-element
-// super-blocks). Block layouts: include/loom/plugin.h; every element is
+// Q5_0, Q5_1, IQ4_NL (32-element blocks), Q2_K..Q6_K (256-element
+// super-blocks) and IQ4_XS (ABI 1.4, 256-element super-blocks). Block layouts: include/loom/plugin.h; every element is
 // computed with the float operations of plugins/common/quant_k.cpp, in its
 // order, and `precise` (no contraction into fma), so GET_ROWS and CPY give
 // ggml's values bit for bit. Included after common.glsl by the shaders that
@@ -25,15 +25,16 @@ const uint TYPE_Q4_K = 12u;
 const uint TYPE_Q5_K = 13u;
 const uint TYPE_Q6_K = 14u;
 const uint TYPE_IQ4_NL = 20u;
+const uint TYPE_IQ4_XS = 23u;
 
 bool is_kquant(uint t) { return t >= TYPE_Q2_K && t <= TYPE_Q6_K; }
 // Any block type (read-only ones included; common.glsl's is_quant names the
 // writable ones).
 bool is_block_type(uint t) {
   return t == TYPE_Q8_0 || t == TYPE_Q4_0 || t == TYPE_Q4_1 || t == TYPE_Q5_0 || t == TYPE_Q5_1 ||
-         t == TYPE_IQ4_NL || is_kquant(t);
+         t == TYPE_IQ4_NL || is_kquant(t) || t == TYPE_IQ4_XS;
 }
-uint block_elems(uint t) { return is_kquant(t) ? 256u : is_block_type(t) ? 32u : 1u; }
+uint block_elems(uint t) { return is_kquant(t) || t == TYPE_IQ4_XS ? 256u : is_block_type(t) ? 32u : 1u; }
 uint block_bytes(uint t) {
   switch (t) {
     case TYPE_Q8_0: return 34u;
@@ -47,6 +48,7 @@ uint block_bytes(uint t) {
     case TYPE_Q4_K: return 144u;
     case TYPE_Q5_K: return 176u;
     case TYPE_Q6_K: return 210u;
+    case TYPE_IQ4_XS: return 136u;
     default: return 0u;
   }
 }
@@ -77,6 +79,14 @@ float q3_scale(uint s, uint k) {
   uint low = k < 8u ? (ld_a_u8(s + k) & 0x0Fu) : (ld_a_u8(s + k - 8u) >> 4);
   uint high = (ld_a_u8(s + 8u + (k & 3u)) >> (2u * (k >> 2))) & 3u;
   return float(int(low | (high << 4)) - 32);
+}
+// IQ4_XS (d scales_h scales_l[4] qs[128]): sub-block s's scale as
+// quant_k.cpp computes it, d * (ls - 32), ls = 4 bits of scales_l and 2 of
+// scales_h.
+float iq4xs_scale(uint b, uint s) {
+  uint ls = ((ld_a_u8(b + 4u + (s >> 1)) >> (4u * (s & 1u))) & 0x0Fu) | (((ld_a_u16(b + 2u) >> (2u * s)) & 3u) << 4);
+  precise float dl = ld_a_f16(b) * float(int(ls) - 32);
+  return dl;
 }
 // Nibble of element i (0..31) of a 32-element block's quants at byte q.
 uint nib32(uint q, uint i) {
@@ -132,6 +142,8 @@ float dq_elem(uint t, uint b, uint i) {
     float sc = float(int(ld_a_u8(b + 192u + 8u * h + 2u * s + (l >> 4)) << 24) >> 24);
     precise float ds = ld_a_f16(b + 208u) * sc;
     y = ds * float(int(lo | (hi << 4)) - 32);
+  } else if (t == TYPE_IQ4_XS) {  // sub-block i / 32: bytes qs[16 (i / 32) ..], as IQ4_NL's block
+    y = iq4xs_scale(b, i >> 5) * IQ4_NL_VALUES[nib32(b + 8u + 16u * (i >> 5), i & 31u)];
   } else {
     y = 0.0;
   }
@@ -149,7 +161,7 @@ float ld_a_row_elem(uint t, uint row, uint i0, uint nb0) {
 }
 
 // The 32 elements 32c..32c+31 of the block of type t at byte b, into x
-// (c = 0 for the 32-element types, 0..7 for the K-quants). Same values as
+// (c = 0 for the 32-element types, 0..7 for the K-quants and IQ4_XS). Same values as
 // dq_elem, element for element.
 void dq_chunk(uint t, uint b, uint c, out float x[32]) {
   if (t == TYPE_Q8_0) {
@@ -275,6 +287,18 @@ void dq_chunk(uint t, uint b, uint c, out float x[32]) {
           precise float y = ds * float(int(v) - 32);
           x[16u * half_ + 4u * w + k] = y;
         }
+      }
+    }
+  } else if (t == TYPE_IQ4_XS) {
+    // Chunk c = sub-block c: the 16 bytes qs[16 c ..], laid out as IQ4_NL's.
+    float dl = iq4xs_scale(b, c);
+    [[unroll]] for (uint w = 0u; w < 4u; ++w) {
+      uint q = ld_a_word(b + 8u + 16u * c + 4u * w);
+      [[unroll]] for (uint k = 0u; k < 8u; ++k) {
+        uint v = (q >> (k < 4u ? 8u * k : 8u * (k - 4u) + 4u)) & 0x0Fu;
+        uint e = k < 4u ? 4u * w + k : 12u + 4u * w + k;
+        precise float y = dl * IQ4_NL_VALUES[v];
+        x[e] = y;
       }
     }
   } else {

@@ -4,7 +4,8 @@
 // the same packing as B's 8-bit blocks) and, per half of 16 elements, a
 // scale S and an offset M with element = S * q + M. Every type fits that
 // form (the K-quants' sub-block scales and mins, the 4/5/6-bit types'
-// zero points as M = -8 S, -16 S, -32 S), so one dot product serves all:
+// zero points as M = -8 S, -16 S, -32 S; IQ4_NL / IQ4_XS's table values as
+// signed bytes, M = 0), so one dot product serves all:
 //   sum(a * b') = d_b * (S.x * sum_lo(q * qb) + S.y * sum_hi(q * qb)
 //                        + M.x * sum_lo(qb) + M.y * sum_hi(qb)).
 // The values are those of quant.glsl's dq_chunk (same layouts, same
@@ -19,6 +20,13 @@ uint spread_bit4(uint qh, uint e) {
 }
 
 int iq4nl_value(uint v) { return int(IQ4_NL_VALUES[v]); }
+// A word of 4 nibble indices (one per byte) -> their table values as 4
+// signed bytes.
+uint iq4nl_bytes(uint x) {
+  uint y = 0u;
+  [[unroll]] for (uint k = 0u; k < 4u; ++k) y |= (uint(iq4nl_value((x >> (8u * k)) & 0xFu)) & 0xFFu) << (8u * k);
+  return y;
+}
 
 void iq_chunk(uint t, uint b, uint c, out uint q[8], out vec2 S, out vec2 M) {
   if (t == TYPE_Q8_0) {
@@ -36,11 +44,7 @@ void iq_chunk(uint t, uint b, uint c, out uint q[8], out vec2 S, out vec2 M) {
     }
     if (t == TYPE_IQ4_NL) {
       // The table's values are signed bytes themselves.
-      [[unroll]] for (uint w = 0u; w < 8u; ++w) {
-        uint x = q[w], y = 0u;
-        [[unroll]] for (uint k = 0u; k < 4u; ++k) y |= (uint(iq4nl_value((x >> (8u * k)) & 0xFu)) & 0xFFu) << (8u * k);
-        q[w] = y;
-      }
+      [[unroll]] for (uint w = 0u; w < 8u; ++w) q[w] = iq4nl_bytes(q[w]);
     }
     S = vec2(d);
     M = vec2(t == TYPE_Q4_1 ? ld_a_f16(b + 2u) : t == TYPE_Q4_0 ? -8.0 * d : 0.0);
@@ -99,6 +103,15 @@ void iq_chunk(uint t, uint b, uint c, out uint q[8], out vec2 S, out vec2 M) {
     }
     S = vec2(d * float(int(byte_of(scs, 0u) << 24) >> 24), d * float(int(byte_of(scs, 1u) << 24) >> 24));
     M = -32.0 * S;
+  } else if (t == TYPE_IQ4_XS) {
+    // Sub-block c: IQ4_NL's 16 bytes of nibbles, scale d * (ls - 32).
+    [[unroll]] for (uint w = 0u; w < 4u; ++w) {
+      uint x = ld_a_word(b + 8u + 16u * c + 4u * w);
+      q[w] = iq4nl_bytes(x & 0x0F0F0F0Fu);
+      q[w + 4u] = iq4nl_bytes((x >> 4) & 0x0F0F0F0Fu);
+    }
+    S = vec2(iq4xs_scale(b, c));
+    M = vec2(0.0);
   } else {
     [[unroll]] for (uint w = 0u; w < 8u; ++w) q[w] = 0u;
     S = vec2(0.0);

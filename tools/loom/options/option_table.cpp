@@ -22,7 +22,7 @@ const std::vector<OptionSpec>& option_table() {
       // The model and the text.
       {"--model", "-m", "FILE", K::kText, kRun | kBench | kProfile,
        "GGUF model (architectures {archs}; weights f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl, "
-       "q2_k..q6_k). Default: $LOOM_MODEL, else $LOOM_MODELS_DIR/stories260K.gguf, else "
+       "q2_k..q6_k, iq4_xs). Default: $LOOM_MODEL, else $LOOM_MODELS_DIR/stories260K.gguf, else "
        "../shared/models/stories260K.gguf"},
       {"--model", "-m", "FILE", K::kText, kChat, "GGUF model with a tokenizer (default as for run)"},
       {"--model", "-m", "FILE", K::kText, kPlan,
