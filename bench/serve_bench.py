@@ -171,15 +171,20 @@ def run_arrivals(server, streams, max_tokens, prompt_tokens, arrival_tokens):
     results, lock = [], threading.Lock()
     arrivals = [0]
 
+    # Prompts sized before the clock starts (sizing them asks the server).
+    mine = [prompt_of(server, prompt_tokens, 100 + i) for i in range(streams)]
+    arriving = [prompt_of(server, arrival_tokens, 200 + k) for k in range(16)]
+
     def runner(i):
-        r = server.stream(prompt_of(server, prompt_tokens, 100 + i), max_tokens)
+        r = server.stream(mine[i], max_tokens)
         with lock:
             results.append(r)
 
     def arriver():
         k = 0
         while not stop.is_set():
-            server.stream(prompt_of(server, arrival_tokens, 200 + k), 1)
+            # A new prompt each time (a different first word: no prefix reuse).
+            server.stream(WORDS[k % len(WORDS)] + " " + arriving[k % len(arriving)], 1)
             k += 1
             arrivals[0] = k
 

@@ -421,8 +421,11 @@ class LlamaEngine : public Engine {
     if (opts_.prefill_chunk > 0) return opts_.prefill_chunk;
     if (decode_step_s_ <= 0 || prompt_token_s_ <= 0) return kFirstChunk;
     const double room = (opts_.mixed_step_ratio - 1.0) * decode_step_s_;
-    const auto n = static_cast<int64_t>(room / prompt_token_s_);
-    return std::clamp<int64_t>(n, 1, opts_.n_batch);
+    const auto n = std::clamp<int64_t>(static_cast<int64_t>(room / prompt_token_s_), 1, opts_.n_batch);
+    // A power of two: steps come in few shapes, whose graphs the session keeps.
+    int64_t p = 1;
+    while (p * 2 <= n) p *= 2;
+    return p;
   }
 
   // Running means of a decode-only step's time and of what each prompt

@@ -254,6 +254,7 @@ Status LlamaSession::count_ffn_activity(const LlamaBatchGraph& g) {
 
 void LlamaSession::drop_step() {
   cached_.reset();
+  seq_steps_.clear();
   model_->context().rollback(mark_);
 }
 
@@ -328,8 +329,7 @@ Status LlamaSession::run_step(const TokenId* tokens, int64_t n, bool all_logits,
   // Decode steps of one padded KV length have the same graph: reuse it and
   // only write the new inputs (the scheduler then reuses its plan too).
   const int64_t n_kv = padded_n_kv(n_past_, n, kv_pad_, n_ctx());
-  if (!cached_ || cached_->batch.seq_batch || cached_->batch.n_tokens != n || cached_->batch.n_kv != n_kv ||
-      cached_all_logits_ != all_logits) {
+  if (!cached_ || cached_->batch.n_tokens != n || cached_->batch.n_kv != n_kv || cached_all_logits_ != all_logits) {
     drop_step();
     LOOM_ASSIGN_OR_RETURN(Step built, build_step(n, all_logits));
     cached_ = std::make_unique<Step>(std::move(built));
@@ -401,14 +401,24 @@ Status LlamaSession::eval_seqs(const std::vector<SeqToken>& batch, std::vector<f
 
 Status LlamaSession::run_seq_step(const std::vector<SeqToken>& batch, int64_t n_out, float* out) {
   const auto n = static_cast<int64_t>(batch.size());
-  if (!cached_ || !cached_->batch.seq_batch || cached_->batch.n_tokens != n || cached_->batch.n_out != n_out) {
-    drop_step();  // (eval_seqs drops a half-built one on error too)
+  // Steps of a server mix a few shapes (decodes alone, decodes beside a
+  // prompt chunk): the last kSeqSteps graphs are kept, each reused while its
+  // (tokens, logits rows) come again; the scheduler keeps their plans.
+  Step* step = nullptr;
+  for (const auto& s : seq_steps_) {
+    if (s->batch.n_tokens == n && s->batch.n_out == n_out) step = s.get();
+  }
+  if (step == nullptr) {
+    // A single-sequence step's tensors, or a full set, go first (all of them
+    // sit above mark_ and roll back together).
+    if (cached_ || seq_steps_.size() >= kSeqSteps) drop_step();
     LOOM_ASSIGN_OR_RETURN(Step built, make_seq_step(n, n_out));
     LOOM_RETURN_IF_ERROR(sched_->allocate(built.graph));
-    cached_ = std::make_unique<Step>(std::move(built));
+    seq_steps_.push_back(std::make_unique<Step>(std::move(built)));
+    step = seq_steps_.back().get();
     ++steps_built_;
   }
-  LlamaBatchGraph& g = cached_->batch;
+  LlamaBatchGraph& g = step->batch;
   LlamaSeqBatchInputs in = make_seq_batch_inputs(g, batch.data(), n_ctx());
   LOOM_RETURN_IF_ERROR(tensor_set(g.tokens, in.tokens.data(), in.tokens.size() * sizeof(int32_t)));
   LOOM_RETURN_IF_ERROR(tensor_set(g.pos, in.pos.data(), in.pos.size() * sizeof(int32_t)));
@@ -416,11 +426,11 @@ Status LlamaSession::run_seq_step(const std::vector<SeqToken>& batch, int64_t n_
   if (g.mask) LOOM_RETURN_IF_ERROR(tensor_set(g.mask, in.mask.data(), in.mask.size() * sizeof(float)));
   if (g.visible) LOOM_RETURN_IF_ERROR(tensor_set(g.visible, in.visible.data(), in.visible.size() * sizeof(int32_t)));
   if (g.out_ids) LOOM_RETURN_IF_ERROR(tensor_set(g.out_ids, in.out_ids.data(), in.out_ids.size() * sizeof(int32_t)));
-  LOOM_RETURN_IF_ERROR(sched_->compute(cached_->graph));
+  LOOM_RETURN_IF_ERROR(sched_->compute(step->graph));
   ++steps_;
   bytes_copied_ += sched_->last_stats().bytes_copied;
   if (check_nodes_) {
-    LOOM_RETURN_IF_ERROR(check_nodes_finite(cached_->graph, *sched_, "sequence batch step"));
+    LOOM_RETURN_IF_ERROR(check_nodes_finite(step->graph, *sched_, "sequence batch step"));
   }
   LOOM_RETURN_IF_ERROR(tensor_get(g.logits, out, g.logits->nbytes()));
   for (int64_t r = 0, i = 0; r < n_out; ++i) {

@@ -209,8 +209,10 @@ class LlamaSession {
   Status count_ffn_activity(const LlamaBatchGraph& g);
   std::unique_ptr<Step> cached_;  // the last step's graph, reused while its shape fits
   bool cached_all_logits_ = false;
-  // The kept step of eval_seqs (a sequence batch), reused while its
-  // (tokens, logits rows) fit.
+  // eval_seqs's kept steps (their tensors above mark_ like cached_'s).
+  static constexpr size_t kSeqSteps = 8;
+  std::vector<std::unique_ptr<Step>> seq_steps_;
+  // One step of eval_seqs over a kept graph of its shape (else a new one).
   Status run_seq_step(const std::vector<SeqToken>& batch, int64_t n_out, float* out);
   size_t steps_built_ = 0;
   size_t steps_ = 0;
