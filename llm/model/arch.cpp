@@ -8,10 +8,13 @@ namespace {
 // mistral files say "llama" (their sliding window key is ignored, see
 // llama_hparams.cpp): nothing of their own here.
 constexpr ArchTraits kArchs[] = {
-    // name     rope mode              rope_freqs qkv_bias qk_norm
-    {"llama", LOOM_ROPE_MODE_NORMAL, true, false, false},
-    {"qwen2", LOOM_ROPE_MODE_NEOX, false, true, false},
-    {"qwen3", LOOM_ROPE_MODE_NEOX, false, false, true},
+    // name     rope mode              rope_freqs qkv_bias qk_norm fused_qkv fused_gate_up
+    {"llama", LOOM_ROPE_MODE_NORMAL, true, false, false, false, false},
+    {"qwen2", LOOM_ROPE_MODE_NEOX, false, true, false, false, false},
+    {"qwen3", LOOM_ROPE_MODE_NEOX, false, false, true, false, false},
+    // Phi-3 (mini, medium; 4k contexts): longrope files (128k) are refused by
+    // the rope reader, naming the key.
+    {"phi3", LOOM_ROPE_MODE_NEOX, false, false, false, true, true},
 };
 
 }  // namespace

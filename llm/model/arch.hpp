@@ -23,11 +23,17 @@ struct ArchTraits {
   // blk.N.attn_{q,k}_norm.weight [head_dim] are required: each head's row of
   // Q and K is RMS-normalised and scaled before RoPE (qwen3).
   bool qk_norm;
+  // Fused projections (phi3): blk.N.attn_qkv.weight [n_embd, q_dim + 2 kv_dim]
+  // holds Q, K and V's rows in that order, blk.N.ffn_up.weight [n_embd, 2 n_ff]
+  // the gate's rows then the up projection's (no ffn_gate); one MUL_MAT each,
+  // whose result is split by views (no weight is copied).
+  bool fused_qkv;
+  bool fused_gate_up;
 };
 
 // The traits of `name`; nullptr when loom does not run it.
 const ArchTraits* find_arch(std::string_view name);
-// "llama, qwen2, qwen3": the names find_arch knows, for messages.
+// "llama, qwen2, qwen3, phi3": the names find_arch knows, for messages.
 std::string supported_archs();
 
 }  // namespace loom::llm

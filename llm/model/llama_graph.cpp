@@ -131,14 +131,30 @@ StatusOr<Tensor*> attention_block(Context& ctx, LlamaModel& model, const KvCache
   const std::string sfx = "." + std::to_string(il);
   const int64_t hd = h.head_dim();
   // Q [hd, n_head, T], K and V [hd, n_head_kv, T].
-  LOOM_ASSIGN_OR_RETURN(Tensor * q, project_heads(ctx, cur, l.wq, l.bq, l.q_norm, hd, h.n_head, h.rms_eps));
+  Tensor* q = nullptr;
+  Tensor* k = nullptr;
+  Tensor* v = nullptr;
+  if (l.wqkv) {
+    // Fused (phi3): one product [q_dim + 2 kv_dim, T]; the heads are views of it.
+    LOOM_ASSIGN_OR_RETURN(Tensor * qkv, op::mul_mat(ctx, l.wqkv, cur));
+    const size_t es = qkv->nb[0];
+    auto heads = [&](int64_t n_heads, int64_t first_row) {
+      return ctx.view(qkv, {hd, n_heads, qkv->ne[1]}, {es * static_cast<size_t>(hd), qkv->nb[1]},
+                      es * static_cast<size_t>(first_row));
+    };
+    LOOM_ASSIGN_OR_RETURN(q, heads(h.n_head, 0));
+    LOOM_ASSIGN_OR_RETURN(k, heads(h.n_head_kv, h.q_dim()));
+    LOOM_ASSIGN_OR_RETURN(v, heads(h.n_head_kv, h.q_dim() + h.kv_dim()));
+  } else {
+    LOOM_ASSIGN_OR_RETURN(q, project_heads(ctx, cur, l.wq, l.bq, l.q_norm, hd, h.n_head, h.rms_eps));
+    LOOM_ASSIGN_OR_RETURN(k, project_heads(ctx, cur, l.wk, l.bk, l.k_norm, hd, h.n_head_kv, h.rms_eps));
+    LOOM_ASSIGN_OR_RETURN(v, project_heads(ctx, cur, l.wv, l.bv, nullptr, hd, h.n_head_kv, h.rms_eps));
+  }
   LOOM_ASSIGN_OR_RETURN(q, rope_heads(ctx, model, il, q, g->pos));
   named(q, "q_rope" + sfx);
-  LOOM_ASSIGN_OR_RETURN(Tensor * k, project_heads(ctx, cur, l.wk, l.bk, l.k_norm, hd, h.n_head_kv, h.rms_eps));
   LOOM_ASSIGN_OR_RETURN(k, rope_heads(ctx, model, il, k, g->pos));
   named(k, "k_rope" + sfx);
-  LOOM_ASSIGN_OR_RETURN(Tensor * v, project_heads(ctx, cur, l.wv, l.bv, nullptr, hd, h.n_head_kv, h.rms_eps));
-  named(v, "v" + sfx);
+  if (!l.wqkv) named(v, "v" + sfx);
 
   // Store this batch's rows (as [hd, T, n_head_kv]: the cache's order),
   // then attend over the cache.

@@ -1,4 +1,4 @@
-// Hyper-parameters of a llama-family model (llama, qwen2, qwen3: see
+// Hyper-parameters of a llama-family model (llama, qwen2, qwen3, phi3: see
 // arch.hpp) and their validation.
 //
 // Every value a GGUF header gives is checked against the bounds below (and
@@ -48,9 +48,9 @@ struct LlamaLimits {
   static constexpr int64_t kMaxFf = int64_t{1} << 22;
   static constexpr int64_t kMaxContext = int64_t{1} << 24;
   static constexpr int64_t kMaxVocab = int64_t{1} << 24;
-  // Tensors every layer needs (attention: norm, q, k, v, output; ffn: norm,
-  // gate, up, down).
-  static constexpr int64_t kTensorsPerLayer = 9;
+  // Tensors every layer needs at least (attention: norm, q, k, v, output;
+  // ffn: norm, gate, up, down: 9; phi3's fused qkv and gate-up: 6).
+  static constexpr int64_t kTensorsPerLayer = 6;
 };
 
 // Reads <arch>.{embedding_length, block_count, attention.head_count[_kv],

@@ -246,9 +246,14 @@ Status LlamaModel::bind_layer(int64_t il) {
   LlamaLayer& l = layers[static_cast<size_t>(il)];
   const std::string p = "blk." + std::to_string(il) + ".";
   LOOM_RETURN_IF_ERROR(find_weight(p + "attn_norm.weight", {h.n_embd}, true, &l.attn_norm));
-  LOOM_RETURN_IF_ERROR(find_weight(p + "attn_q.weight", {h.n_embd, h.q_dim()}, true, &l.wq));
-  LOOM_RETURN_IF_ERROR(find_weight(p + "attn_k.weight", {h.n_embd, h.kv_dim()}, true, &l.wk));
-  LOOM_RETURN_IF_ERROR(find_weight(p + "attn_v.weight", {h.n_embd, h.kv_dim()}, true, &l.wv));
+  if (traits_->fused_qkv) {
+    LOOM_RETURN_IF_ERROR(
+        find_weight(p + "attn_qkv.weight", {h.n_embd, h.q_dim() + 2 * h.kv_dim()}, true, &l.wqkv));
+  } else {
+    LOOM_RETURN_IF_ERROR(find_weight(p + "attn_q.weight", {h.n_embd, h.q_dim()}, true, &l.wq));
+    LOOM_RETURN_IF_ERROR(find_weight(p + "attn_k.weight", {h.n_embd, h.kv_dim()}, true, &l.wk));
+    LOOM_RETURN_IF_ERROR(find_weight(p + "attn_v.weight", {h.n_embd, h.kv_dim()}, true, &l.wv));
+  }
   LOOM_RETURN_IF_ERROR(find_weight(p + "attn_output.weight", {h.q_dim(), h.n_embd}, true, &l.wo));
   if (traits_->qkv_bias) {
     LOOM_RETURN_IF_ERROR(find_weight(p + "attn_q.bias", {h.q_dim()}, true, &l.bq));
@@ -260,9 +265,13 @@ Status LlamaModel::bind_layer(int64_t il) {
     LOOM_RETURN_IF_ERROR(find_weight(p + "attn_k_norm.weight", {h.head_dim()}, true, &l.k_norm));
   }
   LOOM_RETURN_IF_ERROR(find_weight(p + "ffn_norm.weight", {h.n_embd}, true, &l.ffn_norm));
+  LOOM_RETURN_IF_ERROR(find_weight(p + "ffn_down.weight", {h.n_ff, h.n_embd}, true, &l.ffn_down));
+  if (traits_->fused_gate_up) {
+    // No sparse FFN over a fused gate (its predictor reads ffn_gate).
+    return find_weight(p + "ffn_up.weight", {h.n_embd, 2 * h.n_ff}, true, &l.ffn_gate_up);
+  }
   LOOM_RETURN_IF_ERROR(find_weight(p + "ffn_gate.weight", {h.n_embd, h.n_ff}, true, &l.ffn_gate));
   LOOM_RETURN_IF_ERROR(find_weight(p + "ffn_up.weight", {h.n_embd, h.n_ff}, true, &l.ffn_up));
-  LOOM_RETURN_IF_ERROR(find_weight(p + "ffn_down.weight", {h.n_ff, h.n_embd}, true, &l.ffn_down));
   return bind_sparse(il);
 }
 
@@ -421,8 +430,10 @@ Status LlamaModel::relayout(registry::Device& device, std::vector<size_t>* which
   // the gate and up of a sparse layer, which MUL_MAT_SPARSE_ROWS reads).
   std::vector<const Tensor*> matmul_only;
   for (const LlamaLayer& l : layers) {
-    for (Tensor* t : {l.wq, l.wk, l.wv, l.wo, l.ffn_down, l.ffn_pred_in, l.ffn_pred_out}) matmul_only.push_back(t);
-    if (l.ffn_pred_in == nullptr) {
+    for (Tensor* t : {l.wq, l.wk, l.wv, l.wqkv, l.wo, l.ffn_down, l.ffn_gate_up, l.ffn_pred_in, l.ffn_pred_out}) {
+      if (t) matmul_only.push_back(t);
+    }
+    if (l.ffn_pred_in == nullptr && l.ffn_gate) {
       matmul_only.push_back(l.ffn_gate);
       matmul_only.push_back(l.ffn_up);
     }

@@ -1,4 +1,4 @@
-// A llama-family model loaded from GGUF (llama, qwen2, qwen3: the
+// A llama-family model loaded from GGUF (llama, qwen2, qwen3, phi3: the
 // architectures of arch.hpp, whose traits say which optional tensors each
 // has): hyper-parameters, weight tensors and the buffers holding them on an
 // ordered device list.
@@ -57,9 +57,10 @@ struct SparseShare {
 
 struct LlamaLayer {
   Tensor* attn_norm = nullptr;
-  Tensor* wq = nullptr;
+  Tensor* wq = nullptr;  // nullptr when fused (wqkv)
   Tensor* wk = nullptr;
   Tensor* wv = nullptr;
+  Tensor* wqkv = nullptr;  // [n_embd, q_dim + 2 kv_dim]: Q, K, V rows (ArchTraits::fused_qkv)
   Tensor* wo = nullptr;
   // Present when the architecture has them (ArchTraits), else nullptr.
   Tensor* bq = nullptr;  // [q_dim], added after wq (qwen2)
@@ -68,8 +69,9 @@ struct LlamaLayer {
   Tensor* q_norm = nullptr;  // [head_dim], per-head RMS norm of Q before RoPE (qwen3)
   Tensor* k_norm = nullptr;  // [head_dim]
   Tensor* ffn_norm = nullptr;
-  Tensor* ffn_gate = nullptr;
+  Tensor* ffn_gate = nullptr;  // nullptr when fused (ffn_gate_up)
   Tensor* ffn_up = nullptr;
+  Tensor* ffn_gate_up = nullptr;  // [n_embd, 2 n_ff]: gate rows, then up rows (ArchTraits::fused_gate_up)
   Tensor* ffn_down = nullptr;
   // The activation-sparse FFN's tensors (llm/sparse/sparse_ffn.hpp), bound only
   // when LoadOptions::sparse and the model's FFN is ReLU; else nullptr.

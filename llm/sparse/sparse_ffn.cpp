@@ -16,10 +16,20 @@ Tensor* named(Tensor* t, const std::string& name) {
 
 // The dense FFN: h = act(gate x) * (up x), down h.
 StatusOr<Tensor*> dense_ffn(Context& ctx, const LlamaLayer& l, FfnActivation act, Tensor* x, Tensor** gate_out) {
-  // A sparse layer's repacked copies when the device keeps them (prompt batches).
-  LOOM_ASSIGN_OR_RETURN(Tensor * gate, op::mul_mat(ctx, l.ffn_gate_dense ? l.ffn_gate_dense : l.ffn_gate, x));
+  Tensor* gate = nullptr;
+  Tensor* up = nullptr;
+  if (l.ffn_gate_up) {
+    // Fused (phi3): one product [2 n_ff, T], the gate's rows first; views split it.
+    LOOM_ASSIGN_OR_RETURN(Tensor * gu, op::mul_mat(ctx, l.ffn_gate_up, x));
+    const int64_t n_ff = gu->ne[0] / 2;
+    LOOM_ASSIGN_OR_RETURN(gate, ctx.view(gu, {n_ff, gu->ne[1]}, {gu->nb[1]}, 0));
+    LOOM_ASSIGN_OR_RETURN(up, ctx.view(gu, {n_ff, gu->ne[1]}, {gu->nb[1]}, static_cast<size_t>(n_ff) * gu->nb[0]));
+  } else {
+    // A sparse layer's repacked copies when the device keeps them (prompt batches).
+    LOOM_ASSIGN_OR_RETURN(gate, op::mul_mat(ctx, l.ffn_gate_dense ? l.ffn_gate_dense : l.ffn_gate, x));
+    LOOM_ASSIGN_OR_RETURN(up, op::mul_mat(ctx, l.ffn_up_dense ? l.ffn_up_dense : l.ffn_up, x));
+  }
   if (gate_out) *gate_out = gate;
-  LOOM_ASSIGN_OR_RETURN(Tensor * up, op::mul_mat(ctx, l.ffn_up_dense ? l.ffn_up_dense : l.ffn_up, x));
   Tensor* h = nullptr;
   if (act == FfnActivation::kRelu) {
     LOOM_ASSIGN_OR_RETURN(gate, op::relu(ctx, gate));

@@ -86,6 +86,23 @@ ArchSpec qwen3() {
   return s;
 }
 
+ArchSpec phi3() {
+  ArchSpec s;
+  s.arch = "phi3";
+  s.neox = true;
+  s.fused = true;
+  s.n_head_kv = 4;  // Phi-3 mini: no GQA (the fused rows work with it too: phi3_gqa)
+  s.seed = 6;
+  return s;
+}
+
+ArchSpec phi3_gqa() {
+  ArchSpec s = phi3();
+  s.n_head_kv = 2;
+  s.seed = 7;
+  return s;
+}
+
 double max_abs_diff(const std::vector<std::vector<double>>& a, const std::vector<std::vector<double>>& b) {
   double d = 0.0;
   for (size_t p = 0; p < a.size(); ++p) {
@@ -240,6 +257,30 @@ TEST_F(Architectures, Qwen3QkNormsAndWideHeadsMatchTheReference) {
   EXPECT_EQ((*model)->hparams().kv_dim(), 32);
 }
 
+// Phi-3: Q, K, V from one fused product and the gate and up from another,
+// split by views; the reference reads the separate matrices. A mutant with
+// the gate and up halves swapped (the order the views must get right) and
+// one with normal RoPE are far from it.
+TEST_F(Architectures, Phi3FusedProjectionsMatchTheReference) {
+  for (const ArchSpec& spec : {phi3(), phi3_gqa()}) {
+    const TinyArchModel m(spec);
+    const auto swap_gate_up = [](TinyArchModel* c) {
+      for (int64_t il = 0; il < c->spec.n_layer; ++il) {
+        const std::string p = "blk." + std::to_string(il) + ".";
+        std::swap(c->tensors[p + "ffn_gate.weight"], c->tensors[p + "ffn_up.weight"]);
+      }
+    };
+    check(spec, {{"with gate and up swapped", mutate(m, swap_gate_up)},
+                 {"with normal RoPE", mutate(m, [](TinyArchModel* c) { c->spec.neox = false; })}});
+    auto model = load(m);
+    ASSERT_TRUE(model.ok());
+    EXPECT_NE((*model)->layers[0].wqkv, nullptr);
+    EXPECT_EQ((*model)->layers[0].wq, nullptr);
+    EXPECT_NE((*model)->layers[0].ffn_gate_up, nullptr);
+    EXPECT_EQ((*model)->layers[0].ffn_gate, nullptr);
+  }
+}
+
 TEST_F(Architectures, ScalingTypeNoneIgnoresTheFactor) {
   ArchSpec s = qwen3();
   s.scaling_type = "none";
@@ -257,7 +298,7 @@ TEST_F(Architectures, OnVulkan0EveryArchitectureMatchesTheReference) {
   LoadOptions where;
   where.devices = {vk, dev_};
   where.n_gpu_layers = 2;
-  for (const ArchSpec& spec : {llama3(), qwen2(), qwen3()}) check(spec, {}, &where, 2e-4);
+  for (const ArchSpec& spec : {llama3(), qwen2(), qwen3(), phi3_gqa()}) check(spec, {}, &where, 2e-4);
   // The same llama-3 model with and without rope_freqs: as many splits.
   const TinyArchModel m(llama3());
   size_t splits[2] = {0, 0};
@@ -277,9 +318,9 @@ TEST_F(Architectures, OnVulkan0EveryArchitectureMatchesTheReference) {
 // -------------------------------------------------------------- errors
 
 TEST_F(Architectures, EveryRequiredTensorOfEachArchitectureIsNamedWhenMissing) {
-  for (const ArchSpec& spec : {llama3(), qwen2(), qwen3()}) {
+  for (const ArchSpec& spec : {llama3(), qwen2(), qwen3(), phi3()}) {
     const TinyArchModel m(spec);
-    for (const auto& [name, t] : m.tensors) {
+    for (const auto& [name, t] : m.file_tensors()) {
       SCOPED_TRACE(spec.arch + ": without " + name);
       auto model = load(m, m.gguf({name}));
       if (name == "output.weight" || name == "rope_freqs.weight") {
@@ -301,7 +342,7 @@ TEST_F(Architectures, EveryRequiredTensorOfEachArchitectureIsNamedWhenMissing) {
 }
 
 TEST_F(Architectures, EveryRequiredKeyOfEachArchitectureIsNamedWhenMissing) {
-  for (const ArchSpec& spec : {llama(), qwen2(), qwen3()}) {
+  for (const ArchSpec& spec : {llama(), qwen2(), qwen3(), phi3()}) {
     const TinyArchModel m(spec);
     for (const char* key : {"embedding_length", "block_count", "attention.head_count", "feed_forward_length"}) {
       SCOPED_TRACE(spec.arch + ": without " + key);
@@ -338,7 +379,7 @@ TEST_F(Architectures, UnknownArchitectureListsTheSupportedOnes) {
   EXPECT_EQ(model.status().code(), StatusCode::kUnimplemented);
   EXPECT_NE(model.status().message().find("unsupported architecture 'gemma'"), std::string::npos)
       << model.status().message();
-  EXPECT_NE(model.status().message().find("llama, qwen2, qwen3"), std::string::npos) << model.status().message();
+  EXPECT_NE(model.status().message().find("llama, qwen2, qwen3, phi3"), std::string::npos) << model.status().message();
 }
 
 TEST_F(Architectures, RopeScalingLoomDoesNotRunIsNamed) {

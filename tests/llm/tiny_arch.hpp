@@ -1,6 +1,6 @@
 // Test helper: tiny random models of each architecture loom runs (llama,
 // llama-3 with rope_freqs and rope scaling, mistral-style llama, qwen2,
-// qwen3), kept in memory as float arrays (for the reference forward pass of
+// qwen3, phi3 with its fused projections), kept in memory as float arrays (for the reference forward pass of
 // reference_forward.hpp) and written as F32 GGUF files with the independent
 // GgufBuilder. Knobs drop any tensor or metadata key, or add keys, for the
 // loader's error paths.
@@ -42,6 +42,10 @@ struct ArchSpec {
   float scaling_factor = 0.0f;  // rope.scaling.factor; 0 leaves the key out
   float eps = 1e-5f;
   int64_t sliding_window = 0;  // attention.sliding_window (mistral); 0 leaves the key out
+  // phi3: the file holds blk.N.attn_qkv (Q, K, V rows) and a fused
+  // blk.N.ffn_up (gate rows, then up rows) instead of the separate tensors
+  // (which the model keeps in memory for the reference).
+  bool fused = false;
   uint32_t seed = 1;
 
   int64_t hd() const { return head_dim > 0 ? head_dim : n_embd / n_head; }
@@ -139,13 +143,37 @@ struct TinyArchModel {
     b.kv(a + ".attention.layer_norm_rms_epsilon", loom::testing::kF32, spec.eps);
     if (!spec.scaling_type.empty()) b.kv_str(a + ".rope.scaling.type", spec.scaling_type);
     if (spec.scaling_factor != 0.0f) b.kv(a + ".rope.scaling.factor", loom::testing::kF32, spec.scaling_factor);
-    for (const auto& [name, t] : tensors) {
+    for (const auto& [name, t] : file_tensors()) {
       if (skip_tensors.count(name)) continue;
       std::vector<uint8_t> bytes(t.v.size() * 4);
       std::memcpy(bytes.data(), t.v.data(), bytes.size());
       b.tensor(name, t.ne, 0 /* f32 */, std::move(bytes));
     }
     return b.build();
+  }
+
+  // The tensors as the file holds them: `tensors`, or for a fused spec each
+  // layer's Q, K, V joined into attn_qkv and gate, up into ffn_up (rows
+  // appended: ne[0] stays, ne[1] adds up).
+  std::map<std::string, TinyTensor> file_tensors() const {
+    if (!spec.fused) return tensors;
+    std::map<std::string, TinyTensor> out = tensors;
+    auto join = [&](const std::string& into, const std::vector<std::string>& parts) {
+      TinyTensor j{{out.at(parts[0]).ne[0], 0}, {}};
+      for (const std::string& p : parts) {
+        const TinyTensor& t = out.at(p);
+        j.ne[1] += t.ne[1];
+        j.v.insert(j.v.end(), t.v.begin(), t.v.end());
+      }
+      for (const std::string& p : parts) out.erase(p);
+      out[into] = std::move(j);
+    };
+    for (int64_t il = 0; il < spec.n_layer; ++il) {
+      const std::string p = "blk." + std::to_string(il) + ".";
+      join(p + "attn_qkv.weight", {p + "attn_q.weight", p + "attn_k.weight", p + "attn_v.weight"});
+      join(p + "ffn_up.weight", {p + "ffn_gate.weight", p + "ffn_up.weight"});
+    }
+    return out;
   }
 
   bool write(const std::string& path, const std::vector<uint8_t>& image) const {
