@@ -141,6 +141,16 @@ Status read_llama_hparams(const GgufFile& file, const std::string& arch, LlamaHp
                   " layers need " + std::to_string(h.n_layer * L::kTensorsPerLayer) + " tensors, the file has " +
                   std::to_string(n_tensors));
   }
+  // Mixture-of-experts files (Mixtral's say "llama") keep their FFNs as
+  // stacked experts: refused by name, not as a missing ffn_gate.
+  if (r.has("expert_count")) {
+    int64_t n_expert = 0;
+    LOOM_RETURN_IF_ERROR(r.get("expert_count", int64_t{1} << 16, "experts", &n_expert));
+    if (n_expert > 1) {
+      return r.not_implemented(arch + ".expert_count = " + std::to_string(n_expert) +
+                               ": mixture-of-experts models are not run yet (no MUL_MAT_ID)");
+    }
+  }
   LOOM_RETURN_IF_ERROR(r.get("feed_forward_length", L::kMaxFf, "dims", &h.n_ff));
   LOOM_RETURN_IF_ERROR(r.get("context_length", L::kMaxContext, "tokens", &h.n_ctx_train, 2048));
   LOOM_RETURN_IF_ERROR(read_heads(r, arch, &h));

@@ -166,6 +166,7 @@ int cmd_run(std::vector<std::string> args) {
   if (common.json) {
     Json out;
     out["model"] = o.model;
+    out["architecture"] = (*model)->architecture();
     out["devices"] = Json::array();
     for (registry::Device* d : devices) out["devices"].push_back(d->name());
     out["n_gpu_layers"] = (*model)->n_gpu_layers();

@@ -1,0 +1,201 @@
+#!/usr/bin/python3
+"""Write a random-weight GGUF of any architecture, with the tensor names and
+metadata keys that real converted files use (llama.cpp's naming), so every
+architecture can be run at any size and compared with other runtimes. The
+text such a model produces is noise; the shapes, names and keys are real.
+
+Architectures (--arch):
+  llama     llama / llama-2 / llama-3 layout (--rope-freqs adds rope_freqs.weight)
+  mixtral   a llama file with llama.expert_count / expert_used_count and the
+            experts stacked in blk.N.ffn_{gate,up,down}_exps (Mixtral style)
+  qwen2     Q/K/V biases, NEOX RoPE, tied output
+  qwen3     per-head Q/K RMS norms, NEOX RoPE
+  qwen3moe  qwen3 with experts (expert_feed_forward_length, top-k normalised)
+  phi3      fused blk.N.attn_qkv and blk.N.ffn_up (gate rows, then up rows)
+  gemma2    post-attention / post-FFN norms, GELU-gated FFN, soft-capping,
+            sliding window on alternate layers, tied output
+  gemma3    gemma2 without soft-capping, with Q/K norms and every 6th layer global
+
+loom runs llama, qwen2, qwen3 and phi3 files; it refuses the others by name
+(loom run names the architecture and lists the ones it runs).
+
+Needs numpy (Debian's python3-numpy). Usage:
+  make_arch_gguf.py --arch NAME --tokenizer-from GGUF [--type f32|f16|q8_0|q4_0]
+      [--seed N] [--dim N] [--layers N] [--heads N] [--kv-heads N] [--head-dim N]
+      [--ffn N] [--ctx N] [--experts N] [--experts-used N] [--expert-ffn N] OUT
+"""
+import argparse
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gguf_writer import TYPE_IDS, read_gguf_kv, write_gguf  # noqa: E402
+
+ARCHS = ('llama', 'mixtral', 'qwen2', 'qwen3', 'qwen3moe', 'phi3', 'gemma2', 'gemma3')
+# The file's general.architecture (Mixtral files say llama).
+FILE_ARCH = {'mixtral': 'llama'}
+
+
+def tokenizer_keys(path):
+    """The tokenizer.* keys of another GGUF (the vocabulary the model gets)."""
+    kv = read_gguf_kv(path)
+    tok = {k: v for k, v in kv.items() if k.startswith('tokenizer.')}
+    if 'tokenizer.ggml.tokens' not in tok:
+        raise SystemExit(f'{path}: no tokenizer (tokenizer.ggml.tokens) to borrow')
+    return tok
+
+
+class Maker:
+    def __init__(self, a):
+        self.a = a
+        self.rng = np.random.default_rng(a.seed)
+        self.tensors = []
+        self.wtype = TYPE_IDS[a.type]
+
+    def matrix(self, name, rows, cols, scale=1.0):
+        """A weight [rows x cols] (ggml ne = [cols, rows]) in the chosen type;
+        quantized types need cols % 32 == 0, else it is written as f16."""
+        w = (self.rng.standard_normal((rows, cols)) * (scale / np.sqrt(cols))).astype(np.float32)
+        ty = self.wtype if cols % 32 == 0 or self.wtype in (0, 1) else 1
+        self.tensors.append((name, w, ty))
+
+    def experts(self, name, n_expert, rows, cols):
+        """n_expert matrices [rows x cols] stacked (ne = [cols, rows, n_expert])."""
+        w = (self.rng.standard_normal((n_expert, rows, cols)) / np.sqrt(cols)).astype(np.float32)
+        ty = self.wtype if cols % 32 == 0 or self.wtype in (0, 1) else 1
+        self.tensors.append((name, w, ty))
+
+    def vector(self, name, n, value=1.0, noise=0.1):
+        v = (value + noise * self.rng.standard_normal(n)).astype(np.float32)
+        self.tensors.append((name, v, 0))
+
+    def bias(self, name, n):
+        self.tensors.append((name, (0.1 * self.rng.standard_normal(n)).astype(np.float32), 0))
+
+
+def build(a, n_vocab):
+    m = Maker(a)
+    arch = a.arch
+    d, hd = a.dim, a.head_dim or a.dim // a.heads
+    qd, kvd = hd * a.heads, hd * a.kv_heads
+    moe = arch in ('mixtral', 'qwen3moe')
+    gemma = arch in ('gemma2', 'gemma3')
+    tied = arch == 'qwen2' or gemma
+    m.matrix('token_embd.weight', n_vocab, d, scale=4.0)
+    m.vector('output_norm.weight', d)
+    if not tied:
+        m.matrix('output.weight', n_vocab, d)
+    if arch == 'llama' and a.rope_freqs:
+        m.tensors.append(('rope_freqs.weight', np.linspace(1.0, 8.0, hd // 2).astype(np.float32), 0))
+    for il in range(a.layers):
+        p = f'blk.{il}.'
+        m.vector(p + 'attn_norm.weight', d)
+        if arch == 'phi3':
+            m.matrix(p + 'attn_qkv.weight', qd + 2 * kvd, d)
+        else:
+            m.matrix(p + 'attn_q.weight', qd, d)
+            m.matrix(p + 'attn_k.weight', kvd, d)
+            m.matrix(p + 'attn_v.weight', kvd, d)
+        m.matrix(p + 'attn_output.weight', d, qd)
+        if arch == 'qwen2':
+            m.bias(p + 'attn_q.bias', qd)
+            m.bias(p + 'attn_k.bias', kvd)
+            m.bias(p + 'attn_v.bias', kvd)
+        if arch in ('qwen3', 'qwen3moe', 'gemma3'):
+            m.vector(p + 'attn_q_norm.weight', hd)
+            m.vector(p + 'attn_k_norm.weight', hd)
+        if gemma:
+            m.vector(p + 'post_attention_norm.weight', d)
+        m.vector(p + 'ffn_norm.weight', d)
+        if moe:
+            n_ff = a.expert_ffn or a.ffn
+            m.matrix(p + 'ffn_gate_inp.weight', a.experts, d)
+            m.experts(p + 'ffn_gate_exps.weight', a.experts, n_ff, d)
+            m.experts(p + 'ffn_up_exps.weight', a.experts, n_ff, d)
+            m.experts(p + 'ffn_down_exps.weight', a.experts, d, n_ff)
+        elif arch == 'phi3':
+            m.matrix(p + 'ffn_up.weight', 2 * a.ffn, d)
+            m.matrix(p + 'ffn_down.weight', d, a.ffn)
+        else:
+            m.matrix(p + 'ffn_gate.weight', a.ffn, d)
+            m.matrix(p + 'ffn_up.weight', a.ffn, d)
+            m.matrix(p + 'ffn_down.weight', d, a.ffn)
+        if gemma:
+            m.vector(p + 'post_ffw_norm.weight', d)
+    return m.tensors
+
+
+def metadata(a, tok):
+    fa = FILE_ARCH.get(a.arch, a.arch)
+    hd = a.head_dim or a.dim // a.heads
+    kv = {'general.architecture': fa, 'general.name': f'random {a.arch} (make_arch_gguf.py, seed {a.seed})'}
+    k = lambda key, v: kv.__setitem__(f'{fa}.{key}', v)  # noqa: E731
+    k('context_length', a.ctx)
+    k('embedding_length', a.dim)
+    k('block_count', a.layers)
+    k('feed_forward_length', a.ffn)
+    k('attention.head_count', a.heads)
+    k('attention.head_count_kv', a.kv_heads)
+    if a.head_dim:
+        k('attention.key_length', hd)
+        k('attention.value_length', hd)
+    k('rope.dimension_count', hd)
+    k('attention.layer_norm_rms_epsilon', 1e-6 if a.arch.startswith(('qwen', 'gemma')) else 1e-5)
+    k('rope.freq_base', {'llama': 500000.0 if a.rope_freqs else 10000.0, 'qwen2': 1000000.0,
+                         'qwen3': 1000000.0, 'qwen3moe': 1000000.0, 'gemma3': 1000000.0}.get(a.arch, 10000.0))
+    if a.arch in ('mixtral', 'qwen3moe'):
+        k('expert_count', a.experts)
+        k('expert_used_count', a.experts_used)
+    if a.arch == 'qwen3moe':
+        k('expert_feed_forward_length', a.expert_ffn or a.ffn)
+    if a.arch == 'gemma2':
+        k('attention.sliding_window', min(4096, a.ctx // 2))
+        k('attn_logit_softcapping', 50.0)
+        k('final_logit_softcapping', 30.0)
+    if a.arch == 'gemma3':
+        k('attention.sliding_window', min(1024, a.ctx // 2))
+    if a.arch == 'phi3':
+        k('attention.sliding_window', a.ctx - 1)
+    kv.update(tok)
+    return kv
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument('out')
+    ap.add_argument('--arch', required=True, choices=ARCHS)
+    ap.add_argument('--tokenizer-from', required=True, help='a GGUF whose tokenizer the model gets')
+    ap.add_argument('--type', default='f32', choices=sorted(TYPE_IDS), help='weight type of the matrices')
+    ap.add_argument('--seed', type=int, default=0)
+    ap.add_argument('--dim', type=int, default=64)
+    ap.add_argument('--layers', type=int, default=2)
+    ap.add_argument('--heads', type=int, default=4)
+    ap.add_argument('--kv-heads', type=int, default=2)
+    ap.add_argument('--head-dim', type=int, default=0, help='0: dim / heads (no key_length key)')
+    ap.add_argument('--ffn', type=int, default=128)
+    ap.add_argument('--ctx', type=int, default=512)
+    ap.add_argument('--experts', type=int, default=8, help='mixtral, qwen3moe')
+    ap.add_argument('--experts-used', type=int, default=2, help='mixtral, qwen3moe')
+    ap.add_argument('--expert-ffn', type=int, default=0, help='qwen3moe: each expert\'s FFN (0: --ffn)')
+    ap.add_argument('--rope-freqs', action='store_true', help='llama: llama-3\'s rope_freqs.weight')
+    a = ap.parse_args()
+    for name in ('dim', 'layers', 'heads', 'kv_heads', 'ffn', 'ctx', 'experts', 'experts_used'):
+        if getattr(a, name) < 1:
+            ap.error(f'--{name.replace("_", "-")} must be >= 1')
+    if a.heads % a.kv_heads:
+        ap.error('--heads must be a multiple of --kv-heads')
+    if not a.head_dim and a.dim % a.heads:
+        ap.error('--dim must be a multiple of --heads (or give --head-dim)')
+    if a.experts_used > a.experts:
+        ap.error('--experts-used must be <= --experts')
+    tok = tokenizer_keys(a.tokenizer_from)
+    n_vocab = len(tok['tokenizer.ggml.tokens'])
+    tensors = build(a, n_vocab)
+    size = write_gguf(a.out, metadata(a, tok), tensors)
+    print(f'{a.out}: {a.arch}, {a.layers} layers of {a.dim}, {len(tensors)} tensors, {size / 1e6:.2f} MB ({a.type})')
+
+
+if __name__ == '__main__':
+    main()
