@@ -29,11 +29,20 @@ struct ArchTraits {
   // whose result is split by views (no weight is copied).
   bool fused_qkv;
   bool fused_gate_up;
+  // Gemma: token embeddings scaled by sqrt(n_embd); blk.N.post_attention_norm
+  // and blk.N.post_ffw_norm (RMS norms of the attention and FFN outputs
+  // before their residual adds); a GELU-gated FFN (gelu(gate) * up).
+  bool gemma;
+  // Sliding-window attention on the local layers: every layer but each
+  // swa_period-th (layer il is global when (il + 1) % swa_period == 0)
+  // attends to the last <arch>.attention.sliding_window positions only, with
+  // its own RoPE base (10000, no scaling: gemma3). 0: every layer global.
+  int swa_period;
 };
 
 // The traits of `name`; nullptr when loom does not run it.
 const ArchTraits* find_arch(std::string_view name);
-// "llama, qwen2, qwen3, phi3": the names find_arch knows, for messages.
+// "llama, qwen2, qwen3, phi3, gemma3": the names find_arch knows, for messages.
 std::string supported_archs();
 
 }  // namespace loom::llm

@@ -72,28 +72,39 @@ StatusOr<Tensor*> graph_input(Context& ctx, loom_type_t type, std::initializer_l
 }
 
 // Layer il's attention in the fused form when allowed and its device runs
-// the node, else unfused; makes g.visible / g.mask on first use.
+// the node, else unfused; makes the visible / mask input it reads on first
+// use (the sliding-window ones for a local layer).
 StatusOr<Tensor*> layer_attention(Context& ctx, LlamaModel& model, int64_t il, const LayerAttention& a,
                                   bool fused, float scale, LlamaBatchGraph* g) {
+  const bool swa = model.hparams().is_swa(il);
+  Tensor*& visible = swa ? g->visible_swa : g->visible;
+  Tensor*& mask = swa ? g->mask_swa : g->mask;
   if (fused) {
-    const bool had_visible = g->visible != nullptr;
-    if (!had_visible && g->seq_batch) {
-      LOOM_ASSIGN_OR_RETURN(g->visible, graph_input(ctx, LOOM_TYPE_I32, {2, g->n_tokens}, "inp_ranges"));
+    const bool had_visible = visible != nullptr;
+    if (!had_visible && (g->seq_batch || swa)) {
+      // [first, end) per token: other sequences' rows, or rows past the window, are skipped.
+      LOOM_ASSIGN_OR_RETURN(visible, graph_input(ctx, LOOM_TYPE_I32, {2, g->n_tokens}, swa ? "inp_ranges_swa" : "inp_ranges"));
     } else if (!had_visible) {
-      LOOM_ASSIGN_OR_RETURN(g->visible, graph_input(ctx, LOOM_TYPE_I32, {g->n_tokens}, "inp_visible"));
+      LOOM_ASSIGN_OR_RETURN(visible, graph_input(ctx, LOOM_TYPE_I32, {g->n_tokens}, "inp_visible"));
     }
-    LOOM_ASSIGN_OR_RETURN(Tensor * out, attention_fused(ctx, a, g->n_kv, g->visible, scale));
+    LOOM_ASSIGN_OR_RETURN(Tensor * out, attention_fused(ctx, a, g->n_kv, visible, scale));
     registry::Device* dev = model.layer_device(il);
     if (dev != nullptr && dev->supports_op(out)) {
       ++g->fused_layers;
       return out;
     }
-    if (!had_visible) g->visible = nullptr;  // unused: must not be uploaded
+    if (!had_visible) visible = nullptr;  // unused: must not be uploaded
   }
-  if (g->mask == nullptr) {
-    LOOM_ASSIGN_OR_RETURN(g->mask, graph_input(ctx, LOOM_TYPE_F32, {g->n_kv, g->n_tokens}, "inp_mask"));
+  if (mask == nullptr) {
+    LOOM_ASSIGN_OR_RETURN(mask, graph_input(ctx, LOOM_TYPE_F32, {g->n_kv, g->n_tokens}, swa ? "inp_mask_swa" : "inp_mask"));
   }
-  return attention_unfused(ctx, a, g->n_kv, g->mask, scale);
+  return attention_unfused(ctx, a, g->n_kv, mask, scale);
+}
+
+// x [n_embd, T] times a norm weight after an RMS norm.
+StatusOr<Tensor*> rms_norm_mul(Context& ctx, Tensor* x, Tensor* w, float eps) {
+  LOOM_ASSIGN_OR_RETURN(Tensor * t, op::rms_norm(ctx, x, eps));
+  return op::mul(ctx, t, w);
 }
 
 // x [n_embd, T] projected by w (plus bias b, when the architecture has one)
@@ -118,8 +129,11 @@ StatusOr<Tensor*> project_heads(Context& ctx, Tensor* x, Tensor* w, Tensor* b, T
 // them (the copy on the layer's device).
 StatusOr<Tensor*> rope_heads(Context& ctx, const LlamaModel& model, int64_t il, Tensor* t, Tensor* pos) {
   const LlamaHparams& h = model.hparams();
-  return op::rope(ctx, t, pos, static_cast<int>(h.n_rot), model.arch_traits().rope_mode, h.rope_freq_base,
-                  h.rope_freq_scale, model.rope_freqs_for(il));
+  // Sliding-window layers have their own base and scale (gemma3's local layers).
+  const bool swa = h.is_swa(il);
+  return op::rope(ctx, t, pos, static_cast<int>(h.n_rot), model.arch_traits().rope_mode,
+                  swa ? h.rope_freq_base_swa : h.rope_freq_base, swa ? h.rope_freq_scale_swa : h.rope_freq_scale,
+                  model.rope_freqs_for(il));
 }
 
 // Layer il's attention block: x [n_embd, T] -> the attention output [n_embd,
@@ -165,7 +179,7 @@ StatusOr<Tensor*> attention_block(Context& ctx, LlamaModel& model, const KvCache
   LOOM_ASSIGN_OR_RETURN(Tensor * k_stored, op::set_rows(ctx, kc, k, g->kv_rows));
   LOOM_ASSIGN_OR_RETURN(Tensor * v_stored, op::set_rows(ctx, vc, v, g->kv_rows));
   const LayerAttention la{q, k_stored, v_stored, kc, vc, sfx};
-  const float kq_scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  const float kq_scale = h.attn_scale > 0.0f ? h.attn_scale : 1.0f / std::sqrt(static_cast<float>(hd));
   LOOM_ASSIGN_OR_RETURN(Tensor * kqv, layer_attention(ctx, model, il, la, fused, kq_scale, g));
   LOOM_ASSIGN_OR_RETURN(kqv, ctx.reshape(kqv, {h.q_dim(), g->n_tokens}));
   return op::mul_mat(ctx, l.wo, kqv);
@@ -190,24 +204,32 @@ Status build_layers(LlamaModel& model, const KvCache& cache, bool all_logits, bo
     LOOM_ASSIGN_OR_RETURN(g.out_ids, graph_input(ctx, LOOM_TYPE_I32, {g.n_out}, "inp_out_ids"));
   }
 
+  g.n_swa = h.n_swa;
   LOOM_ASSIGN_OR_RETURN(Tensor * x, op::get_rows(ctx, model.tok_embd, g.tokens));
+  if (h.embd_scale > 0.0f) {
+    LOOM_ASSIGN_OR_RETURN(x, op::scale(ctx, x, h.embd_scale));
+  }
   for (int64_t il = 0; il < h.n_layer; ++il) {
     const LlamaLayer& l = model.layers[static_cast<size_t>(il)];
     const std::string sfx = "." + std::to_string(il);
-    LOOM_ASSIGN_OR_RETURN(Tensor * cur, op::rms_norm(ctx, x, h.rms_eps));
-    LOOM_ASSIGN_OR_RETURN(cur, op::mul(ctx, cur, l.attn_norm));
+    LOOM_ASSIGN_OR_RETURN(Tensor * cur, rms_norm_mul(ctx, x, l.attn_norm, h.rms_eps));
     named(cur, "attn_norm" + sfx);
     LOOM_ASSIGN_OR_RETURN(Tensor * attn, attention_block(ctx, model, cache, il, cur, fused_attention, &g));
+    if (l.post_attn_norm) {
+      LOOM_ASSIGN_OR_RETURN(attn, rms_norm_mul(ctx, attn, l.post_attn_norm, h.rms_eps));
+    }
     LOOM_ASSIGN_OR_RETURN(x, op::add(ctx, x, attn));
     named(x, "attn_out" + sfx);
 
-    LOOM_ASSIGN_OR_RETURN(cur, op::rms_norm(ctx, x, h.rms_eps));
-    LOOM_ASSIGN_OR_RETURN(cur, op::mul(ctx, cur, l.ffn_norm));
+    LOOM_ASSIGN_OR_RETURN(cur, rms_norm_mul(ctx, x, l.ffn_norm, h.rms_eps));
     bool sparse = false;
     Tensor* gate = nullptr;
     LOOM_ASSIGN_OR_RETURN(Tensor * down, build_ffn(ctx, model, il, cur, &sparse, &gate));
     g.ffn_gate.push_back(gate);
     g.sparse_layers += sparse ? 1 : 0;
+    if (l.post_ffw_norm) {
+      LOOM_ASSIGN_OR_RETURN(down, rms_norm_mul(ctx, down, l.post_ffw_norm, h.rms_eps));
+    }
     LOOM_ASSIGN_OR_RETURN(x, op::add(ctx, x, down));
     named(x, "layer_out" + sfx);
   }
@@ -291,7 +313,27 @@ LlamaBatchInputs make_batch_inputs(const LlamaBatchGraph& g, const int32_t* toke
       for (size_t j = 0; j < visible; ++j) in.mask[i * static_cast<size_t>(g.n_kv) + j] = 0.0f;
     }
   }
+  // Sliding-window layers: rows [end - n_swa, end) of those.
+  for (size_t i = 0; i < n; ++i) {
+    const int64_t end = g.n_past + static_cast<int64_t>(i) + 1;
+    add_window_rows(g, i, 0, end, &in);
+  }
   return in;
+}
+
+void add_window_rows(const LlamaBatchGraph& g, size_t i, int64_t first, int64_t end, LlamaBatchInputs* in) {
+  const auto n = static_cast<size_t>(g.n_tokens);
+  const int64_t from = g.n_swa > 0 ? std::max(first, end - g.n_swa) : first;
+  if (g.visible_swa != nullptr) {
+    in->visible_swa.resize(2 * n);
+    in->visible_swa[2 * i] = static_cast<int32_t>(from);
+    in->visible_swa[2 * i + 1] = static_cast<int32_t>(end);
+  }
+  if (g.mask_swa != nullptr) {
+    in->mask_swa.resize(n * static_cast<size_t>(g.n_kv), -std::numeric_limits<float>::infinity());
+    float* m = in->mask_swa.data() + i * static_cast<size_t>(g.n_kv);
+    std::fill(m + from, m + end, 0.0f);
+  }
 }
 
 LlamaSeqBatchInputs make_seq_batch_inputs(const LlamaBatchGraph& g, const SeqToken* batch, int64_t slot_ctx) {
@@ -319,6 +361,7 @@ LlamaSeqBatchInputs make_seq_batch_inputs(const LlamaBatchGraph& g, const SeqTok
       float* m = in.mask.data() + i * static_cast<size_t>(g.n_kv);
       std::fill(m + first, m + row + 1, 0.0f);
     }
+    add_window_rows(g, i, first, row + 1, &in);
     if (g.out_ids != nullptr && b.logits) in.out_ids.push_back(static_cast<int32_t>(i));
   }
   return in;

@@ -1,4 +1,4 @@
-// The forward graph of a llama-family model (llama, qwen2, qwen3, phi3: the
+// The forward graph of a llama-family model (llama, qwen2, qwen3, phi3, gemma3: the
 // architecture's traits, arch.hpp, add Q/K/V biases, per-head Q/K norms,
 // the RoPE mode and frequency factors) for one batch: n_tokens new tokens at positions
 // [n_past, n_past + n_tokens), attending to the KV cache rows [0, n_kv)
@@ -34,6 +34,11 @@ struct LlamaBatchGraph {
   // Made only when some layer uses the form that reads it (else nullptr).
   Tensor* mask = nullptr;    // F32 [n_kv, n_tokens]: 0 where visible, -inf elsewhere (unfused)
   Tensor* visible = nullptr; // I32 [n_tokens]: n_past + i + 1 (fused); a sequence batch: I32 [2, n_tokens], [first, end)
+  // The sliding-window layers' (LlamaHparams::is_swa): the same with each
+  // token's rows cut to the last n_swa positions (fused: always [2, n_tokens]).
+  Tensor* mask_swa = nullptr;
+  Tensor* visible_swa = nullptr;
+  int64_t n_swa = 0;
   // A sequence batch: I32 [n_out], the batch rows whose logits are output
   // (nullptr when every row's are, in batch order).
   Tensor* out_ids = nullptr;
@@ -87,8 +92,13 @@ struct LlamaBatchInputs {
   std::vector<int64_t> kv_rows;
   std::vector<float> mask;        // empty when g.mask is null
   std::vector<int32_t> visible;   // empty when g.visible is null
+  std::vector<float> mask_swa;        // empty when g.mask_swa is null
+  std::vector<int32_t> visible_swa;   // empty when g.visible_swa is null
 };
 LlamaBatchInputs make_batch_inputs(const LlamaBatchGraph& g, const int32_t* tokens);
+// Token i's sliding-window inputs (g.visible_swa, g.mask_swa, when the
+// graph has them): of its rows [first, end), the last g.n_swa.
+void add_window_rows(const LlamaBatchGraph& g, size_t i, int64_t first, int64_t end, LlamaBatchInputs* in);
 // The same for a graph of build_llama_seq_graph and its g.n_tokens tokens.
 struct LlamaSeqBatchInputs : LlamaBatchInputs {
   std::vector<int32_t> out_ids;  // empty when g.out_ids is null

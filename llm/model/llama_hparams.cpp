@@ -3,6 +3,7 @@
 #include <cmath>
 #include <string>
 
+#include "llm/model/arch.hpp"
 #include "loom/runtime/log.hpp"
 
 namespace loom::llm {
@@ -159,9 +160,19 @@ Status read_llama_hparams(const GgufFile& file, const std::string& arch, LlamaHp
   if (!(h.rms_eps >= 0.0f)) {
     return r.fail(arch + ".attention.layer_norm_rms_epsilon = " + std::to_string(h.rms_eps) + ": must be >= 0");
   }
-  if (r.has("attention.sliding_window")) {
+  const ArchTraits* traits = find_arch(arch);
+  if (traits != nullptr && traits->swa_period > 0) {
+    LOOM_RETURN_IF_ERROR(r.get("attention.sliding_window", L::kMaxContext, "tokens", &h.n_swa));
+    h.swa_period = traits->swa_period;
+  } else if (r.has("attention.sliding_window")) {
     LOOM_LOG_DEBUG("llm", "[llm.load] " + file.name() + ": " + arch +
                               ".attention.sliding_window ignored: attention spans the whole context");
+  }
+  if (traits != nullptr && traits->gemma) {
+    h.embd_scale = std::sqrt(static_cast<float>(h.n_embd));
+    // Gemma 3 27B scales scores by its query_pre_attn_scalar, n_embd / n_head,
+    // not by its head size (what llama.cpp reads off its 62 layers).
+    if (h.n_layer == 62) h.attn_scale = 1.0f / std::sqrt(static_cast<float>(h.n_embd / h.n_head));
   }
   *out = h;
   return Status();

@@ -1,4 +1,4 @@
-// Hyper-parameters of a llama-family model (llama, qwen2, qwen3, phi3: see
+// Hyper-parameters of a llama-family model (llama, qwen2, qwen3, phi3, gemma3: see
 // arch.hpp) and their validation.
 //
 // Every value a GGUF header gives is checked against the bounds below (and
@@ -31,8 +31,19 @@ struct LlamaHparams {
   // 1 / rope.scaling.factor for linear scaling, else 1 (scaling type none).
   float rope_freq_scale = 1.0f;
   float rms_eps = 1e-5f;
+  // Sliding-window attention (ArchTraits::swa_period > 0): the window of the
+  // local layers (attention.sliding_window) and their RoPE base and scale.
+  int64_t n_swa = 0;  // 0: every layer attends to the whole context
+  int swa_period = 0;
+  float rope_freq_base_swa = 10000.0f;
+  float rope_freq_scale_swa = 1.0f;
+  // The attention's score scale; 0: 1 / sqrt(head_dim).
+  float attn_scale = 0.0f;
+  float embd_scale = 0.0f;  // token embeddings times this (gemma: sqrt(n_embd)); 0: none
 
   int64_t head_dim() const { return n_embd_head; }
+  // Whether layer il attends through the sliding window.
+  bool is_swa(int64_t il) const { return n_swa > 0 && swa_period > 0 && (il + 1) % swa_period != 0; }
   int64_t q_dim() const { return n_embd_head * n_head; }  // rows of attn_q, columns of attn_output
   int64_t kv_dim() const { return n_embd_head * n_head_kv; }
 };

@@ -172,6 +172,7 @@ Status LlamaModel::read_hparams() {
   }
   LOOM_RETURN_IF_ERROR(read_llama_hparams(file_, arch_, &hparams_));
   LOOM_RETURN_IF_ERROR(read_sparse_ffn_params(file_, arch_, &sparse_));
+  if (traits_->gemma) sparse_.activation = FfnActivation::kGelu;  // GELU-gated (tanh approximation)
   return read_llama_vocab(file_, &hparams_);
 }
 
@@ -265,6 +266,10 @@ Status LlamaModel::bind_layer(int64_t il) {
     LOOM_RETURN_IF_ERROR(find_weight(p + "attn_k_norm.weight", {h.head_dim()}, true, &l.k_norm));
   }
   LOOM_RETURN_IF_ERROR(find_weight(p + "ffn_norm.weight", {h.n_embd}, true, &l.ffn_norm));
+  if (traits_->gemma) {
+    LOOM_RETURN_IF_ERROR(find_weight(p + "post_attention_norm.weight", {h.n_embd}, true, &l.post_attn_norm));
+    LOOM_RETURN_IF_ERROR(find_weight(p + "post_ffw_norm.weight", {h.n_embd}, true, &l.post_ffw_norm));
+  }
   LOOM_RETURN_IF_ERROR(find_weight(p + "ffn_down.weight", {h.n_ff, h.n_embd}, true, &l.ffn_down));
   if (traits_->fused_gate_up) {
     // No sparse FFN over a fused gate (its predictor reads ffn_gate).

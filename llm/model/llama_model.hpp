@@ -1,4 +1,4 @@
-// A llama-family model loaded from GGUF (llama, qwen2, qwen3, phi3: the
+// A llama-family model loaded from GGUF (llama, qwen2, qwen3, phi3, gemma3: the
 // architectures of arch.hpp, whose traits say which optional tensors each
 // has): hyper-parameters, weight tensors and the buffers holding them on an
 // ordered device list.
@@ -69,6 +69,10 @@ struct LlamaLayer {
   Tensor* q_norm = nullptr;  // [head_dim], per-head RMS norm of Q before RoPE (qwen3)
   Tensor* k_norm = nullptr;  // [head_dim]
   Tensor* ffn_norm = nullptr;
+  // Gemma (ArchTraits::gemma): RMS norms of the attention's and the FFN's
+  // outputs before their residual adds.
+  Tensor* post_attn_norm = nullptr;
+  Tensor* post_ffw_norm = nullptr;
   Tensor* ffn_gate = nullptr;  // nullptr when fused (ffn_gate_up)
   Tensor* ffn_up = nullptr;
   Tensor* ffn_gate_up = nullptr;  // [n_embd, 2 n_ff]: gate rows, then up rows (ArchTraits::fused_gate_up)

@@ -56,6 +56,27 @@ Status check_cache_fits(const std::vector<registry::Device*>& kv_devices, int64_
   return Status();
 }
 
+Status set_tensor(Tensor* t, const void* data, size_t bytes) { return tensor_set(t, data, bytes); }
+
+// Writes every input graph g has with `set` (tensor_set, or the
+// scheduler's set_input while micro-batches run).
+template <typename Set>
+Status write_inputs(const LlamaBatchGraph& g, const LlamaBatchInputs& in, const std::vector<int32_t>& out_ids,
+                    Set set) {
+  auto put = [&](Tensor* t, const auto& v) -> Status {
+    if (t == nullptr) return Status();
+    return set(t, v.data(), v.size() * sizeof(v[0]));
+  };
+  LOOM_RETURN_IF_ERROR(put(g.tokens, in.tokens));
+  LOOM_RETURN_IF_ERROR(put(g.pos, in.pos));
+  LOOM_RETURN_IF_ERROR(put(g.kv_rows, in.kv_rows));
+  LOOM_RETURN_IF_ERROR(put(g.mask, in.mask));
+  LOOM_RETURN_IF_ERROR(put(g.visible, in.visible));
+  LOOM_RETURN_IF_ERROR(put(g.mask_swa, in.mask_swa));
+  LOOM_RETURN_IF_ERROR(put(g.visible_swa, in.visible_swa));
+  return put(g.out_ids, out_ids);
+}
+
 }  // namespace
 
 StatusOr<std::unique_ptr<LlamaSession>> LlamaSession::create(LlamaModel* model, const SessionOptions& options) {
@@ -300,12 +321,8 @@ Status LlamaSession::submit_group(const TokenId* tokens, int64_t n, float* out) 
     g.n_past = pos;
     st = sched_->allocate(steps.back().graph);
     LlamaBatchInputs in = make_batch_inputs(g, tokens + start);
-    if (st.ok()) st = sched_->set_input(g.tokens, in.tokens.data(), in.tokens.size() * sizeof(int32_t));
-    if (st.ok()) st = sched_->set_input(g.pos, in.pos.data(), in.pos.size() * sizeof(int32_t));
-    if (st.ok()) st = sched_->set_input(g.kv_rows, in.kv_rows.data(), in.kv_rows.size() * sizeof(int64_t));
-    if (st.ok() && g.mask) st = sched_->set_input(g.mask, in.mask.data(), in.mask.size() * sizeof(float));
-    if (st.ok() && g.visible) {
-      st = sched_->set_input(g.visible, in.visible.data(), in.visible.size() * sizeof(int32_t));
+    if (st.ok()) {
+      st = write_inputs(g, in, {}, [&](Tensor* t, const void* d, size_t n) { return sched_->set_input(t, d, n); });
     }
     if (st.ok()) st = sched_->submit(steps.back().graph);
     if (st.ok() && steps.size() > 1) ++pipelined_batches_;
@@ -340,11 +357,7 @@ Status LlamaSession::run_step(const TokenId* tokens, int64_t n, bool all_logits,
   Graph& graph = cached_->graph;
   g.n_past = n_past_;
   LlamaBatchInputs in = make_batch_inputs(g, tokens);
-  LOOM_RETURN_IF_ERROR(tensor_set(g.tokens, in.tokens.data(), in.tokens.size() * sizeof(int32_t)));
-  LOOM_RETURN_IF_ERROR(tensor_set(g.pos, in.pos.data(), in.pos.size() * sizeof(int32_t)));
-  LOOM_RETURN_IF_ERROR(tensor_set(g.kv_rows, in.kv_rows.data(), in.kv_rows.size() * sizeof(int64_t)));
-  if (g.mask) LOOM_RETURN_IF_ERROR(tensor_set(g.mask, in.mask.data(), in.mask.size() * sizeof(float)));
-  if (g.visible) LOOM_RETURN_IF_ERROR(tensor_set(g.visible, in.visible.data(), in.visible.size() * sizeof(int32_t)));
+  LOOM_RETURN_IF_ERROR(write_inputs(g, in, {}, set_tensor));
   LOOM_RETURN_IF_ERROR(sched_->compute(graph));
   ++steps_;
   bytes_copied_ += sched_->last_stats().bytes_copied;
@@ -420,12 +433,7 @@ Status LlamaSession::run_seq_step(const std::vector<SeqToken>& batch, int64_t n_
   }
   LlamaBatchGraph& g = step->batch;
   LlamaSeqBatchInputs in = make_seq_batch_inputs(g, batch.data(), n_ctx());
-  LOOM_RETURN_IF_ERROR(tensor_set(g.tokens, in.tokens.data(), in.tokens.size() * sizeof(int32_t)));
-  LOOM_RETURN_IF_ERROR(tensor_set(g.pos, in.pos.data(), in.pos.size() * sizeof(int32_t)));
-  LOOM_RETURN_IF_ERROR(tensor_set(g.kv_rows, in.kv_rows.data(), in.kv_rows.size() * sizeof(int64_t)));
-  if (g.mask) LOOM_RETURN_IF_ERROR(tensor_set(g.mask, in.mask.data(), in.mask.size() * sizeof(float)));
-  if (g.visible) LOOM_RETURN_IF_ERROR(tensor_set(g.visible, in.visible.data(), in.visible.size() * sizeof(int32_t)));
-  if (g.out_ids) LOOM_RETURN_IF_ERROR(tensor_set(g.out_ids, in.out_ids.data(), in.out_ids.size() * sizeof(int32_t)));
+  LOOM_RETURN_IF_ERROR(write_inputs(g, in, in.out_ids, set_tensor));
   LOOM_RETURN_IF_ERROR(sched_->compute(step->graph));
   ++steps_;
   bytes_copied_ += sched_->last_stats().bytes_copied;

@@ -34,6 +34,9 @@ StatusOr<Tensor*> dense_ffn(Context& ctx, const LlamaLayer& l, FfnActivation act
   if (act == FfnActivation::kRelu) {
     LOOM_ASSIGN_OR_RETURN(gate, op::relu(ctx, gate));
     LOOM_ASSIGN_OR_RETURN(h, op::mul(ctx, gate, up));
+  } else if (act == FfnActivation::kGelu) {
+    LOOM_ASSIGN_OR_RETURN(Tensor * g, op::gelu(ctx, gate));
+    LOOM_ASSIGN_OR_RETURN(h, op::mul(ctx, g, up));
   } else {
     LOOM_ASSIGN_OR_RETURN(h, op::swiglu(ctx, gate, up));
   }

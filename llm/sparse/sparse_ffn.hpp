@@ -37,7 +37,8 @@ namespace loom::llm {
 class LlamaModel;
 struct LlamaLayer;
 
-enum class FfnActivation { kSilu, kRelu };
+// The gate's activation: silu (SwiGLU), relu (sparse models), gelu (Gemma's GELU-gated FFN).
+enum class FfnActivation { kSilu, kRelu, kGelu };
 
 // A batch of more tokens than this runs a sparse layer dense (the union of
 // the tokens' active neurons covers most rows; the dense product streams

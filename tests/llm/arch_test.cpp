@@ -103,6 +103,26 @@ ArchSpec phi3_gqa() {
   return s;
 }
 
+// Gemma 3: 6 layers so that layer 5 is global and 0-4 are local, a window
+// of 4 positions (the 10-token prompt is longer), a RoPE base of 1e6 on the
+// global layer against 10000 on the local ones.
+ArchSpec gemma3() {
+  ArchSpec s;
+  s.arch = "gemma3";
+  s.gemma = true;
+  s.neox = true;
+  s.qk_norm = true;
+  s.tied = true;
+  s.n_layer = 6;
+  s.head_dim = 16;
+  s.sliding_window = 4;
+  s.swa_period = 6;
+  s.freq_base = 1000000.0f;
+  s.eps = 1e-6f;
+  s.seed = 8;
+  return s;
+}
+
 double max_abs_diff(const std::vector<std::vector<double>>& a, const std::vector<std::vector<double>>& b) {
   double d = 0.0;
   for (size_t p = 0; p < a.size(); ++p) {
@@ -281,6 +301,67 @@ TEST_F(Architectures, Phi3FusedProjectionsMatchTheReference) {
   }
 }
 
+// Gemma 3 against the reference; mutants without the window, with every
+// layer global, without the post norms, with SiLU for GELU, without the
+// embedding scale are each far from it.
+TEST_F(Architectures, Gemma3SlidingWindowNormsAndGeluMatchTheReference) {
+  const TinyArchModel m(gemma3());
+  check(gemma3(), {{"without the sliding window", mutate(m, [](TinyArchModel* c) { c->spec.sliding_window = 0; })},
+                   {"without the post norms", mutate(m, [](TinyArchModel* c) {
+                      drop(c, "post_attention_norm");
+                      drop(c, "post_ffw_norm");
+                    })},
+                   {"with SiLU and no embedding scale", mutate(m, [](TinyArchModel* c) { c->spec.gemma = false; })}});
+  auto model = load(m);
+  ASSERT_TRUE(model.ok());
+  EXPECT_EQ((*model)->hparams().n_swa, 4);
+  EXPECT_TRUE((*model)->hparams().is_swa(4));
+  EXPECT_FALSE((*model)->hparams().is_swa(5));
+}
+
+// The sliding window in sequence batches (loom serve's path): the prompt in
+// slot 2 of 3 and its first 7 tokens in slot 0, read together, then decoded
+// together; every logits row matches the reference at its position.
+TEST_F(Architectures, Gemma3WindowHoldsInSequenceBatches) {
+  const TinyArchModel m(gemma3());
+  auto model = load(m);
+  ASSERT_TRUE(model.ok()) << model.status().to_string();
+  const std::vector<std::vector<double>> ref = ReferenceForward(m).logits(prompt());
+  const auto n_vocab = static_cast<size_t>((*model)->hparams().n_vocab);
+  for (bool fused : {true, false}) {
+    SessionOptions so;
+    so.n_seq = 3;
+    so.n_ctx = 32;
+    so.kv_type = LOOM_TYPE_F32;
+    so.fused_attention = fused;
+    auto s = LlamaSession::create(model->get(), so);
+    ASSERT_TRUE(s.ok()) << s.status().to_string();
+    std::vector<SeqToken> batch;
+    for (int32_t p = 0; p < 6; ++p) batch.push_back({prompt()[static_cast<size_t>(p)], 2, p, p == 5});
+    for (int32_t p = 0; p < 3; ++p) batch.push_back({prompt()[static_cast<size_t>(p)], 0, p, p == 2});
+    std::vector<float> logits;
+    ASSERT_TRUE((*s)->eval_seqs(batch, &logits).ok());
+    auto expect_row = [&](size_t row, size_t pos) {
+      double err = 0, scale = 1;
+      for (size_t i = 0; i < n_vocab; ++i) {
+        err = std::max(err, std::fabs(logits[row * n_vocab + i] - ref[pos][i]));
+        scale = std::max(scale, std::fabs(ref[pos][i]));
+      }
+      EXPECT_LT(err, kTol * scale) << (fused ? "fused" : "unfused") << " row " << row << " position " << pos;
+    };
+    expect_row(0, 5);
+    expect_row(1, 2);
+    // Decode both to position 9 and 6: past the window of 4.
+    for (int32_t step = 0; step < 4; ++step) {
+      batch = {{prompt()[static_cast<size_t>(6 + step)], 2, 6 + step, true},
+               {prompt()[static_cast<size_t>(3 + step)], 0, 3 + step, true}};
+      ASSERT_TRUE((*s)->eval_seqs(batch, &logits).ok());
+      expect_row(0, static_cast<size_t>(6 + step));
+      expect_row(1, static_cast<size_t>(3 + step));
+    }
+  }
+}
+
 TEST_F(Architectures, ScalingTypeNoneIgnoresTheFactor) {
   ArchSpec s = qwen3();
   s.scaling_type = "none";
@@ -298,7 +379,7 @@ TEST_F(Architectures, OnVulkan0EveryArchitectureMatchesTheReference) {
   LoadOptions where;
   where.devices = {vk, dev_};
   where.n_gpu_layers = 2;
-  for (const ArchSpec& spec : {llama3(), qwen2(), qwen3(), phi3_gqa()}) check(spec, {}, &where, 2e-4);
+  for (const ArchSpec& spec : {llama3(), qwen2(), qwen3(), phi3_gqa(), gemma3()}) check(spec, {}, &where, 2e-4);
   // The same llama-3 model with and without rope_freqs: as many splits.
   const TinyArchModel m(llama3());
   size_t splits[2] = {0, 0};
@@ -318,7 +399,7 @@ TEST_F(Architectures, OnVulkan0EveryArchitectureMatchesTheReference) {
 // -------------------------------------------------------------- errors
 
 TEST_F(Architectures, EveryRequiredTensorOfEachArchitectureIsNamedWhenMissing) {
-  for (const ArchSpec& spec : {llama3(), qwen2(), qwen3(), phi3()}) {
+  for (const ArchSpec& spec : {llama3(), qwen2(), qwen3(), phi3(), gemma3()}) {
     const TinyArchModel m(spec);
     for (const auto& [name, t] : m.file_tensors()) {
       SCOPED_TRACE(spec.arch + ": without " + name);
@@ -379,7 +460,7 @@ TEST_F(Architectures, UnknownArchitectureListsTheSupportedOnes) {
   EXPECT_EQ(model.status().code(), StatusCode::kUnimplemented);
   EXPECT_NE(model.status().message().find("unsupported architecture 'gemma'"), std::string::npos)
       << model.status().message();
-  EXPECT_NE(model.status().message().find("llama, qwen2, qwen3, phi3"), std::string::npos) << model.status().message();
+  EXPECT_NE(model.status().message().find("llama, qwen2, qwen3, phi3, gemma3"), std::string::npos) << model.status().message();
 }
 
 TEST_F(Architectures, RopeScalingLoomDoesNotRunIsNamed) {

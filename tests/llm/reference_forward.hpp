@@ -4,7 +4,9 @@
 // optional biases, optional per-head RMS norms of Q and K, RoPE (normal or
 // neox pairs, partial rotation, frequency factors, freq_scale), grouped-query
 // causal attention, SwiGLU feed-forward, final norm and output head (the
-// embedding when tied). Every position of a sequence is computed from
+// embedding when tied); gemma3's embedding scale, post-attention and
+// post-FFN norms, GELU-gated FFN, and sliding window with its own RoPE base
+// on the local layers. Every position of a sequence is computed from
 // scratch: logits(tokens)[p] are the logits after tokens [0, p].
 #pragma once
 
@@ -25,7 +27,12 @@ class ReferenceForward {
   std::vector<std::vector<double>> logits(const std::vector<int32_t>& tokens) const {
     const size_t n = tokens.size();
     std::vector<std::vector<double>> x(n);
-    for (size_t p = 0; p < n; ++p) x[p] = row(w("token_embd.weight"), s_.n_embd, tokens[p]);
+    for (size_t p = 0; p < n; ++p) {
+      x[p] = row(w("token_embd.weight"), s_.n_embd, tokens[p]);
+      if (s_.gemma) {
+        for (double& v : x[p]) v *= std::sqrt(static_cast<double>(s_.n_embd));
+      }
+    }
     for (int64_t il = 0; il < s_.n_layer; ++il) layer(il, &x);
     const std::vector<float>& out = m_.find("output.weight") ? w("output.weight") : w("token_embd.weight");
     std::vector<std::vector<double>> result(n);
@@ -64,14 +71,17 @@ class ReferenceForward {
     }
   }
 
-  // Rotates the first rot() dims of head [off, off + hd) of v for position p.
-  void rope(std::vector<double>* v, int64_t off, int64_t p) const {
+  // Rotates the first rot() dims of head [off, off + hd) of v for position p
+  // (a sliding-window layer: base 10000, no scaling).
+  void rope(std::vector<double>* v, int64_t off, int64_t p, bool swa) const {
     const int64_t rot = s_.rot();
     const int64_t half = rot / 2;
     const std::vector<float>* ff = m_.find("rope_freqs.weight");
+    const double base = swa ? 10000.0 : static_cast<double>(s_.freq_base);
+    const double scale = swa ? 1.0 : s_.freq_scale();
     for (int64_t i = 0; i < half; ++i) {
-      double theta = static_cast<double>(p) * s_.freq_scale() *
-                     std::pow(static_cast<double>(s_.freq_base), -2.0 * static_cast<double>(i) / static_cast<double>(rot));
+      double theta = static_cast<double>(p) * scale *
+                     std::pow(base, -2.0 * static_cast<double>(i) / static_cast<double>(rot));
       if (ff) theta /= (*ff)[i];
       const int64_t a = off + (s_.neox ? i : 2 * i);
       const int64_t b = off + (s_.neox ? i + half : 2 * i + 1);
@@ -82,7 +92,7 @@ class ReferenceForward {
   }
 
   // Per-head RMS norm (qwen3), then RoPE, of every head of v.
-  void heads(std::vector<double>* v, int64_t n_heads, const std::string& norm_name, int64_t p) const {
+  void heads(std::vector<double>* v, int64_t n_heads, const std::string& norm_name, int64_t p, bool swa) const {
     const int64_t hd = s_.hd();
     for (int64_t h = 0; h < n_heads; ++h) {
       if (has(norm_name)) {
@@ -90,7 +100,7 @@ class ReferenceForward {
         one = norm(one, w(norm_name));
         std::copy(one.begin(), one.end(), v->begin() + h * hd);
       }
-      rope(v, h * hd, p);
+      rope(v, h * hd, p, swa);
     }
   }
 
@@ -98,6 +108,7 @@ class ReferenceForward {
     const std::string pre = "blk." + std::to_string(il) + ".";
     const int64_t hd = s_.hd(), nh = s_.n_head, nkv = s_.n_head_kv;
     const size_t n = xs->size();
+    const bool swa = s_.is_swa(il);
     std::vector<std::vector<double>> q(n), k(n), v(n);
     for (size_t p = 0; p < n; ++p) {
       const std::vector<double> xn = norm((*xs)[p], w(pre + "attn_norm.weight"));
@@ -107,36 +118,46 @@ class ReferenceForward {
       add_to(&q[p], m_.find(pre + "attn_q.bias"));
       add_to(&k[p], m_.find(pre + "attn_k.bias"));
       add_to(&v[p], m_.find(pre + "attn_v.bias"));
-      heads(&q[p], nh, pre + "attn_q_norm.weight", static_cast<int64_t>(p));
-      heads(&k[p], nkv, pre + "attn_k_norm.weight", static_cast<int64_t>(p));
+      heads(&q[p], nh, pre + "attn_q_norm.weight", static_cast<int64_t>(p), swa);
+      heads(&k[p], nkv, pre + "attn_k_norm.weight", static_cast<int64_t>(p), swa);
     }
     for (size_t p = 0; p < n; ++p) {
       // Causal grouped-query attention: query head h reads kv head h / (nh / nkv).
       std::vector<double> att(static_cast<size_t>(nh * hd), 0.0);
       for (int64_t h = 0; h < nh; ++h) {
         const int64_t g = h / (nh / nkv);
-        std::vector<double> score(p + 1);
+        // Keys j0..p: every earlier one, or the last sliding_window (a local layer).
+        const size_t j0 = swa && p + 1 > static_cast<size_t>(s_.sliding_window) ? p + 1 - s_.sliding_window : 0;
+        std::vector<double> score(p + 1, -1e300);
         double mx = -1e300;
-        for (size_t j = 0; j <= p; ++j) {
+        for (size_t j = j0; j <= p; ++j) {
           double d = 0.0;
           for (int64_t i = 0; i < hd; ++i) d += q[p][h * hd + i] * k[j][g * hd + i];
           score[j] = d / std::sqrt(static_cast<double>(hd));
           mx = std::max(mx, score[j]);
         }
         double sum = 0.0;
-        for (double& sc : score) sum += (sc = std::exp(sc - mx));
-        for (size_t j = 0; j <= p; ++j) {
+        for (size_t j = j0; j <= p; ++j) sum += (score[j] = std::exp(score[j] - mx));
+        for (size_t j = j0; j <= p; ++j) {
           for (int64_t i = 0; i < hd; ++i) att[h * hd + i] += score[j] / sum * v[j][g * hd + i];
         }
       }
-      const std::vector<double> o = matvec(w(pre + "attn_output.weight"), s_.n_embd, att);
+      std::vector<double> o = matvec(w(pre + "attn_output.weight"), s_.n_embd, att);
+      if (has(pre + "post_attention_norm.weight")) o = norm(o, w(pre + "post_attention_norm.weight"));
       for (int64_t i = 0; i < s_.n_embd; ++i) (*xs)[p][i] += o[i];
       const std::vector<double> xn = norm((*xs)[p], w(pre + "ffn_norm.weight"));
       const std::vector<double> gate = matvec(w(pre + "ffn_gate.weight"), s_.n_ff, xn);
       const std::vector<double> up = matvec(w(pre + "ffn_up.weight"), s_.n_ff, xn);
       std::vector<double> act(gate.size());
-      for (size_t i = 0; i < gate.size(); ++i) act[i] = gate[i] / (1.0 + std::exp(-gate[i])) * up[i];
-      const std::vector<double> down = matvec(w(pre + "ffn_down.weight"), s_.n_embd, act);
+      for (size_t i = 0; i < gate.size(); ++i) {
+        const double g = gate[i];
+        // gemma: GELU, tanh approximation; else SiLU.
+        const double a = s_.gemma ? 0.5 * g * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (g + 0.044715 * g * g * g)))
+                                  : g / (1.0 + std::exp(-g));
+        act[i] = a * up[i];
+      }
+      std::vector<double> down = matvec(w(pre + "ffn_down.weight"), s_.n_embd, act);
+      if (has(pre + "post_ffw_norm.weight")) down = norm(down, w(pre + "post_ffw_norm.weight"));
       for (int64_t i = 0; i < s_.n_embd; ++i) (*xs)[p][i] += down[i];
     }
   }

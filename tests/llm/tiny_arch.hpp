@@ -1,6 +1,6 @@
 // Test helper: tiny random models of each architecture loom runs (llama,
 // llama-3 with rope_freqs and rope scaling, mistral-style llama, qwen2,
-// qwen3, phi3 with its fused projections), kept in memory as float arrays (for the reference forward pass of
+// qwen3, phi3 with its fused projections, gemma3 with its sliding window), kept in memory as float arrays (for the reference forward pass of
 // reference_forward.hpp) and written as F32 GGUF files with the independent
 // GgufBuilder. Knobs drop any tensor or metadata key, or add keys, for the
 // loader's error paths.
@@ -46,6 +46,12 @@ struct ArchSpec {
   // blk.N.ffn_up (gate rows, then up rows) instead of the separate tensors
   // (which the model keeps in memory for the reference).
   bool fused = false;
+  // gemma3: embeddings times sqrt(n_embd), post-attention and post-FFN norms,
+  // a GELU-gated FFN; with sliding_window, every layer but each swa_period-th
+  // attends to the last sliding_window positions with RoPE base 10000.
+  bool gemma = false;
+  int swa_period = 0;
+  bool is_swa(int64_t il) const { return sliding_window > 0 && swa_period > 0 && (il + 1) % swa_period != 0; }
   uint32_t seed = 1;
 
   int64_t hd() const { return head_dim > 0 ? head_dim : n_embd / n_head; }
@@ -97,6 +103,10 @@ struct TinyArchModel {
       if (s.qk_norm) {
         add(rng, p + "attn_q_norm.weight", {hd}, 1.0f, 0.3f);
         add(rng, p + "attn_k_norm.weight", {hd}, 1.0f, 0.3f);
+      }
+      if (s.gemma) {
+        add(rng, p + "post_attention_norm.weight", {e}, 1.0f, 0.2f);
+        add(rng, p + "post_ffw_norm.weight", {e}, 1.0f, 0.2f);
       }
       add(rng, p + "ffn_norm.weight", {e}, 1.0f, 0.2f);
       add(rng, p + "ffn_gate.weight", {e, ff}, 0.0f, 1.0f);
