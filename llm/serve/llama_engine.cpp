@@ -318,13 +318,11 @@ class LlamaEngine : public Engine {
   // step's budget.
   void step() {
     std::vector<SeqToken> batch;
-    std::vector<Slot*> row_slot;  // per logits row, its slot
     int64_t n_prompt = 0;
     for (size_t i = 0; i < slots_.size(); ++i) {
       Slot& s = slots_[i];
       if (!s.r || !s.decoding() || s.next < 0) continue;
       batch.push_back({s.next, static_cast<int32_t>(i), static_cast<int32_t>(s.cached.size()), true});
-      row_slot.push_back(&s);
     }
     const bool decodes = !batch.empty();
     int64_t budget = opts_.n_batch - static_cast<int64_t>(batch.size());
@@ -343,15 +341,14 @@ class LlamaEngine : public Engine {
       for (size_t j = s->n_read; j < s->n_read + take; ++j) {
         const bool last = j + 1 == p.size();
         batch.push_back({p[j], seq, static_cast<int32_t>(j), last});
-        if (last) row_slot.push_back(s);
       }
       read.emplace_back(s, take);
       budget -= static_cast<int64_t>(take);
       n_prompt += static_cast<int64_t>(take);
     }
     if (batch.empty()) return;
-    // Logits rows come in batch order: re-sort row_slot to match.
-    row_slot.clear();
+    // Per logits row (batch order), its slot.
+    std::vector<Slot*> row_slot;
     for (const SeqToken& t : batch) {
       if (t.logits) row_slot.push_back(&slots_[static_cast<size_t>(t.seq)]);
     }

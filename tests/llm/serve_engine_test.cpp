@@ -51,6 +51,10 @@ Reply collect(Stream& s, std::chrono::milliseconds limit = 60s) {
   return r;
 }
 
+// A system prompt two requests share.
+constexpr char kSystem[] =
+    "Once upon a time, there was a little girl named Lily. She loved to play outside in the park.";
+
 class ServeEngine : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -66,6 +70,12 @@ class ServeEngine : public ::testing::Test {
     ASSERT_NE(dev_, nullptr);
   }
 
+  std::unique_ptr<Engine> engine(int32_t slots, int64_t n_ctx) {
+    EngineOptions o;
+    o.slots = slots;
+    o.n_ctx = n_ctx;
+    return engine(o);
+  }
   std::unique_ptr<Engine> engine(EngineOptions o) {
     auto m = LlamaModel::load(path_, dev_);
     EXPECT_TRUE(m.ok()) << m.status().to_string();
@@ -152,11 +162,8 @@ TEST_F(ServeEngine, EightAtOnceEachGetItsSoloText) {
 }
 
 TEST_F(ServeEngine, SharedPrefixIsReusedNotRecomputed) {
-  std::string sys = "Once upon a time, there was a little girl named Lily. She loved to play outside in the park.";
-  EngineOptions o;
-  o.slots = 2;
-  o.n_ctx = 256;
-  auto e = engine(o);
+  const std::string sys = kSystem;
+  auto e = engine(2, 256);
   ASSERT_NE(e, nullptr);
   auto a = e->submit(request(*e, sys + " One day", 8));
   ASSERT_TRUE(a.ok());
@@ -176,11 +183,8 @@ TEST_F(ServeEngine, SharedPrefixIsReusedNotRecomputed) {
 // Two requests at once sharing a long prefix: the second copies the first's
 // rows from its slot.
 TEST_F(ServeEngine, PrefixIsCopiedFromABusySlot) {
-  std::string sys = "Once upon a time, there was a little girl named Lily. She loved to play outside in the park.";
-  EngineOptions o;
-  o.slots = 2;
-  o.n_ctx = 256;
-  auto e = engine(o);
+  const std::string sys = kSystem;
+  auto e = engine(2, 256);
   ASSERT_NE(e, nullptr);
   auto a = e->submit(request(*e, sys + " One day", 60));
   ASSERT_TRUE(a.ok());
