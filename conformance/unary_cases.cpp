@@ -1,5 +1,7 @@
-// SILU, GELU (tanh form), RELU, SCALE and SWIGLU: every float type, strided
+// SILU, GELU (tanh form), RELU, TANH (ABI 1.5), SCALE and SWIGLU: every float type, strided
 // views, in place, 1 vs 3 threads.
+#include <cmath>
+
 #include "loom/runtime/ops.hpp"
 #include "conformance/suite.hpp"
 
@@ -26,6 +28,7 @@ class UnaryTest : public OpTest {
       case LOOM_OP_SILU: out = unwrap(op::silu(ctx_, a.t), "silu"); break;
       case LOOM_OP_GELU: out = unwrap(op::gelu(ctx_, a.t), "gelu"); break;
       case LOOM_OP_RELU: out = unwrap(op::relu(ctx_, a.t), "relu"); break;
+      case LOOM_OP_TANH: out = unwrap(op::tanh(ctx_, a.t), "tanh"); break;
       default: out = unwrap(op::scale(ctx_, a.t, s, bias), "scale"); break;
     }
     LOOM_ASSERT_OK(run_threads({out}));
@@ -37,6 +40,7 @@ class UnaryTest : public OpTest {
         case LOOM_OP_SILU: r = silu(x); mag = std::fabs(x); break;
         case LOOM_OP_GELU: r = gelu(x); mag = std::fabs(x); break;
         case LOOM_OP_RELU: r = x > 0 ? x : 0.0; mag = 0.0; break;
+        case LOOM_OP_TANH: r = std::tanh(x); mag = 1.0; break;
         default: r = x * s + bias; mag = std::fabs(x * s) + std::fabs(bias); break;
       }
       ref.push_back(r);
@@ -54,6 +58,19 @@ LOOM_CASE(UnaryTest, EveryOpTypeAndLayout) {
       for (Layout l : layouts_for(t)) check(op, t, kShapes[k++ % 4], l);
     }
   }
+}
+
+LOOM_CASE(UnaryTest, TanhEveryTypeAndLayout) {
+  seed(204);
+  int k = 0;
+  for (loom_type_t t : kFloatTypes) {
+    for (Layout l : layouts_for(t)) check(LOOM_OP_TANH, t, kShapes[k++ % 4], l);
+  }
+  // Saturation, zero signs and infinities.
+  Operand a = input_values(LOOM_TYPE_F32, {6, 1, 1, 1}, {-30.0f, -0.0f, 0.0f, 30.0f, -INFINITY, INFINITY});
+  Tensor* out = unwrap(op::tanh(ctx_, a.t), "tanh");
+  LOOM_ASSERT_OK(run({out}));
+  expect_close(read(out), {-1.0, 0.0, 0.0, 1.0, -1.0, 1.0}, std::vector<double>(6, 1e-7), a.h.ne, "tanh limits");
 }
 
 LOOM_CASE(UnaryTest, ReluIsExactAndKeepsZeroes) {

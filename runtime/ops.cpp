@@ -291,6 +291,7 @@ StatusOr<Tensor*> set_rows(Context& ctx, Tensor* dst, Tensor* rows, Tensor* idx)
 StatusOr<Tensor*> silu(Context& ctx, Tensor* a) { return ruled("silu", unary(ctx, "silu", LOOM_OP_SILU, a)); }
 StatusOr<Tensor*> gelu(Context& ctx, Tensor* a) { return ruled("gelu", unary(ctx, "gelu", LOOM_OP_GELU, a)); }
 StatusOr<Tensor*> relu(Context& ctx, Tensor* a) { return ruled("relu", unary(ctx, "relu", LOOM_OP_RELU, a)); }
+StatusOr<Tensor*> tanh(Context& ctx, Tensor* a) { return ruled("tanh", unary(ctx, "tanh", LOOM_OP_TANH, a)); }
 
 StatusOr<Tensor*> swiglu(Context& ctx, Tensor* a, Tensor* b) {
   LOOM_RETURN_IF_ERROR(check_src("swiglu", ctx, a, "a"));
@@ -410,6 +411,44 @@ StatusOr<Tensor*> mul_mat_sparse_cols(Context& ctx, Tensor* w, Tensor* h, Tensor
   LOOM_ASSIGN_OR_RETURN(Tensor * t, node(ctx, op, LOOM_OP_MUL_MAT_SPARSE_COLS, LOOM_TYPE_F32, ne, {w, h, scores}));
   t->set_param<float>(0, threshold);
   return ruled("mul_mat_sparse_cols", t);
+}
+
+StatusOr<Tensor*> mul_mat_id(Context& ctx, Tensor* a, Tensor* b, Tensor* ids) {
+  const char* op = "mul_mat_id";
+  LOOM_RETURN_IF_ERROR(check_src(op, ctx, a, "a"));
+  LOOM_RETURN_IF_ERROR(check_src(op, ctx, b, "b"));
+  LOOM_RETURN_IF_ERROR(check_src(op, ctx, ids, "ids"));
+  LOOM_RETURN_IF_ERROR(need_type(op, b, "b", LOOM_TYPE_F32));
+  LOOM_RETURN_IF_ERROR(need_type(op, ids, "ids", LOOM_TYPE_I32));
+  if (!type_is_float(a->type) && !type_is_quantized(a->type)) {
+    return invalid_argument(tag(op) + "a (" + a->describe() + ") must be a float or quantized weight type");
+  }
+  const int64_t n_used = ids->ne[0], n_tok = ids->ne[1];
+  if (a->ne[3] != 1 || ids->ne[2] != 1 || ids->ne[3] != 1) {
+    return invalid_argument(tag(op) + "a " + a->describe() + " must be [K, M, n_expert] and ids " +
+                            ids->describe() + " [n_used, T]");
+  }
+  if (b->ne[0] != a->ne[0] || (b->ne[1] != 1 && b->ne[1] != n_used) || b->ne[2] != n_tok || b->ne[3] != 1) {
+    return invalid_argument(tag(op) + "b " + b->describe() + " must be [" + std::to_string(a->ne[0]) + ", 1 or " +
+                            std::to_string(n_used) + ", " + std::to_string(n_tok) + "] for a " + a->describe() +
+                            " and ids " + ids->describe());
+  }
+  const int64_t ne[4] = {a->ne[1], n_used, n_tok, 1};
+  return ruled(op, node(ctx, op, LOOM_OP_MUL_MAT_ID, LOOM_TYPE_F32, ne, {a, b, ids}));
+}
+
+StatusOr<Tensor*> top_k(Context& ctx, Tensor* a, int k) {
+  const char* op = "top_k";
+  LOOM_RETURN_IF_ERROR(check_src(op, ctx, a, "a"));
+  LOOM_RETURN_IF_ERROR(need_type(op, a, "a", LOOM_TYPE_F32));
+  if (k < 1 || k > a->ne[0]) {
+    return invalid_argument(tag(op) + "k = " + std::to_string(k) + " must be in [1, " + std::to_string(a->ne[0]) +
+                            "] for rows of a " + a->describe());
+  }
+  const int64_t ne[4] = {k, a->ne[1], a->ne[2], a->ne[3]};
+  LOOM_ASSIGN_OR_RETURN(Tensor * t, node(ctx, op, LOOM_OP_TOP_K, LOOM_TYPE_I32, ne, {a}));
+  t->set_param<int32_t>(0, k);
+  return ruled(op, t);
 }
 
 // The in-place contract lives with the op's other facts (common/op_table.h).

@@ -26,7 +26,7 @@ extern "C" {
 /* ---------------------------------------------------------------- versions */
 
 #define LOOM_ABI_VERSION_MAJOR 1u
-#define LOOM_ABI_VERSION_MINOR 4u
+#define LOOM_ABI_VERSION_MINOR 5u
 /* Packed version: major in the high 16 bits, minor in the low 16 bits. */
 #define LOOM_ABI_MAKE_VERSION(major, minor) ((uint32_t)(((major) << 16) | ((minor) & 0xFFFFu)))
 #define LOOM_ABI_VERSION LOOM_ABI_MAKE_VERSION(LOOM_ABI_VERSION_MAJOR, LOOM_ABI_VERSION_MINOR)
@@ -342,7 +342,26 @@ typedef enum loom_op {
    * (0 when no k is active; only the active rows of W are read). Equal to
    * MUL_MAT(transpose(W), H with the inactive elements zeroed). */
   LOOM_OP_MUL_MAT_SPARSE_COLS = 27,
-  LOOM_OP_COUNT = 28 /* number of op ids in this ABI version */
+  /* (ABI 1.5) Mixture-of-experts product: each token's chosen experts.
+   * src0 A [K, M, E] (E experts, ne[3] = 1) any type MUL_MAT's A takes;
+   * src1 B F32 [K, Nb, T] (ne[3] = 1) with Nb = 1 (every chosen expert of
+   * token t reads B[:, 0, t]) or Nb = U (expert slot u reads B[:, u, t]);
+   * src2 ids I32 [U, T] (any strides): token t's chosen experts. Result F32
+   * [M, U, T]:
+   * dst[m, u, t] = sum_k A[k, m, ids[u, t]] * B[k, Nb == 1 ? 0 : u, t].
+   * Ids may repeat; an id outside [0, E) fails the node with
+   * INVALID_ARGUMENT. Only the chosen experts' weights need be read. The
+   * host never offers it to a plugin built for 1.0-1.4 (host rule 15). */
+  LOOM_OP_MUL_MAT_ID = 28,
+  /* (ABI 1.5) Indices of the k largest elements of each row, largest first
+   * (equal values: the lower index first; NaN counts as smaller than every
+   * number). src0 F32 [n, r1, r2, r3]; i32 param [0] k in [1, n].
+   * Result I32 [k, r1, r2, r3]. */
+  LOOM_OP_TOP_K = 29,
+  /* (ABI 1.5) Unary tanh on float types, type of src0 (Gemma 2's logit
+   * soft-capping: c * tanh(x / c)). */
+  LOOM_OP_TANH = 30,
+  LOOM_OP_COUNT = 31 /* number of op ids in this ABI version */
 } loom_op_t;
 
 #define LOOM_ROPE_MODE_NORMAL 0

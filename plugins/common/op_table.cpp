@@ -112,6 +112,24 @@ const char* check_sparse(const loom_tensor_t* n) {
   return std::isfinite(t) ? nullptr : "threshold";
 }
 
+// (1.5) MUL_MAT_ID: A [K, M, E], B F32 [K, 1 or U, T], ids I32 [U, T] ->
+// F32 [M, U, T].
+const char* check_mul_mat_id(const loom_tensor_t* n) {
+  const loom_tensor_t* a = n->src[0];
+  const loom_tensor_t* b = n->src[1];
+  const loom_tensor_t* ids = n->src[2];
+  if (!(is_float(a->type) || is_quant(a->type)) || b->type != LOOM_TYPE_F32 || ids->type != LOOM_TYPE_I32 ||
+      n->type != LOOM_TYPE_F32) {
+    return "types";
+  }
+  const int64_t u = ids->ne[0], t = ids->ne[1];
+  if (a->ne[3] != 1 || a->ne[2] < 1 || u < 1 || !shape_is(ids, u, t, 1, 1) || b->ne[0] != a->ne[0] ||
+      (b->ne[1] != 1 && b->ne[1] != u) || b->ne[2] != t || b->ne[3] != 1 || !shape_is(n, a->ne[1], u, t, 1)) {
+    return "shapes";
+  }
+  return nullptr;
+}
+
 const char* check_op(const loom_tensor_t* n) {
   const loom_tensor_t* a = n->src[0];
   const loom_tensor_t* b = n->src[1];
@@ -132,6 +150,7 @@ const char* check_op(const loom_tensor_t* n) {
       if (!is_float(ta) || !is_float(b->type) || n->type != ta) return "types";
       return same_shape(n, a) && can_repeat(a, b) ? nullptr : "shapes";
     case LOOM_OP_SCALE:
+    case LOOM_OP_TANH:
     case LOOM_OP_SILU:
     case LOOM_OP_GELU:
     case LOOM_OP_RELU:
@@ -198,6 +217,12 @@ const char* check_op(const loom_tensor_t* n) {
     case LOOM_OP_SUM_ROWS:
       if (!is_float(ta) || !is_float(n->type)) return "types";
       return shape_is(n, 1, a->ne[1], a->ne[2], a->ne[3]) ? nullptr : "shapes";
+    case LOOM_OP_TOP_K: {
+      const int32_t k = n->op_params[0];
+      if (ta != LOOM_TYPE_F32 || n->type != LOOM_TYPE_I32) return "types";
+      if (k < 1 || k > a->ne[0]) return "k";
+      return shape_is(n, k, a->ne[1], a->ne[2], a->ne[3]) ? nullptr : "shapes";
+    }
     default:
       return "op";
   }
@@ -234,6 +259,9 @@ const OpFacts kOps[] = {
     {"ATTENTION", 1, 4, false, false, check_attention},
     {"MUL_MAT_SPARSE_ROWS", 3, 3, false, false, check_sparse},
     {"MUL_MAT_SPARSE_COLS", 3, 3, false, false, check_sparse},
+    {"MUL_MAT_ID", 5, 3, false, false, check_mul_mat_id},
+    {"TOP_K", 5, 1, false, false, check_op},
+    {"TANH", 5, 1, false, true, check_op},
 };
 static_assert(sizeof(kOps) / sizeof(kOps[0]) == LOOM_OP_COUNT, "one row per op id");
 

@@ -31,6 +31,7 @@ StatusOr<Tensor*> set_rows(Context& ctx, Tensor* dst, Tensor* rows, Tensor* idx)
 StatusOr<Tensor*> silu(Context& ctx, Tensor* a);
 StatusOr<Tensor*> gelu(Context& ctx, Tensor* a);
 StatusOr<Tensor*> relu(Context& ctx, Tensor* a);
+StatusOr<Tensor*> tanh(Context& ctx, Tensor* a);  // ABI 1.5
 StatusOr<Tensor*> swiglu(Context& ctx, Tensor* a, Tensor* b);
 StatusOr<Tensor*> argmax(Context& ctx, Tensor* a);
 StatusOr<Tensor*> sum_rows(Context& ctx, Tensor* a);
@@ -52,6 +53,15 @@ StatusOr<Tensor*> mul_mat_sparse_rows(Context& ctx, Tensor* a, Tensor* b, Tensor
 // (row k = neuron k's outputs), h F32 [K, N], scores [K, N] -> F32 [M, N] =
 // sum over active k of h[k, n] * w[:, k].
 StatusOr<Tensor*> mul_mat_sparse_cols(Context& ctx, Tensor* w, Tensor* h, Tensor* scores, float threshold);
+
+// Mixture of experts (ABI 1.5; semantics in loom/plugin.h).
+// LOOM_OP_MUL_MAT_ID: a [K, M, E] (one matrix per expert), b F32 [K, 1 or U,
+// T], ids I32 [U, T] (token t's U chosen experts) -> F32 [M, U, T]. Values of
+// ids are checked when the node runs (a device's status), not here.
+StatusOr<Tensor*> mul_mat_id(Context& ctx, Tensor* a, Tensor* b, Tensor* ids);
+// LOOM_OP_TOP_K: a F32 [n, ...] -> I32 [k, ...], the indices of each row's k
+// largest values, largest first; 1 <= k <= n.
+StatusOr<Tensor*> top_k(Context& ctx, Tensor* a, int k);
 
 // Whether `op` may write its result over its first source's memory when
 // that source is dead afterwards (same type, shape and layout).
