@@ -38,11 +38,15 @@ struct ArchTraits {
   // attends to the last <arch>.attention.sliding_window positions only, with
   // its own RoPE base (10000, no scaling: gemma3). 0: every layer global.
   int swa_period;
+  // The FFN is a mixture of experts: <arch>.expert_count and
+  // blk.N.ffn_{gate_inp,gate_exps,up_exps,down_exps} are required (qwen3moe).
+  // A llama file with expert_count > 1 (Mixtral) is one too.
+  bool experts;
 };
 
 // The traits of `name`; nullptr when loom does not run it.
 const ArchTraits* find_arch(std::string_view name);
-// "llama, qwen2, qwen3, phi3, gemma3": the names find_arch knows, for messages.
+// "llama, qwen2, qwen3, qwen3moe, phi3, gemma3": the names find_arch knows, for messages.
 std::string supported_archs();
 
 }  // namespace loom::llm

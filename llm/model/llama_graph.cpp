@@ -5,6 +5,7 @@
 #include <limits>
 #include <string>
 
+#include "llm/model/moe_ffn.hpp"
 #include "loom/runtime/ops.hpp"
 #include "loom/registry/registry.hpp"
 
@@ -224,7 +225,12 @@ Status build_layers(LlamaModel& model, const KvCache& cache, bool all_logits, bo
     LOOM_ASSIGN_OR_RETURN(cur, rms_norm_mul(ctx, x, l.ffn_norm, h.rms_eps));
     bool sparse = false;
     Tensor* gate = nullptr;
-    LOOM_ASSIGN_OR_RETURN(Tensor * down, build_ffn(ctx, model, il, cur, &sparse, &gate));
+    Tensor* down = nullptr;
+    if (l.ffn_gate_inp != nullptr) {
+      LOOM_ASSIGN_OR_RETURN(down, build_moe_ffn(ctx, h, l, cur, sfx));
+    } else {
+      LOOM_ASSIGN_OR_RETURN(down, build_ffn(ctx, model, il, cur, &sparse, &gate));
+    }
     g.ffn_gate.push_back(gate);
     g.sparse_layers += sparse ? 1 : 0;
     if (l.post_ffw_norm) {

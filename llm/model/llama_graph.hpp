@@ -1,4 +1,4 @@
-// The forward graph of a llama-family model (llama, qwen2, qwen3, phi3, gemma3: the
+// The forward graph of a llama-family model (llama, qwen2, qwen3, qwen3moe, phi3, gemma3: the
 // architecture's traits, arch.hpp, add Q/K/V biases, per-head Q/K norms,
 // the RoPE mode and frequency factors) for one batch: n_tokens new tokens at positions
 // [n_past, n_past + n_tokens), attending to the KV cache rows [0, n_kv)
@@ -15,7 +15,8 @@
 // (model.layer_device(il)) supports the node. Unfused: MUL_MAT (K Q) +
 // SOFT_MAX with the -inf mask + MUL_MAT (V^T), for every other device.
 // The FFN is llm/sparse/sparse_ffn.hpp's build_ffn: SwiGLU or ReLU, sparse where
-// the layer has a predictor and its device runs the sparse products.
+// the layer has a predictor and its device runs the sparse products; a
+// mixture-of-experts layer's is moe_ffn.hpp's build_moe_ffn.
 #pragma once
 
 #include <cstdint>

@@ -14,8 +14,9 @@ class KeyReader {
  public:
   KeyReader(const GgufFile& f, const std::string& arch) : f_(f), arch_(arch), who_("[llm.load] " + f.name() + ": ") {}
 
-  // fallback < 0: the key is required.
-  Status get(const char* key, int64_t max, const char* unit, int64_t* out, int64_t fallback = -1) const {
+  // fallback < 0: the key is required. min_value: 1, or 0 where a count may be none.
+  Status get(const char* key, int64_t max, const char* unit, int64_t* out, int64_t fallback = -1,
+             int64_t min_value = 1) const {
     const std::string k = arch_ + "." + key;
     if (!f_.has(k)) {
       if (fallback < 0) return not_found(who_ + "missing metadata key " + k);
@@ -24,7 +25,9 @@ class KeyReader {
     }
     StatusOr<int64_t> v = f_.get_int(k);
     if (!v.ok()) return Status(v.status().code(), who_ + v.status().message());
-    if (*v < 1) return invalid_argument(who_ + k + " = " + std::to_string(*v) + ": must be >= 1");
+    if (*v < min_value) {
+      return invalid_argument(who_ + k + " = " + std::to_string(*v) + ": must be >= " + std::to_string(min_value));
+    }
     if (*v > max) {
       return invalid_argument(who_ + k + " = " + std::to_string(*v) + ": above loom's limit of " +
                               std::to_string(max) + " " + unit);
@@ -101,6 +104,22 @@ Status read_heads(const KeyReader& r, const std::string& arch, LlamaHparams* h) 
   return Status();
 }
 
+// expert_count / expert_used_count: a mixture of experts when the count is
+// above 1 (required when the architecture has experts), else a dense FFN.
+Status read_experts(const KeyReader& r, const std::string& arch, bool required, LlamaHparams* h) {
+  using L = LlamaLimits;
+  if (!required && !r.has("expert_count")) return Status();
+  int64_t n_expert = 0;
+  LOOM_RETURN_IF_ERROR(r.get("expert_count", L::kMaxExperts, "experts", &n_expert, -1, required ? 1 : 0));
+  if (n_expert <= 1 && !required) return Status();  // a dense FFN with a count of 1
+  if (n_expert < 2) return r.fail("expert_count = " + std::to_string(n_expert) + ": a mixture needs at least 2");
+  int64_t n_used = 0;
+  LOOM_RETURN_IF_ERROR(r.get("expert_used_count", n_expert, "experts (expert_count)", &n_used));
+  h->n_expert = n_expert;
+  h->n_expert_used = n_used;
+  return Status();
+}
+
 // rope.freq_base and the scaling keys: type none / linear (factor, or the
 // older rope.scale_linear) run; yarn and longrope do not.
 Status read_rope(const KeyReader& r, const std::string& arch, LlamaHparams* h) {
@@ -142,17 +161,18 @@ Status read_llama_hparams(const GgufFile& file, const std::string& arch, LlamaHp
                   " layers need " + std::to_string(h.n_layer * L::kTensorsPerLayer) + " tensors, the file has " +
                   std::to_string(n_tensors));
   }
-  // Mixture-of-experts files (Mixtral's say "llama") keep their FFNs as
-  // stacked experts: refused by name, not as a missing ffn_gate.
-  if (r.has("expert_count")) {
-    int64_t n_expert = 0;
-    LOOM_RETURN_IF_ERROR(r.get("expert_count", int64_t{1} << 16, "experts", &n_expert));
-    if (n_expert > 1) {
-      return r.not_implemented(arch + ".expert_count = " + std::to_string(n_expert) +
-                               ": mixture-of-experts models are not run yet (no MUL_MAT_ID)");
-    }
+  // Mixture of experts (Mixtral's files say "llama"; qwen3moe requires it).
+  const ArchTraits* traits = find_arch(arch);
+  LOOM_RETURN_IF_ERROR(read_experts(r, arch, traits != nullptr && traits->experts, &h));
+  if (h.n_expert > 0) {
+    // Each expert's FFN: expert_feed_forward_length (qwen3moe), else the
+    // dense key (Mixtral), which an expert file may then leave out.
+    LOOM_RETURN_IF_ERROR(r.get("feed_forward_length", L::kMaxFf, "dims", &h.n_ff, 0));
+    LOOM_RETURN_IF_ERROR(r.get("expert_feed_forward_length", L::kMaxFf, "dims", &h.n_ff_exp, h.n_ff));
+    if (h.n_ff_exp == 0) return r.fail("missing metadata key " + arch + ".expert_feed_forward_length");
+  } else {
+    LOOM_RETURN_IF_ERROR(r.get("feed_forward_length", L::kMaxFf, "dims", &h.n_ff));
   }
-  LOOM_RETURN_IF_ERROR(r.get("feed_forward_length", L::kMaxFf, "dims", &h.n_ff));
   LOOM_RETURN_IF_ERROR(r.get("context_length", L::kMaxContext, "tokens", &h.n_ctx_train, 2048));
   LOOM_RETURN_IF_ERROR(read_heads(r, arch, &h));
   LOOM_RETURN_IF_ERROR(read_rope(r, arch, &h));
@@ -160,7 +180,6 @@ Status read_llama_hparams(const GgufFile& file, const std::string& arch, LlamaHp
   if (!(h.rms_eps >= 0.0f)) {
     return r.fail(arch + ".attention.layer_norm_rms_epsilon = " + std::to_string(h.rms_eps) + ": must be >= 0");
   }
-  const ArchTraits* traits = find_arch(arch);
   if (traits != nullptr && traits->swa_period > 0) {
     LOOM_RETURN_IF_ERROR(r.get("attention.sliding_window", L::kMaxContext, "tokens", &h.n_swa));
     h.swa_period = traits->swa_period;

@@ -1,4 +1,4 @@
-// Hyper-parameters of a llama-family model (llama, qwen2, qwen3, phi3, gemma3: see
+// Hyper-parameters of a llama-family model (llama, qwen2, qwen3, qwen3moe, phi3, gemma3: see
 // arch.hpp) and their validation.
 //
 // Every value a GGUF header gives is checked against the bounds below (and
@@ -21,7 +21,13 @@ struct LlamaHparams {
   int64_t n_layer = 0;
   int64_t n_head = 0;
   int64_t n_head_kv = 0;
-  int64_t n_ff = 0;
+  int64_t n_ff = 0;  // the dense FFN's width (0 in an expert file without the key)
+  // Mixture of experts (0: a dense FFN): experts per layer, chosen per token
+  // (top-k of the router's softmax, weights renormalised over the chosen:
+  // Mixtral, Qwen3-MoE), and each expert's FFN width.
+  int64_t n_expert = 0;
+  int64_t n_expert_used = 0;
+  int64_t n_ff_exp = 0;
   int64_t n_ctx_train = 0;
   // Dims per head of Q, K and V: attention.key_length (== value_length),
   // else n_embd / n_head. May differ from n_embd / n_head (qwen3).
@@ -59,6 +65,7 @@ struct LlamaLimits {
   static constexpr int64_t kMaxFf = int64_t{1} << 22;
   static constexpr int64_t kMaxContext = int64_t{1} << 24;
   static constexpr int64_t kMaxVocab = int64_t{1} << 24;
+  static constexpr int64_t kMaxExperts = 4096;
   // Tensors every layer needs at least (attention: norm, q, k, v, output;
   // ffn: norm, gate, up, down: 9; phi3's fused qkv and gate-up: 6).
   static constexpr int64_t kTensorsPerLayer = 6;
@@ -66,6 +73,7 @@ struct LlamaLimits {
 
 // Reads <arch>.{embedding_length, block_count, attention.head_count[_kv],
 // attention.key_length / value_length, feed_forward_length, context_length,
+// expert_count / expert_used_count / expert_feed_forward_length,
 // rope.dimension_count, rope.freq_base, rope.scaling.type / factor (or the
 // older rope.scale_linear), attention.layer_norm_rms_epsilon} into *out
 // (n_vocab stays 0: see read_llama_vocab). Errors are

@@ -270,6 +270,18 @@ Status LlamaModel::bind_layer(int64_t il) {
     LOOM_RETURN_IF_ERROR(find_weight(p + "post_attention_norm.weight", {h.n_embd}, true, &l.post_attn_norm));
     LOOM_RETURN_IF_ERROR(find_weight(p + "post_ffw_norm.weight", {h.n_embd}, true, &l.post_ffw_norm));
   }
+  if (h.n_expert > 0) {
+    const int64_t e = h.n_expert, f = h.n_ff_exp;
+    if (file_.find_tensor(p + "ffn_gate_exps.weight") == nullptr && file_.find_tensor(p + "ffn_gate.0.weight")) {
+      return unimplemented("[llm.load] " + file_.name() + ": the experts are stored one tensor each ('" + p +
+                           "ffn_gate.0.weight', a layout of GGUF files converted before mid-2024): loom reads "
+                           "them stacked ('" + p + "ffn_gate_exps.weight'); convert the model again");
+    }
+    LOOM_RETURN_IF_ERROR(find_weight(p + "ffn_gate_inp.weight", {h.n_embd, e}, true, &l.ffn_gate_inp));
+    LOOM_RETURN_IF_ERROR(find_weight(p + "ffn_gate_exps.weight", {h.n_embd, f, e}, true, &l.ffn_gate_exps));
+    LOOM_RETURN_IF_ERROR(find_weight(p + "ffn_up_exps.weight", {h.n_embd, f, e}, true, &l.ffn_up_exps));
+    return find_weight(p + "ffn_down_exps.weight", {f, h.n_embd, e}, true, &l.ffn_down_exps);
+  }
   LOOM_RETURN_IF_ERROR(find_weight(p + "ffn_down.weight", {h.n_ff, h.n_embd}, true, &l.ffn_down));
   if (traits_->fused_gate_up) {
     // No sparse FFN over a fused gate (its predictor reads ffn_gate).
@@ -435,7 +447,8 @@ Status LlamaModel::relayout(registry::Device& device, std::vector<size_t>* which
   // the gate and up of a sparse layer, which MUL_MAT_SPARSE_ROWS reads).
   std::vector<const Tensor*> matmul_only;
   for (const LlamaLayer& l : layers) {
-    for (Tensor* t : {l.wq, l.wk, l.wv, l.wqkv, l.wo, l.ffn_down, l.ffn_gate_up, l.ffn_pred_in, l.ffn_pred_out}) {
+    for (Tensor* t : {l.wq, l.wk, l.wv, l.wqkv, l.wo, l.ffn_down, l.ffn_gate_up, l.ffn_pred_in, l.ffn_pred_out,
+                      l.ffn_gate_inp}) {
       if (t) matmul_only.push_back(t);
     }
     if (l.ffn_pred_in == nullptr && l.ffn_gate) {

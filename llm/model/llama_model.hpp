@@ -1,4 +1,4 @@
-// A llama-family model loaded from GGUF (llama, qwen2, qwen3, phi3, gemma3: the
+// A llama-family model loaded from GGUF (llama, qwen2, qwen3, qwen3moe, phi3, gemma3: the
 // architectures of arch.hpp, whose traits say which optional tensors each
 // has): hyper-parameters, weight tensors and the buffers holding them on an
 // ordered device list.
@@ -77,6 +77,13 @@ struct LlamaLayer {
   Tensor* ffn_up = nullptr;
   Tensor* ffn_gate_up = nullptr;  // [n_embd, 2 n_ff]: gate rows, then up rows (ArchTraits::fused_gate_up)
   Tensor* ffn_down = nullptr;
+  // A mixture of experts (LlamaHparams::n_expert > 0; then no ffn_gate / up
+  // / down): the router [n_embd, n_expert] and the experts stacked
+  // [n_embd, n_ff_exp, n_expert] (gate, up) and [n_ff_exp, n_embd, n_expert].
+  Tensor* ffn_gate_inp = nullptr;
+  Tensor* ffn_gate_exps = nullptr;
+  Tensor* ffn_up_exps = nullptr;
+  Tensor* ffn_down_exps = nullptr;
   // The activation-sparse FFN's tensors (llm/sparse/sparse_ffn.hpp), bound only
   // when LoadOptions::sparse and the model's FFN is ReLU; else nullptr.
   Tensor* ffn_pred_in = nullptr;    // [n_embd, r]

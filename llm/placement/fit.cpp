@@ -119,7 +119,11 @@ class Fitter {
     const auto n = static_cast<uint64_t>(std::min(r_.n_batch, n_ctx_));
     const int64_t pad = std::max<int64_t>(r_.kv_pad, 1);
     const auto n_kv = static_cast<uint64_t>((n_ctx_ + pad - 1) / pad * pad);
-    const auto per_token = static_cast<uint64_t>(3 * h_.n_embd + h_.q_dim() + 2 * h_.kv_dim() + 3 * h_.n_ff);
+    // A mixture of experts: each token's chosen experts' gate, up and down
+    // rows (and the router's probabilities) in place of the dense FFN's.
+    const int64_t ffn = h_.n_expert > 0 ? h_.n_expert_used * (2 * h_.n_ff_exp + h_.n_embd) + 2 * h_.n_expert
+                                        : 3 * h_.n_ff;
+    const auto per_token = static_cast<uint64_t>(3 * h_.n_embd + h_.q_dim() + 2 * h_.kv_dim() + ffn);
     return 4 * n * (per_token + n_kv * static_cast<uint64_t>(h_.n_head));
   }
   uint64_t output_compute() const {

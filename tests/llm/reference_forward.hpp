@@ -6,10 +6,11 @@
 // causal attention, SwiGLU feed-forward, final norm and output head (the
 // embedding when tied); gemma3's embedding scale, post-attention and
 // post-FFN norms, GELU-gated FFN, and sliding window with its own RoPE base
-// on the local layers. Every position of a sequence is computed from
+// on the local layers; a mixture of experts' routing and experts. Every position of a sequence is computed from
 // scratch: logits(tokens)[p] are the logits after tokens [0, p].
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -104,6 +105,53 @@ class ReferenceForward {
     }
   }
 
+  // The dense FFN: act(gate x) * (up x), then down.
+  std::vector<double> ffn(const std::string& pre, const std::vector<double>& xn) const {
+    const std::vector<double> gate = matvec(w(pre + "ffn_gate.weight"), s_.n_ff, xn);
+    const std::vector<double> up = matvec(w(pre + "ffn_up.weight"), s_.n_ff, xn);
+    return matvec(w(pre + "ffn_down.weight"), s_.n_embd, gated(gate, up));
+  }
+  std::vector<double> gated(const std::vector<double>& gate, const std::vector<double>& up) const {
+    std::vector<double> act(gate.size());
+    for (size_t i = 0; i < gate.size(); ++i) {
+      const double g = gate[i];
+      // gemma: GELU, tanh approximation; else SiLU.
+      const double a = s_.gemma ? 0.5 * g * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (g + 0.044715 * g * g * g)))
+                                : g / (1.0 + std::exp(-g));
+      act[i] = a * up[i];
+    }
+    return act;
+  }
+  // A mixture of experts: softmax over the router's logits, the
+  // n_expert_used most probable experts (ties: the lower index), their
+  // probabilities renormalised, each expert's SiLU-gated FFN weighted.
+  std::vector<double> experts(const std::string& pre, const std::vector<double>& xn) const {
+    const int64_t ne = s_.n_expert, fe = s_.ff_exp(), d = s_.n_embd;
+    std::vector<double> prob = matvec(w(pre + "ffn_gate_inp.weight"), ne, xn);
+    const double mx = *std::max_element(prob.begin(), prob.end());
+    double z = 0.0;
+    for (double& v : prob) z += (v = std::exp(v - mx));
+    for (double& v : prob) v /= z;
+    std::vector<int64_t> order(static_cast<size_t>(ne));
+    for (int64_t i = 0; i < ne; ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return prob[a] > prob[b]; });
+    double chosen = 0.0;
+    for (int64_t j = 0; j < s_.n_expert_used; ++j) chosen += prob[order[j]];
+    std::vector<double> out(static_cast<size_t>(d), 0.0);
+    auto slice = [&](const std::string& name, int64_t e, int64_t n) {
+      const std::vector<float>& all = w(pre + name);
+      return std::vector<float>(all.begin() + e * n, all.begin() + (e + 1) * n);
+    };
+    for (int64_t j = 0; j < s_.n_expert_used; ++j) {
+      const int64_t e = order[j];
+      const std::vector<double> gate = matvec(slice("ffn_gate_exps.weight", e, fe * d), fe, xn);
+      const std::vector<double> up = matvec(slice("ffn_up_exps.weight", e, fe * d), fe, xn);
+      const std::vector<double> y = matvec(slice("ffn_down_exps.weight", e, d * fe), d, gated(gate, up));
+      for (int64_t i = 0; i < d; ++i) out[i] += prob[e] / chosen * y[i];
+    }
+    return out;
+  }
+
   void layer(int64_t il, std::vector<std::vector<double>>* xs) const {
     const std::string pre = "blk." + std::to_string(il) + ".";
     const int64_t hd = s_.hd(), nh = s_.n_head, nkv = s_.n_head_kv;
@@ -146,17 +194,7 @@ class ReferenceForward {
       if (has(pre + "post_attention_norm.weight")) o = norm(o, w(pre + "post_attention_norm.weight"));
       for (int64_t i = 0; i < s_.n_embd; ++i) (*xs)[p][i] += o[i];
       const std::vector<double> xn = norm((*xs)[p], w(pre + "ffn_norm.weight"));
-      const std::vector<double> gate = matvec(w(pre + "ffn_gate.weight"), s_.n_ff, xn);
-      const std::vector<double> up = matvec(w(pre + "ffn_up.weight"), s_.n_ff, xn);
-      std::vector<double> act(gate.size());
-      for (size_t i = 0; i < gate.size(); ++i) {
-        const double g = gate[i];
-        // gemma: GELU, tanh approximation; else SiLU.
-        const double a = s_.gemma ? 0.5 * g * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (g + 0.044715 * g * g * g)))
-                                  : g / (1.0 + std::exp(-g));
-        act[i] = a * up[i];
-      }
-      std::vector<double> down = matvec(w(pre + "ffn_down.weight"), s_.n_embd, act);
+      std::vector<double> down = s_.n_expert > 0 ? experts(pre, xn) : ffn(pre, xn);
       if (has(pre + "post_ffw_norm.weight")) down = norm(down, w(pre + "post_ffw_norm.weight"));
       for (int64_t i = 0; i < s_.n_embd; ++i) (*xs)[p][i] += down[i];
     }

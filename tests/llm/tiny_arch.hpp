@@ -1,6 +1,7 @@
 // Test helper: tiny random models of each architecture loom runs (llama,
 // llama-3 with rope_freqs and rope scaling, mistral-style llama, qwen2,
-// qwen3, phi3 with its fused projections, gemma3 with its sliding window), kept in memory as float arrays (for the reference forward pass of
+// qwen3, phi3 with its fused projections, gemma3 with its sliding window,
+// Mixtral-style llama and qwen3moe with their experts), kept in memory as float arrays (for the reference forward pass of
 // reference_forward.hpp) and written as F32 GGUF files with the independent
 // GgufBuilder. Knobs drop any tensor or metadata key, or add keys, for the
 // loader's error paths.
@@ -51,6 +52,15 @@ struct ArchSpec {
   // attends to the last sliding_window positions with RoPE base 10000.
   bool gemma = false;
   int swa_period = 0;
+  // A mixture of experts (n_expert > 0): blk.N.ffn_gate_inp and the stacked
+  // blk.N.ffn_{gate,up,down}_exps instead of the dense FFN; each token's
+  // n_expert_used experts by the router's softmax, weights renormalised.
+  // expert_ffn > 0 writes <arch>.expert_feed_forward_length (qwen3moe) and
+  // sizes the experts by it, else by n_ff (Mixtral).
+  int64_t n_expert = 0;
+  int64_t n_expert_used = 0;
+  int64_t expert_ffn = 0;
+  int64_t ff_exp() const { return expert_ffn > 0 ? expert_ffn : n_ff; }
   bool is_swa(int64_t il) const { return sliding_window > 0 && swa_period > 0 && (il + 1) % swa_period != 0; }
   uint32_t seed = 1;
 
@@ -109,6 +119,14 @@ struct TinyArchModel {
         add(rng, p + "post_ffw_norm.weight", {e}, 1.0f, 0.2f);
       }
       add(rng, p + "ffn_norm.weight", {e}, 1.0f, 0.2f);
+      if (s.n_expert > 0) {
+        const auto ne = static_cast<uint64_t>(s.n_expert), fe = static_cast<uint64_t>(s.ff_exp());
+        add(rng, p + "ffn_gate_inp.weight", {e, ne}, 0.0f, 2.0f);
+        add(rng, p + "ffn_gate_exps.weight", {e, fe, ne}, 0.0f, 1.0f);
+        add(rng, p + "ffn_up_exps.weight", {e, fe, ne}, 0.0f, 1.0f);
+        add(rng, p + "ffn_down_exps.weight", {fe, e, ne}, 0.0f, 1.0f);
+        continue;
+      }
       add(rng, p + "ffn_gate.weight", {e, ff}, 0.0f, 1.0f);
       add(rng, p + "ffn_up.weight", {e, ff}, 0.0f, 1.0f);
       add(rng, p + "ffn_down.weight", {ff, e}, 0.0f, 1.0f);
@@ -131,6 +149,11 @@ struct TinyArchModel {
     }
     if (spec.n_rot > 0) k["rope.dimension_count"] = static_cast<uint32_t>(spec.n_rot);
     if (spec.sliding_window > 0) k["attention.sliding_window"] = static_cast<uint32_t>(spec.sliding_window);
+    if (spec.n_expert > 0) {
+      k["expert_count"] = static_cast<uint32_t>(spec.n_expert);
+      k["expert_used_count"] = static_cast<uint32_t>(spec.n_expert_used);
+      if (spec.expert_ffn > 0) k["expert_feed_forward_length"] = static_cast<uint32_t>(spec.expert_ffn);
+    }
     return k;
   }
 

@@ -99,7 +99,7 @@ TEST_F(FakePlugins, SparseProductsAreNotOfferedToOlderMinors) {
   v11 = v11 ? v11 : reg_->device("minor10");
   ASSERT_NE(v11, nullptr) << describe(*reg_);
   ASSERT_NE(now, nullptr) << describe(*reg_);
-  ASSERT_EQ(LOOM_ABI_MINOR(get("allops").abi_version), 4u);
+  ASSERT_EQ(LOOM_ABI_MINOR(get("allops").abi_version), LOOM_ABI_VERSION_MINOR);
   Context ctx;
   Tensor* a = ctx.new_tensor(LOOM_TYPE_F32, {32, 8}, "a").value();
   Tensor* x = ctx.new_tensor(LOOM_TYPE_F32, {32, 1}, "x").value();
@@ -136,6 +136,25 @@ TEST_F(FakePlugins, AttentionRangesAreNotOfferedToOlderMinors) {
   EXPECT_TRUE(v11->supports_op(prefix));   // the 1.1 form: the plugin is asked
   EXPECT_FALSE(v11->supports_op(ranged));  // the 1.4 form: the host answers
   EXPECT_TRUE(now->supports_op(ranged));
+}
+
+// Host rule 15 for the ABI 1.5 ops: MUL_MAT_ID, TOP_K and TANH are never
+// offered to a plugin built for an older minor.
+TEST_F(FakePlugins, ExpertOpsAreNotOfferedToOlderMinors) {
+  registry::Device* v11 = reg_->device("minor1");
+  registry::Device* now = reg_->device("allops0");
+  v11 = v11 ? v11 : reg_->device("minor10");
+  ASSERT_NE(v11, nullptr) << describe(*reg_);
+  ASSERT_NE(now, nullptr) << describe(*reg_);
+  Context ctx;
+  Tensor* a = ctx.new_tensor(LOOM_TYPE_F32, {32, 8, 4}, "experts").value();
+  Tensor* x = ctx.new_tensor(LOOM_TYPE_F32, {32, 1, 3}, "x").value();
+  Tensor* ids = ctx.new_tensor(LOOM_TYPE_I32, {2, 3}, "ids").value();
+  Tensor* p = ctx.new_tensor(LOOM_TYPE_F32, {4, 3}, "p").value();
+  for (Tensor* n : {op::mul_mat_id(ctx, a, x, ids).value(), op::top_k(ctx, p, 2).value(), op::tanh(ctx, p).value()}) {
+    EXPECT_FALSE(v11->supports_op(n)) << n->describe();  // the host answers for the 1.1 plugin
+    EXPECT_TRUE(now->supports_op(n)) << n->describe();
+  }
 }
 
 // Host rule 15 for types: a tensor of a type added after the plugin's minor

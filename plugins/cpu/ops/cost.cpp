@@ -120,6 +120,18 @@ double attention_us(const loom_tensor_t* node, int nth) {
   return keys * static_cast<double>(q->ne[0] + node->ne[0]) / (0.5 * kMacPerUs * nth);
 }
 
+// MUL_MAT_ID: T tokens each picking U of E experts read, with picks
+// spread evenly, E (1 - (1 - U/E)^T) experts' weights; the multiply-adds at
+// MUL_MAT's rate for the type (the same kernels run per expert).
+double mul_mat_id_us(const loom_tensor_t* node, double work, int nth) {
+  const loom_tensor_t* a = node->src[0];
+  const double e = static_cast<double>(a->ne[2]);
+  const double picks = static_cast<double>(node->ne[1]);
+  const double touched = e * (1.0 - std::pow(1.0 - std::min(1.0, picks / e), static_cast<double>(node->ne[2])));
+  const double read = weight_bytes(a) / e * touched / (kReadBytesPerUs * nth);
+  return std::max(read, work / (kMacPerUs * nth)) + 2.0 * touched;  // + a pool wake per expert
+}
+
 }  // namespace
 
 double op_time_us(const loom_tensor_t* node, int threads) {
@@ -129,6 +141,7 @@ double op_time_us(const loom_tensor_t* node, int threads) {
   const int nth = work < static_cast<double>(parallel_min_work()) ? 1 : std::max(threads, 1);
   const double wake_us = nth > 1 ? 3.0 : 0.5;  // waking the pool vs the calling thread alone
   if (node->op == LOOM_OP_MUL_MAT) return wake_us + mul_mat_us(node, work, nth);
+  if (node->op == LOOM_OP_MUL_MAT_ID) return wake_us + mul_mat_id_us(node, work, nth);
   if (node->op == LOOM_OP_ATTENTION) return wake_us + attention_us(node, std::max(threads, 1));
   if (node->op == LOOM_OP_MUL_MAT_SPARSE_ROWS || node->op == LOOM_OP_MUL_MAT_SPARSE_COLS) {
     return wake_us + sparse_us(node, nth);

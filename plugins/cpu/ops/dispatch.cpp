@@ -27,7 +27,8 @@ Kernel kernel_for(int32_t op) {
     case LOOM_OP_SCALE:
     case LOOM_OP_SILU:
     case LOOM_OP_GELU:
-    case LOOM_OP_RELU: return kernel_unary;
+    case LOOM_OP_RELU:
+    case LOOM_OP_TANH: return kernel_unary;
     case LOOM_OP_SWIGLU: return kernel_swiglu;
     case LOOM_OP_RMS_NORM:
     case LOOM_OP_NORM: return kernel_norm;
@@ -38,6 +39,7 @@ Kernel kernel_for(int32_t op) {
     case LOOM_OP_SET_ROWS: return kernel_set_rows;
     case LOOM_OP_ARGMAX: return kernel_argmax;
     case LOOM_OP_SUM_ROWS: return kernel_sum_rows;
+    case LOOM_OP_TOP_K: return kernel_top_k;
     case LOOM_OP_ATTENTION: return kernel_attention;
     default: return nullptr;
   }
@@ -86,7 +88,9 @@ int64_t parallel_min_work() {
 // wake the pool for decode steps that attend over a few rows.
 int64_t work_estimate(const loom_tensor_t* node) {
   int64_t n = nelements(node);
-  if (node->op == LOOM_OP_MUL_MAT && node->src[0] != nullptr) return n * node->src[0]->ne[0];
+  if ((node->op == LOOM_OP_MUL_MAT || node->op == LOOM_OP_MUL_MAT_ID) && node->src[0] != nullptr) {
+    return n * node->src[0]->ne[0];
+  }
   // The sparse products: the dense bound (the active share is data).
   if ((node->op == LOOM_OP_MUL_MAT_SPARSE_ROWS || node->op == LOOM_OP_MUL_MAT_SPARSE_COLS) && node->src[0]) {
     return nelements(node->src[0]) * node->ne[1];
@@ -137,6 +141,8 @@ loom_status_t* run_node(common::ThreadPool& pool, std::vector<uint8_t>& scratch,
     Exec ex(pool, work >= parallel_min_work(), scratch);
     if (node->op == LOOM_OP_MUL_MAT) {
       run_mul_mat(node, ex);
+    } else if (node->op == LOOM_OP_MUL_MAT_ID) {
+      run_mul_mat_id(node, ex);
     } else if (node->op == LOOM_OP_MUL_MAT_SPARSE_ROWS || node->op == LOOM_OP_MUL_MAT_SPARSE_COLS) {
       run_mul_mat_sparse(node, ex);
     } else {

@@ -150,11 +150,12 @@ int64_t load_index(const loom_tensor_t* t, int64_t i0, int64_t i1, int64_t i2);
 
 // ------------------------------------------------------------ kernels
 void kernel_binary(const loom_tensor_t* dst, int ith, int nth);    // ADD SUB MUL DIV
-void kernel_unary(const loom_tensor_t* dst, int ith, int nth);     // SILU GELU RELU SCALE
+void kernel_unary(const loom_tensor_t* dst, int ith, int nth);     // SILU GELU RELU TANH SCALE
 void kernel_swiglu(const loom_tensor_t* dst, int ith, int nth);
 void kernel_norm(const loom_tensor_t* dst, int ith, int nth);      // NORM RMS_NORM
 void run_mul_mat(const loom_tensor_t* dst, Exec& ex);  // quantizes B first on the int8 path
 void run_mul_mat_sparse(const loom_tensor_t* dst, Exec& ex);  // MUL_MAT_SPARSE_ROWS / _COLS (sparse_matmul.cpp)
+void run_mul_mat_id(const loom_tensor_t* dst, Exec& ex);  // MUL_MAT_ID: MUL_MAT per chosen expert (matmul_id.cpp)
 void kernel_rope(const loom_tensor_t* dst, int ith, int nth);
 void kernel_soft_max(const loom_tensor_t* dst, int ith, int nth);
 void kernel_copy(const loom_tensor_t* dst, int ith, int nth);      // CPY CONT
@@ -162,6 +163,7 @@ void kernel_get_rows(const loom_tensor_t* dst, int ith, int nth);
 void kernel_set_rows(const loom_tensor_t* dst, int ith, int nth);
 void kernel_argmax(const loom_tensor_t* dst, int ith, int nth);
 void kernel_sum_rows(const loom_tensor_t* dst, int ith, int nth);
+void kernel_top_k(const loom_tensor_t* dst, int ith, int nth);
 void kernel_attention(const loom_tensor_t* dst, int ith, int nth);
 
 }  // namespace loom::cpu

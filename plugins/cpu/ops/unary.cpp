@@ -1,4 +1,4 @@
-// SILU, GELU (tanh form), RELU, SCALE and the fused SWIGLU gate. Inputs are
+// SILU, GELU (tanh form), RELU, TANH, SCALE and the fused SWIGLU gate. Inputs are
 // widened to f32. GELU's tanh is evaluated in double (correctly rounded to
 // f32 in practice); SILU and SWIGLU, on every decode step of a llama FFN,
 // use the f32 vector exp (simd.h, < 2e-7 relative) and one division: within
@@ -73,6 +73,9 @@ void kernel_unary(const loom_tensor_t* dst, int ith, int nth) {
         break;
       case LOOM_OP_RELU:
         for (float& v : x) v = v > 0.0f ? v : 0.0f;
+        break;
+      case LOOM_OP_TANH:
+        for (float& v : x) v = std::tanh(v);
         break;
       default:  // LOOM_OP_SCALE
         for (float& v : x) v = v * scale + bias;

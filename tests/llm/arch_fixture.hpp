@@ -1,0 +1,166 @@
+// Test helper: the fixture of the architecture tests (arch_test.cpp,
+// moe_test.cpp): a tiny_arch.hpp model written to a temporary GGUF, loaded
+// on the cpu (or where LoadOptions say), and loom's logits for every
+// position of a prompt (batched prefill, then single-token steps) compared
+// with the double-precision reference of reference_forward.hpp.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "llm/model/llama_model.hpp"
+#include "llm/session/llama_session.hpp"
+#include "loom/registry/registry.hpp"
+#include "reference_forward.hpp"
+#include "tiny_arch.hpp"
+
+namespace loom::llm {
+namespace {
+
+using test::ArchSpec;
+using test::ReferenceForward;
+using test::TinyArchModel;
+
+// Relative to the largest logit: loom's f32 arithmetic over these sizes
+// lands within ~1e-6 (measured 7e-7 .. 2.3e-6 at logits up to 3 .. 11).
+constexpr double kTol = 2e-5;
+
+const std::vector<int32_t>& prompt() {
+  static const std::vector<int32_t> p = {1, 17, 5, 33, 9, 28, 2, 39, 11, 20};
+  return p;
+}
+
+
+double max_abs_diff(const std::vector<std::vector<double>>& a, const std::vector<std::vector<double>>& b) {
+  double d = 0.0;
+  for (size_t p = 0; p < a.size(); ++p) {
+    for (size_t i = 0; i < a[p].size(); ++i) d = std::max(d, std::fabs(a[p][i] - b[p][i]));
+  }
+  return d;
+}
+
+class Architectures : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    registry::Options o;
+    o.paths = {LOOM_TEST_PLUGIN_DIR};
+    o.use_env = false;
+    reg_ = registry::Registry::load(o);
+    dev_ = reg_->device("cpu");
+    if (!dev_) GTEST_SKIP() << "no cpu device (plugin not built?)";
+    char tmpl[] = "/tmp/loom-arch-test-XXXXXX";
+    const int fd = mkstemp(tmpl);
+    ASSERT_GE(fd, 0);
+    close(fd);
+    path_ = tmpl;
+  }
+  void TearDown() override {
+    if (!path_.empty()) std::remove(path_.c_str());
+  }
+
+  StatusOr<std::unique_ptr<LlamaModel>> load(const TinyArchModel& m, const std::vector<uint8_t>& image,
+                                             const LoadOptions* where = nullptr) {
+    if (!m.write(path_, image)) return internal_error("cannot write " + path_);
+    return where ? LlamaModel::load(path_, *where) : LlamaModel::load(path_, dev_);
+  }
+  StatusOr<std::unique_ptr<LlamaModel>> load(const TinyArchModel& m) { return load(m, m.gguf()); }
+
+  // loom's logits for every position of prompt(): the first n_prefill
+  // tokens in batches of 3 (the second batch starts at position 3), then
+  // one token per step.
+  static std::vector<std::vector<double>> loom_logits(LlamaModel* model, int64_t n_prefill, bool fused) {
+    SessionOptions so;
+    so.n_batch = 3;
+    so.kv_type = LOOM_TYPE_F32;
+    so.fused_attention = fused;
+    auto s = LlamaSession::create(model, so);
+    EXPECT_TRUE(s.ok()) << s.status().to_string();
+    if (!s.ok()) return {};
+    const auto n_vocab = static_cast<size_t>(model->hparams().n_vocab);
+    std::vector<std::vector<double>> out;
+    const std::vector<TokenId> first(prompt().begin(), prompt().begin() + n_prefill);
+    std::vector<float> logits;
+    const Status st = (*s)->eval(first, true, &logits);
+    EXPECT_TRUE(st.ok()) << st.to_string();
+    if (!st.ok()) return {};
+    for (size_t p = 0; p < first.size(); ++p) {
+      out.emplace_back(logits.begin() + static_cast<std::ptrdiff_t>(p * n_vocab),
+                       logits.begin() + static_cast<std::ptrdiff_t>((p + 1) * n_vocab));
+    }
+    for (size_t p = first.size(); p < prompt().size(); ++p) {
+      const Status step = (*s)->eval({prompt()[p]}, false, &logits);
+      EXPECT_TRUE(step.ok()) << step.to_string();
+      if (!step.ok()) return {};
+      out.emplace_back(logits.begin(), logits.end());
+    }
+    return out;
+  }
+
+  // Loads the spec's model (on the cpu, or as `where` says), compares
+  // loom's logits (fused and unfused attention) with the reference within
+  // tol (relative to the largest logit), and checks each mutant's reference
+  // (the same model without one feature) is far from it.
+  void check(const ArchSpec& spec, const std::vector<std::pair<std::string, TinyArchModel>>& mutants,
+             const LoadOptions* where = nullptr, double tol = kTol) {
+    SCOPED_TRACE(spec.arch + " seed " + std::to_string(spec.seed));
+    const TinyArchModel m(spec);
+    auto model = load(m, m.gguf(), where);
+    ASSERT_TRUE(model.ok()) << model.status().to_string();
+    EXPECT_EQ((*model)->architecture(), spec.arch);
+    EXPECT_EQ((*model)->hparams().head_dim(), spec.hd());
+    EXPECT_EQ((*model)->hparams().n_rot, spec.rot());
+    EXPECT_FLOAT_EQ((*model)->hparams().rope_freq_scale, static_cast<float>(spec.freq_scale()));
+    EXPECT_EQ((*model)->output == (*model)->tok_embd, spec.tied);
+    EXPECT_EQ((*model)->rope_freqs != nullptr, spec.rope_freqs);
+    const std::vector<std::vector<double>> ref = ReferenceForward(m).logits(prompt());
+    double scale = 0.0;
+    for (const auto& row : ref) {
+      for (double v : row) scale = std::max(scale, std::fabs(v));
+    }
+    EXPECT_GT(scale, 0.5) << "degenerate logits: the comparison would prove little";
+    for (bool fused : {true, false}) {
+      const std::vector<std::vector<double>> got = loom_logits(model->get(), 5, fused);
+      ASSERT_EQ(got.size(), ref.size());
+      const double err = max_abs_diff(got, ref);
+      EXPECT_LT(err, tol * std::max(1.0, scale)) << (fused ? "fused" : "unfused") << " attention";
+      std::cout << "[ arch ] " << spec.arch << (where ? " (" + where->devices[0]->name() + ")" : "")
+                << (fused ? " fused" : " unfused") << ": max |loom - reference| " << err << " (logits up to "
+                << scale << ")\n";
+    }
+    for (const auto& [what, mutant] : mutants) {
+      const double d = max_abs_diff(ReferenceForward(mutant).logits(prompt()), ref);
+      EXPECT_GT(d, 100 * tol * std::max(1.0, scale)) << "the reference " << what << " is too close to the model's";
+    }
+  }
+
+  std::unique_ptr<registry::Registry> reg_;
+  registry::Device* dev_ = nullptr;
+  std::string path_;
+};
+
+// A copy of `m` changed by f (a mutant for check()).
+template <typename F>
+TinyArchModel mutate(const TinyArchModel& m, F f) {
+  TinyArchModel c = m;
+  f(&c);
+  return c;
+}
+
+void drop(TinyArchModel* m, const std::string& part) {
+  for (auto it = m->tensors.begin(); it != m->tensors.end();) {
+    it = it->first.find(part) != std::string::npos ? m->tensors.erase(it) : std::next(it);
+  }
+}
+
+}  // namespace
+}  // namespace loom::llm
