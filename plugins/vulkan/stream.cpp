@@ -28,10 +28,11 @@ constexpr uint64_t kScratchCap = uint64_t{32} << 20;
 constexpr uint64_t kWaitNs = uint64_t{120} * 1000 * 1000 * 1000;
 // Error words (shaders/common.glsl report_bad_value): node, value (2),
 // limit, kind, position; kinds BAD_ROW_INDEX = 0, BAD_VISIBLE = 1,
-// BAD_RANGE = 2.
+// BAD_RANGE = 2, BAD_EXPERT = 3 (shaders/mul_mat_id.glsl).
 constexpr size_t kErrorWords = 6;
 constexpr uint32_t kBadVisible = 1;
 constexpr uint32_t kBadRange = 2;
+constexpr uint32_t kBadExpert = 3;
 
 void stream_destroy(loom_stream_t* s) {
   try {
@@ -452,6 +453,10 @@ loom_status_t* Stream::finish() {
     what = "rows [" + std::to_string(static_cast<int32_t>(err_map_[1])) + ", " +
            std::to_string(static_cast<int32_t>(err_map_[2])) + ") of query " + std::to_string(err_map_[5]) +
            " outside [0, " + limit + "] (n_kv " + limit + ")";
+  } else if (err_map_[4] == kBadExpert) {
+    // Value = the id, e[2] its slot, e[5] the token.
+    what = "id " + std::to_string(static_cast<int32_t>(err_map_[1])) + " of token " + std::to_string(err_map_[5]) +
+           ", slot " + std::to_string(err_map_[2]) + " outside [0, " + limit + ")";
   } else {
     what = "row index " + std::to_string(value) + " out of range [0, " + limit + ")";
   }

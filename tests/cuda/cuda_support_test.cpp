@@ -101,6 +101,13 @@ void build(Node* n, int32_t op, const int32_t* types, Layout layout) {
     case LOOM_OP_ARGMAX:
       n->shape(&s[0], K, 3, 2, 1), n->shape(d, 3, 2, 1, 1);
       break;
+    case LOOM_OP_MUL_MAT_ID:  // 3 experts, U = 2 slots (one B column each), T = 3 tokens
+      n->shape(&s[0], K, 4, 3, 1), n->shape(&s[1], K, 2, 3, 1), n->shape(&s[2], 2, 3, 1, 1), n->shape(d, 4, 2, 3, 1);
+      break;
+    case LOOM_OP_TOP_K:
+      n->shape(&s[0], K, 3, 2, 1), n->shape(d, 2, 3, 2, 1);
+      n->dst.op_params[0] = 2;
+      break;
     case LOOM_OP_SUM_ROWS:
       n->shape(&s[0], K, 3, 2, 1), n->shape(d, 1, 3, 2, 1);
       break;
@@ -156,6 +163,8 @@ std::string path_mismatch(const loom_tensor_t* n, Path path) {
     case Path::kCopyQuantize: return quantizes(to) && is_float_type(from) ? "" : "quantize copy";
     case Path::kCopyPlain: return to == from || (stores(to) && is_float_type(from)) ? "" : "plain copy";
     case Path::kMulMat: return to == LOOM_TYPE_F32 && n->nb[0] == 4 ? "" : "mul_mat result";
+    case Path::kMulMatId: return to == LOOM_TYPE_F32 && n->src[2]->type == LOOM_TYPE_I32 ? "" : "mul_mat_id types";
+    case Path::kTopK: return to == LOOM_TYPE_I32 && from == LOOM_TYPE_F32 ? "" : "top_k types";
     default: return stores(to) ? "" : "result type store_elem does not write";
   }
 }
@@ -210,6 +219,28 @@ TEST(CudaSupport, TableMatchesTheLaunchersForEveryOpTypeAndLayout) {
   EXPECT_GT(well_formed, claimed);
 }
 
+// ABI 1.5: MUL_MAT_ID for every weight type MUL_MAT takes, TOP_K on F32
+// only, TANH on the float types.
+TEST(CudaSupport, MixtureOfExpertsOpsAreClaimed) {
+  for (int32_t t = 0; t < LOOM_TYPE_COUNT; ++t) {
+    if (!common::type_is_valid(t)) continue;
+    Node mm, mid;
+    const int32_t ty[] = {LOOM_TYPE_F32, t, LOOM_TYPE_F32, LOOM_TYPE_I32};
+    build(&mm, LOOM_OP_MUL_MAT, ty, Layout::kDense);
+    build(&mid, LOOM_OP_MUL_MAT_ID, ty, Layout::kDense);
+    EXPECT_EQ(unsupported_reason(&mid.dst) == nullptr, unsupported_reason(&mm.dst) == nullptr) << common::type_name(t);
+  }
+  for (int32_t t : {LOOM_TYPE_F32, LOOM_TYPE_F16, LOOM_TYPE_BF16}) {
+    Node top, tanh_node;
+    const int32_t tk[] = {LOOM_TYPE_I32, t};
+    build(&top, LOOM_OP_TOP_K, tk, Layout::kStridedElems);
+    EXPECT_EQ(unsupported_reason(&top.dst) == nullptr, t == LOOM_TYPE_F32) << common::type_name(t);
+    const int32_t th[] = {t, t};
+    build(&tanh_node, LOOM_OP_TANH, th, Layout::kStridedResult);
+    EXPECT_EQ(unsupported_reason(&tanh_node.dst), nullptr) << common::type_name(t);
+  }
+}
+
 TEST(CudaSupport, EveryWeightTypeRunsOnTheGemvAndQuantizedWritesOnlyQ8_0Q4_0) {
   const int32_t weights[] = {LOOM_TYPE_F32,  LOOM_TYPE_F16,  LOOM_TYPE_BF16, LOOM_TYPE_Q8_0, LOOM_TYPE_Q4_0,
                              LOOM_TYPE_Q4_1, LOOM_TYPE_Q5_0, LOOM_TYPE_Q5_1, LOOM_TYPE_IQ4_NL, LOOM_TYPE_Q2_K,
@@ -258,6 +289,10 @@ TEST(CudaSupport, FaultMessagesNameTheBadValueLikeTheCpuPlugin) {
   // The ranges form: the pair packed first << 32 | end (attention.cuh's query_rows).
   const KernelFault g{kErrRange, LOOM_OP_ATTENTION, 1, (int64_t{9} << 32) | 5, 20};
   EXPECT_NE(fault_message(g).find("rows [9, 5) of query 1 outside [0, 20]"), std::string::npos) << fault_message(g);
+  // MUL_MAT_ID (moe_cases.cpp's IdOutsideTheExpertsIsAnError looks for "of token 1"): the slot << 32 | the id.
+  const KernelFault x{kErrExpert, LOOM_OP_MUL_MAT_ID, 1, (int64_t{1} << 32) | 0xFFFFFFFFu, 4};
+  EXPECT_NE(fault_message(x).find("MUL_MAT_ID: id -1 of token 1, slot 1 outside [0, 4)"), std::string::npos)
+      << fault_message(x);
 }
 
 }  // namespace

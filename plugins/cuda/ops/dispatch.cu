@@ -30,6 +30,8 @@ loom_status_t* launch_node(const LaunchContext& ctx, const loom_tensor_t* node) 
     case Family::kCopy: return launch_copy(ctx, node);
     case Family::kMulMat: return launch_mul_mat(ctx, node);
     case Family::kAttention: return launch_attention(ctx, node);
+    case Family::kMulMatId: return launch_mul_mat_id(ctx, node);
+    case Family::kTopK: return launch_top_k(ctx, node);
   }
   return common::make_status(LOOM_STATUS_INTERNAL, refusal_message(node, "no launcher for its family"));
 }

@@ -1,4 +1,4 @@
-// SILU, GELU, RELU, SCALE and ADD, SUB, MUL, DIV, SWIGLU: one thread per
+// SILU, GELU, RELU, TANH, SCALE and ADD, SUB, MUL, DIV, SWIGLU: one thread per
 // result element, any strides, src1 broadcast (elementwise.cuh).
 #include <cstring>
 
@@ -42,6 +42,7 @@ loom_status_t* launch_elementwise(const LaunchContext& ctx, const loom_tensor_t*
     case LOOM_OP_SILU:
     case LOOM_OP_GELU:
     case LOOM_OP_RELU:
+    case LOOM_OP_TANH:
     case LOOM_OP_SCALE: {
       float p[2] = {1.0f, 0.0f};
       if (node->op == LOOM_OP_SCALE) std::memcpy(p, node->op_params, sizeof p);

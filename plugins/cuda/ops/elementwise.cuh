@@ -1,5 +1,5 @@
 // Per-element arithmetic of the unary and binary ops (SILU, GELU, RELU,
-// SCALE, SWIGLU, ADD, SUB, MUL, DIV) and the broadcast index rule, as
+// TANH, SCALE, SWIGLU, ADD, SUB, MUL, DIV) and the broadcast index rule, as
 // plugin.h defines them. The op ids are plugin.h's.
 #pragma once
 
@@ -18,12 +18,14 @@ LOOM_HD float gelu(float x) {
 
 LOOM_HD float relu(float x) { return x > 0.0f ? x : 0.0f; }
 
-// Unary op `op` (SILU 19, GELU 20, RELU 21, SCALE 10 with scale and bias).
+// Unary op `op` (SILU 19, GELU 20, RELU 21, TANH 30, SCALE 10 with scale
+// and bias).
 LOOM_HD float unary_op(int op, float x, float scale, float bias) {
   switch (op) {
     case 19: return silu(x);
     case 20: return gelu(x);
     case 21: return relu(x);
+    case 30: return tanhf(x);
     case 10: return x * scale + bias;
     default: return x;
   }

@@ -19,6 +19,10 @@ std::string fault_message(const KernelFault& f) {
       return op + ": rows [" + std::to_string(static_cast<int32_t>(f.value >> 32)) + ", " +
              std::to_string(static_cast<int32_t>(f.value & 0xFFFFFFFF)) + ") of query " + std::to_string(f.where) +
              " outside [0, " + std::to_string(f.bound) + "] (n_kv " + std::to_string(f.bound) + ")";
+    case kErrExpert:
+      return op + ": id " + std::to_string(static_cast<int32_t>(f.value & 0xFFFFFFFF)) + " of token " +
+             std::to_string(f.where) + ", slot " + std::to_string(f.value >> 32) + " outside [0, " +
+             std::to_string(f.bound) + ")";
     default:
       return op + ": kernel error code " + std::to_string(f.code);
   }

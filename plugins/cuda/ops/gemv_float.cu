@@ -4,36 +4,10 @@
 // each column's 8 values of B (two float4 loads). B stays f32: the suite's
 // f32 tolerance for float A leaves no room for half products. Arithmetic
 // per lane: gemv_lane.cuh's float_lane_sum, which the host test replays.
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-
 #include "gemv_kernel.cuh"
 
 namespace loom::cuda {
 namespace {
-
-template <int T>
-__device__ __forceinline__ void load8(const uint8_t* p, float (&v)[8]) {
-  if (T == LOOM_TYPE_F32) {
-    const float4 x = reinterpret_cast<const float4*>(p)[0], y = reinterpret_cast<const float4*>(p)[1];
-    v[0] = x.x, v[1] = x.y, v[2] = x.z, v[3] = x.w, v[4] = y.x, v[5] = y.y, v[6] = y.z, v[7] = y.w;
-    return;
-  }
-  const uint4 raw = *reinterpret_cast<const uint4*>(p);
-  const uint32_t w[4] = {raw.x, raw.y, raw.z, raw.w};
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    if (T == LOOM_TYPE_F16) {
-      __half2 h;
-      memcpy(&h, &w[i], 4);
-      const float2 f = __half22float2(h);
-      v[2 * i] = f.x, v[2 * i + 1] = f.y;
-    } else {
-      v[2 * i] = bf16_to_f32(static_cast<uint16_t>(w[i] & 0xFFFFu));
-      v[2 * i + 1] = bf16_to_f32(static_cast<uint16_t>(w[i] >> 16));
-    }
-  }
-}
 
 template <int T, int NC>
 __global__ void __launch_bounds__(kGemvWarps * 32) gemv_float_kernel(TArg dst, TArg a, TArg b, int64_t b2, int64_t b3,

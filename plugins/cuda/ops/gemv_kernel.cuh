@@ -5,11 +5,39 @@
 // every column of the group.
 #pragma once
 
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
 #include "gemv.h"
 #include "gemv_lane.cuh"
 #include "launch.cuh"
 
 namespace loom::cuda {
+
+// Eight consecutive elements of a float row (F32: two 16-byte loads; F16,
+// BF16: one) widened to f32 (the float GEMVs: gemv_float.cu, mul_mat_id.cu).
+template <int T>
+__device__ __forceinline__ void load8(const uint8_t* p, float (&v)[8]) {
+  if (T == LOOM_TYPE_F32) {
+    const float4 x = reinterpret_cast<const float4*>(p)[0], y = reinterpret_cast<const float4*>(p)[1];
+    v[0] = x.x, v[1] = x.y, v[2] = x.z, v[3] = x.w, v[4] = y.x, v[5] = y.y, v[6] = y.z, v[7] = y.w;
+    return;
+  }
+  const uint4 raw = *reinterpret_cast<const uint4*>(p);
+  const uint32_t w[4] = {raw.x, raw.y, raw.z, raw.w};
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    if (T == LOOM_TYPE_F16) {
+      __half2 h;
+      memcpy(&h, &w[i], 4);
+      const float2 f = __half22float2(h);
+      v[2 * i] = f.x, v[2 * i + 1] = f.y;
+    } else {
+      v[2 * i] = bf16_to_f32(static_cast<uint16_t>(w[i] & 0xFFFFu));
+      v[2 * i + 1] = bf16_to_f32(static_cast<uint16_t>(w[i] >> 16));
+    }
+  }
+}
 
 // The group's results: the 32 lanes' sums in the halving tree, lane 0 writes.
 template <int NC>

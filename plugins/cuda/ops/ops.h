@@ -57,6 +57,8 @@ loom_status_t* launch_copy(const LaunchContext& ctx, const loom_tensor_t* node);
 loom_status_t* launch_mul_mat(const LaunchContext& ctx, const loom_tensor_t* node);
 loom_status_t* launch_attention(const LaunchContext& ctx, const loom_tensor_t* node);
 loom_status_t* launch_attention_split(const LaunchContext& ctx, const loom_tensor_t* node);  // decode
+loom_status_t* launch_mul_mat_id(const LaunchContext& ctx, const loom_tensor_t* node);        // ABI 1.5
+loom_status_t* launch_top_k(const LaunchContext& ctx, const loom_tensor_t* node);             // ABI 1.5
 
 // The status after a launch: NULL when cudaGetLastError is clean, else
 // INTERNAL "[cuda.compute] node ...: <what>: <cuda error>".

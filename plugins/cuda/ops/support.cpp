@@ -51,6 +51,11 @@ Path copy(const loom_tensor_t* n) {
 // cuBLAS writes whole result columns at a leading dimension: dense f32 rows.
 Path mul_mat(const loom_tensor_t* n) { return n->nb[0] == 4 && n->nb[1] % 4 == 0 ? Path::kMulMat : Path::kNone; }
 
+// MUL_MAT_ID: any layout (the exact kernel takes what the GEMVs do not).
+Path mul_mat_id(const loom_tensor_t*) { return Path::kMulMatId; }
+// TOP_K: indices are i32.
+Path top_k(const loom_tensor_t* n) { return n->src[0]->ne[0] <= 0x7FFFFFFF ? Path::kTopK : Path::kNone; }
+
 // A few tokens with heads up to kSplitMaxDim: the split (flash-decoding)
 // kernels; else a block per (head, token).
 Path attention(const loom_tensor_t* n) {
@@ -83,6 +88,9 @@ const OpSupport kTable[] = {
     {LOOM_OP_ARGMAX, Family::kRowsReduce, {kF32, kNo, kNo, kNo}, kI32, argmax},
     {LOOM_OP_SUM_ROWS, Family::kRowsReduce, {kFloat, kNo, kNo, kNo}, kFloat, sum_rows},
     {LOOM_OP_ATTENTION, Family::kAttention, {kFloat, kFloat, kFloat, kI32}, kF32, attention},
+    {LOOM_OP_MUL_MAT_ID, Family::kMulMatId, {kWeight, kF32, kI32, kNo}, kF32, mul_mat_id},
+    {LOOM_OP_TOP_K, Family::kTopK, {kF32, kNo, kNo, kNo}, kI32, top_k},
+    {LOOM_OP_TANH, Family::kElementwise, {kFloat, kNo, kNo, kNo}, kFloat, unary},
 };
 
 }  // namespace

@@ -18,8 +18,13 @@ namespace {
 double work_of(const loom_tensor_t* n) {
   double elems = 1.0;
   for (int d = 0; d < LOOM_MAX_DIMS; ++d) elems *= static_cast<double>(n->ne[d]);
-  if (n->op == LOOM_OP_MUL_MAT && n->src[0] != nullptr) {
+  if ((n->op == LOOM_OP_MUL_MAT || n->op == LOOM_OP_MUL_MAT_ID) && n->src[0] != nullptr) {
     return elems * static_cast<double>(n->src[0]->ne[0]);
+  }
+  // top_k.comp: every element compared with its row.
+  if (n->op == LOOM_OP_TOP_K && n->src[0] != nullptr) {
+    const loom_tensor_t* a = n->src[0];
+    return static_cast<double>(a->ne[0]) * static_cast<double>(a->ne[0] * a->ne[1] * a->ne[2] * a->ne[3]);
   }
   for (int i = 0; i < LOOM_MAX_SRC; ++i) {
     if (n->src[i] == nullptr) continue;

@@ -12,14 +12,13 @@
 #include "common/op_info.h"
 #include "common/type_traits.h"
 #include "ops/ops.h"
+#include "ops/planner.h"
 
 namespace loom::vulkan {
 
 namespace {
 
 constexpr uint32_t kElemWg = 256;   // elementwise shaders
-constexpr int64_t kMatVecMaxN = 8;  // mul_mat_vec.comp MAX_N
-constexpr int64_t kShortK = 128;    // rows shorter than this: mul_mat_rows.comp
 constexpr uint64_t kMaxU32 = 0xFFFFFFFFull;
 // attention.comp: keys scored per step = workgroup size (a power of two);
 // at most its shared arrays (MAX_WG) and within Vulkan's guaranteed 128
@@ -36,13 +35,6 @@ constexpr uint64_t kAttnMaxSplits = 32;
 constexpr int64_t kAttnSplitMaxTok = 8;
 constexpr uint32_t kCombineWg = 64;
 
-// Quantized types the shaders write (SET_ROWS, CPY from float).
-bool is_writable_quant(int32_t t) { return t == LOOM_TYPE_Q8_0 || t == LOOM_TYPE_Q4_0; }
-// Any block type (shaders/quant.glsl decodes every one in place).
-bool is_block_type(int32_t t) { return common::type_is_valid(t) && common::type_traits(t).is_quantized; }
-
-int64_t nrows(const loom_tensor_t* t) { return t->ne[1] * t->ne[2] * t->ne[3]; }
-int64_t nelements(const loom_tensor_t* t) { return t->ne[0] * nrows(t); }
 
 // Past the op set's rules (common/op_check.h): the shaders address tensors
 // with 32-bit element and byte arithmetic.
@@ -112,18 +104,15 @@ bool shader_type(int32_t t) {
   }
 }
 
-// MUL_MAT kernels (plan_mul_mat picks among those that fit).
-enum class MatKernel { kRows, kVec, kTiled };
-
 // Loop iterations one invocation of a MUL_MAT kernel runs at most, counted
 // from the shaders' loops (inner loops over a 32-element chunk are
 // unrolled; quant.glsl): per chunk of 32 for a block type, per element (or
 // four, the f32 vec4 path) for float A. Conservative: loops that may be
 // unrolled by the compiler count as not.
-uint64_t mul_mat_loops(MatKernel k, const loom_tensor_t* n, uint32_t wg) {
-  const loom_tensor_t* a = n->src[0];
+}  // namespace
+
+uint64_t mul_mat_loops(MatKernel k, const loom_tensor_t* a, uint64_t cols, uint32_t wg) {
   const uint64_t kk = static_cast<uint64_t>(a->ne[0]);
-  const uint64_t cols = static_cast<uint64_t>(n->src[1]->ne[1]);
   const bool blocks = is_block_type(a->type);
   switch (k) {
     case MatKernel::kRows:
@@ -144,6 +133,8 @@ uint64_t mul_mat_loops(MatKernel k, const loom_tensor_t* n, uint32_t wg) {
   return 0;
 }
 
+namespace {
+
 // The MUL_MAT kernel for node n: mul_mat_rows for short rows and on CPU
 // implementations, mul_mat_vec for up to 8 columns, else mul_mat; on a
 // device whose loops end early (caps.loop_budget, lavapipe) the first of
@@ -153,7 +144,7 @@ bool mul_mat_kernel(const OpCaps& caps, const loom_tensor_t* n, MatKernel* out, 
   const loom_tensor_t* b = n->src[1];
   *vec_wg = a->ne[0] >= 1024 ? 128 : 64;
   const auto fits = [&](MatKernel k) {
-    return caps.loop_budget == 0 || mul_mat_loops(k, n, *vec_wg) <= caps.loop_budget;
+    return caps.loop_budget == 0 || mul_mat_loops(k, n->src[0], static_cast<uint64_t>(n->src[1]->ne[1]), *vec_wg) <= caps.loop_budget;
   };
   const MatKernel wide = b->ne[1] <= kMatVecMaxN ? MatKernel::kVec : MatKernel::kTiled;
   const MatKernel order[3] = {(a->ne[0] < kShortK || caps.rows_kernels) ? MatKernel::kRows : wide,
@@ -211,6 +202,13 @@ const char* vulkan_limits(const OpCaps& caps, const loom_tensor_t* n) {
     case LOOM_OP_MUL_MAT_SPARSE_COLS:
       return caps.loop_budget == 0 || sparse_loops(n) <= caps.loop_budget ? nullptr
                                                                            : "row length over the device's loop budget";
+    case LOOM_OP_MUL_MAT_ID:
+      return mul_mat_id_limits(caps, n);
+    case LOOM_OP_TOP_K:
+      // top_k.comp: a pass over the row per element.
+      return caps.loop_budget == 0 || static_cast<uint64_t>(a->ne[0]) + 4 <= caps.loop_budget
+                 ? nullptr
+                 : "row length over the device's loop budget";
     default:
       return nullptr;
   }
@@ -235,156 +233,20 @@ uint32_t row_wg(int64_t n) {
   return wg;
 }
 
-// Bytes the shaders touch: alignment each offset and stride must have.
-uint64_t type_align(int32_t t) {
-  return (t == LOOM_TYPE_F32 || t == LOOM_TYPE_I32 || t == LOOM_TYPE_I64) ? 4 : 2;
-}
-
-class Planner {
- public:
-  Planner(const OpCaps& caps, const Resolver& resolve, Dispatch* out)
-      : caps_(caps), resolve_(resolve), d_(out) {}
-
-  // Describe tensor t at slot k (0..2: t[k] of the common push constants,
-  // 0 = destination); "" or the error.
-  std::string bind(int k, const loom_tensor_t* t) {
-    uint32_t off = 0;
-    std::string err = bind_buffer(k, t, &off);
-    if (!err.empty()) return err;
-    TensorDesc& td = d_->pc.t[k];
-    td.off = off;
-    for (int i = 0; i < 4; ++i) {
-      td.ne[i] = static_cast<uint32_t>(t->ne[i]);
-      td.nb[i] = static_cast<uint32_t>(t->nb[i]);
-    }
-    d_->pc.p[0] |= static_cast<uint32_t>(t->type) << (8 * k);
-    return "";
-  }
-
-  // Bind tensor t's buffer at slot k (< kSlots) and set its barrier range;
-  // *off = t's byte offset in the bound window. "" or the error.
-  std::string bind_buffer(int k, const loom_tensor_t* t, uint32_t* off) {
-    Location loc;
-    std::string err = resolve_(t, &loc);
-    if (!err.empty()) return err;
-    const uint64_t align = type_align(t->type);
-    uint64_t extent = 0;
-    if (nelements(t) > 0) {
-      const common::TypeTraits& tr = common::type_traits(t->type);
-      extent = tr.type_size;
-      for (int d = 0; d < LOOM_MAX_DIMS; ++d) {
-        const int64_t n = d == 0 ? t->ne[0] / tr.block_size : t->ne[d];
-        extent += static_cast<uint64_t>(n - 1) * t->nb[d];
-        if (n > 1 && t->nb[d] % align != 0)
-          return "stride nb[" + std::to_string(d) + "] not aligned";
-      }
-    }
-    if (loc.offset % align != 0)
-      return "data offset " + std::to_string(loc.offset) + " not aligned";
-    if (loc.offset + extent > loc.buffer_size) {
-      return "tensor '" + std::string(t->name) + "' spans bytes [" + std::to_string(loc.offset) +
-             ", " + std::to_string(loc.offset + extent) + ") of a " +
-             std::to_string(loc.buffer_size) + "-byte buffer";
-    }
-    return bind_range(k, loc, extent, "tensor '" + std::string(t->name) + "'", off);
-  }
-
-  // Bind bytes [loc.offset, loc.offset + extent) of loc's buffer at slot k
-  // (a tensor's, or scratch memory); *off = their offset in the bound
-  // window. "" or the error, naming `what`.
-  std::string bind_range(int k, const Location& loc, uint64_t extent, const std::string& what,
-                         uint32_t* off) {
-    uint64_t win = 0;
-    uint64_t range = loc.buffer_size;
-    if (!window(loc, extent, &win, &range)) {
-      return what + " spans " + std::to_string(extent) +
-             " bytes, more than one storage binding holds (maxStorageBufferRange " +
-             std::to_string(caps_.max_range) + ")";
-    }
-    *off = static_cast<uint32_t>(loc.offset - win);
-    d_->buffers[k] = loc.buffer;
-    d_->bind_offset[k] = win;
-    d_->bind_range[k] = range;
-    d_->begin[k] = loc.offset;
-    d_->end[k] = loc.offset + extent;
-    return "";
-  }
-
-  // Slot k unused: bind the destination's window with an empty range.
-  // (plan_node does this for every slot a kernel left empty.)
-  void unused(int k) {
-    d_->buffers[k] = d_->buffers[0];
-    d_->bind_offset[k] = d_->bind_offset[0];
-    d_->bind_range[k] = d_->bind_range[0];
-    d_->begin[k] = d_->end[k] = 0;
-  }
-
-  // The window [*win, *win + *range) of the buffer to bind for bytes
-  // [loc.offset, loc.offset + extent): the whole buffer when it fits one
-  // binding; else a window starting on a multiple of half the largest
-  // binding (few distinct windows: descriptor sets are shared), or, for a
-  // tensor that straddles those, one starting just below it. False when
-  // the tensor is larger than any binding.
-  bool window(const Location& loc, uint64_t extent, uint64_t* win, uint64_t* range) const {
-    const uint64_t max = caps_.max_range;
-    if (loc.buffer_size <= max) {
-      *win = 0;
-      *range = loc.buffer_size;
-      return true;
-    }
-    const uint64_t a = caps_.range_align;
-    const uint64_t step = std::max<uint64_t>(a, (max / 2) / a * a);
-    uint64_t w = loc.offset / step * step;
-    if (loc.offset + extent - w > max) w = loc.offset / a * a;
-    if (loc.offset + extent - w > max) return false;
-    *win = w;
-    *range = std::min(max, loc.buffer_size - w);
-    return true;
-  }
-
-  // A 1-D grid of `items` invocations in workgroups of wg (wrapping into y).
-  std::string grid(uint64_t items, uint32_t wg) { return groups((items + wg - 1) / wg, wg); }
-  std::string groups(uint64_t n_groups, uint32_t wg) {
-    d_->spec[0] = wg;
-    const uint64_t x = std::min<uint64_t>(std::max<uint64_t>(n_groups, 1), caps_.max_groups[0]);
-    const uint64_t y = (n_groups + x - 1) / x;
-    if (y > caps_.max_groups[1])
-      return std::to_string(n_groups) + " workgroups exceed the device's grid";
-    d_->groups[0] = static_cast<uint32_t>(x);
-    d_->groups[1] = static_cast<uint32_t>(std::max<uint64_t>(y, 1));
-    d_->groups[2] = 1;
-    return "";
-  }
-
- private:
-  const OpCaps& caps_;
-  const Resolver& resolve_;
-  Dispatch* d_;
-};
-
-#define LOOM_VK_TRY(expr)       \
-  do {                          \
-    std::string e_ = (expr);    \
-    if (!e_.empty()) return e_; \
-  } while (0)
 
 // ------------------------------------------------ int8 GEMV (decode, quantized A)
 
-constexpr uint32_t kQ8Wg = 128;          // mul_mat_vec_q8.comp: workgroup size
-constexpr uint64_t kQ8ChunkBytes = 48;   // per 32 elements of B: 8 words of quants, d, two sums, pad
-constexpr uint32_t kQuantizeWg = 64;     // quantize_q8.comp: one invocation per block
+}  // namespace
 
-// Rows of A per mul_mat_vec_q8 workgroup: one per subgroup as the device
-// reports its size (the shader shares any other count out correctly).
 uint32_t q8_rows(const OpCaps& caps) { return std::max<uint32_t>(1, kQ8Wg / std::max<uint32_t>(1, caps.subgroup_size)); }
 
-// Loop iterations of one invocation of quantize_q8 + mul_mat_vec_q8.
-uint64_t q8_loops(const OpCaps& caps, const loom_tensor_t* n) {
-  const uint64_t nch = static_cast<uint64_t>(n->src[0]->ne[0]) / 32;
-  const uint64_t cols = static_cast<uint64_t>(n->src[1]->ne[1]);
+uint64_t q8_loops(const OpCaps& caps, const loom_tensor_t* a, uint64_t cols) {
+  const uint64_t nch = static_cast<uint64_t>(a->ne[0]) / 32;
   const uint64_t sg = std::max<uint32_t>(1, caps.subgroup_size);
   return (nch + sg - 1) / sg * (cols + 1) + 2 * cols + 8;
 }
+
+namespace {
 
 // Whether a MUL_MAT the GEMV takes goes through B rounded to 8-bit blocks:
 // quantized A, B's rows dense f32 (the conformance rule's condition,
@@ -395,7 +257,7 @@ bool use_q8(const OpCaps& caps, const loom_tensor_t* n) {
   const bool dense_rows = b->type == LOOM_TYPE_F32 && b->nb[0] == 4 && b->nb[1] % 4 == 0 &&
                           b->nb[2] % 4 == 0 && b->nb[3] % 4 == 0;
   return caps.int8 && caps.subgroup_add && is_block_type(a->type) && dense_rows &&
-         (caps.loop_budget == 0 || q8_loops(caps, n) <= caps.loop_budget);
+         (caps.loop_budget == 0 || q8_loops(caps, a, static_cast<uint64_t>(b->ne[1])) <= caps.loop_budget);
 }
 
 // Two dispatches: quantize_q8 rounds every column of B, per block of 32
@@ -447,23 +309,19 @@ std::string plan_mul_mat_q8(const OpCaps& caps, const loom_tensor_t* n, const Re
   return "";
 }
 
-// mul_mat_vec_float.comp: float A, a row per subgroup. Its wide path
-// (p[2] = 1) loads 16 bytes of A and B per lane: rows dense and 16-byte
-// aligned in the bound windows, K a multiple of 8.
-constexpr uint32_t kFloatVecWg = 128;
-bool aligned16(const TensorDesc& t) { return t.off % 16 == 0 && t.nb[1] % 16 == 0 && t.nb[2] % 16 == 0 && t.nb[3] % 16 == 0; }
+}  // namespace
+
 bool float_vec_wide(const loom_tensor_t* a, const loom_tensor_t* b, const PushConstants& pc) {
   return a->nb[0] == common::type_traits(a->type).type_size && b->nb[0] == 4 && a->ne[0] % 8 == 0 &&
          aligned16(pc.t[1]) && aligned16(pc.t[2]);
 }
-// Loop iterations of one invocation of mul_mat_vec_float (lanes = the
-// subgroup size, 4 elements per step on the wide path).
-uint64_t float_vec_loops(const OpCaps& caps, const loom_tensor_t* n, bool wide) {
+uint64_t float_vec_loops(const OpCaps& caps, const loom_tensor_t* a, uint64_t cols, bool wide) {
   const uint64_t per_step = wide ? 4 : 1;
   const uint64_t lanes = std::max<uint32_t>(1, caps.subgroup_size) * per_step;
-  const uint64_t cols = static_cast<uint64_t>(n->src[1]->ne[1]);
-  return (static_cast<uint64_t>(n->src[0]->ne[0]) + lanes - 1) / lanes * (cols + 2) + 2 * cols + 16;
+  return (static_cast<uint64_t>(a->ne[0]) + lanes - 1) / lanes * (cols + 2) + 2 * cols + 16;
 }
+
+namespace {
 
 std::string plan_mul_mat(const OpCaps& caps, const loom_tensor_t* n, Planner& p, Dispatch* d) {
   const loom_tensor_t* a = n->src[0];
@@ -486,7 +344,7 @@ std::string plan_mul_mat(const OpCaps& caps, const loom_tensor_t* n, Planner& p,
   }
   const bool wide = kernel == MatKernel::kVec && float_vec_wide(a, b, d->pc);
   if (kernel == MatKernel::kVec && caps.subgroup_add && !is_block_type(a->type) &&
-      (caps.loop_budget == 0 || float_vec_loops(caps, n, wide) <= caps.loop_budget)) {
+      (caps.loop_budget == 0 || float_vec_loops(caps, a, static_cast<uint64_t>(b->ne[1]), wide) <= caps.loop_budget)) {
     // A row per subgroup (rows per workgroup: its subgroups as reported).
     d->shader = "mul_mat_vec_float";
     const uint32_t rows = std::max<uint32_t>(1, kFloatVecWg / std::max<uint32_t>(1, caps.subgroup_size));
@@ -715,6 +573,7 @@ std::string plan_kernel(const OpCaps& caps, const loom_tensor_t* n, uint32_t nod
     case LOOM_OP_SILU:
     case LOOM_OP_GELU:
     case LOOM_OP_RELU:
+    case LOOM_OP_TANH:
     case LOOM_OP_SWIGLU:
       LOOM_VK_TRY(p.bind(1, a));
       if (n->op == LOOM_OP_SWIGLU) LOOM_VK_TRY(p.bind(2, b));
@@ -759,6 +618,11 @@ std::string plan_kernel(const OpCaps& caps, const loom_tensor_t* n, uint32_t nod
       return p.groups(static_cast<uint64_t>(nrows(a)), row_wg(a->ne[0]));
     case LOOM_OP_ATTENTION:
       return plan_attention(caps, n, node_id, p, d);
+    case LOOM_OP_TOP_K:
+      // One invocation per source element (its rank in the row).
+      LOOM_VK_TRY(p.bind(1, a));
+      d->shader = "top_k";
+      return p.grid(static_cast<uint64_t>(nelements(a)), 64);
     case LOOM_OP_MUL_MAT_SPARSE_ROWS:
     case LOOM_OP_MUL_MAT_SPARSE_COLS:
       LOOM_VK_TRY(p.bind(1, a));
@@ -779,6 +643,7 @@ std::string plan_node(const OpCaps& caps, const loom_tensor_t* n, uint32_t node_
     if (mul_mat_kernel(caps, n, &kernel, &wg) && kernel == MatKernel::kVec && use_q8(caps, n))
       return plan_mul_mat_q8(caps, n, resolve, scratch, out);
   }
+  if (n->op == LOOM_OP_MUL_MAT_ID) return plan_mul_mat_id(caps, n, node_id, resolve, scratch, out);
   if (n->op == LOOM_OP_ATTENTION && attention_splits(caps, n) > 1)
     return plan_attention_split(caps, n, node_id, resolve, scratch, out);
   Dispatch d{};

@@ -4,13 +4,17 @@
 // for quantized A, read in place, so each scale is read once per chunk),
 // then a reduction per column: subgroupAdd and a shared-memory pass over
 // subgroups with LOOM_SUBGROUP, a shared-memory tree without. Spec constant 1: A's type. Workgroups: x (wrapping into y)
-// = rows of A, z = batch.
+// = rows of A, z = batch. LOOM_ID: MUL_MAT_ID (mul_mat_id.glsl; z = (slot,
+// token) pairs).
 #ifdef LOOM_SUBGROUP
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
 #endif
 #include "common.glsl"
 #include "quant.glsl"
+#ifdef LOOM_ID
+#include "mul_mat_id.glsl"
+#endif
 
 layout(constant_id = 1) const uint A_TYPE = 0u;
 const uint MAX_N = 8u;
@@ -26,8 +30,14 @@ void main() {
   uint batch = gl_WorkGroupID.z;
   uint i2 = batch % pc.t[2].ne[2];
   uint i3 = batch / pc.t[2].ne[2];
+#ifdef LOOM_ID
+  uint a2 = expert_of(i2, i3);
+  if (a2 == NO_EXPERT) return;
+  uint a3 = 0u;
+#else
   uint a2 = i2 / (pc.t[2].ne[2] / pc.t[1].ne[2]);
   uint a3 = i3 / (pc.t[2].ne[3] / pc.t[1].ne[3]);
+#endif
   uint arow = offset4(1, 0u, m, a2, a3);
   uint l = gl_LocalInvocationID.x;
   uint wg = gl_WorkGroupSize.x;

@@ -7,10 +7,14 @@
 // checks): each lane loads 16 bytes of A per step (4 f32 or 8 halves) and
 // B as vec4; else one element per lane and step through the strides.
 // Spec constants: 0 workgroup size, 1 A's type, 2 ROWS. Workgroups: x
-// (wrapping into y) = groups of ROWS rows, z = batch.
+// (wrapping into y) = groups of ROWS rows, z = batch. LOOM_ID: MUL_MAT_ID
+// (mul_mat_id.glsl; z = (slot, token) pairs).
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
 #include "common.glsl"
+#ifdef LOOM_ID
+#include "mul_mat_id.glsl"
+#endif
 
 layout(constant_id = 1) const uint A_TYPE = 0u;
 layout(constant_id = 2) const uint ROWS = 1u;
@@ -31,8 +35,14 @@ void main() {
   uint batch = gl_WorkGroupID.z;
   uint i2 = batch % pc.t[2].ne[2];
   uint i3 = batch / pc.t[2].ne[2];
+#ifdef LOOM_ID
+  uint a2 = expert_of(i2, i3);
+  if (a2 == NO_EXPERT) return;
+  uint a3 = 0u;
+#else
   uint a2 = i2 / (pc.t[2].ne[2] / pc.t[1].ne[2]);
   uint a3 = i3 / (pc.t[2].ne[3] / pc.t[1].ne[3]);
+#endif
   bool wide = pc.p[2] != 0u;
   uint lane = gl_SubgroupInvocationID;
   for (uint r = gl_SubgroupID; r < ROWS; r += gl_NumSubgroups) {

@@ -1,5 +1,5 @@
 #version 450
-// SILU, GELU (tanh form), RELU, SCALE (x * p[2] + p[3]) and SWIGLU
+// SILU, GELU (tanh form), RELU, TANH, SCALE (x * p[2] + p[3]) and SWIGLU
 // (silu(src0) * src1). One invocation per element; p[1]: loom op id.
 #include "common.glsl"
 
@@ -11,6 +11,16 @@ float gelu(float x) {
   float e = exp(-2.0 * abs(u));
   float t = (1.0 - e) / (1.0 + e);
   return 0.5 * x * (1.0 + (u < 0.0 ? -t : t));
+}
+// tanh through exp of a non-positive argument (no overflow; +-1 past +-9,
+// -0 kept: x * 0 keeps x's sign); tanh(x) for small |x| by its series so
+// the relative error stays small where 1 - e cancels.
+float tanh_(float x) {
+  float ax = abs(x);
+  if (ax < 0.004) return x * (1.0 - x * x / 3.0);
+  float e = exp(-2.0 * ax);
+  float t = (1.0 - e) / (1.0 + e);
+  return x < 0.0 ? -t : t;
 }
 
 void main() {
@@ -30,6 +40,8 @@ void main() {
     v = gelu(x);
   } else if (op == 21u) {
     v = x > 0.0 ? x : 0.0;
+  } else if (op == 30u) {
+    v = tanh_(x);
   } else if (op == 22u) {
     v = silu(x) * ld_b_elem(type_b(), offset4(2, i0, i1, i2, i3));
   } else {

@@ -1,0 +1,205 @@
+// MUL_MAT_ID (ABI 1.5) on the MUL_MAT kernels' id variants
+// (shaders/mul_mat_id.glsl): the product becomes a batch of U x T
+// one-column products whose A matrix is read from ids on the device, so
+// only the chosen experts' rows are read and nothing waits for the host.
+// Decode (and prefill alike): a row of A per subgroup or workgroup per
+// (slot, token) pair — the int8 GEMV over B rounded to 8-bit blocks for
+// quantized A, the float GEMV for float A — or one invocation per output
+// on CPU implementations and for short rows. An id outside [0, E) is
+// reported in the stream's error words (BAD_EXPERT) and fails the node.
+#include <algorithm>
+#include <string>
+
+#include "common/type_traits.h"
+#include "ops/ops.h"
+#include "ops/planner.h"
+
+namespace loom::vulkan {
+
+namespace {
+
+enum class IdKernel { kRows, kQ8, kFloatVec, kVec };
+
+uint64_t pairs_of(const loom_tensor_t* n) {
+  return static_cast<uint64_t>(n->src[2]->ne[0]) * static_cast<uint64_t>(n->src[2]->ne[1]);
+}
+uint32_t vec_wg(const loom_tensor_t* a) { return a->ne[0] >= 1024 ? 128 : 64; }
+bool within(const OpCaps& caps, uint64_t loops) { return caps.loop_budget == 0 || loops <= caps.loop_budget; }
+
+// The int8 GEMV's condition (dispatch.cpp use_q8): quantized A, B's rows
+// dense f32, the device able and willing.
+bool id_q8(const OpCaps& caps, const loom_tensor_t* a, const loom_tensor_t* b) {
+  const bool dense_rows = b->nb[0] == 4 && b->nb[1] % 4 == 0 && b->nb[2] % 4 == 0;
+  return caps.int8 && caps.subgroup_add && is_block_type(a->type) && dense_rows && within(caps, q8_loops(caps, a, 1));
+}
+
+// The kernel for node n, in MUL_MAT's order (plan_mul_mat): one invocation
+// per output for short rows and on CPU implementations, else a GEMV per
+// pair (the grid's z counts the pairs), else the first that fits the loop
+// budget. False when none does.
+bool id_kernel(const OpCaps& caps, const loom_tensor_t* n, IdKernel* out) {
+  const loom_tensor_t* a = n->src[0];
+  const loom_tensor_t* b = n->src[1];
+  const bool rows_fit = within(caps, mul_mat_loops(MatKernel::kRows, a, 1, 0));
+  const bool rows_first = a->ne[0] < kShortK || caps.rows_kernels;
+  if (rows_first && rows_fit) {
+    *out = IdKernel::kRows;
+    return true;
+  }
+  if (pairs_of(n) <= caps.max_groups[2]) {
+    if (id_q8(caps, a, b)) {
+      *out = IdKernel::kQ8;
+      return true;
+    }
+    // The float GEMV's loop count on its element-wise path (the wide one
+    // takes fewer).
+    if (caps.subgroup_add && !is_block_type(a->type) && within(caps, float_vec_loops(caps, a, 1, false))) {
+      *out = IdKernel::kFloatVec;
+      return true;
+    }
+    if (within(caps, mul_mat_loops(MatKernel::kVec, a, 1, vec_wg(a)))) {
+      *out = IdKernel::kVec;
+      return true;
+    }
+  }
+  if (rows_fit) {
+    *out = IdKernel::kRows;
+    return true;
+  }
+  return false;
+}
+
+// Bind the result, A, B and ids for the id variants and rewrite the
+// descriptors as mul_mat_id.glsl reads them: B [K, 1, U, T] (dim-2 stride 0
+// when the slots share the token's column), the result [M, 1, U, T], ids
+// at slot 4 (binding 5); the node id and ids' dim-1 stride in the unused
+// dim-1 strides.
+std::string bind_id(const OpCaps& caps, const loom_tensor_t* n, uint32_t node_id, const Resolver& resolve,
+                    Dispatch* d) {
+  const loom_tensor_t* a = n->src[0];
+  const loom_tensor_t* b = n->src[1];
+  const loom_tensor_t* ids = n->src[2];
+  Planner p(caps, resolve, d);
+  LOOM_VK_TRY(p.bind(0, n));
+  LOOM_VK_TRY(p.bind(1, a));
+  LOOM_VK_TRY(p.bind(2, b));
+  uint32_t ids_off = 0;
+  LOOM_VK_TRY(p.bind_buffer(4, ids, &ids_off));
+  const uint32_t u = static_cast<uint32_t>(ids->ne[0]);
+  const uint32_t t = static_cast<uint32_t>(ids->ne[1]);
+  TensorDesc& bd = d->pc.t[2];
+  bd.nb[3] = static_cast<uint32_t>(b->nb[2]);
+  bd.nb[2] = b->ne[1] == 1 ? 0u : static_cast<uint32_t>(b->nb[1]);
+  bd.nb[1] = 0;
+  bd.ne[1] = 1;
+  bd.ne[2] = u;
+  bd.ne[3] = t;
+  TensorDesc& dd = d->pc.t[0];
+  dd.nb[3] = static_cast<uint32_t>(n->nb[2]);
+  dd.nb[2] = static_cast<uint32_t>(n->nb[1]);
+  dd.nb[1] = node_id;
+  dd.ne[1] = 1;
+  dd.ne[2] = u;
+  dd.ne[3] = t;
+  d->pc.p[3] = ids_off;
+  d->pc.p[4] = static_cast<uint32_t>(ids->nb[0]);
+  return "";
+}
+
+// The ids' dim-1 stride goes where B's unused one was (after the float
+// GEMV's alignment check, which reads that field).
+void finish_id(const loom_tensor_t* n, Dispatch* d) {
+  d->pc.t[2].nb[1] = static_cast<uint32_t>(n->src[2]->nb[1]);
+  d->spec[1] = static_cast<uint32_t>(n->src[0]->type);
+}
+
+// quantize_q8 over the pairs' columns of B (a token's one column once per
+// slot when they share it: the same rounding each time), into scratch.
+std::string plan_quantize(const OpCaps& caps, const loom_tensor_t* n, const Dispatch& id, const Resolver& resolve,
+                          const Location& loc, uint64_t bytes, Dispatch* q) {
+  const loom_tensor_t* a = n->src[0];
+  Planner pq(caps, resolve, q);
+  uint32_t off = 0;
+  LOOM_VK_TRY(pq.bind_range(0, loc, bytes, "B rounded to 8-bit blocks", &off));
+  LOOM_VK_TRY(pq.bind(1, n->src[1]));
+  q->pc.t[0].off = off;
+  const uint32_t b_off = q->pc.t[1].off;
+  q->pc.t[1] = id.pc.t[2];
+  q->pc.t[1].off = b_off;
+  q->pc.t[1].nb[1] = 0;
+  q->shader = "quantize_q8";
+  const uint64_t block = common::type_traits(a->type).block_size == 256 ? 256 : 32;
+  q->pc.p[1] = static_cast<uint32_t>(block);
+  return pq.grid(pairs_of(n) * (static_cast<uint64_t>(a->ne[0]) / block), kQuantizeWg);
+}
+
+}  // namespace
+
+const char* mul_mat_id_limits(const OpCaps& caps, const loom_tensor_t* n) {
+  IdKernel k;
+  return id_kernel(caps, n, &k) ? nullptr : "row length over the device's loop budget";
+}
+
+std::string plan_mul_mat_id(const OpCaps& caps, const loom_tensor_t* n, uint32_t node_id, const Resolver& resolve,
+                            const ScratchFn& scratch, std::vector<Dispatch>* out) {
+  const loom_tensor_t* a = n->src[0];
+  IdKernel kernel;
+  if (!id_kernel(caps, n, &kernel)) return "row length over the device's loop budget";
+  const uint64_t m = static_cast<uint64_t>(a->ne[1]);
+  const uint64_t pairs = pairs_of(n);
+  Dispatch d{};
+  LOOM_VK_TRY(bind_id(caps, n, node_id, resolve, &d));
+  Planner p(caps, resolve, &d);
+  d.n_spec = 2;
+  Dispatch q{};
+  bool quantize = false;
+  switch (kernel) {
+    case IdKernel::kRows:
+      d.shader = "mul_mat_id_rows";
+      LOOM_VK_TRY(p.grid(m * pairs, 64));
+      break;
+    case IdKernel::kQ8: {
+      const uint64_t bytes = pairs * (static_cast<uint64_t>(a->ne[0]) / 32) * kQ8ChunkBytes;
+      Location loc;
+      LOOM_VK_TRY(scratch(bytes, &loc));
+      LOOM_VK_TRY(plan_quantize(caps, n, d, resolve, loc, bytes, &q));
+      uint32_t off = 0;
+      LOOM_VK_TRY(p.bind_range(3, loc, bytes, "B rounded to 8-bit blocks", &off));
+      d.pc.p[1] = off;
+      d.shader = caps.int8dot ? "mul_mat_id_vec_q8_dot" : "mul_mat_id_vec_q8";
+      const uint32_t rows = q8_rows(caps);
+      d.spec[2] = rows;
+      d.n_spec = 3;
+      LOOM_VK_TRY(p.groups((m + rows - 1) / rows, kQ8Wg));
+      quantize = true;
+      break;
+    }
+    case IdKernel::kFloatVec: {
+      d.shader = "mul_mat_id_vec_float";
+      const uint32_t rows = std::max<uint32_t>(1, kFloatVecWg / std::max<uint32_t>(1, caps.subgroup_size));
+      d.spec[2] = rows;
+      d.n_spec = 3;
+      d.pc.p[2] = float_vec_wide(a, n->src[1], d.pc) ? 1 : 0;
+      LOOM_VK_TRY(p.groups((m + rows - 1) / rows, kFloatVecWg));
+      break;
+    }
+    case IdKernel::kVec:
+      d.shader = caps.subgroup_add ? "mul_mat_id_vec_subgroup" : "mul_mat_id_vec";
+      LOOM_VK_TRY(p.groups(m, vec_wg(a)));
+      break;
+  }
+  if (kernel != IdKernel::kRows) d.groups[2] = static_cast<uint32_t>(pairs);
+  finish_id(n, &d);
+  for (Dispatch* x : {&q, &d}) {
+    if (x == &q && !quantize) continue;
+    Planner px(caps, resolve, x);
+    for (int k = 1; k < kSlots; ++k) {
+      if (x->buffers[k] == VK_NULL_HANDLE) px.unused(k);
+    }
+  }
+  if (quantize) out->push_back(q);
+  out->push_back(d);
+  return "";
+}
+
+}  // namespace loom::vulkan
