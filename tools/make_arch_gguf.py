@@ -16,9 +16,7 @@ Architectures (--arch):
             sliding window on alternate layers, tied output
   gemma3    gemma2 without soft-capping, with Q/K norms and every 6th layer global
 
-loom runs llama, qwen2, qwen3, phi3 and gemma3 files; it refuses the others
-by name (mixtral by its expert_count key; qwen3moe and gemma2 as
-architectures it does not run, listing the ones it does).
+loom runs every one of them.
 
 Needs numpy (Debian's python3-numpy). Usage:
   make_arch_gguf.py --arch NAME --tokenizer-from GGUF [--type f32|f16|q8_0|q4_0]

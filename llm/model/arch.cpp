@@ -8,19 +8,23 @@ namespace {
 // mistral files say "llama" (their sliding window key is ignored, see
 // llama_hparams.cpp): nothing of their own here.
 constexpr ArchTraits kArchs[] = {
-    // name     rope mode              rope_freqs qkv_bias qk_norm fused_qkv fused_gate_up gemma swa_period experts
+    // name     rope mode              rope_freqs qkv_bias qk_norm fused_qkv fused_gate_up gemma swa_period
+    //   swa_rope_base softcap experts
     // (llama: Mixtral's files, with expert_count, are mixtures of experts.)
-    {"llama", LOOM_ROPE_MODE_NORMAL, true, false, false, false, false, false, 0, false},
-    {"qwen2", LOOM_ROPE_MODE_NEOX, false, true, false, false, false, false, 0, false},
-    {"qwen3", LOOM_ROPE_MODE_NEOX, false, false, true, false, false, false, 0, false},
+    {"llama", LOOM_ROPE_MODE_NORMAL, true, false, false, false, false, false, 0, 0.0f, false, false},
+    {"qwen2", LOOM_ROPE_MODE_NEOX, false, true, false, false, false, false, 0, 0.0f, false, false},
+    {"qwen3", LOOM_ROPE_MODE_NEOX, false, false, true, false, false, false, 0, 0.0f, false, false},
     // Qwen3-MoE (30B-A3B, 235B-A22B): qwen3 with 128 experts, top-8.
-    {"qwen3moe", LOOM_ROPE_MODE_NEOX, false, false, true, false, false, false, 0, true},
+    {"qwen3moe", LOOM_ROPE_MODE_NEOX, false, false, true, false, false, false, 0, 0.0f, false, true},
     // Phi-3 (mini, medium; 4k contexts): longrope files (128k) are refused by
     // the rope reader, naming the key. Its sliding_window key is ignored, as
     // llama.cpp does.
-    {"phi3", LOOM_ROPE_MODE_NEOX, false, false, false, true, true, false, 0, false},
+    {"phi3", LOOM_ROPE_MODE_NEOX, false, false, false, true, true, false, 0, 0.0f, false, false},
+    // Gemma 2: soft-capped attention and output logits, every other layer
+    // local (global RoPE on both), no Q/K norms.
+    {"gemma2", LOOM_ROPE_MODE_NEOX, false, false, false, false, false, true, 2, 0.0f, true, false},
     // Gemma 3 (text): Q/K norms, five local (sliding-window) layers to one global.
-    {"gemma3", LOOM_ROPE_MODE_NEOX, false, false, true, false, false, true, 6, false},
+    {"gemma3", LOOM_ROPE_MODE_NEOX, false, false, true, false, false, true, 6, 10000.0f, false, false},
 };
 
 }  // namespace

@@ -36,8 +36,16 @@ struct ArchTraits {
   // Sliding-window attention on the local layers: every layer but each
   // swa_period-th (layer il is global when (il + 1) % swa_period == 0)
   // attends to the last <arch>.attention.sliding_window positions only, with
-  // its own RoPE base (10000, no scaling: gemma3). 0: every layer global.
+  // RoPE base swa_rope_base and no scaling (gemma3: 10000), or the global
+  // layers' RoPE when swa_rope_base is 0 (gemma2). swa_period 0: every
+  // layer global.
   int swa_period;
+  float swa_rope_base;
+  // Logit soft-capping (gemma2): attention scores c * tanh(s / c) before the
+  // softmax (c = <arch>.attn_logit_softcapping, default 50; such layers take
+  // the unfused attention) and the output logits likewise
+  // (final_logit_softcapping, default 30).
+  bool softcap;
   // The FFN is a mixture of experts: <arch>.expert_count and
   // blk.N.ffn_{gate_inp,gate_exps,up_exps,down_exps} are required (qwen3moe).
   // A llama file with expert_count > 1 (Mixtral) is one too.
@@ -46,7 +54,7 @@ struct ArchTraits {
 
 // The traits of `name`; nullptr when loom does not run it.
 const ArchTraits* find_arch(std::string_view name);
-// "llama, qwen2, qwen3, qwen3moe, phi3, gemma3": the names find_arch knows, for messages.
+// "llama, qwen2, qwen3, qwen3moe, phi3, gemma2, gemma3": the names find_arch knows, for messages.
 std::string supported_archs();
 
 }  // namespace loom::llm

@@ -47,9 +47,10 @@ StatusOr<Tensor*> attention_fused(Context& ctx, const LayerAttention& a, int64_t
 }
 
 // The unfused form: K Q, SOFT_MAX with the -inf mask over all n_kv rows,
-// V^T times the weights. Result [hd, n_head, T] (contiguous).
+// V^T times the weights; scores soft-capped first when softcap > 0.
+// Result [hd, n_head, T] (contiguous).
 StatusOr<Tensor*> attention_unfused(Context& ctx, const LayerAttention& a, int64_t n_kv, Tensor* mask,
-                                    float scale) {
+                                    float scale, float softcap) {
   // K as [hd, n_kv, n_head_kv]; V^T as [n_kv, hd, n_head_kv] (strided).
   LOOM_ASSIGN_OR_RETURN(Tensor * kv_k, cache_rows(ctx, a.k_stored, a.kc, n_kv));
   LOOM_ASSIGN_OR_RETURN(Tensor * kv_v, cache_rows(ctx, a.v_stored, a.vc, n_kv));
@@ -58,6 +59,12 @@ StatusOr<Tensor*> attention_unfused(Context& ctx, const LayerAttention& a, int64
   // broadcast with heads as dim 2.
   LOOM_ASSIGN_OR_RETURN(Tensor * qh, ctx.permute(a.q, 0, 2, 1, 3));  // [hd, T, n_head]
   LOOM_ASSIGN_OR_RETURN(Tensor * kq, op::mul_mat(ctx, kv_k, qh));    // [n_kv, T, n_head]
+  if (softcap > 0.0f) {
+    // c * tanh(scale * s / c); SOFT_MAX's own scale then multiplies by c.
+    LOOM_ASSIGN_OR_RETURN(kq, op::scale(ctx, kq, scale / softcap));
+    LOOM_ASSIGN_OR_RETURN(kq, op::tanh(ctx, kq));
+    scale = softcap;
+  }
   LOOM_ASSIGN_OR_RETURN(kq, op::soft_max(ctx, kq, mask, scale));
   named(kq, "kq_soft_max" + a.sfx);
   LOOM_ASSIGN_OR_RETURN(Tensor * kqv, op::mul_mat(ctx, kv_v, kq));  // [hd, T, n_head]
@@ -78,6 +85,7 @@ StatusOr<Tensor*> graph_input(Context& ctx, loom_type_t type, std::initializer_l
 StatusOr<Tensor*> layer_attention(Context& ctx, LlamaModel& model, int64_t il, const LayerAttention& a,
                                   bool fused, float scale, LlamaBatchGraph* g) {
   const bool swa = model.hparams().is_swa(il);
+  fused = fused && model.hparams().attn_softcap == 0.0f;  // ATTENTION has no soft-capping
   Tensor*& visible = swa ? g->visible_swa : g->visible;
   Tensor*& mask = swa ? g->mask_swa : g->mask;
   if (fused) {
@@ -99,7 +107,7 @@ StatusOr<Tensor*> layer_attention(Context& ctx, LlamaModel& model, int64_t il, c
   if (mask == nullptr) {
     LOOM_ASSIGN_OR_RETURN(mask, graph_input(ctx, LOOM_TYPE_F32, {g->n_kv, g->n_tokens}, swa ? "inp_mask_swa" : "inp_mask"));
   }
-  return attention_unfused(ctx, a, g->n_kv, mask, scale);
+  return attention_unfused(ctx, a, g->n_kv, mask, scale, model.hparams().attn_softcap);
 }
 
 // x [n_embd, T] times a norm weight after an RMS norm.
@@ -249,6 +257,11 @@ Status build_layers(LlamaModel& model, const KvCache& cache, bool all_logits, bo
   LOOM_ASSIGN_OR_RETURN(Tensor * cur, op::rms_norm(ctx, x, h.rms_eps));
   LOOM_ASSIGN_OR_RETURN(cur, op::mul(ctx, cur, model.output_norm));
   LOOM_ASSIGN_OR_RETURN(g.logits, op::mul_mat(ctx, model.output, cur));
+  if (h.final_softcap > 0.0f) {
+    LOOM_ASSIGN_OR_RETURN(g.logits, op::scale(ctx, g.logits, 1.0f / h.final_softcap));
+    LOOM_ASSIGN_OR_RETURN(g.logits, op::tanh(ctx, g.logits));
+    LOOM_ASSIGN_OR_RETURN(g.logits, op::scale(ctx, g.logits, h.final_softcap));
+  }
   named(g.logits, "logits");
   return Status();
 }

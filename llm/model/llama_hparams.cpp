@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <string>
+#include <utility>
 
 #include "llm/model/arch.hpp"
 #include "loom/runtime/log.hpp"
@@ -106,7 +107,7 @@ Status read_heads(const KeyReader& r, const std::string& arch, LlamaHparams* h) 
 
 // expert_count / expert_used_count: a mixture of experts when the count is
 // above 1 (required when the architecture has experts), else a dense FFN.
-Status read_experts(const KeyReader& r, const std::string& arch, bool required, LlamaHparams* h) {
+Status read_experts(const KeyReader& r, bool required, LlamaHparams* h) {
   using L = LlamaLimits;
   if (!required && !r.has("expert_count")) return Status();
   int64_t n_expert = 0;
@@ -163,7 +164,7 @@ Status read_llama_hparams(const GgufFile& file, const std::string& arch, LlamaHp
   }
   // Mixture of experts (Mixtral's files say "llama"; qwen3moe requires it).
   const ArchTraits* traits = find_arch(arch);
-  LOOM_RETURN_IF_ERROR(read_experts(r, arch, traits != nullptr && traits->experts, &h));
+  LOOM_RETURN_IF_ERROR(read_experts(r, traits != nullptr && traits->experts, &h));
   if (h.n_expert > 0) {
     // Each expert's FFN: expert_feed_forward_length (qwen3moe), else the
     // dense key (Mixtral), which an expert file may then leave out.
@@ -183,15 +184,33 @@ Status read_llama_hparams(const GgufFile& file, const std::string& arch, LlamaHp
   if (traits != nullptr && traits->swa_period > 0) {
     LOOM_RETURN_IF_ERROR(r.get("attention.sliding_window", L::kMaxContext, "tokens", &h.n_swa));
     h.swa_period = traits->swa_period;
+    if (traits->swa_rope_base > 0.0f) {
+      h.rope_freq_base_swa = traits->swa_rope_base;
+      h.rope_freq_scale_swa = 1.0f;
+    } else {
+      h.rope_freq_base_swa = h.rope_freq_base;
+      h.rope_freq_scale_swa = h.rope_freq_scale;
+    }
   } else if (r.has("attention.sliding_window")) {
     LOOM_LOG_DEBUG("llm", "[llm.load] " + file.name() + ": " + arch +
                               ".attention.sliding_window ignored: attention spans the whole context");
   }
   if (traits != nullptr && traits->gemma) {
     h.embd_scale = std::sqrt(static_cast<float>(h.n_embd));
-    // Gemma 3 27B scales scores by its query_pre_attn_scalar, n_embd / n_head,
-    // not by its head size (what llama.cpp reads off its 62 layers).
-    if (h.n_layer == 62) h.attn_scale = 1.0f / std::sqrt(static_cast<float>(h.n_embd / h.n_head));
+    // Gemma 2 and 3 27B scale scores by their query_pre_attn_scalar, n_embd /
+    // n_head, not by the head size (what llama.cpp reads off their 46 and 62
+    // layers).
+    if (h.n_layer == (traits->softcap ? 46 : 62)) h.attn_scale = 1.0f / std::sqrt(static_cast<float>(h.n_embd / h.n_head));
+  }
+  if (traits != nullptr && traits->softcap) {
+    h.attn_softcap = 50.0f;  // llama.cpp's defaults when the keys are absent
+    h.final_softcap = 30.0f;
+    LOOM_RETURN_IF_ERROR(r.get_f("attn_logit_softcapping", &h.attn_softcap));
+    LOOM_RETURN_IF_ERROR(r.get_f("final_logit_softcapping", &h.final_softcap));
+    for (const auto& [key, v] : {std::pair<const char*, float>{"attn_logit_softcapping", h.attn_softcap},
+                                 {"final_logit_softcapping", h.final_softcap}}) {
+      if (!(v > 0.0f)) return r.fail(arch + "." + key + " = " + std::to_string(v) + ": must be > 0");
+    }
   }
   *out = h;
   return Status();

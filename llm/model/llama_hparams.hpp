@@ -1,4 +1,4 @@
-// Hyper-parameters of a llama-family model (llama, qwen2, qwen3, qwen3moe, phi3, gemma3: see
+// Hyper-parameters of a llama-family model (llama, qwen2, qwen3, qwen3moe, phi3, gemma2, gemma3: see
 // arch.hpp) and their validation.
 //
 // Every value a GGUF header gives is checked against the bounds below (and
@@ -45,6 +45,10 @@ struct LlamaHparams {
   float rope_freq_scale_swa = 1.0f;
   // The attention's score scale; 0: 1 / sqrt(head_dim).
   float attn_scale = 0.0f;
+  // Logit soft-capping (gemma2; 0: none): attention scores and output
+  // logits become c * tanh(x / c).
+  float attn_softcap = 0.0f;
+  float final_softcap = 0.0f;
   float embd_scale = 0.0f;  // token embeddings times this (gemma: sqrt(n_embd)); 0: none
 
   int64_t head_dim() const { return n_embd_head; }

@@ -106,6 +106,27 @@ ArchSpec gemma3() {
   return s;
 }
 
+// Gemma 2: 4 layers, 0 and 2 local (a window of 4), 1 and 3 global, RoPE
+// 10000 on both, scores and logits soft-capped at values these random
+// weights reach.
+ArchSpec gemma2() {
+  ArchSpec s;
+  s.arch = "gemma2";
+  s.gemma = true;
+  s.neox = true;
+  s.tied = true;
+  s.n_layer = 4;
+  s.head_dim = 16;
+  s.sliding_window = 4;
+  s.swa_period = 2;
+  s.swa_rope_base = 0.0f;
+  s.attn_softcap = 2.0f;
+  s.final_softcap = 8.0f;
+  s.eps = 1e-6f;
+  s.seed = 9;
+  return s;
+}
+
 TEST_F(Architectures, LlamaMatchesTheReference) {
   const TinyArchModel m(llama());
   check(llama(), {{"with neox RoPE", mutate(m, [](TinyArchModel* c) { c->spec.neox = true; })}});
@@ -184,6 +205,23 @@ TEST_F(Architectures, Gemma3SlidingWindowNormsAndGeluMatchTheReference) {
 // The sliding window in sequence batches (loom serve's path): the prompt in
 // slot 2 of 3 and its first 7 tokens in slot 0, read together, then decoded
 // together; every logits row matches the reference at its position.
+TEST_F(Architectures, Gemma2SoftCappingAndAlternateWindowsMatchTheReference) {
+  const TinyArchModel m(gemma2());
+  check(gemma2(), {{"without attention soft-capping", mutate(m, [](TinyArchModel* c) { c->spec.attn_softcap = 0; })},
+                   {"without final soft-capping", mutate(m, [](TinyArchModel* c) { c->spec.final_softcap = 0; })},
+                   {"with every layer global", mutate(m, [](TinyArchModel* c) { c->spec.swa_period = 0; })}});
+  auto model = load(m);
+  ASSERT_TRUE(model.ok()) << model.status().to_string();
+  EXPECT_FLOAT_EQ((*model)->hparams().attn_softcap, 2.0f);
+  EXPECT_FLOAT_EQ((*model)->hparams().final_softcap, 8.0f);
+  EXPECT_FLOAT_EQ((*model)->hparams().rope_freq_base_swa, 10000.0f);
+  // Without the keys, llama.cpp's defaults.
+  auto defaults = load(m, m.gguf({}, {"attn_logit_softcapping", "final_logit_softcapping"}));
+  ASSERT_TRUE(defaults.ok()) << defaults.status().to_string();
+  EXPECT_FLOAT_EQ((*defaults)->hparams().attn_softcap, 50.0f);
+  EXPECT_FLOAT_EQ((*defaults)->hparams().final_softcap, 30.0f);
+}
+
 TEST_F(Architectures, Gemma3WindowHoldsInSequenceBatches) {
   const TinyArchModel m(gemma3());
   auto model = load(m);
@@ -241,7 +279,7 @@ TEST_F(Architectures, OnVulkan0EveryArchitectureMatchesTheReference) {
   LoadOptions where;
   where.devices = {vk, dev_};
   where.n_gpu_layers = 2;
-  for (const ArchSpec& spec : {llama3(), qwen2(), qwen3(), phi3_gqa(), gemma3()}) check(spec, {}, &where, 2e-4);
+  for (const ArchSpec& spec : {llama3(), qwen2(), qwen3(), phi3_gqa(), gemma2(), gemma3()}) check(spec, {}, &where, 2e-4);
   // The same llama-3 model with and without rope_freqs: as many splits.
   const TinyArchModel m(llama3());
   size_t splits[2] = {0, 0};
@@ -261,7 +299,7 @@ TEST_F(Architectures, OnVulkan0EveryArchitectureMatchesTheReference) {
 // -------------------------------------------------------------- errors
 
 TEST_F(Architectures, EveryRequiredTensorOfEachArchitectureIsNamedWhenMissing) {
-  for (const ArchSpec& spec : {llama3(), qwen2(), qwen3(), phi3(), gemma3()}) {
+  for (const ArchSpec& spec : {llama3(), qwen2(), qwen3(), phi3(), gemma2(), gemma3()}) {
     const TinyArchModel m(spec);
     for (const auto& [name, t] : m.file_tensors()) {
       SCOPED_TRACE(spec.arch + ": without " + name);
@@ -322,7 +360,7 @@ TEST_F(Architectures, UnknownArchitectureListsTheSupportedOnes) {
   EXPECT_EQ(model.status().code(), StatusCode::kUnimplemented);
   EXPECT_NE(model.status().message().find("unsupported architecture 'gemma'"), std::string::npos)
       << model.status().message();
-  EXPECT_NE(model.status().message().find("llama, qwen2, qwen3, qwen3moe, phi3, gemma3"), std::string::npos) << model.status().message();
+  EXPECT_NE(model.status().message().find("llama, qwen2, qwen3, qwen3moe, phi3, gemma2, gemma3"), std::string::npos) << model.status().message();
 }
 
 TEST_F(Architectures, RopeScalingLoomDoesNotRunIsNamed) {

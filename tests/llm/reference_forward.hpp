@@ -6,7 +6,7 @@
 // causal attention, SwiGLU feed-forward, final norm and output head (the
 // embedding when tied); gemma3's embedding scale, post-attention and
 // post-FFN norms, GELU-gated FFN, and sliding window with its own RoPE base
-// on the local layers; a mixture of experts' routing and experts. Every position of a sequence is computed from
+// on the local layers; gemma2's soft-capped scores and logits; a mixture of experts' routing and experts. Every position of a sequence is computed from
 // scratch: logits(tokens)[p] are the logits after tokens [0, p].
 #pragma once
 
@@ -37,7 +37,12 @@ class ReferenceForward {
     for (int64_t il = 0; il < s_.n_layer; ++il) layer(il, &x);
     const std::vector<float>& out = m_.find("output.weight") ? w("output.weight") : w("token_embd.weight");
     std::vector<std::vector<double>> result(n);
-    for (size_t p = 0; p < n; ++p) result[p] = matvec(out, s_.n_vocab, norm(x[p], w("output_norm.weight")));
+    for (size_t p = 0; p < n; ++p) {
+      result[p] = matvec(out, s_.n_vocab, norm(x[p], w("output_norm.weight")));
+      if (s_.final_softcap > 0.0f) {
+        for (double& v : result[p]) v = s_.final_softcap * std::tanh(v / s_.final_softcap);
+      }
+    }
     return result;
   }
 
@@ -78,8 +83,9 @@ class ReferenceForward {
     const int64_t rot = s_.rot();
     const int64_t half = rot / 2;
     const std::vector<float>* ff = m_.find("rope_freqs.weight");
-    const double base = swa ? 10000.0 : static_cast<double>(s_.freq_base);
-    const double scale = swa ? 1.0 : s_.freq_scale();
+    const bool own = swa && s_.swa_rope_base > 0.0f;  // gemma3's local base; gemma2's local layers share the global RoPE
+    const double base = own ? static_cast<double>(s_.swa_rope_base) : static_cast<double>(s_.freq_base);
+    const double scale = own ? 1.0 : s_.freq_scale();
     for (int64_t i = 0; i < half; ++i) {
       double theta = static_cast<double>(p) * scale *
                      std::pow(base, -2.0 * static_cast<double>(i) / static_cast<double>(rot));
@@ -182,6 +188,7 @@ class ReferenceForward {
           double d = 0.0;
           for (int64_t i = 0; i < hd; ++i) d += q[p][h * hd + i] * k[j][g * hd + i];
           score[j] = d / std::sqrt(static_cast<double>(hd));
+          if (s_.attn_softcap > 0.0f) score[j] = s_.attn_softcap * std::tanh(score[j] / s_.attn_softcap);
           mx = std::max(mx, score[j]);
         }
         double sum = 0.0;

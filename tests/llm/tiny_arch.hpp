@@ -1,7 +1,7 @@
 // Test helper: tiny random models of each architecture loom runs (llama,
 // llama-3 with rope_freqs and rope scaling, mistral-style llama, qwen2,
 // qwen3, phi3 with its fused projections, gemma3 with its sliding window,
-// Mixtral-style llama and qwen3moe with their experts), kept in memory as float arrays (for the reference forward pass of
+// gemma2 with soft-capping, Mixtral-style llama and qwen3moe with their experts), kept in memory as float arrays (for the reference forward pass of
 // reference_forward.hpp) and written as F32 GGUF files with the independent
 // GgufBuilder. Knobs drop any tensor or metadata key, or add keys, for the
 // loader's error paths.
@@ -52,6 +52,10 @@ struct ArchSpec {
   // attends to the last sliding_window positions with RoPE base 10000.
   bool gemma = false;
   int swa_period = 0;
+  float swa_rope_base = 10000.0f;  // the local layers' RoPE base (gemma3); 0: the global one (gemma2)
+  // gemma2's soft-capping (0 leaves the key out): scores and logits c tanh(x / c).
+  float attn_softcap = 0.0f;
+  float final_softcap = 0.0f;
   // A mixture of experts (n_expert > 0): blk.N.ffn_gate_inp and the stacked
   // blk.N.ffn_{gate,up,down}_exps instead of the dense FFN; each token's
   // n_expert_used experts by the router's softmax, weights renormalised.
@@ -176,6 +180,12 @@ struct TinyArchModel {
     b.kv(a + ".attention.layer_norm_rms_epsilon", loom::testing::kF32, spec.eps);
     if (!spec.scaling_type.empty()) b.kv_str(a + ".rope.scaling.type", spec.scaling_type);
     if (spec.scaling_factor != 0.0f) b.kv(a + ".rope.scaling.factor", loom::testing::kF32, spec.scaling_factor);
+    if (spec.attn_softcap > 0.0f && !skip_keys.count("attn_logit_softcapping")) {
+      b.kv(a + ".attn_logit_softcapping", loom::testing::kF32, spec.attn_softcap);
+    }
+    if (spec.final_softcap > 0.0f && !skip_keys.count("final_logit_softcapping")) {
+      b.kv(a + ".final_logit_softcapping", loom::testing::kF32, spec.final_softcap);
+    }
     for (const auto& [name, t] : file_tensors()) {
       if (skip_tensors.count(name)) continue;
       std::vector<uint8_t> bytes(t.v.size() * 4);

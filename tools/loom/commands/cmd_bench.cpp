@@ -124,9 +124,19 @@ std::string weight_type(const llm::LlamaModel& m) {
 }
 
 // Weight bytes read per generated token: everything but the embedding table
-// (one row of it is read), plus the output head (the embedding when tied).
+// (one row of it is read), plus the output head (the embedding when tied);
+// of a mixture of experts' stacked expert tensors only the chosen experts'
+// share (n_expert_used of n_expert).
 uint64_t weight_bytes_per_token(const llm::LlamaModel& m) {
   uint64_t b = m.weights_bytes();
+  const llm::LlamaHparams& h = m.hparams();
+  if (h.n_expert > 0) {
+    for (const llm::LlamaLayer& l : m.layers) {
+      for (const Tensor* t : {l.ffn_gate_exps, l.ffn_up_exps, l.ffn_down_exps}) {
+        if (t) b -= t->nbytes() - t->nbytes() / static_cast<uint64_t>(h.n_expert) * static_cast<uint64_t>(h.n_expert_used);
+      }
+    }
+  }
   if (m.tok_embd) {
     const uint64_t table = m.tok_embd->nbytes();
     b -= table;
