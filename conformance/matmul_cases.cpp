@@ -218,7 +218,11 @@ class WeightLayoutTest : public MatMulTest {
   // A copy of `a` (canonical, graph-allocated) in the weight buffer type,
   // or nullptr when the device offers none for it.
   Tensor* relaid_copy(const Operand& a, Buffer* keep) {
-    Tensor* t = unwrap(ctx_.new_tensor(static_cast<loom_type_t>(a.t->type), {a.t->ne[0], a.t->ne[1]}, "relaid"), "new_tensor");
+    Tensor* t = unwrap(a.t->ne[2] > 1 ? ctx_.new_tensor(static_cast<loom_type_t>(a.t->type),
+                                                        {a.t->ne[0], a.t->ne[1], a.t->ne[2]}, "relaid")
+                                      : ctx_.new_tensor(static_cast<loom_type_t>(a.t->type), {a.t->ne[0], a.t->ne[1]},
+                                                        "relaid"),
+                       "new_tensor");
     loom_buffer_type_t* bt = dev_->weight_buffer_type(t);
     if (bt == nullptr) return nullptr;
     *keep = unwrap(allocate_tensors(*dev_, {t}, bt), "allocate_tensors");
@@ -303,6 +307,40 @@ LOOM_CASE(WeightLayoutTest, MatMulMatchesCanonicalAndBytesRoundTrip) {
   }
 }
 
+// A stack of expert matrices [K, 16, 4] in the weight layout: MUL_MAT_ID
+// reads each chosen expert's matrix in place and gives what it gives over
+// the canonical bytes (the same rounding of B; sums in another order).
+LOOM_CASE(WeightLayoutTest, ExpertStacksForMulMatId) {
+  seed(407);
+  int ran = 0;
+  for (loom_type_t ta : {LOOM_TYPE_Q8_0, LOOM_TYPE_Q4_0, LOOM_TYPE_Q5_1, LOOM_TYPE_Q4_K, LOOM_TYPE_Q6_K}) {
+    const int64_t k = block_elems(ta) == 256 ? 256 : 64;
+    for (int64_t n_tok : {1, 5}) {
+      LOOM_TRACE(type_str(ta) + " experts [" + std::to_string(k) + ", 16, 4], " + std::to_string(n_tok) + " tokens");
+      Operand a = input(ta, {k, 16, 4, 1});
+      Operand b = input(LOOM_TYPE_F32, {k, 1, n_tok, 1});
+      std::vector<int64_t> id_vals;
+      for (int64_t i = 0; i < 2 * n_tok; ++i) id_vals.push_back(rand_int(0, 2));  // expert 3 never picked
+      Operand ids = input_ints(LOOM_TYPE_I32, {2, n_tok, 1, 1}, id_vals);
+      Buffer keep;
+      Tensor* ar = relaid_copy(a, &keep);
+      if (ar == nullptr) continue;
+      ++ran;
+      std::vector<uint8_t> back(a.h.base->bytes.size());
+      LOOM_ASSERT_OK(tensor_get(ar, back.data(), back.size()));
+      LOOM_EXPECT_EQ(back, a.h.base->bytes) << "get_tensor must give the canonical bytes back";
+      Tensor* out = unwrap(op::mul_mat_id(ctx_, ar, b.t, ids.t), "mul_mat_id");
+      Tensor* twin = unwrap(op::mul_mat_id(ctx_, a.t, b.t, ids.t), "mul_mat_id");
+      LOOM_ASSERT_OK(run_threads({out, twin}));
+      const std::vector<double> want = read(twin);
+      std::vector<double> tol;
+      for (double v : want) tol.push_back(1e-5 * (std::fabs(v) + 1.0));
+      expect_close(read(out), want, tol, {16, 2, n_tok, 1}, "mul_mat_id over relaid experts");
+    }
+  }
+  if (ran == 0) LOOM_SKIP() << dev_->name() << " offers no weight layout for expert stacks";
+}
+
 LOOM_CASE(WeightLayoutTest, RowsNotAMultipleOf8StayCanonical) {
   // A matrix whose rows do not fill groups of 8 gets no relaid type from
   // the cpu plugin: the loader keeps it in the canonical buffer and MUL_MAT
@@ -315,8 +353,10 @@ LOOM_CASE(WeightLayoutTest, RowsNotAMultipleOf8StayCanonical) {
     LOOM_TRACE(type_str(ta));
     Tensor* odd = unwrap(ctx_.new_tensor(ta, {k, 12}, "odd"), "new_tensor");
     LOOM_EXPECT_EQ(dev_->weight_buffer_type(odd), nullptr) << "12 rows: no group layout";
-    Tensor* three_d = unwrap(ctx_.new_tensor(ta, {k, 16, 2}, "three_d"), "new_tensor");
-    LOOM_EXPECT_EQ(dev_->weight_buffer_type(three_d), nullptr) << "3-D: no group layout";
+    Tensor* stack_odd = unwrap(ctx_.new_tensor(ta, {k, 12, 2}, "stack_odd"), "new_tensor");
+    LOOM_EXPECT_EQ(dev_->weight_buffer_type(stack_odd), nullptr) << "matrices of 12 rows: no group layout";
+    Tensor* four_d = unwrap(ctx_.new_tensor(ta, {k, 16, 2, 2}, "four_d"), "new_tensor");
+    LOOM_EXPECT_EQ(dev_->weight_buffer_type(four_d), nullptr) << "4-D: no group layout";
   }
 }
 

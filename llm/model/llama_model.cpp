@@ -442,13 +442,14 @@ Status LlamaModel::place_on(registry::Device& device, const std::vector<size_t>&
 }
 
 Status LlamaModel::relayout(registry::Device& device, std::vector<size_t>* which) {
-  // Only matrices every graph reads as a whole MUL_MAT A (not the embedding
+  // Only matrices every graph reads as a whole MUL_MAT A, or MUL_MAT_ID A
+  // (the experts), (not the embedding
   // table, which GET_ROWS reads, even when the output head shares it, nor
   // the gate and up of a sparse layer, which MUL_MAT_SPARSE_ROWS reads).
   std::vector<const Tensor*> matmul_only;
   for (const LlamaLayer& l : layers) {
     for (Tensor* t : {l.wq, l.wk, l.wv, l.wqkv, l.wo, l.ffn_down, l.ffn_gate_up, l.ffn_pred_in, l.ffn_pred_out,
-                      l.ffn_gate_inp}) {
+                      l.ffn_gate_inp, l.ffn_gate_exps, l.ffn_up_exps, l.ffn_down_exps}) {
       if (t) matmul_only.push_back(t);
     }
     if (l.ffn_pred_in == nullptr && l.ffn_gate) {

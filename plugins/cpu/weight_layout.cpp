@@ -199,11 +199,17 @@ const char* weight_layout_unsupported(const loom_tensor_t* t) {
   if (t == nullptr) return "null tensor";
   if (fields_of(t->type).n == 0) return "only Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q4_K, Q5_K and Q6_K matrices are repacked";
   if (t->view_src != nullptr) return "a view";
-  if (t->ne[2] != 1 || t->ne[3] != 1) return "more than 2 dimensions";
+  // A stack of matrices [K, M, E] (a mixture's experts) is one matrix of M E
+  // rows: with M a multiple of 8 no group straddles two of them, so matrix e
+  // is a repacked matrix of its own at e * nb[2] (MUL_MAT_ID reads it so).
+  if (t->ne[3] != 1) return "more than 3 dimensions";
   if (t->ne[1] % kWeightGroupRows != 0) return "rows not a multiple of 8";
   const size_t bs = block_bytes(t->type);
   const int64_t nblk = blocks_per_row(t);
-  if (t->ne[0] % common::type_traits(t->type).block_size != 0 || t->nb[0] != bs || t->nb[1] != bs * static_cast<size_t>(nblk)) return "not dense";
+  if (t->ne[0] % common::type_traits(t->type).block_size != 0 || t->nb[0] != bs || t->nb[1] != bs * static_cast<size_t>(nblk) ||
+      t->nb[2] != t->nb[1] * static_cast<size_t>(t->ne[1])) {
+    return "not dense";
+  }
   return nullptr;
 }
 

@@ -51,8 +51,8 @@ const common::HostLayout* weight_layout();
 common::HostBufferConfig weight_buffer_config();
 
 // nullptr when t can be stored in the layout (Q8_0 / Q4_0 / Q4_1 / Q5_0 / Q5_1 / IQ4_NL / Q4_K /
-// Q5_K / Q6_K,
-// 2-D, dense, rows a multiple of 8, not a view), else why not.
+// Q5_K / Q6_K, 2-D or a stack of matrices [K, M, E] (each then repacked
+// on its own), dense, rows a multiple of 8, not a view), else why not.
 const char* weight_layout_unsupported(const loom_tensor_t* t);
 
 // Whether the loader should copy float weight t (F32 / F16 / BF16, 2-D,

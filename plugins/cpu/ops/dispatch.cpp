@@ -50,13 +50,14 @@ Kernel kernel_for(int32_t op) {
 const char* unsupported_reason(const loom_tensor_t* node) {
   if (node == nullptr) return "null node";
   if (node->op == LOOM_OP_NONE || is_view_op(node->op)) return nullptr;
-  // Repacked weights (cpu_weights) are read only as a whole MUL_MAT A.
+  // Repacked weights (cpu_weights) are read only as a whole MUL_MAT A (one
+  // matrix) or MUL_MAT_ID A (a stack of them, one per expert).
   for (int i = 0; i < LOOM_MAX_SRC; ++i) {
     const loom_tensor_t* s = node->src[i];
     if (s == nullptr || !is_repacked(s)) continue;
-    if (node->op != LOOM_OP_MUL_MAT || i != 0 || weight_layout_unsupported(s) != nullptr) {
-      return "reads a repacked cpu_weights tensor other than as a whole MUL_MAT src0";
-    }
+    const bool as_a = i == 0 && weight_layout_unsupported(s) == nullptr &&
+                      ((node->op == LOOM_OP_MUL_MAT && s->ne[2] == 1) || node->op == LOOM_OP_MUL_MAT_ID);
+    if (!as_a) return "reads a repacked cpu_weights tensor other than as a whole MUL_MAT or MUL_MAT_ID src0";
   }
   return common::check_node(node);
 }
