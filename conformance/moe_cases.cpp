@@ -103,6 +103,9 @@ LOOM_CASE(MulMatIdTest, EveryWeightType) {
     check(t, {2 * kb, 11, 5, 3, 4, false}, la[1 % la.size()], lb[1 + i % 3], i % 2 == 1, {1, 3, 4});
     // One expert only.
     check(t, {kb, 7, 3, 2, 3, true}, la[(i + 2) % la.size()], Layout::kDense, false, {2});
+    // Decode with more chosen experts than threads (a plugin may give each
+    // thread whole experts): one token, top-4 of 8.
+    check(t, {kb, 16, 8, 4, 1, true}, Layout::kDense, Layout::kDense, false, {0, 1, 2, 3, 4, 5, 6, 7});
     ++i;
   }
 }
