@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -21,6 +22,7 @@
 #include "llm/model/llama_model.hpp"
 #include "llm/session/llama_session.hpp"
 #include "loom/registry/registry.hpp"
+#include "registry/registry_test_util.hpp"
 #include "reference_forward.hpp"
 #include "tiny_arch.hpp"
 
@@ -141,6 +143,20 @@ class Architectures : public ::testing::Test {
       const double d = max_abs_diff(ReferenceForward(mutant).logits(prompt()), ref);
       EXPECT_GT(d, 100 * tol * std::max(1.0, scale)) << "the reference " << what << " is too close to the model's";
     }
+  }
+
+  // A registry of one simulated device (tests/sim_plugin: the ops below,
+  // its own memory) and the cpu, for splits across devices; nullptr (after
+  // a skip) when the sim plugin is not built.
+  static std::unique_ptr<registry::Registry> sim_and_cpu() {
+    test::ScopedEnv n("LOOM_SIM_DEVICES", std::optional<std::string>("1"));
+    test::ScopedEnv ops("LOOM_SIM_OPS_0",
+                        std::optional<std::string>("MUL_MAT,ADD,MUL,RMS_NORM,SOFT_MAX,SILU,GET_ROWS,CONT,CPY,SCALE"));
+    test::ScopedEnv host("LOOM_SIM_HOST_0", std::nullopt);
+    auto reg = registry::Registry::load(test::only({std::string(LOOM_TEST_SIM_DIR) + "/libloom-sim.so",
+                                                    std::string(LOOM_TEST_PLUGIN_DIR) + "/libloom-cpu.so"}));
+    if (reg->device("sim0") == nullptr || reg->device("cpu") == nullptr) return nullptr;
+    return reg;
   }
 
   std::unique_ptr<registry::Registry> reg_;

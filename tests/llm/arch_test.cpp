@@ -296,6 +296,24 @@ TEST_F(Architectures, OnVulkan0EveryArchitectureMatchesTheReference) {
   EXPECT_EQ(splits[0], splits[1]) << "ROPE with rope_freqs left vulkan0";
 }
 
+// Layers shared out over a simulated device (MUL_MAT, norms, adds, softmax:
+// ROPE, SET_ROWS, ATTENTION, GELU, TANH stay on the cpu) and the cpu: the
+// scheduler's splits and copies keep every architecture's logits.
+TEST_F(Architectures, SplitOverASimulatedDeviceEveryArchitectureMatchesTheReference) {
+  auto reg = sim_and_cpu();
+  if (reg == nullptr) GTEST_SKIP() << "sim plugin not loaded";
+  LoadOptions where;
+  where.devices = {reg->device("sim0"), reg->device("cpu")};
+  where.tensor_split = {1, 1};
+  for (const ArchSpec& spec : {llama3(), qwen2(), qwen3(), phi3_gqa(), gemma2(), gemma3()}) {
+    check(spec, {}, &where);
+    auto model = load(TinyArchModel(spec), TinyArchModel(spec).gguf(), &where);
+    ASSERT_TRUE(model.ok()) << model.status().to_string();
+    EXPECT_EQ((*model)->layer_device(0), reg->device("sim0")) << spec.arch;
+    EXPECT_EQ((*model)->layer_device(spec.n_layer - 1), reg->device("cpu")) << spec.arch;
+  }
+}
+
 // -------------------------------------------------------------- errors
 
 TEST_F(Architectures, EveryRequiredTensorOfEachArchitectureIsNamedWhenMissing) {

@@ -12,7 +12,6 @@
 
 #include "arch_fixture.hpp"
 #include "llm/placement/fit.hpp"
-#include "registry/registry_test_util.hpp"
 
 namespace loom::llm {
 namespace {
@@ -85,15 +84,10 @@ TEST_F(MixtureOfExperts, EveryExpertRoutedAloneMatchesTheReference) {
 // device without MUL_MAT_ID or TOP_K): the logits still match, the
 // experts' bytes are the cpu's, and both devices run part of every step.
 TEST_F(MixtureOfExperts, ExpertsOverriddenToTheCpuBesideAnotherDevice) {
-  test::ScopedEnv n("LOOM_SIM_DEVICES", std::optional<std::string>("1"));
-  test::ScopedEnv ops("LOOM_SIM_OPS_0",
-                      std::optional<std::string>("MUL_MAT,ADD,MUL,RMS_NORM,SOFT_MAX,SILU,GET_ROWS,CONT,CPY,SCALE"));
-  test::ScopedEnv host("LOOM_SIM_HOST_0", std::nullopt);
-  auto reg = registry::Registry::load(test::only({std::string(LOOM_TEST_SIM_DIR) + "/libloom-sim.so",
-                                                  std::string(LOOM_TEST_PLUGIN_DIR) + "/libloom-cpu.so"}));
+  auto reg = sim_and_cpu();
+  if (reg == nullptr) GTEST_SKIP() << "sim plugin not loaded";
   registry::Device* sim = reg->device("sim0");
   registry::Device* cpu = reg->device("cpu");
-  if (sim == nullptr || cpu == nullptr) GTEST_SKIP() << "sim plugin not loaded:\n" << test::describe(*reg);
   LoadOptions where;
   where.devices = {sim, cpu};
   where.tensor_split = {1, 0};  // every layer on sim0 ...
