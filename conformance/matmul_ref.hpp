@@ -11,6 +11,13 @@
 
 namespace loom::conformance {
 
+// Every weight type MUL_MAT's A takes (and so the products built on it:
+// the sparse products, MUL_MAT_ID).
+inline constexpr loom_type_t kMulMatWeightTypes[] = {
+    LOOM_TYPE_F32,  LOOM_TYPE_F16,    LOOM_TYPE_BF16, LOOM_TYPE_Q8_0, LOOM_TYPE_Q4_0,
+    LOOM_TYPE_Q4_1, LOOM_TYPE_Q5_0,   LOOM_TYPE_Q5_1, LOOM_TYPE_IQ4_NL, LOOM_TYPE_Q2_K,
+    LOOM_TYPE_Q3_K, LOOM_TYPE_Q4_K,   LOOM_TYPE_Q5_K, LOOM_TYPE_Q6_K, LOOM_TYPE_IQ4_XS};
+
 // Whether a device may round B to 8-bit blocks for A of type ta (ActQ8,
 // harness.hpp): A quantized and B's rows dense f32.
 bool may_round_b(loom_type_t ta, const Tensor* b);

@@ -16,11 +16,6 @@
 namespace loom::conformance {
 namespace {
 
-const loom_type_t kWeightTypes[] = {LOOM_TYPE_F32,  LOOM_TYPE_F16,  LOOM_TYPE_BF16, LOOM_TYPE_Q8_0,
-                                    LOOM_TYPE_Q4_0, LOOM_TYPE_Q4_1, LOOM_TYPE_Q5_0, LOOM_TYPE_Q5_1,
-                                    LOOM_TYPE_IQ4_NL, LOOM_TYPE_Q2_K, LOOM_TYPE_Q3_K, LOOM_TYPE_Q4_K,
-                                    LOOM_TYPE_Q5_K, LOOM_TYPE_Q6_K, LOOM_TYPE_IQ4_XS};
-
 struct IdCase {
   int64_t k, m, n_expert, n_used, n_tok;
   bool shared_b;  // B [K, 1, T] (every slot reads the token's column) or [K, U, T]
@@ -93,7 +88,7 @@ class MulMatIdTest : public OpTest {
 LOOM_CASE(MulMatIdTest, EveryWeightType) {
   seed(2801);
   int i = 0;
-  for (loom_type_t t : kWeightTypes) {
+  for (loom_type_t t : kMulMatWeightTypes) {
     const int64_t kb = block_elems(t) > 1 ? block_elems(t) : 40;
     const std::vector<Layout> la = layouts_for(t);
     const std::vector<Layout> lb = layouts_for(LOOM_TYPE_F32);

@@ -12,11 +12,6 @@
 namespace loom::conformance {
 namespace {
 
-const loom_type_t kWeightTypes[] = {LOOM_TYPE_F32,  LOOM_TYPE_F16,  LOOM_TYPE_BF16, LOOM_TYPE_Q8_0,
-                                    LOOM_TYPE_Q4_0, LOOM_TYPE_Q4_1, LOOM_TYPE_Q5_0, LOOM_TYPE_Q5_1,
-                                    LOOM_TYPE_IQ4_NL, LOOM_TYPE_Q2_K, LOOM_TYPE_Q3_K, LOOM_TYPE_Q4_K,
-                                    LOOM_TYPE_Q5_K, LOOM_TYPE_Q6_K, LOOM_TYPE_IQ4_XS};
-
 struct SparseCase {
   int64_t k, m, n;  // rows: A [k, m]; cols: W [m, k] (k neurons of m outputs)
   float threshold;  // scores are uniform in [-1, 1)
@@ -100,7 +95,7 @@ class SparseMatMulTest : public OpTest {
 LOOM_CASE(SparseMatMulTest, RowsEveryWeightType) {
   seed(1601);
   int i = 0;
-  for (loom_type_t t : kWeightTypes) {
+  for (loom_type_t t : kMulMatWeightTypes) {
     const int64_t kb = block_elems(t) > 1 ? block_elems(t) : 48;
     const SparseCase cases[] = {{kb, 37, 1, 0.6f}, {2 * kb, 20, 3, 0.2f}, {kb, 9, 6, -2.0f}, {kb, 5, 2, 2.0f}};
     for (const SparseCase& c : cases) {
@@ -116,7 +111,7 @@ LOOM_CASE(SparseMatMulTest, RowsEveryWeightType) {
 LOOM_CASE(SparseMatMulTest, ColsEveryWeightType) {
   seed(1602);
   int i = 0;
-  for (loom_type_t t : kWeightTypes) {
+  for (loom_type_t t : kMulMatWeightTypes) {
     const int64_t mb = block_elems(t) > 1 ? block_elems(t) : 40;
     // For the 32-blocks m = 23 blocks: past one 512-output slice of the cpu
     // kernel, and (Q8_0 / Q4_0: 128-output slices) a last slice of 3 blocks,

@@ -28,6 +28,25 @@ const float* column(const loom_tensor_t* b, int64_t col, int64_t t, std::vector<
   return tmp.data();
 }
 
+// A dense F32 [ne0, ne1] at data, with t's other fields (a leaf).
+loom_tensor_t dense_f32(const loom_tensor_t& t, float* data, int64_t ne0, int64_t ne1) {
+  loom_tensor_t d = t;
+  d.op = LOOM_OP_NONE;
+  d.ne[0] = ne0;
+  d.ne[1] = ne1;
+  d.ne[2] = d.ne[3] = 1;
+  d.nb[0] = sizeof(float);
+  d.nb[1] = static_cast<size_t>(ne0) * sizeof(float);
+  d.nb[2] = d.nb[3] = d.nb[1] * static_cast<size_t>(ne1);
+  d.data = data;
+  d.view_src = nullptr;
+  d.view_offset = 0;
+  d.buffer = nullptr;
+  d.extra = nullptr;
+  for (loom_tensor_t*& s : d.src) s = nullptr;
+  return d;
+}
+
 }  // namespace
 
 void run_mul_mat_id(const loom_tensor_t* dst, Exec& ex) {
@@ -70,30 +89,9 @@ void run_mul_mat_id(const loom_tensor_t* dst, Exec& ex) {
     ae.data = static_cast<char*>(a->data) + e * static_cast<int64_t>(a->nb[2]);
     ae.view_src = nullptr;
     ae.view_offset = 0;
-    loom_tensor_t be = *b;
-    be.op = LOOM_OP_NONE;
-    be.ne[1] = n;
-    be.ne[2] = be.ne[3] = 1;
-    be.nb[0] = sizeof(float);
-    be.nb[1] = static_cast<size_t>(k) * sizeof(float);
-    be.nb[2] = be.nb[3] = be.nb[1] * static_cast<size_t>(n);
-    be.data = bg.data();
-    be.view_src = nullptr;
-    be.buffer = nullptr;
-    be.extra = nullptr;
-    loom_tensor_t de = *dst;
+    loom_tensor_t be = dense_f32(*b, bg.data(), k, n);
+    loom_tensor_t de = dense_f32(*dst, out.data(), m, n);
     de.op = LOOM_OP_MUL_MAT;
-    de.ne[0] = m;
-    de.ne[1] = n;
-    de.ne[2] = de.ne[3] = 1;
-    de.nb[0] = sizeof(float);
-    de.nb[1] = static_cast<size_t>(m) * sizeof(float);
-    de.nb[2] = de.nb[3] = de.nb[1] * static_cast<size_t>(n);
-    de.data = out.data();
-    de.view_src = nullptr;
-    de.buffer = nullptr;
-    de.extra = nullptr;
-    for (loom_tensor_t*& s : de.src) s = nullptr;
     de.src[0] = &ae;
     de.src[1] = &be;
     run_mul_mat(&de, ex);
