@@ -111,9 +111,9 @@ struct LoadOptions {
   // Split mode "layer": one proportion (finite, >= 0, not all 0) per entry
   // of `devices`, in order (llm/placement/placement.hpp); empty: the n_gpu_layers rule.
   std::vector<double> tensor_split;
-  // Tensors whose whole name matches `pattern` (ECMAScript regex) live on
-  // `device` (one of `devices`) whatever the rules above say; the first
-  // matching override wins.
+  // Tensors whose name contains a match of `pattern` (ECMAScript regex,
+  // searched as llama.cpp's -ot does) live on `device` (one of `devices`)
+  // whatever the rules above say; the first matching override wins.
   using TensorOverride = llm::TensorOverride;
   std::vector<TensorOverride> overrides;
   // Also check an explicit placement (n_gpu_layers >= 0 or a split) against

@@ -5,6 +5,7 @@
 #include <regex>
 
 #include "loom/registry/plugin_calls.hpp"
+#include "loom/runtime/log.hpp"
 
 namespace loom::llm {
 namespace {
@@ -118,14 +119,16 @@ StatusOr<Placement> place_tensors(const std::string& who, const PlacementRequest
   p.layers.assign(devs.size(), 0);
   for (size_t k : p.layer) ++p.layers[k];
   uint64_t rope = 0;
+  std::vector<bool> matched(overrides.size(), false);
   for (const GgufTensorInfo& t : tensors) {
     if (t.name == "rope_freqs.weight") rope = t.nbytes;
     size_t k = p.host;
     bool pinned = false;
-    for (const auto& [re, dev] : overrides) {
-      if (std::regex_match(t.name, re)) {
-        k = dev;
+    for (size_t o = 0; o < overrides.size(); ++o) {
+      if (std::regex_search(t.name, overrides[o].first)) {
+        k = overrides[o].second;
         pinned = true;
+        matched[o] = true;
         break;
       }
     }
@@ -140,6 +143,14 @@ StatusOr<Placement> place_tensors(const std::string& who, const PlacementRequest
     p.tensor.push_back(k);
     p.overridden.push_back(pinned);
     p.bytes[k] += t.nbytes;
+  }
+  // A pattern that moves nothing is most likely a typo, or a flag meant for
+  // another model (an expert pattern on a dense one): said, not an error.
+  for (size_t o = 0; o < overrides.size(); ++o) {
+    if (!matched[o]) {
+      LOOM_LOG_WARN("llm", who + "tensor override '" + r.overrides[o].pattern +
+                               "' matches no tensor of this model (it was ignored)");
+    }
   }
   // Each offloaded layer's RoPE reads a copy of rope_freqs on its device.
   for (size_t k = 0; k < devs.size(); ++k) {

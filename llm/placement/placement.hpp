@@ -16,8 +16,11 @@
 //                  the running sum, S the sum, L the layer count; the output
 //                  head and final norm go with the last layer; the split
 //                  replaces the n_gpu_layers rule;
-//   overrides      a tensor whose whole name matches a pattern (ECMAScript)
-//                  lives on that pattern's device, first match winning.
+//   overrides      a tensor whose name contains a match of a pattern
+//                  (ECMAScript, searched as llama.cpp's -ot does: anchor
+//                  with ^...$ for the whole name) lives on that pattern's
+//                  device, first match winning; a pattern matching no
+//                  tensor is logged as a warning.
 #pragma once
 
 #include <cstdint>

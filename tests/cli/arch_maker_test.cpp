@@ -68,6 +68,22 @@ TEST_F(ArchMaker, LoomRunsEveryArchitectureItKnowsInEveryType) {
   }
 }
 
+// The common way to run a big mixture on a small GPU: every layer on the
+// GPU but the experts, kept on the CPU by a llama.cpp-style -ot pattern (a
+// match anywhere in the name); a pattern that matches nothing is said.
+TEST_F(ArchMaker, ExpertsOverriddenToTheCpuBesideVulkan0) {
+  const std::string f = make("qwen3moe", "q8_0", "--expert-ffn 64");
+  ASSERT_FALSE(f.empty());
+  const auto devices = run_loom("devices", "", true, 60);
+  if (devices.out.find("vulkan0") == std::string::npos) GTEST_SKIP() << "no vulkan0 here";
+  const auto r = run_loom("run -m " + f + " -p Once -n 4 --device vulkan0,cpu -ngl 99 -ot 'ffn_.*_exps=cpu'" +
+                              " -ot 'no_such_tensor=cpu'",
+                          "", true, 120);
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("vulkan0: layers 0-1; cpu: 6 overridden tensors"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("tensor override 'no_such_tensor' matches no tensor of this model"), std::string::npos) << r.out;
+}
+
 TEST_F(ArchMaker, HelpListsTheArchitecturesAndBadSizesAreRefused) {
   const std::string help = std::string(kPython) + " " LOOM_TEST_SOURCE_DIR "/tools/make_arch_gguf.py --help";
   FILE* p = popen(help.c_str(), "r");

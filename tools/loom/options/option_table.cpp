@@ -66,8 +66,8 @@ const std::vector<OptionSpec>& option_table() {
       {"--tensor-split", "-ts", "A,B,...", K::kSplit, kPlace,
        "one proportion per --device entry, in order, e.g. 3,1 (implies --split-mode layer)"},
       {"--override-tensor", "-ot", "REGEX=DEVICE", K::kOverride, kPlace,
-       "weights whose whole name matches REGEX live on DEVICE (repeatable, first match wins; e.g. "
-       "'blk\\..*\\.ffn_.*=cpu')",
+       "weights whose name contains a match of REGEX live on DEVICE, as llama.cpp's -ot (repeatable, first "
+       "match wins; ^...$ for the whole name; e.g. 'ffn_.*_exps=cpu' keeps a mixture's experts on the CPU)",
        0, 0, nullptr, true},
       {"--threads", "-t", "N", K::kInt, kRun | kChat | kServe, "threads of the CPU-like devices", 1, 1024,
        "an integer in [1, 1024]"},
