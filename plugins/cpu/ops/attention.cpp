@@ -14,8 +14,8 @@
 // the accumulator by exp(m_old - m_new)) and the block's values are added
 // with weights exp(s - m).
 //
-// Threads: a node of at most kSplitMaxQueries queries (decode) cuts each
-// kv head's rows into fixed chunks, threads take (kv head, chunk) units
+// Threads: a node of at most kSplitMaxQueries queries (decode) whose rows
+// pass one chunk cuts each kv head's rows into fixed chunks, threads take (kv head, chunk) units
 // and the partial softmaxes are combined in chunk order (the split path,
 // below); larger nodes split the (h, t) pairs in equal shares of work
 // (work_share). Either way each output is computed in an order fixed by
@@ -23,7 +23,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
-#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <new>
@@ -254,8 +253,9 @@ void attend_pairs(const loom_tensor_t* dst, int ith, int nth) {
 // thread on 2 threads, so one that starts late gives its last ones away.
 constexpr int64_t kChunkRows = 256;
 
-// Nodes with at most this many queries take the split path (decode, a few
-// tokens of one sequence, one token each of a few sequences). Fixed, not
+// Nodes with at most this many queries, one of them over more than
+// kChunkRows rows, take the split path (decode, a few tokens of one
+// sequence, one token each of a few sequences). Fixed, not
 // "pairs below some multiple of the threads": which path a node takes
 // changes its bits, and those must not follow the thread count.
 constexpr int64_t kSplitMaxQueries = 4;
@@ -440,15 +440,14 @@ void run_attention(const loom_tensor_t* dst, Exec& ex) {
   const loom_tensor_t* q = dst->src[0];
   const loom_tensor_t* k = dst->src[1];
   const loom_tensor_t* v = dst->src[2];
-  static const bool split_on = [] {  // TEMPORARY A/B switch
-    const char* e = std::getenv("LOOM_CPU_ATTN_SPLIT");
-    return e == nullptr || std::string(e) != "0";
-  }();
-  if (q->ne[2] > kSplitMaxQueries || !split_on) {
+  QueryRows rows;
+  if (q->ne[2] <= kSplitMaxQueries) rows = load_rows(dst, k->ne[1]);
+  // Rows within one chunk: the pairs path gives the same bits with less
+  // bookkeeping (a short decode step, e.g. stories260K's, is a few us).
+  if (rows.len.empty() || *std::max_element(rows.len.begin(), rows.len.end()) <= kChunkRows) {
     ex.run([&](int ith, int nth) { attend_pairs(dst, ith, nth); });
     return;
   }
-  const QueryRows rows = load_rows(dst, k->ne[1]);
   const SplitPlan plan = plan_split(rows, k->ne[2]);
   SplitNode sn{};
   sn.dst = dst;
