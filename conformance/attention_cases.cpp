@@ -6,6 +6,8 @@
 // variants), a non-contiguous Q, a zero-length row, out-of-range lengths (a status, not
 // a crash), 1 vs 3 threads identical. The ranges form (ABI 1.4): queries of
 // several sequences, each over its own [first, end) rows of one cache.
+// Decode over 2000-5000 rows (a device may split each head's rows into
+// chunks): MQA, GQA, F16 and F32, scores far apart, ranges.
 #include <cmath>
 #include <string>
 #include <vector>
@@ -200,6 +202,35 @@ LOOM_CASE(AttentionTest, LongKvRows) {
   check({128, 128, 4, 2, 2, 2000, LOOM_TYPE_F16, false}, {2000, 1001});
 }
 
+// Decode-sized nodes over long rows: devices may cut each head's rows into
+// chunks and combine partial softmaxes (the cpu plugin: up to 4 queries,
+// 256-row chunks). MQA over an F32 cache; GQA, D != Dv, 4 queries of one
+// sequence whose rows end inside, at and before a chunk's end, and one
+// with none.
+LOOM_CASE(AttentionTest, DecodeOverLongRows) {
+  seed(1112);
+  check({64, 64, 8, 1, 1, 3000, LOOM_TYPE_F32, false}, {2999});
+  check({64, 48, 12, 4, 4, 5000, LOOM_TYPE_F16, false}, {5000, 4999, 512, 0});
+  check({32, 32, 4, 2, 1, 2100, LOOM_TYPE_F16, true, true}, {2100});
+}
+
+// Chunks of one query whose maxima lie far apart: the combine rescales each
+// by e^(m_c - m), most to 0, and must stay finite.
+LOOM_CASE(AttentionTest, LargeScoresOverLongRows) {
+  seed(1113);
+  const AttnCase c{32, 32, 4, 2, 1, 2000, LOOM_TYPE_F16, false};
+  Operand q = input(LOOM_TYPE_F32, {c.d, c.n_head, c.n_tok, 1}, -30.0f, 30.0f);
+  Operand k = cache_view(c.kv_type, c.d, c.n_kv, c.n_head_kv);
+  Operand v = cache_view(c.kv_type, c.dv, c.n_kv, c.n_head_kv);
+  const std::vector<int64_t> vis = {1999};
+  Operand visible = input_ints(LOOM_TYPE_I32, {c.n_tok, 1, 1, 1}, vis);
+  Tensor* out = unwrap(op::attention(ctx_, q.t, k.t, v.t, visible.t, 4.0f), "attention");
+  LOOM_ASSERT_OK(run_threads({out}));
+  std::vector<double> ref, tol;
+  reference(c, q, k, v, vis, 4.0f, &ref, &tol);
+  expect_close(read(out), ref, tol, {c.dv, c.n_head, c.n_tok, 1}, "attention result");
+}
+
 LOOM_CASE(AttentionTest, NonContiguousQuery) {
   seed(1104);
   check({64, 64, 8, 2, 7, 100, LOOM_TYPE_F32, true}, causal(40, 7));
@@ -291,6 +322,14 @@ LOOM_CASE(AttentionRangesTest, SequencesInSlotsOfOneCache) {
   check_ranges({16, 16, 4, 4, 5, 96, LOOM_TYPE_F32, false}, {32, 32, 32, 0, 64}, {32 + 10, 32 + 11, 32 + 12, 5, 64 + 32});
   check_ranges({8, 8, 8, 4, 3, 40, LOOM_TYPE_F16, true}, {10, 20, 20}, {10, 23, 40});
   check_ranges({32, 32, 4, 2, 2, 70, LOOM_TYPE_F16, false, true}, {0, 35}, {35, 70});
+}
+
+// Decode of three sequences over long rows of one cache (two sharing their
+// first row, one with an empty range), F32 and F16.
+LOOM_CASE(AttentionRangesTest, LongRangesOfDecode) {
+  seed(1123);
+  check_ranges({64, 64, 8, 2, 4, 4096, LOOM_TYPE_F16, false}, {0, 1000, 1000, 3000}, {900, 3100, 3101, 3000});
+  check_ranges({32, 32, 4, 4, 2, 2600, LOOM_TYPE_F32, false}, {0, 1300}, {1300, 2600});
 }
 
 LOOM_CASE(AttentionRangesTest, RangeOutsideTheRowsIsAnError) {

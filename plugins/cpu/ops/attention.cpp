@@ -2,7 +2,8 @@
 // (the ranges form: j over [first[t], end[t]); the same kernel over K and V
 // from row first[t] on)
 // with q = Q[:, h, t], k_j = K[:, j, g], v_j = V[:, j, g], g = h / (H / Hkv).
-// Work is proportional to visible[t], not to n_kv.
+// Work is proportional to visible[t], not to n_kv. The kernels over blocks
+// of rows are attention_kernels.h; this file cuts a node into them.
 //
 // When each kv head's rows are contiguous (the llama graph's head-major
 // cache), two passes per kv head: every score (K read front to back), the
@@ -11,46 +12,33 @@
 // softmax: keys in blocks of kBlock; a block's scores first, then the
 // running max m moves to the block's max (rescaling the running sum l and
 // the accumulator by exp(m_old - m_new)) and the block's values are added
-// with weights exp(s - m). Threads split the (h, t) pairs in equal shares
-// of work (work_share); each pair is computed by one thread in a fixed
-// order, so results do not depend on the thread count.
+// with weights exp(s - m).
 //
-// Precision: dots, exp, the sums and the accumulator are f32 (dots in
-// vector lanes, 16 wide with AVX-512; exp in lanes: simd_exp, < 2e-7
-// relative); F16 rows are converted exactly in registers (F16C), BF16 and
-// strided rows widened to f32 first.
+// Threads: a node of at most kSplitMaxQueries queries (decode) whose rows
+// pass one chunk cuts each kv head's rows into fixed chunks, threads take (kv head, chunk) units
+// and the partial softmaxes are combined in chunk order (the split path,
+// below); larger nodes split the (h, t) pairs in equal shares of work
+// (work_share). Either way each output is computed in an order fixed by
+// the node alone, so results do not depend on the thread count.
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <new>
 #include <string>
-#include <type_traits>
 #include <vector>
 
+#include "ops/attention_kernels.h"
 #include "ops/ops.h"
 #include "ops/simd.h"
-
-#ifdef __AVX2__
-#include <immintrin.h>
-#endif
 
 namespace loom::cpu {
 namespace {
 
-constexpr int64_t kBlock = 32;  // keys scored before the accumulator is touched
 // Queries of a head taken together (a prefill's consecutive tokens): each
 // block of K and V rows comes from L2 once for all of them, then from L1.
 constexpr int64_t kTile = 4;
-
-// Row (i1, i2) of a float tensor as contiguous f32: the row itself when it
-// already is, else widened into scratch.
-inline const float* f32_row(const loom_tensor_t* t, int64_t i1, int64_t i2, float* scratch) {
-  if (t->type == LOOM_TYPE_F32 && t->nb[0] == sizeof(float)) {
-    return reinterpret_cast<const float*>(row_ptr(t, i1, i2, 0));
-  }
-  load_row(t, i1, i2, 0, scratch);
-  return scratch;
-}
 
 // Each query's KV rows [first[t], first[t] + len[t]): from visible [T]
 // (first 0) or, the ranges form, [2, T] pairs; a value outside [0, n_kv]
@@ -88,440 +76,6 @@ loom_tensor_t rows_from(const loom_tensor_t* t, int64_t first) {
   return s;
 }
 
-// How K or V rows are read: F16 rows straight from the cache, converted in
-// registers (F16C, builds with AVX2; rows a multiple of 8 wide), any other
-// layout as f32 rows (contiguous F32 in place, the rest widened to scratch).
-#if defined(__AVX2__) && defined(__F16C__)
-bool reads_f16(const loom_tensor_t* t) {
-  return t->type == LOOM_TYPE_F16 && t->nb[0] == sizeof(uint16_t) && t->ne[0] % 8 == 0;
-}
-#endif
-
-// Rows j0 .. j0+nb of head g of K or V (scratch: nb rows of ne[0] floats,
-// used only for rows that need widening).
-template <typename T>
-void block_rows(const loom_tensor_t* t, int64_t j0, int64_t nb, int64_t g, float* scratch, const T** rows) {
-  if (std::is_same_v<T, uint16_t> || (t->type == LOOM_TYPE_F32 && t->nb[0] == sizeof(float))) {
-    // Rows read in place (F16 bits, reads_f16, or f32): one row stride apart.
-    const char* base = row_ptr(t, j0, g, 0);
-    for (int64_t jj = 0; jj < nb; ++jj) rows[jj] = reinterpret_cast<const T*>(base + jj * static_cast<int64_t>(t->nb[1]));
-    return;
-  }
-  if constexpr (std::is_same_v<T, float>) {
-    for (int64_t jj = 0; jj < nb; ++jj) rows[jj] = f32_row(t, j0 + jj, g, scratch + jj * t->ne[0]);
-  }
-}
-
-// kSimdLanes values from f32 or (F16C) F16 memory.
-inline simd_f lanes(const float* p) { return simd_load(p); }
-#if defined(__AVX2__) && defined(__F16C__)
-inline simd_f lanes(const uint16_t* p) {
-  return reinterpret_cast<simd_f>(_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
-}
-#endif
-
-#ifdef __AVX512F__
-// 16 values from f32 or F16 memory (AVX-512: one conversion for 16).
-inline __m512 lanes16(const float* p) { return _mm512_loadu_ps(p); }
-inline __m512 lanes16(const uint16_t* p) {
-  // The maskz forms: GCC 12's unmasked ones start from an "undefined"
-  // register and warn (-Wmaybe-uninitialized).
-  return _mm512_maskz_cvtph_ps(0xFFFF, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
-}
-#endif
-
-#ifdef __AVX2__
-// Lane r: the sum of acc[r]'s 8 lanes (a transposing reduction).
-inline __m256 hsum8(const __m256* acc) {
-  const __m256 t0 = _mm256_hadd_ps(_mm256_hadd_ps(acc[0], acc[1]), _mm256_hadd_ps(acc[2], acc[3]));
-  const __m256 t1 = _mm256_hadd_ps(_mm256_hadd_ps(acc[4], acc[5]), _mm256_hadd_ps(acc[6], acc[7]));
-  return _mm256_add_ps(_mm256_permute2f128_ps(t0, t1, 0x20), _mm256_permute2f128_ps(t0, t1, 0x31));
-}
-
-#ifdef __AVX512F__
-// hsum8 of 8 accumulators of 16 lanes, each's halves added first (maskz
-// extracts: GCC 12 warns on the plain cast).
-inline __m256 hsum8_wide(const __m512* wide) {
-  __m256 h[8];
-  for (int r = 0; r < 8; ++r) {
-    h[r] = _mm256_add_ps(_mm512_maskz_extractf32x8_ps(0xFF, wide[r], 0), _mm512_maskz_extractf32x8_ps(0xFF, wide[r], 1));
-  }
-  return hsum8(h);
-}
-#endif
-
-// The 8 dots q . k[r] (d % 8 == 0), one per lane: 8 accumulators, then a
-// transposing reduction (hadd) instead of 8 horizontal sums. With AVX-512
-// and d % 16 == 0 the accumulators are 16 lanes wide (half the
-// instructions; the halves are added before the reduction).
-template <typename T>
-inline __m256 dot8(const float* q, const T* const* k, int64_t d) {
-#ifdef __AVX512F__
-  if (d % 16 == 0) {
-    __m512 wide[8];
-    for (int r = 0; r < 8; ++r) wide[r] = _mm512_setzero_ps();
-    for (int64_t e = 0; e < d; e += 16) {
-      const __m512 qv = _mm512_loadu_ps(q + e);
-      for (int r = 0; r < 8; ++r) wide[r] = _mm512_fmadd_ps(qv, lanes16(k[r] + e), wide[r]);
-    }
-    return hsum8_wide(wide);
-  }
-#endif
-  __m256 acc[8];
-  for (int r = 0; r < 8; ++r) acc[r] = _mm256_setzero_ps();
-  for (int64_t e = 0; e < d; e += 8) {
-    const __m256 qv = _mm256_loadu_ps(q + e);
-    for (int r = 0; r < 8; ++r) acc[r] = _mm256_fmadd_ps(qv, reinterpret_cast<__m256>(lanes(k[r] + e)), acc[r]);
-  }
-  return hsum8(acc);
-}
-#endif
-
-#ifdef __AVX512F__
-// The 8 dots of dot8 for two queries q0, q1 over the same keys (d % 16 ==
-// 0): each query's lanes computed exactly as dot8 computes them (the same
-// accumulators, in the same order), each key row read and converted once
-// for both. A prefill's queries read their head's K and V from L2: two
-// queries a row halve that traffic.
-template <typename T>
-inline void dot8x2(const float* q0, const float* q1, const T* const* k, int64_t d, __m256* out0, __m256* out1) {
-  __m512 w0[8], w1[8];
-  for (int r = 0; r < 8; ++r) w0[r] = w1[r] = _mm512_setzero_ps();
-  for (int64_t e = 0; e < d; e += 16) {
-    const __m512 a = _mm512_loadu_ps(q0 + e), b = _mm512_loadu_ps(q1 + e);
-    for (int r = 0; r < 8; ++r) {
-      const __m512 kv = lanes16(k[r] + e);
-      w0[r] = _mm512_fmadd_ps(a, kv, w0[r]);
-      w1[r] = _mm512_fmadd_ps(b, kv, w1[r]);
-    }
-  }
-  *out0 = hsum8_wide(w0);
-  *out1 = hsum8_wide(w1);
-}
-#endif
-
-// s[jj] = scale * q . k[jj] for jj < nb. With AVX2 and d % 8 == 0 every key
-// goes through dot8 (a last partial group repeats its last row and keeps
-// the lanes it needs), so a key's score does not depend on its position.
-template <typename T>
-void block_scores(const float* q, const T* const* k, int64_t nb, int64_t d, float scale, float* s) {
-#ifdef __AVX2__
-  if (d % 8 == 0) {
-    const __m256 sc = _mm256_set1_ps(scale);
-    int64_t jj = 0;
-    for (; jj + 8 <= nb; jj += 8) _mm256_storeu_ps(s + jj, _mm256_mul_ps(dot8(q, k + jj, d), sc));
-    if (jj < nb) {
-      const T* kk[8];
-      for (int r = 0; r < 8; ++r) kk[r] = k[std::min<int64_t>(jj + r, nb - 1)];
-      float tail[8];
-      _mm256_storeu_ps(tail, _mm256_mul_ps(dot8(q, kk, d), sc));
-      for (int64_t r = 0; jj + r < nb; ++r) s[jj + r] = tail[r];
-    }
-    return;
-  }
-#endif
-  if constexpr (std::is_same_v<T, float>) {
-    for (int64_t jj = 0; jj < nb; ++jj) s[jj] = scale * simd_dot(q, k[jj], d);
-  }
-}
-
-#ifdef __AVX512F__
-// block_axpy's last lanes [e0, dv) (dv % 16 == 0), 16 at a time.
-template <typename T>
-inline void axpy_tail16(float* acc, const float* p, const T* const* v, int64_t nb, int64_t e0, int64_t dv) {
-  for (int64_t e = e0; e < dv; e += 16) {
-    __m512 a = _mm512_loadu_ps(acc + e);
-    for (int64_t jj = 0; jj < nb; ++jj) a = _mm512_fmadd_ps(_mm512_set1_ps(p[jj]), lanes16(v[jj] + e), a);
-    _mm512_storeu_ps(acc + e, a);
-  }
-}
-#endif
-
-// The KV stream a pass reads next (rows [0, n_rows) of kv head g of K or
-// V), asked into L2 at the pace the current pass consumes its own rows:
-// a few lines at a time, between the kernel's loads. Asked for a block (64
-// lines) at once, the requests filled the core's miss buffers and the
-// pass's own loads waited behind them: decode ATTENTION per call in a
-// s768 step 41-50 -> 35-39 us (Q8_0 and F16 models, 5 alternations).
-class Ahead {
- public:
-  Ahead() = default;  // asks for nothing
-  Ahead(const loom_tensor_t* t, int64_t g, int64_t n_rows)
-      : t_(t), g_(g), n_rows_(n_rows), row_bytes_(static_cast<int64_t>(t->ne[0] * t->nb[0])) {}
-  // The next n rows.
-  void rows(int64_t n) { upto(asked_ + n); }
-  // Every row before `row` (after kernels that do not call rows()).
-  void upto(int64_t row) {
-    row = std::min(row, n_rows_);
-    if (t_ == nullptr || row <= asked_) return;
-#ifdef __AVX2__
-    if (static_cast<int64_t>(t_->nb[1]) == row_bytes_) {
-      // Rows back to back (the llama cache): one flat range of lines.
-      const char* first = row_ptr(t_, 0, g_, 0);
-      const char* line0 = first - reinterpret_cast<uintptr_t>(first) % 64;
-      const int64_t stop = (first - line0) + row * row_bytes_;
-      for (; next_line_ < stop; next_line_ += 64) _mm_prefetch(line0 + next_line_, _MM_HINT_T1);
-    } else {
-      for (int64_t j = asked_; j < row; ++j) {
-        const char* r = row_ptr(t_, j, g_, 0);
-        for (int64_t off = 0; off < row_bytes_; off += 64) _mm_prefetch(r + off, _MM_HINT_T1);
-      }
-    }
-#endif
-    asked_ = row;
-  }
-
- private:
-  const loom_tensor_t* t_ = nullptr;
-  int64_t g_ = 0, n_rows_ = 0, row_bytes_ = 0;
-  int64_t asked_ = 0;      // rows asked for
-  int64_t next_line_ = 0;  // rows back to back: bytes from line0 asked for
-};
-
-// acc[e] += sum_jj p[jj] * v[jj][e]: up to kGroups lane groups of acc stay
-// in registers over the block's rows, independent chains so the FMAs do not
-// wait on each other's latency. F16 rows (uint16_t) have dv % 8 == 0.
-template <typename T>
-void block_axpy(float* acc, const float* p, const T* const* v, int64_t nb, int64_t dv, Ahead* ahead = nullptr) {
-  (void)ahead;  // builds without AVX-512: two_pass asks after the block (Ahead::upto)
-#ifdef __AVX512F__
-  if (dv % 16 == 0 && (std::is_same_v<T, uint16_t> || std::is_same_v<T, float>)) {
-    // 16 lanes per group: 4 groups cover a head of 64. Even and odd rows
-    // go to their own accumulators: 8 FMA chains, so a row does not wait
-    // on the previous row's FMA latency (4 chains held the V pass to one
-    // FMA per cycle).
-    constexpr int kWide = 4;
-    int64_t e = 0;
-    for (; e + kWide * 16 <= dv; e += kWide * 16) {
-      __m512 a[kWide], b[kWide];
-      for (int g = 0; g < kWide; ++g) {
-        a[g] = _mm512_loadu_ps(acc + e + 16 * g);
-        b[g] = _mm512_setzero_ps();
-      }
-      int64_t jj = 0;
-      for (; jj + 2 <= nb; jj += 2) {
-        if (ahead != nullptr && e == 0) ahead->rows(2);
-        const __m512 p0 = _mm512_set1_ps(p[jj]), p1 = _mm512_set1_ps(p[jj + 1]);
-        for (int g = 0; g < kWide; ++g) {
-          a[g] = _mm512_fmadd_ps(p0, lanes16(v[jj] + e + 16 * g), a[g]);
-          b[g] = _mm512_fmadd_ps(p1, lanes16(v[jj + 1] + e + 16 * g), b[g]);
-        }
-      }
-      if (jj < nb) {
-        const __m512 pj = _mm512_set1_ps(p[jj]);
-        for (int g = 0; g < kWide; ++g) a[g] = _mm512_fmadd_ps(pj, lanes16(v[jj] + e + 16 * g), a[g]);
-      }
-      for (int g = 0; g < kWide; ++g) _mm512_storeu_ps(acc + e + 16 * g, _mm512_add_ps(a[g], b[g]));
-    }
-    axpy_tail16(acc, p, v, nb, e, dv);
-    return;
-  }
-#endif
-  constexpr int kGroups = 8;
-  int64_t e = 0;
-  for (; e + kGroups * kSimdLanes <= dv; e += kGroups * kSimdLanes) {
-    simd_f a[kGroups];
-    for (int g = 0; g < kGroups; ++g) a[g] = simd_load(acc + e + g * kSimdLanes);
-    for (int64_t jj = 0; jj < nb; ++jj) {
-      const T* vr = v[jj] + e;
-      for (int g = 0; g < kGroups; ++g) a[g] += p[jj] * lanes(vr + g * kSimdLanes);
-    }
-    for (int g = 0; g < kGroups; ++g) simd_store(acc + e + g * kSimdLanes, a[g]);
-  }
-  for (; e + kSimdLanes <= dv; e += kSimdLanes) {
-    simd_f a = simd_load(acc + e);
-    for (int64_t jj = 0; jj < nb; ++jj) a += p[jj] * lanes(v[jj] + e);
-    simd_store(acc + e, a);
-  }
-  if constexpr (std::is_same_v<T, float>) {
-    for (; e < dv; ++e) {
-      for (int64_t jj = 0; jj < nb; ++jj) acc[e] += p[jj] * v[jj][e];
-    }
-  }
-}
-
-#ifdef __AVX512F__
-// Two queries at once over the same K / V rows, with each query's
-// numbers exactly those of block_scores / block_axpy (their AVX-512
-// paths), so results do not depend on which queries were paired.
-constexpr bool kPairs = true;
-
-// block_scores for q0 and q1 (d % 16 == 0).
-template <typename T>
-void block_scores2(const float* q0, const float* q1, const T* const* k, int64_t nb, int64_t d, float scale, float* s0,
-                   float* s1) {
-  const __m256 sc = _mm256_set1_ps(scale);
-  __m256 r0, r1;
-  int64_t jj = 0;
-  for (; jj + 8 <= nb; jj += 8) {
-    dot8x2(q0, q1, k + jj, d, &r0, &r1);
-    _mm256_storeu_ps(s0 + jj, _mm256_mul_ps(r0, sc));
-    _mm256_storeu_ps(s1 + jj, _mm256_mul_ps(r1, sc));
-  }
-  if (jj < nb) {
-    const T* kk[8];
-    for (int r = 0; r < 8; ++r) kk[r] = k[std::min<int64_t>(jj + r, nb - 1)];
-    float t0[8], t1[8];
-    dot8x2(q0, q1, kk, d, &r0, &r1);
-    _mm256_storeu_ps(t0, _mm256_mul_ps(r0, sc));
-    _mm256_storeu_ps(t1, _mm256_mul_ps(r1, sc));
-    for (int64_t r = 0; jj + r < nb; ++r) {
-      s0[jj + r] = t0[r];
-      s1[jj + r] = t1[r];
-    }
-  }
-}
-
-// block_axpy for (acc0, p0) and (acc1, p1) over the same nb rows (dv % 16
-// == 0): each V row read and converted once for both.
-template <typename T>
-void block_axpy2(float* acc0, float* acc1, const float* p0, const float* p1, const T* const* v, int64_t nb,
-                 int64_t dv, Ahead* ahead = nullptr) {
-  constexpr int kWide = 4;
-  int64_t e = 0;
-  for (; e + kWide * 16 <= dv; e += kWide * 16) {
-    __m512 a0[kWide], b0[kWide], a1[kWide], b1[kWide];
-    for (int g = 0; g < kWide; ++g) {
-      a0[g] = _mm512_loadu_ps(acc0 + e + 16 * g);
-      a1[g] = _mm512_loadu_ps(acc1 + e + 16 * g);
-      b0[g] = b1[g] = _mm512_setzero_ps();
-    }
-    int64_t jj = 0;
-    for (; jj + 2 <= nb; jj += 2) {
-      if (ahead != nullptr && e == 0) ahead->rows(2);
-      const __m512 p00 = _mm512_set1_ps(p0[jj]), p01 = _mm512_set1_ps(p0[jj + 1]);
-      const __m512 p10 = _mm512_set1_ps(p1[jj]), p11 = _mm512_set1_ps(p1[jj + 1]);
-      for (int g = 0; g < kWide; ++g) {
-        const __m512 v0 = lanes16(v[jj] + e + 16 * g), v1 = lanes16(v[jj + 1] + e + 16 * g);
-        a0[g] = _mm512_fmadd_ps(p00, v0, a0[g]);
-        b0[g] = _mm512_fmadd_ps(p01, v1, b0[g]);
-        a1[g] = _mm512_fmadd_ps(p10, v0, a1[g]);
-        b1[g] = _mm512_fmadd_ps(p11, v1, b1[g]);
-      }
-    }
-    if (jj < nb) {
-      const __m512 q0 = _mm512_set1_ps(p0[jj]), q1 = _mm512_set1_ps(p1[jj]);
-      for (int g = 0; g < kWide; ++g) {
-        const __m512 v0 = lanes16(v[jj] + e + 16 * g);
-        a0[g] = _mm512_fmadd_ps(q0, v0, a0[g]);
-        a1[g] = _mm512_fmadd_ps(q1, v0, a1[g]);
-      }
-    }
-    for (int g = 0; g < kWide; ++g) {
-      _mm512_storeu_ps(acc0 + e + 16 * g, _mm512_add_ps(a0[g], b0[g]));
-      _mm512_storeu_ps(acc1 + e + 16 * g, _mm512_add_ps(a1[g], b1[g]));
-    }
-  }
-  axpy_tail16(acc0, p0, v, nb, e, dv);
-  axpy_tail16(acc1, p1, v, nb, e, dv);
-}
-#else
-constexpr bool kPairs = false;
-template <typename T>
-void block_scores2(const float*, const float*, const T* const*, int64_t, int64_t, float, float*, float*) {}
-template <typename T>
-void block_axpy2(float*, float*, const float*, const float*, const T* const*, int64_t, int64_t, Ahead* = nullptr) {}
-#endif
-
-// Running softmax state of one query head: max m, sum l, output acc.
-struct HeadState {
-  float m = -std::numeric_limits<float>::infinity();
-  float l = 0.0f;
-  float* acc = nullptr;  // dv floats
-  const float* q = nullptr;
-};
-
-// One block of rows [j0, j0 + nb) for one query head: scores, the online
-// softmax update, the weighted V rows added to the accumulator.
-template <typename KT, typename VT>
-struct BlockStep {
-  const loom_tensor_t* k;
-  const loom_tensor_t* v;
-  int64_t d, dv;
-  float scale;
-  float* kscratch;  // kBlock rows of d (rows that need widening)
-  float* vscratch;  // kBlock rows of dv
-
-  void operator()(HeadState& hs, int64_t g, int64_t j0, int64_t nb) const {
-    const KT* krows[kBlock];
-    const VT* vrows[kBlock];
-    float s[kBlock];
-    block_rows(k, j0, nb, g, kscratch, krows);
-    block_scores(hs.q, krows, nb, d, scale, s);
-    const float bm = simd_max(s, nb);
-    if (bm > hs.m) {
-      const float c = std::exp(hs.m - bm);  // 0 on the first block
-      hs.l *= c;
-      simd_scale(hs.acc, c, dv);
-      hs.m = bm;
-    }
-    hs.l += simd_exp_shifted_sum(s, hs.m, nb);
-    block_rows(v, j0, nb, g, vscratch, vrows);
-    block_axpy(hs.acc, s, vrows, nb, dv);
-  }
-};
-
-// Queries st[0, nq) of kv head g, query i over rows [0, ns[i]), in two
-// passes: every score first (K read front to back), each query's softmax,
-// then the weighted V rows (V read front to back). Queries go in pairs
-// where the kernels allow (kPairs: each row read once for two; a query's
-// scores past its own rows are computed and not used). Each pass asks for
-// the stream read after it (the K pass for this head's V rows, the V pass
-// for the next head's K rows) at its own pace, so two streams are in
-// flight and the hardware prefetchers follow the pass's own. scores: nq *
-// max(ns) floats.
-template <typename KT, typename VT>
-void two_pass(const BlockStep<KT, VT>& step, HeadState* st, const int64_t* ns, int64_t nq, int64_t g, bool next_head,
-              float* scores) {
-  int64_t n = 0;
-  for (int64_t i = 0; i < nq; ++i) n = std::max(n, ns[i]);
-  const bool pair_k = kPairs && step.d % 16 == 0;
-  const bool pair_v = kPairs && step.dv % 16 == 0;
-  const KT* krows[kBlock];
-  const VT* vrows[kBlock];
-  Ahead v_ahead(step.v, g, n);  // read next: this head's V rows
-  for (int64_t j0 = 0; j0 < n; j0 += kBlock) {
-    const int64_t nb = std::min(kBlock, n - j0);
-    block_rows(step.k, j0, nb, g, step.kscratch, krows);
-    // Scores 8 keys at a time (each key's score is the same whichever
-    // group it falls in), V's next 8 rows asked for before each group.
-    for (int64_t c = 0; c < nb; c += 8) {
-      const int64_t nc = std::min<int64_t>(8, nb - c);
-      v_ahead.rows(nc);
-      int64_t i = 0;
-      for (; pair_k && i + 2 <= nq; i += 2) {
-        block_scores2(st[i].q, st[i + 1].q, krows + c, nc, step.d, step.scale, scores + i * n + j0 + c,
-                      scores + (i + 1) * n + j0 + c);
-      }
-      for (; i < nq; ++i) block_scores(st[i].q, krows + c, nc, step.d, step.scale, scores + i * n + j0 + c);
-    }
-  }
-  for (int64_t i = 0; i < nq; ++i) {
-    float* sc = scores + i * n;
-    st[i].m = simd_max(sc, ns[i]);
-    st[i].l = simd_exp_shifted_sum(sc, st[i].m, ns[i]);
-  }
-  Ahead k_ahead;  // read next: the next head's K rows
-  if (next_head) k_ahead = Ahead(step.k, g + 1, n);
-  for (int64_t j0 = 0; j0 < n; j0 += kBlock) {
-    const int64_t nb = std::min(kBlock, n - j0);
-    block_rows(step.v, j0, nb, g, step.vscratch, vrows);
-    auto rows_of = [&](int64_t i) { return std::clamp<int64_t>(ns[i] - j0, 0, kBlock); };
-    for (int64_t i = 0; i < nq;) {
-      const int64_t nb_i = rows_of(i);
-      Ahead* ahead = i == 0 ? &k_ahead : nullptr;  // one query's pass paces the next stream
-      if (pair_v && i + 1 < nq && nb_i > 0 && rows_of(i + 1) == nb_i) {
-        block_axpy2(st[i].acc, st[i + 1].acc, scores + i * n + j0, scores + (i + 1) * n + j0, vrows, nb_i, step.dv,
-                    ahead);
-        i += 2;
-        continue;
-      }
-      if (nb_i > 0) block_axpy(st[i].acc, scores + i * n + j0, vrows, nb_i, step.dv, ahead);
-      ++i;
-    }
-    k_ahead.upto(j0 + nb);
-  }
-}
 
 // Queries (h, t) for h in [h0, h1) and t in [t0, t0 + nt), query t over
 // its visible KV rows [0, ns[t - t0]) of k and v (the node's K and V, or
@@ -569,7 +123,10 @@ void attend_heads(const loom_tensor_t* dst, const loom_tensor_t* k, const loom_t
     scores.resize(static_cast<size_t>(std::min(group, h1 - h0) * nt * n_max) + 1);
     for (int64_t g = h0 / group; g <= (h1 - 1) / group; ++g) {
       const int64_t i0 = (std::max(h0, g * group) - h0) * nt, i1 = (std::min(h1, (g + 1) * group) - h0) * nt;
-      two_pass(step, st.data() + i0, qn.data() + i0, i1 - i0, g, g < (h1 - 1) / group, scores.data());
+      // The next kv head's K rows are read next: as many as this head's.
+      const int64_t n = *std::max_element(qn.begin() + i0, qn.begin() + i1);
+      const Ahead next = g < (h1 - 1) / group ? Ahead(k, g + 1, n) : Ahead();
+      two_pass(step, st.data() + i0, qn.data() + i0, i1 - i0, g, next, scores.data());
     }
   } else {
     for (int64_t j0 = 0; j0 < n_max; j0 += kBlock) {
@@ -633,22 +190,9 @@ void work_share(const std::vector<int64_t>& visible, int64_t n_head, int ith, in
   *p1 = boundary(ith + 1);
 }
 
-}  // namespace
-
-int64_t attention_work(const loom_tensor_t* node) {
-  // Multiply-adds over the visible rows (the data is there at run time).
-  const loom_tensor_t* vis = node->src[3];
-  const bool ranges = node->op_params[1] == LOOM_ATTENTION_RANGES;
-  const int64_t n_q = ranges ? vis->ne[1] : vis->ne[0];
-  int64_t keys = 0;
-  for (int64_t t = 0; t < n_q; ++t) {
-    const int64_t n = ranges ? load_index(vis, 1, t, 0) - load_index(vis, 0, t, 0) : load_index(vis, t, 0, 0);
-    keys += std::max<int64_t>(0, n);
-  }
-  return keys * node->src[0]->ne[1] * (node->src[0]->ne[0] + node->ne[0]);
-}
-
-void kernel_attention(const loom_tensor_t* dst, int ith, int nth) {
+// Threads over (head, query) pairs (work_share): prefill, and nodes whose
+// pairs are many.
+void attend_pairs(const loom_tensor_t* dst, int ith, int nth) {
   const loom_tensor_t* q = dst->src[0];
   const loom_tensor_t* k = dst->src[1];
   const loom_tensor_t* v = dst->src[2];
@@ -684,6 +228,253 @@ void kernel_attention(const loom_tensor_t* dst, int ith, int nth) {
     }
     p += nt * (h1 - h0);
   }
+}
+
+
+// ------------------------------------------------ split over the KV rows
+//
+// Decode has one query per sequence: its (head, query) pairs are as few as
+// the heads, each pair one long stream, so threads over pairs leave a slow
+// or late thread holding whole heads, and a kv head shared by query heads
+// (GQA) that fall into two shares is read twice. The split path cuts each
+// kv head's rows into chunks of kChunkRows and hands (kv head, chunk) units
+// to the threads (Exec::claim_chunk); a unit takes every query head of its
+// kv head (and every query of its run) over its rows, so each K and V row
+// is read and converted once, and leaves a partial (max m_c, sum l_c,
+// accumulator acc_c = sum_j e^(s_j - m_c) v_j: two_pass over the chunk).
+// The thread that finishes a kv head's last chunk combines its partials in
+// chunk order: m = max m_c, out = sum_c e^(m_c - m) acc_c / sum_c e^(m_c -
+// m) l_c. Chunks are cut at fixed rows, never by the thread count, and the
+// combine order is fixed, so results do not depend on the threads. A query
+// whose rows fit one chunk gets exactly the pairs path's numbers.
+
+// Rows per chunk: 256 F16 rows of 64 are 32 KiB of K and 32 KiB of V. A
+// 768-dim decode step after 1,024 tokens is 12 heads x 4 chunks: 24 units a
+// thread on 2 threads, so one that starts late gives its last ones away.
+constexpr int64_t kChunkRows = 256;
+
+// Nodes with at most this many queries, one of them over more than
+// kChunkRows rows, take the split path (decode, a few tokens of one
+// sequence, one token each of a few sequences). Fixed, not
+// "pairs below some multiple of the threads": which path a node takes
+// changes its bits, and those must not follow the thread count.
+constexpr int64_t kSplitMaxQueries = 4;
+
+// The units of a node: runs of consecutive queries that start at the same
+// row (the prefix form: one run), each run's kv heads cut into chunks.
+struct SplitPlan {
+  struct Run {
+    int64_t t0, nt;    // queries [t0, t0 + nt)
+    int64_t first;     // their first row
+    int64_t n_max;     // the most rows any of them reads
+    int64_t chunks;    // ceil(n_max / kChunkRows), at least 1
+    int64_t unit0;     // its first unit: unit0 + g * chunks + c
+  };
+  std::vector<Run> runs;
+  int64_t units = 0;
+  int64_t max_chunks = 0;
+};
+
+SplitPlan plan_split(const QueryRows& rows, int64_t n_head_kv) {
+  SplitPlan p;
+  const auto n_q = static_cast<int64_t>(rows.len.size());
+  for (int64_t t = 0; t < n_q;) {
+    SplitPlan::Run r{t, 0, rows.first[static_cast<size_t>(t)], 0, 0, p.units};
+    for (; t < n_q && rows.first[static_cast<size_t>(t)] == r.first; ++t, ++r.nt) {
+      r.n_max = std::max(r.n_max, rows.len[static_cast<size_t>(t)]);
+    }
+    r.chunks = std::max<int64_t>(1, (r.n_max + kChunkRows - 1) / kChunkRows);
+    p.units += n_head_kv * r.chunks;
+    p.max_chunks = std::max(p.max_chunks, r.chunks);
+    p.runs.push_back(r);
+  }
+  return p;
+}
+
+// One kv head's chunks done so far, on its own line (threads finish them).
+struct alignas(64) ChunkCount {
+  std::atomic<int64_t> done{0};
+};
+
+// What every unit of one node reads and writes. Partial (h, t, c):
+// `partial + ((t * n_head + h) * max_chunks + c) * stride`, dv floats of
+// acc_c, then m_c and l_c.
+struct SplitNode {
+  const loom_tensor_t* dst;
+  const loom_tensor_t* k;
+  const loom_tensor_t* v;
+  const QueryRows* rows;
+  const SplitPlan* plan;
+  float scale;
+  int64_t n_head, n_head_kv, group, d, dv, stride;
+  float* partial;
+  ChunkCount* counts;  // runs x n_head_kv
+
+  float* slot(int64_t h, int64_t t, int64_t c) const {
+    return partial + ((t * n_head + h) * plan->max_chunks + c) * stride;
+  }
+};
+
+// dst[:, h, t] from its partials, in chunk order. One chunk: acc / l, as
+// the pairs path divides (e^0 = 1 would give the same bits, without the
+// passes).
+void combine(const SplitNode& sn, int64_t h, int64_t t) {
+  const int64_t len = sn.rows->len[static_cast<size_t>(t)];
+  const int64_t chunks = (len + kChunkRows - 1) / kChunkRows;  // those holding rows
+  const int64_t dv = sn.dv;
+  thread_local std::vector<float> out;
+  out.assign(static_cast<size_t>(dv), 0.0f);
+  if (chunks == 1) {
+    const float* p = sn.slot(h, t, 0);
+    simd_div(out.data(), p, p[dv + 1], dv);
+  } else if (chunks > 1) {
+    float m = -std::numeric_limits<float>::infinity();
+    for (int64_t c = 0; c < chunks; ++c) m = std::max(m, sn.slot(h, t, c)[dv]);
+    float l = 0.0f;
+    for (int64_t c = 0; c < chunks; ++c) {
+      const float* p = sn.slot(h, t, c);
+      const float w = std::exp(p[dv] - m);
+      l += w * p[dv + 1];
+      simd_axpy(out.data(), w, p, dv);
+    }
+    simd_div(out.data(), out.data(), l, dv);
+  }
+  store_row(sn.dst, h, t, 0, out.data());
+}
+
+// Unit u: chunk c of kv head g for run r's queries, then, if it was the
+// head's last chunk to finish, the combine of the head's queries.
+template <typename KT, typename VT>
+void split_unit(const SplitNode& sn, int64_t u) {
+  const SplitPlan& plan = *sn.plan;
+  size_t ri = 0;
+  while (ri + 1 < plan.runs.size() && plan.runs[ri + 1].unit0 <= u) ++ri;
+  const SplitPlan::Run& run = plan.runs[ri];
+  const int64_t g = (u - run.unit0) / run.chunks, c = (u - run.unit0) % run.chunks;
+  const int64_t h0 = g * sn.group, nq = sn.group * run.nt;  // query i: head h0 + i / nt, t0 + i % nt
+  const int64_t row0 = run.first + c * kChunkRows;
+  const loom_tensor_t ks = rows_from(sn.k, row0), vs = rows_from(sn.v, row0);
+  const int64_t d = sn.d, dv = sn.dv;
+  thread_local std::vector<float> buf;  // per query q (d); then kBlock K and V rows of scratch
+  buf.resize(static_cast<size_t>(nq * d + kBlock * (d + dv)));
+  const BlockStep<KT, VT> step{&ks, &vs, d, dv, sn.scale, buf.data() + nq * d, buf.data() + nq * d + kBlock * d};
+  thread_local std::vector<HeadState> st;
+  st.assign(static_cast<size_t>(nq), HeadState{});
+  thread_local std::vector<int64_t> ns;
+  ns.resize(static_cast<size_t>(nq));
+  int64_t n = 0;
+  for (int64_t i = 0; i < nq; ++i) {
+    const int64_t h = h0 + i / run.nt, t = run.t0 + i % run.nt;
+    float* qi = buf.data() + i * d;
+    load_row(sn.dst->src[0], h, t, 0, qi);
+    HeadState& s = st[static_cast<size_t>(i)];
+    s.q = qi;
+    s.acc = sn.slot(h, t, c);
+    std::fill(s.acc, s.acc + dv, 0.0f);
+    ns[static_cast<size_t>(i)] = std::clamp<int64_t>(sn.rows->len[static_cast<size_t>(t)] - c * kChunkRows, 0,
+                                                     kChunkRows);
+    n = std::max(n, ns[static_cast<size_t>(i)]);
+  }
+  if (n > 0) {
+    // The K rows this thread most likely reads next (claim_chunk hands a
+    // thread its own share in order): the next chunk, else the next head's
+    // first.
+    loom_tensor_t next_k{};
+    Ahead next;
+    if (c + 1 < run.chunks) {
+      next_k = rows_from(sn.k, row0 + kChunkRows);
+      next = Ahead(&next_k, g, std::min(kChunkRows, run.n_max - (c + 1) * kChunkRows));
+    } else if (g + 1 < sn.n_head_kv) {
+      next_k = rows_from(sn.k, run.first);
+      next = Ahead(&next_k, g + 1, std::min(kChunkRows, run.n_max));
+    }
+    thread_local std::vector<float> scores;
+    scores.resize(static_cast<size_t>(nq * kChunkRows));
+    two_pass(step, st.data(), ns.data(), nq, g, next, scores.data());
+  }
+  for (int64_t i = 0; i < nq; ++i) {
+    const HeadState& s = st[static_cast<size_t>(i)];
+    s.acc[dv] = s.m;
+    s.acc[dv + 1] = s.l;
+  }
+  // acq_rel: the last finisher sees every other chunk's partials.
+  ChunkCount& count = sn.counts[static_cast<int64_t>(ri) * sn.n_head_kv + g];
+  if (count.done.fetch_add(1, std::memory_order_acq_rel) + 1 < run.chunks) return;
+  for (int64_t h = h0; h < h0 + sn.group; ++h) {
+    for (int64_t t = run.t0; t < run.t0 + run.nt; ++t) combine(sn, h, t);
+  }
+}
+
+using UnitFn = void (*)(const SplitNode&, int64_t);
+
+// split_unit for this node's K and V layouts.
+UnitFn unit_for(const loom_tensor_t* k, const loom_tensor_t* v) {
+#if defined(__AVX2__) && defined(__F16C__)
+  const bool kh = reads_f16(k), vh = reads_f16(v);
+  if (kh && vh) return split_unit<uint16_t, uint16_t>;
+  if (kh) return split_unit<uint16_t, float>;
+  if (vh) return split_unit<float, uint16_t>;
+#else
+  (void)k;
+  (void)v;
+#endif
+  return split_unit<float, float>;
+}
+
+}  // namespace
+
+int64_t attention_work(const loom_tensor_t* node) {
+  // Multiply-adds over the visible rows (the data is there at run time).
+  const loom_tensor_t* vis = node->src[3];
+  const bool ranges = node->op_params[1] == LOOM_ATTENTION_RANGES;
+  const int64_t n_q = ranges ? vis->ne[1] : vis->ne[0];
+  int64_t keys = 0;
+  for (int64_t t = 0; t < n_q; ++t) {
+    const int64_t n = ranges ? load_index(vis, 1, t, 0) - load_index(vis, 0, t, 0) : load_index(vis, t, 0, 0);
+    keys += std::max<int64_t>(0, n);
+  }
+  return keys * node->src[0]->ne[1] * (node->src[0]->ne[0] + node->ne[0]);
+}
+
+void run_attention(const loom_tensor_t* dst, Exec& ex) {
+  const loom_tensor_t* q = dst->src[0];
+  const loom_tensor_t* k = dst->src[1];
+  const loom_tensor_t* v = dst->src[2];
+  QueryRows rows;
+  if (q->ne[2] <= kSplitMaxQueries) rows = load_rows(dst, k->ne[1]);
+  // Rows within one chunk: the pairs path gives the same bits with less
+  // bookkeeping (a short decode step, e.g. stories260K's, is a few us).
+  if (rows.len.empty() || *std::max_element(rows.len.begin(), rows.len.end()) <= kChunkRows) {
+    ex.run([&](int ith, int nth) { attend_pairs(dst, ith, nth); });
+    return;
+  }
+  const SplitPlan plan = plan_split(rows, k->ne[2]);
+  SplitNode sn{};
+  sn.dst = dst;
+  sn.k = k;
+  sn.v = v;
+  sn.rows = &rows;
+  sn.plan = &plan;
+  std::memcpy(&sn.scale, &dst->op_params[0], sizeof sn.scale);
+  sn.n_head = q->ne[1];
+  sn.n_head_kv = k->ne[2];
+  sn.group = sn.n_head / sn.n_head_kv;
+  sn.d = q->ne[0];
+  sn.dv = v->ne[0];
+  sn.stride = (sn.dv + 2 + 15) / 16 * 16;  // whole lines per partial
+  const auto n_counts = static_cast<int64_t>(plan.runs.size()) * sn.n_head_kv;
+  const int64_t n_partial = q->ne[2] * sn.n_head * plan.max_chunks * sn.stride;
+  char* mem = static_cast<char*>(
+      ex.scratch(static_cast<size_t>(n_counts) * sizeof(ChunkCount) + static_cast<size_t>(n_partial) * sizeof(float)));
+  sn.counts = reinterpret_cast<ChunkCount*>(mem);
+  for (int64_t i = 0; i < n_counts; ++i) new (&sn.counts[i]) ChunkCount();
+  sn.partial = reinterpret_cast<float*>(mem + n_counts * static_cast<int64_t>(sizeof(ChunkCount)));
+  const UnitFn unit = unit_for(k, v);
+  ex.run([&](int ith, int nth) {
+    for (int64_t u = ex.claim_chunk(ith, nth, plan.units); u >= 0; u = ex.claim_chunk(ith, nth, plan.units)) {
+      unit(sn, u);
+    }
+  });
 }
 
 }  // namespace loom::cpu

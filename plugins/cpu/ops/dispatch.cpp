@@ -40,7 +40,6 @@ Kernel kernel_for(int32_t op) {
     case LOOM_OP_ARGMAX: return kernel_argmax;
     case LOOM_OP_SUM_ROWS: return kernel_sum_rows;
     case LOOM_OP_TOP_K: return kernel_top_k;
-    case LOOM_OP_ATTENTION: return kernel_attention;
     default: return nullptr;
   }
 }
@@ -144,6 +143,8 @@ loom_status_t* run_node(common::ThreadPool& pool, std::vector<uint8_t>& scratch,
       run_mul_mat(node, ex);
     } else if (node->op == LOOM_OP_MUL_MAT_ID) {
       run_mul_mat_id(node, ex);
+    } else if (node->op == LOOM_OP_ATTENTION) {
+      run_attention(node, ex);
     } else if (node->op == LOOM_OP_MUL_MAT_SPARSE_ROWS || node->op == LOOM_OP_MUL_MAT_SPARSE_COLS) {
       run_mul_mat_sparse(node, ex);
     } else {

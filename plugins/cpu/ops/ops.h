@@ -156,6 +156,7 @@ void kernel_norm(const loom_tensor_t* dst, int ith, int nth);      // NORM RMS_N
 void run_mul_mat(const loom_tensor_t* dst, Exec& ex);  // quantizes B first on the int8 path
 void run_mul_mat_sparse(const loom_tensor_t* dst, Exec& ex);  // MUL_MAT_SPARSE_ROWS / _COLS (sparse_matmul.cpp)
 void run_mul_mat_id(const loom_tensor_t* dst, Exec& ex);  // MUL_MAT_ID: MUL_MAT per chosen expert (matmul_id.cpp)
+void run_attention(const loom_tensor_t* dst, Exec& ex);   // splits decode over KV chunks (attention.cpp)
 void kernel_rope(const loom_tensor_t* dst, int ith, int nth);
 void kernel_soft_max(const loom_tensor_t* dst, int ith, int nth);
 void kernel_copy(const loom_tensor_t* dst, int ith, int nth);      // CPY CONT
@@ -164,6 +165,5 @@ void kernel_set_rows(const loom_tensor_t* dst, int ith, int nth);
 void kernel_argmax(const loom_tensor_t* dst, int ith, int nth);
 void kernel_sum_rows(const loom_tensor_t* dst, int ith, int nth);
 void kernel_top_k(const loom_tensor_t* dst, int ith, int nth);
-void kernel_attention(const loom_tensor_t* dst, int ith, int nth);
 
 }  // namespace loom::cpu
