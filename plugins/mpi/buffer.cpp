@@ -63,7 +63,7 @@ loom_status_t* buffer_set_tensor(loom_buffer_t* b, loom_tensor_t* t, const void*
     RemoteBuffer* rb = ctx(b);
     if (loom_status_t* st = check_in(rb, t, "set_tensor")) return st;
     const wire::WireTensor w = placed(t, rb);
-    for (size_t done = 0; done < size || (size == 0 && done == 0);) {
+    for (size_t done = 0; done < size;) {
       const size_t n = std::min(kChunk, size - done);
       wire::Writer m(wire::Kind::kSet, rb->device->transport().loom_version());
       wire::write_tensor(m, w);
@@ -74,7 +74,6 @@ loom_status_t* buffer_set_tensor(loom_buffer_t* b, loom_tensor_t* t, const void*
         return st;
       }
       done += n;
-      if (size == 0) break;
     }
     return nullptr;
   });

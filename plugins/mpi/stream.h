@@ -8,7 +8,6 @@
 #pragma once
 
 #include <cstdint>
-#include <unordered_set>
 
 #include "loom/plugin.h"
 
