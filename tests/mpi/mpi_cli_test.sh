@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # loom under mpirun on the loopback (issue 33's tests). Usage:
 #   mpi_cli_test.sh CASE LOOM MPIRUN MODELS_DIR
-# CASE: devices | tokens | reuse | stalled | killed | killed_recovery. Exit 77 (ctest: skipped)
+# CASE: devices | tokens | synth | reuse | stalled | killed | killed_recovery. Exit 77 (ctest: skipped)
 # with the reason when the model file is absent.
 set -u
 case_name=$1 loom=$2 mpirun=$3 models=${LOOM_MODELS_DIR:-$4}
@@ -71,6 +71,22 @@ case "$case_name" in
     "${mpi[@]}" -np 3 "$loom" run -m "$model" --device r1.cpu,r2.cpu,cpu -ts 1,1,1 -n 40 >"$work/r2.txt" \
       2>"$work/r2_err.txt" || fail "run with layers on r1 and r2 exited $?"
     cmp -s "$work/ref.txt" "$work/r2.txt" || fail "r1.cpu,r2.cpu,cpu text differs from one process"
+    echo "ok: the same text: $(head -c 80 "$work/ref.txt")"
+    ;;
+  synth)
+    # A synthetic 4-layer Q8_0 llama (weights of a quantized type cross the wire as blocks).
+    need_model
+    tool="$models/../tools/make_synth_gguf.py"
+    [ -f "$tool" ] || { echo "SKIP: $tool not found"; exit 77; }
+    py=/usr/bin/python3  # Debian's, where python3-numpy installs (as tests/llm's synthetic models)
+    "$py" -c 'import numpy' 2>/dev/null || { echo "SKIP: $py has no numpy (apt-get install python3-numpy)"; exit 77; }
+    "$py" "$tool" "$work/synth.gguf" --tokenizer-from "$model" --dim 64 --layers 4 --heads 8 --kv-heads 4 --ffn 160 \
+      --type q8_0 --seed 7 >/dev/null || fail "make_synth_gguf.py failed"
+    "$loom" run -m "$work/synth.gguf" -p "Once upon a time" --device cpu -n 24 >"$work/ref.txt" 2>"$work/ref_err.txt" ||
+      fail "one process run exited $?"
+    "${mpi[@]}" -np 3 "$loom" run -m "$work/synth.gguf" -p "Once upon a time" --device r1.cpu,r2.cpu,cpu -ts 1,1,1 \
+      -n 24 >"$work/r2.txt" 2>"$work/r2_err.txt" || fail "run with layers on r1 and r2 exited $?"
+    cmp -s "$work/ref.txt" "$work/r2.txt" || fail "synthetic model: r1.cpu,r2.cpu,cpu text differs from one process"
     echo "ok: the same text: $(head -c 80 "$work/ref.txt")"
     ;;
   reuse)
