@@ -253,6 +253,39 @@ TEST_F(WorkerServerTest, BadGraphsAreRefused) {
   expect_still_serving();
 }
 
+TEST_F(WorkerServerTest, SupportsAsksTheDeviceAndRefusesBuffers) {
+  auto ask = [&](wire::WireTensor node, uint64_t src_buffer) {
+    wire::Writer q(wire::Kind::kSupports, kVersion);
+    q.u32(0);
+    q.u32(3);
+    wire::write_tensor(q, f32(4, src_buffer, 0, ""));
+    wire::write_tensor(q, f32(4, 0, 0, ""));
+    wire::write_tensor(q, node);
+    return send(q);
+  };
+  wire::WireTensor add = f32(4, 0, 0, "");
+  add.op = LOOM_OP_ADD;
+  add.src[0] = 0;
+  add.src[1] = 1;
+  Reply r = ask(add, 0);
+  ASSERT_TRUE(r.ok()) << r.message;
+  ASSERT_EQ(r.payload.size(), 4u);
+  EXPECT_EQ(r.payload[0], 1);
+  r = ask(add, 3);
+  EXPECT_NE(r.message.find("in a query that has none"), std::string::npos) << r.message;
+  expect_still_serving();
+}
+
+TEST_F(WorkerServerTest, AnImpossibleAllocationIsAnErrorNotACrash) {
+  wire::Writer a(wire::Kind::kAlloc, kVersion);
+  a.u32(0);
+  a.u64(uint64_t{1} << 62);
+  Reply r = send(a);
+  EXPECT_FALSE(r.ok());
+  EXPECT_FALSE(r.message.empty());
+  expect_still_serving();
+}
+
 TEST_F(WorkerServerTest, ShutdownEndsTheLoop) {
   wire::Writer w(wire::Kind::kShutdown, kVersion);
   std::vector<uint8_t> out;
