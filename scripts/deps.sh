@@ -6,8 +6,10 @@
 set -euo pipefail
 
 # libcpp-httplib-dev: loom serve's HTTP library; nodejs and npm: the OpenAI
-# Node client test of loom serve (tests/serve/node).
-packages=(build-essential cmake libgtest-dev libopenblas-dev nlohmann-json3-dev libcpp-httplib-dev nodejs npm "$@")
+# Node client test of loom serve (tests/serve/node); openmpi-bin and
+# libopenmpi-dev: the mpi plugin, `loom worker` and the mpirun tests (tests/mpi).
+packages=(build-essential cmake libgtest-dev libopenblas-dev nlohmann-json3-dev libcpp-httplib-dev nodejs npm
+  openmpi-bin libopenmpi-dev "$@")
 missing=()
 for p in "${packages[@]}"; do
   # A node installed otherwise (NodeSource's nodejs package carries its own

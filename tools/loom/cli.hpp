@@ -78,5 +78,6 @@ int cmd_tokenize(std::vector<std::string> args);
 int cmd_conformance(std::vector<std::string> args);
 int cmd_profile(std::vector<std::string> args);
 int cmd_serve(std::vector<std::string> args);
+int cmd_worker(std::vector<std::string> args);
 
 }  // namespace loom::cli

@@ -9,6 +9,7 @@
 #include "command_guard.hpp"
 #include "loom/plugin.h"
 #include "options/help.hpp"
+#include "worker/mpi_session.hpp"
 
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
@@ -45,10 +46,14 @@ int main(int argc, char** argv) {
                : cmd == "conformance" ? loom::cli::cmd_conformance
                : cmd == "profile"  ? loom::cli::cmd_profile
                : cmd == "serve"    ? loom::cli::cmd_serve
+               : cmd == "worker"   ? loom::cli::cmd_worker
                                    : nullptr;
   if (fn == nullptr) {
     std::fprintf(stderr, "loom: unknown command '%s' (try 'loom --help')\n", cmd.c_str());
     return 2;
   }
-  return loom::cli::run_guarded(cmd, [&] { return fn(std::move(args)); });
+  auto run = [&] { return loom::cli::run_guarded(cmd, [&] { return fn(args); }); };
+  // Under mpirun/srun: ranks >= 1 serve, rank 0 runs the command (worker/mpi_session.hpp).
+  if (const int rc = loom::cli::worker::run_under_mpi(cmd, args, run); rc >= 0) return rc;
+  return run();
 }

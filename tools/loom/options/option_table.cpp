@@ -261,6 +261,13 @@ const std::vector<CommandSpec>& command_table() {
        "model loads), POST /tokenize, POST /detokenize, GET /metrics (Prometheus text). Request bodies over 8 MiB "
        "are refused (413). SIGINT or SIGTERM: new requests are refused, running ones cancelled, and the server "
        "exits 0."},
+      {"worker", kWorker,
+       "serve this rank's devices to rank 0 of an MPI job (remote devices r<rank>.<name>): what ranks >= 1 run",
+       "Under mpirun or srun every rank >= 1 serves whatever command it was given, so 'mpirun -np 3 loom run -m M "
+       "--device r1.cpu,r2.cpu,cpu' needs no separate worker; 'loom worker' is for MPMD launches "
+       "('mpirun -np 1 loom run ... : -np 2 loom worker'). A worker validates every request and answers a "
+       "malformed one with an error. LOOM_MPI_TIMEOUT (seconds, default 60): how long rank 0 waits for a "
+       "worker's answer before the device is lost. See docs/distributed.md."},
       {"profile", kProfile,
        "run a ReLU-FFN model densely over a text (-p TEXT or -f FILE) and write each layer's neuron firing "
        "shares (blk.N.ffn_freq) to a GGUF for --sparse-budget",

@@ -23,7 +23,8 @@ enum Command : uint32_t {
   kConformance = 1u << 7,
   kProfile = 1u << 8,
   kServe = 1u << 9,
-  kEveryCommand = (1u << 10) - 1,
+  kWorker = 1u << 10,
+  kEveryCommand = (1u << 11) - 1,
 };
 
 // How a value is checked (the error for a bad one is a bad-arguments exit).

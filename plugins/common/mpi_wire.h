@@ -1,0 +1,141 @@
+// The message layer between rank 0 (plugins/mpi, the client) and the ranks
+// >= 1 that run `loom worker` (tools/loom/worker, the server): a versioned
+// header, the request kinds, and bounds-checked writers and readers of their
+// fields. No MPI here: these are plain bytes, so the same code is linked by
+// the plugin and by the loom command, and the worker's validation is unit
+// tested without mpirun. docs/distributed.md has the protocol on one page.
+//
+// Every message is one MPI message on tag kMpiTag: a WireHeader, then the
+// kind's fields in order (little-endian host layout: every rank of a job runs
+// the same build on the same architecture, which the header's loom version
+// and size checks enforce). Not thread-safe per object; no global state.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "loom/plugin.h"
+
+namespace loom::common::mpi {
+
+constexpr uint32_t kWireMagic = 0x4d4d4f4cu;  // "LOMM" read little-endian
+constexpr uint32_t kWireProtocol = 1;         // bumped on any change of the fields below
+constexpr int kMpiTag = 0x1f00;               // the one tag of loom's messages
+constexpr size_t kWireVersionLen = 16;        // the loom version string, NUL-padded
+
+// Request kinds (rank 0 -> worker) and the two reply kinds (worker -> rank 0).
+enum class Kind : uint32_t {
+  kHello = 1,     // -> the worker's devices (names, memory, caps, alignment)
+  kAlloc = 2,     // device, size -> buffer id
+  kFree = 3,      // buffer id
+  kClear = 4,     // buffer id, value
+  kSet = 5,       // buffer id, tensor, offset, size, bytes
+  kGet = 6,       // buffer id, tensor, offset, size -> bytes
+  kSupports = 7,  // device, node and its sources -> bool
+  kGraph = 8,     // device, key, graph -> cached under key
+  kRun = 9,       // device, key -> the cached graph computed
+  kShutdown = 10, // -> ok, then the worker leaves its loop
+  kReplyOk = 100,
+  kReplyError = 101,  // status code + message
+};
+const char* kind_name(uint32_t kind);
+
+struct WireHeader {
+  uint32_t magic;
+  uint32_t protocol;
+  uint32_t kind;
+  uint32_t reserved;
+  char loom_version[kWireVersionLen];
+};
+static_assert(sizeof(WireHeader) == 32, "the wire header is 32 bytes");
+
+// The header of a message of `kind` from this build (`loom_version` cut to
+// 15 bytes).
+WireHeader make_header(Kind kind, const std::string& loom_version);
+// "" when h comes from a peer that speaks this protocol and this loom
+// version, else why not, naming both sides:
+// "[mpi.wire] rank 1 runs loom 0.3.0 (protocol 1), this rank loom 0.4.0 (protocol 1)".
+std::string check_header(const WireHeader& h, const std::string& loom_version, int peer_rank);
+
+// Append-only message builder.
+class Writer {
+ public:
+  Writer(Kind kind, const std::string& loom_version);
+  void u32(uint32_t v) { raw(&v, sizeof v); }
+  void i32(int32_t v) { raw(&v, sizeof v); }
+  void u64(uint64_t v) { raw(&v, sizeof v); }
+  void i64(int64_t v) { raw(&v, sizeof v); }
+  void str(const std::string& s);  // u32 length + bytes
+  void bytes(const void* p, size_t n) { raw(p, n); }
+  const std::vector<uint8_t>& data() const { return buf_; }
+  std::vector<uint8_t>& data() { return buf_; }
+
+ private:
+  void raw(const void* p, size_t n);
+  std::vector<uint8_t> buf_;
+};
+
+// Reader over a received message's payload (after the header). Every read
+// past the end sets failed() and yields zeros, so a short message is one
+// check at the end, never an out-of-bounds read.
+class Reader {
+ public:
+  Reader(const uint8_t* p, size_t n) : p_(p), n_(n) {}
+  uint32_t u32();
+  int32_t i32();
+  uint64_t u64();
+  int64_t i64();
+  std::string str(size_t max_len);
+  // A pointer to the next n bytes (nullptr and failed() when fewer remain).
+  const uint8_t* bytes(size_t n);
+  bool failed() const { return failed_; }
+  size_t remaining() const { return n_ - pos_; }
+
+ private:
+  bool take(void* out, size_t n);
+  const uint8_t* p_;
+  size_t n_;
+  size_t pos_ = 0;
+  bool failed_ = false;
+};
+
+// One tensor of a request: its fields, where it lives (buffer id, byte
+// offset of data from the buffer's base; buffer 0 = none) and, inside a
+// graph, the indices of its sources and view base among the tensors sent
+// before it (-1 = none).
+struct WireTensor {
+  int32_t type = 0;
+  int32_t op = 0;
+  int64_t ne[LOOM_MAX_DIMS] = {1, 1, 1, 1};
+  uint64_t nb[LOOM_MAX_DIMS] = {0, 0, 0, 0};
+  int32_t op_params[LOOM_MAX_OP_PARAMS] = {};
+  uint32_t flags = 0;
+  uint64_t buffer = 0;
+  uint64_t offset = 0;
+  int32_t src[LOOM_MAX_SRC] = {-1, -1, -1, -1};
+  int32_t view_src = -1;
+  uint64_t view_offset = 0;
+  std::string name;
+};
+constexpr size_t kWireTensorMaxName = LOOM_MAX_NAME - 1;
+// Most tensors one graph or supports request may carry (a 512-layer model's
+// forward step stays far below; a length past it is a malformed message).
+constexpr uint32_t kWireMaxTensors = 1u << 20;
+
+void write_tensor(Writer& w, const WireTensor& t);
+// false when the message ends early or the name is too long.
+bool read_tensor(Reader& r, WireTensor* t);
+
+// The fields of t that make a WireTensor (sources, view base, buffer and
+// offset are the caller's: they depend on what else is sent).
+WireTensor wire_fields(const loom_tensor_t& t);
+// The reverse: t's type, op, ne, nb, params, flags and name (sources, view
+// base, data and buffer are the caller's).
+void apply_fields(const WireTensor& w, loom_tensor_t* t);
+
+// FNV-1a over bytes: the key of a serialised graph and of a supports query.
+uint64_t wire_hash(const uint8_t* p, size_t n, uint64_t seed = 1469598103934665603ull);
+
+}  // namespace loom::common::mpi

@@ -1,0 +1,134 @@
+#include "device.h"
+
+#include <algorithm>
+#include <cstring>
+#include <iterator>
+#include <vector>
+
+#include "common/glue.h"
+#include "stream.h"
+
+namespace loom::mpi {
+namespace {
+
+using common::guarded;
+using common::make_status;
+namespace wire = common::mpi;
+
+loom_status_t* device_get_props(loom_device_t* d, loom_device_props_t* out) {
+  return guarded("mpi.get_props", [&]() -> loom_status_t* {
+    const RemoteInfo& i = RemoteDevice::from(d)->info();
+    loom_device_props_t props{};
+    props.struct_size = sizeof props;
+    props.name = i.name.c_str();
+    props.description = i.description.c_str();
+    props.type = i.type;
+    props.memory_total = i.memory_total;
+    props.memory_free = i.memory_free;
+    std::memcpy(props.uuid, i.uuid, sizeof props.uuid);
+    props.has_uuid = true;
+    // Synchronous streams, no events, no host buffers: the wire is the only
+    // way in. An emulated device stays one (used only when named).
+    props.caps = i.caps & LOOM_DEVICE_CAP_EMULATED;
+    common::write_device_props(props, out);
+    return nullptr;
+  });
+}
+
+loom_buffer_type_t* device_buffer_type(loom_device_t* d) { return RemoteDevice::from(d)->buffer_type().handle(); }
+
+bool device_supports_op(loom_device_t* d, const loom_tensor_t* node) {
+  try {
+    return RemoteDevice::from(d)->supports_op(node);
+  } catch (...) {
+    return false;
+  }
+}
+
+bool device_supports_buffer_type(loom_device_t* d, const loom_buffer_type_t* bt) {
+  return bt == RemoteDevice::from(d)->buffer_type().handle();
+}
+
+loom_status_t* device_stream_create(loom_device_t* d, loom_stream_t** out) {
+  return guarded("mpi.stream_create", [&]() -> loom_status_t* {
+    if (out == nullptr) return make_status(LOOM_STATUS_INVALID_ARGUMENT, "[mpi.stream_create] out_stream is null");
+    *out = RemoteStream::create(RemoteDevice::from(d));
+    return nullptr;
+  });
+}
+
+const loom_device_iface_t kDeviceIface = {
+    sizeof(loom_device_iface_t),
+    device_get_props,
+    device_buffer_type,
+    nullptr,  // host_buffer_type: the host stages through plain host memory
+    device_supports_op,
+    device_supports_buffer_type,
+    device_stream_create,
+    nullptr,  // event_create: streams are synchronous
+    nullptr,  // get_extension: none yet (cost, threads are later steps)
+    nullptr,  // buffer_from_host_ptr: host memory cannot be lent across ranks
+};
+
+}  // namespace
+
+RemoteDevice::RemoteDevice(Transport* transport, RemoteInfo info)
+    : transport_(transport), info_(std::move(info)), raw_{sizeof(loom_device_t), &kDeviceIface, this},
+      buffer_type_(this) {}
+
+bool RemoteDevice::supports_op(const loom_tensor_t* node) {
+  if (node == nullptr) return false;
+  // The query: the sources (index 0..n-1), then the node naming them.
+  wire::Writer q(wire::Kind::kSupports, transport_->loom_version());
+  q.u32(info_.index);
+  std::vector<wire::WireTensor> ts;
+  wire::WireTensor n = wire::wire_fields(*node);
+  for (int s = 0; s < LOOM_MAX_SRC; ++s) {
+    if (node->src[s] == nullptr) continue;
+    n.src[s] = static_cast<int32_t>(ts.size());
+    // An operand: its type, shape and strides matter, not how it was made.
+    wire::WireTensor src = wire::wire_fields(*node->src[s]);
+    src.op = LOOM_OP_NONE;
+    std::fill(std::begin(src.op_params), std::end(src.op_params), 0);
+    ts.push_back(std::move(src));
+  }
+  n.name.clear();  // names do not change the answer; leaving them out widens the cache
+  for (auto& t : ts) t.name.clear();
+  ts.push_back(n);
+  q.u32(static_cast<uint32_t>(ts.size()));
+  for (const auto& t : ts) wire::write_tensor(q, t);
+  const auto& bytes = q.data();
+  const uint64_t key = wire::wire_hash(bytes.data() + sizeof(wire::WireHeader), bytes.size() - sizeof(wire::WireHeader));
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = supports_.find(key);
+    if (it != supports_.end()) return it->second;
+  }
+  std::vector<uint8_t> reply;
+  loom_status_t* st = transport_->request(info_.rank, info_.name, q, &reply);
+  if (st != nullptr) {
+    common::plugin_log(LOOM_LOG_LEVEL_DEBUG, "mpi", "supports_op asked " + info_.name + " and failed");
+    common::host_services()->status_free(st);
+    return false;
+  }
+  wire::Reader r(reply.data(), reply.size());
+  const bool yes = r.u32() == 1 && !r.failed();
+  if (!yes && common::host_services()->log_enabled(LOOM_LOG_LEVEL_DEBUG, "mpi")) {
+    common::plugin_log(LOOM_LOG_LEVEL_DEBUG, "mpi", info_.name + " does not run node '" + node->name + "'");
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  supports_[key] = yes;
+  return yes;
+}
+
+bool RemoteDevice::graph_known(uint64_t key) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return graphs_.count(key) != 0;
+}
+
+void RemoteDevice::remember_graph(uint64_t key) {
+  std::lock_guard<std::mutex> lock(mu_);
+  graphs_.insert(key);
+}
+
+}  // namespace loom::mpi

@@ -1,0 +1,64 @@
+// A device of another rank, shown on rank 0 as "r<rank>.<name>". What the
+// worker reported at hello (name, type, memory, alignment, identity) is kept
+// here; supports_op answers are asked once per node shape and cached.
+// Owned by the plugin context; thread-safe (the cache has a mutex, the
+// transport its own).
+#pragma once
+
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "buffer.h"
+#include "loom/plugin.h"
+#include "transport.h"
+
+namespace loom::mpi {
+
+struct RemoteInfo {
+  int rank = 0;
+  uint32_t index = 0;  // the device's index in the worker's registry
+  std::string name;    // "r1.cpu"
+  std::string description;
+  int32_t type = LOOM_DEVICE_TYPE_CPU;
+  uint64_t memory_total = 0;
+  uint64_t memory_free = 0;
+  uint32_t caps = 0;
+  uint64_t alignment = 64;
+  uint8_t uuid[16] = {};
+};
+
+class RemoteDevice {
+ public:
+  RemoteDevice(Transport* transport, RemoteInfo info);
+  RemoteDevice(const RemoteDevice&) = delete;
+  RemoteDevice& operator=(const RemoteDevice&) = delete;
+
+  loom_device_t* raw() { return &raw_; }
+  static RemoteDevice* from(loom_device_t* d) { return static_cast<RemoteDevice*>(d->context); }
+  static const RemoteDevice* from(const loom_device_t* d) { return static_cast<const RemoteDevice*>(d->context); }
+  const RemoteInfo& info() const { return info_; }
+  Transport& transport() { return *transport_; }
+  RemoteBufferType& buffer_type() { return buffer_type_; }
+
+  // The remote device's answer for `node` (its sources' types and shapes
+  // included), cached by the encoded query; false when the rank is lost.
+  bool supports_op(const loom_tensor_t* node);
+
+  // Graph keys this device's worker has been sent (stream.cpp).
+  bool graph_known(uint64_t key);
+  void remember_graph(uint64_t key);
+
+ private:
+  Transport* transport_;
+  RemoteInfo info_;
+  loom_device_t raw_;
+  RemoteBufferType buffer_type_;
+  std::mutex mu_;
+  std::unordered_map<uint64_t, bool> supports_;
+  std::unordered_set<uint64_t> graphs_;
+};
+
+}  // namespace loom::mpi

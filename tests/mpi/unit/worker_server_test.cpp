@@ -1,0 +1,295 @@
+// `loom worker`'s request handling without mpirun: every request kind
+// against the real cpu device, and malformed requests (short, foreign,
+// another version, bad ids, offsets, sizes, sources, op parameters) each
+// answered with an error reply while the server keeps serving.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/mpi_wire.h"
+#include "loom/registry/registry.hpp"
+#include "worker/worker_server.hpp"
+
+namespace {
+
+namespace wire = loom::common::mpi;
+using loom::cli::worker::WorkerServer;
+
+constexpr const char* kVersion = "9.9.9-test";
+
+struct Reply {
+  uint32_t kind = 0;
+  uint32_t code = 0;
+  std::string message;
+  std::vector<uint8_t> payload;
+  bool ok() const { return kind == static_cast<uint32_t>(wire::Kind::kReplyOk); }
+};
+
+class WorkerServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    loom::registry::Options o;
+    o.paths = {LOOM_TEST_PLUGIN_DIR};
+    o.use_env = false;
+    o.search_library_dir = false;
+    o.search_install_dir = false;
+    o.probe = loom::registry::ProbeMode::kInline;
+    reg_ = loom::registry::Registry::load(o);
+    cpu_ = reg_->device("cpu");
+    ASSERT_NE(cpu_, nullptr);
+    server_ = std::make_unique<WorkerServer>(std::vector<loom::registry::Device*>{cpu_}, kVersion, 1, "testhost");
+  }
+  void TearDown() override { server_.reset(); }
+
+  Reply send_bytes(const std::vector<uint8_t>& msg) {
+    std::vector<uint8_t> out;
+    server_->handle(msg.data(), msg.size(), &out);
+    Reply r;
+    EXPECT_GE(out.size(), sizeof(wire::WireHeader));
+    if (out.size() < sizeof(wire::WireHeader)) return r;
+    wire::WireHeader h;
+    std::memcpy(&h, out.data(), sizeof h);
+    EXPECT_EQ(wire::check_header(h, kVersion, 1), "");
+    r.kind = h.kind;
+    wire::Reader rd(out.data() + sizeof h, out.size() - sizeof h);
+    if (!r.ok()) {
+      r.code = rd.u32();
+      r.message = rd.str(1 << 20);
+    } else {
+      r.payload.assign(out.begin() + sizeof h, out.end());
+    }
+    return r;
+  }
+  Reply send(wire::Writer& w) { return send_bytes(w.data()); }
+
+  uint64_t alloc(uint64_t size) {
+    wire::Writer w(wire::Kind::kAlloc, kVersion);
+    w.u32(0);
+    w.u64(size);
+    Reply r = send(w);
+    EXPECT_TRUE(r.ok()) << r.message;
+    uint64_t id = 0;
+    if (r.payload.size() == 8) std::memcpy(&id, r.payload.data(), 8);
+    return id;
+  }
+
+  static wire::WireTensor f32(int64_t n, uint64_t buffer, uint64_t offset, const char* name) {
+    wire::WireTensor t;
+    t.type = LOOM_TYPE_F32;
+    t.ne[0] = n;
+    t.nb[0] = 4;
+    t.nb[1] = t.nb[2] = t.nb[3] = static_cast<uint64_t>(4 * n);
+    t.buffer = buffer;
+    t.offset = offset;
+    t.name = name;
+    return t;
+  }
+
+  Reply set(const wire::WireTensor& t, uint64_t offset, const std::vector<float>& v, int64_t claimed = -1) {
+    wire::Writer w(wire::Kind::kSet, kVersion);
+    wire::write_tensor(w, t);
+    w.u64(offset);
+    w.u64(claimed < 0 ? v.size() * 4 : static_cast<uint64_t>(claimed));
+    w.bytes(v.data(), v.size() * 4);
+    return send(w);
+  }
+
+  // The server still answers a good request after whatever came before.
+  void expect_still_serving() {
+    wire::Writer w(wire::Kind::kHello, kVersion);
+    EXPECT_TRUE(send(w).ok());
+  }
+
+  std::unique_ptr<loom::registry::Registry> reg_;
+  loom::registry::Device* cpu_ = nullptr;
+  std::unique_ptr<WorkerServer> server_;
+};
+
+TEST_F(WorkerServerTest, HelloListsTheDevices) {
+  wire::Writer w(wire::Kind::kHello, kVersion);
+  Reply r = send(w);
+  ASSERT_TRUE(r.ok()) << r.message;
+  wire::Reader rd(r.payload.data(), r.payload.size());
+  EXPECT_EQ(rd.str(256), "testhost");
+  EXPECT_EQ(rd.u32(), 1u);
+  EXPECT_EQ(rd.str(64), "cpu");
+}
+
+TEST_F(WorkerServerTest, SetGetAndAGraphRun) {
+  const uint64_t b = alloc(3 * 64);
+  const wire::WireTensor a = f32(4, b, 0, "a"), c = f32(4, b, 64, "c");
+  ASSERT_TRUE(set(a, 0, {1, 2, 3, 4}).ok());
+  ASSERT_TRUE(set(c, 0, {10, 20, 30, 40}).ok());
+  // sum = a + c at offset 128
+  wire::WireTensor sum = f32(4, b, 128, "sum");
+  sum.op = LOOM_OP_ADD;
+  sum.src[0] = 0;
+  sum.src[1] = 1;
+  wire::Writer g(wire::Kind::kGraph, kVersion);
+  g.u32(0);
+  g.u64(42);
+  g.u32(3);
+  wire::write_tensor(g, a);
+  wire::write_tensor(g, c);
+  wire::write_tensor(g, sum);
+  g.u32(1);
+  g.i32(2);
+  Reply gr = send(g);
+  ASSERT_TRUE(gr.ok()) << gr.message;
+  wire::Writer run(wire::Kind::kRun, kVersion);
+  run.u32(0);
+  run.u64(42);
+  Reply rr = send(run);
+  ASSERT_TRUE(rr.ok()) << rr.message;
+  ASSERT_EQ(rr.payload.size(), 4u);
+  EXPECT_EQ(rr.payload[0], 1);  // ran
+  wire::Writer get(wire::Kind::kGet, kVersion);
+  wire::write_tensor(get, sum);
+  get.u64(0);
+  get.u64(16);
+  Reply got = send(get);
+  ASSERT_TRUE(got.ok()) << got.message;
+  ASSERT_EQ(got.payload.size(), 16u);
+  float v[4];
+  std::memcpy(v, got.payload.data(), 16);
+  EXPECT_EQ(v[0], 11);
+  EXPECT_EQ(v[3], 44);
+}
+
+TEST_F(WorkerServerTest, AnUnknownGraphKeyIsNotRunAndSaysSo) {
+  wire::Writer run(wire::Kind::kRun, kVersion);
+  run.u32(0);
+  run.u64(7);
+  Reply r = send(run);
+  ASSERT_TRUE(r.ok()) << r.message;
+  EXPECT_EQ(r.payload[0], 0);  // rank 0 then sends the graph again
+}
+
+TEST_F(WorkerServerTest, MalformedHeadersAreRefused) {
+  Reply r = send_bytes({1, 2, 3});
+  EXPECT_FALSE(r.ok());
+  EXPECT_NE(r.message.find("shorter than the 32-byte header"), std::string::npos) << r.message;
+  wire::Writer foreign(wire::Kind::kHello, kVersion);
+  foreign.data()[0] ^= 0xFF;
+  r = send(foreign);
+  EXPECT_NE(r.message.find("bad magic"), std::string::npos) << r.message;
+  wire::Writer other(wire::Kind::kHello, "0.0.1-old");
+  r = send(other);
+  EXPECT_EQ(r.code, static_cast<uint32_t>(LOOM_STATUS_INCOMPATIBLE));
+  EXPECT_NE(r.message.find("loom 0.0.1-old"), std::string::npos) << r.message;
+  EXPECT_NE(r.message.find(kVersion), std::string::npos) << r.message;
+  wire::Writer unknown(static_cast<wire::Kind>(77), kVersion);
+  r = send(unknown);
+  EXPECT_NE(r.message.find("unknown request kind 77"), std::string::npos) << r.message;
+  expect_still_serving();
+}
+
+TEST_F(WorkerServerTest, BadBuffersOffsetsAndSizesAreRefused) {
+  const uint64_t b = alloc(64);
+  Reply r = set(f32(4, b + 100, 0, "x"), 0, {1, 2, 3, 4});
+  EXPECT_NE(r.message.find("is not a buffer of this device"), std::string::npos) << r.message;
+  r = set(f32(4, b, 1u << 30, "x"), 0, {1, 2, 3, 4});
+  EXPECT_NE(r.message.find("past the buffer"), std::string::npos) << r.message;
+  r = set(f32(16, b, 32, "x"), 0, {1});  // 64 bytes at 32 in a 64-byte buffer
+  EXPECT_NE(r.message.find("do not fit the buffer"), std::string::npos) << r.message;
+  r = set(f32(4, b, 0, "x"), 8, {1, 2, 3});  // 12 bytes at 8 of a 16-byte tensor
+  EXPECT_FALSE(r.ok());
+  r = set(f32(4, b, 0, "x"), 0, {1, 2}, 16);  // claims 16 bytes, carries 8
+  EXPECT_NE(r.message.find("ends early"), std::string::npos) << r.message;
+  wire::Writer a(wire::Kind::kAlloc, kVersion);
+  a.u32(5);
+  a.u64(64);
+  r = send(a);
+  EXPECT_NE(r.message.find("device index 5"), std::string::npos) << r.message;
+  wire::Writer extra(wire::Kind::kFree, kVersion);
+  extra.u64(b);
+  extra.u32(0);
+  r = send(extra);
+  EXPECT_NE(r.message.find("left over"), std::string::npos) << r.message;
+  expect_still_serving();
+}
+
+TEST_F(WorkerServerTest, BadGraphsAreRefused) {
+  const uint64_t b = alloc(256);
+  auto graph = [&](std::vector<wire::WireTensor> ts, uint32_t claimed = 0) {
+    wire::Writer g(wire::Kind::kGraph, kVersion);
+    g.u32(0);
+    g.u64(9);
+    g.u32(claimed ? claimed : static_cast<uint32_t>(ts.size()));
+    for (const auto& t : ts) wire::write_tensor(g, t);
+    g.u32(1);
+    g.i32(static_cast<int32_t>(ts.size()) - 1);
+    return send(g);
+  };
+  wire::Writer run(wire::Kind::kRun, kVersion);
+  wire::WireTensor x = f32(4, b, 0, "x");
+  wire::WireTensor y = f32(4, b, 64, "y");
+  y.op = LOOM_OP_ADD;
+  y.src[0] = 0;
+  y.src[1] = 1;  // itself: not sent before it
+  Reply r = graph({x, y});
+  EXPECT_NE(r.message.find("not one sent before it"), std::string::npos) << r.message;
+  y.src[1] = 0;
+  y.op = 999;
+  r = graph({x, y});
+  EXPECT_NE(r.message.find("op id 999"), std::string::npos) << r.message;
+  wire::WireTensor w8 = f32(8, b, 128, "w8");
+  wire::WireTensor mm = f32(4, b, 192, "mm");
+  mm.op = LOOM_OP_MUL_MAT;
+  mm.src[0] = 0;  // K = 4
+  mm.src[1] = 1;  // K = 8: the rule refuses
+  r = graph({x, w8, mm});
+  EXPECT_NE(r.message.find("not well-formed"), std::string::npos) << r.message;
+  r = graph({x}, 1u << 30);
+  EXPECT_NE(r.message.find("do not fit"), std::string::npos) << r.message;
+  wire::WireTensor badtype = f32(4, b, 0, "t");
+  badtype.type = 5;  // a hole in the type ids
+  r = graph({badtype});
+  EXPECT_NE(r.message.find("type 5"), std::string::npos) << r.message;
+  EXPECT_EQ(server_->cached_graphs(), 0u);
+  expect_still_serving();
+}
+
+TEST_F(WorkerServerTest, SupportsAsksTheDeviceAndRefusesBuffers) {
+  auto ask = [&](wire::WireTensor node, uint64_t src_buffer) {
+    wire::Writer q(wire::Kind::kSupports, kVersion);
+    q.u32(0);
+    q.u32(3);
+    wire::write_tensor(q, f32(4, src_buffer, 0, ""));
+    wire::write_tensor(q, f32(4, 0, 0, ""));
+    wire::write_tensor(q, node);
+    return send(q);
+  };
+  wire::WireTensor add = f32(4, 0, 0, "");
+  add.op = LOOM_OP_ADD;
+  add.src[0] = 0;
+  add.src[1] = 1;
+  Reply r = ask(add, 0);
+  ASSERT_TRUE(r.ok()) << r.message;
+  ASSERT_EQ(r.payload.size(), 4u);
+  EXPECT_EQ(r.payload[0], 1);
+  r = ask(add, 3);
+  EXPECT_NE(r.message.find("in a query that has none"), std::string::npos) << r.message;
+  expect_still_serving();
+}
+
+TEST_F(WorkerServerTest, AnImpossibleAllocationIsAnErrorNotACrash) {
+  wire::Writer a(wire::Kind::kAlloc, kVersion);
+  a.u32(0);
+  a.u64(uint64_t{1} << 62);
+  Reply r = send(a);
+  EXPECT_FALSE(r.ok());
+  EXPECT_FALSE(r.message.empty());
+  expect_still_serving();
+}
+
+TEST_F(WorkerServerTest, ShutdownEndsTheLoop) {
+  wire::Writer w(wire::Kind::kShutdown, kVersion);
+  std::vector<uint8_t> out;
+  EXPECT_FALSE(server_->handle(w.data().data(), w.data().size(), &out));
+}
+
+}  // namespace

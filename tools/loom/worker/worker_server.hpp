@@ -1,0 +1,76 @@
+// What `loom worker` does with one request: decode it, check every field
+// (sizes, offsets, buffer and tensor ids, op parameters through the op
+// table's rules) and act on this rank's devices through the registry. No
+// MPI here: a request is bytes in and a reply is bytes out, so a malformed
+// message is answered with an error reply (never a crash) and the whole
+// validation is unit tested without mpirun (tests/mpi). The MPI loop around
+// it is worker_loop.cpp. Not thread-safe: one request at a time.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "loom/registry/registry.hpp"
+#include "loom/runtime/status.hpp"
+#include "loom/runtime/tensor.hpp"
+
+namespace loom::cli::worker {
+
+class WorkerServer {
+ public:
+  // devices: borrowed (the registry outlives the server); rank: this
+  // process's rank, for messages.
+  WorkerServer(std::vector<registry::Device*> devices, std::string loom_version, int rank, std::string host);
+  ~WorkerServer();
+
+  // Answer one message from rank 0 (header included) into *reply. Returns
+  // false once the message was a shutdown (the reply is still written).
+  bool handle(const uint8_t* msg, size_t n, std::vector<uint8_t>* reply);
+
+  // Cached graphs (the bound keeps a worker's memory flat when shapes keep
+  // changing; rank 0 sends a dropped graph again).
+  size_t cached_graphs() const { return graphs_.size(); }
+  static constexpr size_t kMaxGraphs = 64;
+
+ private:
+  struct Allocation {
+    uint32_t device = 0;
+    Buffer buffer;
+  };
+  struct CachedGraph {
+    uint32_t device = 0;
+    std::vector<Tensor> tensors;  // sized once: nodes and sources point into it
+    std::vector<loom_tensor_t*> nodes;
+  };
+
+  Status dispatch(uint32_t kind, const uint8_t* p, size_t n, std::vector<uint8_t>* reply);
+  Status hello(std::vector<uint8_t>* reply);
+  Status alloc(const uint8_t* p, size_t n, std::vector<uint8_t>* reply);
+  Status free_buffer(const uint8_t* p, size_t n);
+  Status clear(const uint8_t* p, size_t n);
+  Status set_tensor(const uint8_t* p, size_t n);
+  Status get_tensor(const uint8_t* p, size_t n, std::vector<uint8_t>* reply);
+  Status supports(const uint8_t* p, size_t n, std::vector<uint8_t>* reply);
+  Status graph(const uint8_t* p, size_t n);
+  Status run(const uint8_t* p, size_t n, std::vector<uint8_t>* reply);
+
+  StatusOr<registry::Device*> device(uint32_t index) const;
+  StatusOr<Allocation*> allocation(uint64_t id);
+  Stream* stream(uint32_t device);
+
+  std::vector<registry::Device*> devices_;
+  std::string loom_version_;
+  int rank_;
+  std::string host_;
+  uint64_t next_id_ = 1;
+  std::map<uint64_t, Allocation> buffers_;
+  std::map<uint64_t, std::unique_ptr<CachedGraph>> graphs_;
+  std::map<uint32_t, Stream> streams_;
+
+  friend class GraphDecoder;
+};
+
+}  // namespace loom::cli::worker
