@@ -146,6 +146,14 @@ Status WorkerServer::alloc(const uint8_t* p, size_t n, std::vector<uint8_t>* rep
   const uint64_t size = r.u64();
   LOOM_RETURN_IF_ERROR(finished(r, "alloc"));
   LOOM_ASSIGN_OR_RETURN(registry::Device * d, device(dev));
+  // A size past the device's whole memory is refused here, before any
+  // allocator sees it (some abort on such sizes instead of failing).
+  uint64_t total = d->info().memory_total;
+  if (StatusOr<registry::Device::Memory> now = d->memory(); now.ok() && now->total > 0) total = now->total;
+  if (total > 0 && size > total) {
+    return resource_exhausted("[worker.alloc] " + std::to_string(size) + " bytes on " + d->name() +
+                              " exceed its memory (" + std::to_string(total) + " bytes in all)");
+  }
   LOOM_ASSIGN_OR_RETURN(Buffer b, d->alloc_buffer(static_cast<size_t>(size)));
   const uint64_t id = next_id_++;
   buffers_[id] = Allocation{dev, std::move(b)};
