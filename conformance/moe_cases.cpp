@@ -53,18 +53,18 @@ class MulMatIdTest : public OpTest {
     }
     Tensor* out = unwrap(op::mul_mat_id(ctx_, a.t, b.t, ids.t), "mul_mat_id");
     LOOM_ASSERT_OK(run_threads({out}));
-    auto reference = [&](bool q8, std::vector<double>* ref, std::vector<double>* tol) {
+    auto reference = [&](MatRounding r, std::vector<double>* ref, std::vector<double>* tol) {
       ref->clear();
       tol->clear();
       for (int64_t t = 0; t < c.n_tok; ++t) {
         for (int64_t u = 0; u < c.n_used; ++u) {
           const int64_t e = id_vals[static_cast<size_t>(t * c.n_used + u)];
           const int64_t col = c.shared_b ? 0 : u;
-          const std::vector<double> bq = q8 ? q8_column(b.h, col, t, 0, act_block(ta)) : std::vector<double>();
+          const std::vector<double> bc = b_column(b.h, col, t, 0, r, act_block(ta));
           for (int64_t m = 0; m < c.m; ++m) {
             double sum = 0.0, mag = 0.0;
             for (int64_t k = 0; k < c.k; ++k) {
-              const double p = a.h.at(k, m, e) * (q8 ? bq[static_cast<size_t>(k)] : b.h.at(k, col, t));
+              const double p = a_value(a.h.at(k, m, e), r) * bc[static_cast<size_t>(k)];
               sum += p;
               mag += std::fabs(p);
             }
@@ -76,11 +76,10 @@ class MulMatIdTest : public OpTest {
     };
     std::vector<double> ref, tol;
     // B may be rounded whatever its layout: a plugin gathers each expert's
-    // columns into dense rows before MUL_MAT's int8 path.
-    const bool may_round = block_elems(ta) > 1;
-    reference(may_round && act_q8_ == ActQ8::kRounded, &ref, &tol);
+    // columns into dense rows before MUL_MAT's int8 path. (No F16 rule:
+    // no plugin runs MUL_MAT_ID on F16 tensor cores.)
     const std::vector<double> got = read(out);
-    if (may_round && act_q8_ == ActQ8::kEither && count_mismatches(got, ref, tol) > 0) reference(true, &ref, &tol);
+    pick_reference(mat_roundings(act_q8_, block_elems(ta) > 1, 0), got, reference, &ref, &tol);
     expect_close(got, ref, tol, {c.m, c.n_used, c.n_tok, 1}, "mul_mat_id result");
   }
 };

@@ -263,7 +263,9 @@ typedef enum loom_op {
   LOOM_OP_NORM = 12,
   /* src0 A [K, M, a2, a3] any type; src1 B [K, N, b2, b3] F32 with
    * b2 % a2 == 0, b3 % a3 == 0. Result F32 [M, N, b2, b3]:
-   * dst[m, n, i2, i3] = sum_k A[k, m, i2 / (b2/a2), i3 / (b3/a3)] * B[k, n, i2, i3]. */
+   * dst[m, n, i2, i3] = sum_k A[k, m, i2 / (b2/a2), i3 / (b3/a3)] * B[k, n, i2, i3].
+   * Allowed roundings (docs/plugin-abi.md, "What loom conformance checks"):
+   * B to 8-bit blocks for a quantized A; A and B to F16 when N >= 9. */
   LOOM_OP_MUL_MAT = 13,
   /* Rotary embedding. src0 float [head_dim, n_head, n_tok, n3]; src1 I32
    * positions [n_tok]. i32 params: [0] n_dims (even, <= head_dim),

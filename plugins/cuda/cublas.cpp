@@ -38,6 +38,7 @@ std::string Cublas::open() {
     sgemm = nullptr;
     return error = file + " lacks a cuBLAS entry loom uses";
   }
+  if (!sym(lib, "cublasGemmEx", &gemm_ex)) gemm_ex = nullptr;  // SGEMM for every prefill then
   return error = "";
 }
 

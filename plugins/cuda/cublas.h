@@ -18,6 +18,13 @@ struct Cublas {
   decltype(&cublasSetMathMode) set_math_mode = nullptr;
   decltype(&cublasSgemm_v2) sgemm = nullptr;
   decltype(&cublasGetStatusString) status_string = nullptr;
+  // Optional: the F16-input GEMM on tensor cores (nullptr: SGEMM only).
+  // (cublasGemmEx is overloaded in C++: the exported one takes a
+  // cublasComputeType_t.)
+  using GemmEx = cublasStatus_t (*)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int,
+                                    const void*, const void*, cudaDataType, int, const void*, cudaDataType, int,
+                                    const void*, void*, cudaDataType, int, cublasComputeType_t, cublasGemmAlgo_t);
+  GemmEx gemm_ex = nullptr;
 
   // "" when loaded, else why not. LOOM_CUDA_CUBLAS names another file (or
   // "off": do without); ignored under secure execution.

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "common/env.h"
 #include "common/glue.h"
 #include "ops/ops.h"
 #include "ops/support.h"
@@ -85,9 +86,12 @@ std::unique_ptr<Device> Device::create(int ordinal, const Cublas* cublas, std::s
   std::memcpy(d->uuid_, prop.uuid.bytes, 16);
   d->memory_total_ = prop.totalGlobalMem;
   d->sm_count_ = prop.multiProcessorCount;
+  d->f16_gemm_ = prop.major >= 7 && cublas != nullptr && cublas->gemm_ex != nullptr &&
+                 common::plugin_env_flag("LOOM_CUDA_F16_GEMM", true);
   d->description_ = std::string(prop.name) + " (compute capability " + std::to_string(prop.major) + "." +
                     std::to_string(prop.minor) + ", " + std::to_string(prop.multiProcessorCount) + " SMs, " +
-                    std::to_string(prop.totalGlobalMem >> 20) + " MiB, PCI " + d->pci_bus_id_ + ")";
+                    std::to_string(prop.totalGlobalMem >> 20) + " MiB, PCI " + d->pci_bus_id_ +
+                    (d->f16_gemm_ ? ", prefill on tensor cores (F16 inputs)" : "") + ")";
   d->raw_ = {sizeof(loom_device_t), &kDeviceIface, d.get()};
   d->buffer_type_ = std::make_unique<BufferType>(d.get(), false);
   d->host_type_ = std::make_unique<BufferType>(d.get(), true);

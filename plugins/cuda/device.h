@@ -34,6 +34,9 @@ class Device {
   uint64_t memory_total() const { return memory_total_; }
   int sm_count() const { return sm_count_; }
   const Cublas* cublas() const { return cublas_; }
+  // Prefill GEMMs with F16 inputs on tensor cores (compute capability >= 7,
+  // cublasGemmEx present, LOOM_CUDA_F16_GEMM not 0).
+  bool f16_gemm() const { return f16_gemm_; }
   // cudaSetDevice(ordinal) for the calling thread.
   void make_current() const;
 
@@ -53,6 +56,7 @@ class Device {
   uint8_t uuid_[16] = {};
   uint64_t memory_total_ = 0;
   int sm_count_ = 1;
+  bool f16_gemm_ = false;
   const Cublas* cublas_ = nullptr;
   std::unique_ptr<BufferType> buffer_type_;
   std::unique_ptr<BufferType> host_type_;

@@ -125,6 +125,7 @@ loom_status_t* Stream::compute(const loom_graph_t* graph) {
   act_cache_.clear();  // B's blocks are kept within one graph only
   ctx.error = error_;
   ctx.sm_count = device_->sm_count();
+  ctx.f16_gemm = device_->f16_gemm();
   loom_status_t* st = nullptr;
   // A replay skips check_graph: its key (fingerprint and addresses) is the
   // one of a graph that passed it.

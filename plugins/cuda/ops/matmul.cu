@@ -5,9 +5,16 @@
 // (gemv.h: integer dot products against B's 8-bit blocks for quantized A,
 // f32 for float A). Larger batches: A dequantized to f32 scratch (F32 rows
 // used in place), B rounded or densified to f32, one cuBLAS SGEMM per
-// matrix of the batch, f32 compute (no TF32). A layout the GEMVs do not
+// matrix of the batch, f32 compute (no TF32); or, for F16 and quantized A
+// on a device with tensor cores (ctx.f16_gemm), A and B rounded to F16
+// (round to nearest even; dense F16 A used in place) and one cublasGemmEx
+// per matrix with f32 accumulation: the F16-inputs rule of
+// docs/plugin-abi.md (MUL_MAT), which the conformance suite accepts for B
+// of more than 8 columns. A layout the GEMVs do not
 // read (strided float A, misaligned blocks, B with strided elements) runs
 // the exact per-block kernel below (gemv.cuh: a lane per block).
+#include <cuda_fp16.h>
+
 #include <algorithm>
 
 #include "act_cache.h"
@@ -51,6 +58,16 @@ __global__ void dequant_kernel(float* out, TArg a) {
   int64_t i[4];
   a.index(e, i);
   out[e] = row_elem(a.type, a.data + a.offset(0, i[1], i[2], i[3]), i[0], a.nb[0]);
+}
+
+// Any source (all its matrices) to dense F16 [ne0, ne1, ne2, ne3], each
+// element rounded to nearest even (A dequantized first; B's f32 as given).
+__global__ void to_half_kernel(__half* out, TArg t) {
+  const int64_t e = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  if (e >= t.nelements()) return;
+  int64_t i[4];
+  t.index(e, i);
+  out[e] = __float2half_rn(row_elem(t.type, t.data + t.offset(0, i[1], i[2], i[3]), i[0], t.nb[0]));
 }
 
 // B to dense f32 when its rows are not contiguous.
@@ -135,6 +152,61 @@ loom_status_t* gemm(const LaunchContext& ctx, const loom_tensor_t* node) {
   return nullptr;
 }
 
+// The tensor-core GEMM: A's type F16 or quantized (F32 and BF16 A keep the
+// SGEMM), cublasGemmEx present and wanted.
+bool f16_gemm_applies(const LaunchContext& ctx, const loom_tensor_t* node) {
+  const int32_t ta = node->src[0]->type;
+  return ctx.f16_gemm && ctx.cublas->gemm_ex != nullptr && (ta == LOOM_TYPE_F16 || quantized(ta));
+}
+
+// dst = A^T B per matrix with A and B as F16 (rounded into scratch unless A
+// is already dense-rowed F16), f32 accumulation and result.
+loom_status_t* gemm_f16(const LaunchContext& ctx, const loom_tensor_t* node) {
+  const TArg a = targ(node->src[0]);
+  const TArg b = targ(node->src[1]);
+  const TArg dst = targ(node);
+  const int64_t K = a.ne[0], M = a.ne[1], N = b.ne[1];
+  const bool a_direct = a.type == LOOM_TYPE_F16 && a.nb[0] == 2 && a.nb[1] % 2 == 0 && a.nb[1] >= 2 * K &&
+                        a.nb[2] % 2 == 0 && a.nb[3] % 2 == 0;
+  // Byte counts kept 256-aligned so B's half of the scratch starts aligned.
+  const size_t a_bytes = a_direct ? 0 : (static_cast<size_t>(a.nelements()) * 2 + 255) / 256 * 256;
+  const size_t b_bytes = static_cast<size_t>(b.nelements()) * 2;
+  loom_status_t* st = nullptr;
+  uint8_t* scratch = static_cast<uint8_t*>(ctx.scratch->get(a_bytes + b_bytes, &st));
+  if (st != nullptr) return st;
+  int64_t lda = a.nb[1] / 2, sa2 = a.nb[2] / 2, sa3 = a.nb[3] / 2;
+  const __half* A = reinterpret_cast<const __half*>(a.data);
+  if (!a_direct) {
+    to_half_kernel<<<grid_for(a.nelements()), kElemThreads, 0, ctx.stream>>>(reinterpret_cast<__half*>(scratch), a);
+    if ((st = launch_status(node, "A to f16")) != nullptr) return st;
+    A = reinterpret_cast<const __half*>(scratch);
+    lda = K;
+    sa2 = K * M;
+    sa3 = K * M * a.ne[2];
+  }
+  __half* B = reinterpret_cast<__half*>(scratch + a_bytes);
+  to_half_kernel<<<grid_for(b.nelements()), kElemThreads, 0, ctx.stream>>>(B, b);
+  if ((st = launch_status(node, "B to f16")) != nullptr) return st;
+  const int64_t ldb = K, sb2 = K * N, sb3 = K * N * b.ne[2];
+  const float one = 1.0f, zero = 0.0f;
+  for (int64_t i3 = 0; i3 < b.ne[3]; ++i3) {
+    for (int64_t i2 = 0; i2 < b.ne[2]; ++i2) {
+      const int64_t a2 = i2 / (b.ne[2] / a.ne[2]), a3 = i3 / (b.ne[3] / a.ne[3]);
+      float* C = reinterpret_cast<float*>(dst.data + i2 * dst.nb[2] + i3 * dst.nb[3]);
+      const cublasStatus_t r = ctx.cublas->gemm_ex(
+          ctx.blas, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(M), static_cast<int>(N), static_cast<int>(K), &one,
+          A + a2 * sa2 + a3 * sa3, CUDA_R_16F, static_cast<int>(lda), B + i2 * sb2 + i3 * sb3, CUDA_R_16F,
+          static_cast<int>(ldb), &zero, C, CUDA_R_32F, static_cast<int>(dst.nb[1] / 4), CUBLAS_COMPUTE_32F,
+          CUBLAS_GEMM_DEFAULT);
+      if (r != CUBLAS_STATUS_SUCCESS) {
+        return common::make_status(LOOM_STATUS_INTERNAL, "[cuda.compute] " + std::string(node->name) +
+                                                             " (MUL_MAT): cublasGemmEx: " + ctx.cublas->status_string(r));
+      }
+    }
+  }
+  return nullptr;
+}
+
 // Every batch size without cuBLAS, on the per-block kernel: B densified
 // (or rounded) into scratch unless it is already dense f32 and not rounded.
 loom_status_t* gemv_exact(const LaunchContext& ctx, const loom_tensor_t* node) {
@@ -202,7 +274,7 @@ loom_status_t* launch_mul_mat(const LaunchContext& ctx, const loom_tensor_t* nod
   if (targ(node).nelements() == 0) return nullptr;
   const bool use_blas = ctx.cublas != nullptr && ctx.cublas->ok() && ctx.blas != nullptr && b.ne[1] > kGemvMaxCols &&
                         node->src[0]->ne[0] <= 0x7FFFFFFF && node->src[0]->ne[1] <= 0x7FFFFFFF;
-  if (use_blas) return gemm(ctx, node);
+  if (use_blas) return f16_gemm_applies(ctx, node) ? gemm_f16(ctx, node) : gemm(ctx, node);
   const loom_tensor_t* a = node->src[0];
   if (rounds_b(node) && gemv_quant_fits(a)) {
     ActQ8 act{};

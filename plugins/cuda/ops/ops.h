@@ -42,6 +42,7 @@ struct LaunchContext {
   ActCache* act_cache = nullptr;   // nullptr: quantize B at every MUL_MAT
   KernelFault* error = nullptr;    // device word, code 0 = fine
   int sm_count = 1;
+  bool f16_gemm = false;  // prefill GEMMs may round A and B to F16 (Device::f16_gemm)
 };
 
 // Enqueue one node that passed unsupported_reason (support.h); NULL or a
