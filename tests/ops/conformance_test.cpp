@@ -57,10 +57,13 @@ class CaseTest : public ::testing::Test {
     // GEMV) and its other kernels do not: each result must match one
     // reference, as in `loom conformance` (LOOM_TEST_ACT_Q8=0 forces the
     // exact one). tests/vulkan/vulkan_int8_test.cpp checks which path ran.
+    // A cuda device rounds B to 8-bit blocks in its GEMVs and its SGEMM
+    // path, and A and B to F16 on its tensor-core path: the same rule.
     const char* act_q8 = std::getenv("LOOM_TEST_ACT_Q8");
+    const bool gpu = dev->name().rfind("vulkan", 0) == 0 || dev->name().rfind("cuda", 0) == 0;
     opt.act_q8 = env_is_1("LOOM_TEST_ACT_Q8") && !env_is_1("LOOM_CPU_REFERENCE") ? conformance::ActQ8::kRounded
-                 : act_q8 == nullptr && dev->name().rfind("vulkan", 0) == 0      ? conformance::ActQ8::kEither
-                                                                                 : conformance::ActQ8::kExact;
+                 : act_q8 == nullptr && gpu                                       ? conformance::ActQ8::kEither
+                                                                                  : conformance::ActQ8::kExact;
     for (const registry::Candidate& c : test_registry()->candidates()) {
       if (c.fate == registry::Fate::kReady && c.plugin == dev->info().plugin) opt.candidate = &c;
     }
