@@ -243,6 +243,10 @@ LOOM_CASE(MatMulTest, LargerProductStaysAccurate) {
   // rows split over threads, then the dots.
   check(LOOM_TYPE_Q8_0, {256, 37, 19, 1, 1, 1, 1}, Layout::kDense, Layout::kDense);
   check(LOOM_TYPE_Q4_0, {96, 9, 6, 1, 2, 2, 2}, Layout::kDense, Layout::kDense);
+  // More than one 64x64 tile both ways, ragged at both ends (GPU prefill
+  // kernels), with K not a multiple of their k step for float A.
+  check(LOOM_TYPE_Q4_K, {256, 130, 67, 1, 1, 1, 1}, Layout::kDense, Layout::kDense);
+  check(LOOM_TYPE_F32, {41, 65, 129, 1, 1, 1, 1}, Layout::kDense, Layout::kDense);
 }
 
 // Weights in the device's own layout (loom.weight_layout; the cpu plugin's

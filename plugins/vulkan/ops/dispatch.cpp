@@ -127,8 +127,9 @@ uint64_t mul_mat_loops(MatKernel k, const loom_tensor_t* a, uint64_t cols, uint3
       return steps * (per + 1) + 2 * cols + 16 + cols * 9;
     }
     case MatKernel::kTiled:
-      // Per 32 k: the staging loop (2), the 32 multiply-adds.
-      return (kk + 31) / 32 * 36 + 4;
+      // Per 16 k (mul_mat.comp): the staging loop (4), the 16 steps of
+      // 4x4 multiply-adds (their 4-long loops unrolled), the step itself.
+      return (kk + 15) / 16 * 22 + 8;
   }
   return 0;
 }
@@ -356,9 +357,9 @@ std::string plan_mul_mat(const OpCaps& caps, const loom_tensor_t* n, Planner& p,
     d->shader = caps.subgroup_add ? "mul_mat_vec_subgroup" : "mul_mat_vec";
     LOOM_VK_TRY(p.groups(m, vec_wg));
   } else {
-    d->shader = "mul_mat";
-    const uint64_t gx = (m + 15) / 16;
-    const uint64_t gy = (static_cast<uint64_t>(b->ne[1]) + 15) / 16;
+    d->shader = "mul_mat";  // 64x64 tiles (mul_mat.comp)
+    const uint64_t gx = (m + 63) / 64;
+    const uint64_t gy = (static_cast<uint64_t>(b->ne[1]) + 63) / 64;
     if (gx > caps.max_groups[0] || gy > caps.max_groups[1]) return "matrix too large for the grid";
     d->spec[0] = 256;
     d->groups[0] = static_cast<uint32_t>(gx);
