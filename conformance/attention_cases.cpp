@@ -237,6 +237,21 @@ LOOM_CASE(AttentionTest, NonContiguousQuery) {
   check({17, 17, 4, 4, 3, 33, LOOM_TYPE_F16, true}, causal(0, 3));
 }
 
+// Prefill batches (more than 8 queries per head: GPU plugins' tiled
+// kernels, blocks of queries sharing each chunk of keys): causal and
+// ragged lengths, a block only partly filled, zero-length rows inside a
+// block, GQA, head sizes at and past 128, Dv != D, F32 / F16 / BF16 and
+// mixed K / V types, a permuted Q, cache rows holding every head.
+LOOM_CASE(AttentionTest, PrefillBlocksOfQueries) {
+  seed(1109);
+  check({64, 64, 8, 2, 37, 300, LOOM_TYPE_F16, false}, causal(250, 37));
+  check({128, 128, 4, 4, 20, 60, LOOM_TYPE_F32, false}, causal(40, 20));
+  check({17, 24, 4, 2, 9, 40, LOOM_TYPE_BF16, true}, {0, 1, 5, 40, 13, 0, 22, 40, 39});
+  check({256, 256, 2, 1, 12, 30, LOOM_TYPE_F16, false}, causal(18, 12));
+  check({32, 32, 4, 2, 16, 50, LOOM_TYPE_F16, false, true}, causal(34, 16));
+  check({64, 40, 8, 8, 11, 70, LOOM_TYPE_F16, false}, {70, 3, 17, 64, 65, 1, 2, 69, 70, 33, 20}, LOOM_TYPE_F32);
+}
+
 LOOM_CASE(AttentionTest, ZeroLengthRowIsZero) {
   seed(1105);
   check({16, 16, 4, 2, 3, 20, LOOM_TYPE_F32, false}, {0, 7, 20});
@@ -270,6 +285,15 @@ LOOM_CASE(AttentionTest, OutOfRangeLengthIsAnError) {
     LOOM_EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << st.to_string();
     LOOM_EXPECT_NE(st.message().find("visible[1] = " + std::to_string(bad)), std::string::npos) << st.to_string();
   }
+  // The same inside a prefill batch (query 10 of 12).
+  Operand q = input(LOOM_TYPE_F32, {8, 2, 12, 1});
+  Operand k = cache_view(LOOM_TYPE_F32, 8, 20, 2);
+  Operand v = cache_view(LOOM_TYPE_F32, 8, 20, 2);
+  Operand visible = input_ints(LOOM_TYPE_I32, {12, 1, 1, 1}, {9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 21, 20});
+  Tensor* out = unwrap(op::attention(ctx_, q.t, k.t, v.t, visible.t, 1.0f), "attention");
+  const Status st = run({out});
+  LOOM_EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << st.to_string();
+  LOOM_EXPECT_NE(st.message().find("visible[10] = 21"), std::string::npos) << st.to_string();
 }
 
 // The ranges form (ABI 1.4): visible I32 [2, T], query t over rows
@@ -322,6 +346,25 @@ LOOM_CASE(AttentionRangesTest, SequencesInSlotsOfOneCache) {
   check_ranges({16, 16, 4, 4, 5, 96, LOOM_TYPE_F32, false}, {32, 32, 32, 0, 64}, {32 + 10, 32 + 11, 32 + 12, 5, 64 + 32});
   check_ranges({8, 8, 8, 4, 3, 40, LOOM_TYPE_F16, true}, {10, 20, 20}, {10, 23, 40});
   check_ranges({32, 32, 4, 2, 2, 70, LOOM_TYPE_F16, false, true}, {0, 35}, {35, 70});
+}
+
+// A prefill chunk of 16 tokens of one sequence beside 4 decodes in other
+// slots (one with an empty range), and a chunk of 10 queries whose ranges
+// start apart: blocks of queries whose rows differ.
+LOOM_CASE(AttentionRangesTest, PrefillChunkBesideDecodes) {
+  seed(1124);
+  std::vector<int64_t> first, end;
+  for (int64_t t = 0; t < 16; ++t) {
+    first.push_back(64);
+    end.push_back(64 + 20 + t + 1);
+  }
+  for (int64_t s : {0, 128, 192, 224}) {
+    first.push_back(s);
+    end.push_back(s == 192 ? s : s + 30);
+  }
+  check_ranges({64, 64, 8, 2, 20, 256, LOOM_TYPE_F16, false}, first, end);
+  check_ranges({16, 16, 4, 4, 10, 96, LOOM_TYPE_F32, false}, {0, 3, 6, 9, 12, 40, 41, 42, 90, 0},
+               {10, 13, 16, 19, 22, 50, 51, 52, 96, 0});
 }
 
 // Decode of three sequences over long rows of one cache (two sharing their

@@ -34,6 +34,13 @@ constexpr uint64_t kAttnSplitKeys = 128;
 constexpr uint64_t kAttnMaxSplits = 32;
 constexpr int64_t kAttnSplitMaxTok = 8;
 constexpr uint32_t kCombineWg = 64;
+// attention_tiled: blocks of kAttnTiledRows queries of one head, keys in
+// chunks of kAttnTiledKeys, D and Dv at most kAttnTiledMaxD (its BR, BC,
+// DMAX; the workgroup is BR * BC).
+constexpr int64_t kAttnTiledRows = 8;
+constexpr uint64_t kAttnTiledKeys = 16;
+constexpr int64_t kAttnTiledMaxD = 128;
+constexpr uint32_t kAttnTiledWg = 128;
 
 
 // Past the op set's rules (common/op_check.h): the shaders address tensors
@@ -65,6 +72,20 @@ uint64_t attention_loops(const loom_tensor_t* n, bool rows, uint64_t splits) {
   return 2 * mine + 8 + (n_kv + w - 1) / w * per_chunk;
 }
 
+// The same for attention_tiled.comp: per chunk of 16 keys, the staging of
+// K and V (16 x D / 128 elements each), the score's loop over D, the max
+// and weights (16 each, the first 8 invocations), the 8 result elements'
+// loops over 16 keys; before: Q and the block's key range.
+uint64_t attention_tiled_loops(const loom_tensor_t* n) {
+  const uint64_t d = static_cast<uint64_t>(n->src[0]->ne[0]);
+  const uint64_t dv = static_cast<uint64_t>(n->ne[0]);
+  const uint64_t keys = kAttnTiledKeys;
+  const uint64_t n_kv = static_cast<uint64_t>(n->src[1]->ne[1]);
+  const uint64_t per_chunk = 1 + (keys * d + kAttnTiledWg - 1) / kAttnTiledWg + 1 + d + 1 + 2 * (keys + 1) +
+                             (keys * dv + kAttnTiledWg - 1) / kAttnTiledWg + 1 + 8 * (keys + 1);
+  return 32 + (n_kv + keys - 1) / keys * per_chunk;
+}
+
 // Key ranges of the split-KV kernels for node n (1: one pass): decode
 // (few queries per head) over a KV length past kAttnSplitKeys.
 uint32_t attention_splits(const OpCaps& caps, const loom_tensor_t* n) {
@@ -79,6 +100,12 @@ uint32_t attention_splits(const OpCaps& caps, const loom_tensor_t* n) {
 // early (caps.loop_budget) and neither fits.
 const char* attention_kernel(const OpCaps& caps, const loom_tensor_t* n) {
   const uint32_t splits = attention_splits(caps, n);
+  // Prefill on a GPU: blocks of queries share each chunk of keys.
+  if (!caps.rows_kernels && caps.tiled_attention && splits == 1 && n->src[0]->ne[2] > kAttnSplitMaxTok &&
+      n->src[0]->ne[0] <= kAttnTiledMaxD && n->ne[0] <= kAttnTiledMaxD &&
+      (caps.loop_budget == 0 || attention_tiled_loops(n) <= caps.loop_budget)) {
+    return "attention_tiled";
+  }
   const auto fits = [&](bool rows) {
     return caps.loop_budget == 0 || attention_loops(n, rows, splits) <= caps.loop_budget;
   };
@@ -467,6 +494,10 @@ std::string plan_attention(const OpCaps& caps, const loom_tensor_t* n, uint32_t 
   d->shader = attention_kernel(caps, n);
   if (d->shader == nullptr) return "KV length over the device's loop budget";
   if ((std::strstr(d->shader, "split") != nullptr) != (split_rows != nullptr)) return "split kernel without its rows";
+  if (std::strcmp(d->shader, "attention_tiled") == 0) {
+    const uint64_t blocks = static_cast<uint64_t>((q->ne[2] + kAttnTiledRows - 1) / kAttnTiledRows);
+    return p.groups(static_cast<uint64_t>(q->ne[1]) * blocks, kAttnTiledWg);
+  }
   return std::strncmp(d->shader, "attention_rows", 14) == 0 ? p.grid(pairs, kAttnRowsWg) : p.groups(pairs, kAttnWg);
 }
 

@@ -30,6 +30,10 @@ struct OpCaps {
   // ATTENTION split over the KV length for decode (attention_split +
   // attention_combine); LOOM_VULKAN_DISABLE=split keeps one pass.
   bool split_kv = true;
+  // ATTENTION of more than 8 queries per head with D, Dv <= 128 in blocks
+  // of 8 queries (attention_tiled); LOOM_VULKAN_DISABLE=tiled keeps one
+  // workgroup per query.
+  bool tiled_attention = true;
   uint32_t subgroup_size = 32;  // VkPhysicalDeviceSubgroupProperties (rows per GEMV workgroup)
   uint32_t max_groups[3] = {65535, 65535, 65535};
   // Storage bindings: at most max_range bytes (maxStorageBufferRange), at
