@@ -81,7 +81,8 @@ class Fitter {
     }
     LOOM_RETURN_IF_ERROR(read_llama_hparams(file, std::string(*arch), &h_));
     LOOM_RETURN_IF_ERROR(read_llama_vocab(file, &h_));
-    n_ctx_ = r_.n_ctx > 0 ? r_.n_ctx : h_.n_ctx_train;
+    if (r_.n_seq < 1) return invalid_argument(who_ + "sequence slots " + std::to_string(r_.n_seq) + " must be >= 1");
+    n_ctx_ = r_.n_ctx > 0 ? r_.n_ctx : h_.n_ctx_train * r_.n_seq;
     if (r_.n_batch < 1) return invalid_argument(who_ + "batch size " + std::to_string(r_.n_batch) + " must be >= 1");
     return Status();
   }
@@ -110,8 +111,19 @@ class Fitter {
     }
   }
 
+  // Layer il's K and V bytes (the session's rule: kv_cache.hpp).
+  uint64_t kv_of_layer(int64_t il) const {
+    int64_t rows = n_ctx_;
+    if (r_.window_kv && h_.is_swa(il)) {
+      rows = std::min(n_ctx_, r_.n_seq * KvCache::window_rows(h_.n_swa, r_.n_batch, n_ctx_ / r_.n_seq));
+    }
+    return 2ull * type_row_size(r_.kv_type, h_.kv_dim()) * static_cast<uint64_t>(rows);
+  }
+  // The most any layer holds (the automatic choice's per-layer bound).
   uint64_t kv_per_layer() const {
-    return 2ull * type_row_size(r_.kv_type, h_.kv_dim()) * static_cast<uint64_t>(n_ctx_);
+    uint64_t m = 0;
+    for (int64_t il = 0; il < h_.n_layer; ++il) m = std::max(m, kv_of_layer(il));
+    return m;
   }
 
   // Compute estimates (see fit.hpp).
@@ -184,7 +196,10 @@ class Fitter {
   void tally(const Placement& p) {
     std::vector<DeviceFit>& fs = plan_->devices;
     plan_->layer_device = p.layer;
-    for (size_t k : p.layer) fs[kv_writable_[k] ? k : host_].kv += kv_per_layer();
+    for (size_t il = 0; il < p.layer.size(); ++il) {
+      const size_t k = p.layer[il];
+      fs[kv_writable_[k] ? k : host_].kv += kv_of_layer(static_cast<int64_t>(il));
+    }
     for (size_t k = 0; k < fs.size(); ++k) {
       fs[k].layers = p.layers[k];
       fs[k].weights = p.bytes[k];
