@@ -186,8 +186,13 @@ StatusOr<Tensor*> attention_block(Context& ctx, LlamaModel& model, const KvCache
   Tensor* vc = cache.v(il);
   LOOM_ASSIGN_OR_RETURN(k, ctx.permute(k, 0, 2, 1, 3));
   LOOM_ASSIGN_OR_RETURN(v, ctx.permute(v, 0, 2, 1, 3));
-  // A bounded local layer writes its own rows (KvCache::bounded).
-  Tensor* rows = cache.bounded(il) ? g->kv_rows_swa : g->kv_rows;
+  // A bounded local layer writes its own rows (KvCache::bounded); a
+  // windowed cache makes each kind's rows input on first use.
+  Tensor*& rows = cache.bounded(il) ? g->kv_rows_swa : g->kv_rows;
+  if (rows == nullptr) {
+    LOOM_ASSIGN_OR_RETURN(rows, graph_input(ctx, LOOM_TYPE_I64, {g->n_tokens, h.n_head_kv},
+                                            cache.bounded(il) ? "inp_kv_rows_swa" : "inp_kv_rows"));
+  }
   LOOM_ASSIGN_OR_RETURN(Tensor * k_stored, op::set_rows(ctx, kc, k, rows));
   LOOM_ASSIGN_OR_RETURN(Tensor * v_stored, op::set_rows(ctx, vc, v, rows));
   const LayerAttention la{q, k_stored, v_stored, kc, vc, sfx};
@@ -211,12 +216,13 @@ Status build_layers(LlamaModel& model, const KvCache& cache, bool all_logits, bo
   const int64_t n_tokens = g.n_tokens;
   LOOM_ASSIGN_OR_RETURN(g.tokens, graph_input(ctx, LOOM_TYPE_I32, {n_tokens}, "inp_tokens"));
   LOOM_ASSIGN_OR_RETURN(g.pos, graph_input(ctx, LOOM_TYPE_I32, {n_tokens}, "inp_pos"));
-  LOOM_ASSIGN_OR_RETURN(g.kv_rows, graph_input(ctx, LOOM_TYPE_I64, {n_tokens, h.n_head_kv}, "inp_kv_rows"));
   // Local layers of a windowed cache: their rows, their attended length.
+  g.n_head_kv = h.n_head_kv;
   g.swa_slot_rows = cache.window_rows();
   g.n_kv_swa = g.n_kv;
-  if (cache.windowed()) {
-    LOOM_ASSIGN_OR_RETURN(g.kv_rows_swa, graph_input(ctx, LOOM_TYPE_I64, {n_tokens, h.n_head_kv}, "inp_kv_rows_swa"));
+  if (!cache.windowed()) {
+    LOOM_ASSIGN_OR_RETURN(g.kv_rows, graph_input(ctx, LOOM_TYPE_I64, {n_tokens, h.n_head_kv}, "inp_kv_rows"));
+  } else {
     g.n_kv_swa = std::min(g.n_kv, g.seq_batch ? cache.window_rows() * cache.n_seq() : cache.window_rows());
   }
   if (g.seq_batch && g.n_out != n_tokens) {
@@ -323,12 +329,12 @@ LlamaBatchInputs make_batch_inputs(const LlamaBatchGraph& g, const int32_t* toke
   const auto n = static_cast<size_t>(g.n_tokens);
   in.tokens.assign(tokens, tokens + n);
   in.pos.resize(n);
-  const auto n_head_kv = static_cast<size_t>(g.kv_rows->ne[1]);
-  in.kv_rows.resize(n * n_head_kv);
+  const auto n_head_kv = static_cast<size_t>(g.n_head_kv);
+  if (g.kv_rows != nullptr) in.kv_rows.resize(n * n_head_kv);
   if (g.kv_rows_swa != nullptr) in.kv_rows_swa.resize(n * n_head_kv);
   for (size_t i = 0; i < n; ++i) {
     in.pos[i] = static_cast<int32_t>(g.n_past + static_cast<int64_t>(i));
-    for (size_t hk = 0; hk < n_head_kv; ++hk) in.kv_rows[hk * n + i] = g.n_past + static_cast<int64_t>(i);
+    for (size_t hk = 0; hk < in.kv_rows.size() / n; ++hk) in.kv_rows[hk * n + i] = g.n_past + static_cast<int64_t>(i);
     for (size_t hk = 0; hk < in.kv_rows_swa.size() / n; ++hk) {
       in.kv_rows_swa[hk * n + i] = g.n_past + static_cast<int64_t>(i) - g.swa_base;
     }
@@ -373,10 +379,10 @@ LlamaSeqBatchInputs make_seq_batch_inputs(const LlamaBatchGraph& g, const SeqTok
                                           const int64_t* swa_base) {
   LlamaSeqBatchInputs in;
   const auto n = static_cast<size_t>(g.n_tokens);
-  const auto n_head_kv = static_cast<size_t>(g.kv_rows->ne[1]);
+  const auto n_head_kv = static_cast<size_t>(g.n_head_kv);
   in.tokens.resize(n);
   in.pos.resize(n);
-  in.kv_rows.resize(n * n_head_kv);
+  if (g.kv_rows != nullptr) in.kv_rows.resize(n * n_head_kv);
   if (g.kv_rows_swa != nullptr) in.kv_rows_swa.resize(n * n_head_kv);
   if (g.visible != nullptr) in.visible.resize(2 * n);
   if (g.mask != nullptr) in.mask.assign(n * static_cast<size_t>(g.n_kv), -std::numeric_limits<float>::infinity());
@@ -386,7 +392,7 @@ LlamaSeqBatchInputs make_seq_batch_inputs(const LlamaBatchGraph& g, const SeqTok
     const int64_t row = first + b.pos;
     in.tokens[i] = b.token;
     in.pos[i] = b.pos;
-    for (size_t hk = 0; hk < n_head_kv; ++hk) in.kv_rows[hk * n + i] = row;
+    for (size_t hk = 0; hk < in.kv_rows.size() / n; ++hk) in.kv_rows[hk * n + i] = row;
     // Its own sequence's rows up to itself.
     if (g.visible != nullptr) {
       in.visible[2 * i] = static_cast<int32_t>(first);

@@ -33,8 +33,10 @@ struct LlamaBatchGraph {
   Tensor* pos = nullptr;     // I32 [n_tokens]: n_past + i
   Tensor* kv_rows = nullptr; // I64 [n_tokens, n_head_kv]: cache rows written (== pos, per kv head)
   // A windowed cache (KvCache::windowed): the rows its local layers write,
-  // I64 [n_tokens, n_head_kv] (pos - swa_base); nullptr otherwise.
+  // I64 [n_tokens, n_head_kv] (pos - swa_base); nullptr otherwise. With a
+  // windowed cache each of the two is made only when a layer writes it.
   Tensor* kv_rows_swa = nullptr;
+  int64_t n_head_kv = 0;
   // Made only when some layer uses the form that reads it (else nullptr).
   Tensor* mask = nullptr;    // F32 [n_kv, n_tokens]: 0 where visible, -inf elsewhere (unfused)
   Tensor* visible = nullptr; // I32 [n_tokens]: n_past + i + 1 (fused); a sequence batch: I32 [2, n_tokens], [first, end)

@@ -303,6 +303,8 @@ Status LlamaSession::make_room(int32_t seq, int64_t first, int64_t end) {
   WindowMove move;
   LOOM_ASSIGN_OR_RETURN(bool moves, plan_window(cache_, seq, first, end, &move));
   if (!moves) return Status();
+  // Kept step graphs are rebuilt after the move (its graph takes their place on the scheduler).
+  drop_step();
   return move_window(model_->context(), *sched_, cache_, {move});
 }
 
@@ -470,7 +472,10 @@ Status LlamaSession::eval_seqs(const std::vector<SeqToken>& batch, std::vector<f
       if (*mv) moves.push_back(m);
     }
   }
-  if (!moves.empty()) LOOM_RETURN_IF_ERROR(move_window(model_->context(), *sched_, cache_, moves));
+  if (!moves.empty()) {
+    drop_step();  // as make_room
+    LOOM_RETURN_IF_ERROR(move_window(model_->context(), *sched_, cache_, moves));
+  }
   logits->assign(static_cast<size_t>(n_out * n_vocab), 0.0f);
   Status st = run_seq_step(batch, n_out, logits->data());
   if (!st.ok()) drop_step();

@@ -1,0 +1,255 @@
+// The bounded KV cache of sliding-window layers (llm/session/kv_cache.hpp,
+// kv_window.hpp): tiny gemma2 / gemma3 models generating well past several
+// windows give the logits of the unbounded layout (SessionOptions::window_kv
+// false) on the cpu, on vulkan0 and split over a simulated device; the KV
+// bytes (session and fit) shrink by the expected amount; sequence slots,
+// prefix copies and rewinds keep to the window's rules.
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "arch_fixture.hpp"
+#include "llm/placement/fit.hpp"
+#include "llm/session/kv_cache.hpp"
+#include "loom/runtime/types.hpp"
+
+namespace loom::llm {
+namespace {
+
+// Gemma 2 with a window of 8: layers 0 and 2 local, 1 and 3 global.
+ArchSpec gemma2_w8() {
+  ArchSpec s;
+  s.arch = "gemma2";
+  s.gemma = true;
+  s.neox = true;
+  s.tied = true;
+  s.n_layer = 4;
+  s.head_dim = 16;
+  s.n_ctx = 256;
+  s.sliding_window = 8;
+  s.swa_period = 2;
+  s.swa_rope_base = 0.0f;
+  s.attn_softcap = 2.0f;
+  s.final_softcap = 8.0f;
+  s.eps = 1e-6f;
+  s.seed = 21;
+  return s;
+}
+
+// Gemma 3 with a window of 8: layers 0-4 local, 5 global (gemma3's period
+// of 6); Q/K norms, its own local RoPE base.
+ArchSpec gemma3_w8() {
+  ArchSpec s;
+  s.arch = "gemma3";
+  s.gemma = true;
+  s.neox = true;
+  s.qk_norm = true;
+  s.tied = true;
+  s.n_layer = 6;
+  s.head_dim = 16;
+  s.n_ctx = 256;
+  s.sliding_window = 8;
+  s.swa_period = 6;
+  s.freq_base = 1000000.0f;
+  s.eps = 1e-6f;
+  s.seed = 22;
+  return s;
+}
+
+constexpr int64_t kBatch = 5;  // window rows 8 + max(5, 8/4) = 13 per slot
+constexpr int64_t kWindowRows = 13;
+
+std::vector<TokenId> prompt37() {
+  std::vector<TokenId> p;
+  for (int i = 0; i < 37; ++i) p.push_back(static_cast<TokenId>(1 + (i * 7 + 3) % 39));
+  return p;
+}
+
+TokenId argmax(const float* row, int64_t n) { return static_cast<TokenId>(std::max_element(row, row + n) - row); }
+
+// Rows of logits, the largest |a - b| relative to the largest |b|.
+double rel_diff(const std::vector<float>& a, const std::vector<float>& b) {
+  double d = 0.0, scale = 1.0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    d = std::max(d, std::fabs(static_cast<double>(a[i]) - b[i]));
+    scale = std::max(scale, std::fabs(static_cast<double>(b[i])));
+  }
+  return d / scale;
+}
+
+class SwaCache : public Architectures {
+ protected:
+  static std::unique_ptr<LlamaSession> session(LlamaModel* m, bool window, bool fused, int32_t n_seq = 1) {
+    SessionOptions so;
+    so.n_batch = kBatch;
+    so.n_seq = n_seq;
+    so.kv_type = LOOM_TYPE_F32;
+    so.fused_attention = fused;
+    so.window_kv = window;
+    auto s = LlamaSession::create(m, so);
+    EXPECT_TRUE(s.ok()) << s.status().to_string();
+    return s.ok() ? std::move(s).value() : nullptr;
+  }
+
+  // Greedy: the prompt (last logits only: the pipelined path on a split),
+  // then n_gen single-token steps; the tokens and each step's logits.
+  static void generate(LlamaSession& s, int n_gen, std::vector<TokenId>* tokens, std::vector<float>* rows) {
+    const int64_t n_vocab = s.model().hparams().n_vocab;
+    std::vector<float> logits;
+    *tokens = prompt37();
+    const Status first = s.eval(*tokens, false, &logits);
+    ASSERT_TRUE(first.ok()) << first.to_string();
+    rows->assign(logits.begin(), logits.end());
+    for (int i = 0; i < n_gen; ++i) {
+      tokens->push_back(argmax(logits.data(), n_vocab));
+      const Status st = s.eval({tokens->back()}, false, &logits);
+      ASSERT_TRUE(st.ok()) << st.to_string();
+      rows->insert(rows->end(), logits.begin(), logits.end());
+    }
+  }
+
+  // Every position's logits of `tokens`, fed in chunks of 1..7 tokens
+  // (chunks longer than the batch are cut by eval: they straddle moves).
+  static std::vector<float> chunked(LlamaSession& s, const std::vector<TokenId>& tokens) {
+    static const size_t kChunks[] = {4, 1, 1, 3, 7, 1, 2, 6};
+    std::vector<float> all, logits;
+    for (size_t at = 0, c = 0; at < tokens.size(); ++c) {
+      const size_t len = std::min(kChunks[c % 8], tokens.size() - at);
+      const std::vector<TokenId> part(tokens.begin() + static_cast<std::ptrdiff_t>(at),
+                                      tokens.begin() + static_cast<std::ptrdiff_t>(at + len));
+      const Status st = s.eval(part, true, &logits);
+      EXPECT_TRUE(st.ok()) << st.to_string();
+      if (!st.ok()) return {};
+      all.insert(all.end(), logits.begin(), logits.end());
+      at += len;
+    }
+    return all;
+  }
+
+  // The windowed layout against the unbounded one on the model at `where`
+  // (nullptr: the cpu): greedy tokens equal, logits within tol, every
+  // position's logits within tol when fed in chunks.
+  void compare(const ArchSpec& spec, const LoadOptions* where, double tol, std::vector<bool> forms = {true, false}) {
+    SCOPED_TRACE(spec.arch);
+    const TinyArchModel m(spec);
+    auto model = load(m, m.gguf(), where);
+    ASSERT_TRUE(model.ok()) << model.status().to_string();
+    for (bool fused : forms) {
+      SCOPED_TRACE(fused ? "fused" : "unfused");
+      std::vector<TokenId> want, got;
+      std::vector<float> want_rows, got_rows;
+      {
+        auto full = session(model->get(), false, fused);
+        ASSERT_TRUE(full);
+        EXPECT_FALSE(full->kv_cache().windowed());
+        generate(*full, 110, &want, &want_rows);
+      }
+      auto win = session(model->get(), true, fused);
+      ASSERT_TRUE(win);
+      ASSERT_TRUE(win->kv_cache().windowed());
+      EXPECT_EQ(win->kv_cache().window_rows(), kWindowRows);
+      generate(*win, 110, &got, &got_rows);
+      EXPECT_EQ(got, want) << "greedy tokens differ";
+      EXPECT_LT(rel_diff(got_rows, want_rows), tol);
+      // 147 positions through 13 rows: the rows moved many times.
+      EXPECT_GT(win->kv_cache().base(0), 120);
+      std::vector<float> a, b;
+      {
+        auto full = session(model->get(), false, fused);
+        ASSERT_TRUE(full);
+        b = chunked(*full, want);
+      }
+      win->reset();
+      EXPECT_EQ(win->kv_cache().base(0), 0);
+      a = chunked(*win, want);
+      ASSERT_EQ(a.size(), b.size());
+      ASSERT_EQ(a.size(), want.size() * static_cast<size_t>(spec.n_vocab));
+      EXPECT_LT(rel_diff(a, b), tol) << "chunked prefill and decode";
+    }
+  }
+};
+
+TEST_F(SwaCache, Gemma2WindowedMatchesUnboundedOnCpu) { compare(gemma2_w8(), nullptr, 1e-5); }
+TEST_F(SwaCache, Gemma3WindowedMatchesUnboundedOnCpu) { compare(gemma3_w8(), nullptr, 1e-5); }
+
+TEST_F(SwaCache, WindowedMatchesUnboundedOnVulkan0) {
+  registry::Device* vk = reg_->device("vulkan0");
+  if (vk == nullptr) GTEST_SKIP() << "no vulkan0 here";
+  LoadOptions where;
+  where.devices = {vk, dev_};
+  where.n_gpu_layers = 99;
+  for (const ArchSpec& spec : {gemma2_w8(), gemma3_w8()}) compare(spec, &where, 1e-4, {true});
+}
+
+TEST_F(SwaCache, WindowedMatchesUnboundedSplitOverASimulatedDevice) {
+  auto reg = sim_and_cpu();
+  if (reg == nullptr) GTEST_SKIP() << "sim plugin not loaded";
+  LoadOptions where;
+  where.devices = {reg->device("sim0"), reg->device("cpu")};
+  where.tensor_split = {1, 1};
+  for (const ArchSpec& spec : {gemma2_w8(), gemma3_w8()}) compare(spec, &where, 1e-5, {true});
+}
+
+// KV bytes: local layers hold kWindowRows rows per slot instead of n_ctx,
+// in the session's cache and in the fit's report alike.
+TEST_F(SwaCache, KvBytesShrinkByTheWindowRule) {
+  const ArchSpec spec = gemma2_w8();  // 2 local, 2 global layers
+  const TinyArchModel m(spec);
+  auto model = load(m);
+  ASSERT_TRUE(model.ok()) << model.status().to_string();
+  const int64_t kv_dim = spec.n_head_kv * spec.hd();
+  for (int32_t n_seq : {1, 3}) {
+    SessionOptions so;
+    so.n_batch = kBatch;
+    so.n_seq = n_seq;
+    so.n_ctx = 128;
+    so.kv_type = LOOM_TYPE_F16;
+    EXPECT_EQ(KvCache::window_rows(8, kBatch, so.n_ctx), kWindowRows);
+    const uint64_t row = 2 * type_row_size(LOOM_TYPE_F16, kv_dim);  // K and V
+    const uint64_t full = 4 * row * 128 * static_cast<uint64_t>(n_seq);
+    const uint64_t bounded = (2 * row * 128 + 2 * row * kWindowRows) * static_cast<uint64_t>(n_seq);
+    for (bool window : {false, true}) {
+      so.window_kv = window;
+      auto s = LlamaSession::create(model->get(), so);
+      ASSERT_TRUE(s.ok()) << s.status().to_string();
+      EXPECT_EQ((*s)->kv_cache().tensor_bytes(), window ? bounded : full) << n_seq << " slots";
+      EXPECT_GE((*s)->kv_cache().bytes(), (*s)->kv_cache().tensor_bytes());
+      FitRequest f;
+      f.devices = {dev_};
+      f.n_gpu_layers = 0;
+      const LoadOptions::FitSession fs = fit_session(so);
+      f.n_ctx = fs.n_ctx;
+      f.n_batch = fs.n_batch;
+      f.kv_type = fs.kv_type;
+      f.n_seq = fs.n_seq;
+      f.window_kv = fs.window_kv;
+      auto plan = fit_model(path_, f);
+      ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+      EXPECT_EQ(plan->devices[0].kv, window ? bounded : full) << "fit, " << n_seq << " slots";
+    }
+  }
+  // A window as large as the context: nothing to bound.
+  SessionOptions so;
+  so.n_ctx = 12;
+  so.n_batch = kBatch;
+  auto s = LlamaSession::create(model->get(), so);
+  ASSERT_TRUE(s.ok());
+  EXPECT_FALSE((*s)->kv_cache().windowed());
+}
+
+// A model without a window: one layout whatever window_kv says.
+TEST_F(SwaCache, ModelsWithoutAWindowKeepTheirLayout) {
+  ArchSpec spec;
+  spec.arch = "llama";
+  const TinyArchModel m(spec);
+  auto model = load(m);
+  ASSERT_TRUE(model.ok());
+  auto s = session(model->get(), true, true);
+  ASSERT_TRUE(s);
+  EXPECT_FALSE(s->kv_cache().windowed());
+  EXPECT_EQ(s->kv_cache().tensor_bytes(), 2u * 2u * 4u * static_cast<size_t>(spec.n_head_kv * spec.hd()) * 64u);
+}
+
+}  // namespace
+}  // namespace loom::llm
