@@ -253,3 +253,93 @@ TEST_F(SwaCache, ModelsWithoutAWindowKeepTheirLayout) {
 
 }  // namespace
 }  // namespace loom::llm
+
+namespace loom::llm {
+namespace {
+
+// Three sequences in the slots of one windowed cache, stepped together (a
+// decode beside prompt chunks, as the server does), each matching its own
+// single-sequence run on the unbounded layout; a prefix copied from a slot
+// whose rows moved on continues as the original; a rewind below the rows
+// kept is refused, a restart from position 0 is not.
+TEST_F(SwaCache, SequenceSlotsMatchSingleSequences) {
+  for (const ArchSpec& spec : {gemma2_w8(), gemma3_w8()}) {
+    SCOPED_TRACE(spec.arch);
+    const TinyArchModel m(spec);
+    auto model = load(m);
+    ASSERT_TRUE(model.ok()) << model.status().to_string();
+    const auto n_vocab = static_cast<size_t>(spec.n_vocab);
+    constexpr int32_t kLen = 60;
+    std::vector<std::vector<TokenId>> toks(3);
+    std::vector<std::vector<float>> ref(3);
+    for (size_t q = 0; q < 3; ++q) {
+      for (int32_t p = 0; p < kLen + 10; ++p) toks[q].push_back(static_cast<TokenId>(1 + (p * (3 + 2 * q) + q) % 39));
+      auto full = session(model->get(), false, true);
+      ASSERT_TRUE(full);
+      ASSERT_TRUE(full->eval(toks[q], true, &ref[q]).ok());
+    }
+    auto s = session(model->get(), true, true, 3);
+    ASSERT_TRUE(s);
+    ASSERT_TRUE(s->kv_cache().windowed());
+    auto expect_rows = [&](const std::vector<SeqToken>& batch, const std::vector<float>& logits) {
+      size_t row = 0;
+      for (const SeqToken& b : batch) {
+        if (!b.logits) continue;
+        const auto q = static_cast<size_t>(b.seq);
+        const std::vector<float> got(logits.begin() + static_cast<std::ptrdiff_t>(row * n_vocab),
+                                     logits.begin() + static_cast<std::ptrdiff_t>((row + 1) * n_vocab));
+        const std::vector<float> want(ref[q].begin() + static_cast<std::ptrdiff_t>(b.pos * n_vocab),
+                                      ref[q].begin() + static_cast<std::ptrdiff_t>((b.pos + 1) * n_vocab));
+        EXPECT_LT(rel_diff(got, want), 1e-5) << "sequence " << b.seq << " position " << b.pos;
+        ++row;
+      }
+    };
+    // Per step: sequence 0 one token, 1 and 2 two each (2 starts later).
+    int32_t at[3] = {0, 0, -6};
+    const int32_t take[3] = {1, 2, 2};
+    std::vector<float> logits;
+    while (at[0] < kLen || at[1] < kLen || at[2] < kLen) {
+      std::vector<SeqToken> batch;
+      for (int32_t q = 0; q < 3; ++q) {
+        if (at[q] < 0) {
+          ++at[q];
+          continue;
+        }
+        for (int32_t k = 0; k < take[q] && at[q] < kLen; ++k, ++at[q]) {
+          batch.push_back({toks[static_cast<size_t>(q)][static_cast<size_t>(at[q])], q, at[q], k % 2 == 0 || q == 0});
+        }
+      }
+      const Status st = s->eval_seqs(batch, &logits);
+      ASSERT_TRUE(st.ok()) << st.to_string();
+      expect_rows(batch, logits);
+    }
+    for (int32_t q = 0; q < 3; ++q) EXPECT_GT(s->kv_cache().base(q), kLen - 14) << "slot " << q;
+    // The window before 10 is gone from slot 0; the one before 60 is there.
+    EXPECT_EQ(s->reusable_prefix(0, 10), 0);
+    EXPECT_EQ(s->reusable_prefix(0, kLen), kLen);
+    const Status gone = s->copy_seq(0, 2, 10);
+    EXPECT_EQ(gone.code(), StatusCode::kInvalidArgument) << gone.to_string();
+    // Slot 1 takes slot 0's prefix [0, 60) and continues it as slot 0 would.
+    ASSERT_TRUE(s->copy_seq(0, 1, kLen).ok());
+    for (int32_t p = kLen; p < kLen + 10; ++p) {
+      const std::vector<SeqToken> batch = {{toks[0][static_cast<size_t>(p)], 1, p, true}};
+      ASSERT_TRUE(s->eval_seqs(batch, &logits).ok());
+      const std::vector<float> want(ref[0].begin() + static_cast<std::ptrdiff_t>(p * n_vocab),
+                                    ref[0].begin() + static_cast<std::ptrdiff_t>((p + 1) * n_vocab));
+      EXPECT_LT(rel_diff(logits, want), 1e-5) << "copied prefix, position " << p;
+    }
+    // Rewinding slot 0 to position 10 needs keys it no longer holds.
+    const Status rewind = s->eval_seqs({{toks[0][10], 0, 10, true}}, &logits);
+    EXPECT_EQ(rewind.code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(rewind.message().find("again from position 0"), std::string::npos) << rewind.message();
+    // Starting over at 0 needs none.
+    std::vector<SeqToken> restart;
+    for (int32_t p = 0; p < 5; ++p) restart.push_back({toks[2][static_cast<size_t>(p)], 0, p, true});
+    ASSERT_TRUE(s->eval_seqs(restart, &logits).ok());
+    std::vector<float> want(ref[2].begin(), ref[2].begin() + static_cast<std::ptrdiff_t>(5 * n_vocab));
+    EXPECT_LT(rel_diff(logits, want), 1e-5) << "restart";
+  }
+}
+
+}  // namespace
+}  // namespace loom::llm
