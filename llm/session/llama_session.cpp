@@ -308,6 +308,30 @@ Status LlamaSession::make_room(int32_t seq, int64_t first, int64_t end) {
   return move_window(model_->context(), *sched_, cache_, {move});
 }
 
+Status LlamaSession::make_seq_room(const std::vector<SeqToken>& batch) {
+  std::map<int32_t, std::pair<int64_t, int64_t>> span;  // slot: its positions [first, end)
+  for (const SeqToken& b : batch) {
+    auto it = span.emplace(b.seq, std::pair<int64_t, int64_t>{b.pos, b.pos + 1}).first;
+    it->second.first = std::min<int64_t>(it->second.first, b.pos);
+    it->second.second = std::max<int64_t>(it->second.second, b.pos + 1);
+  }
+  std::vector<int64_t> bases;  // restored when a slot cannot take its positions
+  for (int32_t q = 0; q < n_seq_; ++q) bases.push_back(cache_.base(q));
+  std::vector<WindowMove> moves;
+  for (const auto& [seq, fe] : span) {
+    WindowMove m;
+    StatusOr<bool> mv = plan_window(cache_, seq, fe.first, fe.second, &m);
+    if (!mv.ok()) {
+      for (int32_t q = 0; q < n_seq_; ++q) cache_.set_base(q, bases[static_cast<size_t>(q)]);
+      return mv.status();
+    }
+    if (*mv) moves.push_back(m);
+  }
+  if (moves.empty()) return Status();
+  drop_step();  // as make_room
+  return move_window(model_->context(), *sched_, cache_, moves);
+}
+
 int64_t LlamaSession::reusable_prefix(int32_t seq, int64_t n) const {
   if (seq < 0 || seq >= n_seq_) return 0;
   return window_reusable(cache_, seq, n);
@@ -449,33 +473,7 @@ Status LlamaSession::eval_seqs(const std::vector<SeqToken>& batch, std::vector<f
   if (n_out == 0) return invalid_argument("[llm.eval] a sequence batch asks for no logits");
   // A windowed cache: each slot's positions in the batch must fit its rows
   // (moved first where they would pass them); checked before anything runs.
-  std::vector<WindowMove> moves;
-  if (cache_.windowed()) {
-    std::map<int32_t, std::pair<int64_t, int64_t>> span;  // slot: [first, end)
-    for (const SeqToken& b : batch) {
-      auto [it, fresh] = span.emplace(b.seq, std::make_pair<int64_t, int64_t>(b.pos, b.pos + 1));
-      it->second.first = std::min<int64_t>(it->second.first, b.pos);
-      it->second.second = std::max<int64_t>(it->second.second, b.pos + 1);
-    }
-    const std::vector<int64_t> bases = [&] {
-      std::vector<int64_t> v;
-      for (int32_t q = 0; q < n_seq_; ++q) v.push_back(cache_.base(q));
-      return v;
-    }();
-    for (const auto& [seq, fe] : span) {
-      WindowMove m;
-      StatusOr<bool> mv = plan_window(cache_, seq, fe.first, fe.second, &m);
-      if (!mv.ok()) {
-        for (int32_t q = 0; q < n_seq_; ++q) cache_.set_base(q, bases[static_cast<size_t>(q)]);
-        return mv.status();
-      }
-      if (*mv) moves.push_back(m);
-    }
-  }
-  if (!moves.empty()) {
-    drop_step();  // as make_room
-    LOOM_RETURN_IF_ERROR(move_window(model_->context(), *sched_, cache_, moves));
-  }
+  if (cache_.windowed()) LOOM_RETURN_IF_ERROR(make_seq_room(batch));
   logits->assign(static_cast<size_t>(n_out * n_vocab), 0.0f);
   Status st = run_seq_step(batch, n_out, logits->data());
   if (!st.ok()) drop_step();

@@ -182,6 +182,8 @@ class LlamaSession {
   // A windowed cache: moves slot seq's local rows when positions [first,
   // end) would pass them (kv_window.hpp). Nothing in flight on the scheduler.
   Status make_room(int32_t seq, int64_t first, int64_t end);
+  // The same for every slot of a sequence batch (each slot's positions in it).
+  Status make_seq_room(const std::vector<SeqToken>& batch);
   // Prompt tokens in micro-batches of n_batch, pipeline_ submitted at a time;
   // the last token's logits into out.
   Status eval_pipelined(const TokenId* tokens, int64_t n, float* out);
