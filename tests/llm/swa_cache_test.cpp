@@ -134,7 +134,9 @@ class SwaCache : public Architectures {
   // The windowed layout against the unbounded one on the model at `where`
   // (nullptr: the cpu): greedy tokens equal, logits within tol, every
   // position's logits within tol when fed in chunks.
-  void compare(const ArchSpec& spec, const LoadOptions* where, double tol, std::vector<bool> forms = {true, false}) {
+  // kv_on: the device layer 0's cache must live on (nullptr: not checked).
+  void compare(const ArchSpec& spec, const LoadOptions* where, double tol, std::vector<bool> forms = {true, false},
+               registry::Device* kv_on = nullptr) {
     SCOPED_TRACE(spec.arch);
     const TinyArchModel m(spec);
     auto model = load(m, m.gguf(), where);
@@ -152,6 +154,7 @@ class SwaCache : public Architectures {
       auto win = session(model->get(), true, fused);
       ASSERT_TRUE(win);
       ASSERT_TRUE(win->kv_cache().windowed());
+      if (kv_on != nullptr) EXPECT_EQ(win->kv_device(0), kv_on);
       EXPECT_EQ(win->kv_cache().window_rows(), kWindowRows);
       generate(*win, 110, &got, &got_rows);
       EXPECT_EQ(got, want) << "greedy tokens differ";
@@ -188,9 +191,9 @@ TEST_F(SwaCache, WindowedMatchesUnboundedOnVulkan0) {
   LoadOptions where;
   where.devices = {vk, dev_};
   where.n_gpu_layers = 99;
-  for (const ArchSpec& spec : {gemma2_w8(), gemma3_w8()}) compare(spec, &where, 1e-4, {true});
+  for (const ArchSpec& spec : {gemma2_w8(), gemma3_w8()}) compare(spec, &where, 1e-4, {true}, vk);
   kv_type_ = LOOM_TYPE_F16;
-  compare(gemma3_w8(), &where, 1e-4, {true});
+  compare(gemma3_w8(), &where, 1e-4, {true}, vk);
 }
 
 TEST_F(SwaCache, WindowedMatchesUnboundedSplitOverASimulatedDevice) {
