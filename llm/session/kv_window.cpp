@@ -80,40 +80,59 @@ int64_t window_reusable(const KvCache& cache, int32_t seq, int64_t n) {
   return need == n || need >= cache.base(seq) ? n : 0;
 }
 
+namespace {
+
+// Rows per move graph: the window's slack W - n_swa (>= the batch size), so
+// a move's scratch tensors stay near a batch's activations.
+int64_t chunk_rows(const KvCache& cache) {
+  return std::max<int64_t>(1, std::min(cache.window_rows() - cache.n_swa(), cache.n_swa() - 1));
+}
+
+// One graph moving rows src[i] -> dst[i] (the same for every kv head).
+Status move_rows(Context& ctx, Scheduler& sched, const KvCache& cache, const std::vector<int32_t>& src,
+                 const std::vector<int32_t>& dst) {
+  const auto total = static_cast<int64_t>(src.size());
+  Rollback rollback{ctx, ctx.checkpoint()};
+  LOOM_ASSIGN_OR_RETURN(MoveGraph g, build_move(ctx, cache, total));
+  LOOM_RETURN_IF_ERROR(sched.allocate(g.graph));
+  std::vector<int32_t> s, d;
+  for (int64_t hk = 0; hk < cache.n_head_kv(); ++hk) {
+    s.insert(s.end(), src.begin(), src.end());
+    d.insert(d.end(), dst.begin(), dst.end());
+  }
+  LOOM_RETURN_IF_ERROR(tensor_set(g.src, s.data(), s.size() * sizeof(int32_t)));
+  LOOM_RETURN_IF_ERROR(tensor_set(g.dst, d.data(), d.size() * sizeof(int32_t)));
+  Status st = sched.compute(g.graph);
+  if (!st.ok()) return st.with_context("llm.kv_window: moving " + std::to_string(total) + " rows");
+  return Status();
+}
+
+}  // namespace
+
 Status move_window(Context& ctx, Scheduler& sched, KvCache& cache, const std::vector<WindowMove>& moves) {
   const int64_t w = cache.window_rows();
-  std::vector<int32_t> src, dst;
+  const int64_t chunk = chunk_rows(cache);
   for (const WindowMove& m : moves) {
+    // Chunks front to back, each its own graph: a chunk's destination lies
+    // below every later chunk's source (rows move down by base - old base >= 1).
     const int64_t slot = static_cast<int64_t>(m.seq) * w;
-    for (int64_t p = m.base; p < m.keep_end; ++p) {
-      src.push_back(static_cast<int32_t>(slot + p - cache.base(m.seq)));
-      dst.push_back(static_cast<int32_t>(slot + p - m.base));
+    for (int64_t p0 = m.base; p0 < m.keep_end; p0 += chunk) {
+      std::vector<int32_t> src, dst;
+      for (int64_t p = p0; p < std::min(p0 + chunk, m.keep_end); ++p) {
+        src.push_back(static_cast<int32_t>(slot + p - cache.base(m.seq)));
+        dst.push_back(static_cast<int32_t>(slot + p - m.base));
+      }
+      LOOM_RETURN_IF_ERROR(move_rows(ctx, sched, cache, src, dst));
     }
+    cache.set_base(m.seq, m.base);
   }
-  if (!src.empty()) {
-    const auto total = static_cast<int64_t>(src.size());
-    Rollback rollback{ctx, ctx.checkpoint()};
-    LOOM_ASSIGN_OR_RETURN(MoveGraph g, build_move(ctx, cache, total));
-    LOOM_RETURN_IF_ERROR(sched.allocate(g.graph));
-    // The same rows for every kv head.
-    std::vector<int32_t> s, d;
-    for (int64_t hk = 0; hk < cache.n_head_kv(); ++hk) {
-      s.insert(s.end(), src.begin(), src.end());
-      d.insert(d.end(), dst.begin(), dst.end());
-    }
-    LOOM_RETURN_IF_ERROR(tensor_set(g.src, s.data(), s.size() * sizeof(int32_t)));
-    LOOM_RETURN_IF_ERROR(tensor_set(g.dst, d.data(), d.size() * sizeof(int32_t)));
-    Status st = sched.compute(g.graph);
-    if (!st.ok()) return st.with_context("llm.kv_window: moving " + std::to_string(total) + " rows");
-  }
-  for (const WindowMove& m : moves) cache.set_base(m.seq, m.base);
   return Status();
 }
 
 Status reserve_window_move(Context& ctx, Scheduler& sched, const KvCache& cache) {
   if (!cache.windowed() || cache.n_swa() < 2) return Status();
   Rollback rollback{ctx, ctx.checkpoint()};
-  LOOM_ASSIGN_OR_RETURN(MoveGraph g, build_move(ctx, cache, cache.n_seq() * (cache.n_swa() - 1)));
+  LOOM_ASSIGN_OR_RETURN(MoveGraph g, build_move(ctx, cache, chunk_rows(cache)));
   return sched.reserve(g.graph);
 }
 

@@ -40,13 +40,15 @@ StatusOr<bool> plan_window(KvCache& cache, int32_t seq, int64_t first, int64_t e
 // when the cache is not windowed), else 0 (recompute from the start).
 int64_t window_reusable(const KvCache& cache, int32_t seq, int64_t n);
 
-// Moves the rows of every bounded layer's K and V (one graph of GET_ROWS
-// into a scratch tensor and SET_ROWS back, run by sched on the devices the
-// cache lives on) and sets the new bases. The graph's tensors are made in
-// ctx (the model's) and rolled back after. Nothing may be in flight on sched.
+// Moves the rows of every bounded layer's K and V and sets the new bases:
+// per slot, graphs of GET_ROWS into a scratch tensor and SET_ROWS back (at
+// most W - n_swa rows each, front to back), run by sched on the devices the
+// cache lives on, so it works wherever the cache is (host, vulkan, cuda, a
+// sim device). The graphs' tensors are made in ctx (the model's) and rolled
+// back after. Nothing may be in flight on sched.
 Status move_window(Context& ctx, Scheduler& sched, KvCache& cache, const std::vector<WindowMove>& moves);
 
-// Sizes sched's compute buffers for the largest move: every slot keeping n_swa - 1 rows.
+// Sizes sched's compute buffers for a move graph (the largest chunk).
 Status reserve_window_move(Context& ctx, Scheduler& sched, const KvCache& cache);
 
 }  // namespace loom::llm
