@@ -16,8 +16,8 @@
 //            every offload device with layers);
 //   KV       2 * row_size(kv_type, kv_dim) * rows per layer cached there:
 //            rows = n_ctx, or for a sliding-window layer (gemma2/3's local
-//            layers, when window_kv) n_seq * KvCache::window_rows(n_swa,
-//            n_batch, n_ctx / n_seq), at most n_ctx;
+//            layers, when window_kv and not LOOM_KV_SWA_FULL=1) n_seq *
+//            KvCache::window_rows(n_swa, n_batch, n_ctx / n_seq), at most n_ctx;
 //   compute  an estimate of the compute buffers the session reserves
 //            (LlamaSession::reserve_worst_case): one layer's activations
 //            for the largest prompt batch (F32: 3 n_embd + q_dim +
