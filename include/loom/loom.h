@@ -354,12 +354,16 @@ typedef struct loom_batch_token {
  * decode, generate, reset or free. At most n_batch tokens; a slot outside
  * [0, n_seq), a position outside [0, n_ctx), an id outside the vocabulary,
  * one (seq, pos) twice or no token flagged is INVALID_ARGUMENT and nothing is
- * evaluated. Does not move loom_session_n_past (slot 0's single-sequence
- * position). */
+ * evaluated. Sliding-window layers (gemma2, gemma3) keep only a window of
+ * each sequence's last positions: continuing a sequence below what they
+ * still hold (a rewind after the sequence moved on) is INVALID_ARGUMENT too;
+ * restarting it at position 0 always works. Does not move
+ * loom_session_n_past (slot 0's single-sequence position). */
 LOOM_API loom_status_t *loom_session_decode_batch(loom_session_t *session, const loom_batch_token_t *batch,
                                                   size_t n_tokens, const float **out_logits, size_t *out_rows);
 /* Copy the cached positions [0, n) of sequence src into sequence dst (a
- * prompt prefix two sequences share is computed once). */
+ * prompt prefix two sequences share is computed once); INVALID_ARGUMENT when
+ * src's sliding-window layers no longer hold the window before n. */
 LOOM_API loom_status_t *loom_session_copy_seq(loom_session_t *session, int32_t src, int32_t dst, int32_t n);
 /* The session's sequence slots; 0 for NULL. */
 LOOM_API int32_t loom_session_n_seq(const loom_session_t *session);

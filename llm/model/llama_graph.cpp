@@ -85,6 +85,7 @@ StatusOr<Tensor*> graph_input(Context& ctx, loom_type_t type, std::initializer_l
 StatusOr<Tensor*> layer_attention(Context& ctx, LlamaModel& model, int64_t il, const LayerAttention& a,
                                   bool fused, float scale, LlamaBatchGraph* g) {
   const bool swa = model.hparams().is_swa(il);
+  const int64_t n_kv = swa ? g->n_kv_swa : g->n_kv;
   fused = fused && model.hparams().attn_softcap == 0.0f;  // ATTENTION has no soft-capping
   Tensor*& visible = swa ? g->visible_swa : g->visible;
   Tensor*& mask = swa ? g->mask_swa : g->mask;
@@ -96,7 +97,7 @@ StatusOr<Tensor*> layer_attention(Context& ctx, LlamaModel& model, int64_t il, c
     } else if (!had_visible) {
       LOOM_ASSIGN_OR_RETURN(visible, graph_input(ctx, LOOM_TYPE_I32, {g->n_tokens}, "inp_visible"));
     }
-    LOOM_ASSIGN_OR_RETURN(Tensor * out, attention_fused(ctx, a, g->n_kv, visible, scale));
+    LOOM_ASSIGN_OR_RETURN(Tensor * out, attention_fused(ctx, a, n_kv, visible, scale));
     registry::Device* dev = model.layer_device(il);
     if (dev != nullptr && dev->supports_op(out)) {
       ++g->fused_layers;
@@ -105,9 +106,9 @@ StatusOr<Tensor*> layer_attention(Context& ctx, LlamaModel& model, int64_t il, c
     if (!had_visible) visible = nullptr;  // unused: must not be uploaded
   }
   if (mask == nullptr) {
-    LOOM_ASSIGN_OR_RETURN(mask, graph_input(ctx, LOOM_TYPE_F32, {g->n_kv, g->n_tokens}, swa ? "inp_mask_swa" : "inp_mask"));
+    LOOM_ASSIGN_OR_RETURN(mask, graph_input(ctx, LOOM_TYPE_F32, {n_kv, g->n_tokens}, swa ? "inp_mask_swa" : "inp_mask"));
   }
-  return attention_unfused(ctx, a, g->n_kv, mask, scale, model.hparams().attn_softcap);
+  return attention_unfused(ctx, a, n_kv, mask, scale, model.hparams().attn_softcap);
 }
 
 // x [n_embd, T] times a norm weight after an RMS norm.
@@ -185,8 +186,15 @@ StatusOr<Tensor*> attention_block(Context& ctx, LlamaModel& model, const KvCache
   Tensor* vc = cache.v(il);
   LOOM_ASSIGN_OR_RETURN(k, ctx.permute(k, 0, 2, 1, 3));
   LOOM_ASSIGN_OR_RETURN(v, ctx.permute(v, 0, 2, 1, 3));
-  LOOM_ASSIGN_OR_RETURN(Tensor * k_stored, op::set_rows(ctx, kc, k, g->kv_rows));
-  LOOM_ASSIGN_OR_RETURN(Tensor * v_stored, op::set_rows(ctx, vc, v, g->kv_rows));
+  // A bounded local layer writes its own rows (KvCache::bounded); a
+  // windowed cache makes each kind's rows input on first use.
+  Tensor*& rows = cache.bounded(il) ? g->kv_rows_swa : g->kv_rows;
+  if (rows == nullptr) {
+    LOOM_ASSIGN_OR_RETURN(rows, graph_input(ctx, LOOM_TYPE_I64, {g->n_tokens, h.n_head_kv},
+                                            cache.bounded(il) ? "inp_kv_rows_swa" : "inp_kv_rows"));
+  }
+  LOOM_ASSIGN_OR_RETURN(Tensor * k_stored, op::set_rows(ctx, kc, k, rows));
+  LOOM_ASSIGN_OR_RETURN(Tensor * v_stored, op::set_rows(ctx, vc, v, rows));
   const LayerAttention la{q, k_stored, v_stored, kc, vc, sfx};
   const float kq_scale = h.attn_scale > 0.0f ? h.attn_scale : 1.0f / std::sqrt(static_cast<float>(hd));
   LOOM_ASSIGN_OR_RETURN(Tensor * kqv, layer_attention(ctx, model, il, la, fused, kq_scale, g));
@@ -208,7 +216,15 @@ Status build_layers(LlamaModel& model, const KvCache& cache, bool all_logits, bo
   const int64_t n_tokens = g.n_tokens;
   LOOM_ASSIGN_OR_RETURN(g.tokens, graph_input(ctx, LOOM_TYPE_I32, {n_tokens}, "inp_tokens"));
   LOOM_ASSIGN_OR_RETURN(g.pos, graph_input(ctx, LOOM_TYPE_I32, {n_tokens}, "inp_pos"));
-  LOOM_ASSIGN_OR_RETURN(g.kv_rows, graph_input(ctx, LOOM_TYPE_I64, {n_tokens, h.n_head_kv}, "inp_kv_rows"));
+  // Local layers of a windowed cache: their rows, their attended length.
+  g.n_head_kv = h.n_head_kv;
+  g.swa_slot_rows = cache.window_rows();
+  g.n_kv_swa = g.n_kv;
+  if (!cache.windowed()) {
+    LOOM_ASSIGN_OR_RETURN(g.kv_rows, graph_input(ctx, LOOM_TYPE_I64, {n_tokens, h.n_head_kv}, "inp_kv_rows"));
+  } else {
+    g.n_kv_swa = std::min(g.n_kv, g.seq_batch ? cache.window_rows() * cache.n_seq() : cache.window_rows());
+  }
   if (g.seq_batch && g.n_out != n_tokens) {
     LOOM_ASSIGN_OR_RETURN(g.out_ids, graph_input(ctx, LOOM_TYPE_I32, {g.n_out}, "inp_out_ids"));
   }
@@ -313,11 +329,15 @@ LlamaBatchInputs make_batch_inputs(const LlamaBatchGraph& g, const int32_t* toke
   const auto n = static_cast<size_t>(g.n_tokens);
   in.tokens.assign(tokens, tokens + n);
   in.pos.resize(n);
-  const auto n_head_kv = static_cast<size_t>(g.kv_rows->ne[1]);
-  in.kv_rows.resize(n * n_head_kv);
+  const auto n_head_kv = static_cast<size_t>(g.n_head_kv);
+  if (g.kv_rows != nullptr) in.kv_rows.resize(n * n_head_kv);
+  if (g.kv_rows_swa != nullptr) in.kv_rows_swa.resize(n * n_head_kv);
   for (size_t i = 0; i < n; ++i) {
     in.pos[i] = static_cast<int32_t>(g.n_past + static_cast<int64_t>(i));
-    for (size_t hk = 0; hk < n_head_kv; ++hk) in.kv_rows[hk * n + i] = g.n_past + static_cast<int64_t>(i);
+    for (size_t hk = 0; hk < in.kv_rows.size() / n; ++hk) in.kv_rows[hk * n + i] = g.n_past + static_cast<int64_t>(i);
+    for (size_t hk = 0; hk < in.kv_rows_swa.size() / n; ++hk) {
+      in.kv_rows_swa[hk * n + i] = g.n_past + static_cast<int64_t>(i) - g.swa_base;
+    }
   }
   // Causal: token i (at n_past + i) sees cache rows [0, n_past + i].
   if (g.visible != nullptr) {
@@ -332,9 +352,9 @@ LlamaBatchInputs make_batch_inputs(const LlamaBatchGraph& g, const int32_t* toke
       for (size_t j = 0; j < visible; ++j) in.mask[i * static_cast<size_t>(g.n_kv) + j] = 0.0f;
     }
   }
-  // Sliding-window layers: rows [end - n_swa, end) of those.
+  // Sliding-window layers: rows [end - n_swa, end) of those (their rows hold swa_base on).
   for (size_t i = 0; i < n; ++i) {
-    const int64_t end = g.n_past + static_cast<int64_t>(i) + 1;
+    const int64_t end = g.n_past + static_cast<int64_t>(i) + 1 - g.swa_base;
     add_window_rows(g, i, 0, end, &in);
   }
   return in;
@@ -349,19 +369,21 @@ void add_window_rows(const LlamaBatchGraph& g, size_t i, int64_t first, int64_t 
     in->visible_swa[2 * i + 1] = static_cast<int32_t>(end);
   }
   if (g.mask_swa != nullptr) {
-    in->mask_swa.resize(n * static_cast<size_t>(g.n_kv), -std::numeric_limits<float>::infinity());
-    float* m = in->mask_swa.data() + i * static_cast<size_t>(g.n_kv);
+    in->mask_swa.resize(n * static_cast<size_t>(g.n_kv_swa), -std::numeric_limits<float>::infinity());
+    float* m = in->mask_swa.data() + i * static_cast<size_t>(g.n_kv_swa);
     std::fill(m + from, m + end, 0.0f);
   }
 }
 
-LlamaSeqBatchInputs make_seq_batch_inputs(const LlamaBatchGraph& g, const SeqToken* batch, int64_t slot_ctx) {
+LlamaSeqBatchInputs make_seq_batch_inputs(const LlamaBatchGraph& g, const SeqToken* batch, int64_t slot_ctx,
+                                          const int64_t* swa_base) {
   LlamaSeqBatchInputs in;
   const auto n = static_cast<size_t>(g.n_tokens);
-  const auto n_head_kv = static_cast<size_t>(g.kv_rows->ne[1]);
+  const auto n_head_kv = static_cast<size_t>(g.n_head_kv);
   in.tokens.resize(n);
   in.pos.resize(n);
-  in.kv_rows.resize(n * n_head_kv);
+  if (g.kv_rows != nullptr) in.kv_rows.resize(n * n_head_kv);
+  if (g.kv_rows_swa != nullptr) in.kv_rows_swa.resize(n * n_head_kv);
   if (g.visible != nullptr) in.visible.resize(2 * n);
   if (g.mask != nullptr) in.mask.assign(n * static_cast<size_t>(g.n_kv), -std::numeric_limits<float>::infinity());
   for (size_t i = 0; i < n; ++i) {
@@ -370,7 +392,7 @@ LlamaSeqBatchInputs make_seq_batch_inputs(const LlamaBatchGraph& g, const SeqTok
     const int64_t row = first + b.pos;
     in.tokens[i] = b.token;
     in.pos[i] = b.pos;
-    for (size_t hk = 0; hk < n_head_kv; ++hk) in.kv_rows[hk * n + i] = row;
+    for (size_t hk = 0; hk < in.kv_rows.size() / n; ++hk) in.kv_rows[hk * n + i] = row;
     // Its own sequence's rows up to itself.
     if (g.visible != nullptr) {
       in.visible[2 * i] = static_cast<int32_t>(first);
@@ -380,7 +402,13 @@ LlamaSeqBatchInputs make_seq_batch_inputs(const LlamaBatchGraph& g, const SeqTok
       float* m = in.mask.data() + i * static_cast<size_t>(g.n_kv);
       std::fill(m + first, m + row + 1, 0.0f);
     }
-    add_window_rows(g, i, first, row + 1, &in);
+    // The local layers' rows: the slot's window rows (from its base) when windowed.
+    const int64_t swa_first = g.kv_rows_swa != nullptr ? static_cast<int64_t>(b.seq) * g.swa_slot_rows : first;
+    const int64_t swa_row = swa_first + b.pos - (swa_base != nullptr ? swa_base[b.seq] : 0);
+    if (g.kv_rows_swa != nullptr) {
+      for (size_t hk = 0; hk < n_head_kv; ++hk) in.kv_rows_swa[hk * n + i] = swa_row;
+    }
+    add_window_rows(g, i, swa_first, swa_row + 1, &in);
     if (g.out_ids != nullptr && b.logits) in.out_ids.push_back(static_cast<int32_t>(i));
   }
   return in;

@@ -32,14 +32,27 @@ struct LlamaBatchGraph {
   Tensor* tokens = nullptr;  // I32 [n_tokens]
   Tensor* pos = nullptr;     // I32 [n_tokens]: n_past + i
   Tensor* kv_rows = nullptr; // I64 [n_tokens, n_head_kv]: cache rows written (== pos, per kv head)
+  // A windowed cache (KvCache::windowed): the rows its local layers write,
+  // I64 [n_tokens, n_head_kv] (pos - swa_base); nullptr otherwise. With a
+  // windowed cache each of the two is made only when a layer writes it.
+  Tensor* kv_rows_swa = nullptr;
+  int64_t n_head_kv = 0;
   // Made only when some layer uses the form that reads it (else nullptr).
   Tensor* mask = nullptr;    // F32 [n_kv, n_tokens]: 0 where visible, -inf elsewhere (unfused)
   Tensor* visible = nullptr; // I32 [n_tokens]: n_past + i + 1 (fused); a sequence batch: I32 [2, n_tokens], [first, end)
   // The sliding-window layers' (LlamaHparams::is_swa): the same with each
   // token's rows cut to the last n_swa positions (fused: always [2, n_tokens]).
+  // Their rows are the local layers' (relative to swa_base when windowed).
   Tensor* mask_swa = nullptr;
   Tensor* visible_swa = nullptr;
   int64_t n_swa = 0;
+  // The local layers' attended rows: n_kv, or at most their rows when
+  // windowed (window_rows, every slot's in a sequence batch).
+  int64_t n_kv_swa = 0;
+  int64_t swa_slot_rows = 0;  // a local layer's rows per slot
+  // The position in row 0 of the local layers' rows (a single-sequence
+  // batch; set like n_past before make_batch_inputs).
+  int64_t swa_base = 0;
   // A sequence batch: I32 [n_out], the batch rows whose logits are output
   // (nullptr when every row's are, in batch order).
   Tensor* out_ids = nullptr;
@@ -74,7 +87,8 @@ struct SeqToken {
 // The graph of a batch of n_tokens tokens of several sequences over a cache
 // whose n_ctx rows are n_ctx / slot_ctx slots of slot_ctx rows: sequence s
 // keeps position p in row s * slot_ctx + p, and a token attends to its own
-// sequence's rows [s * slot_ctx, s * slot_ctx + p] — the fused ATTENTION's
+// sequence's rows [s * slot_ctx, s * slot_ctx + p] (a windowed cache's
+// local layers: rows s * W + p - base(s), the window's only) — the fused ATTENTION's
 // ranges form (ABI 1.4) where the layer's device runs it, else the masked
 // unfused form over every row. n_out rows of logits (the tokens flagged
 // `logits`, in batch order). The shapes depend only on (n_tokens, n_out),
@@ -91,6 +105,7 @@ int64_t padded_n_kv(int64_t n_past, int64_t n_tokens, int64_t pad, int64_t n_ctx
 struct LlamaBatchInputs {
   std::vector<int32_t> tokens, pos;
   std::vector<int64_t> kv_rows;
+  std::vector<int64_t> kv_rows_swa;   // empty when g.kv_rows_swa is null
   std::vector<float> mask;        // empty when g.mask is null
   std::vector<int32_t> visible;   // empty when g.visible is null
   std::vector<float> mask_swa;        // empty when g.mask_swa is null
@@ -98,12 +113,14 @@ struct LlamaBatchInputs {
 };
 LlamaBatchInputs make_batch_inputs(const LlamaBatchGraph& g, const int32_t* tokens);
 // Token i's sliding-window inputs (g.visible_swa, g.mask_swa, when the
-// graph has them): of its rows [first, end), the last g.n_swa.
+// graph has them): of its rows [first, end) (the local layers' rows), the last g.n_swa.
 void add_window_rows(const LlamaBatchGraph& g, size_t i, int64_t first, int64_t end, LlamaBatchInputs* in);
 // The same for a graph of build_llama_seq_graph and its g.n_tokens tokens.
 struct LlamaSeqBatchInputs : LlamaBatchInputs {
   std::vector<int32_t> out_ids;  // empty when g.out_ids is null
 };
-LlamaSeqBatchInputs make_seq_batch_inputs(const LlamaBatchGraph& g, const SeqToken* batch, int64_t slot_ctx);
+// swa_base: per slot, KvCache::base (nullptr: every slot's is 0).
+LlamaSeqBatchInputs make_seq_batch_inputs(const LlamaBatchGraph& g, const SeqToken* batch, int64_t slot_ctx,
+                                          const int64_t* swa_base = nullptr);
 
 }  // namespace loom::llm

@@ -54,6 +54,8 @@ FitRequest fit_request(const LoadOptions& o) {
   f.n_batch = o.fit_session.n_batch;
   f.kv_type = o.fit_session.kv_type;
   f.kv_pad = o.fit_session.kv_pad;
+  f.n_seq = o.fit_session.n_seq;
+  f.window_kv = o.fit_session.window_kv;
   return f;
 }
 

@@ -129,6 +129,10 @@ struct LoadOptions {
     int64_t n_batch = 32;
     loom_type_t kv_type = LOOM_TYPE_F16;
     int64_t kv_pad = 256;
+    // Slots n_ctx is shared by (n_ctx counts every slot's positions) and
+    // whether sliding-window layers keep bounded rows (SessionOptions).
+    int32_t n_seq = 1;
+    bool window_kv = true;
   } fit_session;
   // Called while weights are copied into device buffers (not for zero-copy
   // placement): bytes copied so far, bytes to copy, the device's name.

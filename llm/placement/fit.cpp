@@ -10,6 +10,7 @@
 #include "llm/session/kv_cache.hpp"
 #include "loom/runtime/gguf.hpp"
 #include "loom/registry/plugin_calls.hpp"
+#include "runtime/env.hpp"
 
 namespace loom::llm {
 namespace {
@@ -81,7 +82,10 @@ class Fitter {
     }
     LOOM_RETURN_IF_ERROR(read_llama_hparams(file, std::string(*arch), &h_));
     LOOM_RETURN_IF_ERROR(read_llama_vocab(file, &h_));
-    n_ctx_ = r_.n_ctx > 0 ? r_.n_ctx : h_.n_ctx_train;
+    if (r_.n_seq < 1) return invalid_argument(who_ + "sequence slots " + std::to_string(r_.n_seq) + " must be >= 1");
+    n_ctx_ = r_.n_ctx > 0 ? r_.n_ctx : h_.n_ctx_train * r_.n_seq;
+    // As the session decides (LlamaSession::create).
+    window_kv_ = r_.window_kv && !env_flag("LOOM_KV_SWA_FULL", false);
     if (r_.n_batch < 1) return invalid_argument(who_ + "batch size " + std::to_string(r_.n_batch) + " must be >= 1");
     return Status();
   }
@@ -110,8 +114,19 @@ class Fitter {
     }
   }
 
+  // Layer il's K and V bytes (the session's rule: kv_cache.hpp).
+  uint64_t kv_of_layer(int64_t il) const {
+    int64_t rows = n_ctx_;
+    if (window_kv_ && h_.is_swa(il)) {
+      rows = std::min(n_ctx_, r_.n_seq * KvCache::window_rows(h_.n_swa, r_.n_batch, n_ctx_ / r_.n_seq));
+    }
+    return 2ull * type_row_size(r_.kv_type, h_.kv_dim()) * static_cast<uint64_t>(rows);
+  }
+  // The most any layer holds (the automatic choice's per-layer bound).
   uint64_t kv_per_layer() const {
-    return 2ull * type_row_size(r_.kv_type, h_.kv_dim()) * static_cast<uint64_t>(n_ctx_);
+    uint64_t m = 0;
+    for (int64_t il = 0; il < h_.n_layer; ++il) m = std::max(m, kv_of_layer(il));
+    return m;
   }
 
   // Compute estimates (see fit.hpp).
@@ -184,7 +199,10 @@ class Fitter {
   void tally(const Placement& p) {
     std::vector<DeviceFit>& fs = plan_->devices;
     plan_->layer_device = p.layer;
-    for (size_t k : p.layer) fs[kv_writable_[k] ? k : host_].kv += kv_per_layer();
+    for (size_t il = 0; il < p.layer.size(); ++il) {
+      const size_t k = p.layer[il];
+      fs[kv_writable_[k] ? k : host_].kv += kv_of_layer(static_cast<int64_t>(il));
+    }
     for (size_t k = 0; k < fs.size(); ++k) {
       fs[k].layers = p.layers[k];
       fs[k].weights = p.bytes[k];
@@ -218,6 +236,7 @@ class Fitter {
   int64_t n_ctx_ = 0;
   size_t host_ = 0;
   std::vector<bool> kv_writable_;
+  bool window_kv_ = true;
   std::vector<uint64_t> layer_bytes_;  // per layer, tensors not overridden
   uint64_t output_bytes_ = 0;          // output.weight (untied) + output_norm, unless overridden
   uint64_t rope_bytes_ = 0;            // rope_freqs.weight (copied to offload devices)

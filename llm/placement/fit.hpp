@@ -14,7 +14,10 @@
 // Sizes:
 //   weights  the file's tensor bytes on that device (rope_freqs copied to
 //            every offload device with layers);
-//   KV       2 * row_size(kv_type, kv_dim) * n_ctx per layer cached there;
+//   KV       2 * row_size(kv_type, kv_dim) * rows per layer cached there:
+//            rows = n_ctx, or for a sliding-window layer (gemma2/3's local
+//            layers, when window_kv and not LOOM_KV_SWA_FULL=1) n_seq *
+//            KvCache::window_rows(n_swa, n_batch, n_ctx / n_seq), at most n_ctx;
 //   compute  an estimate of the compute buffers the session reserves
 //            (LlamaSession::reserve_worst_case): one layer's activations
 //            for the largest prompt batch (F32: 3 n_embd + q_dim +
@@ -53,10 +56,12 @@ struct FitRequest {
   int64_t n_gpu_layers = -1;               // < 0: choose by memory (unless tensor_split)
   std::vector<double> tensor_split;        // LoadOptions::tensor_split (empty: none)
   std::vector<TensorOverride> overrides;
-  int64_t n_ctx = 0;  // 0: the model's training context
+  int64_t n_ctx = 0;  // every slot's positions; 0: the model's training context per slot
   int64_t n_batch = 32;
   loom_type_t kv_type = LOOM_TYPE_F16;
   int64_t kv_pad = 256;
+  int32_t n_seq = 1;       // slots n_ctx is shared by
+  bool window_kv = true;   // sliding-window layers' KV bounded (SessionOptions::window_kv)
 };
 
 struct DeviceFit {

@@ -257,12 +257,18 @@ class LlamaEngine : public Engine {
       if (best < 0) return;  // every slot busy
       queue_.pop_front();
       Slot& s = slots_[static_cast<size_t>(best)];
-      // The last prompt token is always evaluated: its logits give the first token.
-      size_t reuse = std::min(best_len, p.size() - 1);
+      // The last prompt token is always evaluated: its logits give the first
+      // token. A slot whose sliding-window rows moved past the prefix's
+      // window cannot continue it (reusable: 0, recomputed).
+      auto reusable = [&](size_t slot, size_t len) {
+        return static_cast<size_t>(session_->reusable_prefix(static_cast<int32_t>(slot), static_cast<int64_t>(len)));
+      };
+      const size_t own = reusable(static_cast<size_t>(best), std::min(best_len, p.size() - 1));
+      size_t reuse = own;
       int donor = -1;
       for (size_t i = 0; i < slots_.size(); ++i) {
         if (static_cast<int>(i) == best) continue;
-        const size_t len = std::min(common_prefix(slots_[i].cached, p), p.size() - 1);
+        const size_t len = reusable(i, std::min(common_prefix(slots_[i].cached, p), p.size() - 1));
         if (len > reuse && len >= kMinCopy) {
           reuse = len;
           donor = static_cast<int>(i);
@@ -272,7 +278,7 @@ class LlamaEngine : public Engine {
         Status st = session_->copy_seq(donor, best, static_cast<int64_t>(reuse));
         if (!st.ok()) {
           LOOM_LOG_WARN("serve", "prefix copy failed, computing it: " + st.to_string());
-          reuse = std::min(best_len, p.size() - 1);
+          reuse = own;
         } else {
           s.cached.assign(p.begin(), p.begin() + static_cast<std::ptrdiff_t>(reuse));
         }

@@ -7,6 +7,7 @@
 
 #include "llm/model/llama_graph.hpp"
 #include "llm/session/finite_check.hpp"
+#include "llm/session/kv_window.hpp"
 #include "loom/sched/executor.hpp"
 #include "loom/runtime/log.hpp"
 #include "loom/runtime/ops.hpp"
@@ -35,11 +36,12 @@ Status check_logits(const float* logits, int64_t n_rows, int64_t n_vocab, int64_
 // The KV cache must fit the free memory of each device holding layers of
 // it: a context from the file header (context_length) must not exhaust the
 // machine. Devices that report no memory figures are not checked.
-Status check_cache_fits(const std::vector<registry::Device*>& kv_devices, int64_t kv_dim, int64_t n_ctx,
-                        loom_type_t type, bool ctx_from_file) {
-  const double per_layer = 2.0 * static_cast<double>(type_row_size(type, kv_dim)) * static_cast<double>(n_ctx);
+// layer_rows: each layer's cache rows (a windowed cache's local layers hold fewer).
+Status check_cache_fits(const std::vector<registry::Device*>& kv_devices, const std::vector<int64_t>& layer_rows,
+                        int64_t kv_dim, int64_t n_ctx, loom_type_t type, bool ctx_from_file) {
+  const double row = 2.0 * static_cast<double>(type_row_size(type, kv_dim));
   std::map<registry::Device*, double> need_of;
-  for (registry::Device* d : kv_devices) need_of[d] += per_layer;
+  for (size_t il = 0; il < kv_devices.size(); ++il) need_of[kv_devices[il]] += row * static_cast<double>(layer_rows[il]);
   for (const auto& [d, need] : need_of) {
     StatusOr<registry::Device::Memory> m = d->memory();
     if (!m.ok() || m->total == 0) continue;
@@ -70,6 +72,7 @@ Status write_inputs(const LlamaBatchGraph& g, const LlamaBatchInputs& in, const 
   LOOM_RETURN_IF_ERROR(put(g.tokens, in.tokens));
   LOOM_RETURN_IF_ERROR(put(g.pos, in.pos));
   LOOM_RETURN_IF_ERROR(put(g.kv_rows, in.kv_rows));
+  LOOM_RETURN_IF_ERROR(put(g.kv_rows_swa, in.kv_rows_swa));
   LOOM_RETURN_IF_ERROR(put(g.mask, in.mask));
   LOOM_RETURN_IF_ERROR(put(g.visible, in.visible));
   LOOM_RETURN_IF_ERROR(put(g.mask_swa, in.mask_swa));
@@ -114,9 +117,24 @@ StatusOr<std::unique_ptr<LlamaSession>> LlamaSession::create(LlamaModel* model, 
     kv_devices.push_back(d);
   }
   const int64_t n_rows = n_ctx * options.n_seq;  // every slot's rows
-  LOOM_RETURN_IF_ERROR(check_cache_fits(kv_devices, h.kv_dim(), n_rows, options.kv_type, options.n_ctx <= 0));
+  // Sliding-window layers: rows bounded by their window (kv_cache.hpp).
+  KvWindow window;
+  window.n_seq = options.n_seq;
+  const int64_t w = KvCache::window_rows(h.n_swa, options.n_batch, n_ctx);
+  if (options.window_kv && !env_flag("LOOM_KV_SWA_FULL", false) && w < n_ctx) {
+    window.n_swa = h.n_swa;
+    window.rows = w;
+    for (int64_t il = 0; il < h.n_layer; ++il) window.local.push_back(h.is_swa(il));
+  }
+  std::vector<int64_t> layer_rows;
+  for (int64_t il = 0; il < h.n_layer; ++il) {
+    layer_rows.push_back(!window.local.empty() && h.is_swa(il) ? w * options.n_seq : n_rows);
+  }
+  LOOM_RETURN_IF_ERROR(
+      check_cache_fits(kv_devices, layer_rows, h.kv_dim(), n_ctx * options.n_seq, options.kv_type, options.n_ctx <= 0));
   Context& ctx = model->context();
-  LOOM_ASSIGN_OR_RETURN(KvCache cache, KvCache::create(ctx, kv_devices, h.head_dim(), h.n_head_kv, n_rows, options.kv_type));
+  LOOM_ASSIGN_OR_RETURN(KvCache cache, KvCache::create(ctx, kv_devices, h.head_dim(), h.n_head_kv, n_rows,
+                                                       options.kv_type, window));
   LOOM_ASSIGN_OR_RETURN(auto sched, Scheduler::create(model->devices()));
   const size_t mark = ctx.checkpoint();
   SessionOptions o = options;
@@ -165,6 +183,8 @@ Status LlamaSession::reserve_worst_case() {
                              std::to_string(n_max) + " tokens over " + std::to_string(n_seq_) + " slots");
     }
   }
+  // A windowed cache's largest row move (every slot at once).
+  LOOM_RETURN_IF_ERROR(reserve_window_move(model_->context(), *sched_, cache_));
   LOOM_LOG_INFO("llm", "compute buffers reserved for " + std::to_string(n_max) + "-token batches and decode over " +
                            std::to_string(n_ctx) + " positions: " + std::to_string(compute_buffer_size()) + " bytes");
   return Status();
@@ -279,6 +299,44 @@ void LlamaSession::drop_step() {
   model_->context().rollback(mark_);
 }
 
+Status LlamaSession::make_room(int32_t seq, int64_t first, int64_t end) {
+  WindowMove move;
+  LOOM_ASSIGN_OR_RETURN(bool moves, plan_window(cache_, seq, first, end, &move));
+  if (!moves) return Status();
+  // Kept step graphs are rebuilt after the move (its graph takes their place on the scheduler).
+  drop_step();
+  return move_window(model_->context(), *sched_, cache_, {move});
+}
+
+Status LlamaSession::make_seq_room(const std::vector<SeqToken>& batch) {
+  std::map<int32_t, std::pair<int64_t, int64_t>> span;  // slot: its positions [first, end)
+  for (const SeqToken& b : batch) {
+    auto it = span.emplace(b.seq, std::pair<int64_t, int64_t>{b.pos, b.pos + 1}).first;
+    it->second.first = std::min<int64_t>(it->second.first, b.pos);
+    it->second.second = std::max<int64_t>(it->second.second, b.pos + 1);
+  }
+  std::vector<int64_t> bases;  // restored when a slot cannot take its positions
+  for (int32_t q = 0; q < n_seq_; ++q) bases.push_back(cache_.base(q));
+  std::vector<WindowMove> moves;
+  for (const auto& [seq, fe] : span) {
+    WindowMove m;
+    StatusOr<bool> mv = plan_window(cache_, seq, fe.first, fe.second, &m);
+    if (!mv.ok()) {
+      for (int32_t q = 0; q < n_seq_; ++q) cache_.set_base(q, bases[static_cast<size_t>(q)]);
+      return mv.status();
+    }
+    if (*mv) moves.push_back(m);
+  }
+  if (moves.empty()) return Status();
+  drop_step();  // as make_room
+  return move_window(model_->context(), *sched_, cache_, moves);
+}
+
+int64_t LlamaSession::reusable_prefix(int32_t seq, int64_t n) const {
+  if (seq < 0 || seq >= n_seq_) return 0;
+  return window_reusable(cache_, seq, n);
+}
+
 Status LlamaSession::eval_batch(const TokenId* tokens, int64_t n, bool all_logits, float* out) {
   Status st = run_step(tokens, n, all_logits, out);
   // A failed step leaves nothing behind (its tensors and graph go).
@@ -290,14 +348,18 @@ Status LlamaSession::eval_pipelined(const TokenId* tokens, int64_t n, float* out
   drop_step();  // the kept decode graph's tensors sit where the micro-batches go
   const int64_t group = n_batch_ * pipeline_;
   const int64_t first = n_past_;
-  for (int64_t start = 0; start < n; start += group) {
-    const int64_t len = std::min(group, n - start);
-    Status st = submit_group(tokens + start, len, start + len == n ? out : nullptr);
+  for (int64_t start = 0; start < n;) {
+    int64_t len = std::min(group, n - start);
+    // A windowed cache's rows move between groups, never inside one.
+    Status st = make_room(0, n_past_, n_past_ + std::min(n_batch_, len));
+    if (cache_.windowed()) len = std::min(len, cache_.window_rows() - (n_past_ - cache_.base(0)));
+    if (st.ok()) st = submit_group(tokens + start, len, start + len == n ? out : nullptr);
     if (!st.ok()) {
       // The cache rows of this prompt are not trustworthy: forget them.
       n_past_ = first;
       return st;
     }
+    start += len;
   }
   return Status();
 }
@@ -319,6 +381,7 @@ Status LlamaSession::submit_group(const TokenId* tokens, int64_t n, float* out) 
     steps.push_back(std::move(step).value());
     LlamaBatchGraph& g = steps.back().batch;
     g.n_past = pos;
+    g.swa_base = cache_.base(0);
     st = sched_->allocate(steps.back().graph);
     LlamaBatchInputs in = make_batch_inputs(g, tokens + start);
     if (st.ok()) {
@@ -345,6 +408,7 @@ Status LlamaSession::submit_group(const TokenId* tokens, int64_t n, float* out) 
 Status LlamaSession::run_step(const TokenId* tokens, int64_t n, bool all_logits, float* out) {
   // Decode steps of one padded KV length have the same graph: reuse it and
   // only write the new inputs (the scheduler then reuses its plan too).
+  LOOM_RETURN_IF_ERROR(make_room(0, n_past_, n_past_ + n));
   const int64_t n_kv = padded_n_kv(n_past_, n, kv_pad_, n_ctx());
   if (!cached_ || cached_->batch.n_tokens != n || cached_->batch.n_kv != n_kv || cached_all_logits_ != all_logits) {
     drop_step();
@@ -356,6 +420,7 @@ Status LlamaSession::run_step(const TokenId* tokens, int64_t n, bool all_logits,
   LlamaBatchGraph& g = cached_->batch;
   Graph& graph = cached_->graph;
   g.n_past = n_past_;
+  g.swa_base = cache_.base(0);
   LlamaBatchInputs in = make_batch_inputs(g, tokens);
   LOOM_RETURN_IF_ERROR(write_inputs(g, in, {}, set_tensor));
   LOOM_RETURN_IF_ERROR(sched_->compute(graph));
@@ -406,6 +471,9 @@ Status LlamaSession::eval_seqs(const std::vector<SeqToken>& batch, std::vector<f
     return invalid_argument("[llm.eval] a sequence batch holds one (sequence, position) twice");
   }
   if (n_out == 0) return invalid_argument("[llm.eval] a sequence batch asks for no logits");
+  // A windowed cache: each slot's positions in the batch must fit its rows
+  // (moved first where they would pass them); checked before anything runs.
+  if (cache_.windowed()) LOOM_RETURN_IF_ERROR(make_seq_room(batch));
   logits->assign(static_cast<size_t>(n_out * n_vocab), 0.0f);
   Status st = run_seq_step(batch, n_out, logits->data());
   if (!st.ok()) drop_step();
@@ -432,7 +500,9 @@ Status LlamaSession::run_seq_step(const std::vector<SeqToken>& batch, int64_t n_
     ++steps_built_;
   }
   LlamaBatchGraph& g = step->batch;
-  LlamaSeqBatchInputs in = make_seq_batch_inputs(g, batch.data(), n_ctx());
+  std::vector<int64_t> bases;
+  for (int32_t q = 0; q < n_seq_; ++q) bases.push_back(cache_.base(q));
+  LlamaSeqBatchInputs in = make_seq_batch_inputs(g, batch.data(), n_ctx(), bases.data());
   LOOM_RETURN_IF_ERROR(write_inputs(g, in, in.out_ids, set_tensor));
   LOOM_RETURN_IF_ERROR(sched_->compute(step->graph));
   ++steps_;
@@ -458,22 +528,36 @@ Status LlamaSession::copy_seq(int32_t src, int32_t dst, int64_t n) {
                             std::to_string(n_seq_) + " slots of " + std::to_string(n_ctx()));
   }
   if (src == dst || n == 0) return Status();
+  // A windowed cache's local layers: the window before n (positions [need,
+  // n)), from src's rows to the front of dst's, which then start at need.
+  const int64_t need = cache_.windowed() ? std::max<int64_t>(0, n - (cache_.n_swa() - 1)) : 0;
+  if (window_reusable(cache_, src, n) != n) {
+    return invalid_argument("[llm.session] copy of " + std::to_string(n) + " positions from slot " +
+                            std::to_string(src) + ": its sliding-window rows start at position " +
+                            std::to_string(cache_.base(src)) + ", past the window's first position " +
+                            std::to_string(need));
+  }
   // Per layer, K and V, per kv head: the slot's rows are one contiguous run
   // (KvCache's head-major layout), copied through the host.
   std::vector<char> rows;
   for (int64_t il = 0; il < model_->hparams().n_layer; ++il) {
+    const bool bounded = cache_.bounded(il);
+    const auto slot = static_cast<size_t>(bounded ? cache_.window_rows() : n_ctx());
+    const auto first = static_cast<size_t>(bounded ? need - cache_.base(src) : 0);
+    const auto count = static_cast<size_t>(bounded ? n - need : n);
     for (const Tensor* t : {cache_.k(il), cache_.v(il)}) {
-      const size_t run = static_cast<size_t>(n) * t->nb[1];
+      const size_t run = count * t->nb[1];
       rows.resize(run);
       for (int64_t g = 0; g < t->ne[2]; ++g) {
         const size_t head = static_cast<size_t>(g) * t->nb[2];
-        const size_t from = head + static_cast<size_t>(src) * static_cast<size_t>(n_ctx()) * t->nb[1];
-        const size_t to = head + static_cast<size_t>(dst) * static_cast<size_t>(n_ctx()) * t->nb[1];
+        const size_t from = head + (static_cast<size_t>(src) * slot + first) * t->nb[1];
+        const size_t to = head + static_cast<size_t>(dst) * slot * t->nb[1];
         LOOM_RETURN_IF_ERROR(tensor_get(t, rows.data(), run, from));
         LOOM_RETURN_IF_ERROR(tensor_set(const_cast<Tensor*>(t), rows.data(), run, to));
       }
     }
   }
+  if (cache_.windowed()) cache_.set_base(dst, need);
   return Status();
 }
 

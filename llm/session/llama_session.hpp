@@ -45,6 +45,12 @@ struct SessionOptions {
   // SOFT_MAX + MUL_MAT form everywhere. LOOM_LLM_FUSED_ATTN=0 in the
   // environment forces false.
   bool fused_attention = true;
+  // Sliding-window layers (gemma2, gemma3) keep a cache bounded by their
+  // window: KvCache::window_rows(n_swa, n_batch, n_ctx) rows per slot, not
+  // n_ctx (kv_cache.hpp, kv_window.hpp). false (or LOOM_KV_SWA_FULL=1 in
+  // the environment) gives them n_ctx rows like the global layers: the
+  // unbounded layout, for comparisons. No effect on models without a window.
+  bool window_kv = true;
   // Debug aid: keep every node's result and, after each step, name the
   // first node that produced a NaN or infinity (slow). LOOM_CHECK_FINITE=1
   // in the environment forces true.
@@ -69,9 +75,10 @@ struct SessionOptions {
 };
 
 // The sizes of a session with options `so`, for the fit of a model load
-// (LoadOptions::fit_session) that this session will run on.
+// (LoadOptions::fit_session) that this session will run on (the fit's n_ctx
+// counts every slot's positions).
 inline LoadOptions::FitSession fit_session(const SessionOptions& so) {
-  return LoadOptions::FitSession{so.n_ctx, so.n_batch, so.kv_type, so.kv_pad};
+  return LoadOptions::FitSession{so.n_ctx * so.n_seq, so.n_batch, so.kv_type, so.kv_pad, so.n_seq, so.window_kv};
 }
 
 class LlamaSession {
@@ -93,6 +100,9 @@ class LlamaSession {
   // One step over several sequences: batch[i] is token `token` of slot
   // `seq` at position `pos`; the slot's rows [0, pos) must hold that
   // sequence's earlier tokens (evaluated before or earlier in this batch).
+  // With a windowed cache (kv_cache.hpp) a slot's sliding-window rows keep
+  // only the last positions: a batch continuing a slot below what they
+  // still hold (reusable_prefix) is INVALID_ARGUMENT; starting at 0 always works.
   // logits gets n_vocab floats per token flagged `logits`, in batch order.
   // At most n_batch tokens; a slot outside [0, n_seq), a position outside
   // [0, n_ctx), a token outside the vocabulary or one (seq, pos) twice is
@@ -100,8 +110,14 @@ class LlamaSession {
   // of tokens and of logits rows reuse one graph. Does not move n_past().
   Status eval_seqs(const std::vector<SeqToken>& batch, std::vector<float>* logits);
   // Copy the KV rows of positions [0, n) of slot src into slot dst (a prompt
-  // prefix two sequences share is computed once).
+  // prefix two sequences share is computed once); of a windowed cache's
+  // local layers, the window before n (INVALID_ARGUMENT when src no longer
+  // holds it: reusable_prefix(src, n) == 0).
   Status copy_seq(int32_t src, int32_t dst, int64_t n);
+  // The longest prefix [0, m) of slot seq's positions [0, n) (n: positions
+  // it holds) a batch can continue from: n, or 0 when a windowed cache's
+  // local rows of that slot moved past the window before n (recompute).
+  int64_t reusable_prefix(int32_t seq, int64_t n) const;
   int32_t n_seq() const { return n_seq_; }
   // Plan (without computing) the graph of a batch of n_tokens at the current
   // position and return the scheduler's plan rendered at that detail, in
@@ -109,7 +125,10 @@ class LlamaSession {
   StatusOr<std::string> plan(int64_t n_tokens, PlanDetail detail, PlanFormat format);
   StatusOr<std::string> plan_dot(int64_t n_tokens) { return plan(n_tokens, PlanDetail::kNodes, PlanFormat::kDot); }
   // Forget the cached positions (start a new sequence).
-  void reset() { n_past_ = 0; }
+  void reset() {
+    n_past_ = 0;
+    cache_.set_base(0, 0);
+  }
 
   int64_t n_past() const { return n_past_; }
   int64_t n_ctx() const { return cache_.n_ctx() / n_seq_; }  // per slot
@@ -128,6 +147,7 @@ class LlamaSession {
   size_t compute_buffer_size() const;
   Scheduler& scheduler() { return *sched_; }
   const Scheduler& scheduler() const { return *sched_; }
+  const KvCache& kv_cache() const { return cache_; }
   // The device holding layer il's KV cache.
   registry::Device* kv_device(int64_t il) const { return kv_devices_[static_cast<size_t>(il)]; }
   // Scheduler counters summed over the eval() calls since the last reset_stats().
@@ -159,6 +179,11 @@ class LlamaSession {
         count_ffn_(o.count_ffn_activity),
         mark_(mark) {}
   Status eval_batch(const TokenId* tokens, int64_t n, bool all_logits, float* out);
+  // A windowed cache: moves slot seq's local rows when positions [first,
+  // end) would pass them (kv_window.hpp). Nothing in flight on the scheduler.
+  Status make_room(int32_t seq, int64_t first, int64_t end);
+  // The same for every slot of a sequence batch (each slot's positions in it).
+  Status make_seq_room(const std::vector<SeqToken>& batch);
   // Prompt tokens in micro-batches of n_batch, pipeline_ submitted at a time;
   // the last token's logits into out.
   Status eval_pipelined(const TokenId* tokens, int64_t n, float* out);

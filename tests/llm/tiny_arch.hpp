@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "gguf/gguf_writer.hpp"
+#include "tiny_llama.hpp"
 
 namespace loom::test {
 
@@ -67,6 +68,7 @@ struct ArchSpec {
   int64_t ff_exp() const { return expert_ffn > 0 ? expert_ffn : n_ff; }
   bool is_swa(int64_t il) const { return sliding_window > 0 && swa_period > 0 && (il + 1) % swa_period != 0; }
   uint32_t seed = 1;
+  bool tokenizer = false;  // a llama (SPM) tokenizer of n_vocab tokens (tiny_llama.hpp's)
 
   int64_t hd() const { return head_dim > 0 ? head_dim : n_embd / n_head; }
   int64_t rot() const { return n_rot > 0 ? n_rot : hd(); }
@@ -185,6 +187,11 @@ struct TinyArchModel {
     }
     if (spec.final_softcap > 0.0f && !skip_keys.count("final_logit_softcapping")) {
       b.kv(a + ".final_logit_softcapping", loom::testing::kF32, spec.final_softcap);
+    }
+    if (spec.tokenizer) {
+      TinyLlama tok;
+      tok.n_tokens = spec.n_vocab;
+      tok.add_tokenizer(b);
     }
     for (const auto& [name, t] : file_tensors()) {
       if (skip_tensors.count(name)) continue;

@@ -77,7 +77,7 @@ struct TinyLlama {
     return static_cast<bool>(f);
   }
 
- private:
+  // The tokenizer's keys (n_tokens of them); tiny_arch.hpp's models use it too.
   void add_tokenizer(loom::testing::GgufBuilder& b) const {
     std::vector<std::string> tokens = {"<unk>", "<s>", "</s>", "\xe2\x96\x81" "a"};
     std::vector<int32_t> types = {2, 3, 3, 1};

@@ -148,13 +148,18 @@ uint64_t weight_bytes_per_token(const llm::LlamaModel& m) {
 
 // K and V cache bytes one decode step reads, averaged over the tg run:
 // every layer reads visible rows of K and of V (kv_dim elements of the
-// cache's type), and the context grows from n_prompt + 1 to n_prompt + n_gen.
+// cache's type), and the context grows from n_prompt + 1 to n_prompt + n_gen;
+// a sliding-window layer sees at most its window's n_swa of them.
 // Rounded to a whole byte.
 uint64_t kv_bytes_per_token(const llm::LlamaModel& m, loom_type_t kv_type, int64_t n_prompt, int64_t n_gen) {
   const llm::LlamaHparams& h = m.hparams();
-  const double avg_ctx = static_cast<double>(n_prompt) + static_cast<double>(n_gen + 1) / 2.0;
-  return static_cast<uint64_t>(std::llround(2.0 * static_cast<double>(h.n_layer) * avg_ctx *
-                                            static_cast<double>(type_row_size(kv_type, h.kv_dim()))));
+  double rows = 0.0;  // summed over the layers, averaged over the steps
+  for (int64_t il = 0; il < h.n_layer; ++il) {
+    double sum = 0.0;
+    for (int64_t c = n_prompt + 1; c <= n_prompt + n_gen; ++c) sum += static_cast<double>(h.is_swa(il) ? std::min(c, h.n_swa) : c);
+    rows += n_gen > 0 ? sum / static_cast<double>(n_gen) : static_cast<double>(n_prompt) + 0.5;
+  }
+  return static_cast<uint64_t>(std::llround(2.0 * rows * static_cast<double>(type_row_size(kv_type, h.kv_dim()))));
 }
 
 // Each tg repetition's tokens/s over the bound of the bandwidth probed

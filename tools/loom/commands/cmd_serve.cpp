@@ -85,8 +85,9 @@ struct Loading {
 void load(const ServeOptions& o, const ModelCommand& mc, serve::HttpServer* server, Loading* out) {
   auto result = [&]() -> StatusOr<std::shared_ptr<llm::serve::Engine>> {
     llm::SessionOptions so;
-    so.n_ctx = (o.engine.n_ctx > 0 ? o.engine.n_ctx : kFitContextPerSlot) * o.engine.slots;
-    so.n_batch = o.engine.n_batch;
+    so.n_ctx = o.engine.n_ctx > 0 ? o.engine.n_ctx : kFitContextPerSlot;
+    so.n_seq = o.engine.slots;
+    so.n_batch = std::max<int64_t>(o.engine.n_batch, o.engine.slots);  // as make_llama_engine
     llm::LoadOptions lo;
     lo.devices = mc.devices;
     lo.progress = load_progress("loom serve");
