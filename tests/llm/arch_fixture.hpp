@@ -172,7 +172,7 @@ TinyArchModel mutate(const TinyArchModel& m, F f) {
   return c;
 }
 
-void drop(TinyArchModel* m, const std::string& part) {
+[[maybe_unused]] void drop(TinyArchModel* m, const std::string& part) {
   for (auto it = m->tensors.begin(); it != m->tensors.end();) {
     it = it->first.find(part) != std::string::npos ? m->tensors.erase(it) : std::next(it);
   }

@@ -154,11 +154,15 @@ class SwaCache : public Architectures {
       auto win = session(model->get(), true, fused);
       ASSERT_TRUE(win);
       ASSERT_TRUE(win->kv_cache().windowed());
-      if (kv_on != nullptr) EXPECT_EQ(win->kv_device(0), kv_on);
+      if (kv_on != nullptr) {
+        EXPECT_EQ(win->kv_device(0), kv_on);
+      }
       EXPECT_EQ(win->kv_cache().window_rows(), kWindowRows);
       generate(*win, 110, &got, &got_rows);
       // Over two devices the prompt went through pipelined micro-batches (groups cut at the moves).
-      if (win->pipeline() > 1) EXPECT_GT(win->pipelined_batches(), 0u);
+      if (win->pipeline() > 1) {
+        EXPECT_GT(win->pipelined_batches(), 0u);
+      }
       EXPECT_EQ(got, want) << "greedy tokens differ";
       EXPECT_LT(rel_diff(got_rows, want_rows), tol);
       // 147 positions through 13 rows: the rows moved many times.
