@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "common/glue.h"
+#include "file_load.h"
 #include "stream.h"
 
 namespace loom::mpi {
@@ -57,6 +58,13 @@ loom_status_t* device_stream_create(loom_device_t* d, loom_stream_t** out) {
   });
 }
 
+const void* device_get_extension(loom_device_t*, const char* id, uint32_t version) {
+  if (id != nullptr && std::strcmp(id, LOOM_EXT_FILE_LOAD) == 0 && version == LOOM_EXT_FILE_LOAD_VERSION) {
+    return file_load_extension();
+  }
+  return nullptr;  // loom.cost and loom.threads for remote devices are later steps
+}
+
 const loom_device_iface_t kDeviceIface = {
     sizeof(loom_device_iface_t),
     device_get_props,
@@ -66,7 +74,7 @@ const loom_device_iface_t kDeviceIface = {
     device_supports_buffer_type,
     device_stream_create,
     nullptr,  // event_create: streams are synchronous
-    nullptr,  // get_extension: none yet (cost, threads are later steps)
+    device_get_extension,
     nullptr,  // buffer_from_host_ptr: host memory cannot be lent across ranks
 };
 

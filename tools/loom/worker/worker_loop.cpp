@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <thread>
 
 #include "cli.hpp"
@@ -59,6 +60,8 @@ int serve(const std::vector<std::string>& args) {
   int rc = 0;
   {
     WorkerServer server(reg->devices(), LOOM_VERSION_STRING, rank, host);
+    const char* map = std::getenv("LOOM_MPI_PATH_MAP");
+    server.set_path_map(map ? map : "");
     std::vector<uint8_t> in, out;
     for (bool more = true; more;) {
       MPI_Status st;

@@ -89,6 +89,7 @@ Status WorkerServer::dispatch(uint32_t kind, const uint8_t* p, size_t n, std::ve
     case wire::Kind::kSupports: return supports(p, n, reply);
     case wire::Kind::kGraph: return graph(p, n);
     case wire::Kind::kRun: return run(p, n, reply);
+    case wire::Kind::kLoadFile: return load_file(p, n);
     case wire::Kind::kShutdown: return Status::Ok();
     default: return malformed("request", "unknown request kind " + std::to_string(kind));
   }
