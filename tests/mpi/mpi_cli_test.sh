@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # loom under mpirun on the loopback (issue 33's tests). Usage:
 #   mpi_cli_test.sh CASE LOOM MPIRUN MODELS_DIR
-# CASE: devices | tokens | synth | reuse | stalled | killed | killed_recovery. Exit 77 (ctest: skipped)
+# CASE: devices | tokens | synth | reuse | file | file_fallback | stalled | killed | killed_recovery. Exit 77 (ctest: skipped)
 # with the reason when the model file is absent.
 set -u
 case_name=$1 loom=$2 mpirun=$3 models=${LOOM_MODELS_DIR:-$4}
@@ -17,6 +17,9 @@ export LOOM_CACHE_DIR="$work/cache"
 
 fail() { echo "FAIL: $*"; for f in "$work"/*.txt; do echo "--- $f"; tail -n 30 "$f"; done; exit 1; }
 need_model() { [ -f "$model" ] || { echo "SKIP: $model not found (set LOOM_MODELS_DIR)"; exit 77; }; }
+
+# The "<kind> N (B B)" numbers of the "messages sent:" line in file $1: "N B".
+sent() { sed -n "s/.*messages sent:.* $2 \([0-9]*\) (\([0-9]*\) B).*/\1 \2/p" "$1"; }
 
 # The pid of the process that is rank $1 of the job started from this shell.
 rank_pid() {
@@ -102,6 +105,42 @@ case "$case_name" in
     # One graph per distinct step shape (the 5-token prefill, a decode step), not one per token.
     [ "$graphs" -le 2 ] || fail "$graphs graphs sent for $runs runs: decode steps resend their graph"
     echo "ok: $graphs graphs sent for $runs runs"
+    ;;
+  file)
+    # Weights on r1 read by rank 1 from the GGUF (load_file), not streamed (set):
+    # the same text, and far fewer set bytes than with LOOM_FILE_LOAD=0.
+    need_model
+    "$loom" run -m "$model" --device cpu -n 40 >"$work/ref.txt" 2>"$work/ref_err.txt" || fail "one process run exited $?"
+    LOOM_LOG=mpi:info,llm:info "${mpi[@]}" -np 2 "$loom" run -m "$model" --device r1.cpu,cpu -ts 1,1 -n 40 \
+      >"$work/file.txt" 2>"$work/file_err.txt" || fail "run with layers on r1 exited $?"
+    cmp -s "$work/ref.txt" "$work/file.txt" || fail "r1.cpu,cpu text (weights from the file) differs from one process"
+    grep "read by the device" "$work/file_err.txt" || fail "no 'read by the device' line from the loader"
+    read -r loads load_bytes <<<"$(sent "$work/file_err.txt" load_file)"
+    read -r sets set_bytes <<<"$(sent "$work/file_err.txt" set)"
+    [ -n "$loads" ] && [ "$loads" -gt 0 ] || fail "no load_file messages: $(grep 'messages sent' "$work/file_err.txt")"
+    LOOM_FILE_LOAD=0 LOOM_LOG=mpi:info "${mpi[@]}" -x LOOM_FILE_LOAD -np 2 "$loom" run -m "$model" --device r1.cpu,cpu \
+      -ts 1,1 -n 40 >"$work/stream.txt" 2>"$work/stream_err.txt" || fail "streamed run exited $?"
+    cmp -s "$work/ref.txt" "$work/stream.txt" || fail "r1.cpu,cpu text (weights streamed) differs from one process"
+    read -r _ stream_bytes <<<"$(sent "$work/stream_err.txt" set)"
+    echo "load_file $loads ($load_bytes B); set $set_bytes B with file loads, $stream_bytes B streamed"
+    # The weights on r1 (hundreds of KB) no longer travel: what is left is step inputs.
+    [ $((stream_bytes - set_bytes)) -gt 500000 ] || fail "file loads saved only $((stream_bytes - set_bytes)) set bytes"
+    echo "ok: the same text, weights read by rank 1"
+    ;;
+  file_fallback)
+    # The worker cannot find the file (a path map to nowhere): rank 0 warns,
+    # streams the weights, and the text is still the one process's.
+    need_model
+    "$loom" run -m "$model" --device cpu -n 40 >"$work/ref.txt" 2>"$work/ref_err.txt" || fail "one process run exited $?"
+    dir=$(cd "$(dirname "$model")" && pwd -P)
+    LOOM_MPI_PATH_MAP="$dir=$work/nowhere" LOOM_LOG=mpi:info "${mpi[@]}" -x LOOM_MPI_PATH_MAP -np 2 "$loom" run \
+      -m "$model" --device r1.cpu,cpu -ts 1,1 -n 40 >"$work/out.txt" 2>"$work/err.txt" || fail "run exited $?"
+    cmp -s "$work/ref.txt" "$work/out.txt" || fail "text after the fallback differs from one process"
+    grep "warn" "$work/err.txt" | grep -q "$work/nowhere/stories260K.gguf" || fail "no warning naming the mapped path"
+    grep "warn" "$work/err.txt" | head -n 1
+    read -r loads _ <<<"$(sent "$work/err.txt" load_file)"
+    [ "${loads:-0}" -eq 1 ] || fail "$loads load_file requests: expected one, then streaming"
+    echo "ok: one failed load_file, then streamed, the same text"
     ;;
   stalled)
     lose_rank1 STOP
