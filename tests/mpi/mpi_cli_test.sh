@@ -87,10 +87,23 @@ case "$case_name" in
       --type q8_0 --seed 7 >/dev/null || fail "make_synth_gguf.py failed"
     "$loom" run -m "$work/synth.gguf" -p "Once upon a time" --device cpu -n 24 >"$work/ref.txt" 2>"$work/ref_err.txt" ||
       fail "one process run exited $?"
-    "${mpi[@]}" -np 3 "$loom" run -m "$work/synth.gguf" -p "Once upon a time" --device r1.cpu,r2.cpu,cpu -ts 1,1,1 \
-      -n 24 >"$work/r2.txt" 2>"$work/r2_err.txt" || fail "run with layers on r1 and r2 exited $?"
+    LOOM_LOG=mpi:info "${mpi[@]}" -np 3 "$loom" run -m "$work/synth.gguf" -p "Once upon a time" \
+      --device r1.cpu,r2.cpu,cpu -ts 1,1,1 -n 24 >"$work/r2.txt" 2>"$work/r2_err.txt" ||
+      fail "run with layers on r1 and r2 exited $?"
     cmp -s "$work/ref.txt" "$work/r2.txt" || fail "synthetic model: r1.cpu,r2.cpu,cpu text differs from one process"
-    echo "ok: the same text: $(head -c 80 "$work/ref.txt")"
+    grep "messages sent:" "$work/r2_err.txt"
+    read -r loads _ <<<"$(sent "$work/r2_err.txt" load_file)"
+    [ "${loads:-0}" -gt 0 ] || fail "the Q8_0 weights on r1 and r2 were not read from the file"
+    # Plan reuse across two ranks: 8 more decode steps send runs, never a graph.
+    read -r graphs _ <<<"$(sent "$work/r2_err.txt" graph)"
+    read -r runs _ <<<"$(sent "$work/r2_err.txt" run)"
+    LOOM_LOG=mpi:info "${mpi[@]}" -np 3 "$loom" run -m "$work/synth.gguf" -p "Once upon a time" \
+      --device r1.cpu,r2.cpu,cpu -ts 1,1,1 -n 32 >"$work/r2b.txt" 2>"$work/r2b_err.txt" || fail "32-token run exited $?"
+    read -r graphs32 _ <<<"$(sent "$work/r2b_err.txt" graph)"
+    read -r runs32 _ <<<"$(sent "$work/r2b_err.txt" run)"
+    [ "$runs32" -ge $((runs + 16)) ] || fail "$runs32 runs for 32 tokens vs $runs for 24: not one per rank and step"
+    [ "$graphs32" -eq "$graphs" ] || fail "8 more decode steps sent $((graphs32 - graphs)) more graphs"
+    echo "ok: the same text: $(head -c 80 "$work/ref.txt"); $graphs graphs for $runs runs, $graphs32 for $runs32"
     ;;
   reuse)
     need_model
