@@ -169,8 +169,11 @@ TEST_F(WorkerServerTest, SupportsAsksTheDeviceAndRefusesBuffers) {
   add.src[1] = 1;
   Reply r = ask(add, 0);
   ASSERT_TRUE(r.ok()) << r.message;
-  ASSERT_EQ(r.payload.size(), 4u);
+  ASSERT_EQ(r.payload.size(), 12u);
   EXPECT_EQ(r.payload[0], 1);
+  double us = -1;
+  std::memcpy(&us, r.payload.data() + 4, 8);
+  EXPECT_GT(us, 0.0);  // the cpu device's loom.cost estimate travels with the answer
   r = ask(add, 3);
   EXPECT_NE(r.message.find("in a query that has none"), std::string::npos) << r.message;
   expect_still_serving();
