@@ -51,7 +51,7 @@ def devices(r):
 def launch(r, loom, args, log=""):
     env = dict(os.environ, LOOM_CPU_THREADS="1", LOOM_LOG=log or os.environ.get("LOOM_LOG", "*:warn"))
     cmd = (mpirun(r) if r > 1 else []) + [loom] + args + devices(r)
-    p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True, errors="replace", timeout=900)
     if p.returncode != 0:
         sys.exit(f"failed ({p.returncode}): {' '.join(cmd)}\n{p.stderr[-2000:]}")
     return p
