@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # loom under mpirun on the loopback (issue 33's tests). Usage:
 #   mpi_cli_test.sh CASE LOOM MPIRUN MODELS_DIR
-# CASE: devices | tokens | synth | reuse | file | file_fallback | stalled | killed | killed_recovery. Exit 77 (ctest: skipped)
+# CASE: devices | tokens | synth | reuse | file | file_fallback | plan | stalled | killed | killed_recovery. Exit 77 (ctest: skipped)
 # with the reason when the model file is absent.
 set -u
 case_name=$1 loom=$2 mpirun=$3 models=${LOOM_MODELS_DIR:-$4}
@@ -158,6 +158,21 @@ case "$case_name" in
     read -r loads _ <<<"$(sent "$work/err.txt" load_file)"
     [ "${loads:-0}" -eq 1 ] || fail "$loads load_file requests: expected one, then streaming"
     echo "ok: one failed load_file, then streamed, the same text"
+    ;;
+  plan)
+    # `loom plan` draws the devices of each rank in a cluster of its own.
+    need_model
+    "${mpi[@]}" -np 3 "$loom" plan -m "$model" --device r1.cpu,r2.cpu,cpu -ts 1,1,1 >"$work/plan.dot" \
+      2>"$work/plan_err.txt" || fail "loom plan exited $?"
+    for r in 0 1 2; do grep -q "subgraph cluster_rank_$r " "$work/plan.dot" || fail "no cluster for rank $r"; done
+    grep -q 'label="rank 1 on ' "$work/plan.dot" || fail "rank 1's cluster does not name its host"
+    "${mpi[@]}" -np 2 "$loom" plan -m "$model" --device r1.cpu,cpu -ts 1,1 --detail nodes >"$work/nodes.dot" \
+      2>"$work/nodes_err.txt" || fail "loom plan --detail nodes exited $?"
+    grep -q "subgraph cluster_rank_1 " "$work/nodes.dot" || fail "no rank cluster in the node-level drawing"
+    if command -v dot >/dev/null; then
+      dot -Tsvg "$work/plan.dot" -o /dev/null && dot -Tsvg "$work/nodes.dot" -o /dev/null || fail "graphviz refuses the DOT"
+    fi
+    echo "ok: ranks 0, 1 and 2 drawn as clusters"
     ;;
   stalled)
     lose_rank1 STOP
