@@ -3,7 +3,7 @@
 layers are shared out over R MPI ranks on this host's loopback, against the
 same model in one process; and what each decode step sends.
 
-    bench/mpi_overhead.py [--build build/release] [--reps 3] [-n 64] [-p 64] [-b 16]
+    bench/mpi_overhead.py [--build build/release] [--rounds 3] [--reps 2] [-n 64] [-p 64] [-b 16]
 
 For each model (stories260K and a synthetic llama made once with
 ../shared/tools/make_synth_gguf.py, dim 512 x 8 layers F32, into
@@ -13,7 +13,9 @@ $LOOM_BENCH_MODELS or /tmp/loom-bench-models; needs python3-numpy):
   R=2  mpirun -np 2 loom bench --device r1.cpu,cpu -ts 1,1
   R=3  mpirun -np 3 loom bench --device r1.cpu,r2.cpu,cpu -ts 1,1,1
 
-every rank with one thread (LOOM_CPU_THREADS=1). Decode: ms per token and
+every rank with one thread (LOOM_CPU_THREADS=1); --rounds rounds, each
+running every configuration once (`-r --reps`), medians over the rounds.
+Decode: ms per token and
 the extra over R=1. Prefill: -p tokens in m = p / b micro-batches (-b);
 speed-up over R=1 and the efficiency speed-up / R, beside the pipelined
 ideal m / (m + R - 1). Per step: two `loom run`s (16 and 48 tokens) under
@@ -28,6 +30,7 @@ import json
 import os
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 
@@ -100,7 +103,8 @@ def make_synth(a):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--build", default="build/release")
-    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--reps", type=int, default=2)
+    ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("-n", type=int, default=64)
     ap.add_argument("-p", type=int, default=64)
     ap.add_argument("-b", type=int, default=16)
@@ -115,21 +119,27 @@ def main():
     if not a.no_synth:
         models.append(("synth 512x8 f32", make_synth(a)))
     m = a.p // a.b
+    ranks = [int(x) for x in a.ranks.split(",")]
     print(f"| model | R | tg ms/token | +ms vs R=1 | round trips/step | B sent/step | B received/step | graphs in 32 steps "
           f"| pp{a.p} t/s (m={m}) | pp speed-up | efficiency | m/(m+R-1) |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for name, path in models:
-        base_tg = base_pp = None
-        for r in [int(x) for x in a.ranks.split(",")]:
-            pp, tg = bench(r, loom, path, a)
-            ms = 1000.0 / tg
-            if r == 1:
-                base_tg, base_pp = ms, pp
+        # Rounds interleave the configurations so drift on a shared machine
+        # hits all alike; medians over the rounds.
+        tg = {r: [] for r in ranks}
+        pp = {r: [] for r in ranks}
+        for _ in range(a.rounds):
+            for r in ranks:
+                p_ts, t_ts = bench(r, loom, path, a)
+                pp[r].append(p_ts)
+                tg[r].append(1000.0 / t_ts)
+        base_tg, base_pp = statistics.median(tg[ranks[0]]), statistics.median(pp[ranks[0]])
+        for r in ranks:
+            ms, pps = statistics.median(tg[r]), statistics.median(pp[r])
             msgs, out, back, graphs = per_step(r, loom, path) if r > 1 else (0, 0, 0, 0)
-            speed = pp / base_pp
-            print(f"| {name} | {r} | {ms:.3f} | {ms - base_tg:+.3f} | {msgs:.1f} | {out:.0f} | {back:.0f} | {graphs} "
-                  f"| {pp:.0f} | {speed:.2f} | {speed / r:.2f} | {m / (m + r - 1):.2f} |", flush=True)
-
+            speed = pps / base_pp
+            print(f"| {name} | {r} | {ms:.2f} | {ms - base_tg:+.2f} | {msgs:.1f} | {out:.0f} | {back:.0f} | {graphs} "
+                  f"| {pps:.0f} | {speed:.2f} | {speed / r:.2f} | {m / (m + r - 1):.2f} |", flush=True)
 
 if __name__ == "__main__":
     main()
