@@ -714,10 +714,11 @@ typedef struct loom_ext_file_load {
   size_t struct_size;
   /* Bytes [0, size) of `tensor` (in `buffer`, a buffer of this device) =
    * bytes [file_offset, file_offset + size) of the file at `path` (absolute,
-   * as the host sees it; the device may map it). checksum64 is
-   * common::checksum64 of those bytes as the host has them
-   * (plugins/common/checksum64.h; docs/plugin-abi.md gives the definition);
-   * the device verifies it before it reports success. The host checked the
+   * as the host sees it; the device may map it). checksum64 is the host's
+   * checksum of those bytes: FNV-1a 64 over little-endian 64-bit words, then
+   * the tail bytes, then the length (docs/plugin-abi.md gives the exact
+   * definition; plugins/common/checksum64.h implements it); the device
+   * verifies it before it reports success. The host checked the
    * range as for set_tensor. Errors: NOT_FOUND (no such file),
    * INVALID_ARGUMENT (the slice is past the end of the file, or the
    * checksum differs), UNIMPLEMENTED (the device cannot read files now), each
