@@ -6,6 +6,7 @@
 #include "common/op_info.h"
 #include "common/type_traits.h"
 #include "loom/runtime/log.hpp"
+#include "loom/registry/plugin_calls.hpp"
 #include "loom/registry/registry.hpp"
 #include "loom/runtime/tensor.hpp"
 #include "registry/guard.hpp"
@@ -247,6 +248,35 @@ Status Device::set_threads(int n_threads) const {
     return unimplemented(who + "no " LOOM_EXT_THREADS " extension");
   }
   Status st = call_plugin_status("device.set_threads", name(), [&] { return ext->set_threads(raw_, n_threads); });
+  return st.ok() ? st : Status(st.code(), who + st.message());
+}
+
+namespace {
+
+const loom_ext_file_load_t* file_load_ext(const Device& d) {
+  const auto* ext = static_cast<const loom_ext_file_load_t*>(d.extension(LOOM_EXT_FILE_LOAD, LOOM_EXT_FILE_LOAD_VERSION));
+  if (!ext || ext->struct_size < LOOM_STRUCT_END(loom_ext_file_load_t, set_tensor_from_file) ||
+      !ext->set_tensor_from_file) {
+    return nullptr;
+  }
+  return ext;
+}
+
+}  // namespace
+
+bool Device::has_file_load() const { return file_load_ext(*this) != nullptr; }
+
+Status Device::set_tensor_from_file(Tensor* t, const std::string& path, uint64_t file_offset, uint64_t size,
+                                    uint64_t checksum64) const {
+  const std::string who = "[device.set_tensor_from_file] " + name() + ": ";
+  const loom_ext_file_load_t* ext = file_load_ext(*this);
+  if (!ext) return unimplemented(who + "no " LOOM_EXT_FILE_LOAD " extension");
+  if (t == nullptr || t->buffer == nullptr) return invalid_argument(who + "the tensor is not in a buffer");
+  if (size > SIZE_MAX) return invalid_argument(who + std::to_string(size) + " bytes exceed this host's size_t");
+  LOOM_RETURN_IF_ERROR(check_tensor_range("device.set_tensor_from_file", t->buffer, t, 0, static_cast<size_t>(size)));
+  Status st = call_plugin_status("device.set_tensor_from_file", name(), [&] {
+    return ext->set_tensor_from_file(raw_, t->buffer, t, path.c_str(), file_offset, size, checksum64);
+  });
   return st.ok() ? st : Status(st.code(), who + st.message());
 }
 

@@ -2,8 +2,11 @@
 // --format text`) and as Graphviz DOT (`loom plan`), at two levels of
 // detail: one entry per split, or every node (views included) inside the
 // cluster of its split and device.
+#include <algorithm>
 #include <string>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include "common/op_info.h"
 #include "loom/registry/plugin_calls.hpp"
@@ -30,6 +33,48 @@ std::string dot_escape(const std::string& s) {
     o += c;
   }
   return o;
+}
+
+// The MPI rank whose process holds a device named `name`: N for a remote
+// device of the mpi plugin ("r<N>.<device>", docs/distributed.md), 0 for a
+// device of this process. Only for drawing: devices of one rank are drawn
+// in one cluster.
+int process_rank(const std::string& name) {
+  size_t i = 1;
+  if (name.size() < 3 || name[0] != 'r') return 0;
+  while (i < name.size() && name[i] >= '0' && name[i] <= '9' && i < 8) ++i;
+  if (i == 1 || i >= name.size() || name[i] != '.') return 0;
+  return std::stoi(name.substr(1, i - 1));
+}
+
+// Per rank present among the devices, in order of first appearance (rank 0
+// first when it has any): the device indices. Empty when all are local.
+std::vector<std::pair<int, std::vector<size_t>>> ranks_of(const std::vector<registry::Device*>& devices) {
+  std::vector<std::pair<int, std::vector<size_t>>> out;
+  bool remote = false;
+  for (size_t d = 0; d < devices.size(); ++d) {
+    const int r = process_rank(devices[d]->name());
+    remote = remote || r > 0;
+    size_t k = 0;
+    while (k < out.size() && out[k].first != r) ++k;
+    if (k == out.size()) out.emplace_back(r, std::vector<size_t>());
+    out[k].second.push_back(d);
+  }
+  if (!remote) out.clear();
+  std::stable_sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  return out;
+}
+
+// "rank 1 on HOST": the host from the mpi plugin's description of the
+// rank's first device ("... (rank 1 on HOST)").
+std::string rank_label(int rank, const registry::Device* first) {
+  if (rank == 0) return "rank 0 (this process)";
+  const std::string& desc = first->info().description;
+  const std::string key = "(rank " + std::to_string(rank) + " on ";
+  const size_t at = desc.rfind(key);
+  const size_t end = at == std::string::npos ? at : desc.find(')', at);
+  if (end == std::string::npos) return "rank " + std::to_string(rank);
+  return "rank " + std::to_string(rank) + " on " + desc.substr(at + key.size(), end - at - key.size());
 }
 
 const char* const kColours[] = {"lightblue", "palegreen",   "khaki",    "lightpink",
@@ -189,6 +234,22 @@ std::string splits_to_dot(const Plan& p, const Graph& g, const std::vector<regis
          "\", shape=cylinder, fillcolor=" +
          (v.sources[k].device >= 0 ? colour(static_cast<size_t>(v.sources[k].device)) : "white") + "];\n";
   }
+  // Devices of other processes (mpi ranks): one cluster per rank around its
+  // splits and the memory they read there.
+  for (const auto& [rank, devs] : ranks_of(devices)) {
+    s += "  subgraph cluster_rank_" + std::to_string(rank) + " {\n    label=\"" + rank_label(rank, devices[devs.front()]) +
+         "\";\n    style=\"rounded,bold\";\n    color=gray40;\n";
+    for (size_t i = 0; i < v.splits.size(); ++i) {
+      if (std::find(devs.begin(), devs.end(), v.splits[i].device) != devs.end()) s += "    s" + std::to_string(i) + ";\n";
+    }
+    for (size_t k = 0; k < v.sources.size(); ++k) {
+      const int32_t d = v.sources[k].device;
+      if (d >= 0 && std::find(devs.begin(), devs.end(), static_cast<size_t>(d)) != devs.end()) {
+        s += "    m" + std::to_string(k) + ";\n";
+      }
+    }
+    s += "  }\n";
+  }
   // Run order (dotted), so the boxes stand in the order the splits run.
   for (size_t i = 0; i + 1 < v.splits.size(); ++i) {
     s += "  s" + std::to_string(i) + " -> s" + std::to_string(i + 1) + " [style=dotted, color=gray, arrowhead=none];\n";
@@ -223,7 +284,17 @@ class NodesDot {
     s_ = "digraph loom_plan {\n  rankdir=TB;\n  newrank=true;\n  labelloc=t;\n  label=\"" + dot_escape(headline(p_, v_, devices_)) +
          "\";\n  node [shape=box, style=filled, fontname=\"Helvetica\", fontsize=10];\n";
     group();
-    for (size_t d = 0; d < devices_.size(); ++d) device_cluster(d);
+    const auto ranks = ranks_of(devices_);
+    if (ranks.empty()) {
+      for (size_t d = 0; d < devices_.size(); ++d) device_cluster(d);
+    }
+    // Devices of other processes (mpi ranks): their clusters inside one per rank.
+    for (const auto& [rank, devs] : ranks) {
+      s_ += "  subgraph cluster_rank_" + std::to_string(rank) + " {\n  label=\"" + rank_label(rank, devices_[devs.front()]) +
+            "\";\n  style=\"rounded,bold\";\n  color=gray40;\n";
+      for (size_t d : devs) device_cluster(d);
+      s_ += "  }\n";
+    }
     for (size_t k = 0; k < other_.size(); ++k) {
       s_ += "  subgraph cluster_mem_" + std::to_string(k) + " {\n    label=\"" + dot_escape(other_[k].name) +
             " memory\";\n";

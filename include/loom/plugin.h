@@ -703,6 +703,34 @@ typedef struct loom_ext_details {
   size_t (*get_details)(loom_device_t *device, char *out, size_t cap);
 } loom_ext_details_t;
 
+/* Tensor bytes read by the device from a file it opens itself
+ * (device-level extension), so a loader does not move them through the host:
+ * a device whose memory is in another process or host (the mpi plugin: the
+ * worker rank opens the same GGUF) reads them where they are needed. The
+ * host (the llama loader) calls it only for a weight whose bytes are a plain
+ * slice of the file (no conversion, no weight_layout buffer type) and falls
+ * back to buffer set_tensor when it fails. */
+#define LOOM_EXT_FILE_LOAD "loom.file_load"
+#define LOOM_EXT_FILE_LOAD_VERSION 1u
+typedef struct loom_ext_file_load {
+  size_t struct_size;
+  /* Bytes [0, size) of `tensor` (in `buffer`, a buffer of this device) =
+   * bytes [file_offset, file_offset + size) of the file at `path` (absolute,
+   * as the host sees it; the device may map it). checksum64 is the host's
+   * checksum of those bytes: FNV-1a 64 over little-endian 64-bit words, then
+   * the tail bytes, then the length (docs/plugin-abi.md gives the exact
+   * definition; plugins/common/checksum64.h implements it); the device
+   * verifies it before it reports success. The host checked the
+   * range as for set_tensor. Errors: NOT_FOUND (no such file),
+   * INVALID_ARGUMENT (the slice is past the end of the file, or the
+   * checksum differs), UNIMPLEMENTED (the device cannot read files now), each
+   * naming the path; the tensor's bytes are then unspecified until the host
+   * sets them. Called from the loading thread; may block while it reads. */
+  loom_status_t *(*set_tensor_from_file)(loom_device_t *device, loom_buffer_t *buffer, loom_tensor_t *tensor,
+                                         const char *path, uint64_t file_offset, uint64_t size,
+                                         uint64_t checksum64);
+} loom_ext_file_load_t;
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <string>
 
+#include "llm/model/weight_file_load.hpp"
 #include "llm/placement/placement.hpp"
 #include "loom/sched/executor.hpp"
 #include "loom/runtime/log.hpp"
@@ -440,7 +442,7 @@ Status LlamaModel::place_on(registry::Device& device, const std::vector<size_t>&
   if (!b.ok()) return b.status();
   *out = std::move(b).value();
   *copied = true;
-  return copy_weights(which, device);
+  return copy_weights(which, device, /*plain_slices=*/true);
 }
 
 Status LlamaModel::relayout(registry::Device& device, std::vector<size_t>* which) {
@@ -546,17 +548,22 @@ Status LlamaModel::relayout(registry::Device& device, std::vector<size_t>* which
   return Status();
 }
 
-Status LlamaModel::copy_weights(const std::vector<size_t>& which, const registry::Device& device) {
+Status LlamaModel::copy_weights(const std::vector<size_t>& which, const registry::Device& device, bool plain_slices) {
   const std::string who = "[llm.load] " + file_.name() + ": ";
   size_t total = 0, done = 0;
   for (size_t i : which) total += file_.tensors()[i].nbytes;
+  std::optional<WeightFileLoad> from_file;
+  if (plain_slices) from_file.emplace(file_, device);
   for (size_t i : which) {
     const GgufTensorInfo& info = file_.tensors()[i];
-    Status st = tensor_set(file_tensors_[i], info.data, info.nbytes);
-    if (!st.ok()) return Status(st.code(), who + "tensor '" + info.name + "': " + st.message());
+    if (!from_file || !from_file->load(file_tensors_[i], info)) {
+      Status st = tensor_set(file_tensors_[i], info.data, info.nbytes);
+      if (!st.ok()) return Status(st.code(), who + "tensor '" + info.name + "': " + st.message());
+    }
     done += info.nbytes;
     if (progress_) progress_(done, total, device.name());
   }
+  if (from_file) from_file->log_summary();
   return Status();
 }
 

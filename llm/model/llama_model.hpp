@@ -259,8 +259,10 @@ class LlamaModel {
   // reads host memory and can (no copy), else allocate and copy (*copied).
   Status place_on(registry::Device& device, const std::vector<size_t>& which, Buffer* out, bool* copied);
   // Copy the file data of tensors `which` into their (allocated) buffers on
-  // `device`, reporting progress.
-  Status copy_weights(const std::vector<size_t>& which, const registry::Device& device);
+  // `device`, reporting progress. plain_slices: the buffers are of the
+  // device's default type (bytes as in the file), so a device with
+  // loom.file_load may read them from the file itself (weight_file_load.hpp).
+  Status copy_weights(const std::vector<size_t>& which, const registry::Device& device, bool plain_slices = false);
   // Which device each layer, the output and each file tensor go to
   // (llm/placement/placement.hpp), after the fit when the options ask for one.
   Status assign_devices(const LoadOptions& o);

@@ -17,6 +17,7 @@ const char* kind_name(uint32_t kind) {
     case Kind::kGraph: return "graph";
     case Kind::kRun: return "run";
     case Kind::kShutdown: return "shutdown";
+    case Kind::kLoadFile: return "load_file";
     case Kind::kReplyOk: return "ok";
     case Kind::kReplyError: return "error";
   }

@@ -21,7 +21,7 @@
 namespace loom::common::mpi {
 
 constexpr uint32_t kWireMagic = 0x4d4d4f4cu;  // "LOMM" read little-endian
-constexpr uint32_t kWireProtocol = 1;         // bumped on any change of the fields below
+constexpr uint32_t kWireProtocol = 2;         // bumped on any change of the fields below (2: load_file, supports answers a cost)
 constexpr int kMpiTag = 0x1f00;               // the one tag of loom's messages
 constexpr size_t kWireVersionLen = 16;        // the loom version string, NUL-padded
 
@@ -33,10 +33,11 @@ enum class Kind : uint32_t {
   kClear = 4,     // buffer id, value
   kSet = 5,       // buffer id, tensor, offset, size, bytes
   kGet = 6,       // buffer id, tensor, offset, size -> bytes
-  kSupports = 7,  // device, node and its sources -> bool
+  kSupports = 7,  // device, node and its sources -> bool, the device's estimate in us (f64, < 0: none)
   kGraph = 8,     // device, key, graph -> cached under key
   kRun = 9,       // device, key -> the cached graph computed
   kShutdown = 10, // -> ok, then the worker leaves its loop
+  kLoadFile = 11, // buffer id, tensor, path, file offset, size, checksum64 -> the worker reads the bytes
   kReplyOk = 100,
   kReplyError = 101,  // status code + message
 };

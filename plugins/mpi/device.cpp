@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "common/glue.h"
+#include "file_load.h"
 #include "stream.h"
 
 namespace loom::mpi {
@@ -57,6 +58,25 @@ loom_status_t* device_stream_create(loom_device_t* d, loom_stream_t** out) {
   });
 }
 
+double cost_op_time_us(loom_device_t* d, const loom_tensor_t* node) {
+  try {
+    return RemoteDevice::from(d)->op_time_us(node);
+  } catch (...) {
+    return -1.0;
+  }
+}
+
+const loom_ext_cost_t kCostExt = {sizeof(loom_ext_cost_t), cost_op_time_us};
+
+const void* device_get_extension(loom_device_t*, const char* id, uint32_t version) {
+  if (id == nullptr) return nullptr;
+  if (std::strcmp(id, LOOM_EXT_FILE_LOAD) == 0 && version == LOOM_EXT_FILE_LOAD_VERSION) return file_load_extension();
+  // The remote device's own estimate (asked with supports_op), so the
+  // scheduler does not move work to a remote device on a guess.
+  if (std::strcmp(id, LOOM_EXT_COST) == 0 && version == LOOM_EXT_COST_VERSION) return &kCostExt;
+  return nullptr;  // loom.threads for remote devices is a later step
+}
+
 const loom_device_iface_t kDeviceIface = {
     sizeof(loom_device_iface_t),
     device_get_props,
@@ -66,7 +86,7 @@ const loom_device_iface_t kDeviceIface = {
     device_supports_buffer_type,
     device_stream_create,
     nullptr,  // event_create: streams are synchronous
-    nullptr,  // get_extension: none yet (cost, threads are later steps)
+    device_get_extension,
     nullptr,  // buffer_from_host_ptr: host memory cannot be lent across ranks
 };
 
@@ -76,8 +96,12 @@ RemoteDevice::RemoteDevice(Transport* transport, RemoteInfo info)
     : transport_(transport), info_(std::move(info)), raw_{sizeof(loom_device_t), &kDeviceIface, this},
       buffer_type_(this) {}
 
-bool RemoteDevice::supports_op(const loom_tensor_t* node) {
-  if (node == nullptr) return false;
+bool RemoteDevice::supports_op(const loom_tensor_t* node) { return ask(node).yes; }
+
+double RemoteDevice::op_time_us(const loom_tensor_t* node) { return ask(node).us; }
+
+RemoteDevice::Answer RemoteDevice::ask(const loom_tensor_t* node) {
+  if (node == nullptr) return Answer{};
   // The query: the sources (index 0..n-1), then the node naming them.
   wire::Writer q(wire::Kind::kSupports, transport_->loom_version());
   q.u32(info_.index);
@@ -109,16 +133,21 @@ bool RemoteDevice::supports_op(const loom_tensor_t* node) {
   if (st != nullptr) {
     common::plugin_log(LOOM_LOG_LEVEL_DEBUG, "mpi", "supports_op asked " + info_.name + " and failed");
     common::host_services()->status_free(st);
-    return false;
+    return Answer{};
   }
   wire::Reader r(reply.data(), reply.size());
-  const bool yes = r.u32() == 1 && !r.failed();
-  if (!yes && common::host_services()->log_enabled(LOOM_LOG_LEVEL_DEBUG, "mpi")) {
+  Answer a;
+  a.yes = r.u32() == 1;
+  uint64_t bits = r.u64();
+  std::memcpy(&a.us, &bits, 8);
+  if (r.failed()) a = Answer{};
+  if (!(a.us >= 0.0 && a.us < 1e300)) a.us = -1.0;  // NaN or garbage: no estimate
+  if (!a.yes && common::host_services()->log_enabled(LOOM_LOG_LEVEL_DEBUG, "mpi")) {
     common::plugin_log(LOOM_LOG_LEVEL_DEBUG, "mpi", info_.name + " does not run node '" + node->name + "'");
   }
   std::lock_guard<std::mutex> lock(mu_);
-  supports_[key] = yes;
-  return yes;
+  supports_[key] = a;
+  return a;
 }
 
 bool RemoteDevice::graph_known(uint64_t key) {

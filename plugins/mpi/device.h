@@ -46,6 +46,9 @@ class RemoteDevice {
   // The remote device's answer for `node` (its sources' types and shapes
   // included), cached by the encoded query; false when the rank is lost.
   bool supports_op(const loom_tensor_t* node);
+  // The remote device's loom.cost estimate for `node`, asked with the same
+  // query (one round trip per shape for both); < 0: none.
+  double op_time_us(const loom_tensor_t* node);
 
   // Graph keys this device's worker has been sent (stream.cpp).
   bool graph_known(uint64_t key);
@@ -57,7 +60,12 @@ class RemoteDevice {
   loom_device_t raw_;
   RemoteBufferType buffer_type_;
   std::mutex mu_;
-  std::unordered_map<uint64_t, bool> supports_;
+  struct Answer {
+    bool yes = false;
+    double us = -1.0;
+  };
+  Answer ask(const loom_tensor_t* node);
+  std::unordered_map<uint64_t, Answer> supports_;
   std::unordered_set<uint64_t> graphs_;
 };
 

@@ -118,6 +118,12 @@ void log_counts(const Transport& t) {
     line += std::string(" ") + wire::kind_name(k) + " " + std::to_string(c.messages[k]) + " (" + std::to_string(c.bytes[k]) + " B)";
   }
   common::plugin_log(LOOM_LOG_LEVEL_INFO, "mpi", line);
+  line = "replies received:";
+  for (uint32_t k = 1; k < 16; ++k) {
+    if (c.messages[k] == 0) continue;
+    line += std::string(" ") + wire::kind_name(k) + " " + std::to_string(c.messages[k]) + " (" + std::to_string(c.reply_bytes[k]) + " B)";
+  }
+  common::plugin_log(LOOM_LOG_LEVEL_INFO, "mpi", line);
 }
 
 void plugin_shutdown(void* context) {

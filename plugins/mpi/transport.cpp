@@ -102,6 +102,7 @@ loom_status_t* Transport::request(int peer, const std::string& what, wire::Write
     std::memcpy(&h, in.data(), sizeof h);
     err = wire::check_header(h, loom_version_, peer);
   }
+  if (kind < 16) counts_.reply_bytes[kind] += in.size();
   if (!err.empty()) {
     lost = "device " + what + " lost (rank " + std::to_string(peer) + ": " + err + ")";
     return make_status(LOOM_STATUS_UNAVAILABLE, lost);

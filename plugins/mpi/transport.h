@@ -33,11 +33,12 @@ class Transport {
   loom_status_t* request(int peer, const std::string& what, common::mpi::Writer& msg,
                          std::vector<uint8_t>* payload);
 
-  // Messages and bytes sent so far, by kind (the plan-reuse test counts
-  // graph messages through LOOM_MPI_STATS).
+  // Messages and bytes sent so far, and the bytes of their replies, by kind
+  // (logged at shutdown: the plan-reuse test counts graph messages).
   struct Counts {
     uint64_t messages[16] = {};
     uint64_t bytes[16] = {};
+    uint64_t reply_bytes[16] = {};  // the replies' bytes (header included), by request kind
   };
   Counts counts() const;
 

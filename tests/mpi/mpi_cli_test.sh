@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # loom under mpirun on the loopback (issue 33's tests). Usage:
 #   mpi_cli_test.sh CASE LOOM MPIRUN MODELS_DIR
-# CASE: devices | tokens | synth | reuse | stalled | killed | killed_recovery. Exit 77 (ctest: skipped)
+# CASE: devices | tokens | synth | reuse | file | file_fallback | plan | stalled | killed | killed_recovery. Exit 77 (ctest: skipped)
 # with the reason when the model file is absent.
 set -u
 case_name=$1 loom=$2 mpirun=$3 models=${LOOM_MODELS_DIR:-$4}
@@ -17,6 +17,9 @@ export LOOM_CACHE_DIR="$work/cache"
 
 fail() { echo "FAIL: $*"; for f in "$work"/*.txt; do echo "--- $f"; tail -n 30 "$f"; done; exit 1; }
 need_model() { [ -f "$model" ] || { echo "SKIP: $model not found (set LOOM_MODELS_DIR)"; exit 77; }; }
+
+# The "<kind> N (B B)" numbers of the "messages sent:" line in file $1: "N B".
+sent() { sed -n "s/.*messages sent:.* $2 \([0-9]*\) (\([0-9]*\) B).*/\1 \2/p" "$1"; }
 
 # The pid of the process that is rank $1 of the job started from this shell.
 rank_pid() {
@@ -84,10 +87,27 @@ case "$case_name" in
       --type q8_0 --seed 7 >/dev/null || fail "make_synth_gguf.py failed"
     "$loom" run -m "$work/synth.gguf" -p "Once upon a time" --device cpu -n 24 >"$work/ref.txt" 2>"$work/ref_err.txt" ||
       fail "one process run exited $?"
-    "${mpi[@]}" -np 3 "$loom" run -m "$work/synth.gguf" -p "Once upon a time" --device r1.cpu,r2.cpu,cpu -ts 1,1,1 \
-      -n 24 >"$work/r2.txt" 2>"$work/r2_err.txt" || fail "run with layers on r1 and r2 exited $?"
+    LOOM_LOG=mpi:info "${mpi[@]}" -np 3 "$loom" run -m "$work/synth.gguf" -p "Once upon a time" \
+      --device r1.cpu,r2.cpu,cpu -ts 1,1,1 -n 24 >"$work/r2.txt" 2>"$work/r2_err.txt" ||
+      fail "run with layers on r1 and r2 exited $?"
     cmp -s "$work/ref.txt" "$work/r2.txt" || fail "synthetic model: r1.cpu,r2.cpu,cpu text differs from one process"
-    echo "ok: the same text: $(head -c 80 "$work/ref.txt")"
+    grep "messages sent:" "$work/r2_err.txt"
+    read -r loads _ <<<"$(sent "$work/r2_err.txt" load_file)"
+    [ "${loads:-0}" -gt 0 ] || fail "the Q8_0 weights on r1 and r2 were not read from the file"
+    # Plan reuse across two ranks: 8 more decode steps send runs, never a graph.
+    read -r graphs _ <<<"$(sent "$work/r2_err.txt" graph)"
+    read -r runs _ <<<"$(sent "$work/r2_err.txt" run)"
+    LOOM_LOG=mpi:info "${mpi[@]}" -np 3 "$loom" run -m "$work/synth.gguf" -p "Once upon a time" \
+      --device r1.cpu,r2.cpu,cpu -ts 1,1,1 -n 32 >"$work/r2b.txt" 2>"$work/r2b_err.txt" || fail "32-token run exited $?"
+    read -r graphs32 _ <<<"$(sent "$work/r2b_err.txt" graph)"
+    read -r runs32 _ <<<"$(sent "$work/r2b_err.txt" run)"
+    [ "$runs32" -ge $((runs + 16)) ] || fail "$runs32 runs for 32 tokens vs $runs for 24: not one per rank and step"
+    [ "$graphs32" -eq "$graphs" ] || fail "8 more decode steps sent $((graphs32 - graphs)) more graphs"
+    # One split per rank and step (the remote devices' own cost estimates keep
+    # the scheduler from moving single matmuls across the wire): a prefill and
+    # a decode graph per rank.
+    [ "$graphs" -le 4 ] || fail "$graphs graphs for two ranks: steps are cut into more than one split per rank"
+    echo "ok: the same text: $(head -c 80 "$work/ref.txt"); $graphs graphs for $runs runs, $graphs32 for $runs32"
     ;;
   reuse)
     need_model
@@ -102,6 +122,57 @@ case "$case_name" in
     # One graph per distinct step shape (the 5-token prefill, a decode step), not one per token.
     [ "$graphs" -le 2 ] || fail "$graphs graphs sent for $runs runs: decode steps resend their graph"
     echo "ok: $graphs graphs sent for $runs runs"
+    ;;
+  file)
+    # Weights on r1 read by rank 1 from the GGUF (load_file), not streamed (set):
+    # the same text, and far fewer set bytes than with LOOM_FILE_LOAD=0.
+    need_model
+    "$loom" run -m "$model" --device cpu -n 40 >"$work/ref.txt" 2>"$work/ref_err.txt" || fail "one process run exited $?"
+    LOOM_LOG=mpi:info,llm:info "${mpi[@]}" -np 2 "$loom" run -m "$model" --device r1.cpu,cpu -ts 1,1 -n 40 \
+      >"$work/file.txt" 2>"$work/file_err.txt" || fail "run with layers on r1 exited $?"
+    cmp -s "$work/ref.txt" "$work/file.txt" || fail "r1.cpu,cpu text (weights from the file) differs from one process"
+    grep "read by the device" "$work/file_err.txt" || fail "no 'read by the device' line from the loader"
+    read -r loads load_bytes <<<"$(sent "$work/file_err.txt" load_file)"
+    read -r sets set_bytes <<<"$(sent "$work/file_err.txt" set)"
+    [ -n "$loads" ] && [ "$loads" -gt 0 ] || fail "no load_file messages: $(grep 'messages sent' "$work/file_err.txt")"
+    LOOM_FILE_LOAD=0 LOOM_LOG=mpi:info "${mpi[@]}" -x LOOM_FILE_LOAD -np 2 "$loom" run -m "$model" --device r1.cpu,cpu \
+      -ts 1,1 -n 40 >"$work/stream.txt" 2>"$work/stream_err.txt" || fail "streamed run exited $?"
+    cmp -s "$work/ref.txt" "$work/stream.txt" || fail "r1.cpu,cpu text (weights streamed) differs from one process"
+    read -r _ stream_bytes <<<"$(sent "$work/stream_err.txt" set)"
+    echo "load_file $loads ($load_bytes B); set $set_bytes B with file loads, $stream_bytes B streamed"
+    # The weights on r1 (hundreds of KB) no longer travel: what is left is step inputs.
+    [ $((stream_bytes - set_bytes)) -gt 500000 ] || fail "file loads saved only $((stream_bytes - set_bytes)) set bytes"
+    echo "ok: the same text, weights read by rank 1"
+    ;;
+  file_fallback)
+    # The worker cannot find the file (a path map to nowhere): rank 0 warns,
+    # streams the weights, and the text is still the one process's.
+    need_model
+    "$loom" run -m "$model" --device cpu -n 40 >"$work/ref.txt" 2>"$work/ref_err.txt" || fail "one process run exited $?"
+    dir=$(cd "$(dirname "$model")" && pwd -P)
+    LOOM_MPI_PATH_MAP="$dir=$work/nowhere" LOOM_LOG=mpi:info "${mpi[@]}" -x LOOM_MPI_PATH_MAP -np 2 "$loom" run \
+      -m "$model" --device r1.cpu,cpu -ts 1,1 -n 40 >"$work/out.txt" 2>"$work/err.txt" || fail "run exited $?"
+    cmp -s "$work/ref.txt" "$work/out.txt" || fail "text after the fallback differs from one process"
+    grep "warn" "$work/err.txt" | grep -q "$work/nowhere/stories260K.gguf" || fail "no warning naming the mapped path"
+    grep "warn" "$work/err.txt" | head -n 1
+    read -r loads _ <<<"$(sent "$work/err.txt" load_file)"
+    [ "${loads:-0}" -eq 1 ] || fail "$loads load_file requests: expected one, then streaming"
+    echo "ok: one failed load_file, then streamed, the same text"
+    ;;
+  plan)
+    # `loom plan` draws the devices of each rank in a cluster of its own.
+    need_model
+    "${mpi[@]}" -np 3 "$loom" plan -m "$model" --device r1.cpu,r2.cpu,cpu -ts 1,1,1 >"$work/plan.dot" \
+      2>"$work/plan_err.txt" || fail "loom plan exited $?"
+    for r in 0 1 2; do grep -q "subgraph cluster_rank_$r " "$work/plan.dot" || fail "no cluster for rank $r"; done
+    grep -q 'label="rank 1 on ' "$work/plan.dot" || fail "rank 1's cluster does not name its host"
+    "${mpi[@]}" -np 2 "$loom" plan -m "$model" --device r1.cpu,cpu -ts 1,1 --detail nodes >"$work/nodes.dot" \
+      2>"$work/nodes_err.txt" || fail "loom plan --detail nodes exited $?"
+    grep -q "subgraph cluster_rank_1 " "$work/nodes.dot" || fail "no rank cluster in the node-level drawing"
+    if command -v dot >/dev/null; then
+      dot -Tsvg "$work/plan.dot" -o /dev/null && dot -Tsvg "$work/nodes.dot" -o /dev/null || fail "graphviz refuses the DOT"
+    fi
+    echo "ok: ranks 0, 1 and 2 drawn as clusters"
     ;;
   stalled)
     lose_rank1 STOP

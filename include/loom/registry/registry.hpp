@@ -122,6 +122,16 @@ class Device {
   double op_time_us(const Tensor* node) const;
   // Through the loom.threads extension; UNIMPLEMENTED if the device has none.
   Status set_threads(int n_threads) const;
+  // Whether the device reads tensor bytes from files itself (loom.file_load).
+  bool has_file_load() const;
+  // Through loom.file_load: bytes [0, size) of `t` (placed in a buffer of
+  // this device) from bytes [file_offset, file_offset + size) of the file at
+  // `path`, verified by the device against `checksum64`
+  // (plugins/common/checksum64.h). The host range check of set_tensor runs
+  // first. UNIMPLEMENTED when the device has no such extension; the
+  // device's status (NOT_FOUND, INVALID_ARGUMENT naming the path) otherwise.
+  Status set_tensor_from_file(Tensor* t, const std::string& path, uint64_t file_offset, uint64_t size,
+                              uint64_t checksum64) const;
 
  private:
   loom_device_t* raw_;

@@ -1,13 +1,16 @@
 // `loom worker`'s MPI loop: receive a request from rank 0, answer it with the
 // WorkerServer, until rank 0 says stop. Idle waits poll with a growing
-// sleep (up to 1 ms) so a waiting worker leaves the cores to the ranks that
-// compute.
+// sleep (up to 100 us) so a waiting worker leaves the cores to the ranks that
+// compute. (A 1 ms cap cost each decode step up to 1 ms per remote split:
+// the worker sleeps through rank 0's own layers and answers the next
+// request late.)
 #ifdef LOOM_HAVE_MPI
 #include <mpi.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <thread>
 
 #include "cli.hpp"
@@ -44,7 +47,7 @@ int wait_request(MPI_Status* st) {
     int flag = 0;
     const int rc = MPI_Iprobe(0, wire::kMpiTag, MPI_COMM_WORLD, &flag, st);
     if (rc != MPI_SUCCESS || flag) return rc;
-    if (++idle > 2000) std::this_thread::sleep_for(std::chrono::microseconds(idle > 20000 ? 1000 : 50));
+    if (++idle > 2000) std::this_thread::sleep_for(std::chrono::microseconds(idle > 20000 ? 100 : 50));
   }
 }
 
@@ -59,6 +62,8 @@ int serve(const std::vector<std::string>& args) {
   int rc = 0;
   {
     WorkerServer server(reg->devices(), LOOM_VERSION_STRING, rank, host);
+    const char* map = std::getenv("LOOM_MPI_PATH_MAP");
+    server.set_path_map(map ? map : "");
     std::vector<uint8_t> in, out;
     for (bool more = true; more;) {
       MPI_Status st;

@@ -89,6 +89,7 @@ Status WorkerServer::dispatch(uint32_t kind, const uint8_t* p, size_t n, std::ve
     case wire::Kind::kSupports: return supports(p, n, reply);
     case wire::Kind::kGraph: return graph(p, n);
     case wire::Kind::kRun: return run(p, n, reply);
+    case wire::Kind::kLoadFile: return load_file(p, n);
     case wire::Kind::kShutdown: return Status::Ok();
     default: return malformed("request", "unknown request kind " + std::to_string(kind));
   }
@@ -226,8 +227,12 @@ Status WorkerServer::supports(const uint8_t* p, size_t n, std::vector<uint8_t>* 
   LOOM_RETURN_IF_ERROR(decode_tensors(r, count, nullptr, "supports", &ts));
   LOOM_RETURN_IF_ERROR(finished(r, "supports"));
   const uint32_t yes = d->supports_op(&ts.back()) ? 1 : 0;
-  reply->resize(4);
+  // The device's own estimate (loom.cost; < 0: none), so rank 0's scheduler
+  // ranks a remote device as the device itself would, not by a guess.
+  const double us = yes ? d->op_time_us(&ts.back()) : -1.0;
+  reply->resize(12);
   std::memcpy(reply->data(), &yes, 4);
+  std::memcpy(reply->data() + 4, &us, 8);
   return Status::Ok();
 }
 

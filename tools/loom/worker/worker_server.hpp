@@ -16,6 +16,7 @@
 #include "loom/registry/registry.hpp"
 #include "loom/runtime/status.hpp"
 #include "loom/runtime/tensor.hpp"
+#include "worker/path_map.hpp"
 
 namespace loom::cli::worker {
 
@@ -29,6 +30,15 @@ class WorkerServer {
   // Answer one message from rank 0 (header included) into *reply. Returns
   // false once the message was a shutdown (the reply is still written).
   bool handle(const uint8_t* msg, size_t n, std::vector<uint8_t>* reply);
+
+  // Where this rank finds the files rank 0 names (load_file requests):
+  // LOOM_MPI_PATH_MAP's value. A malformed spec is kept as the error every
+  // load_file answers (rank 0 then streams the weights, with a warning).
+  void set_path_map(const std::string& spec);
+
+  // Load_file requests answered so far, and the bytes they read.
+  uint64_t files_loaded() const { return files_loaded_; }
+  uint64_t file_bytes_loaded() const { return file_bytes_loaded_; }
 
   // Cached graphs (the bound keeps a worker's memory flat when shapes keep
   // changing; rank 0 sends a dropped graph again).
@@ -56,6 +66,7 @@ class WorkerServer {
   Status supports(const uint8_t* p, size_t n, std::vector<uint8_t>* reply);
   Status graph(const uint8_t* p, size_t n);
   Status run(const uint8_t* p, size_t n, std::vector<uint8_t>* reply);
+  Status load_file(const uint8_t* p, size_t n);  // worker_file_load.cpp
 
   StatusOr<registry::Device*> device(uint32_t index) const;
   StatusOr<Allocation*> allocation(uint64_t id);
@@ -69,6 +80,10 @@ class WorkerServer {
   std::map<uint64_t, Allocation> buffers_;
   std::map<uint64_t, std::unique_ptr<CachedGraph>> graphs_;
   std::map<uint32_t, Stream> streams_;
+  PathMap path_map_;
+  Status path_map_error_;
+  uint64_t files_loaded_ = 0;
+  uint64_t file_bytes_loaded_ = 0;
 
   friend class GraphDecoder;
 };
