@@ -32,6 +32,8 @@ namespace {
 using test::ArchSpec;
 using test::ReferenceForward;
 using test::TinyArchModel;
+using test::gemma2_spec;
+using test::gemma3_spec;
 
 // Relative to the largest logit: loom's f32 arithmetic over these sizes
 // lands within ~1e-6 (measured 7e-7 .. 2.3e-6 at logits up to 3 .. 11).

@@ -90,41 +90,14 @@ ArchSpec phi3_gqa() {
 // of 4 positions (the 10-token prompt is longer), a RoPE base of 1e6 on the
 // global layer against 10000 on the local ones.
 ArchSpec gemma3() {
-  ArchSpec s;
-  s.arch = "gemma3";
-  s.gemma = true;
-  s.neox = true;
-  s.qk_norm = true;
-  s.tied = true;
-  s.n_layer = 6;
-  s.head_dim = 16;
-  s.sliding_window = 4;
-  s.swa_period = 6;
-  s.freq_base = 1000000.0f;
-  s.eps = 1e-6f;
-  s.seed = 8;
-  return s;
+  return gemma3_spec(4, 8);
 }
 
 // Gemma 2: 4 layers, 0 and 2 local (a window of 4), 1 and 3 global, RoPE
 // 10000 on both, scores and logits soft-capped at values these random
 // weights reach.
 ArchSpec gemma2() {
-  ArchSpec s;
-  s.arch = "gemma2";
-  s.gemma = true;
-  s.neox = true;
-  s.tied = true;
-  s.n_layer = 4;
-  s.head_dim = 16;
-  s.sliding_window = 4;
-  s.swa_period = 2;
-  s.swa_rope_base = 0.0f;
-  s.attn_softcap = 2.0f;
-  s.final_softcap = 8.0f;
-  s.eps = 1e-6f;
-  s.seed = 9;
-  return s;
+  return gemma2_spec(4, 9);
 }
 
 TEST_F(Architectures, LlamaMatchesTheReference) {

@@ -19,41 +19,16 @@ namespace {
 
 // Gemma 2 with a window of 8: layers 0 and 2 local, 1 and 3 global.
 ArchSpec gemma2_w8() {
-  ArchSpec s;
-  s.arch = "gemma2";
-  s.gemma = true;
-  s.neox = true;
-  s.tied = true;
-  s.n_layer = 4;
-  s.head_dim = 16;
+  ArchSpec s = gemma2_spec(8, 21);
   s.n_ctx = 256;
-  s.sliding_window = 8;
-  s.swa_period = 2;
-  s.swa_rope_base = 0.0f;
-  s.attn_softcap = 2.0f;
-  s.final_softcap = 8.0f;
-  s.eps = 1e-6f;
-  s.seed = 21;
   return s;
 }
 
 // Gemma 3 with a window of 8: layers 0-4 local, 5 global (gemma3's period
 // of 6); Q/K norms, its own local RoPE base.
 ArchSpec gemma3_w8() {
-  ArchSpec s;
-  s.arch = "gemma3";
-  s.gemma = true;
-  s.neox = true;
-  s.qk_norm = true;
-  s.tied = true;
-  s.n_layer = 6;
-  s.head_dim = 16;
+  ArchSpec s = gemma3_spec(8, 22);
   s.n_ctx = 256;
-  s.sliding_window = 8;
-  s.swa_period = 6;
-  s.freq_base = 1000000.0f;
-  s.eps = 1e-6f;
-  s.seed = 22;
   return s;
 }
 

@@ -23,21 +23,8 @@ using serve::EngineOptions;
 
 // Gemma 2, a window of 8, a tokenizer (the engine detokenizes).
 ArchSpec gemma2_served() {
-  ArchSpec s;
-  s.arch = "gemma2";
-  s.gemma = true;
-  s.neox = true;
-  s.tied = true;
-  s.n_layer = 4;
-  s.head_dim = 16;
+  ArchSpec s = gemma2_spec(8, 31);
   s.n_ctx = 256;
-  s.sliding_window = 8;
-  s.swa_period = 2;
-  s.swa_rope_base = 0.0f;
-  s.attn_softcap = 2.0f;
-  s.final_softcap = 8.0f;
-  s.eps = 1e-6f;
-  s.seed = 31;
   s.tokenizer = true;
   return s;
 }

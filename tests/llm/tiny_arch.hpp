@@ -78,6 +78,45 @@ struct ArchSpec {
   }
 };
 
+// The tests' Gemma shapes: gemma2 with 4 layers (0 and 2 local, 1 and 3
+// global, one RoPE base, scores and logits soft-capped at values random
+// weights reach); gemma3 with 6 layers (0-4 local, 5 global; Q/K norms, a
+// RoPE base of 1e6 on the global layer against 10000 on the local ones).
+// `window`: the local layers' sliding window.
+inline ArchSpec gemma2_spec(int64_t window, uint32_t seed) {
+  ArchSpec s;
+  s.arch = "gemma2";
+  s.gemma = true;
+  s.neox = true;
+  s.tied = true;
+  s.n_layer = 4;
+  s.head_dim = 16;
+  s.sliding_window = window;
+  s.swa_period = 2;
+  s.swa_rope_base = 0.0f;
+  s.attn_softcap = 2.0f;
+  s.final_softcap = 8.0f;
+  s.eps = 1e-6f;
+  s.seed = seed;
+  return s;
+}
+inline ArchSpec gemma3_spec(int64_t window, uint32_t seed) {
+  ArchSpec s;
+  s.arch = "gemma3";
+  s.gemma = true;
+  s.neox = true;
+  s.qk_norm = true;
+  s.tied = true;
+  s.n_layer = 6;
+  s.head_dim = 16;
+  s.sliding_window = window;
+  s.swa_period = 6;
+  s.freq_base = 1000000.0f;
+  s.eps = 1e-6f;
+  s.seed = seed;
+  return s;
+}
+
 // A tensor: ggml extents (ne[0] innermost) and its values in row-major order.
 struct TinyTensor {
   std::vector<uint64_t> ne;

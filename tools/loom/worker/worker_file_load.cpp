@@ -65,10 +65,7 @@ void WorkerServer::set_path_map(const std::string& spec) {
 Status WorkerServer::load_file(const uint8_t* p, size_t n) {
   wire::Reader r(p, n);
   Tensor t{};
-  BufferLookup look = [this](uint64_t id) {
-    auto it = buffers_.find(id);
-    return it == buffers_.end() ? PlacedBuffer{} : PlacedBuffer{it->second.buffer.raw(), it->second.buffer.base()};
-  };
+  const BufferLookup look = buffer_lookup();
   LOOM_RETURN_IF_ERROR(decode_placed_tensor(r, look, "load_file", &t));
   const std::string path = r.str(kMaxPath);
   const uint64_t file_offset = r.u64();

@@ -185,13 +185,18 @@ Status WorkerServer::clear(const uint8_t* p, size_t n) {
   return a->buffer.clear(static_cast<uint8_t>(value));
 }
 
+BufferLookup WorkerServer::buffer_lookup(int64_t device) {
+  return [this, device](uint64_t id) {
+    auto it = buffers_.find(id);
+    if (it == buffers_.end() || (device >= 0 && it->second.device != static_cast<uint32_t>(device))) return PlacedBuffer{};
+    return PlacedBuffer{it->second.buffer.raw(), it->second.buffer.base()};
+  };
+}
+
 Status WorkerServer::set_tensor(const uint8_t* p, size_t n) {
   wire::Reader r(p, n);
   Tensor t{};
-  BufferLookup look = [this](uint64_t id) {
-    auto it = buffers_.find(id);
-    return it == buffers_.end() ? PlacedBuffer{} : PlacedBuffer{it->second.buffer.raw(), it->second.buffer.base()};
-  };
+  const BufferLookup look = buffer_lookup();
   LOOM_RETURN_IF_ERROR(decode_placed_tensor(r, look, "set", &t));
   const uint64_t offset = r.u64();
   const uint64_t size = r.u64();
@@ -204,10 +209,7 @@ Status WorkerServer::set_tensor(const uint8_t* p, size_t n) {
 Status WorkerServer::get_tensor(const uint8_t* p, size_t n, std::vector<uint8_t>* reply) {
   wire::Reader r(p, n);
   Tensor t{};
-  BufferLookup look = [this](uint64_t id) {
-    auto it = buffers_.find(id);
-    return it == buffers_.end() ? PlacedBuffer{} : PlacedBuffer{it->second.buffer.raw(), it->second.buffer.base()};
-  };
+  const BufferLookup look = buffer_lookup();
   LOOM_RETURN_IF_ERROR(decode_placed_tensor(r, look, "get", &t));
   const uint64_t offset = r.u64();
   const uint64_t size = r.u64();
@@ -245,11 +247,7 @@ Status WorkerServer::graph(const uint8_t* p, size_t n) {
   (void)d;
   auto g = std::make_unique<CachedGraph>();
   g->device = dev;
-  BufferLookup look = [this, dev](uint64_t id) {
-    auto it = buffers_.find(id);
-    if (it == buffers_.end() || it->second.device != dev) return PlacedBuffer{};
-    return PlacedBuffer{it->second.buffer.raw(), it->second.buffer.base()};
-  };
+  const BufferLookup look = buffer_lookup(dev);
   LOOM_RETURN_IF_ERROR(decode_tensors(r, count, &look, "graph", &g->tensors));
   const uint32_t n_nodes = r.u32();
   if (r.failed() || n_nodes == 0 || n_nodes > count) {

@@ -17,6 +17,7 @@
 #include "loom/runtime/status.hpp"
 #include "loom/runtime/tensor.hpp"
 #include "worker/path_map.hpp"
+#include "worker/tensor_decode.hpp"
 
 namespace loom::cli::worker {
 
@@ -67,6 +68,9 @@ class WorkerServer {
   Status graph(const uint8_t* p, size_t n);
   Status run(const uint8_t* p, size_t n, std::vector<uint8_t>* reply);
   Status load_file(const uint8_t* p, size_t n);  // worker_file_load.cpp
+  // Placement of a tensor by buffer id: any of this worker's buffers, or
+  // (device >= 0) only those on that device.
+  BufferLookup buffer_lookup(int64_t device = -1);
 
   StatusOr<registry::Device*> device(uint32_t index) const;
   StatusOr<Allocation*> allocation(uint64_t id);
