@@ -8,7 +8,9 @@ builds row by row so both see the same machine state:
   - `loom bench` decode (tg) and prefill (pp) tokens/s on synthetic
     768-dim x 12-layer models (F32, F16, Q8_0, Q4_0, and ../shared's
     Q4_K_M file of the same shape), a 2048-dim x 16-layer
-    Q4_0 model (weights larger than L3), the 768-dim Q4_0 model's decode after
+    Q4_0 model (weights larger than L3), F16 / Q8_0 / Q4_0 models 2048 wide
+    with as many layers as make them twice the last-level cache sysfs
+    reports (named s2048xL-type), the 768-dim Q4_0 model's decode after
     a 1,024-token prompt (the KV cache read per token ~0.8x the weights),
     and stories260K decode, each as the
     median of --reps repetitions with the min..max spread, and tg as a
@@ -54,6 +56,44 @@ SYNTH = [
 ]
 
 
+
+def last_level_cache_bytes():
+    """The largest cache of cpu0 from sysfs (bytes), 32 MiB when unreadable."""
+    best = 0
+    base = "/sys/devices/system/cpu/cpu0/cache"
+    try:
+        for entry in os.listdir(base):
+            try:
+                with open(os.path.join(base, entry, "size")) as f:
+                    text = f.read().strip()
+            except OSError:
+                continue
+            mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:], 1)
+            digits = text[:-1] if text[-1:] in "KMG" else text
+            if digits.isdigit():
+                best = max(best, int(digits) * mult)
+    except OSError:
+        pass
+    return best or 32 << 20
+
+
+# Decode on models at least twice the last-level cache (issue 34): 2048
+# wide, 16 heads, 4 KV heads, FFN 5632, as many layers as it takes for the
+# weights to pass 2x the L3 this machine reports (plus 5%).
+BIG_DIM, BIG_HEADS, BIG_KV_HEADS, BIG_FFN = 2048, 16, 4, 5632
+BYTES_PER_WEIGHT = {"f32": 4.0, "f16": 2.0, "q8_0": 34 / 32, "q4_0": 18 / 32}
+
+
+def big_models(llc_bytes):
+    """(name, dim, layers, heads, ffn, type, kv_heads) rows sized from the cache."""
+    kv_dim = BIG_DIM // BIG_HEADS * BIG_KV_HEADS
+    per_layer = 2 * BIG_DIM * BIG_DIM + 2 * BIG_DIM * kv_dim + 3 * BIG_DIM * BIG_FFN
+    rows = []
+    for typ in ("f16", "q8_0", "q4_0"):
+        layers = -(-int(2.1 * llc_bytes) // int(per_layer * BYTES_PER_WEIGHT[typ]))
+        rows.append((f"s2048x{layers}-{typ}", BIG_DIM, layers, BIG_HEADS, BIG_FFN, typ, BIG_KV_HEADS))
+    return rows
+
 # Models that come made (not by make_synth_gguf.py): the 768-dim x 12-layer
 # speed model as a common GGUF quantizer writes Q4_K_M (Q4_K, Q6_K; seed 1).
 SHARED_MODELS = {
@@ -65,17 +105,18 @@ def log(msg):
     print(msg, file=sys.stderr, flush=True)
 
 
-def make_models(folder):
+def make_models(folder, big):
     os.makedirs(folder, exist_ok=True)
     tool = os.path.join(SHARED, "tools", "make_synth_gguf.py")
     tok = os.path.join(SHARED, "models", "stories260K.gguf")
-    for name, dim, layers, heads, ffn, typ in SYNTH:
+    for name, dim, layers, heads, ffn, typ, *kv in [r + (0,) for r in SYNTH] + big:
         path = os.path.join(folder, name + ".gguf")
         if os.path.exists(path):
             continue
         log(f"cpu_targets: making {path}")
+        kv_args = ["--kv-heads", str(kv[0])] if kv[0] else []
         subprocess.run(["/usr/bin/python3", tool, "--tokenizer-from", tok, "--dim", str(dim), "--layers",
-                        str(layers), "--heads", str(heads), "--ffn", str(ffn), "--type", typ, path],
+                        str(layers), "--heads", str(heads), "--ffn", str(ffn), "--type", typ, *kv_args, path],
                        check=True, stdout=subprocess.DEVNULL)
 
 
@@ -136,7 +177,11 @@ def main():
     builds = [("after", os.path.abspath(a.build))]
     if a.before:
         builds.insert(0, ("before", os.path.abspath(a.before)))
-    make_models(a.models)
+    llc = last_level_cache_bytes()
+    big = big_models(llc)
+    log(f"cpu_targets: last-level cache {llc / 2**20:.0f} MiB: models twice its size "
+        + ", ".join(r[0] for r in big))
+    make_models(a.models, big)
     stories = os.path.join(SHARED, "models", "stories260K.gguf")
 
     rows = []  # (target, {build: text}, ratio text)
@@ -148,7 +193,7 @@ def main():
         ("s768-f32", 256, 64, ""), ("s768-f16", 256, 64, ""), ("s768-q8_0", 256, 64, ""),
         ("s768-q4_0", 256, 64, ""), ("s768-q4_k_m", 256, 64, ""), ("s2048-q4_0", 64, 32, ""),
         ("s768-q4_0", 1024, 64, " after a 1,024-token prompt"),
-    ]
+    ] + [(r[0], 16, 32, " (2x the L3)") for r in big]
     pp_f32 = {}
     all_res = []
     for name, p, n, note in runs:
