@@ -22,7 +22,7 @@ constexpr uint64_t kStagingBytes = uint64_t{16} << 20;
 constexpr uint64_t kWaitNs =
     uint64_t{120} * 1000 * 1000 * 1000;  // a stuck device fails, never hangs
 
-// LOOM_VULKAN_DISABLE=f64,subgroup,map,import,rows,int8,int8dot,split,tiled,op:<OP>:
+// LOOM_VULKAN_DISABLE=f64,subgroup,map,import,async,rows,int8,int8dot,split,tiled,op:<OP>:
 // pretend a feature is absent
 // (tests run the fallback paths on a device that has everything) or refuse
 // an op (tests make the scheduler split a graph between devices).
