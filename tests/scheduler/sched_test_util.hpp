@@ -47,7 +47,11 @@ class SimSetup {
           std::make_unique<ScopedEnv>(("LOOM_SIM_HOST_" + std::to_string(i)).c_str(),
                                       h ? std::optional<std::string>("1") : std::nullopt));
     }
-    std::vector<std::string> paths = {sim_path(), cpu_path()};
+    // push_back, not an initializer list: GCC 12 at -O1 warns falsely
+    // (-Warray-bounds) on a list of two std::string temporaries.
+    std::vector<std::string> paths;
+    paths.push_back(sim_path());
+    paths.push_back(cpu_path());
     if (with_null) paths.push_back(null_path());
     reg_ = registry::Registry::load(test::only(paths));
   }
