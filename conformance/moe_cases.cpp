@@ -112,6 +112,10 @@ LOOM_CASE(MulMatIdTest, PrefillGroupsTokensByExpert) {
     check(t, {256, 96, 8, 2, 37, true}, Layout::kDense, Layout::kDense, false, {0, 1, 1, 1, 2, 4, 4, 5, 7});
     check(t, {256, 64, 8, 2, 37, false}, Layout::kDense, Layout::kDense, false, {0, 2, 3, 3, 3, 3, 6, 7});
   }
+  // Every slot of 40 tokens on one expert (ids repeated within a token):
+  // 160 pairs, more than two tiles of 64 for that expert, a ragged M.
+  check(LOOM_TYPE_Q4_0, {256, 70, 4, 4, 40, false}, Layout::kDense, Layout::kDense, false, {3});
+  check(LOOM_TYPE_F32, {256, 70, 4, 4, 40, true}, Layout::kDense, Layout::kDense, true, {3});
 }
 
 LOOM_CASE(MulMatIdTest, IdOutsideTheExpertsIsAnError) {
@@ -120,6 +124,19 @@ LOOM_CASE(MulMatIdTest, IdOutsideTheExpertsIsAnError) {
     Operand a = input(LOOM_TYPE_F32, {32, 8, 4, 1});
     Operand b = input(LOOM_TYPE_F32, {32, 1, 2, 1});
     Operand ids = input_ints(LOOM_TYPE_I32, {2, 2, 1, 1}, {0, 3, 1, bad});
+    Tensor* out = unwrap(op::mul_mat_id(ctx_, a.t, b.t, ids.t), "mul_mat_id");
+    const Status st = run({out});
+    LOOM_EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << st.to_string();
+    LOOM_EXPECT_NE(st.message().find("of token 1"), std::string::npos) << st.to_string();
+  }
+  // The same inside a prefill batch (12 tokens: a plugin may group them by
+  // expert before any product runs).
+  for (int64_t bad : {4, -1}) {
+    Operand a = input(LOOM_TYPE_F32, {256, 8, 4, 1});
+    Operand b = input(LOOM_TYPE_F32, {256, 1, 12, 1});
+    std::vector<int64_t> id_vals(24, 2);
+    id_vals[3] = bad;  // slot 1 of token 1
+    Operand ids = input_ints(LOOM_TYPE_I32, {2, 12, 1, 1}, id_vals);
     Tensor* out = unwrap(op::mul_mat_id(ctx_, a.t, b.t, ids.t), "mul_mat_id");
     const Status st = run({out});
     LOOM_EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << st.to_string();

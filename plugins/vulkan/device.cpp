@@ -22,7 +22,7 @@ constexpr uint64_t kStagingBytes = uint64_t{16} << 20;
 constexpr uint64_t kWaitNs =
     uint64_t{120} * 1000 * 1000 * 1000;  // a stuck device fails, never hangs
 
-// LOOM_VULKAN_DISABLE=f64,subgroup,map,import,async,rows,int8,int8dot,split,tiled,op:<OP>:
+// LOOM_VULKAN_DISABLE=f64,subgroup,map,import,async,rows,int8,int8dot,split,tiled,grouped,op:<OP>:
 // pretend a feature is absent
 // (tests run the fallback paths on a device that has everything) or refuse
 // an op (tests make the scheduler split a graph between devices).
@@ -269,6 +269,7 @@ std::string Device::init(const Loader& l, VkPhysicalDevice phys, size_t index) {
   caps_.int8dot = caps_.int8 && dotf.shaderIntegerDotProduct && !disabled("int8dot");
   caps_.split_kv = !disabled("split");
   caps_.tiled_attention = !disabled("tiled");
+  caps_.grouped_moe = !disabled("grouped");
   for (int i = 0; i < 3; ++i)
     caps_.max_groups[i] = std::min<uint32_t>(props.limits.maxComputeWorkGroupCount[i], 65535);
   // The row shaders run workgroups of up to 256 invocations in x.

@@ -5,8 +5,14 @@
 // Decode (and prefill alike): a row of A per subgroup or workgroup per
 // (slot, token) pair — the int8 GEMV over B rounded to 8-bit blocks for
 // quantized A, the float GEMV for float A — or one invocation per output
-// on CPU implementations and for short rows. An id outside [0, E) is
-// reported in the stream's error words (BAD_EXPERT) and fails the node.
+// on CPU implementations and for short rows. Prefill (more than 8 tokens)
+// on a GPU: moe_group.comp lists the pairs expert by expert in scratch,
+// then the tiled GEMM (mul_mat.comp -DLOOM_ID_GROUPED) multiplies each
+// expert's rows with its pairs' columns, 64 x 64 per workgroup, so an
+// expert's weights are read once per tile of 64 pairs instead of once per
+// pair (LOOM_VULKAN_DISABLE=grouped keeps the per-pair kernels). An id
+// outside [0, E) is reported in the stream's error words (BAD_EXPERT) and
+// fails the node.
 #include <algorithm>
 #include <string>
 
@@ -18,7 +24,11 @@ namespace loom::vulkan {
 
 namespace {
 
-enum class IdKernel { kRows, kQ8, kFloatVec, kVec };
+enum class IdKernel { kRows, kQ8, kFloatVec, kVec, kGrouped };
+
+constexpr uint32_t kGroupWg = 256;           // moe_group.comp: one workgroup
+constexpr uint64_t kGroupMaxExperts = 256;   // moe_group.comp MAX_E
+constexpr uint64_t kTile = 64;               // mul_mat.comp TILE
 
 uint64_t pairs_of(const loom_tensor_t* n) {
   return static_cast<uint64_t>(n->src[2]->ne[0]) * static_cast<uint64_t>(n->src[2]->ne[1]);
@@ -33,10 +43,39 @@ bool id_q8(const OpCaps& caps, const loom_tensor_t* a, const loom_tensor_t* b) {
   return caps.int8 && caps.subgroup_add && is_block_type(a->type) && dense_rows && within(caps, q8_loops(caps, a, 1));
 }
 
+// The grouped GEMM's grid in y: enough tiles of 64 for one expert holding
+// every token once; an expert with more pairs (ids repeated within a
+// token) loops over further tiles.
+uint64_t grouped_tiles_y(const loom_tensor_t* n) {
+  return (static_cast<uint64_t>(n->src[2]->ne[1]) + kTile - 1) / kTile;
+}
+
+// Loop iterations of one invocation of moe_group + the grouped GEMM, at
+// worst (every pair on one expert).
+uint64_t grouped_loops(const loom_tensor_t* n) {
+  const uint64_t pairs = pairs_of(n);
+  const uint64_t experts = static_cast<uint64_t>(n->src[0]->ne[2]);
+  const uint64_t group = 2 * ((pairs + kGroupWg - 1) / kGroupWg) + 2 * experts + 4;
+  const uint64_t tiles = (pairs + kTile - 1) / kTile;
+  const uint64_t per_wg = (tiles + grouped_tiles_y(n) - 1) / grouped_tiles_y(n);
+  return std::max(group, per_wg * (mul_mat_loops(MatKernel::kTiled, n->src[0], 0, 0) + 8));
+}
+
+// Prefill on a GPU: more tokens than the GEMVs take, f32 B, experts the
+// grouping shader holds.
+bool id_grouped(const OpCaps& caps, const loom_tensor_t* n) {
+  const loom_tensor_t* a = n->src[0];
+  const loom_tensor_t* ids = n->src[2];
+  return caps.grouped_moe && !caps.rows_kernels && a->ne[0] >= kShortK && ids->ne[1] > kMatVecMaxN &&
+         n->src[1]->type == LOOM_TYPE_F32 && static_cast<uint64_t>(a->ne[2]) <= kGroupMaxExperts &&
+         static_cast<uint64_t>(a->ne[2]) <= caps.max_groups[2] && grouped_tiles_y(n) <= caps.max_groups[1] &&
+         within(caps, grouped_loops(n));
+}
+
 // The kernel for node n, in MUL_MAT's order (plan_mul_mat): one invocation
-// per output for short rows and on CPU implementations, else a GEMV per
-// pair (the grid's z counts the pairs), else the first that fits the loop
-// budget. False when none does.
+// per output for short rows and on CPU implementations, the grouped GEMM
+// for prefill, else a GEMV per pair (the grid's z counts the pairs), else
+// the first that fits the loop budget. False when none does.
 bool id_kernel(const OpCaps& caps, const loom_tensor_t* n, IdKernel* out) {
   const loom_tensor_t* a = n->src[0];
   const loom_tensor_t* b = n->src[1];
@@ -44,6 +83,10 @@ bool id_kernel(const OpCaps& caps, const loom_tensor_t* n, IdKernel* out) {
   const bool rows_first = a->ne[0] < kShortK || caps.rows_kernels;
   if (rows_first && rows_fit) {
     *out = IdKernel::kRows;
+    return true;
+  }
+  if (id_grouped(caps, n)) {
+    *out = IdKernel::kGrouped;
     return true;
   }
   if (pairs_of(n) <= caps.max_groups[2]) {
@@ -133,6 +176,35 @@ std::string plan_quantize(const OpCaps& caps, const loom_tensor_t* n, const Disp
   return pq.grid(pairs_of(n) * (static_cast<uint64_t>(a->ne[0]) / block), kQuantizeWg);
 }
 
+// moe_group over the node's ids into scratch (counts, firsts, the pair
+// list; mul_mat.comp -DLOOM_ID_GROUPED reads them at slot 3 from p[1]).
+std::string plan_grouped(const OpCaps& caps, const loom_tensor_t* n, const Resolver& resolve,
+                         const ScratchFn& scratch, Dispatch* d, Dispatch* g) {
+  const uint64_t experts = static_cast<uint64_t>(n->src[0]->ne[2]);
+  const uint64_t bytes = 4 * (2 * experts + pairs_of(n));
+  Location loc;
+  LOOM_VK_TRY(scratch(bytes, &loc));
+  *g = *d;
+  Planner pg(caps, resolve, g);
+  uint32_t off = 0;
+  LOOM_VK_TRY(pg.bind_range(0, loc, bytes, "MUL_MAT_ID's pairs by expert", &off));
+  g->pc.t[0].off = off;
+  g->shader = "moe_group";
+  g->n_spec = 1;
+  LOOM_VK_TRY(pg.groups(1, kGroupWg));
+  pg.unused(2);
+  pg.unused(3);
+  Planner p(caps, resolve, d);
+  LOOM_VK_TRY(p.bind_range(3, loc, bytes, "MUL_MAT_ID's pairs by expert", &off));
+  d->pc.p[1] = off;
+  d->shader = "mul_mat_id_tiled";
+  d->groups[0] = static_cast<uint32_t>((static_cast<uint64_t>(n->src[0]->ne[1]) + kTile - 1) / kTile);
+  d->groups[1] = static_cast<uint32_t>(grouped_tiles_y(n));
+  d->groups[2] = static_cast<uint32_t>(experts);
+  d->spec[0] = 256;
+  return "";
+}
+
 }  // namespace
 
 const char* mul_mat_id_limits(const OpCaps& caps, const loom_tensor_t* n) {
@@ -153,7 +225,13 @@ std::string plan_mul_mat_id(const OpCaps& caps, const loom_tensor_t* n, uint32_t
   d.n_spec = 2;
   Dispatch q{};
   bool quantize = false;
+  bool group = false;
   switch (kernel) {
+    case IdKernel::kGrouped:
+      finish_id(n, &d);
+      LOOM_VK_TRY(plan_grouped(caps, n, resolve, scratch, &d, &q));
+      group = true;
+      break;
     case IdKernel::kRows:
       d.shader = "mul_mat_id_rows";
       LOOM_VK_TRY(p.grid(m * pairs, 64));
@@ -188,16 +266,16 @@ std::string plan_mul_mat_id(const OpCaps& caps, const loom_tensor_t* n, uint32_t
       LOOM_VK_TRY(p.groups(m, vec_wg(a)));
       break;
   }
-  if (kernel != IdKernel::kRows) d.groups[2] = static_cast<uint32_t>(pairs);
+  if (kernel != IdKernel::kRows && kernel != IdKernel::kGrouped) d.groups[2] = static_cast<uint32_t>(pairs);
   finish_id(n, &d);
   for (Dispatch* x : {&q, &d}) {
-    if (x == &q && !quantize) continue;
+    if (x == &q && !quantize && !group) continue;
     Planner px(caps, resolve, x);
     for (int k = 1; k < kSlots; ++k) {
       if (x->buffers[k] == VK_NULL_HANDLE) px.unused(k);
     }
   }
-  if (quantize) out->push_back(q);
+  if (quantize || group) out->push_back(q);
   out->push_back(d);
   return "";
 }

@@ -34,6 +34,9 @@ struct OpCaps {
   // of 8 queries (attention_tiled); LOOM_VULKAN_DISABLE=tiled keeps one
   // workgroup per query.
   bool tiled_attention = true;
+  // MUL_MAT_ID of more than 8 tokens grouped by expert (moe_group + the
+  // tiled GEMM); LOOM_VULKAN_DISABLE=grouped keeps a GEMV per pair.
+  bool grouped_moe = true;
   uint32_t subgroup_size = 32;  // VkPhysicalDeviceSubgroupProperties (rows per GEMV workgroup)
   uint32_t max_groups[3] = {65535, 65535, 65535};
   // Storage bindings: at most max_range bytes (maxStorageBufferRange), at
