@@ -1,7 +1,8 @@
 /* A stand-in for the NVIDIA driver's libcuda.so.1 with just the entries
  * the cuda plugin's probe calls, answering from the environment:
  * LOOM_FAKE_CUDA_VERSION (driver CUDA version, e.g. 12020), and
- * LOOM_FAKE_CUDA_INIT (cuInit's CUresult, 100 = no device). Test only. */
+ * LOOM_FAKE_CUDA_INIT (cuInit's CUresult, 100 = no device) and
+ * LOOM_FAKE_CUDA_DEVICES (cuDeviceGetCount, default 0). Test only. */
 #include <stdlib.h>
 
 static int env_int(const char *name, int fallback) {
@@ -20,6 +21,6 @@ int cuDriverGetVersion(int *version) {
 }
 
 int cuDeviceGetCount(int *count) {
-  *count = 0;
+  *count = env_int("LOOM_FAKE_CUDA_DEVICES", 0);
   return 0;
 }

@@ -1,0 +1,257 @@
+// A stand-in for the CUDA runtime (the entries the cuda plugin calls, as
+// nvcc's host stubs and plugins/cuda use them), for counting what the plugin
+// asks of a GPU without one: the plugin's own objects linked against this
+// library instead of cudart_static (tests/CMakeLists.txt: libloom-cuda.so in
+// fake_cuda_plugin/), beside tests/cuda/fake_libcuda.c as the driver.
+//
+// "Device" memory is host memory (calloc), copies and memsets are done,
+// kernels are counted and not run, a stream capture records the launches it
+// sees and a graph launch counts once. At exit the counts are appended as one
+// line "key=value ..." to the file LOOM_FAKE_CUDART_LOG names. One device:
+// compute capability 9.0, 132 SMs, 80 GiB. Test only.
+#include <cuda_runtime_api.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <unordered_set>
+
+namespace {
+
+struct Counts {
+  std::atomic<long> launches{0};          // kernels launched eagerly
+  std::atomic<long> captured{0};          // kernels recorded into a graph
+  std::atomic<long> graph_launches{0};    // cudaGraphLaunch
+  std::atomic<long> instantiations{0};    // cudaGraphInstantiate
+  std::atomic<long> stream_syncs{0};      // cudaStreamSynchronize
+  std::atomic<long> device_syncs{0};      // cudaDeviceSynchronize
+  std::atomic<long> event_syncs{0};       // cudaEventSynchronize
+  std::atomic<long> allocs{0};            // cudaMalloc / cudaHostAlloc / cudaMallocHost
+  std::atomic<long> frees{0};
+  std::atomic<long> copies_h2d{0};        // cudaMemcpy[Async] host -> device
+  std::atomic<long> copies_d2h{0};        // cudaMemcpy[Async] device -> host
+  std::atomic<long> copies_sync{0};       // cudaMemcpy (blocking)
+};
+Counts g;
+
+std::mutex mu;
+std::unordered_set<const void*> capturing;  // streams in capture
+thread_local dim3 cfg_grid, cfg_block;
+thread_local size_t cfg_shared = 0;
+thread_local void* cfg_stream = nullptr;
+
+struct Report {
+  ~Report() {
+    const char* path = std::getenv("LOOM_FAKE_CUDART_LOG");
+    if (path == nullptr || *path == '\0') return;
+    FILE* f = std::fopen(path, "a");
+    if (f == nullptr) return;
+    std::fprintf(f,
+                 "launches=%ld captured=%ld graph_launches=%ld instantiations=%ld stream_syncs=%ld "
+                 "device_syncs=%ld event_syncs=%ld allocs=%ld frees=%ld copies_h2d=%ld copies_d2h=%ld "
+                 "copies_sync=%ld\n",
+                 g.launches.load(), g.captured.load(), g.graph_launches.load(), g.instantiations.load(),
+                 g.stream_syncs.load(), g.device_syncs.load(), g.event_syncs.load(), g.allocs.load(),
+                 g.frees.load(), g.copies_h2d.load(), g.copies_d2h.load(), g.copies_sync.load());
+    std::fclose(f);
+  }
+};
+Report report;
+
+bool in_capture(const void* stream) {
+  std::lock_guard<std::mutex> lock(mu);
+  return capturing.count(stream) != 0;
+}
+
+void* zeroed(size_t bytes) {
+  void* p = nullptr;
+  if (posix_memalign(&p, 256, bytes == 0 ? 1 : bytes) != 0) return nullptr;
+  std::memset(p, 0, bytes == 0 ? 1 : bytes);
+  return p;
+}
+
+void count_copy(cudaMemcpyKind kind) {
+  if (kind == cudaMemcpyHostToDevice) ++g.copies_h2d;
+  if (kind == cudaMemcpyDeviceToHost) ++g.copies_d2h;
+}
+
+struct FakeGraph {
+  long kernels = 0;
+};
+
+}  // namespace
+
+extern "C" {
+
+// ---------------------------------------------------------------- nvcc's host stubs
+void** __cudaRegisterFatBinary(void* fat_cubin) {
+  static void* handle = nullptr;
+  (void)fat_cubin;
+  return &handle;
+}
+void __cudaRegisterFatBinaryEnd(void**) {}
+void __cudaUnregisterFatBinary(void**) {}
+void __cudaRegisterFunction(void**, const char*, char*, const char*, int, uint3*, uint3*, dim3*, dim3*, int*) {}
+unsigned __cudaPushCallConfiguration(dim3 grid, dim3 block, size_t shared, struct CUstream_st* stream) {
+  cfg_grid = grid;
+  cfg_block = block;
+  cfg_shared = shared;
+  cfg_stream = stream;
+  return 0;
+}
+cudaError_t __cudaPopCallConfiguration(dim3* grid, dim3* block, size_t* shared, void* stream) {
+  *grid = cfg_grid;
+  *block = cfg_block;
+  *shared = cfg_shared;
+  *static_cast<void**>(stream) = cfg_stream;
+  return cudaSuccess;
+}
+cudaError_t __cudaGetKernel(cudaKernel_t* kernel, const void* fn) {
+  *kernel = reinterpret_cast<cudaKernel_t>(const_cast<void*>(fn));
+  return cudaSuccess;
+}
+cudaError_t __cudaLaunchKernel(cudaKernel_t, dim3, dim3, void**, size_t, cudaStream_t stream) {
+  if (in_capture(stream)) {
+    ++g.captured;
+  } else {
+    ++g.launches;
+  }
+  return cudaSuccess;
+}
+
+// ---------------------------------------------------------------- errors, devices
+cudaError_t cudaGetLastError(void) { return cudaSuccess; }
+const char* cudaGetErrorName(cudaError_t) { return "cudaErrorFake"; }
+const char* cudaGetErrorString(cudaError_t) { return "fake CUDA runtime error"; }
+cudaError_t cudaGetDeviceCount(int* count) {
+  *count = 1;
+  return cudaSuccess;
+}
+cudaError_t cudaSetDevice(int) { return cudaSuccess; }
+cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp* prop, int) {
+  std::memset(prop, 0, sizeof(*prop));
+  std::snprintf(prop->name, sizeof(prop->name), "Fake GPU (tests/cuda/fake_cudart.cpp)");
+  prop->major = 9;
+  prop->minor = 0;
+  prop->multiProcessorCount = 132;
+  prop->totalGlobalMem = size_t{80} << 30;
+  prop->pciBusID = 0x42;
+  for (int i = 0; i < 16; ++i) prop->uuid.bytes[i] = static_cast<char>(0xF0 + i);
+  return cudaSuccess;
+}
+cudaError_t cudaMemGetInfo(size_t* free_b, size_t* total_b) {
+  *total_b = size_t{80} << 30;
+  *free_b = size_t{79} << 30;
+  return cudaSuccess;
+}
+cudaError_t cudaFuncGetAttributes(struct cudaFuncAttributes* attr, const void*) {
+  std::memset(attr, 0, sizeof(*attr));
+  attr->binaryVersion = 90;
+  attr->ptxVersion = 90;
+  attr->maxThreadsPerBlock = 1024;
+  return cudaSuccess;
+}
+cudaError_t cudaDeviceCanAccessPeer(int* can, int, int) {
+  *can = 0;
+  return cudaSuccess;
+}
+cudaError_t cudaDeviceEnablePeerAccess(int, unsigned int) { return cudaSuccess; }
+cudaError_t cudaDeviceSynchronize(void) {
+  ++g.device_syncs;
+  return cudaSuccess;
+}
+
+// ---------------------------------------------------------------- memory
+cudaError_t cudaMalloc(void** p, size_t bytes) {
+  ++g.allocs;
+  *p = zeroed(bytes);
+  return *p != nullptr ? cudaSuccess : cudaErrorMemoryAllocation;
+}
+cudaError_t cudaHostAlloc(void** p, size_t bytes, unsigned int) { return cudaMalloc(p, bytes); }
+cudaError_t cudaMallocHost(void** p, size_t bytes) { return cudaMalloc(p, bytes); }
+cudaError_t cudaFree(void* p) {
+  if (p != nullptr) ++g.frees;
+  std::free(p);
+  return cudaSuccess;
+}
+cudaError_t cudaFreeHost(void* p) { return cudaFree(p); }
+cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, enum cudaMemcpyKind kind) {
+  ++g.copies_sync;
+  count_copy(kind);
+  if (bytes != 0) std::memmove(dst, src, bytes);
+  return cudaSuccess;
+}
+cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, enum cudaMemcpyKind kind, cudaStream_t) {
+  count_copy(kind);
+  if (bytes != 0) std::memmove(dst, src, bytes);
+  return cudaSuccess;
+}
+cudaError_t cudaMemset(void* p, int v, size_t bytes) {
+  std::memset(p, v, bytes);
+  return cudaSuccess;
+}
+cudaError_t cudaMemsetAsync(void* p, int v, size_t bytes, cudaStream_t) { return cudaMemset(p, v, bytes); }
+
+// ---------------------------------------------------------------- streams, events
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t* s, unsigned int) {
+  *s = reinterpret_cast<cudaStream_t>(zeroed(64));
+  return cudaSuccess;
+}
+cudaError_t cudaStreamDestroy(cudaStream_t s) {
+  std::free(s);
+  return cudaSuccess;
+}
+cudaError_t cudaStreamSynchronize(cudaStream_t) {
+  ++g.stream_syncs;
+  return cudaSuccess;
+}
+cudaError_t cudaStreamWaitEvent(cudaStream_t, cudaEvent_t, unsigned int) { return cudaSuccess; }
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t* e, unsigned int) {
+  *e = reinterpret_cast<cudaEvent_t>(zeroed(64));
+  return cudaSuccess;
+}
+cudaError_t cudaEventDestroy(cudaEvent_t e) {
+  std::free(e);
+  return cudaSuccess;
+}
+cudaError_t cudaEventRecord(cudaEvent_t, cudaStream_t) { return cudaSuccess; }
+cudaError_t cudaEventSynchronize(cudaEvent_t) {
+  ++g.event_syncs;
+  return cudaSuccess;
+}
+
+// ---------------------------------------------------------------- graphs
+cudaError_t cudaStreamBeginCapture(cudaStream_t s, enum cudaStreamCaptureMode) {
+  std::lock_guard<std::mutex> lock(mu);
+  capturing.insert(s);
+  return cudaSuccess;
+}
+cudaError_t cudaStreamEndCapture(cudaStream_t s, cudaGraph_t* graph) {
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    capturing.erase(s);
+  }
+  *graph = reinterpret_cast<cudaGraph_t>(new FakeGraph());
+  return cudaSuccess;
+}
+cudaError_t cudaGraphInstantiate(cudaGraphExec_t* exec, cudaGraph_t graph, unsigned long long) {
+  ++g.instantiations;
+  *exec = reinterpret_cast<cudaGraphExec_t>(new FakeGraph(*reinterpret_cast<FakeGraph*>(graph)));
+  return cudaSuccess;
+}
+cudaError_t cudaGraphDestroy(cudaGraph_t graph) {
+  delete reinterpret_cast<FakeGraph*>(graph);
+  return cudaSuccess;
+}
+cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec) {
+  delete reinterpret_cast<FakeGraph*>(exec);
+  return cudaSuccess;
+}
+cudaError_t cudaGraphLaunch(cudaGraphExec_t, cudaStream_t) {
+  ++g.graph_launches;
+  return cudaSuccess;
+}
+
+}  // extern "C"

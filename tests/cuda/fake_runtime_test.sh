@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# What the cuda plugin asks of a GPU per decode step, counted without one:
+# the plugin's objects linked against tests/cuda/fake_cudart.cpp (kernels
+# counted, not run; host memory) with tests/cuda/fake_libcuda.c as the
+# driver. stories260K greedy on cuda0 for 8 and for 24 tokens: the
+# difference is 16 decode steps. With CUDA graphs (the default) a step must
+# be one graph launch, no eager kernel, no allocation, no new capture, one
+# stream synchronisation and one device-to-host copy (the logits); without
+# graphs it launches exactly the kernels the capture recorded.
+# Usage: fake_runtime_test.sh LOOM FAKE_PLUGIN_DIR FAKE_LIBCUDA MODELS_DIR
+set -euo pipefail
+loom=$1 plugin_dir=$2 libcuda=$3 models=${LOOM_MODELS_DIR:-$4}
+model="$models/stories260K.gguf"
+[ -f "$model" ] || { echo "SKIP: $model not found (set LOOM_MODELS_DIR)"; exit 77; }
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+# counts N [ENV=VALUE...]: the fake runtime's counters after N tokens.
+counts() {
+  local n=$1
+  shift
+  rm -f "$work/log"
+  if ! env LOOM_PLUGIN_PATH="$plugin_dir" LOOM_PLUGINS_SELECT='cuda,cpu*' LOOM_CUDA_DRIVER="$libcuda" \
+      LOOM_FAKE_CUDA_INIT=0 LOOM_FAKE_CUDA_DEVICES=1 LOOM_FAKE_CUDART_LOG="$work/log" LOOM_CUDA_CUBLAS=off \
+      LOOM_CACHE_DIR="$work/cache" "$@" "$loom" run -m "$model" --device cuda0 -p "Once upon a time" --temp 0 \
+      -n "$n" > "$work/out" 2>&1; then
+    cat "$work/out"
+    echo "FAIL: loom run on the fake runtime failed" >&2
+    exit 1
+  fi
+  grep -q "device cuda0" "$work/out" || { cat "$work/out"; echo "FAIL: not run on cuda0" >&2; exit 1; }
+  # The last line is loom's own (the registry's probe children load the
+  # plugin too, and exit first).
+  tail -n 1 "$work/log"
+}
+
+# get KEY LINE
+get() { sed -E "s/.*(^| )$1=([0-9]+).*/\2/" <<< "$2"; }
+
+fail=0
+# check WHAT GOT WANT: equality
+check() {
+  if [ "$2" != "$3" ]; then
+    echo "FAIL: $1: $2 per 16 steps, expected $3"
+    fail=1
+  else
+    echo "ok: $1: $2 per 16 steps"
+  fi
+}
+# at_most WHAT GOT MAX
+at_most() {
+  if [ "$2" -gt "$3" ]; then
+    echo "FAIL: $1: $2 per 16 steps, expected at most $3"
+    fail=1
+  else
+    echo "ok: $1: $2 per 16 steps (at most $3)"
+  fi
+}
+
+a=$(counts 8)
+b=$(counts 24)
+echo "graphs on,  8 tokens: $a"
+echo "graphs on, 24 tokens: $b"
+d() { echo $(( $(get "$1" "$b") - $(get "$1" "$a") )); }
+check "eager kernel launches (graphs on)" "$(d launches)" 0
+check "kernels captured (a capture per step would show here)" "$(d captured)" 0
+check "graph instantiations" "$(d instantiations)" 0
+check "graph launches" "$(d graph_launches)" 16
+check "allocations" "$(d allocs)" 0
+check "frees" "$(d frees)" 0
+check "device synchronisations" "$(d device_syncs)" 0
+check "event synchronisations" "$(d event_syncs)" 0
+at_most "stream synchronisations" "$(d stream_syncs)" 16
+check "device-to-host copies (the logits)" "$(d copies_d2h)" 16
+# The step's inputs (token, position, KV rows, visible range, output row)
+# are written with the ABI's synchronous set_tensor: blocking copies.
+at_most "blocking copies (the step's inputs)" "$(d copies_sync)" 80
+captured=$(get captured "$a")
+[ "$captured" -gt 0 ] || { echo "FAIL: the first run captured no kernels"; fail=1; }
+
+c=$(counts 8 LOOM_CUDA_GRAPHS=0)
+e=$(counts 24 LOOM_CUDA_GRAPHS=0)
+echo "graphs off,  8 tokens: $c"
+echo "graphs off, 24 tokens: $e"
+launches=$(( $(get launches "$e") - $(get launches "$c") ))
+check "eager kernel launches (graphs off: the captured graph's $captured per step)" "$launches" $(( 16 * captured ))
+check "graph launches (graphs off)" "$(( $(get graph_launches "$e") - $(get graph_launches "$c") ))" 0
+check "allocations (graphs off)" "$(( $(get allocs "$e") - $(get allocs "$c") ))" 0
+exit $fail
