@@ -8,7 +8,9 @@
 // (Lane<T>); float A in the float GEMV's 16-byte loads; other layouts one
 // element per lane (row_elem). An id outside [0, E) is reported through
 // the stream's fault word (kErrExpert) and its results are not written.
-// Prefill runs the same kernels over every pair (no grouping by expert).
+// Prefill (more than 8 tokens) is grouped by expert instead
+// (mul_mat_id_grouped.cu); these kernels take decode and
+// LOOM_CUDA_MOE_GROUPED=0.
 #include <algorithm>
 
 #include "dequant.cuh"
@@ -185,6 +187,7 @@ loom_status_t* launch_mul_mat_id(const LaunchContext& ctx, const loom_tensor_t* 
   const bool quantized = block_shape(a->type).elems > 1;
   // MUL_MAT's rule for rounding B (matmul.cu rounds_b): quantized A, B's rows dense f32.
   const bool round = quantized && b->nb[0] == 4 && b->nb[1] % 4 == 0 && b->nb[2] % 4 == 0 && b->nb[3] % 4 == 0;
+  if (mul_mat_id_grouped_fits(node)) return launch_mul_mat_id_grouped(ctx, node, round);
   if (round && gemv_quant_fits(a)) {
     loom_status_t* st = nullptr;
     uint8_t* mem = static_cast<uint8_t*>(ctx.scratch->get(act_q8_bytes(a->type, b), &st));

@@ -59,6 +59,10 @@ loom_status_t* launch_mul_mat(const LaunchContext& ctx, const loom_tensor_t* nod
 loom_status_t* launch_attention(const LaunchContext& ctx, const loom_tensor_t* node);
 loom_status_t* launch_attention_split(const LaunchContext& ctx, const loom_tensor_t* node);  // decode
 loom_status_t* launch_mul_mat_id(const LaunchContext& ctx, const loom_tensor_t* node);        // ABI 1.5
+// MUL_MAT_ID's prefill grouped by expert (mul_mat_id_grouped.cu): whether
+// it takes the node, and the launch (round: B rounded to 8-bit blocks).
+bool mul_mat_id_grouped_fits(const loom_tensor_t* node);
+loom_status_t* launch_mul_mat_id_grouped(const LaunchContext& ctx, const loom_tensor_t* node, bool round);
 loom_status_t* launch_top_k(const LaunchContext& ctx, const loom_tensor_t* node);             // ABI 1.5
 
 // The status after a launch: NULL when cudaGetLastError is clean, else
