@@ -251,6 +251,18 @@ Status Device::set_threads(int n_threads) const {
   return st.ok() ? st : Status(st.code(), who + st.message());
 }
 
+int Device::threads() const {
+  auto* ext = static_cast<const loom_ext_threads_t*>(extension(LOOM_EXT_THREADS, LOOM_EXT_THREADS_VERSION));
+  if (!ext || ext->struct_size < LOOM_STRUCT_END(loom_ext_threads_t, get_threads) || !ext->get_threads) return -1;
+  int32_t n = -1;
+  std::string err = call_plugin([&] { n = ext->get_threads(raw_); });
+  if (!err.empty()) {
+    LOOM_LOG_WARN("registry", "[device.threads] " + name() + ": " + err);
+    return -1;
+  }
+  return n >= 1 ? n : -1;
+}
+
 namespace {
 
 const loom_ext_file_load_t* file_load_ext(const Device& d) {

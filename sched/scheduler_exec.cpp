@@ -69,6 +69,12 @@ Status Scheduler::compute(Graph& graph) {
 
 Status Scheduler::set_input(Tensor* t, const void* data, size_t bytes) {
   if (!t) return invalid_argument("[sched.set_input] tensor is null");
+  const Tensor* base = t->base();
+  for (size_t d = 0; base->buffer && d < devices_.size(); ++d) {
+    if (base->buffer->buffer_type == devices_[d]->buffer_type() && async_copy_[d] && queued_copies_) {
+      return queue_input(t, d, data, bytes);
+    }
+  }
   if (run_) {
     sched::Run& r = *run_;
     Status st = r.order.host_after_domain(r.order.domain(t));
@@ -81,9 +87,7 @@ Status Scheduler::set_input(Tensor* t, const void* data, size_t bytes) {
   return tensor_set(t, data, bytes);
 }
 
-Status Scheduler::submit(Graph& graph) {
-  // A graph of another plan finishes the work in flight first (plan_for).
-  LOOM_RETURN_IF_ERROR(allocate(graph));
+sched::Run& Scheduler::begin_run() {
   if (!run_) {
     stats_ = SchedStats{};
     std::vector<loom_buffer_type_t*> bufts;
@@ -94,7 +98,46 @@ Status Scheduler::submit(Graph& graph) {
         slots_[d].resize(static_cast<size_t>(pipelining_));
     }
   }
-  sched::Run& r = *run_;
+  return *run_;
+}
+
+Status Scheduler::queue_input(Tensor* t, size_t d, const void* data, size_t bytes) {
+  // tensor_set's checks, before anything is queued.
+  if (!t->data || !t->buffer) {
+    return invalid_argument("[sched.set_input] tensor '" + std::string(t->name) + "' has no memory yet (allocate first)");
+  }
+  if (!t->is_contiguous()) return invalid_argument("[sched.set_input] tensor '" + std::string(t->name) + "' is not contiguous");
+  if (bytes > t->nbytes() || (bytes > 0 && !data)) {
+    return invalid_argument("[sched.set_input] tensor '" + std::string(t->name) + "': " + std::to_string(bytes) +
+                            " bytes for its " + std::to_string(t->nbytes()));
+  }
+  sched::Run& r = begin_run();
+  // The write is work of d's stream on d's memory, with an id of its own.
+  const int32_t id = r.order.add_splits(1);
+  r.splits.push_back({d, 0, 0, r.graphs, -1});
+  const std::string what = "writing input '" + std::string(t->name) + "'";
+  Status st = r.order.stream_after_domain(d, d);  // other devices' work on that memory first
+  if (!st.ok()) {
+    const int32_t f = r.order.failed_split();
+    r.fail(f >= 0 ? f : id, st, "compute");
+    return finish();
+  }
+  const auto* p = static_cast<const unsigned char*>(data);
+  r.staged.emplace_back(p, p + bytes);
+  st = streams_[d].set_tensor_async(t, r.staged.back().data(), 0, bytes);
+  if (st.ok()) st = r.order.issued(d, id, {d}, next_event(d));
+  if (!st.ok()) {
+    r.fail(id, st, what);
+    return finish();
+  }
+  ++stats_.queued_inputs;
+  return Status();
+}
+
+Status Scheduler::submit(Graph& graph) {
+  // A graph of another plan finishes the work in flight first (plan_for).
+  LOOM_RETURN_IF_ERROR(allocate(graph));
+  sched::Run& r = begin_run();
   const sched::Plan& plan = *plan_;
   ++r.graphs;
   for (size_t si = 0; si < plan.splits.size(); ++si) {
@@ -162,7 +205,57 @@ bool Scheduler::queued_copy(const sched::Copy& cp, const Tensor* src, size_t x, 
   return st->ok();
 }
 
-bool Scheduler::copy_in(const sched::Copy& cp, const Tensor* src, size_t dev, int32_t split) {
+bool Scheduler::read_together(Graph& graph, size_t si, int32_t split,
+                              std::vector<const std::vector<unsigned char>*>* fetched) {
+  sched::Run& r = *run_;
+  const sched::Split& s = plan_->splits[si];
+  const auto& nodes = graph.nodes();
+  fetched->assign(s.copies.size(), nullptr);
+  // Per source device, the copies whose source it can read out queued.
+  std::vector<std::vector<size_t>> by_device(devices_.size());
+  for (size_t k = 0; k < s.copies.size(); ++k) {
+    const sched::Copy& cp = plan_->copies[static_cast<size_t>(s.copies[k])];
+    const auto i = static_cast<size_t>(cp.src_id);
+    const Tensor* src = i < nodes.size() ? nodes[i] : graph.leafs()[i - nodes.size()];
+    const size_t x = r.order.domain(src);
+    if (x >= devices_.size() || x == s.device || !async_[x] || !streams_[x].has_get_async() || !src->buffer) continue;
+    // Stream to stream already (queued_copy): the host never holds the bytes.
+    if (queued_copies_ && async_copy_[s.device] && use_events_[s.device] && use_events_[x]) continue;
+    by_device[x].push_back(k);
+  }
+  for (size_t x = 0; x < devices_.size(); ++x) {
+    if (by_device[x].size() < 2) continue;  // one read gains nothing from a queue
+    auto fail = [&](const Status& st) {
+      const int32_t f = r.order.failed_split();
+      r.fail(f >= 0 ? f : split, st, "reading the inputs from '" + devices_[x]->name() + "'");
+      return false;
+    };
+    Status st = r.order.stream_after_domain(x, x);  // other devices' writes there first
+    if (!st.ok()) return fail(st);
+    for (size_t k : by_device[x]) {
+      const sched::Copy& cp = plan_->copies[static_cast<size_t>(s.copies[k])];
+      const auto i = static_cast<size_t>(cp.src_id);
+      const Tensor* src = i < nodes.size() ? nodes[i] : graph.leafs()[i - nodes.size()];
+      r.staged.emplace_back(src->nbytes());
+      (*fetched)[k] = &r.staged.back();
+      st = streams_[x].get_tensor_async(src, r.staged.back().data(), 0, r.staged.back().size());
+      if (!st.ok()) return fail(st);
+    }
+    // The reads are work of x on its own memory; the host waits for them (and
+    // everything before) once.
+    const int32_t id = r.order.add_splits(1);
+    const sched::Run::SplitInfo& reader = r.splits[static_cast<size_t>(split)];
+    r.splits.push_back({x, reader.first, reader.last, reader.graph, reader.local});
+    st = r.order.issued(x, id, {x}, next_event(x));  // without events the wait is a stream synchronize
+    if (st.ok()) st = r.order.host_after_domain(x);
+    if (!st.ok()) return fail(st);
+    ++stats_.batched_reads;
+  }
+  return true;
+}
+
+bool Scheduler::copy_in(const sched::Copy& cp, const Tensor* src, size_t dev, int32_t split,
+                        const std::vector<unsigned char>* fetched) {
   sched::Run& r = *run_;
   auto link_name = [this](const Tensor* t) -> std::string {
     if (!t->buffer) return "host";
@@ -187,6 +280,11 @@ bool Scheduler::copy_in(const sched::Copy& cp, const Tensor* src, size_t dev, in
     }
   } else if ((st = r.order.host_after_domain(x)), !st.ok()) {  // the source is complete
     return fail_wait(st);
+  } else if (async_copy_[dev] && fetched) {
+    // Read together already, into memory the run owns until finish(): queued
+    // from there, no staging slot to wait for.
+    st = streams_[dev].set_tensor_async(cp.tensor, fetched->data(), 0, fetched->size());
+    if (st.ok()) ++stats_.async_copies;
   } else if (async_copy_[dev]) {
     // Queued on the destination stream (ordered after its earlier splits),
     // from a staging slot that stays alive until it is done.
@@ -221,7 +319,8 @@ bool Scheduler::copy_in(const sched::Copy& cp, const Tensor* src, size_t dev, in
     // Synchronous: the destination's memory must be idle as well.
     st = r.order.host_after_domain(dev);
     if (!st.ok()) return fail_wait(st);
-    st = copy_bytes(src, cp.tensor, staging_);
+    st = fetched ? registry::buffer_set_tensor(cp.tensor->buffer, cp.tensor, fetched->data(), 0, fetched->size())
+                 : copy_bytes(src, cp.tensor, staging_);
   }
   if (!st.ok()) {
     r.fail(split, st, "copying '" + std::string(src->name) + "' in");
@@ -277,9 +376,11 @@ bool Scheduler::issue_split(Graph& graph, size_t si) {
       return false;
     }
   }
-  for (int32_t c : s.copies) {
-    const sched::Copy& cp = plan.copies[static_cast<size_t>(c)];
-    if (!copy_in(cp, tensor(cp.src_id), dev, split)) return false;
+  std::vector<const std::vector<unsigned char>*> fetched;
+  if (!read_together(graph, si, split, &fetched)) return false;
+  for (size_t k = 0; k < s.copies.size(); ++k) {
+    const sched::Copy& cp = plan.copies[static_cast<size_t>(s.copies[k])];
+    if (!copy_in(cp, tensor(cp.src_id), dev, split, fetched[k])) return false;
   }
   // The swaps stay until every stream is synchronized in finish(): an
   // asynchronous stream may read the nodes' sources when it runs.
@@ -358,6 +459,10 @@ Status Scheduler::finish() {
   for (auto it = r.saved.rbegin(); it != r.saved.rend(); ++it) *it->first = it->second;
   if (!r.failing()) return Status();
   const sched::Run::SplitInfo& s = r.splits[static_cast<size_t>(r.failed)];
+  if (s.local < 0) {  // an input queued by set_input
+    return Status(r.status.code(), "[sched.compute] on device '" + devices_[s.device]->name() + "' (" + r.what +
+                                       "): " + r.status.message());
+  }
   // Split numbers are per graph; with several graphs in the run, name which.
   return Status(r.status.code(),
                 "[sched.compute] " + (r.graphs > 1 ? "graph " + std::to_string(s.graph) + " of the run, " : "") +

@@ -15,6 +15,7 @@
 
 #include <climits>
 #include <cstdint>
+#include <list>
 #include <string>
 #include <utility>
 #include <vector>
@@ -96,13 +97,17 @@ struct Run {
   Ordering order;
   std::vector<size_t> next_event, next_slot;  // per device
   std::vector<std::pair<loom_tensor_t**, loom_tensor_t*>> saved;  // swaps, in order
+  // Bytes queued copies read from: inputs queued by set_input and sources
+  // read together before a split, alive until finish() (a list: each
+  // element's memory stays put while more are added).
+  std::list<std::vector<unsigned char>> staged;
   // A split id names a split, or a queued read of a copy's source on the
   // source's stream (then device is the source's, local the reading split).
   struct SplitInfo {
     size_t device = 0;
     int32_t first = 0, last = 0;  // node range
     size_t graph = 0;             // graph of the run (0 = first submitted)
-    int32_t local = 0;            // split index in its graph's plan
+    int32_t local = 0;            // split index in its graph's plan; -1: an input written by set_input
   };
   std::vector<SplitInfo> splits;  // per split id
   size_t graphs = 0;

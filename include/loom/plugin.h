@@ -490,6 +490,10 @@ typedef enum loom_device_type {
 #define LOOM_DEVICE_CAP_EMULATED 16u      /* a software stand-in for its type (e.g. lavapipe,
                                               * Vulkan on the CPU): used only when named,
                                               * never picked by an automatic policy */
+#define LOOM_DEVICE_CAP_COMPUTE_WAITS 32u /* with ASYNC: compute returns only once the graph
+                                            * has run; only queued copies may be pending (the
+                                            * mpi plugin). The scheduler does not cut splits to
+                                            * overlap such a device's work (added 2026-11-29) */
 
 /* Device properties. The host sets struct_size to the size it knows; the
  * plugin writes only fields that end within it. Strings live as long as the

@@ -58,10 +58,13 @@ Status check_cache_fits(const std::vector<registry::Device*>& kv_devices, const 
   return Status();
 }
 
-Status set_tensor(Tensor* t, const void* data, size_t bytes) { return tensor_set(t, data, bytes); }
+// The scheduler's set_input as write_inputs' `set`: on a device with queued
+// copies (a remote one) the inputs go with its next work, not one write each.
+auto inputs_of(Scheduler& sched) {
+  return [&sched](Tensor* t, const void* data, size_t bytes) { return sched.set_input(t, data, bytes); };
+}
 
-// Writes every input graph g has with `set` (tensor_set, or the
-// scheduler's set_input while micro-batches run).
+// Writes every input graph g has with `set`.
 template <typename Set>
 Status write_inputs(const LlamaBatchGraph& g, const LlamaBatchInputs& in, const std::vector<int32_t>& out_ids,
                     Set set) {
@@ -385,7 +388,7 @@ Status LlamaSession::submit_group(const TokenId* tokens, int64_t n, float* out) 
     st = sched_->allocate(steps.back().graph);
     LlamaBatchInputs in = make_batch_inputs(g, tokens + start);
     if (st.ok()) {
-      st = write_inputs(g, in, {}, [&](Tensor* t, const void* d, size_t n) { return sched_->set_input(t, d, n); });
+      st = write_inputs(g, in, {}, inputs_of(*sched_));
     }
     if (st.ok()) st = sched_->submit(steps.back().graph);
     if (st.ok() && steps.size() > 1) ++pipelined_batches_;
@@ -422,7 +425,7 @@ Status LlamaSession::run_step(const TokenId* tokens, int64_t n, bool all_logits,
   g.n_past = n_past_;
   g.swa_base = cache_.base(0);
   LlamaBatchInputs in = make_batch_inputs(g, tokens);
-  LOOM_RETURN_IF_ERROR(write_inputs(g, in, {}, set_tensor));
+  LOOM_RETURN_IF_ERROR(write_inputs(g, in, {}, inputs_of(*sched_)));
   LOOM_RETURN_IF_ERROR(sched_->compute(graph));
   ++steps_;
   bytes_copied_ += sched_->last_stats().bytes_copied;
@@ -503,7 +506,7 @@ Status LlamaSession::run_seq_step(const std::vector<SeqToken>& batch, int64_t n_
   std::vector<int64_t> bases;
   for (int32_t q = 0; q < n_seq_; ++q) bases.push_back(cache_.base(q));
   LlamaSeqBatchInputs in = make_seq_batch_inputs(g, batch.data(), n_ctx(), bases.data());
-  LOOM_RETURN_IF_ERROR(write_inputs(g, in, in.out_ids, set_tensor));
+  LOOM_RETURN_IF_ERROR(write_inputs(g, in, in.out_ids, inputs_of(*sched_)));
   LOOM_RETURN_IF_ERROR(sched_->compute(step->graph));
   ++steps_;
   bytes_copied_ += sched_->last_stats().bytes_copied;

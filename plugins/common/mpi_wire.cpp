@@ -18,6 +18,8 @@ const char* kind_name(uint32_t kind) {
     case Kind::kRun: return "run";
     case Kind::kShutdown: return "shutdown";
     case Kind::kLoadFile: return "load_file";
+    case Kind::kBatch: return "batch";
+    case Kind::kThreads: return "threads";
     case Kind::kReplyOk: return "ok";
     case Kind::kReplyError: return "error";
   }
@@ -147,6 +149,29 @@ bool read_tensor(Reader& r, WireTensor* t) {
   t->view_offset = r.u64();
   t->name = r.str(kWireTensorMaxName);
   return !r.failed();
+}
+
+void write_access(Writer& w, Access op, const WireTensor& t, uint64_t offset, uint64_t size, const void* bytes) {
+  w.u32(static_cast<uint32_t>(op));
+  write_tensor(w, t);
+  w.u64(offset);
+  w.u64(size);
+  if (op == Access::kWrite) w.bytes(bytes, static_cast<size_t>(size));
+}
+
+bool read_access(Reader& r, WireAccess* a) {
+  a->op = r.u32();
+  if (!read_tensor(r, &a->tensor)) return false;
+  a->offset = r.u64();
+  a->size = r.u64();
+  a->bytes = nullptr;
+  if (r.failed()) return false;
+  if (a->op == static_cast<uint32_t>(Access::kWrite)) {
+    if (a->size > r.remaining()) return false;  // also keeps size_t casts exact
+    a->bytes = r.bytes(static_cast<size_t>(a->size));
+    return a->bytes != nullptr || a->size == 0;
+  }
+  return a->op == static_cast<uint32_t>(Access::kRead);
 }
 
 WireTensor wire_fields(const loom_tensor_t& t) {

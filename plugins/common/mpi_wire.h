@@ -21,7 +21,8 @@
 namespace loom::common::mpi {
 
 constexpr uint32_t kWireMagic = 0x4d4d4f4cu;  // "LOMM" read little-endian
-constexpr uint32_t kWireProtocol = 2;         // bumped on any change of the fields below (2: load_file, supports answers a cost)
+constexpr uint32_t kWireProtocol = 3;         // bumped on any change of the fields below (2: load_file, supports answers a cost;
+                                              // 3: batch, run carries queued writes, threads)
 constexpr int kMpiTag = 0x1f00;               // the one tag of loom's messages
 constexpr size_t kWireVersionLen = 16;        // the loom version string, NUL-padded
 
@@ -35,9 +36,11 @@ enum class Kind : uint32_t {
   kGet = 6,       // buffer id, tensor, offset, size -> bytes
   kSupports = 7,  // device, node and its sources -> bool, the device's estimate in us (f64, < 0: none)
   kGraph = 8,     // device, key, graph -> cached under key
-  kRun = 9,       // device, key -> the cached graph computed
+  kRun = 9,       // device, key, the stream's queued writes (accesses) -> the writes done, then the cached graph computed
   kShutdown = 10, // -> ok, then the worker leaves its loop
   kLoadFile = 11, // buffer id, tensor, path, file offset, size, checksum64 -> the worker reads the bytes
+  kBatch = 12,    // a stream's queued writes and reads (accesses), in order -> the reads' bytes, concatenated
+  kThreads = 13,  // device, n (>= 1: set it; 0: only ask) -> the device's thread count (loom.threads)
   kReplyOk = 100,
   kReplyError = 101,  // status code + message
 };
@@ -135,6 +138,29 @@ WireTensor wire_fields(const loom_tensor_t& t);
 // The reverse: t's type, op, ne, nb, params, flags and name (sources, view
 // base, data and buffer are the caller's).
 void apply_fields(const WireTensor& w, loom_tensor_t* t);
+
+// One queued host<->tensor copy of a remote stream: an item of a batch, or a
+// write carried by a run. On the wire: op, the tensor (placed: buffer id and
+// offset), offset and size in it, and for a write its `size` bytes. Sent as
+// u32 count, then the items; the worker checks every item (as a single set
+// or get) before it acts on any.
+enum class Access : uint32_t { kWrite = 1, kRead = 2 };
+struct WireAccess {
+  uint32_t op = 0;  // Access
+  WireTensor tensor;
+  uint64_t offset = 0;
+  uint64_t size = 0;
+  const uint8_t* bytes = nullptr;  // a write's bytes, inside the message being read
+};
+// Most items one message may carry, and most bytes its reads may ask for
+// (rank 0 flushes long before either; past them the message is malformed).
+constexpr uint32_t kWireMaxAccesses = 1u << 16;
+constexpr uint64_t kWireMaxReadBytes = uint64_t{1} << 30;
+
+void write_access(Writer& w, Access op, const WireTensor& t, uint64_t offset, uint64_t size, const void* bytes);
+// false when the message ends early (a write's bytes included), the name is
+// too long or the op is neither write nor read.
+bool read_access(Reader& r, WireAccess* a);
 
 // FNV-1a over bytes: the key of a serialised graph and of a supports query.
 uint64_t wire_hash(const uint8_t* p, size_t n, uint64_t seed = 1469598103934665603ull);

@@ -62,20 +62,7 @@ loom_status_t* buffer_set_tensor(loom_buffer_t* b, loom_tensor_t* t, const void*
   return guarded("mpi.set_tensor", [&]() -> loom_status_t* {
     RemoteBuffer* rb = ctx(b);
     if (loom_status_t* st = check_in(rb, t, "set_tensor")) return st;
-    const wire::WireTensor w = placed(t, rb);
-    for (size_t done = 0; done < size;) {
-      const size_t n = std::min(kChunk, size - done);
-      wire::Writer m(wire::Kind::kSet, rb->device->transport().loom_version());
-      wire::write_tensor(m, w);
-      m.u64(offset + done);
-      m.u64(n);
-      m.bytes(static_cast<const char*>(data) + done, n);
-      if (loom_status_t* st = rb->device->transport().request(rb->device->info().rank, rb->device->info().name, m, nullptr)) {
-        return st;
-      }
-      done += n;
-    }
-    return nullptr;
+    return remote_set(rb, placed(t, rb), data, offset, size);
   });
 }
 
@@ -83,25 +70,7 @@ loom_status_t* buffer_get_tensor(loom_buffer_t* b, const loom_tensor_t* t, void*
   return guarded("mpi.get_tensor", [&]() -> loom_status_t* {
     RemoteBuffer* rb = ctx(b);
     if (loom_status_t* st = check_in(rb, t, "get_tensor")) return st;
-    const wire::WireTensor w = placed(t, rb);
-    std::vector<uint8_t> reply;
-    for (size_t done = 0; done < size;) {
-      const size_t n = std::min(kChunk, size - done);
-      wire::Writer m(wire::Kind::kGet, rb->device->transport().loom_version());
-      wire::write_tensor(m, w);
-      m.u64(offset + done);
-      m.u64(n);
-      if (loom_status_t* st = rb->device->transport().request(rb->device->info().rank, rb->device->info().name, m, &reply)) {
-        return st;
-      }
-      if (reply.size() != n) {
-        return make_status(LOOM_STATUS_INTERNAL, "[mpi.get_tensor] " + rb->device->info().name + " sent " +
-                                                     std::to_string(reply.size()) + " bytes, asked " + std::to_string(n));
-      }
-      std::copy(reply.begin(), reply.end(), static_cast<uint8_t*>(data) + done);
-      done += n;
-    }
-    return nullptr;
+    return remote_get(rb, placed(t, rb), data, offset, size);
   });
 }
 
@@ -165,6 +134,43 @@ const loom_buffer_type_iface_t kBufferTypeIface = {
 
 RemoteBufferType::RemoteBufferType(RemoteDevice* device)
     : device_(device), handle_{sizeof(loom_buffer_type_t), &kBufferTypeIface, device->raw(), this} {}
+
+loom_status_t* remote_set(RemoteBuffer* rb, const wire::WireTensor& w, const void* data, size_t offset, size_t size) {
+  for (size_t done = 0; done < size;) {
+    const size_t n = std::min(kChunk, size - done);
+    wire::Writer m(wire::Kind::kSet, rb->device->transport().loom_version());
+    wire::write_tensor(m, w);
+    m.u64(offset + done);
+    m.u64(n);
+    m.bytes(static_cast<const char*>(data) + done, n);
+    if (loom_status_t* st = rb->device->transport().request(rb->device->info().rank, rb->device->info().name, m, nullptr)) {
+      return st;
+    }
+    done += n;
+  }
+  return nullptr;
+}
+
+loom_status_t* remote_get(RemoteBuffer* rb, const wire::WireTensor& w, void* data, size_t offset, size_t size) {
+  std::vector<uint8_t> reply;
+  for (size_t done = 0; done < size;) {
+    const size_t n = std::min(kChunk, size - done);
+    wire::Writer m(wire::Kind::kGet, rb->device->transport().loom_version());
+    wire::write_tensor(m, w);
+    m.u64(offset + done);
+    m.u64(n);
+    if (loom_status_t* st = rb->device->transport().request(rb->device->info().rank, rb->device->info().name, m, &reply)) {
+      return st;
+    }
+    if (reply.size() != n) {
+      return make_status(LOOM_STATUS_INTERNAL, "[mpi.get_tensor] " + rb->device->info().name + " sent " +
+                                                   std::to_string(reply.size()) + " bytes, asked " + std::to_string(n));
+    }
+    std::copy(reply.begin(), reply.end(), static_cast<uint8_t*>(data) + done);
+    done += n;
+  }
+  return nullptr;
+}
 
 RemoteBuffer* remote_buffer_of(const loom_tensor_t* t, const RemoteDevice* device, uint64_t* offset) {
   const loom_tensor_t* owner = t;

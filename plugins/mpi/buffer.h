@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <string>
 
+#include "common/mpi_wire.h"
 #include "loom/plugin.h"
 
 namespace loom::mpi {
@@ -45,5 +46,10 @@ struct RemoteBuffer {
 // The remote buffer behind `t` (t->buffer, else its view base's), when it is
 // a buffer of `device`; nullptr otherwise. *offset: t->data - base.
 RemoteBuffer* remote_buffer_of(const loom_tensor_t* t, const RemoteDevice* device, uint64_t* offset);
+
+// Bytes [offset, offset + size) of the tensor w (placed in rb) written or
+// read now, in messages of at most 64 MiB each (set / get). nullptr = OK.
+loom_status_t* remote_set(RemoteBuffer* rb, const common::mpi::WireTensor& w, const void* data, size_t offset, size_t size);
+loom_status_t* remote_get(RemoteBuffer* rb, const common::mpi::WireTensor& w, void* data, size_t offset, size_t size);
 
 }  // namespace loom::mpi

@@ -28,9 +28,11 @@ loom_status_t* device_get_props(loom_device_t* d, loom_device_props_t* out) {
     props.memory_free = i.memory_free;
     std::memcpy(props.uuid, i.uuid, sizeof props.uuid);
     props.has_uuid = true;
-    // Synchronous streams, no events, no host buffers: the wire is the only
-    // way in. An emulated device stays one (used only when named).
-    props.caps = i.caps & LOOM_DEVICE_CAP_EMULATED;
+    // Queued copies held until a run or a flush point (stream.h), compute
+    // returns once the worker ran the graph, no events, no host buffers:
+    // the wire is the only way in. An emulated
+    // device stays one (used only when named).
+    props.caps = LOOM_DEVICE_CAP_ASYNC | LOOM_DEVICE_CAP_COMPUTE_WAITS | (i.caps & LOOM_DEVICE_CAP_EMULATED);
     common::write_device_props(props, out);
     return nullptr;
   });
@@ -68,13 +70,33 @@ double cost_op_time_us(loom_device_t* d, const loom_tensor_t* node) {
 
 const loom_ext_cost_t kCostExt = {sizeof(loom_ext_cost_t), cost_op_time_us};
 
-const void* device_get_extension(loom_device_t*, const char* id, uint32_t version) {
+loom_status_t* threads_set(loom_device_t* d, int32_t n) {
+  return guarded("mpi.set_threads", [&] { return RemoteDevice::from(d)->set_threads(n); });
+}
+
+int32_t threads_get(loom_device_t* d) {
+  try {
+    return RemoteDevice::from(d)->threads();
+  } catch (...) {
+    return -1;
+  }
+}
+
+const loom_ext_threads_t kThreadsExt = {sizeof(loom_ext_threads_t), threads_set, threads_get};
+
+const void* device_get_extension(loom_device_t* d, const char* id, uint32_t version) {
   if (id == nullptr) return nullptr;
   if (std::strcmp(id, LOOM_EXT_FILE_LOAD) == 0 && version == LOOM_EXT_FILE_LOAD_VERSION) return file_load_extension();
   // The remote device's own estimate (asked with supports_op), so the
   // scheduler does not move work to a remote device on a guess.
   if (std::strcmp(id, LOOM_EXT_COST) == 0 && version == LOOM_EXT_COST_VERSION) return &kCostExt;
-  return nullptr;  // loom.threads for remote devices is a later step
+  // The worker's device's own thread count (`loom run -t N` reaches it),
+  // offered when that device has loom.threads.
+  if (std::strcmp(id, LOOM_EXT_THREADS) == 0 && version == LOOM_EXT_THREADS_VERSION &&
+      RemoteDevice::from(d)->info().threads >= 1) {
+    return &kThreadsExt;
+  }
+  return nullptr;
 }
 
 const loom_device_iface_t kDeviceIface = {
@@ -94,7 +116,7 @@ const loom_device_iface_t kDeviceIface = {
 
 RemoteDevice::RemoteDevice(Transport* transport, RemoteInfo info)
     : transport_(transport), info_(std::move(info)), raw_{sizeof(loom_device_t), &kDeviceIface, this},
-      buffer_type_(this) {}
+      buffer_type_(this), threads_(info_.threads) {}
 
 bool RemoteDevice::supports_op(const loom_tensor_t* node) { return ask(node).yes; }
 
@@ -148,6 +170,31 @@ RemoteDevice::Answer RemoteDevice::ask(const loom_tensor_t* node) {
   std::lock_guard<std::mutex> lock(mu_);
   supports_[key] = a;
   return a;
+}
+
+loom_status_t* RemoteDevice::set_threads(int32_t n) {
+  if (n < 1) {
+    return make_status(LOOM_STATUS_INVALID_ARGUMENT, "[mpi.set_threads] " + info_.name + ": thread count " +
+                                                         std::to_string(n) + " < 1");
+  }
+  wire::Writer m(wire::Kind::kThreads, transport_->loom_version());
+  m.u32(info_.index);
+  m.i32(n);
+  std::vector<uint8_t> reply;
+  if (loom_status_t* st = transport_->request(info_.rank, info_.name, m, &reply)) return st;
+  wire::Reader r(reply.data(), reply.size());
+  const int32_t now = r.i32();
+  if (r.failed() || r.remaining() != 0 || now < 1) {
+    return make_status(LOOM_STATUS_INTERNAL, "[mpi.set_threads] " + info_.name + " sent a malformed thread count");
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  threads_ = now;
+  return nullptr;
+}
+
+int32_t RemoteDevice::threads() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return threads_;
 }
 
 bool RemoteDevice::graph_known(uint64_t key) {

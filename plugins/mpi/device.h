@@ -28,6 +28,7 @@ struct RemoteInfo {
   uint32_t caps = 0;
   uint64_t alignment = 64;
   uint8_t uuid[16] = {};
+  int32_t threads = -1;  // the remote device's loom.threads count at hello; -1: no such extension
 };
 
 class RemoteDevice {
@@ -50,6 +51,11 @@ class RemoteDevice {
   // query (one round trip per shape for both); < 0: none.
   double op_time_us(const loom_tensor_t* node);
 
+  // loom.threads, forwarded to the worker's device ("threads" request);
+  // threads() answers from what the worker said last (no round trip).
+  loom_status_t* set_threads(int32_t n);
+  int32_t threads();
+
   // Graph keys this device's worker has been sent (stream.cpp).
   bool graph_known(uint64_t key);
   void remember_graph(uint64_t key);
@@ -67,6 +73,7 @@ class RemoteDevice {
   Answer ask(const loom_tensor_t* node);
   std::unordered_map<uint64_t, Answer> supports_;
   std::unordered_set<uint64_t> graphs_;
+  int32_t threads_;
 };
 
 }  // namespace loom::mpi

@@ -68,6 +68,7 @@ loom_status_t* hello(PluginContext* ctx, int rank) {
     info.caps = r.u32();
     info.alignment = r.u64();
     const uint8_t* uuid = r.bytes(16);
+    info.threads = r.i32();
     if (r.failed()) break;
     info.description = desc + " (rank " + std::to_string(rank) + " on " + host + ")";
     remote_uuid(rank, host, info.name, uuid, info.uuid);

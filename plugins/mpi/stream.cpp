@@ -81,19 +81,6 @@ class GraphEncoder {
   std::vector<wire::WireTensor> tensors_;
 };
 
-// Run the graph cached under key; *ran is false when the worker no longer
-// has it (its cache is bounded), so the caller sends it again.
-loom_status_t* run(RemoteDevice* dev, uint64_t key, bool* ran) {
-  wire::Writer m(wire::Kind::kRun, dev->transport().loom_version());
-  m.u32(dev->info().index);
-  m.u64(key);
-  std::vector<uint8_t> reply;
-  if (loom_status_t* st = dev->transport().request(dev->info().rank, dev->info().name, m, &reply)) return st;
-  wire::Reader r(reply.data(), reply.size());
-  *ran = r.u32() == 1 && !r.failed();
-  return nullptr;
-}
-
 loom_status_t* send_graph(RemoteDevice* dev, uint64_t key, const std::vector<uint8_t>& bytes, size_t from) {
   wire::Writer m(wire::Kind::kGraph, dev->transport().loom_version());
   m.u32(dev->info().index);
@@ -104,25 +91,60 @@ loom_status_t* send_graph(RemoteDevice* dev, uint64_t key, const std::vector<uin
   return nullptr;
 }
 
-void stream_destroy(loom_stream_t* s) { delete StreamAccess::from(s); }
+void stream_destroy(loom_stream_t* s) {
+  RemoteStream* rs = StreamAccess::from(s);
+  // Writes still queued are work the host asked for: send them (an error
+  // has no caller left to go to).
+  if (loom_status_t* st = rs->queue().flush()) common::host_services()->status_free(st);
+  delete rs;
+}
 
 loom_status_t* stream_compute(loom_stream_t* s, const loom_graph_t* g) {
   return guarded("mpi.compute", [&] { return StreamAccess::from(s)->compute(g); });
 }
 
-loom_status_t* stream_synchronize(loom_stream_t*) { return nullptr; }  // compute waits for the reply
+// A flush point: the queued copies go now, as one batch.
+loom_status_t* stream_synchronize(loom_stream_t* s) {
+  return guarded("mpi.synchronize", [&] { return StreamAccess::from(s)->queue().flush(); });
+}
+
+loom_status_t* stream_set_async(loom_stream_t* s, loom_tensor_t* t, const void* data, size_t offset, size_t size) {
+  return guarded("mpi.set_tensor_async", [&] { return StreamAccess::from(s)->queue().write(t, data, offset, size); });
+}
+
+loom_status_t* stream_get_async(loom_stream_t* s, const loom_tensor_t* t, void* data, size_t offset, size_t size) {
+  return guarded("mpi.get_tensor_async", [&] { return StreamAccess::from(s)->queue().read(t, data, offset, size); });
+}
 
 const loom_stream_iface_t kStreamIface = {
-    sizeof(loom_stream_iface_t), stream_destroy, stream_compute, stream_synchronize,
-    nullptr, nullptr,  // set/get_tensor_async: the buffer's copies are already one message each
-    nullptr, nullptr,  // events: none
+    sizeof(loom_stream_iface_t), stream_destroy, stream_compute, stream_synchronize, stream_set_async, stream_get_async,
+    nullptr, nullptr,  // events: none (the host synchronizes the stream, a flush point)
 };
 
 }  // namespace
 
-RemoteStream::RemoteStream(RemoteDevice* device) : device_(device), raw_{sizeof(loom_stream_t), &kStreamIface, device->raw(), this} {}
+RemoteStream::RemoteStream(RemoteDevice* device) : device_(device), queue_(device), raw_{sizeof(loom_stream_t), &kStreamIface, device->raw(), this} {}
 
 loom_stream_t* RemoteStream::create(RemoteDevice* device) { return &(new RemoteStream(device))->raw_; }
+
+// Run the graph cached under key, carrying the queued writes when asked;
+// *ran is false when the worker no longer has it (its cache is bounded: the
+// writes were done all the same), so the caller sends it again.
+loom_status_t* RemoteStream::run(uint64_t key, bool carry_writes, bool* ran) {
+  wire::Writer m(wire::Kind::kRun, device_->transport().loom_version());
+  m.u32(device_->info().index);
+  m.u64(key);
+  if (carry_writes) {
+    queue_.move_writes_into(m);
+  } else {
+    m.u32(0);
+  }
+  std::vector<uint8_t> reply;
+  if (loom_status_t* st = device_->transport().request(device_->info().rank, device_->info().name, m, &reply)) return st;
+  wire::Reader r(reply.data(), reply.size());
+  *ran = r.u32() == 1 && !r.failed();
+  return nullptr;
+}
 
 loom_status_t* RemoteStream::compute(const loom_graph_t* graph) {
   if (graph == nullptr || graph->n_nodes <= 0) return nullptr;
@@ -140,14 +162,18 @@ loom_status_t* RemoteStream::compute(const loom_graph_t* graph) {
   const auto& bytes = body.data();
   const size_t hdr = sizeof(wire::WireHeader);
   const uint64_t key = wire::wire_hash(bytes.data() + hdr, bytes.size() - hdr, graph->fingerprint ^ 1469598103934665603ull);
+  // Reads queued before the run must see the memory as it was: they go first.
+  if (queue_.has_reads()) {
+    if (loom_status_t* st = queue_.flush()) return st;
+  }
   if (!device_->graph_known(key)) {
     if (loom_status_t* st = send_graph(device_, key, bytes, hdr)) return st;
   }
   bool ran = false;
-  if (loom_status_t* st = run(device_, key, &ran)) return st;
+  if (loom_status_t* st = run(key, true, &ran)) return st;
   if (ran) return nullptr;
   if (loom_status_t* st = send_graph(device_, key, bytes, hdr)) return st;
-  if (loom_status_t* st = run(device_, key, &ran)) return st;
+  if (loom_status_t* st = run(key, false, &ran)) return st;
   return ran ? nullptr
              : make_status(LOOM_STATUS_INTERNAL, "[mpi.compute] " + device_->info().name + " dropped graph " +
                                                      std::to_string(key) + " right after it was sent");

@@ -3,13 +3,17 @@
 // by index) and keyed by a hash of those bytes; the first compute of a key
 // sends the graph once ("graph" message, cached by the worker), every later
 // one sends only "run key". A worker that dropped the key (its cache is
-// bounded) answers NOT_FOUND and the graph is sent again. Synchronous: the
-// reply comes when the worker's stream is done. One thread at a time.
+// bounded) answers NOT_FOUND and the graph is sent again. compute returns
+// when the worker's stream is done; the queued copies (queue.h) are held
+// until a run carries the writes or a flush point (synchronize, destroy)
+// sends them as one batch, which is why the device reports
+// LOOM_DEVICE_CAP_ASYNC. One thread at a time.
 #pragma once
 
 #include <cstdint>
 
 #include "loom/plugin.h"
+#include "queue.h"
 
 namespace loom::mpi {
 
@@ -21,11 +25,14 @@ class RemoteStream {
   static loom_stream_t* create(RemoteDevice* device);
 
   loom_status_t* compute(const loom_graph_t* graph);
+  StreamQueue& queue() { return queue_; }
 
  private:
   explicit RemoteStream(RemoteDevice* device);
   friend struct StreamAccess;
+  loom_status_t* run(uint64_t key, bool carry_writes, bool* ran);
   RemoteDevice* device_;
+  StreamQueue queue_;
   loom_stream_t raw_;
 };
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # loom under mpirun on the loopback (issue 33's tests). Usage:
 #   mpi_cli_test.sh CASE LOOM MPIRUN MODELS_DIR
-# CASE: devices | tokens | synth | reuse | file | file_fallback | plan | stalled | killed | killed_recovery. Exit 77 (ctest: skipped)
+# CASE: devices | tokens | synth | reuse | threads | file | file_fallback | plan | stalled | killed | killed_recovery.
+# Exit 77 (ctest: skipped)
 # with the reason when the model file is absent.
 set -u
 case_name=$1 loom=$2 mpirun=$3 models=${LOOM_MODELS_DIR:-$4}
@@ -20,6 +21,9 @@ need_model() { [ -f "$model" ] || { echo "SKIP: $model not found (set LOOM_MODEL
 
 # The "<kind> N (B B)" numbers of the "messages sent:" line in file $1: "N B".
 sent() { sed -n "s/.*messages sent:.* $2 \([0-9]*\) (\([0-9]*\) B).*/\1 \2/p" "$1"; }
+
+# All requests of the "messages sent:" line in file $1 (each is one round trip).
+requests() { grep "messages sent:" "$1" | grep -o ' [a-z_]* [0-9]* (' | awk '{ n += $2 } END { print n + 0 }'; }
 
 # The pid of the process that is rank $1 of the job started from this shell.
 rank_pid() {
@@ -121,7 +125,26 @@ case "$case_name" in
     [ "$runs" -ge 40 ] || fail "$runs runs for 40 tokens"
     # One graph per distinct step shape (the 5-token prefill, a decode step), not one per token.
     [ "$graphs" -le 2 ] || fail "$graphs graphs sent for $runs runs: decode steps resend their graph"
-    echo "ok: $graphs graphs sent for $runs runs"
+    # Round trips per decode step, over 32 more steps: the step inputs ride
+    # in the run request and the reads of the rank-0 split go as one batch
+    # (2 today; 10 when every input and read was a message of its own).
+    LOOM_LOG=mpi:info "${mpi[@]}" -np 2 "$loom" run -m "$model" -p "Once upon a time" --device r1.cpu,cpu -ts 1,1 -n 72 \
+      >"$work/out72.txt" 2>"$work/err72.txt" || fail "72-token run exited $?"
+    extra=$(( $(requests "$work/err72.txt") - $(requests "$work/err.txt") ))
+    echo "$extra requests for 32 more decode steps: $(awk -v n="$extra" 'BEGIN { printf "%.2f", n / 32 }') round trips per step"
+    [ "$extra" -le $((3 * 32)) ] || fail "$extra requests for 32 decode steps: more than 3 round trips per step"
+    echo "ok: $graphs graphs sent for $runs runs; $extra requests for 32 decode steps"
+    ;;
+  threads)
+    # `-t 1` reaches the worker's cpu through the remote device's loom.threads.
+    need_model
+    LOOM_LOG=worker:info "${mpi[@]}" -x LOOM_LOG -np 2 "$loom" run -m "$model" --device r1.cpu,cpu -ts 1,1 -n 8 -t 1 \
+      >"$work/out.txt" 2>"$work/err.txt" || fail "run -t 1 exited $?"
+    grep "rank 1: cpu runs 1 thread(s)" "$work/err.txt" || fail "rank 1 never set its cpu to 1 thread"
+    LOOM_LOG=worker:info "${mpi[@]}" -x LOOM_LOG -np 2 "$loom" run -m "$model" --device r1.cpu,cpu -ts 1,1 -n 8 -t 2 \
+      >"$work/out2.txt" 2>"$work/err2.txt" || fail "run -t 2 exited $?"
+    grep -q "rank 1: cpu runs 2 thread(s)" "$work/err2.txt" || fail "rank 1 never set its cpu to 2 threads"
+    echo "ok: -t reaches rank 1's cpu"
     ;;
   file)
     # Weights on r1 read by rank 1 from the GGUF (load_file), not streamed (set):

@@ -202,6 +202,7 @@ TEST(SchedulerAsync, RandomGraphsMatchCpuAloneWithPipelining1And2) {
           total.event_syncs += st.event_syncs;
           total.stream_syncs += st.stream_syncs;
           total.async_copies += st.async_copies;
+          total.batched_reads += st.batched_reads;
           multi_split += st.splits > 1;
           ++runs;
         }
@@ -219,6 +220,9 @@ TEST(SchedulerAsync, RandomGraphsMatchCpuAloneWithPipelining1And2) {
   EXPECT_GT(total.events_waited, 0u);
   EXPECT_GT(total.event_syncs, 0u);
   EXPECT_EQ(total.stream_syncs, 0u);
+  // Splits on the CPU with several copies from one sim read them together
+  // (queued on the sim's stream, one wait on its event).
+  EXPECT_GT(total.batched_reads, 0u);
 }
 
 // x -> a (sim0) -> b (sim1) -> c (sim0) -> d (sim1) -> e (sim0): every step

@@ -101,6 +101,7 @@ class SchedulerPipeline : public ::testing::Test {
     }
     SCHED_OK(sched->finish());
     EXPECT_FALSE(sched->in_flight());
+    queued_inputs_ = sched->last_stats().queued_inputs;
     EXPECT_EQ(sched->plans_built(), 1u) << "every batch has the same plan";
     EXPECT_GE(sched->splits().size(), 2u);
     max_concurrent_ = trace_->max_concurrent();
@@ -120,6 +121,7 @@ class SchedulerPipeline : public ::testing::Test {
   Model model_;
   std::vector<std::vector<float>> inputs_;
   uint64_t max_concurrent_ = 0, overlapped_ = 0;
+  size_t queued_inputs_ = 0;  // of the last run
 };
 
 TEST_F(SchedulerPipeline, SubmittedBatchesOverlapDevicesAndMatchOneAtATime) {
@@ -127,7 +129,11 @@ TEST_F(SchedulerPipeline, SubmittedBatchesOverlapDevicesAndMatchOneAtATime) {
   run(false, &ref0, &ref1);
   // One graph at a time: sim1 always waits for sim0's part of the same graph.
   EXPECT_EQ(max_concurrent_, 1u);
+  // The input x lives on sim0, whose stream takes queued copies: set_input
+  // queued it there instead of writing it from the host.
+  EXPECT_EQ(queued_inputs_, 1u);
   run(true, &got0, &got1);
+  EXPECT_EQ(queued_inputs_, static_cast<size_t>(kBatches)) << "every micro-batch's input queued on sim0";
   expect_close(got0, ref0, "sim0 state");
   expect_close(got1, ref1, "sim1 state");
   EXPECT_GE(max_concurrent_, 2u) << "sim0 and sim1 never ran at the same time";

@@ -122,6 +122,8 @@ class Device {
   double op_time_us(const Tensor* node) const;
   // Through the loom.threads extension; UNIMPLEMENTED if the device has none.
   Status set_threads(int n_threads) const;
+  // Through loom.threads: the thread count now; -1 when the device has none.
+  int threads() const;
   // Whether the device reads tensor bytes from files itself (loom.file_load).
   bool has_file_load() const;
   // Through loom.file_load: bytes [0, size) of `t` (placed in a buffer of

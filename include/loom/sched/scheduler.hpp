@@ -79,6 +79,14 @@ struct SchedStats {
   size_t event_syncs = 0;
   size_t stream_syncs = 0;
   size_t async_copies = 0;
+  // Inputs written by set_input as queued copies on their device's stream
+  // (a device with queued copies: the write goes with the device's next
+  // work; the mpi plugin sends it inside its next run request).
+  size_t queued_inputs = 0;
+  // Copy sources read together before a split: per source device, the
+  // reads of a split's copies queued on its stream and waited for once
+  // (one batched request to a remote device instead of one per copy).
+  size_t batched_reads = 0;
 };
 
 // How much of a plan Scheduler::render shows: one entry per split (its
@@ -136,9 +144,13 @@ class Scheduler {
   Status finish();
   bool in_flight() const { return run_ != nullptr; }
   // Write an input tensor of a graph about to be submitted (allocated by
-  // allocate() or an earlier submit of the same plan) once the work in
-  // flight that touches its memory is done; tensor_set when nothing is in
-  // flight.
+  // allocate() or an earlier submit of the same plan). In the memory of a
+  // device whose stream takes queued copies (CAP_ASYNC and
+  // set_tensor_async): the bytes are staged (the caller may reuse `data` at
+  // once) and queued on that stream, ordered after other devices' work on
+  // that memory; the work is then in flight (finish() waits for it, and a
+  // failure comes back from the next submit or finish). Elsewhere: once the
+  // work in flight that touches its memory is done, tensor_set.
   Status set_input(Tensor* t, const void* data, size_t bytes);
 
   // Check mode (also LOOM_SCHED_CHECK=1): after each split, overwrite with
@@ -235,7 +247,19 @@ class Scheduler {
   // One split of graph (plan split si) onto its device's stream; false when
   // it failed (recorded in run_).
   bool issue_split(Graph& graph, size_t si);
-  bool copy_in(const sched::Copy& cp, const Tensor* src, size_t dev, int32_t split);
+  // fetched: the source's bytes already read (read_together), or nullptr.
+  bool copy_in(const sched::Copy& cp, const Tensor* src, size_t dev, int32_t split,
+               const std::vector<unsigned char>* fetched = nullptr);
+  // Read the sources of split si's copies that come from devices with
+  // queued reads, at least two per device, together: queued on the source's
+  // stream, then one wait per device. (*fetched)[k]: copy k's bytes (in the
+  // run's staged memory, alive until finish()), nullptr when it was left to
+  // copy_in.
+  bool read_together(Graph& graph, size_t si, int32_t split,
+                     std::vector<const std::vector<unsigned char>*>* fetched);
+  // The run in flight, made when there is none (stats reset).
+  sched::Run& begin_run();
+  Status queue_input(Tensor* t, size_t d, const void* data, size_t bytes);
   // The next event of device d in the current run (made on first use), or
   // nullptr when d has none.
   Event* next_event(size_t d);

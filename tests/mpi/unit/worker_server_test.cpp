@@ -42,6 +42,7 @@ TEST_F(WorkerServerTest, SetGetAndAGraphRun) {
   wire::Writer run(wire::Kind::kRun, kVersion);
   run.u32(0);
   run.u64(42);
+  run.u32(0);  // no queued writes
   Reply rr = send(run);
   ASSERT_TRUE(rr.ok()) << rr.message;
   ASSERT_EQ(rr.payload.size(), 4u);
@@ -63,6 +64,7 @@ TEST_F(WorkerServerTest, AnUnknownGraphKeyIsNotRunAndSaysSo) {
   wire::Writer run(wire::Kind::kRun, kVersion);
   run.u32(0);
   run.u64(7);
+  run.u32(0);
   Reply r = send(run);
   ASSERT_TRUE(r.ok()) << r.message;
   EXPECT_EQ(r.payload[0], 0);  // rank 0 then sends the graph again

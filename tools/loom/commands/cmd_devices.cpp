@@ -19,6 +19,7 @@ std::string caps_text(uint32_t caps) {
   add(LOOM_DEVICE_CAP_HOST_BUFFER, "host-buffer");
   add(LOOM_DEVICE_CAP_BUFFER_FROM_HOST_PTR, "buffer-from-host-ptr");
   add(LOOM_DEVICE_CAP_EMULATED, "emulated");
+  add(LOOM_DEVICE_CAP_COMPUTE_WAITS, "compute-waits");
   return s.empty() ? "none" : s;
 }
 

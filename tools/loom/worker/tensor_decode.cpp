@@ -104,6 +104,10 @@ Status decode_tensors(wire::Reader& r, uint32_t count, const BufferLookup* place
 Status decode_placed_tensor(wire::Reader& r, const BufferLookup& place, const char* what, Tensor* t) {
   wire::WireTensor w;
   if (!wire::read_tensor(r, &w)) return invalid_argument(std::string("[worker.") + what + "] message ends inside the tensor");
+  return place_tensor(w, place, what, t);
+}
+
+Status place_tensor(const wire::WireTensor& w, const BufferLookup& place, const char* what, Tensor* t) {
   LOOM_RETURN_IF_ERROR(check_fields(what, 0, w, t));
   return place_in(what, 0, w, place, t);
 }

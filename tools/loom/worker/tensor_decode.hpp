@@ -34,5 +34,7 @@ Status decode_tensors(common::mpi::Reader& r, uint32_t count, const BufferLookup
 // One tensor's fields alone (set/get): type and shape well-formed, in the
 // buffer it names. *t gets data and buffer.
 Status decode_placed_tensor(common::mpi::Reader& r, const BufferLookup& place, const char* what, Tensor* t);
+// The same checks for a tensor already read (an item of a batch).
+Status place_tensor(const common::mpi::WireTensor& w, const BufferLookup& place, const char* what, Tensor* t);
 
 }  // namespace loom::cli::worker

@@ -90,6 +90,8 @@ Status WorkerServer::dispatch(uint32_t kind, const uint8_t* p, size_t n, std::ve
     case wire::Kind::kGraph: return graph(p, n);
     case wire::Kind::kRun: return run(p, n, reply);
     case wire::Kind::kLoadFile: return load_file(p, n);
+    case wire::Kind::kBatch: return batch(p, n, reply);
+    case wire::Kind::kThreads: return threads(p, n, reply);
     case wire::Kind::kShutdown: return Status::Ok();
     default: return malformed("request", "unknown request kind " + std::to_string(kind));
   }
@@ -136,6 +138,7 @@ Status WorkerServer::hello(std::vector<uint8_t>* reply) {
     uint8_t uuid[16];
     uuid_bytes(i.uuid, uuid);
     w.bytes(uuid, 16);
+    w.i32(d->threads());  // -1: no loom.threads
   }
   reply->assign(w.data().begin() + sizeof(wire::WireHeader), w.data().end());
   return Status::Ok();
@@ -271,12 +274,19 @@ Status WorkerServer::run(const uint8_t* p, size_t n, std::vector<uint8_t>* reply
   wire::Reader r(p, n);
   const uint32_t dev = r.u32();
   const uint64_t key = r.u64();
+  // The writes the stream queued before this run (its step inputs): all
+  // checked before any is done, done before the graph runs.
+  std::vector<QueuedAccess> writes;
+  LOOM_RETURN_IF_ERROR(decode_accesses(r, "run", false, &writes));
   LOOM_RETURN_IF_ERROR(finished(r, "run"));
   LOOM_ASSIGN_OR_RETURN(registry::Device * d, device(dev));
-  uint32_t ran = 0;
   auto it = graphs_.find(key);
+  if (it != graphs_.end() && it->second->device != dev) {
+    return malformed("run", "graph " + std::to_string(key) + " was sent for another device");
+  }
+  LOOM_RETURN_IF_ERROR(apply_accesses("run", writes, nullptr));
+  uint32_t ran = 0;
   if (it != graphs_.end()) {
-    if (it->second->device != dev) return malformed("run", "graph " + std::to_string(key) + " was sent for another device");
     Stream* s = stream(dev);
     if (s == nullptr) return internal_error("[worker.run] cannot make a stream on " + d->name());
     const loom_graph_t g{sizeof(loom_graph_t), static_cast<int32_t>(it->second->nodes.size()), it->second->nodes.data(), key};

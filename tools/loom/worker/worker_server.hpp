@@ -68,6 +68,19 @@ class WorkerServer {
   Status graph(const uint8_t* p, size_t n);
   Status run(const uint8_t* p, size_t n, std::vector<uint8_t>* reply);
   Status load_file(const uint8_t* p, size_t n);  // worker_file_load.cpp
+  // worker_batch.cpp: a stream's queued writes and reads (batch, and the
+  // writes a run carries), each checked like a single set/get before any
+  // is done; and loom.threads of a device.
+  struct QueuedAccess {
+    uint32_t op = 0;  // wire::Access
+    Tensor tensor{};
+    uint64_t offset = 0, size = 0;
+    const uint8_t* bytes = nullptr;  // a write's bytes, inside the request
+  };
+  Status decode_accesses(common::mpi::Reader& r, const char* what, bool reads_allowed, std::vector<QueuedAccess>* out);
+  Status apply_accesses(const char* what, const std::vector<QueuedAccess>& items, std::vector<uint8_t>* reply);
+  Status batch(const uint8_t* p, size_t n, std::vector<uint8_t>* reply);
+  Status threads(const uint8_t* p, size_t n, std::vector<uint8_t>* reply);
   // Placement of a tensor by buffer id: any of this worker's buffers, or
   // (device >= 0) only those on that device.
   BufferLookup buffer_lookup(int64_t device = -1);
