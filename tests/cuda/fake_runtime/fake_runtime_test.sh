@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # What the cuda plugin asks of a GPU per decode step, counted without one:
-# the plugin's objects linked against tests/cuda/fake_cudart.cpp (kernels
+# the plugin's objects linked against tests/cuda/fake_runtime/fake_cudart.cpp (kernels
 # counted, not run; host memory) with tests/cuda/fake_libcuda.c as the
 # driver. stories260K greedy on cuda0 for 8 and for 24 tokens: the
 # difference is 16 decode steps. With CUDA graphs (the default) a step must

@@ -132,7 +132,7 @@ cudaError_t cudaGetDeviceCount(int* count) {
 cudaError_t cudaSetDevice(int) { return cudaSuccess; }
 cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp* prop, int) {
   std::memset(prop, 0, sizeof(*prop));
-  std::snprintf(prop->name, sizeof(prop->name), "Fake GPU (tests/cuda/fake_cudart.cpp)");
+  std::snprintf(prop->name, sizeof(prop->name), "Fake GPU (tests/cuda/fake_runtime/fake_cudart.cpp)");
   prop->major = 9;
   prop->minor = 0;
   prop->multiProcessorCount = 132;
