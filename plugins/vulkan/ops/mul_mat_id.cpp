@@ -223,14 +223,13 @@ std::string plan_mul_mat_id(const OpCaps& caps, const loom_tensor_t* n, uint32_t
   LOOM_VK_TRY(bind_id(caps, n, node_id, resolve, &d));
   Planner p(caps, resolve, &d);
   d.n_spec = 2;
-  Dispatch q{};
-  bool quantize = false;
-  bool group = false;
+  Dispatch q{};  // a first pass: B rounded to 8-bit blocks, or the pairs grouped by expert
+  bool prepass = false;
   switch (kernel) {
     case IdKernel::kGrouped:
       finish_id(n, &d);
       LOOM_VK_TRY(plan_grouped(caps, n, resolve, scratch, &d, &q));
-      group = true;
+      prepass = true;
       break;
     case IdKernel::kRows:
       d.shader = "mul_mat_id_rows";
@@ -249,7 +248,7 @@ std::string plan_mul_mat_id(const OpCaps& caps, const loom_tensor_t* n, uint32_t
       d.spec[2] = rows;
       d.n_spec = 3;
       LOOM_VK_TRY(p.groups((m + rows - 1) / rows, kQ8Wg));
-      quantize = true;
+      prepass = true;
       break;
     }
     case IdKernel::kFloatVec: {
@@ -269,13 +268,13 @@ std::string plan_mul_mat_id(const OpCaps& caps, const loom_tensor_t* n, uint32_t
   if (kernel != IdKernel::kRows && kernel != IdKernel::kGrouped) d.groups[2] = static_cast<uint32_t>(pairs);
   finish_id(n, &d);
   for (Dispatch* x : {&q, &d}) {
-    if (x == &q && !quantize && !group) continue;
+    if (x == &q && !prepass) continue;
     Planner px(caps, resolve, x);
     for (int k = 1; k < kSlots; ++k) {
       if (x->buffers[k] == VK_NULL_HANDLE) px.unused(k);
     }
   }
-  if (quantize || group) out->push_back(q);
+  if (prepass) out->push_back(q);
   out->push_back(d);
   return "";
 }
