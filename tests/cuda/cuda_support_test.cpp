@@ -87,9 +87,11 @@ void build(Node* n, int32_t op, const int32_t* types, Layout layout) {
     case LOOM_OP_MUL_MAT:
       n->shape(&s[0], K, 4, 1, 1), n->shape(&s[1], K, 3, 2, 1), n->shape(d, 4, 3, 2, 1);
       break;
-    case LOOM_OP_MUL_MAT_SPARSE_ROWS:
-    case LOOM_OP_MUL_MAT_SPARSE_COLS:
+    case LOOM_OP_MUL_MAT_SPARSE_ROWS:  // A [K, 4], B [K, 3], scores [4, 3]
       n->shape(&s[0], K, 4, 1, 1), n->shape(&s[1], K, 3, 1, 1), n->shape(&s[2], 4, 3, 1, 1), n->shape(d, 4, 3, 1, 1);
+      break;
+    case LOOM_OP_MUL_MAT_SPARSE_COLS:  // W [K outputs, 4 neurons], H [4, 3], scores [4, 3]
+      n->shape(&s[0], K, 4, 1, 1), n->shape(&s[1], 4, 3, 1, 1), n->shape(&s[2], 4, 3, 1, 1), n->shape(d, K, 3, 1, 1);
       break;
     case LOOM_OP_ROPE:
       n->shape(&s[0], K, 3, 2, 1), n->shape(&s[1], 2, 1, 1, 1), n->shape(&s[2], K / 2, 1, 1, 1), n->shape(d, K, 3, 2, 1);
@@ -165,13 +167,15 @@ std::string path_mismatch(const loom_tensor_t* n, Path path) {
     case Path::kMulMat: return to == LOOM_TYPE_F32 && n->nb[0] == 4 ? "" : "mul_mat result";
     case Path::kMulMatId: return to == LOOM_TYPE_F32 && n->src[2]->type == LOOM_TYPE_I32 ? "" : "mul_mat_id types";
     case Path::kTopK: return to == LOOM_TYPE_I32 && from == LOOM_TYPE_F32 ? "" : "top_k types";
+    case Path::kSparse:
+      return to == LOOM_TYPE_F32 && n->src[1]->type == LOOM_TYPE_F32 && is_float_type(n->src[2]->type) ? ""
+                                                                                                        : "sparse types";
     default: return stores(to) ? "" : "result type store_elem does not write";
   }
 }
 
 // Well-formed nodes the table may refuse: its documented limits.
 bool allowed_refusal(const loom_tensor_t* n, Layout layout) {
-  if (n->op == LOOM_OP_MUL_MAT_SPARSE_ROWS || n->op == LOOM_OP_MUL_MAT_SPARSE_COLS) return true;  // not ported
   if (n->op == LOOM_OP_MUL_MAT && layout == Layout::kStridedResult) return true;  // cuBLAS writes dense rows
   return false;
 }
@@ -211,7 +215,7 @@ TEST(CudaSupport, TableMatchesTheLaunchersForEveryOpTypeAndLayout) {
       if (d == idx.size()) break;
     }
   }
-  // Every op of the table claims something; the sparse products nothing.
+  // Every op of the table claims something, every op claims only through the table.
   for (int32_t op = 0; op < LOOM_OP_COUNT; ++op) {
     EXPECT_EQ(claimed_ops.count(op) == 1, op_support(op) != nullptr) << common::op_name(op);
   }
@@ -238,6 +242,34 @@ TEST(CudaSupport, MixtureOfExpertsOpsAreClaimed) {
     const int32_t th[] = {t, t};
     build(&tanh_node, LOOM_OP_TANH, th, Layout::kStridedResult);
     EXPECT_EQ(unsupported_reason(&tanh_node.dst), nullptr) << common::type_name(t);
+  }
+}
+
+// ABI 1.3: both sparse products for every weight type MUL_MAT takes, with
+// F32, F16 or BF16 scores and strided operands (so --sparse-budget can put
+// hot neurons on a CUDA device); I32 scores refused.
+TEST(CudaSupport, SparseProductsAreClaimedForEveryWeightType) {
+  for (int32_t t = 0; t < LOOM_TYPE_COUNT; ++t) {
+    if (!common::type_is_valid(t)) continue;
+    Node mm;
+    const int32_t mt[] = {LOOM_TYPE_F32, t, LOOM_TYPE_F32};
+    build(&mm, LOOM_OP_MUL_MAT, mt, Layout::kDense);
+    const bool weight = unsupported_reason(&mm.dst) == nullptr;
+    for (int32_t op : {LOOM_OP_MUL_MAT_SPARSE_ROWS, LOOM_OP_MUL_MAT_SPARSE_COLS}) {
+      for (int32_t ts : {LOOM_TYPE_F32, LOOM_TYPE_F16, LOOM_TYPE_BF16, LOOM_TYPE_I32}) {
+        for (Layout layout : {Layout::kDense, Layout::kPaddedRows, Layout::kStridedElems}) {
+          Node sp;
+          const int32_t ty[] = {LOOM_TYPE_F32, t, LOOM_TYPE_F32, ts};
+          build(&sp, op, ty, layout);
+          if (common::check_node(&sp.dst) != nullptr) continue;  // e.g. strided quantized rows
+          EXPECT_EQ(unsupported_reason(&sp.dst) == nullptr, weight && ts != LOOM_TYPE_I32)
+              << common::describe_node(&sp.dst) << " layout " << static_cast<int>(layout);
+          if (unsupported_reason(&sp.dst) == nullptr) {
+            EXPECT_EQ(node_path(&sp.dst), Path::kSparse);
+          }
+        }
+      }
+    }
   }
 }
 

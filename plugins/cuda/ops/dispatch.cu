@@ -32,6 +32,7 @@ loom_status_t* launch_node(const LaunchContext& ctx, const loom_tensor_t* node) 
     case Family::kAttention: return launch_attention(ctx, node);
     case Family::kMulMatId: return launch_mul_mat_id(ctx, node);
     case Family::kTopK: return launch_top_k(ctx, node);
+    case Family::kSparse: return launch_sparse(ctx, node);
   }
   return common::make_status(LOOM_STATUS_INTERNAL, refusal_message(node, "no launcher for its family"));
 }

@@ -64,6 +64,7 @@ loom_status_t* launch_mul_mat_id(const LaunchContext& ctx, const loom_tensor_t* 
 bool mul_mat_id_grouped_fits(const loom_tensor_t* node);
 loom_status_t* launch_mul_mat_id_grouped(const LaunchContext& ctx, const loom_tensor_t* node, bool round);
 loom_status_t* launch_top_k(const LaunchContext& ctx, const loom_tensor_t* node);             // ABI 1.5
+loom_status_t* launch_sparse(const LaunchContext& ctx, const loom_tensor_t* node);  // ABI 1.3 sparse products
 
 // The status after a launch: NULL when cudaGetLastError is clean, else
 // INTERNAL "[cuda.compute] node ...: <what>: <cuda error>".

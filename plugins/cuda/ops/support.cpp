@@ -53,6 +53,8 @@ Path mul_mat(const loom_tensor_t* n) { return n->nb[0] == 4 && n->nb[1] % 4 == 0
 
 // MUL_MAT_ID: any layout (the exact kernel takes what the GEMVs do not).
 Path mul_mat_id(const loom_tensor_t*) { return Path::kMulMatId; }
+// The sparse products: any layout (row_elem reads what the fast kernels do not).
+Path sparse(const loom_tensor_t*) { return Path::kSparse; }
 // TOP_K: indices are i32.
 Path top_k(const loom_tensor_t* n) { return n->src[0]->ne[0] <= 0x7FFFFFFF ? Path::kTopK : Path::kNone; }
 
@@ -87,6 +89,8 @@ const OpSupport kTable[] = {
     {LOOM_OP_SWIGLU, Family::kElementwise, {kFloat, kFloat, kNo, kNo}, kFloat, binary},
     {LOOM_OP_ARGMAX, Family::kRowsReduce, {kF32, kNo, kNo, kNo}, kI32, argmax},
     {LOOM_OP_SUM_ROWS, Family::kRowsReduce, {kFloat, kNo, kNo, kNo}, kFloat, sum_rows},
+    {LOOM_OP_MUL_MAT_SPARSE_ROWS, Family::kSparse, {kWeight, kF32, kFloat, kNo}, kF32, sparse},
+    {LOOM_OP_MUL_MAT_SPARSE_COLS, Family::kSparse, {kWeight, kF32, kFloat, kNo}, kF32, sparse},
     {LOOM_OP_ATTENTION, Family::kAttention, {kFloat, kFloat, kFloat, kI32}, kF32, attention},
     {LOOM_OP_MUL_MAT_ID, Family::kMulMatId, {kWeight, kF32, kI32, kNo}, kF32, mul_mat_id},
     {LOOM_OP_TOP_K, Family::kTopK, {kF32, kNo, kNo, kNo}, kI32, top_k},

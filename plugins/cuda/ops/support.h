@@ -16,7 +16,7 @@
 namespace loom::cuda {
 
 // The launcher of each op family (ops/<family>.cu).
-enum class Family : uint8_t { kElementwise, kRowsReduce, kRope, kRows, kCopy, kMulMat, kAttention, kMulMatId, kTopK };
+enum class Family : uint8_t { kElementwise, kRowsReduce, kRope, kRows, kCopy, kMulMat, kAttention, kMulMatId, kTopK, kSparse };
 
 // The kernel a launcher runs for a node.
 enum class Path : uint8_t {
@@ -31,6 +31,7 @@ enum class Path : uint8_t {
   kAttentionSplit,                                   // attention_split.cu (decode: split over the KV length)
   kMulMatId,                                         // mul_mat_id.cu (a warp per row of the pair's expert)
   kTopK,                                             // top_k.cu (a block per row, k picks)
+  kSparse,                                           // sparse.cu (active rows / neurons only)
 };
 
 constexpr uint32_t type_bit(int32_t t) { return 1u << static_cast<uint32_t>(t); }
