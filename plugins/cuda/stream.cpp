@@ -9,6 +9,7 @@
 #include "common/op_check.h"
 #include "common/op_info.h"
 #include "device.h"
+#include "ops/fusion.h"
 #include "ops/gemv.h"
 #include "ops/support.h"
 
@@ -88,6 +89,7 @@ loom_status_t* Stream::init() {
   if ((e = cudaMallocHost(reinterpret_cast<void**>(&error_host_), sizeof(KernelFault))) != cudaSuccess) return cuda_status(device_, "stream_create", e);
   *error_host_ = KernelFault{};
   graphs_ = common::plugin_env_flag("LOOM_CUDA_GRAPHS", true);
+  fuse_ = common::plugin_env_flag("LOOM_CUDA_FUSE", true);
   const Cublas* cb = device_->cublas();
   if (cb != nullptr && cb->ok()) {
     if (cb->create(&blas_) != CUBLAS_STATUS_SUCCESS) {
@@ -126,6 +128,7 @@ loom_status_t* Stream::compute(const loom_graph_t* graph) {
   ctx.error = error_;
   ctx.sm_count = device_->sm_count();
   ctx.f16_gemm = device_->f16_gemm();
+  ctx.fuse = fuse_;
   loom_status_t* st = nullptr;
   // A replay skips check_graph: its key (fingerprint and addresses) is the
   // one of a graph that passed it.
@@ -156,6 +159,16 @@ loom_status_t* Stream::launch_all(const LaunchContext& ctx, const loom_graph_t* 
   for (int32_t i = 0; i < graph->n_nodes; ++i) {
     const loom_tensor_t* node = graph->nodes[i];
     if (!is_compute(node)) continue;
+    // The next compute node, when fusion.h runs the pair as one kernel.
+    int32_t j = i + 1;
+    while (j < graph->n_nodes && !is_compute(graph->nodes[j])) ++j;
+    const loom_tensor_t* mul = ctx.fuse && j < graph->n_nodes ? fused_norm_mul(node, graph->nodes[j]) : nullptr;
+    if (mul != nullptr) {
+      if (loom_status_t* st = launch_norm_mul(ctx, node, mul)) return st;
+      if (ctx.act_cache != nullptr) ctx.act_cache->note_write(node), ctx.act_cache->note_write(mul);
+      i = j;
+      continue;
+    }
     if (loom_status_t* st = launch_node(ctx, node)) return st;
     if (ctx.act_cache != nullptr) ctx.act_cache->note_write(node);
   }

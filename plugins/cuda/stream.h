@@ -62,6 +62,7 @@ class Stream final {
   DeviceScratch act_scratch_;  // B's 8-bit blocks, kept across nodes (act_cache_)
   ActCache act_cache_;
   bool graphs_ = false;     // LOOM_CUDA_GRAPHS
+  bool fuse_ = true;        // LOOM_CUDA_FUSE
   uint64_t graph_key_ = 0;
   bool graph_failed_ = false;  // capture of graph_key_ failed: stay eager
   cudaGraphExec_t graph_exec_ = nullptr;

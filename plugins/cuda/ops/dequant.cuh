@@ -214,6 +214,15 @@ LOOM_HD void store_elem(int type, uint8_t* p, float v) {
   }
 }
 
+// v as a float type stores it and reads it back (F32: v itself).
+LOOM_HD float round_to(int type, float v) {
+  switch (type) {
+    case 1: return f16_to_f32(f32_to_f16(v));
+    case 30: return bf16_to_f32(f32_to_bf16(v));
+    default: return v;
+  }
+}
+
 // Element i of a row of `type` starting at row (contiguous blocks along the
 // row for quantized types; nb0: the element stride of plain types).
 LOOM_HD float row_elem(int type, const uint8_t* row, int64_t i, int64_t nb0) {

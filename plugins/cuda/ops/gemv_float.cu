@@ -17,23 +17,29 @@ __global__ void __launch_bounds__(kGemvWarps * 32) gemv_float_kernel(TArg dst, T
   if (!gemv_pos<NC>(a, b.ne[1], b2, b3, n0, z0, &p)) return;
   const int lane = threadIdx.x % kWarp;
   const int64_t k = a.ne[0];
-  const uint8_t* bcol = b.data + p.i2 * b.nb[2] + p.i3 * b.nb[3] + p.c0 * b.nb[1];
+  // Columns past the group's last (c >= ncols) read the last one and are
+  // never stored: no branch in the loop, so the unrolled steps' loads are
+  // all in flight before the first product needs them.
+  const uint8_t* bcol[NC];
+#pragma unroll
+  for (int c = 0; c < NC; ++c) {
+    bcol[c] = b.data + p.i2 * b.nb[2] + p.i3 * b.nb[3] + (p.c0 + (c < p.ncols ? c : p.ncols - 1)) * b.nb[1];
+  }
   float acc[NC];
 #pragma unroll
   for (int c = 0; c < NC; ++c) acc[c] = 0.0f;
+#pragma unroll 4
   for (int64_t e = 8 * lane; e < k; e += 8 * kWarp) {
     float v[8];
     load8<T>(p.arow + e * kSize, v);
 #pragma unroll
     for (int c = 0; c < NC; ++c) {
-      if (c < p.ncols) {
-        float x[8];
-        load8<LOOM_TYPE_F32>(bcol + c * b.nb[1] + e * 4, x);
-        float s = 0.0f;
+      float x[8];
+      load8<LOOM_TYPE_F32>(bcol[c] + e * 4, x);
+      float s = 0.0f;
 #pragma unroll
-        for (int i = 0; i < 8; ++i) s += v[i] * x[i];
-        acc[c] += s;
-      }
+      for (int i = 0; i < 8; ++i) s += v[i] * x[i];
+      acc[c] += s;
     }
   }
   gemv_store<NC>(acc, dst, p.m, p.c0, p.ncols, p.i2, p.i3);

@@ -82,20 +82,26 @@ __global__ void __launch_bounds__(kGemvWarps * 32) gemv_quant_kernel(TArg dst, T
   if (!gemv_pos<NC>(a, n_cols, b2, b3, n0, z0, &p)) return;
   const int lane = threadIdx.x % kWarp;
   const int64_t k = a.ne[0], nblk = k / L::kElems, units = k / 32;
-  const int64_t col0 = p.c0 + n_cols * p.z;
+  // Columns past the group's last (c >= ncols) read the last one and are
+  // never stored: the loop has no branch, so the unrolled steps' loads of A
+  // and B are all in flight before the first product needs them.
+  const int8_t* xq[NC];
+  const float* xd[NC];
+#pragma unroll
+  for (int c = 0; c < NC; ++c) {
+    const int64_t col = p.c0 + n_cols * p.z + (c < p.ncols ? c : p.ncols - 1);
+    xq[c] = act.qs + col * k;
+    xd[c] = act.d + col * nblk;
+  }
   float acc[NC];
 #pragma unroll
   for (int c = 0; c < NC; ++c) acc[c] = 0.0f;
+#pragma unroll 4
   for (int64_t U = lane / kLanesPerUnit; U < units; U += kUnitsPerStep) {
     const int64_t b = U / kUnits;
     const LaneWords w = L::get(p.arow + b * L::kBytes, static_cast<int>(U % kUnits), lane % kLanesPerUnit);
 #pragma unroll
-    for (int c = 0; c < NC; ++c) {
-      if (c < p.ncols) {
-        const int64_t col = col0 + c;
-        acc[c] += lane_dot<L::kMin>(w, act.qs + col * k + b * L::kElems, act.d[col * nblk + b]);
-      }
-    }
+    for (int c = 0; c < NC; ++c) acc[c] += lane_dot<L::kMin>(w, xq[c] + b * L::kElems, xd[c][b]);
   }
   gemv_store<NC>(acc, dst, p.m, p.c0, p.ncols, p.i2, p.i3);
 }

@@ -43,6 +43,7 @@ struct LaunchContext {
   KernelFault* error = nullptr;    // device word, code 0 = fine
   int sm_count = 1;
   bool f16_gemm = false;  // prefill GEMMs may round A and B to F16 (Device::f16_gemm)
+  bool fuse = true;       // pairs of nodes as one kernel (fusion.h; LOOM_CUDA_FUSE=0: off)
 };
 
 // Enqueue one node that passed unsupported_reason (support.h); NULL or a
@@ -52,6 +53,8 @@ loom_status_t* launch_node(const LaunchContext& ctx, const loom_tensor_t* node);
 // Per family (ops/<family>.cu).
 loom_status_t* launch_elementwise(const LaunchContext& ctx, const loom_tensor_t* node);
 loom_status_t* launch_rows_reduce(const LaunchContext& ctx, const loom_tensor_t* node);  // norms, softmax, sum, argmax
+// A norm and the MUL fusion.h pairs with it, as one kernel (reduce.cu).
+loom_status_t* launch_norm_mul(const LaunchContext& ctx, const loom_tensor_t* norm, const loom_tensor_t* mul);
 loom_status_t* launch_rope(const LaunchContext& ctx, const loom_tensor_t* node);
 loom_status_t* launch_rows(const LaunchContext& ctx, const loom_tensor_t* node);  // get_rows, set_rows
 loom_status_t* launch_copy(const LaunchContext& ctx, const loom_tensor_t* node);  // cpy, cont

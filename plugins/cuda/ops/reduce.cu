@@ -5,6 +5,8 @@
 #include <cstring>
 
 #include "dequant.cuh"
+#include "elementwise.cuh"
+#include "fusion.h"
 #include "launch.cuh"
 #include "ops.h"
 #include "reduce.cuh"
@@ -40,23 +42,54 @@ struct CombineArgMax {
 
 __device__ float at(const TArg& t, const uint8_t* row, int64_t i) { return load_elem(t.type, row + i * t.nb[0]); }
 
+// The norm of row x (n elements): its mean (0 unless centered) and the
+// scale (x - mean) is multiplied by. Every thread of the block gets both.
+__device__ float norm_row(const TArg& a, const uint8_t* x, int64_t n, float eps, bool center, float* sh, float* mean) {
+  *mean = 0.0f;
+  if (center) {
+    const float s = strided_fold(n, threadIdx.x, kRowThreads, 0.0f, [&](float p, int64_t i) { return p + at(a, x, i); });
+    *mean = block_combine(s, sh, AddF()) / static_cast<float>(n);
+  }
+  const float m = *mean;
+  const float sq = strided_fold(n, threadIdx.x, kRowThreads, 0.0f, [&](float p, int64_t i) {
+    const float d = at(a, x, i) - m;
+    return p + d * d;
+  });
+  return norm_scale(block_combine(sq, sh, AddF()), n, eps);
+}
+
 __global__ void norm_kernel(TArg dst, TArg a, float eps, bool center) {
   __shared__ float sh[kRowThreads];
   const int64_t r = blockIdx.x;
   const uint8_t* x = a.row(r);
   uint8_t* y = dst.row(r);
+  float mean;
+  const float scale = norm_row(a, x, a.ne[0], eps, center, sh, &mean);
+  for (int64_t i = threadIdx.x; i < a.ne[0]; i += kRowThreads) store_elem(dst.type, y + i * dst.nb[0], (at(a, x, i) - mean) * scale);
+}
+
+// norm_kernel followed by MUL with w (broadcast over rows): the norm's
+// value rounded to its type (written unless the product overwrites it),
+// times w's element, in the product's type (fusion.h).
+__global__ void norm_mul_kernel(TArg nout, TArg mout, TArg a, TArg w, float eps, bool center, bool write_norm,
+                                bool w_first) {
+  __shared__ float sh[kRowThreads];
+  const int64_t r = blockIdx.x;
+  const uint8_t* x = a.row(r);
   const int64_t n = a.ne[0];
-  float mean = 0.0f;
-  if (center) {
-    const float s = strided_fold(n, threadIdx.x, kRowThreads, 0.0f, [&](float p, int64_t i) { return p + at(a, x, i); });
-    mean = block_combine(s, sh, AddF()) / static_cast<float>(n);
+  float mean;
+  const float scale = norm_row(a, x, n, eps, center, sh, &mean);
+  const int64_t i1 = r % a.ne[1], i2 = (r / a.ne[1]) % a.ne[2], i3 = r / (a.ne[1] * a.ne[2]);
+  const uint8_t* wrow = w.data + broadcast_index(i1, w.ne[1]) * w.nb[1] + broadcast_index(i2, w.ne[2]) * w.nb[2] +
+                        broadcast_index(i3, w.ne[3]) * w.nb[3];
+  uint8_t* yn = nout.row(r);
+  uint8_t* ym = mout.row(r);
+  for (int64_t i = threadIdx.x; i < n; i += kRowThreads) {
+    const float v = round_to(nout.type, (at(a, x, i) - mean) * scale);
+    if (write_norm) store_elem(nout.type, yn + i * nout.nb[0], v);
+    const float g = load_elem(w.type, wrow + broadcast_index(i, w.ne[0]) * w.nb[0]);
+    store_elem(mout.type, ym + i * mout.nb[0], w_first ? binary_op(LOOM_OP_MUL, g, v) : binary_op(LOOM_OP_MUL, v, g));
   }
-  const float sq = strided_fold(n, threadIdx.x, kRowThreads, 0.0f, [&](float p, int64_t i) {
-    const float d = at(a, x, i) - mean;
-    return p + d * d;
-  });
-  const float scale = norm_scale(block_combine(sq, sh, AddF()), n, eps);
-  for (int64_t i = threadIdx.x; i < n; i += kRowThreads) store_elem(dst.type, y + i * dst.nb[0], (at(a, x, i) - mean) * scale);
 }
 
 __global__ void softmax_kernel(TArg dst, TArg a, TArg mask, bool has_mask, float scale) {
@@ -125,6 +158,19 @@ loom_status_t* launch_rows_reduce(const LaunchContext& ctx, const loom_tensor_t*
       argmax_kernel<<<grid, kRowThreads, 0, ctx.stream>>>(targ(node), a);
       return launch_status(node, "argmax kernel");
   }
+}
+
+loom_status_t* launch_norm_mul(const LaunchContext& ctx, const loom_tensor_t* norm, const loom_tensor_t* mul) {
+  const TArg a = targ(norm->src[0]);
+  const int64_t rows = a.nrows();
+  if (rows == 0 || a.ne[0] == 0) return nullptr;
+  if (rows > 0x7FFFFFFF) return launch_status(mul, "too many rows");
+  float eps = 0.0f;
+  std::memcpy(&eps, norm->op_params, sizeof eps);
+  norm_mul_kernel<<<static_cast<unsigned>(rows), kRowThreads, 0, ctx.stream>>>(
+      targ(norm), targ(mul), a, targ(fused_weight(norm, mul)), eps, norm->op == LOOM_OP_NORM,
+      fused_writes_norm(norm, mul), mul->src[0] != norm);
+  return launch_status(mul, "norm_mul kernel");
 }
 
 }  // namespace loom::cuda

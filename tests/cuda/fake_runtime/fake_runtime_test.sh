@@ -6,7 +6,8 @@
 # difference is 16 decode steps. With CUDA graphs (the default) a step must
 # be one graph launch, no eager kernel, no allocation, no new capture, one
 # stream synchronisation and one blocking copy (the logits); without
-# graphs it launches exactly the kernels the capture recorded.
+# graphs it launches exactly the kernels the capture recorded, and
+# LOOM_CUDA_FUSE=0 launches one kernel more for every fused norm.
 # Usage: fake_runtime_test.sh LOOM FAKE_PLUGIN_DIR FAKE_LIBCUDA MODELS_DIR
 set -euo pipefail
 loom=$1 plugin_dir=$2 libcuda=$3 models=${LOOM_MODELS_DIR:-$4}
@@ -87,4 +88,12 @@ launches=$(( $(get launches "$e") - $(get launches "$c") ))
 check "eager kernel launches (graphs off: the captured graph's $captured per step)" "$launches" $(( 16 * captured ))
 check "graph launches (graphs off)" "$(( $(get graph_launches "$e") - $(get graph_launches "$c") ))" 0
 check "allocations (graphs off)" "$(( $(get allocs "$e") - $(get allocs "$c") ))" 0
+
+# Fusion (plugins/cuda/ops/fusion.h): each norm and its MUL by the weight
+# run as one kernel. stories260K has 5 layers: per step 2 norms a layer and
+# the output norm, so LOOM_CUDA_FUSE=0 launches 11 more kernels a step.
+f=$(counts 8 LOOM_CUDA_GRAPHS=0 LOOM_CUDA_FUSE=0)
+g=$(counts 24 LOOM_CUDA_GRAPHS=0 LOOM_CUDA_FUSE=0)
+unfused=$(( $(get launches "$g") - $(get launches "$f") ))
+check "kernels saved by fusion (11 per step)" "$(( unfused - launches ))" $(( 16 * 11 ))
 exit $fail

@@ -1,0 +1,41 @@
+#include "fusion.h"
+
+#include "act_cache.h"
+
+namespace loom::cuda {
+namespace {
+
+bool same_layout(const loom_tensor_t* a, const loom_tensor_t* b) {
+  if (a->data != b->data || a->type != b->type) return false;
+  for (int d = 0; d < 4; ++d) {
+    if (a->ne[d] != b->ne[d] || a->nb[d] != b->nb[d]) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+const loom_tensor_t* fused_weight(const loom_tensor_t* norm, const loom_tensor_t* mul) {
+  return mul->src[0] == norm ? mul->src[1] : mul->src[0];
+}
+
+const loom_tensor_t* fused_norm_mul(const loom_tensor_t* norm, const loom_tensor_t* next) {
+  if (norm == nullptr || next == nullptr) return nullptr;
+  if (norm->op != LOOM_OP_RMS_NORM && norm->op != LOOM_OP_NORM) return nullptr;
+  if (next->op != LOOM_OP_MUL || next->src[0] == nullptr || next->src[1] == nullptr) return nullptr;
+  if ((next->src[0] == norm) == (next->src[1] == norm)) return nullptr;  // neither, or norm * norm
+  const loom_tensor_t* w = fused_weight(norm, next);
+  for (int d = 0; d < 4; ++d) {
+    if (next->ne[d] != norm->ne[d]) return nullptr;
+    if (w->ne[d] != 1 && w->ne[d] != norm->ne[d]) return nullptr;
+  }
+  if (spans_overlap(tensor_span(w), tensor_span(norm))) return nullptr;
+  const loom_tensor_t* x = norm->src[0];
+  if (spans_overlap(tensor_span(next), tensor_span(x)) && !same_layout(next, x)) return nullptr;
+  if (spans_overlap(tensor_span(next), tensor_span(norm)) && !same_layout(next, norm)) return nullptr;
+  return next;
+}
+
+bool fused_writes_norm(const loom_tensor_t* norm, const loom_tensor_t* mul) { return !same_layout(norm, mul); }
+
+}  // namespace loom::cuda

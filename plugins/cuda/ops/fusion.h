@@ -1,0 +1,31 @@
+// Pairs of nodes the kernels run as one launch (issue 28's "fusion where the
+// profile says so": a decode step is dozens of small kernels, each costing
+// a few microseconds on its own). Plain C++, so the host test checks the
+// rules. LOOM_CUDA_FUSE=0 turns fusion off (one kernel per node).
+//
+// RMS_NORM or NORM followed by a MUL of its result with a weight (the
+// llama graph's norm × gamma): one row kernel computes the norm, writes it
+// (other nodes may read it) and writes the product, rounding the norm to
+// its type first, so both results equal the two kernels' bit for bit.
+#pragma once
+
+#include "loom/plugin.h"
+
+namespace loom::cuda {
+
+// The MUL node `next` when it can run fused with the norm node `norm`,
+// else nullptr: `next` multiplies `norm`'s result (either source) by a
+// tensor w of the same or a broadcast shape, its result has the norm's
+// shape, w does not overlap the norm's result, and the product overlaps
+// neither the norm's input nor its result unless it is that same tensor
+// (in place).
+const loom_tensor_t* fused_norm_mul(const loom_tensor_t* norm, const loom_tensor_t* next);
+
+// Whether the fused kernel writes the norm's result too: false when the
+// product overwrites it in place.
+bool fused_writes_norm(const loom_tensor_t* norm, const loom_tensor_t* mul);
+
+// The MUL's other source (the weight) of a fused pair.
+const loom_tensor_t* fused_weight(const loom_tensor_t* norm, const loom_tensor_t* mul);
+
+}  // namespace loom::cuda

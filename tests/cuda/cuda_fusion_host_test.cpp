@@ -1,0 +1,132 @@
+// The CUDA plugin's fusion rules (plugins/cuda/ops/fusion.h) on a machine
+// without a GPU: which norm + MUL pairs run as one kernel, and the rounding
+// the fused kernel applies to the norm's value (round_to, dequant.cuh)
+// against a store and load through the type. The fused kernel's launches
+// per decode step are counted through the fake runtime
+// (fake_runtime/fake_runtime_test.sh); its results run on a GPU in the
+// model tests (stories260K's text on cuda0).
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "loom/plugin.h"
+#include "plugins/cuda/ops/dequant.cuh"
+#include "plugins/cuda/ops/fusion.h"
+
+namespace loom::cuda {
+namespace {
+
+// F32 tensors [n0, n1] at data (dense), with a name and an op.
+struct Graph {
+  alignas(16) std::vector<float> mem = std::vector<float>(1024);
+  loom_tensor_t x{}, norm{}, w{}, mul{};
+
+  static void dense(loom_tensor_t* t, void* data, int64_t n0, int64_t n1, int32_t op) {
+    t->struct_size = sizeof *t;
+    t->type = LOOM_TYPE_F32;
+    t->op = op;
+    t->data = data;
+    t->ne[0] = n0, t->ne[1] = n1, t->ne[2] = 1, t->ne[3] = 1;
+    t->nb[0] = 4, t->nb[1] = 4 * n0, t->nb[2] = t->nb[1] * n1, t->nb[3] = t->nb[2];
+  }
+  Graph() {
+    dense(&x, &mem[0], 8, 3, LOOM_OP_NONE);
+    dense(&norm, &mem[100], 8, 3, LOOM_OP_RMS_NORM);
+    norm.src[0] = &x;
+    dense(&w, &mem[200], 8, 1, LOOM_OP_NONE);
+    dense(&mul, &mem[300], 8, 3, LOOM_OP_MUL);
+    mul.src[0] = &norm;
+    mul.src[1] = &w;
+  }
+};
+
+TEST(CudaFusionHost, NormTimesWeightRunsAsOneKernel) {
+  Graph g;
+  EXPECT_EQ(fused_norm_mul(&g.norm, &g.mul), &g.mul);
+  EXPECT_EQ(fused_weight(&g.norm, &g.mul), &g.w);
+  EXPECT_TRUE(fused_writes_norm(&g.norm, &g.mul));
+  g.norm.op = LOOM_OP_NORM;
+  EXPECT_EQ(fused_norm_mul(&g.norm, &g.mul), &g.mul) << "NORM fuses too";
+  // The weight first (w * norm), with w of the full shape.
+  Graph h;
+  Graph::dense(&h.w, &h.mem[200], 8, 3, LOOM_OP_NONE);
+  h.mul.src[0] = &h.w;
+  h.mul.src[1] = &h.norm;
+  EXPECT_EQ(fused_norm_mul(&h.norm, &h.mul), &h.mul);
+  EXPECT_EQ(fused_weight(&h.norm, &h.mul), &h.w);
+}
+
+TEST(CudaFusionHost, OtherPairsRunAsTwoKernels) {
+  {
+    Graph g;
+    g.mul.op = LOOM_OP_ADD;
+    EXPECT_EQ(fused_norm_mul(&g.norm, &g.mul), nullptr) << "not a MUL";
+  }
+  {
+    Graph g;
+    g.norm.op = LOOM_OP_SOFT_MAX;
+    EXPECT_EQ(fused_norm_mul(&g.norm, &g.mul), nullptr) << "not a norm";
+  }
+  {
+    Graph g;
+    g.mul.src[1] = &g.norm;
+    EXPECT_EQ(fused_norm_mul(&g.norm, &g.mul), nullptr) << "norm * norm";
+  }
+  {
+    Graph g;
+    g.mul.src[0] = &g.x;
+    EXPECT_EQ(fused_norm_mul(&g.norm, &g.mul), nullptr) << "a MUL of something else";
+  }
+  {
+    Graph g;
+    Graph::dense(&g.w, &g.mem[200], 4, 1, LOOM_OP_NONE);
+    EXPECT_EQ(fused_norm_mul(&g.norm, &g.mul), nullptr) << "w neither the row's length nor 1";
+  }
+  {
+    Graph g;
+    g.w.data = &g.mem[110];
+    EXPECT_EQ(fused_norm_mul(&g.norm, &g.mul), nullptr) << "w overlaps the norm's result";
+  }
+  {
+    Graph g;
+    g.mul.data = &g.mem[104];
+    EXPECT_EQ(fused_norm_mul(&g.norm, &g.mul), nullptr) << "the product overlaps the norm's result, shifted";
+  }
+  {
+    Graph g;
+    g.mul.data = &g.mem[4];
+    EXPECT_EQ(fused_norm_mul(&g.norm, &g.mul), nullptr) << "the product overlaps the norm's input, shifted";
+  }
+  EXPECT_EQ(fused_norm_mul(nullptr, nullptr), nullptr);
+}
+
+TEST(CudaFusionHost, InPlaceProductSkipsTheNormsWrite) {
+  Graph g;
+  g.mul.data = g.norm.data;
+  EXPECT_EQ(fused_norm_mul(&g.norm, &g.mul), &g.mul);
+  EXPECT_FALSE(fused_writes_norm(&g.norm, &g.mul));
+  Graph h;
+  h.mul.data = h.x.data;  // the product over the norm's input, same layout
+  EXPECT_EQ(fused_norm_mul(&h.norm, &h.mul), &h.mul);
+  EXPECT_TRUE(fused_writes_norm(&h.norm, &h.mul));
+}
+
+TEST(CudaFusionHost, RoundToIsAStoreAndLoadThroughTheType) {
+  std::mt19937 rng(2803);
+  std::uniform_real_distribution<float> u(-70000.0f, 70000.0f);
+  for (int32_t type : {LOOM_TYPE_F32, LOOM_TYPE_F16, LOOM_TYPE_BF16}) {
+    for (int i = 0; i < 20000; ++i) {
+      const float v = i % 2 ? u(rng) : u(rng) * 1e-6f;
+      alignas(4) uint8_t buf[4] = {};
+      store_elem(type, buf, v);
+      const float want = load_elem(type, buf);
+      const float got = round_to(type, v);
+      ASSERT_EQ(std::memcmp(&got, &want, 4), 0) << "type " << type << " v " << v;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace loom::cuda
