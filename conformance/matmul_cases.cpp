@@ -3,6 +3,7 @@
 // odd sizes, strided A and B, 1 vs 3 threads.
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <cstring>
 #include <cstdlib>
 
@@ -277,6 +278,8 @@ LOOM_CASE(WeightLayoutTest, MatMulMatchesCanonicalAndBytesRoundTrip) {
   // Q5_K / Q6_K super-blocks of 256: their scales and quants spread over 8 rows),
   // decode (1..4 columns) and prefill column counts, one and several groups
   // of 8 rows (threads split the groups), one and three super-blocks.
+  // 16 and 37 columns: whole tiles of 16 and a rest (the cpu plugin's AMX
+  // path for Q8_0 / Q4_0: pairs of groups and a lone third).
   seed(405);
   struct Shape2 {
     loom_type_t type;
@@ -287,11 +290,13 @@ LOOM_CASE(WeightLayoutTest, MatMulMatchesCanonicalAndBytesRoundTrip) {
                            {LOOM_TYPE_Q4_K, 256, 8},
                            {LOOM_TYPE_Q4_K, 768, 40}, {LOOM_TYPE_Q5_K, 256, 8},  {LOOM_TYPE_Q5_K, 768, 40},
                            {LOOM_TYPE_Q6_K, 256, 16}, {LOOM_TYPE_Q6_K, 768, 24}};
+  const int64_t kColumns[] = {1, 3, 4, 9, 16, 37};
+  const int per_type = static_cast<int>(std::size(kColumns));
   int ran = 0, offered_32 = 0, offered_k = 0;
   for (const Shape2& sh : shapes) {
     const loom_type_t ta = sh.type;
     const int64_t k = sh.k, m = sh.m;
-    for (int64_t n : {1, 3, 4, 9}) {
+    for (int64_t n : kColumns) {
       LOOM_TRACE(type_str(ta) + " K " + std::to_string(k) + " M " + std::to_string(m) + " N " + std::to_string(n));
       Operand a = input(ta, {k, m, 1, 1});
       Operand b = input(LOOM_TYPE_F32, {k, n, 1, 1});
@@ -340,8 +345,8 @@ LOOM_CASE(WeightLayoutTest, MatMulMatchesCanonicalAndBytesRoundTrip) {
   }
   if (ran == 0) LOOM_SKIP() << dev_->name() << " offers no weight layout for quantized matrices (baseline build or another plugin)";
   if (reference_device()) {
-    LOOM_EXPECT_EQ(offered_k, 6 * 4) << "the cpu plugin repacks Q4_K, Q5_K and Q6_K where it repacks Q8_0 / Q4_0";
-    LOOM_EXPECT_EQ(offered_32, 6 * 4) << "the cpu plugin repacks Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 and IQ4_NL";
+    LOOM_EXPECT_EQ(offered_k, 6 * per_type) << "the cpu plugin repacks Q4_K, Q5_K and Q6_K where it repacks Q8_0 / Q4_0";
+    LOOM_EXPECT_EQ(offered_32, 6 * per_type) << "the cpu plugin repacks Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 and IQ4_NL";
   }
 }
 

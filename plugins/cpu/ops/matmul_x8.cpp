@@ -235,13 +235,28 @@ void mul_mat_type(const loom_tensor_t* dst, const ActBlock* act, Exec& ex, int i
   const int64_t nblk = a->ne[0] / kBlock;
   const int64_t n_len = nrows(dst);  // A is 2-D: every batch of B shares it
   const auto* base = static_cast<const uint8_t*>(a->data);
-  for_each_group(a->ne[1], ex, ith, nth, [&](int64_t g) {
-    const uint8_t* group = base + static_cast<size_t>(g * nblk) * S::kBytes;
+  const size_t group_bytes = static_cast<size_t>(nblk) * S::kBytes;
+  // Columns [n, n_len) of group g on the AVX kernels.
+  auto rest = [&](int64_t g, int64_t n) {
+    const uint8_t* group = base + static_cast<size_t>(g) * group_bytes;
     const int64_t m0 = g * kWeightGroupRows;
-    int64_t n = 0;
     for (; n + kCols <= n_len; n += kCols) group_cols<kType, kCols>(dst, group, nblk, act, n, m0);
     for (; n < n_len; ++n) group_cols<kType, 1>(dst, group, nblk, act, n, m0);
-  });
+  };
+  const int64_t groups = a->ne[1] / kWeightGroupRows;
+  if (amx_takes(kType, n_len)) {
+    // Pairs of groups: whole tiles of 16 columns on AMX, the rest here.
+    for_each_item((groups + 1) / 2, ex, ith, nth, [&](int64_t p) {
+      const int64_t g = 2 * p;
+      const uint8_t* ga = base + static_cast<size_t>(g) * group_bytes;
+      const int64_t n = amx_columns(dst, ga, g + 1 < groups ? ga + group_bytes : nullptr, nblk, act, n_len,
+                                    g * kWeightGroupRows);
+      rest(g, n);
+      if (g + 1 < groups) rest(g + 1, n);
+    });
+    return;
+  }
+  for_each_item(groups, ex, ith, nth, [&](int64_t g) { rest(g, 0); });
 }
 
 }  // namespace

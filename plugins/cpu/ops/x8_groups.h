@@ -24,15 +24,20 @@ namespace loom::cpu {
 // 8 alternations).
 constexpr int64_t kGroupChunksPerThread = 4;
 
-// fn(g) for every group g of `rows` rows of A: slot ith of nth's share of
-// the chunks of groups first (inside ex.run()).
+// fn(i) for every item i < items (groups of rows, or pairs of them): slot
+// ith of nth's share of the chunks of items first (inside ex.run()).
+template <typename Fn>
+void for_each_item(int64_t items, Exec& ex, int ith, int nth, Fn&& fn) {
+  const int64_t chunks = std::min(items, kGroupChunksPerThread * nth);
+  for (int64_t c = ex.claim_chunk(ith, nth, chunks); c >= 0; c = ex.claim_chunk(ith, nth, chunks)) {
+    for (int64_t i = items * c / chunks; i < items * (c + 1) / chunks; ++i) fn(i);
+  }
+}
+
+// fn(g) for every group g of `rows` rows of A.
 template <typename Fn>
 void for_each_group(int64_t rows, Exec& ex, int ith, int nth, Fn&& fn) {
-  const int64_t groups = rows / kWeightGroupRows;
-  const int64_t chunks = std::min(groups, kGroupChunksPerThread * nth);
-  for (int64_t c = ex.claim_chunk(ith, nth, chunks); c >= 0; c = ex.claim_chunk(ith, nth, chunks)) {
-    for (int64_t g = groups * c / chunks; g < groups * (c + 1) / chunks; ++g) fn(g);
-  }
+  for_each_item(rows / kWeightGroupRows, ex, ith, nth, fn);
 }
 
 // How far ahead of the superblock being read the decode kernels ask for

@@ -1,0 +1,220 @@
+// MUL_MAT with repacked Q8_0 / Q4_0 A (groups of 8 rows, weight_layout.h)
+// on AMX tiles (Intel Sapphire Rapids and later: TDPBSSD, signed int8 x
+// signed int8 into int32), for 16 columns of B at a time. Per block of 32
+// elements, one tile product gives the exact integer dots of 16 columns x 8
+// rows:
+//   A tile: the 16 columns' 8-bit activations (ActBlock.qs), 16 rows x 32 bytes,
+//           read in place from the act buffer (row stride: a column's blocks);
+//   B tile: the group's 8 rows of quants as signed bytes in the layout TDPBSSD
+//           wants (row kk = quants 4kk .. 4kk+3 of each of the 8 rows): the
+//           repacked Q8_0 superblock is exactly that (read in place), Q4_0's
+//           nibbles minus 8 are unpacked once per group;
+//   C tile: 16 x 8 int32, stored and scaled as the AVX path scales its
+//           integer sums (v = sum * d_b, acc = fma(d_a, v, acc)), so both
+//           paths give the same bits.
+// Columns past the last whole 16 stay on the AVX path (matmul_x8.cpp).
+// Used when CPUID reports AMX-TILE and AMX-INT8 and Linux grants the tile
+// state (arch_prctl ARCH_REQ_XCOMP_PERM); LOOM_CPU_AMX=0 turns it off.
+#include "ops/matmul.h"
+#include "weight_layout.h"
+
+#if LOOM_CPU_INT8_DOT && defined(__AVX512F__) && defined(__x86_64__) && defined(__linux__)
+
+#include <cpuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <vector>
+
+#include "common/env.h"
+#include "common/glue.h"
+#include "ops/x8_groups.h"
+
+namespace loom::cpu {
+namespace {
+
+constexpr int kBlock = 32;
+constexpr int kTileCols = 16;  // columns of B per tile product
+constexpr int kPairRows = 2 * kWeightGroupRows;
+
+// The tile configuration (palette 1), two sets for two blocks in flight:
+// tiles 0 / 3 C (16 columns x 16 rows, int32), 1 / 4 A (16 x 32 bytes),
+// 2 / 5 B (8 x 64 bytes).
+struct alignas(64) TileConfig {
+  uint8_t palette = 1;
+  uint8_t start_row = 0;
+  uint8_t reserved[14] = {};
+  uint16_t colsb[16] = {};
+  uint8_t rows[16] = {};
+};
+
+TileConfig make_config() {
+  TileConfig c;
+  for (int s = 0; s < 6; s += 3) {
+    c.rows[s] = kTileCols, c.colsb[s] = kPairRows * 4;
+    c.rows[s + 1] = kTileCols, c.colsb[s + 1] = kBlock;
+    c.rows[s + 2] = kBlock / 4, c.colsb[s + 2] = kPairRows * 4;
+  }
+  return c;
+}
+
+bool amx_granted() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (__get_cpuid_count(7, 0, &a, &b, &c, &d) == 0) return false;
+  const bool tile = (d >> 24) & 1u, int8 = (d >> 25) & 1u;
+  if (!tile || !int8) return false;
+  constexpr long kReqXcompPerm = 0x1023, kXfeatureTileData = 18;
+  return syscall(SYS_arch_prctl, kReqXcompPerm, kXfeatureTileData) == 0;
+}
+
+// One group's quants of one repacked superblock as 32-byte halves of
+// TDPBSSD's B rows (row kk: quants 4kk .. 4kk+3 of each of 8 rows), at out
+// + 64 kk. Q8_0: the 8 chunks as stored. Q4_0: rows 0..3 the low nibbles
+// (quants 4t .. 4t+3), rows 4..7 the high nibbles (16 + 4t ..), minus 8.
+template <bool kQ8>
+inline void b_half(const uint8_t* sb, int8_t* out) {
+  if (kQ8) {
+    for (int t = 0; t < 8; ++t) {
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 64 * t),
+                          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(sb + 16 + 32 * t)));
+    }
+    return;
+  }
+  const __m256i low4 = _mm256_set1_epi8(0x0F), eight = _mm256_set1_epi8(8);
+  for (int t = 0; t < 4; ++t) {
+    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(sb + 16 + 32 * t));
+    const __m256i lo = _mm256_sub_epi8(_mm256_and_si256(v, low4), eight);
+    const __m256i hi = _mm256_sub_epi8(_mm256_and_si256(_mm256_srli_epi16(v, 4), low4), eight);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 64 * t), lo);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 64 * (t + 4)), hi);
+  }
+}
+
+// A pair of groups (the second may be absent: zeros) as B tiles, 512 bytes
+// a block, and their 16 rows' scales, 16 floats a block.
+struct PairTiles {
+  std::vector<int8_t> b;
+  std::vector<float> d;
+};
+
+template <bool kQ8>
+void make_pair(const uint8_t* ga, const uint8_t* gb, int64_t nblk, size_t sb_bytes, PairTiles* t) {
+  t->b.assign(static_cast<size_t>(nblk) * 512, 0);
+  t->d.assign(static_cast<size_t>(nblk) * 16, 0.0f);
+  for (int64_t i = 0; i < nblk; ++i) {
+    const size_t off = static_cast<size_t>(i) * sb_bytes;
+    b_half<kQ8>(ga + off, t->b.data() + i * 512);
+    _mm256_storeu_ps(t->d.data() + i * 16, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(ga + off))));
+    if (gb == nullptr) continue;
+    b_half<kQ8>(gb + off, t->b.data() + i * 512 + 32);
+    _mm256_storeu_ps(t->d.data() + i * 16 + 8,
+                     _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(gb + off))));
+  }
+}
+
+// The scaled sums of one block (its C tile stored in cbuf) into acc, as
+// the AVX path scales its integer sums: v = sum * d_b, acc = fma(d_a, v, acc).
+inline void scale_block(const int32_t (*cbuf)[kPairRows], const float* da, const ActBlock* y, int64_t nblk,
+                        __m512* acc) {
+  const __m512 d = _mm512_loadu_ps(da);
+  for (int c = 0; c < kTileCols; ++c) {
+    const __m512 v = _mm512_mul_ps(_mm512_maskz_cvtepi32_ps(0xFFFF, _mm512_load_si512(cbuf[c])), _mm512_set1_ps(y[c * nblk].d));
+    acc[c] = _mm512_fmadd_ps(d, v, acc[c]);
+  }
+}
+
+// Columns [n0, n0 + 16) x the pair's 16 rows: one tile product per block,
+// two blocks at a time (tile sets 0-2 and 3-5) so the second's product runs
+// while the first's sums are scaled.
+__attribute__((target("amx-tile,amx-int8"))) void tile_cols(const loom_tensor_t* dst, const PairTiles& t, bool two,
+                                                            int64_t nblk, const ActBlock* act, int64_t n0,
+                                                            int64_t m0) {
+  __m512 acc[kTileCols];
+  for (int c = 0; c < kTileCols; ++c) acc[c] = _mm512_setzero_ps();
+  alignas(64) int32_t cbuf[2][kTileCols][kPairRows];
+  const size_t astride = static_cast<size_t>(nblk) * sizeof(ActBlock);
+  const ActBlock* y = act + n0 * nblk;
+  const int8_t* bq = t.b.data();
+  const float* da = t.d.data();
+  int64_t i = 0;
+  for (; i + 2 <= nblk; i += 2) {
+    _tile_loadd(2, bq + i * 512, 64);
+    _tile_loadd(1, y[i].qs, astride);
+    _tile_zero(0);
+    _tile_dpbssd(0, 1, 2);
+    _tile_loadd(5, bq + (i + 1) * 512, 64);
+    _tile_loadd(4, y[i + 1].qs, astride);
+    _tile_zero(3);
+    _tile_dpbssd(3, 4, 5);
+    _tile_stored(0, cbuf[0], 64);
+    scale_block(cbuf[0], da + i * 16, y + i, nblk, acc);
+    _tile_stored(3, cbuf[1], 64);
+    scale_block(cbuf[1], da + (i + 1) * 16, y + i + 1, nblk, acc);
+  }
+  if (i < nblk) {
+    _tile_loadd(2, bq + i * 512, 64);
+    _tile_loadd(1, y[i].qs, astride);
+    _tile_zero(0);
+    _tile_dpbssd(0, 1, 2);
+    _tile_stored(0, cbuf[0], 64);
+    scale_block(cbuf[0], da + i * 16, y + i, nblk, acc);
+  }
+  for (int c = 0; c < kTileCols; ++c) {
+    store_group(dst, n0 + c, m0, _mm512_maskz_extractf32x8_ps(0xFF, acc[c], 0));
+    if (two) store_group(dst, n0 + c, m0 + kWeightGroupRows, _mm512_maskz_extractf32x8_ps(0xFF, acc[c], 1));
+  }
+}
+
+__attribute__((target("amx-tile"))) void tiles_on(const TileConfig& c) { _tile_loadconfig(&c); }
+__attribute__((target("amx-tile"))) void tiles_off() { _tile_release(); }
+
+}  // namespace
+
+bool amx_usable() {
+  static const bool ok = common::plugin_env_flag("LOOM_CPU_AMX", true) && amx_granted();
+  return ok;
+}
+
+bool amx_takes(int32_t type, int64_t n_len) {
+  return n_len >= kTileCols && (type == LOOM_TYPE_Q8_0 || type == LOOM_TYPE_Q4_0) && amx_usable();
+}
+
+int64_t amx_columns(const loom_tensor_t* dst, const uint8_t* ga, const uint8_t* gb, int64_t nblk, const ActBlock* act,
+                    int64_t n_len, int64_t m0) {
+  const int32_t type = dst->src[0]->type;
+  if (!amx_takes(type, n_len)) return 0;
+  static const TileConfig config = make_config();
+  static const bool logged = [] {
+    common::plugin_log(LOOM_LOG_LEVEL_INFO, "cpu", "MUL_MAT of Q8_0 / Q4_0 weights over 16+ columns on AMX tiles (LOOM_CPU_AMX=0: off)");
+    return true;
+  }();
+  (void)logged;
+  const bool q8 = type == LOOM_TYPE_Q8_0;
+  const size_t sb_bytes = 8 * (q8 ? sizeof(loom_block_q8_0_t) : sizeof(loom_block_q4_0_t));
+  thread_local PairTiles tiles;
+  if (q8) {
+    make_pair<true>(ga, gb, nblk, sb_bytes, &tiles);
+  } else {
+    make_pair<false>(ga, gb, nblk, sb_bytes, &tiles);
+  }
+  tiles_on(config);
+  int64_t n = 0;
+  for (; n + kTileCols <= n_len; n += kTileCols) tile_cols(dst, tiles, gb != nullptr, nblk, act, n, m0);
+  tiles_off();
+  return n;
+}
+
+}  // namespace loom::cpu
+
+#else
+
+namespace loom::cpu {
+bool amx_usable() { return false; }
+bool amx_takes(int32_t, int64_t) { return false; }
+int64_t amx_columns(const loom_tensor_t*, const uint8_t*, const uint8_t*, int64_t, const ActBlock*, int64_t, int64_t) {
+  return 0;
+}
+}  // namespace loom::cpu
+
+#endif
