@@ -279,13 +279,15 @@ LOOM_CASE(WeightLayoutTest, MatMulMatchesCanonicalAndBytesRoundTrip) {
   // decode (1..4 columns) and prefill column counts, one and several groups
   // of 8 rows (threads split the groups), one and three super-blocks.
   // 16 and 37 columns: whole tiles of 16 and a rest (the cpu plugin's AMX
-  // path for Q8_0 / Q4_0: pairs of groups and a lone third).
+  // path for Q8_0 / Q4_0: pairs of groups and a lone third, an odd and an
+  // even count of blocks).
   seed(405);
   struct Shape2 {
     loom_type_t type;
     int64_t k, m;
   };
-  const Shape2 shapes[] = {{LOOM_TYPE_Q8_0, 96, 24},   {LOOM_TYPE_Q4_0, 96, 24},  {LOOM_TYPE_IQ4_NL, 96, 24},
+  const Shape2 shapes[] = {{LOOM_TYPE_Q8_0, 96, 24},   {LOOM_TYPE_Q4_0, 96, 24},  {LOOM_TYPE_Q4_0, 128, 16},
+                           {LOOM_TYPE_IQ4_NL, 96, 24},
                            {LOOM_TYPE_Q4_1, 96, 24},  {LOOM_TYPE_Q5_0, 96, 24},  {LOOM_TYPE_Q5_1, 96, 24},
                            {LOOM_TYPE_Q4_K, 256, 8},
                            {LOOM_TYPE_Q4_K, 768, 40}, {LOOM_TYPE_Q5_K, 256, 8},  {LOOM_TYPE_Q5_K, 768, 40},
@@ -346,7 +348,7 @@ LOOM_CASE(WeightLayoutTest, MatMulMatchesCanonicalAndBytesRoundTrip) {
   if (ran == 0) LOOM_SKIP() << dev_->name() << " offers no weight layout for quantized matrices (baseline build or another plugin)";
   if (reference_device()) {
     LOOM_EXPECT_EQ(offered_k, 6 * per_type) << "the cpu plugin repacks Q4_K, Q5_K and Q6_K where it repacks Q8_0 / Q4_0";
-    LOOM_EXPECT_EQ(offered_32, 6 * per_type) << "the cpu plugin repacks Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 and IQ4_NL";
+    LOOM_EXPECT_EQ(offered_32, 7 * per_type) << "the cpu plugin repacks Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 and IQ4_NL";
   }
 }
 

@@ -124,9 +124,29 @@ inline void scale_block(const int32_t (*cbuf)[kPairRows], const float* da, const
   }
 }
 
+// The tile product of block i into tile set 0 (C 0, A 1, B 2) or 1 (3, 4,
+// 5), and a set's C stored. Tile numbers are literal in the instructions.
+#define LOOM_AMX_TARGET __attribute__((target("amx-tile,amx-int8"), always_inline)) inline
+LOOM_AMX_TARGET void product0(const int8_t* b, const int8_t* a, size_t astride) {
+  _tile_loadd(2, b, 64);
+  _tile_loadd(1, a, astride);
+  _tile_zero(0);
+  _tile_dpbssd(0, 1, 2);
+}
+LOOM_AMX_TARGET void product1(const int8_t* b, const int8_t* a, size_t astride) {
+  _tile_loadd(5, b, 64);
+  _tile_loadd(4, a, astride);
+  _tile_zero(3);
+  _tile_dpbssd(3, 4, 5);
+}
+LOOM_AMX_TARGET void store0(int32_t (*c)[kPairRows]) { _tile_stored(0, c, 64); }
+LOOM_AMX_TARGET void store1(int32_t (*c)[kPairRows]) { _tile_stored(3, c, 64); }
+#undef LOOM_AMX_TARGET
+
 // Columns [n0, n0 + 16) x the pair's 16 rows: one tile product per block,
-// two blocks at a time (tile sets 0-2 and 3-5) so the second's product runs
-// while the first's sums are scaled.
+// in two tile sets, software-pipelined: while block i's product runs, block
+// i - 1's C is stored and block i - 2's (stored an iteration earlier, so
+// the loads do not wait on the tile store) is scaled.
 __attribute__((target("amx-tile,amx-int8"))) void tile_cols(const loom_tensor_t* dst, const PairTiles& t, bool two,
                                                             int64_t nblk, const ActBlock* act, int64_t n0,
                                                             int64_t m0) {
@@ -137,29 +157,24 @@ __attribute__((target("amx-tile,amx-int8"))) void tile_cols(const loom_tensor_t*
   const ActBlock* y = act + n0 * nblk;
   const int8_t* bq = t.b.data();
   const float* da = t.d.data();
-  int64_t i = 0;
-  for (; i + 2 <= nblk; i += 2) {
-    _tile_loadd(2, bq + i * 512, 64);
-    _tile_loadd(1, y[i].qs, astride);
-    _tile_zero(0);
-    _tile_dpbssd(0, 1, 2);
-    _tile_loadd(5, bq + (i + 1) * 512, 64);
-    _tile_loadd(4, y[i + 1].qs, astride);
-    _tile_zero(3);
-    _tile_dpbssd(3, 4, 5);
-    _tile_stored(0, cbuf[0], 64);
-    scale_block(cbuf[0], da + i * 16, y + i, nblk, acc);
-    _tile_stored(3, cbuf[1], 64);
-    scale_block(cbuf[1], da + (i + 1) * 16, y + i + 1, nblk, acc);
+  auto scale = [&](int64_t j) { scale_block(cbuf[j % 2], da + j * 16, y + j, nblk, acc); };
+  for (int64_t i = 0; i < nblk; ++i) {
+    if (i % 2 == 0) {
+      product0(bq + i * 512, y[i].qs, astride);
+      if (i >= 1) store1(cbuf[1]);
+    } else {
+      product1(bq + i * 512, y[i].qs, astride);
+      store0(cbuf[0]);
+    }
+    if (i >= 2) scale(i - 2);
   }
-  if (i < nblk) {
-    _tile_loadd(2, bq + i * 512, 64);
-    _tile_loadd(1, y[i].qs, astride);
-    _tile_zero(0);
-    _tile_dpbssd(0, 1, 2);
-    _tile_stored(0, cbuf[0], 64);
-    scale_block(cbuf[0], da + i * 16, y + i, nblk, acc);
+  if (nblk % 2 == 1) {
+    store0(cbuf[0]);
+  } else {
+    store1(cbuf[1]);
   }
+  if (nblk >= 2) scale(nblk - 2);
+  scale(nblk - 1);
   for (int c = 0; c < kTileCols; ++c) {
     store_group(dst, n0 + c, m0, _mm512_maskz_extractf32x8_ps(0xFF, acc[c], 0));
     if (two) store_group(dst, n0 + c, m0 + kWeightGroupRows, _mm512_maskz_extractf32x8_ps(0xFF, acc[c], 1));
