@@ -24,6 +24,13 @@ loom_status_t* quantize_b(const LaunchContext& ctx, const loom_tensor_t* node, u
 // cuBLAS and exact-kernel paths of a quantized A, so every MUL_MAT with
 // quantized A and dense B follows one rule).
 loom_status_t* round_b_f32(const LaunchContext& ctx, const loom_tensor_t* node, float* out);
+// quantize_b into the stream's scratch (the per-node 8-bit blocks of
+// MUL_MAT_ID's and the sparse products' GEMVs).
+loom_status_t* quantized_b_in_scratch(const LaunchContext& ctx, const loom_tensor_t* node, ActQ8* act);
+// round_b_f32 into the stream's scratch, *b (the node's B) pointed at it:
+// dense f32 [K, N, b2, b3] (the exact kernels of MUL_MAT_ID and the sparse
+// products read it so).
+loom_status_t* rounded_b_in_scratch(const LaunchContext& ctx, const loom_tensor_t* node, TArg* b);
 
 // Whether the quantized GEMV reads A in place: the type's block alignment
 // holds for the data pointer and every stride.

@@ -81,6 +81,26 @@ loom_status_t* round_b_f32(const LaunchContext& ctx, const loom_tensor_t* node, 
   return run_quantize<true>(ctx, node, nullptr, nullptr, out);
 }
 
+loom_status_t* quantized_b_in_scratch(const LaunchContext& ctx, const loom_tensor_t* node, ActQ8* act) {
+  loom_status_t* st = nullptr;
+  uint8_t* mem = static_cast<uint8_t*>(ctx.scratch->get(act_q8_bytes(node->src[0]->type, node->src[1]), &st));
+  if (st != nullptr) return st;
+  return quantize_b(ctx, node, mem, act);
+}
+
+loom_status_t* rounded_b_in_scratch(const LaunchContext& ctx, const loom_tensor_t* node, TArg* b) {
+  loom_status_t* st = nullptr;
+  float* dense = static_cast<float*>(ctx.scratch->get(static_cast<size_t>(b->nelements()) * 4, &st));
+  if (st != nullptr) return st;
+  if ((st = round_b_f32(ctx, node, dense)) != nullptr) return st;
+  b->data = reinterpret_cast<uint8_t*>(dense);
+  b->nb[0] = 4;
+  b->nb[1] = 4 * b->ne[0];
+  b->nb[2] = b->nb[1] * b->ne[1];
+  b->nb[3] = b->nb[2] * b->ne[2];
+  return nullptr;
+}
+
 bool gemv_quant_fits(const loom_tensor_t* a) {
   // Lane<T> reads 4-byte words where the block size allows, else 2-byte.
   const uintptr_t align = block_shape(a->type).bytes % 4 == 0 ? 4 : 2;

@@ -256,15 +256,12 @@ loom_status_t* quantized_b(const LaunchContext& ctx, const loom_tensor_t* node, 
 
 // The GEMV of A's type (one switch over weight_types.h's list).
 loom_status_t* gemv_typed(const LaunchContext& ctx, const loom_tensor_t* node, const ActQ8* act) {
-  switch (node->src[0]->type) {
-#define LOOM_CASE(T) \
-  case T:            \
-    return launch_gemv_typed<T>(ctx, node, act);
-    LOOM_CUDA_WEIGHT_TYPES(LOOM_CASE)
-#undef LOOM_CASE
-    default:
-      return common::make_status(LOOM_STATUS_INTERNAL, "[cuda.compute] " + common::describe_node(node) + ": no GEMV for its type");
-  }
+  return with_weight_type(
+      node->src[0]->type, [&](auto t) { return launch_gemv_typed<decltype(t)::value>(ctx, node, act); },
+      [&] {
+        return common::make_status(LOOM_STATUS_INTERNAL,
+                                   "[cuda.compute] " + common::describe_node(node) + ": no GEMV for its type");
+      });
 }
 
 }  // namespace

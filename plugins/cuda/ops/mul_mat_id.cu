@@ -143,16 +143,12 @@ loom_status_t* launch_id_typed(const LaunchContext& ctx, const loom_tensor_t* no
 
 // The typed kernel of A's type (one switch over weight_types.h's list).
 loom_status_t* launch_typed(const LaunchContext& ctx, const loom_tensor_t* node, const ActQ8* act) {
-  switch (node->src[0]->type) {
-#define LOOM_CASE(T) \
-  case T:            \
-    return launch_id_typed<T>(ctx, node, act);
-    LOOM_CUDA_WEIGHT_TYPES(LOOM_CASE)
-#undef LOOM_CASE
-    default:
-      return common::make_status(LOOM_STATUS_INTERNAL,
-                                 "[cuda.compute] " + common::describe_node(node) + ": no MUL_MAT_ID kernel for its type");
-  }
+  return with_weight_type(
+      node->src[0]->type, [&](auto t) { return launch_id_typed<decltype(t)::value>(ctx, node, act); },
+      [&] {
+        return common::make_status(LOOM_STATUS_INTERNAL, "[cuda.compute] " + common::describe_node(node) +
+                                                              ": no MUL_MAT_ID kernel for its type");
+      });
 }
 
 // B as exact_kernel reads it: rounded to 8-bit blocks and written back as
@@ -161,15 +157,7 @@ loom_status_t* launch_typed(const LaunchContext& ctx, const loom_tensor_t* node,
 loom_status_t* exact(const LaunchContext& ctx, const loom_tensor_t* node, bool round) {
   TArg bx = targ(node->src[1]);
   if (round) {
-    loom_status_t* st = nullptr;
-    float* dense = static_cast<float*>(ctx.scratch->get(static_cast<size_t>(bx.nelements()) * 4, &st));
-    if (st != nullptr) return st;
-    if ((st = round_b_f32(ctx, node, dense)) != nullptr) return st;
-    bx.data = reinterpret_cast<uint8_t*>(dense);
-    bx.nb[0] = 4;
-    bx.nb[1] = 4 * bx.ne[0];
-    bx.nb[2] = bx.nb[1] * bx.ne[1];
-    bx.nb[3] = bx.nb[2] * bx.ne[2];
+    if (loom_status_t* st = rounded_b_in_scratch(ctx, node, &bx)) return st;
   }
   const TArg dst = targ(node), a = targ(node->src[0]), ids = targ(node->src[2]);
   return for_id_grids(node, [&](dim3 grid, int64_t p0) {
@@ -189,11 +177,8 @@ loom_status_t* launch_mul_mat_id(const LaunchContext& ctx, const loom_tensor_t* 
   const bool round = quantized && b->nb[0] == 4 && b->nb[1] % 4 == 0 && b->nb[2] % 4 == 0 && b->nb[3] % 4 == 0;
   if (mul_mat_id_grouped_fits(node)) return launch_mul_mat_id_grouped(ctx, node, round);
   if (round && gemv_quant_fits(a)) {
-    loom_status_t* st = nullptr;
-    uint8_t* mem = static_cast<uint8_t*>(ctx.scratch->get(act_q8_bytes(a->type, b), &st));
-    if (st != nullptr) return st;
     ActQ8 act{};
-    if ((st = quantize_b(ctx, node, mem, &act)) != nullptr) return st;
+    if (loom_status_t* st = quantized_b_in_scratch(ctx, node, &act)) return st;
     return launch_typed(ctx, node, &act);
   }
   if (!quantized && gemv_float_fits(node)) return launch_typed(ctx, node, nullptr);

@@ -163,16 +163,16 @@ loom_status_t* launch_cols_typed(const LaunchContext& ctx, const loom_tensor_t* 
 // The typed launcher of A's type (one switch over weight_types.h's list).
 template <bool kRows>
 loom_status_t* launch_typed(const LaunchContext& ctx, const loom_tensor_t* node, const ActQ8* act) {
-  switch (node->src[0]->type) {
-#define LOOM_CASE(T) \
-  case T:            \
-    return kRows ? launch_rows_typed<T>(ctx, node, act) : launch_cols_typed<T>(ctx, node, act);
-    LOOM_CUDA_WEIGHT_TYPES(LOOM_CASE)
-#undef LOOM_CASE
-    default:
-      return common::make_status(LOOM_STATUS_INTERNAL,
-                                 "[cuda.compute] " + common::describe_node(node) + ": no sparse kernel for its type");
-  }
+  return with_weight_type(
+      node->src[0]->type,
+      [&](auto t) {
+        return kRows ? launch_rows_typed<decltype(t)::value>(ctx, node, act)
+                     : launch_cols_typed<decltype(t)::value>(ctx, node, act);
+      },
+      [&] {
+        return common::make_status(LOOM_STATUS_INTERNAL,
+                                   "[cuda.compute] " + common::describe_node(node) + ": no sparse kernel for its type");
+      });
 }
 
 // The row-sparse product on the exact kernel: B rounded to 8-bit blocks
@@ -180,13 +180,7 @@ loom_status_t* launch_typed(const LaunchContext& ctx, const loom_tensor_t* node,
 loom_status_t* rows_exact(const LaunchContext& ctx, const loom_tensor_t* node, bool round) {
   TArg bx = targ(node->src[1]);
   if (round) {
-    loom_status_t* st = nullptr;
-    float* dense = static_cast<float*>(ctx.scratch->get(static_cast<size_t>(bx.nelements()) * 4, &st));
-    if (st != nullptr) return st;
-    if ((st = round_b_f32(ctx, node, dense)) != nullptr) return st;
-    bx.data = reinterpret_cast<uint8_t*>(dense);
-    bx.nb[0] = 4;
-    bx.nb[1] = 4 * bx.ne[0];
+    if (loom_status_t* st = rounded_b_in_scratch(ctx, node, &bx)) return st;
   }
   const TArg dst = targ(node), a = targ(node->src[0]), s = targ(node->src[2]);
   const float t = threshold(node);
@@ -204,11 +198,8 @@ loom_status_t* launch_sparse_rows(const LaunchContext& ctx, const loom_tensor_t*
   // MUL_MAT's rule for rounding B: quantized A, B's rows dense f32.
   const bool round = quantized && b->nb[0] == 4 && b->nb[1] % 4 == 0;
   if (round && gemv_quant_fits(a)) {
-    loom_status_t* st = nullptr;
-    uint8_t* mem = static_cast<uint8_t*>(ctx.scratch->get(act_q8_bytes(a->type, b), &st));
-    if (st != nullptr) return st;
     ActQ8 act{};
-    if ((st = quantize_b(ctx, node, mem, &act)) != nullptr) return st;
+    if (loom_status_t* st = quantized_b_in_scratch(ctx, node, &act)) return st;
     return launch_typed<true>(ctx, node, &act);
   }
   if (!quantized && gemv_float_fits(node)) return launch_typed<true>(ctx, node, nullptr);
