@@ -2,7 +2,10 @@
 // bench/ (loom_ops_bench on a 2-core Zen 4 VM, 2026-11-24; per thread):
 //  - int8 path (Q8_0 / Q4_0 weights, LOOM_CPU_INT8_DOT builds): ~50k
 //    multiply-adds/us with many columns; with at most 4 columns (decode)
-//    bound by reading the weights, ~15 GB/s per thread from memory;
+//    bound by reading the weights, ~15 GB/s per thread from memory; on AMX
+//    tiles (16+ columns, matmul_amx.cpp) ~100k (loom_ops_bench, 2-core
+//    Xeon VM with AMX, 2026-11-29: a 1024-cube Q4_0 product in 5.2-5.6 ms
+//    on 2 threads, 10.3-14.3 ms on the AVX-512 kernels);
 //  - the ABI 1.2 weight types (K-quants, Q4_1, Q5_0, Q5_1, IQ4_NL) and IQ4_XS on
 //    their integer dots (LOOM_CPU_INT8_DOT builds): ~35k multiply-adds/us
 //    (Q4_K / Q5_K / Q6_K 55k, Q3_K / IQ4_NL ~35k), decode bound by reading their
@@ -27,6 +30,7 @@
 #include "ops/matmul.h"
 #include "ops/matmul_kquant.h"
 #include "ops/ops.h"
+#include "weight_layout.h"
 
 namespace loom::cpu {
 namespace {
@@ -39,6 +43,7 @@ constexpr double kSpeedup = 1.0;
 constexpr double kMacPerUs = 4000.0;
 #endif
 constexpr double kInt8MacPerUs = 50000.0;   // int8 path, many columns
+constexpr double kAmxMacPerUs = 100000.0;   // int8 path on AMX tiles
 constexpr double kKquantMacPerUs = 35000.0;  // ABI 1.2 weight types' integer dots, many columns
 constexpr double kGemmMacPerUs = 45000.0;   // packed GEMM
 constexpr double kReadBytesPerUs = 15000.0;  // weights streamed from memory, per thread
@@ -74,7 +79,8 @@ double mul_mat_us(const loom_tensor_t* node, double work, int nth) {
   const bool decode = node->ne[1] <= 4;
   const double read = weight_bytes(a) / (kReadBytesPerUs * nth);
   if (LOOM_CPU_INT8_DOT && (a->type == LOOM_TYPE_Q8_0 || a->type == LOOM_TYPE_Q4_0)) {
-    return std::max(read, work / (kInt8MacPerUs * nth));
+    const bool amx = amx_takes(a->type, nrows(node)) && is_repacked(a);
+    return std::max(read, work / ((amx ? kAmxMacPerUs : kInt8MacPerUs) * nth));
   }
   if (LOOM_CPU_INT8_DOT && kquant_type(a->type)) return std::max(read, work / (kKquantMacPerUs * nth));
   const bool float_a = a->type == LOOM_TYPE_F32 || a->type == LOOM_TYPE_F16 || a->type == LOOM_TYPE_BF16;
