@@ -21,8 +21,10 @@ speed-up over R=1 and the efficiency speed-up / R, beside the pipelined
 ideal m / (m + R - 1). Per step: two `loom run`s (16 and 48 tokens) under
 LOOM_LOG=mpi:info; the difference of the "messages sent" / "replies
 received" counts over the 32 extra steps gives the messages (each one
-request/reply round trip, headers included) and the bytes rank 0 sent and
-received per decode step, and the graphs sent in them (0: plan reuse).
+request/reply round trip, headers included; the posted ones, rank to rank
+copies whose replies rank 0 collects later, apart) and the bytes rank 0
+sent and received per decode step, and the graphs sent in them (0: plan
+reuse).
 Prints a markdown table.
 """
 import argparse
@@ -73,18 +75,25 @@ def counts(stderr, what):
     return {k: (int(n), int(b)) for k, n, b in re.findall(r" (\w+) (\d+) \((\d+) B\)", line)}
 
 
+# Requests rank 0 posts without waiting for their replies (rank to rank
+# copies: collected with the rank's next reply), so no round trip of their own.
+POSTED = ("copies",)
+
+
 def per_step(r, loom, model):
-    """Per decode step: messages (round trips), bytes sent, bytes received; graphs sent in 32 steps."""
+    """Per decode step: round trips (requests rank 0 waits for), posted requests, bytes sent, bytes received;
+    graphs sent in 32 steps."""
     runs = [launch(r, loom, ["run", "-m", model, "-n", str(n)], log="mpi:info").stderr for n in (16, 48)]
     steps = 32
 
-    def diff(what, i):
+    def diff(what, i, kinds=None):
         a, b = counts(runs[0], what), counts(runs[1], what)
-        return sum(b[k][i] - a.get(k, (0, 0))[i] for k in b)
+        return sum(b[k][i] - a.get(k, (0, 0))[i] for k in b if kinds is None or k in kinds)
 
     graphs = counts(runs[1], "messages sent:").get("graph", (0, 0))[0] - \
         counts(runs[0], "messages sent:").get("graph", (0, 0))[0]
-    return (diff("messages sent:", 0) / steps, diff("messages sent:", 1) / steps,
+    posted = diff("messages sent:", 0, POSTED)
+    return ((diff("messages sent:", 0) - posted) / steps, posted / steps, diff("messages sent:", 1) / steps,
             diff("replies received:", 1) / steps, graphs)
 
 
@@ -120,9 +129,9 @@ def main():
         models.append(("synth 512x8 f32", make_synth(a)))
     m = a.p // a.b
     ranks = [int(x) for x in a.ranks.split(",")]
-    print(f"| model | R | tg ms/token | +ms vs R=1 | round trips/step | B sent/step | B received/step | graphs in 32 steps "
-          f"| pp{a.p} t/s (m={m}) | pp speed-up | efficiency | m/(m+R-1) |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print(f"| model | R | tg ms/token | +ms vs R=1 | round trips/step | posted/step | B sent/step | B received/step "
+          f"| graphs in 32 steps | pp{a.p} t/s (m={m}) | pp speed-up | efficiency | m/(m+R-1) |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for name, path in models:
         # Rounds interleave the configurations so drift on a shared machine
         # hits all alike; medians over the rounds.
@@ -136,9 +145,9 @@ def main():
         base_tg, base_pp = statistics.median(tg[ranks[0]]), statistics.median(pp[ranks[0]])
         for r in ranks:
             ms, pps = statistics.median(tg[r]), statistics.median(pp[r])
-            msgs, out, back, graphs = per_step(r, loom, path) if r > 1 else (0, 0, 0, 0)
+            msgs, posted, out, back, graphs = per_step(r, loom, path) if r > 1 else (0, 0, 0, 0, 0)
             speed = pps / base_pp
-            print(f"| {name} | {r} | {ms:.2f} | {ms - base_tg:+.2f} | {msgs:.1f} | {out:.0f} | {back:.0f} | {graphs} "
+            print(f"| {name} | {r} | {ms:.2f} | {ms - base_tg:+.2f} | {msgs:.1f} | {posted:.1f} | {out:.0f} | {back:.0f} | {graphs} "
                   f"| {pps:.0f} | {speed:.2f} | {speed / r:.2f} | {m / (m + r - 1):.2f} |", flush=True)
 
 if __name__ == "__main__":

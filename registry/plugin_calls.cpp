@@ -136,6 +136,10 @@ Status buffer_get_tensor(loom_buffer_t* b, const loom_tensor_t* t, void* data, s
                             [&] { return b->iface->get_tensor(b, t, data, offset, size); });
 }
 
+bool buffer_offers_copy(const loom_buffer_t* b) {
+  return b && has_buffer_entry(b, LOOM_STRUCT_END(loom_buffer_iface_t, copy_tensor)) && b->iface->copy_tensor;
+}
+
 Status buffer_copy_tensor(loom_buffer_t* b, const loom_tensor_t* src, loom_tensor_t* dst) {
   if (!b) return no_buffer("buffer.copy_tensor");
   if (!has_buffer_entry(b, LOOM_STRUCT_END(loom_buffer_iface_t, copy_tensor)) || !b->iface->copy_tensor) {

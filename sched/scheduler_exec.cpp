@@ -205,6 +205,14 @@ bool Scheduler::queued_copy(const sched::Copy& cp, const Tensor* src, size_t x, 
   return st->ok();
 }
 
+bool Scheduler::direct_copy(const Tensor* src, const Tensor* dst, size_t x, size_t dev) const {
+  if (!async_copy_[dev] || x >= devices_.size() || x == dev) return false;
+  if (queued_copies_ && use_events_[dev] && async_[x] && use_events_[x] && streams_[x].has_get_async()) return false;
+  const loom_buffer_t* sb = src->buffer;
+  const loom_buffer_t* db = dst->buffer;
+  return sb && db && sb->iface == db->iface && registry::buffer_offers_copy(db);
+}
+
 bool Scheduler::read_together(Graph& graph, size_t si, int32_t split,
                               std::vector<const std::vector<unsigned char>*>* fetched) {
   sched::Run& r = *run_;
@@ -219,6 +227,7 @@ bool Scheduler::read_together(Graph& graph, size_t si, int32_t split,
     const Tensor* src = i < nodes.size() ? nodes[i] : graph.leafs()[i - nodes.size()];
     const size_t x = r.order.domain(src);
     if (x >= devices_.size() || x == s.device || !async_[x] || !streams_[x].has_get_async() || !src->buffer) continue;
+    if (direct_copy(src, cp.tensor, x, s.device)) continue;  // copy_in offers it to the destination's buffer
     // Stream to stream already (queued_copy): the host never holds the bytes.
     if (queued_copies_ && async_copy_[s.device] && use_events_[s.device] && use_events_[x]) continue;
     by_device[x].push_back(k);
@@ -271,7 +280,19 @@ bool Scheduler::copy_in(const sched::Copy& cp, const Tensor* src, size_t dev, in
   };
   const size_t x = r.order.domain(src);
   Status st;
-  if (queued_copies_ && async_copy_[dev] && use_events_[dev] && x < devices_.size() && x != dev && async_[x] &&
+  bool direct = false;
+  if (direct_copy(src, cp.tensor, x, dev)) {
+    // A host-side copy like copy_bytes': the source complete, the destination idle.
+    st = r.order.host_after_domain(x);
+    if (st.ok()) st = r.order.host_after_domain(dev);
+    if (!st.ok()) return fail_wait(st);
+    st = registry::buffer_copy_tensor(cp.tensor->buffer, src, cp.tensor);
+    direct = st.code() != StatusCode::kUnimplemented;  // else staged below
+    if (direct && st.ok()) ++stats_.direct_copies;
+  }
+  if (direct) {
+    // done (or failed) above
+  } else if (queued_copies_ && async_copy_[dev] && use_events_[dev] && x < devices_.size() && x != dev && async_[x] &&
       use_events_[x] && streams_[x].has_get_async()) {
     if (!queued_copy(cp, src, x, dev, split, &st)) {
       const int32_t f = r.order.failed_split();

@@ -10,33 +10,11 @@
 #include <utility>
 
 #include "common/glue.h"
+#include "common/tensor_layout.h"
 #include "common/type_traits.h"
 
 namespace loom::common {
 namespace {
-
-// Bytes from a tensor's data to the end of its last element; dense size when
-// contiguous.
-size_t tensor_span(const loom_tensor_t* t) {
-  const TypeTraits& tr = type_traits(t->type);
-  size_t span = tr.type_size;
-  for (int d = 0; d < LOOM_MAX_DIMS; ++d) {
-    const int64_t n = d == 0 ? t->ne[0] / tr.block_size : t->ne[d];
-    if (n <= 0) return 0;
-    span += static_cast<size_t>(n - 1) * t->nb[d];
-  }
-  return span;
-}
-
-bool is_dense(const loom_tensor_t* t) {
-  const TypeTraits& tr = type_traits(t->type);
-  size_t expect = tr.type_size;
-  for (int d = 0; d < LOOM_MAX_DIMS; ++d) {
-    if (t->nb[d] != expect) return false;
-    expect *= static_cast<size_t>(d == 0 ? t->ne[0] / tr.block_size : t->ne[d]);
-  }
-  return true;
-}
 
 // "[<category>.<op>] <message>" as a status.
 loom_status_t* error(loom_status_code_t code, const HostBufferType& type, const char* op,
@@ -109,7 +87,7 @@ class HostBuffer {
         src != nullptr && src->buffer != nullptr && is_host_buffer_type(src->buffer->buffer_type);
     bool same = host_src && dst != nullptr && src->type == dst->type && type_is_valid(src->type);
     for (int d = 0; same && d < LOOM_MAX_DIMS; ++d) same = src->ne[d] == dst->ne[d];
-    if (!same || !is_dense(src) || !is_dense(dst) || src->data == nullptr) {
+    if (!same || !tensor_is_dense(src) || !tensor_is_dense(dst) || src->data == nullptr) {
       return error(LOOM_STATUS_UNIMPLEMENTED, *type_, "copy_tensor",
                    "only dense copies between host buffers");
     }

@@ -20,6 +20,7 @@ const char* kind_name(uint32_t kind) {
     case Kind::kLoadFile: return "load_file";
     case Kind::kBatch: return "batch";
     case Kind::kThreads: return "threads";
+    case Kind::kCopies: return "copies";
     case Kind::kReplyOk: return "ok";
     case Kind::kReplyError: return "error";
   }
@@ -172,6 +173,29 @@ bool read_access(Reader& r, WireAccess* a) {
     return a->bytes != nullptr || a->size == 0;
   }
   return a->op == static_cast<uint32_t>(Access::kRead);
+}
+
+void write_copy(Writer& w, const WireCopy& c) {
+  w.u32(c.op);
+  w.i32(c.peer);
+  w.u32(c.tag);
+  w.u32(c.wait_ms);
+  write_tensor(w, c.tensor);
+  w.u64(c.offset);
+  w.u64(c.size);
+  if (c.op == static_cast<uint32_t>(CopyOp::kLocal)) write_tensor(w, c.src);
+}
+
+bool read_copy(Reader& r, WireCopy* c) {
+  c->op = r.u32();
+  c->peer = r.i32();
+  c->tag = r.u32();
+  c->wait_ms = r.u32();
+  if (!read_tensor(r, &c->tensor)) return false;
+  c->offset = r.u64();
+  c->size = r.u64();
+  if (r.failed() || c->op < static_cast<uint32_t>(CopyOp::kSend) || c->op > static_cast<uint32_t>(CopyOp::kLocal)) return false;
+  return c->op != static_cast<uint32_t>(CopyOp::kLocal) || read_tensor(r, &c->src);
 }
 
 WireTensor wire_fields(const loom_tensor_t& t) {

@@ -21,9 +21,14 @@
 namespace loom::common::mpi {
 
 constexpr uint32_t kWireMagic = 0x4d4d4f4cu;  // "LOMM" read little-endian
-constexpr uint32_t kWireProtocol = 3;         // bumped on any change of the fields below (2: load_file, supports answers a cost;
-                                              // 3: batch, run carries queued writes, threads)
-constexpr int kMpiTag = 0x1f00;               // the one tag of loom's messages
+constexpr uint32_t kWireProtocol = 4;         // bumped on any change of the fields below (2: load_file, supports answers a cost;
+                                              // 3: batch, run carries queued writes, threads; 4: copies)
+constexpr int kMpiTag = 0x1f00;               // the one tag of rank 0's requests and the workers' replies
+// Rank to rank copies move their bytes between two workers on a tag of their
+// own, kMpiCopyTagBase + (a copy's number mod kMpiCopyTags): below 32767, the
+// least MPI_TAG_UB MPI allows, and never kMpiTag.
+constexpr int kMpiCopyTagBase = 0x2000;
+constexpr int kMpiCopyTags = 0x4000;
 constexpr size_t kWireVersionLen = 16;        // the loom version string, NUL-padded
 
 // Request kinds (rank 0 -> worker) and the two reply kinds (worker -> rank 0).
@@ -41,6 +46,7 @@ enum class Kind : uint32_t {
   kLoadFile = 11, // buffer id, tensor, path, file offset, size, checksum64 -> the worker reads the bytes
   kBatch = 12,    // a stream's queued writes and reads (accesses), in order -> the reads' bytes, concatenated
   kThreads = 13,  // device, n (>= 1: set it; 0: only ask) -> the device's thread count (loom.threads)
+  kCopies = 14,   // rank to rank copies (u32 count, WireCopy items: send, receive or local) -> ok once all moved
   kReplyOk = 100,
   kReplyError = 101,  // status code + message
 };
@@ -161,6 +167,37 @@ void write_access(Writer& w, Access op, const WireTensor& t, uint64_t offset, ui
 // false when the message ends early (a write's bytes included), the name is
 // too long or the op is neither write nor read.
 bool read_access(Reader& r, WireAccess* a);
+
+// One item of a copies request: a side of a rank to rank copy (send on the
+// source rank, receive on the destination) or a copy between two buffers of
+// the worker (local). For send/receive: the other rank, the copy's tag, how
+// long the worker waits for the other side (ms), and the bytes [offset,
+// offset + size) of a placed tensor; for local: peer, tag and wait 0, then
+// the destination tensor and, after size, the source tensor (the same
+// offset and size in both). Rank 0 sends both sides of a copy before it
+// waits for either reply, and lists a rank's items in the order of the
+// copies, so the two workers meet their items in one order.
+enum class CopyOp : uint32_t { kSend = 1, kRecv = 2, kLocal = 3 };
+struct WireCopy {
+  uint32_t op = 0;  // CopyOp
+  int32_t peer = 0;
+  uint32_t tag = 0;
+  uint32_t wait_ms = 0;
+  WireTensor tensor;
+  uint64_t offset = 0;
+  uint64_t size = 0;
+  WireTensor src;  // local only
+};
+// Most bytes one item moves (rank 0 cuts larger copies), the longest wait
+// it may ask for, and the most items one request may carry.
+constexpr uint64_t kWireMaxCopyBytes = uint64_t{64} << 20;
+constexpr uint32_t kWireMaxCopyWaitMs = 24u * 3600u * 1000u;
+constexpr uint32_t kWireMaxCopies = 1u << 12;
+
+void write_copy(Writer& w, const WireCopy& c);
+// false when the message ends early, a name is too long or the op is not
+// one of CopyOp.
+bool read_copy(Reader& r, WireCopy* c);
 
 // FNV-1a over bytes: the key of a serialised graph and of a supports query.
 uint64_t wire_hash(const uint8_t* p, size_t n, uint64_t seed = 1469598103934665603ull);

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "common/glue.h"
+#include "copy.h"
 #include "device.h"
 
 namespace loom::mpi {
@@ -21,14 +22,6 @@ namespace wire = common::mpi;
 constexpr size_t kChunk = size_t{64} << 20;
 
 RemoteBuffer* ctx(loom_buffer_t* b) { return static_cast<RemoteBuffer*>(b->context); }
-
-// The tensor's fields and its offset in the remote allocation.
-wire::WireTensor placed(const loom_tensor_t* t, RemoteBuffer* rb) {
-  wire::WireTensor w = wire::wire_fields(*t);
-  w.buffer = rb->id;
-  w.offset = static_cast<uint64_t>(static_cast<const char*>(t->data) - static_cast<const char*>(rb->base));
-  return w;
-}
 
 loom_status_t* check_in(RemoteBuffer* rb, const loom_tensor_t* t, const char* op) {
   const char* d = static_cast<const char*>(t ? t->data : nullptr);
@@ -84,10 +77,20 @@ loom_status_t* buffer_clear(loom_buffer_t* b, uint8_t value) {
   });
 }
 
+// From another remote buffer: rank to rank (or on the worker when both
+// are on one rank), copy.cpp; from anything else UNIMPLEMENTED (staged).
+loom_status_t* buffer_copy_tensor(loom_buffer_t* b, const loom_tensor_t* src, loom_tensor_t* dst) {
+  return guarded("mpi.copy_tensor", [&]() -> loom_status_t* {
+    RemoteBuffer* rb = ctx(b);
+    if (loom_status_t* st = check_in(rb, dst, "copy_tensor")) return st;
+    return remote_copy(rb, src, dst);
+  });
+}
+
 const loom_buffer_iface_t kBufferIface = {
     sizeof(loom_buffer_iface_t), buffer_free, buffer_base, buffer_set_tensor, buffer_get_tensor, buffer_clear,
     nullptr,  // init_tensor: nothing to do until bytes arrive
-    nullptr,  // copy_tensor: the host stages copies through host memory (rank to rank is a later step)
+    buffer_copy_tensor,
 };
 
 const char* type_name(loom_buffer_type_t* bt) { return RemoteBufferType::from(bt)->device()->info().name.c_str(); }
@@ -172,13 +175,20 @@ loom_status_t* remote_get(RemoteBuffer* rb, const wire::WireTensor& w, void* dat
   return nullptr;
 }
 
+wire::WireTensor placed(const loom_tensor_t* t, RemoteBuffer* rb) {
+  wire::WireTensor w = wire::wire_fields(*t);
+  w.buffer = rb->id;
+  w.offset = static_cast<uint64_t>(static_cast<const char*>(t->data) - static_cast<const char*>(rb->base));
+  return w;
+}
+
 RemoteBuffer* remote_buffer_of(const loom_tensor_t* t, const RemoteDevice* device, uint64_t* offset) {
   const loom_tensor_t* owner = t;
   while (owner->buffer == nullptr && owner->view_src != nullptr) owner = owner->view_src;
   loom_buffer_t* b = owner->buffer;
   if (b == nullptr || b->iface != &kBufferIface) return nullptr;
   RemoteBuffer* rb = static_cast<RemoteBuffer*>(b->context);
-  if (rb->device != device) return nullptr;
+  if (device != nullptr && rb->device != device) return nullptr;
   const char* d = static_cast<const char*>(t->data);
   const char* base = static_cast<const char*>(rb->base);
   if (d == nullptr || d < base || d > base + rb->reserved) return nullptr;

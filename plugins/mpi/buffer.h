@@ -44,8 +44,12 @@ struct RemoteBuffer {
 };
 
 // The remote buffer behind `t` (t->buffer, else its view base's), when it is
-// a buffer of `device`; nullptr otherwise. *offset: t->data - base.
+// a buffer of `device` (nullptr: of any remote device); nullptr otherwise.
+// *offset: t->data - base.
 RemoteBuffer* remote_buffer_of(const loom_tensor_t* t, const RemoteDevice* device, uint64_t* offset);
+
+// The tensor's fields and its offset in rb's remote allocation.
+common::mpi::WireTensor placed(const loom_tensor_t* t, RemoteBuffer* rb);
 
 // Bytes [offset, offset + size) of the tensor w (placed in rb) written or
 // read now, in messages of at most 64 MiB each (set / get). nullptr = OK.

@@ -114,22 +114,33 @@ loom_status_t* plugin_init(void** out_context) {
 void log_counts(const Transport& t) {
   const Transport::Counts c = t.counts();
   std::string line = "messages sent:";
-  for (uint32_t k = 1; k < 16; ++k) {
+  for (uint32_t k = 1; k < Transport::kKinds; ++k) {
     if (c.messages[k] == 0) continue;
     line += std::string(" ") + wire::kind_name(k) + " " + std::to_string(c.messages[k]) + " (" + std::to_string(c.bytes[k]) + " B)";
   }
   common::plugin_log(LOOM_LOG_LEVEL_INFO, "mpi", line);
   line = "replies received:";
-  for (uint32_t k = 1; k < 16; ++k) {
+  for (uint32_t k = 1; k < Transport::kKinds; ++k) {
     if (c.messages[k] == 0) continue;
     line += std::string(" ") + wire::kind_name(k) + " " + std::to_string(c.messages[k]) + " (" + std::to_string(c.reply_bytes[k]) + " B)";
   }
+  common::plugin_log(LOOM_LOG_LEVEL_INFO, "mpi", line);
+  // Activations that went through rank 0 show as bytes read back; those
+  // that went rank to rank as copies (the rank-to-rank test reads this line).
+  line = "tensor bytes read back:";
+  for (size_t r = 1; r < c.read_back.size(); ++r) line += " rank " + std::to_string(r) + " " + std::to_string(c.read_back[r]) + " B";
+  line += "; rank to rank copies: " + std::to_string(c.copies) + " (" + std::to_string(c.copy_bytes) + " B)";
   common::plugin_log(LOOM_LOG_LEVEL_INFO, "mpi", line);
 }
 
 void plugin_shutdown(void* context) {
   try {
     auto* ctx = static_cast<PluginContext*>(context);
+    // Replies still owed for posted copies, so that each worker's next
+    // message is its answer to the shutdown (mpi_session).
+    for (int r = 1; r < ctx->transport->size(); ++r) {
+      if (loom_status_t* st = ctx->transport->collect(r)) common::host_services()->status_free(st);
+    }
     log_counts(*ctx->transport);
     delete ctx;  // the workers are told to stop by the loom command (mpi_session), not here
   } catch (...) {

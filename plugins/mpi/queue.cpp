@@ -73,7 +73,8 @@ loom_status_t* StreamQueue::read(const loom_tensor_t* t, void* data, size_t offs
 }
 
 loom_status_t* StreamQueue::flush() {
-  if (count_ == 0) return nullptr;
+  // Nothing queued: the replies of posted copies are still this rank's work.
+  if (count_ == 0) return device_->transport().collect(device_->info().rank);
   wire::Writer m(wire::Kind::kBatch, device_->transport().loom_version());
   m.u32(count_);
   m.bytes(items_.data().data() + sizeof(wire::WireHeader), items_.data().size() - sizeof(wire::WireHeader));

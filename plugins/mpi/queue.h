@@ -30,7 +30,8 @@ class StreamQueue {
   loom_status_t* write(const loom_tensor_t* t, const void* data, size_t offset, size_t size);
   loom_status_t* read(const loom_tensor_t* t, void* data, size_t offset, size_t size);
   // Send everything queued as one batch and fill the reads (nothing to send:
-  // no message). On failure the queue is dropped and the reads' memory is
+  // no message, only the replies the rank owes for posted copies are
+  // collected). On failure the queue is dropped and the reads' memory is
   // unspecified.
   loom_status_t* flush();
 

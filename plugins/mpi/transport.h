@@ -2,11 +2,17 @@
 // with a deadline. MPI errors come back as statuses (the communicator's
 // error handler is MPI_ERRORS_RETURN); a worker that does not answer within
 // LOOM_MPI_TIMEOUT seconds is marked lost, and every later request to it
-// fails at once with the same message. Thread-safe: one mutex serialises
-// request/reply pairs, so replies never interleave. Lives in the plugin
-// context until shutdown.
+// fails at once with the same message. Rank to rank copies are posted:
+// their items wait on rank 0 and go, one copies request per rank, before
+// rank 0 next waits for any reply (a worker's side may depend on another
+// rank's); the reply is owed and collected (in order: replies from one rank
+// never overtake each other) by the next request to that rank or by
+// collect(); an error in an owed reply is returned there. Thread-safe: one
+// mutex serialises the exchanges, so replies never interleave. Lives in the
+// plugin context until shutdown.
 #pragma once
 
+#include <deque>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -33,18 +39,48 @@ class Transport {
   loom_status_t* request(int peer, const std::string& what, common::mpi::Writer& msg,
                          std::vector<uint8_t>* payload);
 
+  // Queue one item of a copies request for `peer` (see above). nullptr, or
+  // the lost-rank status.
+  loom_status_t* post(int peer, const std::string& what, const common::mpi::WireCopy& item);
+  // Send what is posted, then wait for the replies `peer` owes; the first
+  // error among them, else nullptr.
+  loom_status_t* collect(int peer);
+
+  // The tag of the next rank to rank copy (kMpiCopyTagBase + n mod kMpiCopyTags).
+  int next_copy_tag();
+  // A rank to rank copy of `bytes` was posted (counted, never sent through rank 0).
+  void count_copy(uint64_t bytes);
+
+  static constexpr uint32_t kKinds = 32;
   // Messages and bytes sent so far, and the bytes of their replies, by kind
-  // (logged at shutdown: the plan-reuse test counts graph messages).
+  // (logged at shutdown: the plan-reuse test counts graph messages), the
+  // tensor bytes read back per rank (the payloads of get and batch replies)
+  // and the rank to rank copies.
   struct Counts {
-    uint64_t messages[16] = {};
-    uint64_t bytes[16] = {};
-    uint64_t reply_bytes[16] = {};  // the replies' bytes (header included), by request kind
+    uint64_t messages[kKinds] = {};
+    uint64_t bytes[kKinds] = {};
+    uint64_t reply_bytes[kKinds] = {};  // the replies' bytes (header included), by request kind
+    std::vector<uint64_t> read_back;    // per rank
+    uint64_t copies = 0, copy_bytes = 0;
   };
   Counts counts() const;
 
  private:
-  std::string exchange(int peer, const std::vector<uint8_t>& out, std::vector<uint8_t>* in);
+  struct Owed {
+    uint32_t kind;
+    std::string what;
+  };
+  std::string send(int peer, const std::vector<uint8_t>& out);
+  std::string receive(int peer, std::vector<uint8_t>* in);
   std::string wait(void* request, const char* step, int peer);
+  // Send every rank's posted items (one copies request each, reply owed);
+  // the first error. Holds mu_.
+  loom_status_t* send_posted();
+  // Count msg and send it; nullptr or the lost-rank status. Holds mu_.
+  loom_status_t* send_counted(int peer, const std::string& what, const std::vector<uint8_t>& msg);
+  // Receive one reply of `kind` for `what`; its payload on success. Holds mu_.
+  loom_status_t* reply(int peer, uint32_t kind, const std::string& what, std::vector<uint8_t>* payload);
+  loom_status_t* lose(int peer, const std::string& what, const std::string& why);
 
   int rank_;
   int size_;
@@ -52,7 +88,15 @@ class Transport {
   std::string loom_version_;
   mutable std::mutex mu_;
   std::vector<std::string> lost_;  // per rank: why it is lost, "" while it answers
+  std::vector<std::deque<Owed>> owed_;  // per rank: replies of posted requests, oldest first
+  struct Outbox {
+    std::string what;
+    uint32_t count = 0;
+    std::vector<uint8_t> items;  // the copies request's items, without header and count
+  };
+  std::vector<Outbox> outbox_;  // per rank: posted items not sent yet
   Counts counts_;
+  uint32_t copy_tags_ = 0;
 };
 
 }  // namespace loom::mpi

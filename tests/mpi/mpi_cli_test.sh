@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # loom under mpirun on the loopback (issue 33's tests). Usage:
 #   mpi_cli_test.sh CASE LOOM MPIRUN MODELS_DIR
-# CASE: devices | tokens | synth | reuse | threads | file | file_fallback | plan | stalled | killed | killed_recovery.
+# CASE: devices | tokens | r2r | synth | reuse | threads | file | file_fallback | plan | stalled | killed | killed_recovery.
 # Exit 77 (ctest: skipped)
 # with the reason when the model file is absent.
 set -u
@@ -34,13 +34,14 @@ rank_pid() {
 
 # Start a long remote run, send signal $1 to rank 1 once it computes, and
 # check that the job ends within the deadline; extra arguments go to mpirun.
-# Sets rc (mpirun's exit code).
+# Sets rc (mpirun's exit code). lose_np / lose_devices: the ranks and the
+# devices (default 2, r1.cpu,cpu).
 lose_rank1() {
   need_model
   local sig=$1
   shift
-  LOOM_MPI_TIMEOUT=3 timeout -s KILL 60 "${mpi[@]}" "$@" -np 2 "$loom" bench -m "$model" --device r1.cpu,cpu -ts 1,1 \
-    -p 16 -r 1000 -n 1000 >"$work/out.txt" 2>"$work/err.txt" &
+  LOOM_MPI_TIMEOUT=3 timeout -s KILL 60 "${mpi[@]}" "$@" -np "${lose_np:-2}" "$loom" bench -m "$model" \
+    --device "${lose_devices:-r1.cpu,cpu}" -ts 1,1 -p 16 -r 1000 -n 1000 >"$work/out.txt" 2>"$work/err.txt" &
   local job=$! pid="" t0 dt
   for _ in $(seq 1 200); do
     pid=$(rank_pid 1)
@@ -79,6 +80,31 @@ case "$case_name" in
       2>"$work/r2_err.txt" || fail "run with layers on r1 and r2 exited $?"
     cmp -s "$work/ref.txt" "$work/r2.txt" || fail "r1.cpu,r2.cpu,cpu text differs from one process"
     echo "ok: the same text: $(head -c 80 "$work/ref.txt")"
+    ;;
+  r2r)
+    # Layers on r1 and r2 only: what r1 computes reaches rank 2 rank to rank
+    # (the remote buffer's copy_tensor: a copies request to each worker, the
+    # bytes from one to the other), not through rank 0. The same text as one process, and rank 0
+    # reads back nothing from rank 1 (through rank 0 every step's
+    # activations would be read from it).
+    need_model
+    "$loom" run -m "$model" --device cpu -n 40 >"$work/ref.txt" 2>"$work/ref_err.txt" || fail "one process run exited $?"
+    LOOM_LOG=mpi:info "${mpi[@]}" -np 3 "$loom" run -m "$model" --device r1.cpu,r2.cpu -ts 1,1 -n 40 >"$work/r2r.txt" \
+      2>"$work/r2r_err.txt" || fail "run with layers on r1 and r2 exited $?"
+    cmp -s "$work/ref.txt" "$work/r2r.txt" || fail "r1.cpu,r2.cpu text differs from one process"
+    line=$(grep "tensor bytes read back:" "$work/r2r_err.txt") || fail "no 'tensor bytes read back' line logged"
+    echo "$line"
+    grep "messages sent:" "$work/r2r_err.txt"
+    copies=$(sed -n 's/.*rank to rank copies: \([0-9]*\) .*/\1/p' <<<"$line")
+    from1=$(sed -n 's/.* rank 1 \([0-9]*\) B.*/\1/p' <<<"$line")
+    [ -n "$copies" ] && [ -n "$from1" ] || fail "no counts in: $line"
+    [ "$copies" -ge 40 ] || fail "$copies rank to rank copies for 40 tokens: not one or more per step"
+    [ "$from1" -eq 0 ] || fail "rank 0 read $from1 tensor bytes back from rank 1: activations went through rank 0"
+    # A step's copies travel as one copies request to each of the two ranks.
+    read -r requests _ <<<"$(sent "$work/r2r_err.txt" copies)"
+    [ "${requests:-0}" -gt 0 ] && [ "$requests" -le $((2 * 40 + 4)) ] ||
+      fail "$requests copies requests for $copies copies in 40 steps: not one per rank and step"
+    echo "ok: the same text; $copies copies rank 1 -> rank 2 in $requests requests, 0 B read back from rank 1"
     ;;
   synth)
     # A synthetic 4-layer Q8_0 llama (weights of a quantized type cross the wire as blocks).
@@ -202,6 +228,15 @@ case "$case_name" in
     [ "$rc" -ne 0 ] || fail "rank 0 exited 0 after rank 1 was lost"
     grep -q "device r1.cpu lost (rank 1" "$work/err.txt" || fail "no 'device r1.cpu lost (rank 1 ...)'"
     grep "lost (rank 1" "$work/err.txt" | head -n 1
+    echo ok
+    ;;
+  stalled_r2r)
+    # Rank 1 stops while it hands its activations to rank 2 rank to rank:
+    # rank 2 gives up waiting for the bytes, rank 0 reports it and the job
+    # ends within the deadline (no rank waits forever on another).
+    lose_np=3 lose_devices=r1.cpu,r2.cpu lose_rank1 STOP
+    [ "$rc" -ne 0 ] || fail "rank 0 exited 0 after rank 1 stopped"
+    grep "rank 1" "$work/err.txt" | head -n 2
     echo ok
     ;;
   killed)

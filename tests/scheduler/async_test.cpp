@@ -287,6 +287,42 @@ TEST(SchedulerAsync, FailingSplitIsNamedAndTheNextComputeWorks) {
   }
 }
 
+// A copy into an asynchronous device that does not go stream to stream
+// (LOOM_SCHED_QUEUED_COPIES=0 here; a remote device of the mpi plugin has no
+// events), between two devices of one plugin whose buffers have
+// copy_tensor, is offered to the destination buffer's copy_tensor (rank to
+// rank for the mpi plugin), with the same result; without copy_tensor the
+// host stages it as before.
+TEST(SchedulerAsync, CopiesBetweenDevicesOfOnePluginUseItsCopyTensor) {
+  for (bool copy : {false, true}) {
+    AsyncEnv async;
+    ScopedEnv sim_copy("LOOM_SIM_COPY", copy ? std::optional<std::string>("1") : std::nullopt);
+    ScopedEnv queued("LOOM_SCHED_QUEUED_COPIES", std::string("0"));
+    SimSetup env(2, {std::string("SCALE,ADD"), std::string("SILU")});
+    SCHED_REQUIRE_DEVICES(env);
+    SCHED_ASSIGN(auto sched, Scheduler::create({env.dev("sim0"), env.dev("sim1"), env.dev("cpu")}));
+    Context ctx;
+    Graph g;
+    Tensor* x = nullptr;
+    SCHED_OK(build_zigzag(ctx, &g, &x));
+    SCHED_OK(sched->allocate(g));
+    const float a = 2.0f, c = silu(a) + 1.0f, e = silu(c) + a;
+    for (int run = 0; run < 2; ++run) {
+      SCHED_OK(set_f32(x, std::vector<float>(16, 1.0f)));
+      SCHED_OK(sched->compute(g));
+      expect_close(get_f32(g.outputs()[0]), std::vector<float>(16, e), copy ? "e, direct copies" : "e, staged copies");
+      // a, b, c and d each cross from one sim device to the other.
+      const SchedStats& st = sched->last_stats();
+      if (copy) {
+        EXPECT_GE(st.direct_copies, 4u) << sched->describe(g);
+      } else {
+        EXPECT_EQ(st.direct_copies, 0u);
+      }
+      EXPECT_GE(st.copies, 4u);
+    }
+  }
+}
+
 TEST(SchedulerAsync, PipeliningOption) {
   AsyncEnv async;
   SimSetup env(2, {std::string("SCALE,ADD"), std::string("SILU")});

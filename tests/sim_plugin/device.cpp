@@ -6,6 +6,8 @@
 #include <new>
 
 #include "common/glue.h"
+#include "common/tensor_layout.h"
+#include "common/type_traits.h"
 #include "kernels.h"
 #include "sim.h"
 #include "sim_trace.h"
@@ -93,6 +95,30 @@ const loom_buffer_iface_t kBufferIface = {
     nullptr,  // copy_tensor: every crossing is staged by the host (what tests count on)
 };
 
+// LOOM_SIM_COPY=1: dense copies from another sim buffer (the scheduler's
+// direct path between two devices of one plugin); anything else is staged.
+loom_status_t* buffer_copy_tensor(loom_buffer_t* b, const loom_tensor_t* src, loom_tensor_t* dst);
+
+const loom_buffer_iface_t kCopyBufferIface = {
+    sizeof(loom_buffer_iface_t), buffer_free, buffer_base, buffer_set_tensor, buffer_get_tensor, buffer_clear,
+    nullptr, buffer_copy_tensor,
+};
+
+loom_status_t* buffer_copy_tensor(loom_buffer_t* b, const loom_tensor_t* src, loom_tensor_t* dst) {
+  return guarded("sim.copy_tensor", [&]() -> loom_status_t* {
+    bool same = src && src->buffer && src->buffer->iface == &kCopyBufferIface && src->type == dst->type &&
+                loom::common::type_is_valid(src->type) && loom::common::tensor_is_dense(src) &&
+                loom::common::tensor_is_dense(dst);
+    for (int d = 0; same && d < LOOM_MAX_DIMS; ++d) same = src->ne[d] == dst->ne[d];
+    if (!same) return make_status(LOOM_STATUS_UNIMPLEMENTED, "[sim.copy_tensor] only dense copies between sim buffers");
+    const size_t n = loom::common::tensor_span(src);
+    if (loom_status_t* st = check_range("sim.copy_tensor", src->buffer, src, 0, n)) return st;
+    if (loom_status_t* st = check_range("sim.copy_tensor", b, dst, 0, n)) return st;
+    if (n) std::memcpy(data_ptr(dst), data_ptr(src), n);
+    return nullptr;
+  });
+}
+
 const char* type_name(loom_buffer_type_t* t) { return Device::from_buft(t)->config().name.c_str(); }
 
 loom_status_t* type_alloc(loom_buffer_type_t* t, size_t size, loom_buffer_t** out_buffer) {
@@ -125,7 +151,7 @@ loom_status_t* type_alloc(loom_buffer_type_t* t, size_t size, loom_buffer_t** ou
       return make_status(LOOM_STATUS_RESOURCE_EXHAUSTED, "[sim.alloc] out of host memory");
     }
     sb->data = data;
-    sb->raw = loom_buffer_t{sizeof(loom_buffer_t), &kBufferIface, t, size, sb};
+    sb->raw = loom_buffer_t{sizeof(loom_buffer_t), dev->config().copy ? &kCopyBufferIface : &kBufferIface, t, size, sb};
     dev->used += size;
     *out_buffer = &sb->raw;
     return nullptr;

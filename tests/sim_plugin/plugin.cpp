@@ -73,6 +73,8 @@ loom_status_t* plugin_init(void** out_context) {
     }
     const char* async_env = std::getenv("LOOM_SIM_ASYNC");
     const bool async = async_env && std::string(async_env) == "1";
+    const char* copy_env = std::getenv("LOOM_SIM_COPY");
+    const bool copy = copy_env && std::string(copy_env) == "1";
     unsigned jitter_us = 0;
     if (const char* j = std::getenv("LOOM_SIM_JITTER_US"); j && *j) {
       char* end = nullptr;
@@ -153,6 +155,7 @@ loom_status_t* plugin_init(void** out_context) {
         }
       }
       c.async = async;
+      c.copy = copy;
       c.jitter_us = jitter_us;
       c.spin_us = spin_us;
       std::string err = parse_ops(static_cast<size_t>(i), &c.ops);

@@ -39,6 +39,7 @@ struct DeviceConfig {
   bool emulated = false;    // LOOM_DEVICE_CAP_EMULATED (LOOM_SIM_EMULATED_<i>=1)
   double flops_per_us = 0;  // loom.cost speed (LOOM_SIM_FLOPS_<i>); 0: no cost hint
   bool async = false;       // LOOM_SIM_ASYNC=1: worker-thread streams, events, queued copies
+  bool copy = false;        // LOOM_SIM_COPY=1: buffers copy_tensor from other sim buffers
   unsigned jitter_us = 0;   // LOOM_SIM_JITTER_US: random delay per queued work item
   unsigned spin_us = 0;     // LOOM_SIM_SPIN_US: poll this long before blocking (worker, waits)
   unsigned delay_us = 0;    // LOOM_SIM_DELAY_US_<i>: fixed sleep per computed node

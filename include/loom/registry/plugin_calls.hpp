@@ -52,5 +52,8 @@ Status buffer_get_tensor(loom_buffer_t* b, const loom_tensor_t* t, void* data, s
 // dst (in `b`) = src through the plugin's copy_tensor; UNIMPLEMENTED when the
 // entry is absent or the plugin cannot copy from src's memory.
 Status buffer_copy_tensor(loom_buffer_t* b, const loom_tensor_t* src, loom_tensor_t* dst);
+// Whether b's plugin has a copy_tensor entry at all (it may still answer
+// UNIMPLEMENTED for a given source).
+bool buffer_offers_copy(const loom_buffer_t* b);
 
 }  // namespace loom::registry

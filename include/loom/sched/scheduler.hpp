@@ -87,6 +87,10 @@ struct SchedStats {
   // reads of a split's copies queued on its stream and waited for once
   // (one batched request to a remote device instead of one per copy).
   size_t batched_reads = 0;
+  // Copies into an asynchronous device done by its buffer's copy_tensor
+  // straight from another device's buffer of the same plugin (the mpi
+  // plugin: rank to rank, no bytes through the host).
+  size_t direct_copies = 0;
 };
 
 // How much of a plan Scheduler::render shows: one entry per split (its
@@ -257,6 +261,12 @@ class Scheduler {
   // copy_in.
   bool read_together(Graph& graph, size_t si, int32_t split,
                      std::vector<const std::vector<unsigned char>*>* fetched);
+  // Whether copy_in first offers the copy of src into dst (on device dev,
+  // src on device x) to dst's buffer's copy_tensor: dev is asynchronous and
+  // the copy does not go stream to stream, and both tensors live in buffers
+  // of one plugin (one buffer iface) that has copy_tensor. (A synchronous dev
+  // tries copy_tensor anyway, copy_bytes.)
+  bool direct_copy(const Tensor* src, const Tensor* dst, size_t x, size_t dev) const;
   // The run in flight, made when there is none (stats reset).
   sched::Run& begin_run();
   Status queue_input(Tensor* t, size_t d, const void* data, size_t bytes);

@@ -16,6 +16,7 @@
 #include "cli.hpp"
 #include "common/mpi_wire.h"
 #include "worker/mpi_session.hpp"
+#include "worker/peer_link.hpp"
 #include "worker/worker_server.hpp"
 
 namespace loom::cli::worker {
@@ -62,6 +63,8 @@ int serve(const std::vector<std::string>& args) {
   int rc = 0;
   {
     WorkerServer server(reg->devices(), LOOM_VERSION_STRING, rank, host);
+    std::unique_ptr<PeerLink> link = make_mpi_peer_link();
+    server.set_peer_link(link.get());
     const char* map = std::getenv("LOOM_MPI_PATH_MAP");
     server.set_path_map(map ? map : "");
     std::vector<uint8_t> in, out;

@@ -92,6 +92,7 @@ Status WorkerServer::dispatch(uint32_t kind, const uint8_t* p, size_t n, std::ve
     case wire::Kind::kLoadFile: return load_file(p, n);
     case wire::Kind::kBatch: return batch(p, n, reply);
     case wire::Kind::kThreads: return threads(p, n, reply);
+    case wire::Kind::kCopies: return copies(p, n);
     case wire::Kind::kShutdown: return Status::Ok();
     default: return malformed("request", "unknown request kind " + std::to_string(kind));
   }

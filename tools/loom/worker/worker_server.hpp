@@ -17,6 +17,7 @@
 #include "loom/runtime/status.hpp"
 #include "loom/runtime/tensor.hpp"
 #include "worker/path_map.hpp"
+#include "worker/peer_link.hpp"
 #include "worker/tensor_decode.hpp"
 
 namespace loom::cli::worker {
@@ -36,6 +37,10 @@ class WorkerServer {
   // LOOM_MPI_PATH_MAP's value. A malformed spec is kept as the error every
   // load_file answers (rank 0 then streams the weights, with a warning).
   void set_path_map(const std::string& spec);
+
+  // How rank to rank copies reach the other workers (borrowed, outlives the
+  // server); without one, copies requests are refused.
+  void set_peer_link(PeerLink* link) { link_ = link; }
 
   // Load_file requests answered so far, and the bytes they read.
   uint64_t files_loaded() const { return files_loaded_; }
@@ -81,6 +86,13 @@ class WorkerServer {
   Status apply_accesses(const char* what, const std::vector<QueuedAccess>& items, std::vector<uint8_t>* reply);
   Status batch(const uint8_t* p, size_t n, std::vector<uint8_t>* reply);
   Status threads(const uint8_t* p, size_t n, std::vector<uint8_t>* reply);
+  // worker_copy.cpp: rank to rank copies (sends, receives) and copies
+  // between two buffers of this rank, all checked before any moves.
+  struct CopyItem;
+  Status copies(const uint8_t* p, size_t n);
+  Status check_copy(CopyItem* c);
+  void settle(const std::vector<CopyItem>& items);  // tell the other sides of refused items
+  Status run_copies(std::vector<CopyItem>* items);
   // Placement of a tensor by buffer id: any of this worker's buffers, or
   // (device >= 0) only those on that device.
   BufferLookup buffer_lookup(int64_t device = -1);
@@ -97,6 +109,7 @@ class WorkerServer {
   std::map<uint64_t, Allocation> buffers_;
   std::map<uint64_t, std::unique_ptr<CachedGraph>> graphs_;
   std::map<uint32_t, Stream> streams_;
+  PeerLink* link_ = nullptr;
   PathMap path_map_;
   Status path_map_error_;
   uint64_t files_loaded_ = 0;
