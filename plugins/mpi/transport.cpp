@@ -146,22 +146,8 @@ loom_status_t* Transport::request(int peer, const std::string& what, wire::Write
     return st;
   }
   // Sent first, then the owed replies: the worker may work on both meanwhile.
-  std::deque<Owed>& owed = owed_[static_cast<size_t>(peer)];
-  while (!owed.empty()) {
-    const Owed o = owed.front();
-    owed.pop_front();
-    loom_status_t* st = reply(peer, o.kind, o.what, nullptr);
-    if (st == nullptr) continue;
-    if (!lost_[static_cast<size_t>(peer)].empty()) {
-      if (owed_error) common::host_services()->status_free(owed_error);
-      return st;
-    }
-    if (owed_error == nullptr) {
-      owed_error = st;
-    } else {
-      common::host_services()->status_free(st);
-    }
-  }
+  owed_error = drain_owed(peer, owed_error);
+  if (owed_error != nullptr && !lost_[static_cast<size_t>(peer)].empty()) return owed_error;
   const uint32_t kind = reinterpret_cast<const wire::WireHeader*>(msg.data().data())->kind;
   loom_status_t* st = reply(peer, kind, what, payload);
   if (owed_error == nullptr) return st;
@@ -210,24 +196,31 @@ loom_status_t* Transport::send_posted() {
   return first;
 }
 
-loom_status_t* Transport::collect(int peer) {
-  std::lock_guard<std::mutex> lock(mu_);
-  loom_status_t* first = send_posted();
-  if (peer <= 0 || peer >= size_) return first;
+loom_status_t* Transport::drain_owed(int peer, loom_status_t* first) {
   std::deque<Owed>& owed = owed_[static_cast<size_t>(peer)];
   while (!owed.empty()) {
     const Owed o = owed.front();
     owed.pop_front();
     loom_status_t* st = reply(peer, o.kind, o.what, nullptr);
     if (st == nullptr) continue;
+    if (!lost_[static_cast<size_t>(peer)].empty()) {  // the lost rank's error is the one to report
+      if (first) common::host_services()->status_free(first);
+      return st;
+    }
     if (first == nullptr) {
       first = st;
     } else {
       common::host_services()->status_free(st);
     }
-    if (!lost_[static_cast<size_t>(peer)].empty()) break;
   }
   return first;
+}
+
+loom_status_t* Transport::collect(int peer) {
+  std::lock_guard<std::mutex> lock(mu_);
+  loom_status_t* first = send_posted();
+  if (peer <= 0 || peer >= size_) return first;
+  return drain_owed(peer, first);
 }
 
 int Transport::next_copy_tag() {

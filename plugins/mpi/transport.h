@@ -76,6 +76,10 @@ class Transport {
   // Send every rank's posted items (one copies request each, reply owed);
   // the first error. Holds mu_.
   loom_status_t* send_posted();
+  // Every reply owed by `peer`, in order; returns `first` or the first
+  // error among them (the others freed), or the lost rank's error once the
+  // peer is lost (then the rest stay owed). Under mu_.
+  loom_status_t* drain_owed(int peer, loom_status_t* first);
   // Count msg and send it; nullptr or the lost-rank status. Holds mu_.
   loom_status_t* send_counted(int peer, const std::string& what, const std::vector<uint8_t>& msg);
   // Receive one reply of `kind` for `what`; its payload on success. Holds mu_.
