@@ -49,7 +49,7 @@ class FakeLink : public loom::cli::worker::PeerLink {
         t.status = loom::unavailable("fake link: message too long");
         q.pop_front();
       } else {
-        std::memcpy(t.bytes.data(), q.front().data(), q.front().size());
+        if (!q.front().empty()) std::memcpy(t.bytes.data(), q.front().data(), q.front().size());  // a "refused" note is empty
         t.got = q.front().size();
         q.pop_front();
       }
