@@ -313,6 +313,17 @@ void decode_args(benchmark::internal::Benchmark* b) {
   b->ArgNames({"K", "M", "N"})->Unit(benchmark::kMicrosecond)->UseRealTime();
 }
 
+// A server's batched decode step (loom serve, issue 31): one token of each
+// of 8, 16 or 32 sequences through the 768-dim model's matrices.
+void serve_batch_args(benchmark::internal::Benchmark* b) {
+  for (int64_t n : {8, 16, 32}) {
+    b->Args({768, 768, n});
+    b->Args({768, 2048, n});
+    b->Args({2048, 768, n});
+  }
+  b->ArgNames({"K", "M", "N"})->Unit(benchmark::kMicrosecond)->UseRealTime();
+}
+
 // The weight stream of a decode step alone: 12 "layers" of a 768-dim model
 // (four 768x768 projections, then 768 -> 2048 -> 768), every matrix its
 // own, chained as one graph of 72 GEMVs over one column: 260 MB of F32
@@ -694,6 +705,8 @@ BENCHMARK_CAPTURE(BM_loom_mul_mat, f16_decode, LOOM_TYPE_F16)->Apply(decode_args
 BENCHMARK_CAPTURE(BM_loom_mul_mat, q4_0_decode, LOOM_TYPE_Q4_0)->Apply(decode_args);
 BENCHMARK_CAPTURE(BM_loom_mul_mat, q4_k_decode, LOOM_TYPE_Q4_K)->Apply(decode_args);
 BENCHMARK_CAPTURE(BM_loom_mul_mat, q6_k_decode, LOOM_TYPE_Q6_K)->Apply(decode_args);
+BENCHMARK_CAPTURE(BM_loom_mul_mat, q8_0_serve, LOOM_TYPE_Q8_0)->Apply(serve_batch_args);
+BENCHMARK_CAPTURE(BM_loom_mul_mat, q4_0_serve, LOOM_TYPE_Q4_0)->Apply(serve_batch_args);
 BENCHMARK_CAPTURE(BM_loom_mul_mat, q5_k, LOOM_TYPE_Q5_K)->Apply(mul_mat_args);
 BENCHMARK_CAPTURE(BM_loom_mul_mat, q3_k, LOOM_TYPE_Q3_K)->Apply(mul_mat_args);
 BENCHMARK_CAPTURE(BM_loom_mul_mat, q2_k, LOOM_TYPE_Q2_K)->Apply(mul_mat_args);

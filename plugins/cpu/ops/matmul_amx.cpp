@@ -100,13 +100,20 @@ struct PairTiles {
 
 template <bool kQ8>
 void make_pair(const uint8_t* ga, const uint8_t* gb, int64_t nblk, size_t sb_bytes, PairTiles* t) {
-  t->b.assign(static_cast<size_t>(nblk) * 512, 0);
-  t->d.assign(static_cast<size_t>(nblk) * 16, 0.0f);
+  // Every byte is written below (no zero fill first: at 16 columns the
+  // pair's tiles are rebuilt for little arithmetic, so each pass counts).
+  t->b.resize(static_cast<size_t>(nblk) * 512);
+  t->d.resize(static_cast<size_t>(nblk) * 16);
   for (int64_t i = 0; i < nblk; ++i) {
     const size_t off = static_cast<size_t>(i) * sb_bytes;
     b_half<kQ8>(ga + off, t->b.data() + i * 512);
     _mm256_storeu_ps(t->d.data() + i * 16, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(ga + off))));
-    if (gb == nullptr) continue;
+    if (gb == nullptr) {  // no second group: its rows are zeros
+      int8_t* half = t->b.data() + i * 512 + 32;
+      for (int r = 0; r < 8; ++r) _mm256_storeu_si256(reinterpret_cast<__m256i*>(half + 64 * r), _mm256_setzero_si256());
+      _mm256_storeu_ps(t->d.data() + i * 16 + 8, _mm256_setzero_ps());
+      continue;
+    }
     b_half<kQ8>(gb + off, t->b.data() + i * 512 + 32);
     _mm256_storeu_ps(t->d.data() + i * 16 + 8,
                      _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(gb + off))));

@@ -132,6 +132,10 @@ inline char* row_ptr(const loom_tensor_t* t, int64_t i1, int64_t i2, int64_t i3)
 }
 // Row r (flat over dims 1..3, row-major) -> (i1, i2, i3).
 inline void unravel_row(const loom_tensor_t* t, int64_t r, int64_t* i1, int64_t* i2, int64_t* i3) {
+  if (r < t->ne[1]) {  // every row of a 2-D tensor: no divisions (kernels call this per stored group)
+    *i1 = r, *i2 = 0, *i3 = 0;
+    return;
+  }
   *i1 = r % t->ne[1];
   *i2 = (r / t->ne[1]) % t->ne[2];
   *i3 = r / (t->ne[1] * t->ne[2]);
