@@ -108,8 +108,10 @@ struct EngineOptions {
   // read in chunks beside them, so their next tokens do not wait for the
   // whole prompt; with no decode running, up to n_batch. 0 (default): as
   // many as keep such a step within mixed_step_ratio times a decode-only
-  // step, from the step times measured so far (8 before any are known);
-  // > 0: this many.
+  // step, from the step times measured so far (8 before any are known;
+  // steps that built a new graph not counted), but while more prompts wait
+  // than sequences decode at least 8 per waiting prompt (a power of two at
+  // most n_batch); > 0: this many.
   int64_t prefill_chunk = 0;
   double mixed_step_ratio = 2.0;
   int32_t max_queue = 64;     // requests waiting for a slot before submit refuses

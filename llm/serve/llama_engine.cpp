@@ -10,6 +10,7 @@
 
 #include "llm/chat/chat_template.hpp"
 #include "llm/serve/completion_text.hpp"
+#include "llm/serve/step_time.hpp"
 #include "llm/session/llama_session.hpp"
 #include "loom/runtime/log.hpp"
 
@@ -331,11 +332,17 @@ class LlamaEngine : public Engine {
       batch.push_back({s.next, static_cast<int32_t>(i), static_cast<int32_t>(s.cached.size()), true});
     }
     const bool decodes = !batch.empty();
-    int64_t budget = opts_.n_batch - static_cast<int64_t>(batch.size());
-    if (decodes) budget = std::min(budget, prefill_budget());
     std::vector<Slot*> reading;
     for (Slot& s : slots_) {
       if (s.r && !s.decoding()) reading.push_back(&s);
+    }
+    int64_t budget = opts_.n_batch - static_cast<int64_t>(batch.size());
+    if (decodes) {
+      budget = std::min(budget, opts_.prefill_chunk > 0
+                                    ? opts_.prefill_chunk
+                                    : prefill_budget(step_time_, {static_cast<int64_t>(batch.size()),
+                                                                  static_cast<int64_t>(reading.size()), opts_.n_batch,
+                                                                  opts_.mixed_step_ratio}));
     }
     std::sort(reading.begin(), reading.end(), [](const Slot* a, const Slot* b) { return a->order < b->order; });
     std::vector<std::pair<Slot*, size_t>> read;  // slot, tokens read this step
@@ -366,9 +373,16 @@ class LlamaEngine : public Engine {
     }
     const auto t0 = Clock::now();
     std::vector<float> logits;
+    const size_t built_before = session_->steps_built();
     Status st = session_->eval_seqs(batch, &logits);
     const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
-    if (st.ok()) learn_step_time(secs, decodes, n_prompt);
+    // A step that built its graph (a new shape) says nothing about the
+    // next ones: it is not learned from.
+    const bool built = session_->steps_built() != built_before;
+    LOOM_LOG_DEBUG("serve", "step: " + std::to_string(batch.size() - static_cast<size_t>(n_prompt)) + " decodes + " +
+                                std::to_string(n_prompt) + " prompt tokens of " + std::to_string(read.size()) +
+                                " prompts, " + std::to_string(secs * 1e3) + " ms" + (built ? " (graph built)" : ""));
+    if (st.ok() && !built) step_time_.add(static_cast<int64_t>(batch.size()), secs);
     {
       std::lock_guard<std::mutex> lock(mu_);
       ++metrics_.steps_total;
@@ -417,33 +431,6 @@ class LlamaEngine : public Engine {
     }
   }
 
-  // Prompt tokens a step beside running decodes may take (prefill_chunk,
-  // or from the step times: as many as keep it within mixed_step_ratio
-  // times a decode-only step).
-  int64_t prefill_budget() const {
-    if (opts_.prefill_chunk > 0) return opts_.prefill_chunk;
-    if (decode_step_s_ <= 0 || prompt_token_s_ <= 0) return kFirstChunk;
-    const double room = (opts_.mixed_step_ratio - 1.0) * decode_step_s_;
-    const auto n = std::clamp<int64_t>(static_cast<int64_t>(room / prompt_token_s_), 1, opts_.n_batch);
-    // A power of two: steps come in few shapes, whose graphs the session keeps.
-    int64_t p = 1;
-    while (p * 2 <= n) p *= 2;
-    return p;
-  }
-
-  // Running means of a decode-only step's time and of what each prompt
-  // token adds to a step.
-  void learn_step_time(double secs, bool decodes, int64_t n_prompt) {
-    auto mean = [](double& m, double x) { m = m <= 0 ? x : 0.8 * m + 0.2 * x; };
-    if (decodes && n_prompt == 0) {
-      mean(decode_step_s_, secs);
-    } else if (n_prompt > 0) {
-      const double base = decodes ? decode_step_s_ : 0.0;
-      if (decodes && base <= 0) return;  // nothing to subtract yet
-      mean(prompt_token_s_, std::max(secs - base, 0.0) / static_cast<double>(n_prompt) + 1e-9);
-    }
-  }
-
   // The next token of s from its logits: ends the request at an
   // end-of-generation token, a stop string, max_tokens or the context's end.
   void sample(Slot& s, const float* logits, int32_t n_vocab) {
@@ -476,9 +463,7 @@ class LlamaEngine : public Engine {
   }
 
   static constexpr size_t kMinCopy = 16;  // shorter shared prefixes are recomputed, not copied
-  static constexpr int64_t kFirstChunk = 8;  // prompt tokens beside decodes before step times are known
-  double decode_step_s_ = 0;   // mean decode-only step (engine thread)
-  double prompt_token_s_ = 0;  // mean time a prompt token adds to a step
+  StepTimeModel step_time_;  // engine thread
 
   std::unique_ptr<LlamaModel> model_;
   Tokenizer tok_;
