@@ -345,6 +345,15 @@ class LlamaEngine : public Engine {
                                                                   opts_.mixed_step_ratio}));
     }
     std::sort(reading.begin(), reading.end(), [](const Slot* a, const Slot* b) { return a->order < b->order; });
+    if (decodes && opts_.prefill_chunk == 0 && budget > 0) {
+      // Beside decodes, a power of two of prompt tokens in all, the end of
+      // a prompt included (its rest split over steps: 37 left -> 32, 4, 1):
+      // a step of a new shape builds its graph (milliseconds), which the
+      // running streams would feel at every prompt's end.
+      int64_t left = 0;
+      for (const Slot* s : reading) left += static_cast<int64_t>(s->r->req.prompt.size() - s->n_read);
+      if (left > 0) budget = pow2_floor(std::min(budget, left));
+    }
     std::vector<std::pair<Slot*, size_t>> read;  // slot, tokens read this step
     for (Slot* s : reading) {
       if (budget <= 0) break;

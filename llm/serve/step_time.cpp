@@ -32,15 +32,11 @@ double StepTimeModel::fixed_s() const {
   return std::max(0.0, (y_ - per_token_s() * x_) / w_);
 }
 
-namespace {
-
 int64_t pow2_floor(int64_t n) {
   int64_t p = 1;
   while (p * 2 <= n) p *= 2;
   return p;
 }
-
-}  // namespace
 
 int64_t prefill_budget(const StepTimeModel& model, const BudgetInputs& in, int64_t first_chunk, int64_t min_chunk) {
   const int64_t cap = std::max<int64_t>(1, in.n_batch);

@@ -42,4 +42,7 @@ struct BudgetInputs {
 int64_t prefill_budget(const StepTimeModel& model, const BudgetInputs& in, int64_t first_chunk = 8,
                        int64_t min_chunk = 8);
 
+// The largest power of two <= n (1 for n < 2).
+int64_t pow2_floor(int64_t n);
+
 }  // namespace loom::llm::serve

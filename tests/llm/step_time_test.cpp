@@ -73,5 +73,14 @@ TEST(StepTime, ACrowdOfWaitingPromptsGetsAtLeastItsChunks) {
   EXPECT_EQ(prefill_budget(m, {1, 15, 1, 2.0}), 1);
 }
 
+TEST(StepTime, PowersOfTwoBelow) {
+  EXPECT_EQ(pow2_floor(-3), 1);
+  EXPECT_EQ(pow2_floor(1), 1);
+  EXPECT_EQ(pow2_floor(2), 2);
+  EXPECT_EQ(pow2_floor(37), 32);
+  EXPECT_EQ(pow2_floor(64), 64);
+  EXPECT_EQ(pow2_floor(255), 128);
+}
+
 }  // namespace
 }  // namespace loom::llm::serve
