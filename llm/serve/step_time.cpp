@@ -12,13 +12,12 @@ void StepTimeModel::add(int64_t tokens, double secs) {
   y_ = kDecay * y_ + secs;
   xx_ = kDecay * xx_ + x * x;
   xy_ = kDecay * xy_ + x * secs;
-  if (first_tokens_ < 0) first_tokens_ = tokens;
-  if (tokens != first_tokens_) two_sizes_ = true;
 }
 
 bool StepTimeModel::known() const {
-  // Sizes seen long ago may have decayed into a spread too small to fit.
-  return two_sizes_ && w_ * xx_ - x_ * x_ > 1e-9 * w_ * xx_ && per_token_s() > 0;
+  // The weighted spread of the sizes: 0 (up to rounding) for one size, and
+  // small once other sizes have decayed away.
+  return w_ * xx_ - x_ * x_ > 1e-9 * w_ * xx_ && per_token_s() > 0;
 }
 
 double StepTimeModel::per_token_s() const {

@@ -22,8 +22,6 @@ class StepTimeModel {
  private:
   static constexpr double kDecay = 0.95;  // weight of the past per step
   double w_ = 0, x_ = 0, y_ = 0, xx_ = 0, xy_ = 0;  // decayed sums
-  int64_t first_tokens_ = -1;
-  bool two_sizes_ = false;
 };
 
 struct BudgetInputs {

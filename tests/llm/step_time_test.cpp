@@ -19,6 +19,11 @@ TEST(StepTime, FitsFixedAndPerTokenCost) {
 }
 
 TEST(StepTime, OneStepSizeIsNotEnoughForASlope) {
+  for (int64_t size : {1, 7, 13, 255}) {  // the spread is 0 only up to rounding
+    StepTimeModel one;
+    for (int i = 0; i < 300; ++i) one.add(size, 0.0013 * static_cast<double>(size) + 0.0007 * (i % 3));
+    EXPECT_FALSE(one.known()) << size;
+  }
   StepTimeModel m;
   for (int i = 0; i < 10; ++i) m.add(4, 0.004);
   EXPECT_FALSE(m.known());
