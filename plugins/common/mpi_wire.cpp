@@ -21,6 +21,7 @@ const char* kind_name(uint32_t kind) {
     case Kind::kBatch: return "batch";
     case Kind::kThreads: return "threads";
     case Kind::kCopies: return "copies";
+    case Kind::kMemory: return "memory";
     case Kind::kReplyOk: return "ok";
     case Kind::kReplyError: return "error";
   }

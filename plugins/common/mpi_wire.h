@@ -21,8 +21,8 @@
 namespace loom::common::mpi {
 
 constexpr uint32_t kWireMagic = 0x4d4d4f4cu;  // "LOMM" read little-endian
-constexpr uint32_t kWireProtocol = 4;         // bumped on any change of the fields below (2: load_file, supports answers a cost;
-                                              // 3: batch, run carries queued writes, threads; 4: copies)
+constexpr uint32_t kWireProtocol = 5;         // bumped on any change of the fields below (2: load_file, supports answers a cost;
+                                              // 3: batch, run carries queued writes, threads; 4: copies; 5: memory)
 constexpr int kMpiTag = 0x1f00;               // the one tag of rank 0's requests and the workers' replies
 // Rank to rank copies move their bytes between two workers on a tag of their
 // own, kMpiCopyTagBase + (a copy's number mod kMpiCopyTags): below 32767, the
@@ -47,6 +47,7 @@ enum class Kind : uint32_t {
   kBatch = 12,    // a stream's queued writes and reads (accesses), in order -> the reads' bytes, concatenated
   kThreads = 13,  // device, n (>= 1: set it; 0: only ask) -> the device's thread count (loom.threads)
   kCopies = 14,   // rank to rank copies (u32 count, WireCopy items: send, receive or local) -> ok once all moved
+  kMemory = 15,   // device -> its memory now: total, free (u64 each; what its get_props says at this moment)
   kReplyOk = 100,
   kReplyError = 101,  // status code + message
 };

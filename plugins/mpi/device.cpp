@@ -18,14 +18,14 @@ namespace wire = common::mpi;
 
 loom_status_t* device_get_props(loom_device_t* d, loom_device_props_t* out) {
   return guarded("mpi.get_props", [&]() -> loom_status_t* {
-    const RemoteInfo& i = RemoteDevice::from(d)->info();
+    RemoteDevice* dev = RemoteDevice::from(d);
+    const RemoteInfo& i = dev->info();
     loom_device_props_t props{};
     props.struct_size = sizeof props;
     props.name = i.name.c_str();
     props.description = i.description.c_str();
     props.type = i.type;
-    props.memory_total = i.memory_total;
-    props.memory_free = i.memory_free;
+    dev->memory(&props.memory_total, &props.memory_free);
     std::memcpy(props.uuid, i.uuid, sizeof props.uuid);
     props.has_uuid = true;
     // Queued copies held until a run or a flush point (stream.h), compute
@@ -116,7 +116,7 @@ const loom_device_iface_t kDeviceIface = {
 
 RemoteDevice::RemoteDevice(Transport* transport, RemoteInfo info)
     : transport_(transport), info_(std::move(info)), raw_{sizeof(loom_device_t), &kDeviceIface, this},
-      buffer_type_(this), threads_(info_.threads) {}
+      buffer_type_(this), threads_(info_.threads), memory_total_(info_.memory_total), memory_free_(info_.memory_free) {}
 
 bool RemoteDevice::supports_op(const loom_tensor_t* node) { return ask(node).yes; }
 
@@ -195,6 +195,38 @@ loom_status_t* RemoteDevice::set_threads(int32_t n) {
 int32_t RemoteDevice::threads() {
   std::lock_guard<std::mutex> lock(mu_);
   return threads_;
+}
+
+void RemoteDevice::memory(uint64_t* total, uint64_t* free) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (memory_fresh_) {
+      memory_fresh_ = false;
+      *total = memory_total_;
+      *free = memory_free_;
+      return;
+    }
+  }
+  wire::Writer m(wire::Kind::kMemory, transport_->loom_version());
+  m.u32(info_.index);
+  std::vector<uint8_t> reply;
+  if (loom_status_t* st = transport_->request(info_.rank, info_.name, m, &reply)) {
+    common::plugin_log(LOOM_LOG_LEVEL_DEBUG, "mpi", info_.name + ": memory not asked again (no answer); the last known kept");
+    common::host_services()->status_free(st);
+  } else {
+    wire::Reader r(reply.data(), reply.size());
+    const uint64_t t = r.u64(), f = r.u64();
+    if (!r.failed() && r.remaining() == 0 && f <= t) {
+      std::lock_guard<std::mutex> lock(mu_);
+      memory_total_ = t;
+      memory_free_ = f;
+    } else {
+      common::plugin_log(LOOM_LOG_LEVEL_DEBUG, "mpi", info_.name + " sent a malformed memory answer");
+    }
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  *total = memory_total_;
+  *free = memory_free_;
 }
 
 bool RemoteDevice::graph_known(uint64_t key) {

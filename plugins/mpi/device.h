@@ -1,6 +1,8 @@
 // A device of another rank, shown on rank 0 as "r<rank>.<name>". What the
 // worker reported at hello (name, type, memory, alignment, identity) is kept
-// here; supports_op answers are asked once per node shape and cached.
+// here; supports_op answers are asked once per node shape and cached; the
+// memory is asked again at every get_props after the first (the fit and the
+// loads read it as it is now, not as it was at hello).
 // Owned by the plugin context; thread-safe (the cache has a mutex, the
 // transport its own).
 #pragma once
@@ -56,6 +58,11 @@ class RemoteDevice {
   loom_status_t* set_threads(int32_t n);
   int32_t threads();
 
+  // The device's memory (total, free): hello's answer the first time, the
+  // worker's answer now ("memory" request) every later time; the last
+  // known values when the rank does not answer.
+  void memory(uint64_t* total, uint64_t* free);
+
   // Graph keys this device's worker has been sent (stream.cpp).
   bool graph_known(uint64_t key);
   void remember_graph(uint64_t key);
@@ -74,6 +81,8 @@ class RemoteDevice {
   std::unordered_map<uint64_t, Answer> supports_;
   std::unordered_set<uint64_t> graphs_;
   int32_t threads_;
+  uint64_t memory_total_, memory_free_;
+  bool memory_fresh_ = true;  // hello's memory not read yet
 };
 
 }  // namespace loom::mpi

@@ -151,6 +151,10 @@ case "$case_name" in
     [ "$runs" -ge 40 ] || fail "$runs runs for 40 tokens"
     # One graph per distinct step shape (the 5-token prefill, a decode step), not one per token.
     [ "$graphs" -le 2 ] || fail "$graphs graphs sent for $runs runs: decode steps resend their graph"
+    # The memory checks before the load (the KV cache's fit) ask rank 1 what
+    # its cpu has now, not what it had at hello.
+    read -r mems _ <<<"$(sent "$work/err.txt" memory)"
+    [ "${mems:-0}" -ge 1 ] || fail "rank 1's memory was never asked again after hello: $line"
     # Round trips per decode step, over 32 more steps: the step inputs ride
     # in the run request and the reads of the rank-0 split go as one batch
     # (2 today; 10 when every input and read was a message of its own).

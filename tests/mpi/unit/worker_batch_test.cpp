@@ -3,7 +3,9 @@
 // checked like a single set/get before any is done, so a malformed batch
 // (bad buffer, range, op, count, cut short, a read inside a run) is an
 // error reply that changes nothing while the server keeps serving. And
-// loom.threads forwarded to the device.
+// loom.threads forwarded to the device, and a device's memory as it is now.
+#include <cstdlib>
+
 #include "worker_fixture.hpp"
 
 namespace {
@@ -205,6 +207,71 @@ TEST_F(WorkerBatchTest, ThreadsAreSetOnTheDevice) {
   EXPECT_FALSE(r.ok());
   ASSERT_TRUE(cpu_->set_threads(before).ok());
   expect_still_serving();
+}
+
+// "memory" answers what the device says now, not what it said at hello:
+// on a simulated device of 1 MiB, a 256 KiB buffer takes 256 KiB off the
+// free figure, and freeing it gives them back (what rank 0's fit reads).
+TEST_F(WorkerBatchTest, MemoryIsTheDevicesNow) {
+  setenv("LOOM_SIM_DEVICES", "1", 1);
+  setenv("LOOM_SIM_MEMORY_0", "1048576", 1);
+  loom::registry::Options o;
+  o.paths = {LOOM_TEST_SIM_DIR};
+  o.use_env = false;
+  o.search_library_dir = false;
+  o.search_install_dir = false;
+  o.probe = loom::registry::ProbeMode::kInline;
+  std::unique_ptr<loom::registry::Registry> reg = loom::registry::Registry::load(o);
+  unsetenv("LOOM_SIM_MEMORY_0");
+  unsetenv("LOOM_SIM_DEVICES");
+  loom::registry::Device* sim = reg->device("sim0");
+  ASSERT_NE(sim, nullptr) << "the sim plugin in " << LOOM_TEST_SIM_DIR;
+  WorkerServer server(std::vector<loom::registry::Device*>{sim}, kVersion, 1, "testhost");
+  auto ask_memory = [&](uint32_t dev, std::vector<uint8_t>* out) {
+    wire::Writer w(wire::Kind::kMemory, kVersion);
+    w.u32(dev);
+    out->clear();
+    server.handle(w.data().data(), w.data().size(), out);
+    wire::WireHeader h;
+    EXPECT_GE(out->size(), sizeof h);
+    if (out->size() < sizeof h) return false;
+    std::memcpy(&h, out->data(), sizeof h);
+    out->erase(out->begin(), out->begin() + sizeof h);
+    return h.kind == static_cast<uint32_t>(wire::Kind::kReplyOk);
+  };
+  auto free_bytes = [&]() -> uint64_t {
+    std::vector<uint8_t> out;
+    EXPECT_TRUE(ask_memory(0, &out));
+    EXPECT_EQ(out.size(), 16u);
+    uint64_t v[2] = {0, 0};
+    if (out.size() == 16) std::memcpy(v, out.data(), 16);
+    EXPECT_EQ(v[0], 1048576u) << "total";
+    return v[1];
+  };
+  const uint64_t before = free_bytes();
+  EXPECT_EQ(before, 1048576u);
+  wire::Writer a(wire::Kind::kAlloc, kVersion);
+  a.u32(0);
+  a.u64(262144);
+  std::vector<uint8_t> out;
+  server.handle(a.data().data(), a.data().size(), &out);
+  ASSERT_GE(out.size(), sizeof(wire::WireHeader) + 8);
+  uint64_t id = 0;
+  std::memcpy(&id, out.data() + sizeof(wire::WireHeader), 8);
+  EXPECT_EQ(free_bytes(), before - 262144);
+  wire::Writer f(wire::Kind::kFree, kVersion);
+  f.u64(id);
+  server.handle(f.data().data(), f.data().size(), &out);
+  EXPECT_EQ(free_bytes(), before);
+  // A device index it does not have, or bytes past the index: errors.
+  EXPECT_FALSE(ask_memory(2, &out));
+  wire::Writer longer(wire::Kind::kMemory, kVersion);
+  longer.u32(0);
+  longer.u32(0);
+  server.handle(longer.data().data(), longer.data().size(), &out);
+  wire::WireHeader h;
+  std::memcpy(&h, out.data(), sizeof h);
+  EXPECT_EQ(h.kind, static_cast<uint32_t>(wire::Kind::kReplyError));
 }
 
 }  // namespace

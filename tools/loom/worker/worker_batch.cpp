@@ -3,7 +3,8 @@
 // batch or ahead of a run. Every item is checked exactly as a single set or
 // get is (the tensor's fields, its buffer, the range) before any item is
 // done, so a malformed batch changes nothing and is answered with an error
-// naming the item. And loom.threads, forwarded to this rank's device.
+// naming the item. And loom.threads, forwarded to this rank's device, and a
+// device's memory now.
 #include <cstring>
 #include <string>
 #include <vector>
@@ -115,6 +116,18 @@ Status WorkerServer::threads(const uint8_t* p, size_t n, std::vector<uint8_t>* r
   if (now < 1) return unimplemented("[worker.threads] " + d->name() + " has no loom.threads extension");
   reply->resize(4);
   std::memcpy(reply->data(), &now, 4);
+  return Status::Ok();
+}
+
+Status WorkerServer::memory(const uint8_t* p, size_t n, std::vector<uint8_t>* reply) {
+  wire::Reader r(p, n);
+  const uint32_t dev = r.u32();
+  if (r.failed() || r.remaining() != 0) return invalid_argument("[worker.memory] the request is not one device index");
+  LOOM_ASSIGN_OR_RETURN(registry::Device * d, device(dev));
+  LOOM_ASSIGN_OR_RETURN(registry::Device::Memory mem, d->memory());
+  const uint64_t fields[2] = {mem.total, mem.free};
+  reply->resize(sizeof fields);
+  std::memcpy(reply->data(), fields, sizeof fields);
   return Status::Ok();
 }
 

@@ -93,6 +93,7 @@ Status WorkerServer::dispatch(uint32_t kind, const uint8_t* p, size_t n, std::ve
     case wire::Kind::kBatch: return batch(p, n, reply);
     case wire::Kind::kThreads: return threads(p, n, reply);
     case wire::Kind::kCopies: return copies(p, n);
+    case wire::Kind::kMemory: return memory(p, n, reply);
     case wire::Kind::kShutdown: return Status::Ok();
     default: return malformed("request", "unknown request kind " + std::to_string(kind));
   }

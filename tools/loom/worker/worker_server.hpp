@@ -75,7 +75,7 @@ class WorkerServer {
   Status load_file(const uint8_t* p, size_t n);  // worker_file_load.cpp
   // worker_batch.cpp: a stream's queued writes and reads (batch, and the
   // writes a run carries), each checked like a single set/get before any
-  // is done; and loom.threads of a device.
+  // is done; loom.threads of a device and its memory now.
   struct QueuedAccess {
     uint32_t op = 0;  // wire::Access
     Tensor tensor{};
@@ -86,6 +86,7 @@ class WorkerServer {
   Status apply_accesses(const char* what, const std::vector<QueuedAccess>& items, std::vector<uint8_t>* reply);
   Status batch(const uint8_t* p, size_t n, std::vector<uint8_t>* reply);
   Status threads(const uint8_t* p, size_t n, std::vector<uint8_t>* reply);
+  Status memory(const uint8_t* p, size_t n, std::vector<uint8_t>* reply);  // a device's memory now
   // worker_copy.cpp: rank to rank copies (sends, receives) and copies
   // between two buffers of this rank, all checked before any moves.
   struct CopyItem;
