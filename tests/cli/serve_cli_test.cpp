@@ -19,7 +19,7 @@ TEST(ServeCli, HelpTellsTheRoutesAndFlags) {
   LoomResult h = run_loom("serve --help");
   EXPECT_EQ(h.exit_code, 0);
   for (const char* s : {"usage: loom serve [options]", "--port N", "--host HOST", "--parallel N", "--api-key KEY",
-                        "--max-queue N", "--timeout S", "/v1/chat/completions", "/health", "/metrics", "SIGTERM"}) {
+                        "--max-queue N", "--mixed-step-ratio R", "--timeout S", "/v1/chat/completions", "/health", "/metrics", "SIGTERM"}) {
     EXPECT_NE(h.out.find(s), std::string::npos) << s << " in:\n" << h.out;
   }
   LoomResult all = run_loom("--help");
@@ -36,6 +36,8 @@ TEST(ServeCli, BadValuesExitTwoNamingTheFlag) {
       {"-np x", "-np 'x': expected an integer in [1, 1024]"},
       {"--timeout 0", "--timeout '0': expected an integer in [1, 86400]"},
       {"--max-queue -1", "--max-queue '-1': expected an integer in [0, 1000000]"},
+      {"--mixed-step-ratio 0.5", "--mixed-step-ratio '0.5': expected a number in [1, 1000]"},
+      {"--mixed-step-ratio x", "--mixed-step-ratio 'x': expected a number in [1, 1000]"},
       {"-c 0", "-c '0': expected an integer >= 1"},
       {"--host ''", "--host '': expected an address"},
       {"--api-key ''", "--api-key '': expected a key"},

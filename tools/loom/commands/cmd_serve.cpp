@@ -53,6 +53,7 @@ std::string parse_args(const ParsedOptions& p, ServeOptions* o) {
   o->engine.n_ctx = p.integer("--ctx", o->engine.n_ctx);
   o->engine.n_batch = p.integer("--batch", o->engine.n_batch);
   o->engine.max_queue = static_cast<int32_t>(p.integer("--max-queue", o->engine.max_queue));
+  o->engine.mixed_step_ratio = p.number("--mixed-step-ratio", o->engine.mixed_step_ratio);
   o->engine.n_threads = static_cast<int>(o->threads);
   o->placement = placement_of(p);
   return "";

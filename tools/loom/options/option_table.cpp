@@ -189,6 +189,10 @@ const std::vector<OptionSpec>& option_table() {
       {"--max-queue", nullptr, "N", K::kInt, kServe,
        "requests waiting for a free slot at most; more are answered 503 (default 64)", 0, 1000000,
        "an integer in [0, 1000000]"},
+      {"--mixed-step-ratio", nullptr, "R", K::kNumber, kServe,
+       "a step that reads prompt tokens beside running decodes may take at most R times the same step without "
+       "them (default 2; higher: waiting prompts start sooner, running streams slow more while they arrive)",
+       1, 1000, "a number in [1, 1000]"},
       {"--timeout", nullptr, "S", K::kInt, kServe,
        "seconds a connection may wait to read a request or to write a response (default 600)", 1, 86400,
        "an integer in [1, 86400]"},
