@@ -215,13 +215,7 @@ TEST_F(WorkerBatchTest, ThreadsAreSetOnTheDevice) {
 TEST_F(WorkerBatchTest, MemoryIsTheDevicesNow) {
   setenv("LOOM_SIM_DEVICES", "1", 1);
   setenv("LOOM_SIM_MEMORY_0", "1048576", 1);
-  loom::registry::Options o;
-  o.paths = {LOOM_TEST_SIM_DIR};
-  o.use_env = false;
-  o.search_library_dir = false;
-  o.search_install_dir = false;
-  o.probe = loom::registry::ProbeMode::kInline;
-  std::unique_ptr<loom::registry::Registry> reg = loom::registry::Registry::load(o);
+  std::unique_ptr<loom::registry::Registry> reg = load_registry(LOOM_TEST_SIM_DIR);
   unsetenv("LOOM_SIM_MEMORY_0");
   unsetenv("LOOM_SIM_DEVICES");
   loom::registry::Device* sim = reg->device("sim0");

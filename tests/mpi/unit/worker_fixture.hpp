@@ -30,14 +30,19 @@ struct Reply {
 
 class WorkerServerTest : public ::testing::Test {
  protected:
-  void SetUp() override {
+  // The plugins of `dir` alone, probed in this process.
+  static std::unique_ptr<loom::registry::Registry> load_registry(const char* dir) {
     loom::registry::Options o;
-    o.paths = {LOOM_TEST_PLUGIN_DIR};
+    o.paths = {dir};
     o.use_env = false;
     o.search_library_dir = false;
     o.search_install_dir = false;
     o.probe = loom::registry::ProbeMode::kInline;
-    reg_ = loom::registry::Registry::load(o);
+    return loom::registry::Registry::load(o);
+  }
+
+  void SetUp() override {
+    reg_ = load_registry(LOOM_TEST_PLUGIN_DIR);
     cpu_ = reg_->device("cpu");
     ASSERT_NE(cpu_, nullptr);
     server_ = std::make_unique<WorkerServer>(std::vector<loom::registry::Device*>{cpu_}, kVersion, 1, "testhost");
