@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Set up, build and run the whole test suite: a release build, a short run of
-# the libFuzzer targets (when clang has libFuzzer), then the same suite under
+# Set up, build and run the whole test suite: a release build and the tests
+# the ASan pass leaves out plus a check of the release kernels, a short run
+# of the libFuzzer targets (when clang has libFuzzer), then the suite under
 # AddressSanitizer + UndefinedBehaviorSanitizer, then a ThreadSanitizer pass
 # over the thread pool, scheduler and registry tests (scripts/tsan.sh).
 # Usage: scripts/test.sh [--no-asan] [--no-tsan]
@@ -33,8 +34,20 @@ phase "npm ci (tests/serve/node)"
 phase "release build"
 cmake --preset release
 cmake --build --preset release -j "$jobs"
-phase "release tests"
-ctest --preset release -j "$jobs"
+# With the ASan pass to follow, the release build runs what that pass leaves
+# out (the mpirun runs, the Vulkan shader variants, whole models on
+# lavapipe) and a check of what users run at -O3: every CPU variant's op
+# suite, conformance, the stories text, every weight type and architecture,
+# the Node client (CMakePresets.json: release-beside-asan). Every test runs
+# at least once; the rest of the suite runs once, under ASan. Without the
+# ASan pass: the whole suite here.
+if [ "$asan" = 1 ]; then
+  phase "release tests (what the ASan pass leaves out, and the release kernels)"
+  ctest --preset release-beside-asan -j "$jobs"
+else
+  phase "release tests"
+  ctest --preset release -j "$jobs"
+fi
 
 # The libFuzzer targets (GGUF reader, tokenizer, serve request parser) for a short time each, when
 # this machine's clang has libFuzzer (scripts/fuzz.sh runs them longer).
