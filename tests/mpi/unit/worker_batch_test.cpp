@@ -213,59 +213,45 @@ TEST_F(WorkerBatchTest, ThreadsAreSetOnTheDevice) {
 // on a simulated device of 1 MiB, a 256 KiB buffer takes 256 KiB off the
 // free figure, and freeing it gives them back (what rank 0's fit reads).
 TEST_F(WorkerBatchTest, MemoryIsTheDevicesNow) {
+  // The fixture's server, over the simulated device instead of the cpu.
+  server_.reset();
   setenv("LOOM_SIM_DEVICES", "1", 1);
   setenv("LOOM_SIM_MEMORY_0", "1048576", 1);
-  std::unique_ptr<loom::registry::Registry> reg = load_registry(LOOM_TEST_SIM_DIR);
+  reg_ = load_registry(LOOM_TEST_SIM_DIR);
   unsetenv("LOOM_SIM_MEMORY_0");
   unsetenv("LOOM_SIM_DEVICES");
-  loom::registry::Device* sim = reg->device("sim0");
+  loom::registry::Device* sim = reg_->device("sim0");
   ASSERT_NE(sim, nullptr) << "the sim plugin in " << LOOM_TEST_SIM_DIR;
-  WorkerServer server(std::vector<loom::registry::Device*>{sim}, kVersion, 1, "testhost");
-  auto ask_memory = [&](uint32_t dev, std::vector<uint8_t>* out) {
+  server_ = std::make_unique<WorkerServer>(std::vector<loom::registry::Device*>{sim}, kVersion, 1, "testhost");
+  auto memory = [&](uint32_t dev) {
     wire::Writer w(wire::Kind::kMemory, kVersion);
     w.u32(dev);
-    out->clear();
-    server.handle(w.data().data(), w.data().size(), out);
-    wire::WireHeader h;
-    EXPECT_GE(out->size(), sizeof h);
-    if (out->size() < sizeof h) return false;
-    std::memcpy(&h, out->data(), sizeof h);
-    out->erase(out->begin(), out->begin() + sizeof h);
-    return h.kind == static_cast<uint32_t>(wire::Kind::kReplyOk);
+    return send(w);
   };
   auto free_bytes = [&]() -> uint64_t {
-    std::vector<uint8_t> out;
-    EXPECT_TRUE(ask_memory(0, &out));
-    EXPECT_EQ(out.size(), 16u);
+    Reply r = memory(0);
+    EXPECT_TRUE(r.ok()) << r.message;
+    EXPECT_EQ(r.payload.size(), 16u);
     uint64_t v[2] = {0, 0};
-    if (out.size() == 16) std::memcpy(v, out.data(), 16);
+    if (r.payload.size() == 16) std::memcpy(v, r.payload.data(), 16);
     EXPECT_EQ(v[0], 1048576u) << "total";
     return v[1];
   };
   const uint64_t before = free_bytes();
   EXPECT_EQ(before, 1048576u);
-  wire::Writer a(wire::Kind::kAlloc, kVersion);
-  a.u32(0);
-  a.u64(262144);
-  std::vector<uint8_t> out;
-  server.handle(a.data().data(), a.data().size(), &out);
-  ASSERT_GE(out.size(), sizeof(wire::WireHeader) + 8);
-  uint64_t id = 0;
-  std::memcpy(&id, out.data() + sizeof(wire::WireHeader), 8);
+  const uint64_t id = alloc(262144);
   EXPECT_EQ(free_bytes(), before - 262144);
   wire::Writer f(wire::Kind::kFree, kVersion);
   f.u64(id);
-  server.handle(f.data().data(), f.data().size(), &out);
+  EXPECT_TRUE(send(f).ok());
   EXPECT_EQ(free_bytes(), before);
   // A device index it does not have, or bytes past the index: errors.
-  EXPECT_FALSE(ask_memory(2, &out));
+  EXPECT_NE(memory(2).message.find("device index 2"), std::string::npos);
   wire::Writer longer(wire::Kind::kMemory, kVersion);
   longer.u32(0);
   longer.u32(0);
-  server.handle(longer.data().data(), longer.data().size(), &out);
-  wire::WireHeader h;
-  std::memcpy(&h, out.data(), sizeof h);
-  EXPECT_EQ(h.kind, static_cast<uint32_t>(wire::Kind::kReplyError));
+  EXPECT_FALSE(send(longer).ok());
+  expect_still_serving();
 }
 
 }  // namespace
