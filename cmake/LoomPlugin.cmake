@@ -61,6 +61,7 @@ function(loom_add_plugin name)
   elseif(NOT P_OUTPUT_DIR)
     set_property(GLOBAL APPEND PROPERTY LOOM_PLUGIN_SUMMARY "${label}|yes|${mode}, build tree only: not installed")
   endif()
+  set_property(GLOBAL APPEND PROPERTY LOOM_PLUGIN_TARGETS ${target})
   set(LOOM_LAST_PLUGIN_TARGET ${target} PARENT_SCOPE)
 endfunction()
 
