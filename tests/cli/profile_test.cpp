@@ -18,6 +18,7 @@
 #include "cli/json_test_util.hpp"
 #include "cli/run_loom.hpp"
 #include "loom/runtime/gguf.hpp"
+#include "tool_cache.hpp"
 
 namespace fs = std::filesystem;
 
@@ -31,14 +32,16 @@ constexpr int kFf = 512;
 
 std::string stories() {
   const char* env = std::getenv("LOOM_MODELS_DIR");
-  return std::string(env && *env ? env : LOOM_TEST_SOURCE_DIR "/../shared/models") + "/stories260K.gguf";
+  return std::string(env && *env ? env : LOOM_TEST_SOURCE_DIR "/../shared/models") +
+         "/stories260K.gguf";
 }
 
 // Any text: the tokenizer is stories260K's, every token drives the model.
 std::string text() {
   std::string t;
   for (int i = 0; i < 40; ++i) {
-    t += "Once upon a time there was a little girl named Lily. She liked to play in the park with her dog. ";
+    t += "Once upon a time there was a little girl named Lily. She liked to play in the park with "
+         "her dog. ";
   }
   return t;
 }
@@ -61,14 +64,22 @@ class CliProfile : public ::testing::Test {
       return;
     }
     dir_ = new std::string(tmpl);
-    const std::string cmd = std::string(kPython) + " " LOOM_TEST_SOURCE_DIR "/tools/make_sparse_gguf.py " + model() +
-                            " --tokenizer-from " + stories() + " --dim 64 --layers " + std::to_string(kLayers) +
-                            " --heads 4 --ffn " + std::to_string(kFf) +
-                            " --sparsity 0.9 --recall 0.999 --noise 0.02 --seed 3 --samples 96 >/dev/null";
-    if (std::system(cmd.c_str()) != 0 || !fs::exists(model())) *skip_ = "make_sparse_gguf.py failed: " + cmd;
+    // The model is made once per build tree (tests/tool_cache.hpp), not once per test process.
+    const std::string tool = LOOM_TEST_SOURCE_DIR "/tools/make_sparse_gguf.py";
+    const std::string cmd =
+        std::string(kPython) + " " + tool + " {dir}/relu.gguf --tokenizer-from " + stories() +
+        " --dim 64 --layers " + std::to_string(kLayers) + " --heads 4 --ffn " +
+        std::to_string(kFf) +
+        " --sparsity 0.9 --recall 0.999 --noise 0.02 --seed 3 --samples 96 >/dev/null";
+    std::string why;
+    const std::string made = loom::test::cached_tool_dir(
+        "profile-relu", cmd, {tool, LOOM_TEST_SOURCE_DIR "/tools/gguf_writer.py", stories()}, &why);
+    if (made.empty()) *skip_ = "make_sparse_gguf.py: " + why;
+    model_ = new std::string(made + "/relu.gguf");
     std::FILE* f = std::fopen(text_file().c_str(), "wb");
     const std::string t = text();
-    if (!f || std::fwrite(t.data(), 1, t.size(), f) != t.size() || std::fclose(f) != 0) *skip_ = "cannot write the text";
+    if (!f || std::fwrite(t.data(), 1, t.size(), f) != t.size() || std::fclose(f) != 0)
+      *skip_ = "cannot write the text";
   }
   static void TearDownTestSuite() {
     if (dir_) fs::remove_all(*dir_);
@@ -76,14 +87,16 @@ class CliProfile : public ::testing::Test {
   void SetUp() override {
     if (!skip_->empty()) GTEST_SKIP() << *skip_;
   }
-  static std::string model() { return *dir_ + "/relu.gguf"; }
+  static std::string model() { return *model_; }
   static std::string text_file() { return *dir_ + "/text.txt"; }
   static std::string* skip_;
   static std::string* dir_;
+  static std::string* model_;
 };
 
 std::string* CliProfile::skip_ = nullptr;
 std::string* CliProfile::dir_ = nullptr;
+std::string* CliProfile::model_ = nullptr;
 
 // Pearson correlation of two equal-length vectors.
 double correlation(const float* a, const float* b, size_t n) {
@@ -105,7 +118,9 @@ double correlation(const float* a, const float* b, size_t n) {
 
 TEST_F(CliProfile, CountsTheModelsFiringShares) {
   const std::string out = *dir_ + "/p.gguf";
-  auto r = run_loom("profile -m " + model() + " -f " + text_file() + " -o " + out + " --ctx 128 --json", "", false);
+  auto r =
+      run_loom("profile -m " + model() + " -f " + text_file() + " -o " + out + " --ctx 128 --json",
+               "", false);
   ASSERT_EQ(r.exit_code, 0) << r.out;
   const nlohmann::json j = loom::test::parse_json(r.out);
   ASSERT_EQ(j.at("layers").size(), static_cast<size_t>(kLayers)) << r.out;
@@ -152,7 +167,8 @@ TEST_F(CliProfile, CountsTheModelsFiringShares) {
 
 TEST_F(CliProfile, PlacementByTheProfileGivesTheDenseTokens) {
   const std::string out = *dir_ + "/p2.gguf";
-  auto r = run_loom("profile -m " + model() + " -p \"" + text().substr(0, 400) + "\" -o " + out, "", true);
+  auto r = run_loom("profile -m " + model() + " -p \"" + text().substr(0, 400) + "\" -o " + out, "",
+                    true);
   ASSERT_EQ(r.exit_code, 0) << r.out;
   EXPECT_NE(r.out.find("layer 1: sparsity"), std::string::npos) << r.out;
   const std::string args = "run -m " + model() + " -p \"Once upon a time\" -n 24 --json";
@@ -161,36 +177,44 @@ TEST_F(CliProfile, PlacementByTheProfileGivesTheDenseTokens) {
   // Budget: ~20% of the neurons' rows (gate, up, down_t: 64 f32 each; the
   // predictor's output row of 32 f32 and a bias).
   const int budget = (3 * 64 * 4 + 32 * 4 + 4) * kLayers * kFf / 5;
-  auto split = run_loom(args + " --device sim0,cpu --plugin-path " + std::string(LOOM_TEST_SIM_DIR) +
-                            " --sparse-budget " + std::to_string(budget) + " --sparse-profile " + out,
-                        "LOOM_SIM_DEVICES=1 LOOM_LOG=llm:info", true);
+  auto split =
+      run_loom(args + " --device sim0,cpu --plugin-path " + std::string(LOOM_TEST_SIM_DIR) +
+                   " --sparse-budget " + std::to_string(budget) + " --sparse-profile " + out,
+               "LOOM_SIM_DEVICES=1 LOOM_LOG=llm:info", true);
   ASSERT_EQ(split.exit_code, 0) << split.out;
   EXPECT_NE(split.out.find("bytes of FFN rows on sim0"), std::string::npos) << split.out;
   const size_t brace = split.out.rfind("\n{");
   ASSERT_NE(brace, std::string::npos) << split.out;
-  EXPECT_EQ(loom::test::parse_json(split.out.substr(brace + 1)).at("text"), loom::test::parse_json(dense.out).at("text"));
+  EXPECT_EQ(loom::test::parse_json(split.out.substr(brace + 1)).at("text"),
+            loom::test::parse_json(dense.out).at("text"));
   // The same with asynchronous sim streams (the hot share queued on sim0
   // while the cpu computes the cold one), random delays on sim0's work.
-  auto async = run_loom(args + " --device sim0,cpu --plugin-path " + std::string(LOOM_TEST_SIM_DIR) +
-                            " --sparse-budget " + std::to_string(budget) + " --sparse-profile " + out,
-                        "LOOM_SIM_DEVICES=1 LOOM_SIM_ASYNC=1 LOOM_SIM_JITTER_US=200", false);
+  auto async =
+      run_loom(args + " --device sim0,cpu --plugin-path " + std::string(LOOM_TEST_SIM_DIR) +
+                   " --sparse-budget " + std::to_string(budget) + " --sparse-profile " + out,
+               "LOOM_SIM_DEVICES=1 LOOM_SIM_ASYNC=1 LOOM_SIM_JITTER_US=200", false);
   ASSERT_EQ(async.exit_code, 0) << async.out;
-  EXPECT_EQ(loom::test::parse_json(async.out).at("text"), loom::test::parse_json(dense.out).at("text"));
+  EXPECT_EQ(loom::test::parse_json(async.out).at("text"),
+            loom::test::parse_json(dense.out).at("text"));
 }
 
 TEST_F(CliProfile, BadInputIsAnErrorNamingWhy) {
   auto none = run_loom("profile -m " + model(), "", true);
   EXPECT_EQ(none.exit_code, 1);
   EXPECT_NE(none.out.find("-p TEXT or -f FILE"), std::string::npos) << none.out;
-  auto silu = run_loom("profile -m " + stories() + " -p \"Once upon a time there was\" -o " + *dir_ + "/s.gguf", "", true);
+  auto silu = run_loom(
+      "profile -m " + stories() + " -p \"Once upon a time there was\" -o " + *dir_ + "/s.gguf", "",
+      true);
   EXPECT_EQ(silu.exit_code, 1);
   EXPECT_NE(silu.out.find("not relu"), std::string::npos) << silu.out;
-  auto gone = run_loom("run -m " + model() + " -n 2 --device sim0,cpu --plugin-path " + std::string(LOOM_TEST_SIM_DIR) +
+  auto gone = run_loom("run -m " + model() + " -n 2 --device sim0,cpu --plugin-path " +
+                           std::string(LOOM_TEST_SIM_DIR) +
                            " --sparse-budget 1000 --sparse-profile " + *dir_ + "/nope.gguf",
                        "LOOM_SIM_DEVICES=1", true);
   EXPECT_EQ(gone.exit_code, 1);
   EXPECT_NE(gone.out.find("profile " + *dir_ + "/nope.gguf"), std::string::npos) << gone.out;
-  auto missing = run_loom("run -m " + model() + " -n 2 --sparse-profile " + *dir_ + "/nope.gguf", "", true);
+  auto missing =
+      run_loom("run -m " + model() + " -n 2 --sparse-profile " + *dir_ + "/nope.gguf", "", true);
   EXPECT_EQ(missing.exit_code, 1);
   EXPECT_NE(missing.out.find("only with a sparse budget"), std::string::npos) << missing.out;
 }

@@ -27,14 +27,15 @@
 #include "llm/session/generate.hpp"
 #include "llm/session/llama_session.hpp"
 #include "llm_test_util.hpp"
-#include "loom/sched/executor.hpp"
+#include "loom/registry/registry.hpp"
 #include "loom/runtime/graph.hpp"
 #include "loom/runtime/ops.hpp"
-#include "loom/registry/registry.hpp"
+#include "loom/sched/executor.hpp"
 #include "loom/sched/scheduler.hpp"
 #include "registry/registry_test_util.hpp"
 #include "sim_plugin/sim_trace.h"
 #include "story_run.hpp"
+#include "tool_cache.hpp"
 
 namespace loom::llm {
 namespace {
@@ -45,6 +46,9 @@ constexpr char kPython[] = "/usr/bin/python3";
 constexpr int64_t kLayers = 2;
 
 std::string tool_path() { return std::string(LOOM_TEST_SOURCE_DIR) + "/tools/make_sparse_gguf.py"; }
+std::string writer_path() {
+  return std::string(LOOM_TEST_SOURCE_DIR) + "/tools/gguf_writer.py";
+}  // the tool imports it
 
 class SparseFfn : public ::testing::Test {
  protected:
@@ -60,32 +64,29 @@ class SparseFfn : public ::testing::Test {
       *skip_reason_ = std::string(kPython) + " has no numpy (apt-get install python3-numpy)";
       return;
     }
-    char tmpl[] = "/tmp/loom-sparse-XXXXXX";
-    if (!mkdtemp(tmpl)) {
-      *skip_reason_ = "mkdtemp failed";
-      return;
-    }
-    dir_ = new std::string(tmpl);
-    const std::map<std::string, std::string> specs = {
-        {"f32", "--type f32"}, {"q8_0", "--type q8_0"}, {"dense", "--type f32 --no-predictors"},
-        {"f32_all", "--type f32 --recall 1.0"}, {"q8_0_pq8", "--type q8_0 --pred-type q8_0"}};
+    const std::map<std::string, std::string> specs = {{"f32", "--type f32"},
+                                                      {"q8_0", "--type q8_0"},
+                                                      {"dense", "--type f32 --no-predictors"},
+                                                      {"f32_all", "--type f32 --recall 1.0"},
+                                                      {"q8_0_pq8", "--type q8_0 --pred-type q8_0"}};
     for (const auto& [name, args] : specs) {
-      const std::string out = *dir_ + "/" + name + ".gguf";
       std::string toks;
       for (TokenId t : prompt()) toks += (toks.empty() ? "" : ",") + std::to_string(t);
-      const std::string cmd = std::string(kPython) + " " + tool_path() + " " + out + " --tokenizer-from " + stories +
-                              " --dim 64 --layers " + std::to_string(kLayers) +
-                              " --heads 4 --ffn 512 --sparsity 0.9 --recall 0.999 --noise 0.02 --seed 3 " + args +
-                              " --reference-tokens " + toks + " --reference-logits " + out + ".ref >/dev/null";
-      if (std::system(cmd.c_str()) != 0 || !fs::exists(out)) {
-        *skip_reason_ = "make_sparse_gguf.py failed: " + cmd;
+      // Made once per build tree (tests/tool_cache.hpp), not once per test process.
+      const std::string cmd =
+          std::string(kPython) + " " + tool_path() + " {dir}/m.gguf --tokenizer-from " + stories +
+          " --dim 64 --layers " + std::to_string(kLayers) +
+          " --heads 4 --ffn 512 --sparsity 0.9 --recall 0.999 --noise 0.02 --seed 3 " + args +
+          " --reference-tokens " + toks + " --reference-logits {dir}/m.gguf.ref >/dev/null";
+      std::string why;
+      const std::string dir =
+          test::cached_tool_dir("sparse-" + name, cmd, {tool_path(), writer_path(), stories}, &why);
+      if (dir.empty()) {
+        *skip_reason_ = "make_sparse_gguf.py: " + why;
         return;
       }
-      (*files_)[name] = out;
+      (*files_)[name] = dir + "/m.gguf";
     }
-  }
-  static void TearDownTestSuite() {
-    if (dir_) fs::remove_all(*dir_);
   }
 
   void SetUp() override {
@@ -98,8 +99,8 @@ class SparseFfn : public ::testing::Test {
   }
 
   std::unique_ptr<LlamaModel> load(const std::string& name, bool sparse,
-                                   const std::vector<registry::Device*>& devices = {}, int64_t n_gpu_layers = 0,
-                                   int64_t sparse_budget = -1) {
+                                   const std::vector<registry::Device*>& devices = {},
+                                   int64_t n_gpu_layers = 0, int64_t sparse_budget = -1) {
     LoadOptions lo;
     lo.devices = devices;
     if (lo.devices.empty()) lo.devices.push_back(reg_->device("cpu"));
@@ -130,13 +131,11 @@ class SparseFfn : public ::testing::Test {
   static const std::vector<TokenId>& prompt() { return test::story_prompt(); }
 
   static std::string* skip_reason_;
-  static std::string* dir_;
   static std::map<std::string, std::string>* files_;
   std::unique_ptr<registry::Registry> reg_;
 };
 
 std::string* SparseFfn::skip_reason_ = nullptr;
-std::string* SparseFfn::dir_ = nullptr;
 std::map<std::string, std::string>* SparseFfn::files_ = nullptr;
 
 // max |a - b| / max |b|
@@ -163,9 +162,9 @@ TEST_F(SparseFfn, PredictorsAreBoundAndTheGraphUsesTheSparseOps) {
     EXPECT_NE(l.ffn_down_t, nullptr);
   }
   const LlamaHparams& h = m->hparams();
-  KvCache cache =
-      KvCache::create(m->context(), *reg_->device("cpu"), h.n_layer, h.head_dim(), h.n_head_kv, 32, LOOM_TYPE_F32)
-          .value();
+  KvCache cache = KvCache::create(m->context(), *reg_->device("cpu"), h.n_layer, h.head_dim(),
+                                  h.n_head_kv, 32, LOOM_TYPE_F32)
+                      .value();
   const size_t mark = m->context().checkpoint();
   auto g = build_llama_graph(*m, cache, 1, 0, false);
   ASSERT_TRUE(g.ok()) << g.status().to_string();
@@ -201,7 +200,8 @@ TEST_F(SparseFfn, LoomRunsTheModelTheToolFittedOn) {
     std::fclose(f);
     ASSERT_EQ(n, want.size());
     const double err = rel_max(got, want);
-    std::cout << "[ sparse ] " << name << ": loom dense vs the tool's numpy logits: " << err << "\n";
+    std::cout << "[ sparse ] " << name << ": loom dense vs the tool's numpy logits: " << err
+              << "\n";
     // F32: f32 rounding (measured 7e-7). Q8_0: loom's int8 dots round the
     // activations to 8 bits per block of 32, numpy does not (measured 2e-2).
     EXPECT_LT(err, name == std::string("f32") ? 1e-5 : 5e-2);
@@ -237,7 +237,8 @@ TEST_F(SparseFfn, VulkanRunsTheSparseLayers) {
   ASSERT_NE(sparse, nullptr);
   EXPECT_EQ(sparse->n_gpu_layers(), kLayers);
   const LlamaHparams& h = sparse->hparams();
-  KvCache cache = KvCache::create(sparse->context(), *vk, h.n_layer, h.head_dim(), h.n_head_kv, 32, LOOM_TYPE_F32)
+  KvCache cache = KvCache::create(sparse->context(), *vk, h.n_layer, h.head_dim(), h.n_head_kv, 32,
+                                  LOOM_TYPE_F32)
                       .value();
   const size_t mark = sparse->context().checkpoint();
   auto g = build_llama_graph(*sparse, cache, 1, 0, false);
@@ -311,8 +312,8 @@ TEST_F(SparseFfn, HotAndColdSharesRunConcurrently) {
   auto reg = registry::Registry::load(o);
   registry::Device* sim = reg->device("sim0");
   ASSERT_NE(sim, nullptr) << "sim0 missing: " << LOOM_TEST_SIM_DIR;
-  const auto* trace =
-      static_cast<const loom_sim_ext_trace_t*>(sim->extension(LOOM_SIM_EXT_TRACE, LOOM_SIM_EXT_TRACE_VERSION));
+  const auto* trace = static_cast<const loom_sim_ext_trace_t*>(
+      sim->extension(LOOM_SIM_EXT_TRACE, LOOM_SIM_EXT_TRACE_VERSION));
   ASSERT_NE(trace, nullptr) << "sim plugin without loom.sim.trace v2";
   LoadOptions lo;
   lo.devices = {sim, reg->device("cpu")};
@@ -337,7 +338,8 @@ TEST_F(SparseFfn, HotAndColdSharesRunConcurrently) {
     const auto& devs = (*s)->scheduler().devices();
     const auto& times = (*s)->scheduler().last_stats().split_times;
     for (size_t k = 0; k < times.size(); ++k) {
-      if (devs[times[k].device] != sim || times[k].last_node.rfind("ffn_out.hot.", 0) != 0) continue;
+      if (devs[times[k].device] != sim || times[k].last_node.rfind("ffn_out.hot.", 0) != 0)
+        continue;
       hot_issued.push_back(times[k]);
       size_t c = k + 1;
       while (c < times.size() && devs[times[c].device] != reg->device("cpu")) ++c;
@@ -352,14 +354,16 @@ TEST_F(SparseFfn, HotAndColdSharesRunConcurrently) {
   for (const auto& b : busy) {
     if (std::string(b.last_node).rfind("ffn_out.hot.", 0) == 0) hot_busy.push_back(b);
   }
-  ASSERT_EQ(hot_issued.size(), static_cast<size_t>(kSteps * kLayers)) << "sim0 computes each layer's hot share";
+  ASSERT_EQ(hot_issued.size(), static_cast<size_t>(kSteps * kLayers))
+      << "sim0 computes each layer's hot share";
   ASSERT_EQ(hot_busy.size(), hot_issued.size());
   for (size_t i = 0; i < hot_issued.size(); ++i) {
     const std::string layer = hot_issued[i].last_node.substr(std::string("ffn_out.hot.").size());
     SCOPED_TRACE("step " + std::to_string(i / kLayers) + ", layer " + layer);
     EXPECT_EQ(std::string(hot_busy[i].last_node), hot_issued[i].last_node);
     EXPECT_EQ(next_cpu[i].last_node, "ffn_out.cold." + layer)
-        << "the cold share does not end a cpu split: it shares one with the add, which waits for the hot share";
+        << "the cold share does not end a cpu split: it shares one with the add, which waits for "
+           "the hot share";
     EXPECT_GE(next_cpu[i].begin_ns, hot_issued[i].begin_ns);
     EXPECT_LE(next_cpu[i].end_ns, hot_busy[i].end_ns)
         << "the cpu finished its next split " << (next_cpu[i].end_ns - hot_busy[i].end_ns) / 1000
@@ -377,8 +381,9 @@ TEST_F(SparseFfn, DensePrefillOfSparseLayersUsesTheRepackedCopy) {
   ASSERT_NE(sparse, nullptr);
   ASSERT_NE(dense, nullptr);
   if (reg_->device("cpu")->weight_buffer_type(sparse->layers.front().ffn_gate) == nullptr) {
-    GTEST_SKIP() << "the loaded cpu plugin (" << reg_->device("cpu")->name()
-                 << ") has no repacked layout for Q8_0 weights (a build without its x86-64 variants)";
+    GTEST_SKIP()
+        << "the loaded cpu plugin (" << reg_->device("cpu")->name()
+        << ") has no repacked layout for Q8_0 weights (a build without its x86-64 variants)";
   }
   for (const LlamaLayer& l : sparse->layers) {
     EXPECT_NE(l.ffn_gate_dense, nullptr);
@@ -404,7 +409,8 @@ TEST_F(SparseFfn, HotColdPlacementNeedsASecondDevice) {
   auto m = LlamaModel::load(files_->at("f32"), lo);
   ASSERT_FALSE(m.ok());
   EXPECT_EQ(m.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(m.status().message().find("needs a second device"), std::string::npos) << m.status().message();
+  EXPECT_NE(m.status().message().find("needs a second device"), std::string::npos)
+      << m.status().message();
 }
 
 TEST_F(SparseFfn, LogitsWithinTheStatedBoundOfDense) {
@@ -434,7 +440,6 @@ TEST_F(SparseFfn, LogitsWithinTheStatedBoundOfDense) {
     EXPECT_GT(err, 0.0) << "identical to dense: did the sparse path run?";
   }
 }
-
 
 // The cpu plugin's loom.cost plans a sparse product as 15% of the weight's
 // rows active per column (plugins/cpu/ops/cost.cpp: within 2x of

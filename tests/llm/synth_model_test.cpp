@@ -27,6 +27,7 @@
 #include "llm_test_util.hpp"
 #include "loom/registry/registry.hpp"
 #include "story_run.hpp"
+#include "tool_cache.hpp"
 
 namespace loom::llm {
 namespace {
@@ -63,34 +64,29 @@ class SynthModels : public ::testing::Test {
       *skip_reason_ = std::string(kPython) + " has no numpy (apt-get install python3-numpy)";
       return;
     }
-    char tmpl[] = "/tmp/loom-synth-XXXXXX";
-    if (!mkdtemp(tmpl)) {
-      *skip_reason_ = "mkdtemp failed";
-      return;
-    }
-    dir_ = new std::string(tmpl);
     struct Spec {
       const char* name;
       const char* type;
       int kv_heads;
     };
     // dim 64 (head size 8), ffn 160: multiples of the 32-element quant block.
-    const Spec specs[] = {{"f32", "f32", 4},   {"f16", "f16", 4},   {"q8_0", "q8_0", 4},
+    const Spec specs[] = {{"f32", "f32", 4},   {"f16", "f16", 4},  {"q8_0", "q8_0", 4},
                           {"q4_0", "q4_0", 4}, {"gqa2", "f32", 4}, {"gqa4", "f32", 2}};
     for (const Spec& s : specs) {
-      const std::string out = *dir_ + "/" + s.name + ".gguf";
-      const std::string cmd = std::string(kPython) + " " + tool_path() + " " + out + " --tokenizer-from " + stories +
-                              " --dim 64 --layers 2 --heads " + std::to_string(kHeads) + " --kv-heads " +
-                              std::to_string(s.kv_heads) + " --ffn 160 --type " + s.type + " --seed 7 >/dev/null";
-      if (std::system(cmd.c_str()) != 0 || !fs::exists(out)) {
-        *skip_reason_ = "make_synth_gguf.py failed: " + cmd;
+      // Made once per build tree (tests/tool_cache.hpp), not once per test process.
+      const std::string cmd =
+          std::string(kPython) + " " + tool_path() + " {dir}/m.gguf --tokenizer-from " + stories +
+          " --dim 64 --layers 2 --heads " + std::to_string(kHeads) + " --kv-heads " +
+          std::to_string(s.kv_heads) + " --ffn 160 --type " + s.type + " --seed 7 >/dev/null";
+      std::string why;
+      const std::string dir =
+          test::cached_tool_dir(std::string("synth-") + s.name, cmd, {tool_path(), stories}, &why);
+      if (dir.empty()) {
+        *skip_reason_ = "make_synth_gguf.py: " + why;
         return;
       }
-      (*files_)[s.name] = out;
+      (*files_)[s.name] = dir + "/m.gguf";
     }
-  }
-  static void TearDownTestSuite() {
-    if (dir_) fs::remove_all(*dir_);
   }
 
   void SetUp() override {
@@ -102,7 +98,8 @@ class SynthModels : public ::testing::Test {
     ASSERT_NE(reg_->device("cpu"), nullptr);
   }
 
-  std::unique_ptr<LlamaModel> load(const std::string& name, const std::vector<std::string>& devices = {"cpu"}) {
+  std::unique_ptr<LlamaModel> load(const std::string& name,
+                                   const std::vector<std::string>& devices = {"cpu"}) {
     LoadOptions lo;
     for (const std::string& d : devices) lo.devices.push_back(reg_->device(d));
     auto m = LlamaModel::load(files_->at(name), lo);
@@ -111,7 +108,8 @@ class SynthModels : public ::testing::Test {
   }
 
   // Logits of every position of `prompt` (batched) or the last one.
-  static std::vector<float> logits(LlamaModel* m, const std::vector<TokenId>& prompt, int64_t n_batch, bool all) {
+  static std::vector<float> logits(LlamaModel* m, const std::vector<TokenId>& prompt,
+                                   int64_t n_batch, bool all) {
     SessionOptions so;
     so.n_batch = n_batch;
     // The tests compare logits of different paths (batching, devices) to
@@ -131,13 +129,11 @@ class SynthModels : public ::testing::Test {
   static const std::vector<TokenId>& prompt() { return test::story_prompt(); }
 
   static std::string* skip_reason_;
-  static std::string* dir_;
   static std::map<std::string, std::string>* files_;
   std::unique_ptr<registry::Registry> reg_;
 };
 
 std::string* SynthModels::skip_reason_ = nullptr;
-std::string* SynthModels::dir_ = nullptr;
 std::map<std::string, std::string>* SynthModels::files_ = nullptr;
 
 // ||a - b|| / ||b||
