@@ -12,17 +12,18 @@ $LOOM_BENCH_MODELS or /tmp/loom-bench-models; needs python3-numpy):
   R=1  loom bench --device cpu                          (one process)
   R=2  mpirun -np 2 loom bench --device r1.cpu,cpu -ts 1,1
   R=3  mpirun -np 3 loom bench --device r1.cpu,r2.cpu,cpu -ts 1,1,1
+  R=3d mpirun -np 3 loom bench --device r1.cpu,r2.cpu -ts 1,1   (rank 0 only drives)
 
-every rank with one thread (LOOM_CPU_THREADS=1); --rounds rounds, each
-running every configuration once (`-r --reps`), medians over the rounds.
-Decode: ms per token and
-the extra over R=1. Prefill: -p tokens in m = p / b micro-batches (-b);
-speed-up over R=1 and the efficiency speed-up / R, beside the pipelined
-ideal m / (m + R - 1). Per step: two `loom run`s (16 and 48 tokens) under
+(--ranks picks them) every rank with one thread (LOOM_CPU_THREADS=1);
+--rounds rounds, each running every configuration once (`-r --reps`),
+medians over the rounds. Decode: ms per token and the extra over R=1.
+Prefill: -p tokens in m = p / b micro-batches (-b); speed-up over R=1 and
+the efficiency speed-up / H over the H ranks that hold layers, beside the
+pipelined ideal m / (m + H - 1). Per step: two `loom run`s (16 and 48 tokens) under
 LOOM_LOG=mpi:info; the difference of the "messages sent" / "replies
 received" counts over the 32 extra steps gives the messages (each one
-request/reply round trip, headers included; the posted ones, rank to rank
-copies whose replies rank 0 collects later, apart) and the bytes rank 0
+request/reply round trip, headers included; the posted ones, runs and rank
+to rank copies whose replies rank 0 collects later, apart) and the bytes rank 0
 sent and received per decode step, and the graphs sent in them (0: plan
 reuse).
 Prints a markdown table.
@@ -48,14 +49,26 @@ def mpirun(np_):
     return cmd + ["-np", str(np_)]
 
 
-def devices(r):
-    return ["--device", ",".join([f"r{i}.cpu" for i in range(1, r)] + ["cpu"])] + (
-        ["-ts", ",".join(["1"] * r)] if r > 1 else [])
+def parse_config(text):
+    """"R": R ranks sharing the layers, rank 0's cpu among them; "Rd": R ranks, rank 0 only drives (the R - 1
+    workers hold every layer and the output). Returns (ranks, holders of layers)."""
+    drive = text.endswith("d")
+    r = int(text[:-1] if drive else text)
+    if r < 1 or (drive and r < 2):
+        sys.exit(f"--ranks: bad configuration {text!r}")
+    return r, (r - 1 if drive else r)
 
 
-def launch(r, loom, args, log=""):
+def devices(cfg):
+    r, holders = cfg
+    names = [f"r{i}.cpu" for i in range(1, r)] + (["cpu"] if holders == r else [])
+    return ["--device", ",".join(names)] + (["-ts", ",".join(["1"] * holders)] if len(names) > 1 else [])
+
+
+def launch(cfg, loom, args, log=""):
+    r = cfg[0]
     env = dict(os.environ, LOOM_CPU_THREADS="1", LOOM_LOG=log or os.environ.get("LOOM_LOG", "*:warn"))
-    cmd = (mpirun(r) if r > 1 else []) + [loom] + args + devices(r)
+    cmd = (mpirun(r) if r > 1 else []) + [loom] + args + devices(cfg)
     p = subprocess.run(cmd, env=env, capture_output=True, text=True, errors="replace", timeout=900)
     if p.returncode != 0:
         sys.exit(f"failed ({p.returncode}): {' '.join(cmd)}\n{p.stderr[-2000:]}")
@@ -75,9 +88,11 @@ def counts(stderr, what):
     return {k: (int(n), int(b)) for k, n, b in re.findall(r" (\w+) (\d+) \((\d+) B\)", line)}
 
 
-# Requests rank 0 posts without waiting for their replies (rank to rank
-# copies: collected with the rank's next reply), so no round trip of their own.
-POSTED = ("copies",)
+def posted_count(text):
+    """Requests rank 0 posted without waiting for their replies (runs, rank to rank copies: collected with
+    the rank's next reply), so no round trip of their own: the "messages posted:" line."""
+    line = next((ln for ln in text.splitlines() if "messages posted:" in ln), "")
+    return sum(int(n) for _, n in re.findall(r" (\w+) (\d+)", line.split("messages posted:", 1)[-1]))
 
 
 def per_step(r, loom, model):
@@ -92,7 +107,7 @@ def per_step(r, loom, model):
 
     graphs = counts(runs[1], "messages sent:").get("graph", (0, 0))[0] - \
         counts(runs[0], "messages sent:").get("graph", (0, 0))[0]
-    posted = diff("messages sent:", 0, POSTED)
+    posted = posted_count(runs[1]) - posted_count(runs[0])
     return ((diff("messages sent:", 0) - posted) / steps, posted / steps, diff("messages sent:", 1) / steps,
             diff("replies received:", 1) / steps, graphs)
 
@@ -117,7 +132,8 @@ def main():
     ap.add_argument("-n", type=int, default=64)
     ap.add_argument("-p", type=int, default=64)
     ap.add_argument("-b", type=int, default=16)
-    ap.add_argument("--ranks", default="1,2,3")
+    ap.add_argument("--ranks", default="1,2,3,3d",
+                    help="configurations: R (R ranks share the layers, rank 0's cpu too) or Rd (rank 0 only drives)")
     ap.add_argument("--stories", default=os.path.join(SHARED, "models", "stories260K.gguf"))
     ap.add_argument("--no-synth", action="store_true")
     a = ap.parse_args()
@@ -128,7 +144,7 @@ def main():
     if not a.no_synth:
         models.append(("synth 512x8 f32", make_synth(a)))
     m = a.p // a.b
-    ranks = [int(x) for x in a.ranks.split(",")]
+    ranks = [parse_config(x) for x in a.ranks.split(",")]
     print(f"| model | R | tg ms/token | +ms vs R=1 | round trips/step | posted/step | B sent/step | B received/step "
           f"| graphs in 32 steps | pp{a.p} t/s (m={m}) | pp speed-up | efficiency | m/(m+R-1) |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
@@ -145,10 +161,12 @@ def main():
         base_tg, base_pp = statistics.median(tg[ranks[0]]), statistics.median(pp[ranks[0]])
         for r in ranks:
             ms, pps = statistics.median(tg[r]), statistics.median(pp[r])
-            msgs, posted, out, back, graphs = per_step(r, loom, path) if r > 1 else (0, 0, 0, 0, 0)
+            msgs, posted, out, back, graphs = per_step(r, loom, path) if r[0] > 1 else (0, 0, 0, 0, 0)
             speed = pps / base_pp
-            print(f"| {name} | {r} | {ms:.2f} | {ms - base_tg:+.2f} | {msgs:.1f} | {posted:.1f} | {out:.0f} | {back:.0f} | {graphs} "
-                  f"| {pps:.0f} | {speed:.2f} | {speed / r:.2f} | {m / (m + r - 1):.2f} |", flush=True)
+            h = r[1]  # ranks holding layers: the pipeline's stages
+            label = f"{r[0]}" if h == r[0] else f"{r[0]} (rank 0 drives)"
+            print(f"| {name} | {label} | {ms:.2f} | {ms - base_tg:+.2f} | {msgs:.1f} | {posted:.1f} | {out:.0f} | {back:.0f} | {graphs} "
+                  f"| {pps:.0f} | {speed:.2f} | {speed / h:.2f} | {m / (m + h - 1):.2f} |", flush=True)
 
 if __name__ == "__main__":
     main()

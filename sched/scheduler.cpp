@@ -72,6 +72,7 @@ StatusOr<std::unique_ptr<Scheduler>> Scheduler::create(std::vector<registry::Dev
     const Stream& st = s->streams_.back();
     s->async_.push_back((caps & LOOM_DEVICE_CAP_ASYNC) != 0);
     s->async_copy_.push_back((caps & LOOM_DEVICE_CAP_ASYNC) != 0 && st.has_set_async());
+    s->ordered_copy_.push_back((caps & LOOM_DEVICE_CAP_ASYNC) != 0 && (caps & LOOM_DEVICE_CAP_ORDERED_COPY) != 0);
     s->use_events_.push_back((caps & LOOM_DEVICE_CAP_EVENTS) != 0 && st.has_events() &&
                              d->has_events());
   }

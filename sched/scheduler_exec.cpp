@@ -281,7 +281,29 @@ bool Scheduler::copy_in(const sched::Copy& cp, const Tensor* src, size_t dev, in
   const size_t x = r.order.domain(src);
   Status st;
   bool direct = false;
-  if (direct_copy(src, cp.tensor, x, dev)) {
+  if (direct_copy(src, cp.tensor, x, dev) && ordered_copy_[x] && ordered_copy_[dev]) {
+    // Ordered by the plugin after the work queued on both streams (two
+    // remote ranks: the send queued after the source's run, the receive
+    // before the destination's next one): no host wait, only other
+    // devices' work on the two memories first. The copy is then work of
+    // each of the two devices on its own memory.
+    st = r.order.stream_after_domain(x, x);
+    if (st.ok()) st = r.order.stream_after_domain(dev, dev);
+    if (!st.ok()) return fail_wait(st);
+    st = registry::buffer_copy_tensor(cp.tensor->buffer, src, cp.tensor);
+    direct = st.code() != StatusCode::kUnimplemented;  // else staged below
+    const sched::Run::SplitInfo reader = r.splits[static_cast<size_t>(split)];
+    for (size_t e : {x, dev}) {
+      if (!direct || !st.ok()) break;
+      const int32_t id = r.order.add_splits(1);
+      r.splits.push_back({e, reader.first, reader.last, reader.graph, reader.local});
+      st = r.order.issued(e, id, {e}, next_event(e));
+    }
+    if (direct && st.ok()) {
+      ++stats_.direct_copies;
+      ++stats_.ordered_copies;
+    }
+  } else if (direct_copy(src, cp.tensor, x, dev)) {
     // A host-side copy like copy_bytes': the source complete, the destination idle.
     st = r.order.host_after_domain(x);
     if (st.ok()) st = r.order.host_after_domain(dev);

@@ -6,7 +6,7 @@
 //
 // A split is also cut before a node that needs a new copy of a result of
 // an asynchronous device's split of this graph (CAP_ASYNC without
-// CAP_COMPUTE_WAITS: its work may still be running). The copy waits for that work; the split's nodes before
+// CAP_NO_CUT: its work may still be running). The copy waits for that work; the split's nodes before
 // it need not, so they run meanwhile (e.g. the cold share of a hot/cold
 // sparse FFN on the cpu while the device computes the hot share, before the
 // node that adds the two: docs/sparse-ffn.md).
@@ -34,10 +34,10 @@ bool Builder::waits_on_async(size_t i, size_t dev,
     if (bid < 0 || bid >= n_nodes) continue;
     const int32_t from = plan_->node_device[static_cast<size_t>(bid)];
     if (from < 0 || static_cast<size_t>(from) == dev) continue;
-    // A device whose compute returns once done (only its copies are queued)
-    // has nothing running to overlap.
+    // A device that says waiting for it part-way costs more than the
+    // overlap gains (a remote one: a round trip per wait) is not overlapped.
     const uint32_t caps = devices_[static_cast<size_t>(from)]->info().caps;
-    if ((caps & LOOM_DEVICE_CAP_ASYNC) != 0 && (caps & LOOM_DEVICE_CAP_COMPUTE_WAITS) == 0) return true;
+    if ((caps & LOOM_DEVICE_CAP_ASYNC) != 0 && (caps & LOOM_DEVICE_CAP_NO_CUT) == 0) return true;
   }
   return false;
 }

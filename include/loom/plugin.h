@@ -490,10 +490,18 @@ typedef enum loom_device_type {
 #define LOOM_DEVICE_CAP_EMULATED 16u      /* a software stand-in for its type (e.g. lavapipe,
                                               * Vulkan on the CPU): used only when named,
                                               * never picked by an automatic policy */
-#define LOOM_DEVICE_CAP_COMPUTE_WAITS 32u /* with ASYNC: compute returns only once the graph
-                                            * has run; only queued copies may be pending (the
-                                            * mpi plugin). The scheduler does not cut splits to
-                                            * overlap such a device's work (added 2026-11-29) */
+#define LOOM_DEVICE_CAP_NO_CUT 32u        /* with ASYNC: the host does not cut another device's
+                                            * split to overlap this device's work: waiting for
+                                            * it part-way costs more than the overlap gains (a
+                                            * remote device: a round trip per wait). Added
+                                            * 2026-11-29 as COMPUTE_WAITS, renamed 2026-11-30 */
+#define LOOM_DEVICE_CAP_COMPUTE_WAITS LOOM_DEVICE_CAP_NO_CUT /* the bit's first name */
+#define LOOM_DEVICE_CAP_ORDERED_COPY 64u  /* with ASYNC: the buffers' copy_tensor between two
+                                            * devices of this plugin that both set the bit is
+                                            * ordered by the plugin after the work queued on
+                                            * both devices' streams and before the work queued
+                                            * on them after it: the host does not wait for
+                                            * either (added 2026-11-30) */
 
 /* Device properties. The host sets struct_size to the size it knows; the
  * plugin writes only fields that end within it. Strings live as long as the

@@ -21,8 +21,14 @@
 namespace loom::common::mpi {
 
 constexpr uint32_t kWireMagic = 0x4d4d4f4cu;  // "LOMM" read little-endian
-constexpr uint32_t kWireProtocol = 5;         // bumped on any change of the fields below (2: load_file, supports answers a cost;
-                                              // 3: batch, run carries queued writes, threads; 4: copies; 5: memory)
+constexpr uint32_t kWireProtocol = 6;         // bumped on any change of the fields below (2: load_file, supports answers a cost;
+                                              // 3: batch, run carries queued writes, threads; 4: copies; 5: memory;
+                                              // 6: runs posted, the graph cache's rule below is the protocol's)
+// A worker keeps at most this many graphs (all its devices together): a
+// graph message that finds it full clears it first, then keeps its graph.
+// Rank 0 applies the same rule to a copy of each worker's cache, so it knows
+// without asking whether a run will find its graph, and posts runs.
+constexpr size_t kWireMaxGraphs = 64;
 constexpr int kMpiTag = 0x1f00;               // the one tag of rank 0's requests and the workers' replies
 // Rank to rank copies move their bytes between two workers on a tag of their
 // own, kMpiCopyTagBase + (a copy's number mod kMpiCopyTags): below 32767, the

@@ -73,6 +73,12 @@ loom_status_t* remote_copy(RemoteBuffer* drb, const loom_tensor_t* src, loom_ten
     return make_status(LOOM_STATUS_INVALID_ARGUMENT, "[mpi.copy_tensor] " + std::to_string(n) + " bytes of '" +
                                                          src->name + "' do not fit its buffer or the destination's");
   }
+  // Ordered after the writes the two devices' streams hold queued
+  // (CAP_ORDERED_COPY): they go first, posted; the runs are posted already.
+  if (loom_status_t* st = srb->device->post_queued_writes()) return st;
+  if (drb->device != srb->device) {
+    if (loom_status_t* st = drb->device->post_queued_writes()) return st;
+  }
   const wire::WireTensor ws = placed(src, srb);
   const wire::WireTensor wd = placed(dst, drb);
   for (uint64_t done = 0; done < n;) {

@@ -28,11 +28,14 @@ loom_status_t* device_get_props(loom_device_t* d, loom_device_props_t* out) {
     dev->memory(&props.memory_total, &props.memory_free);
     std::memcpy(props.uuid, i.uuid, sizeof props.uuid);
     props.has_uuid = true;
-    // Queued copies held until a run or a flush point (stream.h), compute
-    // returns once the worker ran the graph, no events, no host buffers:
-    // the wire is the only way in. An emulated
-    // device stays one (used only when named).
-    props.caps = LOOM_DEVICE_CAP_ASYNC | LOOM_DEVICE_CAP_COMPUTE_WAITS | (i.caps & LOOM_DEVICE_CAP_EMULATED);
+    // Queued copies held until a run or a flush point, runs posted (stream.h):
+    // work may still run when compute returns. Rank 0's splits are not cut
+    // to overlap it (each wait part-way would be a round trip), and copies
+    // between two ranks are ordered on the workers (copy.cpp), so the host
+    // waits for neither side. No events, no host buffers: the wire is the
+    // only way in. An emulated device stays one (used only when named).
+    props.caps = LOOM_DEVICE_CAP_ASYNC | LOOM_DEVICE_CAP_NO_CUT | LOOM_DEVICE_CAP_ORDERED_COPY |
+                 (i.caps & LOOM_DEVICE_CAP_EMULATED);
     common::write_device_props(props, out);
     return nullptr;
   });
@@ -229,14 +232,26 @@ void RemoteDevice::memory(uint64_t* total, uint64_t* free) {
   *free = memory_free_;
 }
 
-bool RemoteDevice::graph_known(uint64_t key) {
+void RemoteDevice::add_stream(RemoteStream* s) {
   std::lock_guard<std::mutex> lock(mu_);
-  return graphs_.count(key) != 0;
+  streams_.push_back(s);
 }
 
-void RemoteDevice::remember_graph(uint64_t key) {
+void RemoteDevice::remove_stream(RemoteStream* s) {
   std::lock_guard<std::mutex> lock(mu_);
-  graphs_.insert(key);
+  streams_.erase(std::remove(streams_.begin(), streams_.end(), s), streams_.end());
+}
+
+loom_status_t* RemoteDevice::post_queued_writes() {
+  std::vector<RemoteStream*> streams;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    streams = streams_;
+  }
+  for (RemoteStream* s : streams) {
+    if (loom_status_t* st = s->queue().post_writes()) return st;
+  }
+  return nullptr;
 }
 
 }  // namespace loom::mpi

@@ -11,13 +11,15 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
-#include <unordered_set>
+#include <vector>
 
 #include "buffer.h"
 #include "loom/plugin.h"
 #include "transport.h"
 
 namespace loom::mpi {
+
+class RemoteStream;
 
 struct RemoteInfo {
   int rank = 0;
@@ -58,14 +60,17 @@ class RemoteDevice {
   loom_status_t* set_threads(int32_t n);
   int32_t threads();
 
+  // Its live streams (stream.cpp registers them), and a post of the writes
+  // they hold queued, so that a rank to rank copy posted next comes after
+  // them on the worker (CAP_ORDERED_COPY: copy.cpp).
+  void add_stream(RemoteStream* s);
+  void remove_stream(RemoteStream* s);
+  loom_status_t* post_queued_writes();
+
   // The device's memory (total, free): hello's answer the first time, the
   // worker's answer now ("memory" request) every later time; the last
   // known values when the rank does not answer.
   void memory(uint64_t* total, uint64_t* free);
-
-  // Graph keys this device's worker has been sent (stream.cpp).
-  bool graph_known(uint64_t key);
-  void remember_graph(uint64_t key);
 
  private:
   Transport* transport_;
@@ -79,7 +84,7 @@ class RemoteDevice {
   };
   Answer ask(const loom_tensor_t* node);
   std::unordered_map<uint64_t, Answer> supports_;
-  std::unordered_set<uint64_t> graphs_;
+  std::vector<RemoteStream*> streams_;
   int32_t threads_;
   uint64_t memory_total_, memory_free_;
   bool memory_fresh_ = true;  // hello's memory not read yet

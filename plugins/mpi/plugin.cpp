@@ -119,6 +119,13 @@ void log_counts(const Transport& t) {
     line += std::string(" ") + wire::kind_name(k) + " " + std::to_string(c.messages[k]) + " (" + std::to_string(c.bytes[k]) + " B)";
   }
   common::plugin_log(LOOM_LOG_LEVEL_INFO, "mpi", line);
+  // Of those, the posted ones (runs, copies): rank 0 did not wait for their
+  // replies, collected with a later one; the rest were round trips.
+  line = "messages posted:";
+  for (uint32_t k = 1; k < Transport::kKinds; ++k) {
+    if (c.posted[k] != 0) line += std::string(" ") + wire::kind_name(k) + " " + std::to_string(c.posted[k]);
+  }
+  common::plugin_log(LOOM_LOG_LEVEL_INFO, "mpi", line);
   line = "replies received:";
   for (uint32_t k = 1; k < Transport::kKinds; ++k) {
     if (c.messages[k] == 0) continue;
@@ -136,7 +143,7 @@ void log_counts(const Transport& t) {
 void plugin_shutdown(void* context) {
   try {
     auto* ctx = static_cast<PluginContext*>(context);
-    // Replies still owed for posted copies, so that each worker's next
+    // Replies still owed for posted runs and copies, so that each worker's next
     // message is its answer to the shutdown (mpi_session).
     for (int r = 1; r < ctx->transport->size(); ++r) {
       if (loom_status_t* st = ctx->transport->collect(r)) common::host_services()->status_free(st);

@@ -38,15 +38,16 @@ void StreamQueue::clear() {
 }
 
 loom_status_t* StreamQueue::write(const loom_tensor_t* t, const void* data, size_t offset, size_t size) {
+  std::lock_guard<std::mutex> lock(mu_);
   RemoteBuffer* rb = nullptr;
   wire::WireTensor w;
   if (loom_status_t* st = place(device_, t, "set_tensor_async", &rb, &w)) return st;
   if (size > kMaxQueued) {
-    if (loom_status_t* st = flush()) return st;
+    if (loom_status_t* st = flush_locked()) return st;
     return remote_set(rb, w, data, offset, size);
   }
   if (bytes_ + size > kMaxQueued || count_ == wire::kWireMaxAccesses) {
-    if (loom_status_t* st = flush()) return st;
+    if (loom_status_t* st = flush_locked()) return st;
   }
   wire::write_access(items_, wire::Access::kWrite, w, offset, size, data);
   ++count_;
@@ -55,15 +56,16 @@ loom_status_t* StreamQueue::write(const loom_tensor_t* t, const void* data, size
 }
 
 loom_status_t* StreamQueue::read(const loom_tensor_t* t, void* data, size_t offset, size_t size) {
+  std::lock_guard<std::mutex> lock(mu_);
   RemoteBuffer* rb = nullptr;
   wire::WireTensor w;
   if (loom_status_t* st = place(device_, t, "get_tensor_async", &rb, &w)) return st;
   if (size > kMaxQueued) {
-    if (loom_status_t* st = flush()) return st;
+    if (loom_status_t* st = flush_locked()) return st;
     return remote_get(rb, w, data, offset, size);
   }
   if (bytes_ + size > kMaxQueued || count_ == wire::kWireMaxAccesses) {
-    if (loom_status_t* st = flush()) return st;
+    if (loom_status_t* st = flush_locked()) return st;
   }
   wire::write_access(items_, wire::Access::kRead, w, offset, size, nullptr);
   ++count_;
@@ -73,6 +75,28 @@ loom_status_t* StreamQueue::read(const loom_tensor_t* t, void* data, size_t offs
 }
 
 loom_status_t* StreamQueue::flush() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return flush_locked();
+}
+
+bool StreamQueue::has_reads() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return !reads_.empty();
+}
+
+loom_status_t* StreamQueue::post_writes() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (count_ == 0) return nullptr;
+  if (!reads_.empty()) return flush_locked();
+  wire::Writer m(wire::Kind::kBatch, device_->transport().loom_version());
+  m.u32(count_);
+  m.bytes(items_.data().data() + sizeof(wire::WireHeader), items_.data().size() - sizeof(wire::WireHeader));
+  clear();
+  const RemoteInfo& i = device_->info();
+  return device_->transport().post_request(i.rank, i.name, m);
+}
+
+loom_status_t* StreamQueue::flush_locked() {
   // Nothing queued: the replies of posted copies are still this rank's work.
   if (count_ == 0) return device_->transport().collect(device_->info().rank);
   wire::Writer m(wire::Kind::kBatch, device_->transport().loom_version());
@@ -99,6 +123,7 @@ loom_status_t* StreamQueue::flush() {
 }
 
 void StreamQueue::move_writes_into(wire::Writer& run) {
+  std::lock_guard<std::mutex> lock(mu_);
   run.u32(count_);
   run.bytes(items_.data().data() + sizeof(wire::WireHeader), items_.data().size() - sizeof(wire::WireHeader));
   clear();

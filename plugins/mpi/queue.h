@@ -6,11 +6,13 @@
 // point (a read's result needed: synchronize, the stream's end; a run after
 // queued reads); the reads come back in that one reply, in order. Large
 // copies (over kMaxQueued bytes) flush the queue and go at once, in set/get
-// messages. Not thread-safe: one per stream, used by its one thread.
+// messages. One per stream; a mutex serialises its stream's thread and a
+// rank to rank copy that posts the queued writes first (post_writes).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <mutex>
 #include <vector>
 
 #include "common/mpi_wire.h"
@@ -35,13 +37,20 @@ class StreamQueue {
   // unspecified.
   loom_status_t* flush();
 
-  bool has_reads() const { return !reads_.empty(); }
+  // The queued writes as a posted batch (its reply collected later), so
+  // that what is posted next to this rank comes after them; a flush when
+  // reads are queued too. Nothing queued: nothing sent.
+  loom_status_t* post_writes();
+
+  bool has_reads() const;
   // Append the queued writes (count, items) to a run request and forget
   // them; only when !has_reads() (reads first need a flush).
   void move_writes_into(common::mpi::Writer& run);
 
  private:
   void clear();
+  loom_status_t* flush_locked();
+  mutable std::mutex mu_;
 
   RemoteDevice* device_;
   common::mpi::Writer items_{common::mpi::Kind::kBatch, ""};  // header unused: items follow it

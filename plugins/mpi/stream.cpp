@@ -81,13 +81,14 @@ class GraphEncoder {
   std::vector<wire::WireTensor> tensors_;
 };
 
+// Under the transport's graph lock.
 loom_status_t* send_graph(RemoteDevice* dev, uint64_t key, const std::vector<uint8_t>& bytes, size_t from) {
   wire::Writer m(wire::Kind::kGraph, dev->transport().loom_version());
   m.u32(dev->info().index);
   m.u64(key);
   m.bytes(bytes.data() + from, bytes.size() - from);
   if (loom_status_t* st = dev->transport().request(dev->info().rank, dev->info().name, m, nullptr)) return st;
-  dev->remember_graph(key);
+  dev->transport().graph_sent(dev->info().rank, key);
   return nullptr;
 }
 
@@ -96,6 +97,7 @@ void stream_destroy(loom_stream_t* s) {
   // Writes still queued are work the host asked for: send them (an error
   // has no caller left to go to).
   if (loom_status_t* st = rs->queue().flush()) common::host_services()->status_free(st);
+  rs->device()->remove_stream(rs);
   delete rs;
 }
 
@@ -125,25 +127,22 @@ const loom_stream_iface_t kStreamIface = {
 
 RemoteStream::RemoteStream(RemoteDevice* device) : device_(device), queue_(device), raw_{sizeof(loom_stream_t), &kStreamIface, device->raw(), this} {}
 
-loom_stream_t* RemoteStream::create(RemoteDevice* device) { return &(new RemoteStream(device))->raw_; }
+loom_stream_t* RemoteStream::create(RemoteDevice* device) {
+  auto* s = new RemoteStream(device);
+  device->add_stream(s);
+  return &s->raw_;
+}
 
-// Run the graph cached under key, carrying the queued writes when asked;
-// *ran is false when the worker no longer has it (its cache is bounded: the
-// writes were done all the same), so the caller sends it again.
-loom_status_t* RemoteStream::run(uint64_t key, bool carry_writes, bool* ran) {
+// Post a run of the graph cached under key, carrying the queued writes:
+// compute returns without waiting for the worker; its reply (the graph ran,
+// or the error) is collected at the stream's next flush point or the next
+// request to its rank. Under the transport's graph lock.
+loom_status_t* RemoteStream::post_run(uint64_t key) {
   wire::Writer m(wire::Kind::kRun, device_->transport().loom_version());
   m.u32(device_->info().index);
   m.u64(key);
-  if (carry_writes) {
-    queue_.move_writes_into(m);
-  } else {
-    m.u32(0);
-  }
-  std::vector<uint8_t> reply;
-  if (loom_status_t* st = device_->transport().request(device_->info().rank, device_->info().name, m, &reply)) return st;
-  wire::Reader r(reply.data(), reply.size());
-  *ran = r.u32() == 1 && !r.failed();
-  return nullptr;
+  queue_.move_writes_into(m);
+  return device_->transport().post_request(device_->info().rank, device_->info().name, m);
 }
 
 loom_status_t* RemoteStream::compute(const loom_graph_t* graph) {
@@ -166,17 +165,12 @@ loom_status_t* RemoteStream::compute(const loom_graph_t* graph) {
   if (queue_.has_reads()) {
     if (loom_status_t* st = queue_.flush()) return st;
   }
-  if (!device_->graph_known(key)) {
+  Transport& t = device_->transport();
+  auto hold = t.graph_lock();
+  if (!t.graph_cached(device_->info().rank, key)) {
     if (loom_status_t* st = send_graph(device_, key, bytes, hdr)) return st;
   }
-  bool ran = false;
-  if (loom_status_t* st = run(key, true, &ran)) return st;
-  if (ran) return nullptr;
-  if (loom_status_t* st = send_graph(device_, key, bytes, hdr)) return st;
-  if (loom_status_t* st = run(key, false, &ran)) return st;
-  return ran ? nullptr
-             : make_status(LOOM_STATUS_INTERNAL, "[mpi.compute] " + device_->info().name + " dropped graph " +
-                                                     std::to_string(key) + " right after it was sent");
+  return post_run(key);
 }
 
 }  // namespace loom::mpi

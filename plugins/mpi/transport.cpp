@@ -25,7 +25,8 @@ std::string mpi_error(int rc) {
 
 Transport::Transport(int rank, int size, double timeout_s, std::string loom_version)
     : rank_(rank), size_(size), timeout_s_(timeout_s), loom_version_(std::move(loom_version)),
-      lost_(static_cast<size_t>(size)), owed_(static_cast<size_t>(size)), outbox_(static_cast<size_t>(size)) {
+      lost_(static_cast<size_t>(size)), owed_(static_cast<size_t>(size)), outbox_(static_cast<size_t>(size)),
+      graphs_(static_cast<size_t>(size)) {
   counts_.read_back.assign(static_cast<size_t>(size), 0);
 }
 
@@ -187,6 +188,7 @@ loom_status_t* Transport::send_posted() {
     loom_status_t* st = send_counted(peer, what, m.data());
     if (st == nullptr) {
       owed_[static_cast<size_t>(peer)].push_back({static_cast<uint32_t>(wire::Kind::kCopies), what});
+      counts_.posted[static_cast<uint32_t>(wire::Kind::kCopies)] += 1;
     } else if (first == nullptr) {
       first = st;
     } else {
@@ -201,7 +203,17 @@ loom_status_t* Transport::drain_owed(int peer, loom_status_t* first) {
   while (!owed.empty()) {
     const Owed o = owed.front();
     owed.pop_front();
-    loom_status_t* st = reply(peer, o.kind, o.what, nullptr);
+    std::vector<uint8_t> payload;
+    loom_status_t* st = reply(peer, o.kind, o.what, &payload);
+    if (st == nullptr && o.kind == static_cast<uint32_t>(wire::Kind::kRun)) {
+      // A posted run answers whether it found its graph: rank 0 posts only
+      // runs of graphs its copy of the cache holds, so "no" is a bug here.
+      wire::Reader r(payload.data(), payload.size());
+      if (r.u32() != 1 || r.failed()) {
+        st = make_status(LOOM_STATUS_INTERNAL, "[mpi.run] " + o.what + " (rank " + std::to_string(peer) +
+                                                   ") did not have the graph rank 0 ran: their graph caches differ");
+      }
+    }
     if (st == nullptr) continue;
     if (!lost_[static_cast<size_t>(peer)].empty()) {  // the lost rank's error is the one to report
       if (first) common::host_services()->status_free(first);
@@ -221,6 +233,28 @@ loom_status_t* Transport::collect(int peer) {
   loom_status_t* first = send_posted();
   if (peer <= 0 || peer >= size_) return first;
   return drain_owed(peer, first);
+}
+
+loom_status_t* Transport::post_request(int peer, const std::string& what, wire::Writer& msg) {
+  std::lock_guard<std::mutex> lock(mu_);
+  // The copies posted before it first: the run may read what they bring.
+  if (loom_status_t* st = send_posted()) return st;
+  if (loom_status_t* st = send_counted(peer, what, msg.data())) return st;
+  const uint32_t kind = reinterpret_cast<const wire::WireHeader*>(msg.data().data())->kind;
+  owed_[static_cast<size_t>(peer)].push_back({kind, what});
+  if (kind < kKinds) counts_.posted[kind] += 1;
+  return nullptr;
+}
+
+bool Transport::graph_cached(int peer, uint64_t key) const {
+  return peer > 0 && peer < size_ && graphs_[static_cast<size_t>(peer)].count(key) != 0;
+}
+
+void Transport::graph_sent(int peer, uint64_t key) {
+  if (peer <= 0 || peer >= size_) return;
+  std::unordered_set<uint64_t>& cache = graphs_[static_cast<size_t>(peer)];
+  if (cache.size() >= wire::kWireMaxGraphs) cache.clear();  // the worker's rule (WorkerServer::graph)
+  cache.insert(key);
 }
 
 int Transport::next_copy_tag() {

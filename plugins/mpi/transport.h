@@ -5,9 +5,12 @@
 // fails at once with the same message. Rank to rank copies are posted:
 // their items wait on rank 0 and go, one copies request per rank, before
 // rank 0 next waits for any reply (a worker's side may depend on another
-// rank's); the reply is owed and collected (in order: replies from one rank
-// never overtake each other) by the next request to that rank or by
-// collect(); an error in an owed reply is returned there. Thread-safe: one
+// rank's); runs are posted too (sent at once, after the copies posted
+// before them). A posted request's reply is owed and collected (in order:
+// replies from one rank never overtake each other) by the next request to
+// that rank or by collect(); an error in an owed reply is returned there.
+// It also keeps a copy of each worker's graph cache (the rule of
+// wire::kWireMaxGraphs), so a run is posted only for a graph the worker has. Thread-safe: one
 // mutex serialises the exchanges, so replies never interleave. Lives in the
 // plugin context until shutdown.
 #pragma once
@@ -15,6 +18,7 @@
 #include <deque>
 #include <mutex>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "common/mpi_wire.h"
@@ -45,6 +49,17 @@ class Transport {
   // Send what is posted, then wait for the replies `peer` owes; the first
   // error among them, else nullptr.
   loom_status_t* collect(int peer);
+  // Send `msg` (a run) to `peer` after the copies posted so far, its reply
+  // owed: an error in it, or a run that did not find its graph, comes back
+  // from the call that collects it. nullptr, or the send's error.
+  loom_status_t* post_request(int peer, const std::string& what, common::mpi::Writer& msg);
+
+  // The copy of the workers' graph caches. Hold graph_lock() from the check
+  // through the run's post, so no other thread's graph evicts it between.
+  std::unique_lock<std::mutex> graph_lock() { return std::unique_lock<std::mutex>(graphs_mu_); }
+  bool graph_cached(int peer, uint64_t key) const;
+  // `peer` answered ok to a graph message of `key`.
+  void graph_sent(int peer, uint64_t key);
 
   // The tag of the next rank to rank copy (kMpiCopyTagBase + n mod kMpiCopyTags).
   int next_copy_tag();
@@ -62,6 +77,7 @@ class Transport {
     uint64_t reply_bytes[kKinds] = {};  // the replies' bytes (header included), by request kind
     std::vector<uint64_t> read_back;    // per rank
     uint64_t copies = 0, copy_bytes = 0;
+    uint64_t posted[kKinds] = {};  // of messages[]: those whose reply was owed (runs, copies)
   };
   Counts counts() const;
 
@@ -101,6 +117,9 @@ class Transport {
   std::vector<Outbox> outbox_;  // per rank: posted items not sent yet
   Counts counts_;
   uint32_t copy_tags_ = 0;
+  std::mutex graphs_mu_;  // taken before mu_, never after
+  std::vector<std::unordered_set<uint64_t>> graphs_;  // per rank: the keys its cache holds
+
 };
 
 }  // namespace loom::mpi

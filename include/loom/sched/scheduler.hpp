@@ -91,6 +91,9 @@ struct SchedStats {
   // straight from another device's buffer of the same plugin (the mpi
   // plugin: rank to rank, no bytes through the host).
   size_t direct_copies = 0;
+  // Of those, the ones the plugin orders on both streams (CAP_ORDERED_COPY):
+  // the host waited for neither device.
+  size_t ordered_copies = 0;
 };
 
 // How much of a plan Scheduler::render shows: one entry per split (its
@@ -226,7 +229,9 @@ class Scheduler {
   // Per device: whether its stream takes queued copies (CAP_ASYNC and
   // set_tensor_async) and whether it has events (CAP_EVENTS and record/wait).
   // async_: CAP_ASYNC (compute may return before the work is done).
-  std::vector<bool> async_, async_copy_, use_events_;
+  // ordered_copy_: CAP_ORDERED_COPY (copies between two such devices of one
+  // plugin are ordered by the plugin on both streams).
+  std::vector<bool> async_, async_copy_, use_events_, ordered_copy_;
   // Per device: events recorded after its splits (k-th split of a compute
   // -> events_[d][k]; a deque: the ordering keeps pointers to them while
   // more are made), and pipelining_ staging slots for queued copies, each

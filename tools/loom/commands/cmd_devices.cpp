@@ -19,7 +19,8 @@ std::string caps_text(uint32_t caps) {
   add(LOOM_DEVICE_CAP_HOST_BUFFER, "host-buffer");
   add(LOOM_DEVICE_CAP_BUFFER_FROM_HOST_PTR, "buffer-from-host-ptr");
   add(LOOM_DEVICE_CAP_EMULATED, "emulated");
-  add(LOOM_DEVICE_CAP_COMPUTE_WAITS, "compute-waits");
+  add(LOOM_DEVICE_CAP_NO_CUT, "no-cut");
+  add(LOOM_DEVICE_CAP_ORDERED_COPY, "ordered-copy");
   return s.empty() ? "none" : s;
 }
 

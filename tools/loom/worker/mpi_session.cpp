@@ -1,5 +1,6 @@
 #include "worker/mpi_session.hpp"
 
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 
@@ -84,6 +85,10 @@ int run_under_mpi(const std::string& name, const std::vector<std::string>& args,
     return 1;
   }
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  // A write to the socket of a rank that died must be an error MPI returns
+  // (the lost device's message, exit 1), not a SIGPIPE that ends this
+  // process without a word.
+  std::signal(SIGPIPE, SIG_IGN);
   int rank = 0, size = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);

@@ -1,5 +1,6 @@
 #include "worker/worker_server.hpp"
 
+#include <chrono>
 #include <cstring>
 
 #include "common/mpi_wire.h"
@@ -292,9 +293,20 @@ Status WorkerServer::run(const uint8_t* p, size_t n, std::vector<uint8_t>* reply
     Stream* s = stream(dev);
     if (s == nullptr) return internal_error("[worker.run] cannot make a stream on " + d->name());
     const loom_graph_t g{sizeof(loom_graph_t), static_cast<int32_t>(it->second->nodes.size()), it->second->nodes.data(), key};
+    const auto t0 = std::chrono::steady_clock::now();
     LOOM_RETURN_IF_ERROR(s->compute(g));
     LOOM_RETURN_IF_ERROR(s->synchronize());
     ran = 1;
+    // When each run went, on the host's monotonic clock (the same for every
+    // rank on one host): the pipelined-prefill test reads these lines.
+    if (log_enabled(LogLevel::kDebug, "worker")) {
+      auto us = [](std::chrono::steady_clock::time_point t) {
+        return std::to_string(std::chrono::duration_cast<std::chrono::microseconds>(t.time_since_epoch()).count());
+      };
+      LOOM_LOG_DEBUG("worker", "rank " + std::to_string(rank_) + " ran graph " + std::to_string(key) + " on " +
+                                   d->name() + " from " + us(t0) + " to " + us(std::chrono::steady_clock::now()) +
+                                   " us (monotonic clock)");
+    }
   }
   reply->resize(4);
   std::memcpy(reply->data(), &ran, 4);

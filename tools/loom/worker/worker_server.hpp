@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "common/mpi_wire.h"
 #include "loom/registry/registry.hpp"
 #include "loom/runtime/status.hpp"
 #include "loom/runtime/tensor.hpp"
@@ -47,9 +48,10 @@ class WorkerServer {
   uint64_t file_bytes_loaded() const { return file_bytes_loaded_; }
 
   // Cached graphs (the bound keeps a worker's memory flat when shapes keep
-  // changing; rank 0 sends a dropped graph again).
+  // changing; rank 0 keeps a copy of the cache by the same rule,
+  // wire::kWireMaxGraphs, and sends a dropped graph again before its run).
   size_t cached_graphs() const { return graphs_.size(); }
-  static constexpr size_t kMaxGraphs = 64;
+  static constexpr size_t kMaxGraphs = common::mpi::kWireMaxGraphs;
 
  private:
   struct Allocation {
