@@ -101,9 +101,9 @@ def per_step(r, loom, model):
     runs = [launch(r, loom, ["run", "-m", model, "-n", str(n)], log="mpi:info").stderr for n in (16, 48)]
     steps = 32
 
-    def diff(what, i, kinds=None):
+    def diff(what, i):
         a, b = counts(runs[0], what), counts(runs[1], what)
-        return sum(b[k][i] - a.get(k, (0, 0))[i] for k in b if kinds is None or k in kinds)
+        return sum(b[k][i] - a.get(k, (0, 0))[i] for k in b)
 
     graphs = counts(runs[1], "messages sent:").get("graph", (0, 0))[0] - \
         counts(runs[0], "messages sent:").get("graph", (0, 0))[0]
