@@ -115,26 +115,40 @@ case "$case_name" in
     # A prompt in micro-batches (-b 4) with the layers on r1 and r2 only
     # (rank 0 drives): runs are posted and the copies r1 -> r2 ordered on
     # the workers, so rank 0 waits for neither rank between micro-batches
-    # and r1 computes one while r2 computes the one before. Each worker's
-    # debug line gives a run's interval on the host's monotonic clock: some
-    # run of rank 1 must overlap some run of rank 2 (one after another, as
-    # before runs were posted, none would), and the text stays the same.
+    # and r1 may compute one while r2 computes the one before. What is
+    # deterministic is checked: every run and every copy was posted, and the
+    # 22 micro-batches cost rank 0 no more waits for results ("get" replies)
+    # than the same prompt in one batch. Whether two runs' intervals overlap
+    # is up to the OS (three ranks on two cores): counted and printed from
+    # the workers' debug lines, never asserted. The text stays the same.
     need_model
     prompt=$(printf 'Once upon a time there was a little girl named Lily. %.0s' 1 2 3 4 5 6)
     "$loom" run -m "$model" -p "$prompt" --device cpu -n 8 >"$work/ref.txt" 2>"$work/ref_err.txt" ||
       fail "one process run exited $?"
-    LOOM_LOG=worker:debug "${mpi[@]}" -x LOOM_LOG -np 3 "$loom" run -m "$model" -p "$prompt" --device r1.cpu,r2.cpu \
-      -ts 1,1 -b 4 -n 8 >"$work/pipe.txt" 2>"$work/pipe_err.txt" || fail "pipelined run exited $?"
-    cmp -s "$work/ref.txt" "$work/pipe.txt" || fail "r1.cpu,r2.cpu text with -b 4 differs from one process"
+    for b in 4 128; do
+      LOOM_LOG=worker:debug,mpi:info "${mpi[@]}" -x LOOM_LOG -np 3 "$loom" run -m "$model" -p "$prompt" \
+        --device r1.cpu,r2.cpu -ts 1,1 -b $b -n 8 >"$work/pipe$b.txt" 2>"$work/pipe${b}_err.txt" ||
+        fail "run with -b $b exited $?"
+      cmp -s "$work/ref.txt" "$work/pipe$b.txt" || fail "r1.cpu,r2.cpu text with -b $b differs from one process"
+    done
+    err="$work/pipe4_err.txt"
+    read -r runs _ <<<"$(sent "$err" run)"
+    read -r copies _ <<<"$(sent "$err" copies)"
+    [ "${runs:-0}" -gt 0 ] && [ "${copies:-0}" -gt 0 ] || fail "no runs or copies in the 'messages sent:' line"
+    [ "$(posted "$err" run)" -eq "$runs" ] || fail "$(posted "$err" run) of $runs runs posted: rank 0 waited for some"
+    [ "$(posted "$err" copies)" -eq "$copies" ] || fail "$(posted "$err" copies) of $copies copies posted"
+    read -r gets4 _ <<<"$(sent "$err" get)"
+    read -r gets128 _ <<<"$(sent "$work/pipe128_err.txt" get)"
+    [ "${gets4:-0}" -le "${gets128:-0}" ] ||
+      fail "$gets4 waits for results with -b 4, $gets128 with -b 128: rank 0 waits between micro-batches"
     read -r runs1 runs2 overlaps <<<"$(awk '/ran graph/ {
         for (i = 1; i < NF; i++) { if ($i == "rank") r = $(i + 1); if ($i == "from") a = $(i + 1); if ($i == "to") b = $(i + 1) }
         if (r == 1) { n1++; s1[n1] = a; e1[n1] = b } else if (r == 2) { n2++; s2[n2] = a; e2[n2] = b } }
       END { c = 0; for (i = 1; i <= n1; i++) for (j = 1; j <= n2; j++) if (s1[i] < e2[j] && s2[j] < e1[i]) c++
-            print n1 + 0, n2 + 0, c }' "$work/pipe_err.txt")"
+            print n1 + 0, n2 + 0, c }' "$err")"
     [ "$runs1" -gt 0 ] && [ "$runs2" -gt 0 ] || fail "no 'ran graph' lines from the workers (LOOM_LOG=worker:debug)"
-    [ "$overlaps" -gt 0 ] ||
-      fail "none of rank 1's $runs1 runs overlapped one of rank 2's $runs2: the micro-batches passed the ranks one after another"
-    echo "ok: the same text; $overlaps overlapping pairs of runs (rank 1: $runs1 runs, rank 2: $runs2)"
+    echo "ok: the same text; $runs runs and $copies copies all posted; $gets4 waits for results with -b 4" \
+      "($gets128 with -b 128); $overlaps overlapping pairs of runs (rank 1: $runs1 runs, rank 2: $runs2; not asserted)"
     ;;
   synth)
     # A synthetic 4-layer Q8_0 llama (weights of a quantized type cross the wire as blocks).
