@@ -278,7 +278,7 @@ def main():
     for label, build in builds[-1:]:
         log(f"cpu_targets: {label}: loom_ops_bench")
         ops = ops_bench(build, "f32/K:1024|sgemm/K:1024|dispatch|peak|mul_mat/q4_0/K:768/M:2048/N:1/|attention_cold|"
-                               "memory_read/[12]/|decode_chain/(f32|q4_0)")
+                               "memory_read/[12]/|decode_chain/(f32|q4_0)|probe_vs_plain")
         if ops is None:
             rows.append((f"ops rows ({label})", {label: "loom_ops_bench not built (-DLOOM_BUILD_BENCH=ON)"}, ""))
             continue
@@ -323,6 +323,16 @@ def main():
             one, two = rd1["bytes_per_second"] / 1e9, rd2["bytes_per_second"] / 1e9
             rows.append(("memory read 256 MiB, 1 thread / 2 threads", {label: f"{one:.1f} / {two:.1f} GB/s"},
                          f"2 threads = {two / one:.2f}x 1 thread"))
+        # loom bench's probe against the loop anybody would write (issue 34:
+        # the probe must read at least what a plain vectorized sum does),
+        # alternated in one process so both see the same host.
+        for t in (2, 1):
+            pv = get(f"BM_probe_vs_plain/{t}/")
+            if pv and "probe_GB/s" in pv:
+                rows.append((f"host probe vs a plain vectorized sum, {t} thread{'s' if t > 1 else ''} "
+                             f"(alternated, best pass each, {pv['buffer_MiB']:.0f} MiB)",
+                             {label: f"{pv['probe_GB/s']:.1f} vs {pv['plain_GB/s']:.1f} GB/s"},
+                             f"probe = {pv['probe_GB/s'] / pv['plain_GB/s']:.2f}x plain"))
         for name in ("BM_peak_fma/2", "BM_peak_int8/2"):
             pk = get(name)
             if pk and "MAC/s" in pk:

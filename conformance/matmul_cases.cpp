@@ -352,6 +352,59 @@ LOOM_CASE(WeightLayoutTest, MatMulMatchesCanonicalAndBytesRoundTrip) {
   }
 }
 
+// The largest quants against the largest 8-bit activations: A's blocks all
+// at the type's extremes (Q4_0 nibbles 15 and 0, Q8_0 127 and -128), B's
+// columns all +1 or all -1 (every activation quantized to +-127). Integer
+// dot paths that sum several products in 16 bits (the cpu plugin's AVX2
+// Q4_0 kernel sums a block's 8 pair sums there: 8 x 2 x 15 x 127 = 30,480)
+// must neither saturate nor wrap: the results are small integers.
+LOOM_CASE(WeightLayoutTest, ExtremeQuantsDoNotOverflow) {
+  const int64_t k = 256, m = 16, n = 3;
+  for (loom_type_t ta : {LOOM_TYPE_Q4_0, LOOM_TYPE_Q8_0}) {
+    LOOM_TRACE(type_str(ta));
+    Operand a = input(ta, {k, m, 1, 1});  // its bytes overwritten below
+    std::vector<uint8_t>& bytes = a.h.base->bytes;
+    const size_t block = bytes.size() / static_cast<size_t>(m * (k / 32));
+    for (size_t b0 = 0; b0 < bytes.size(); b0 += block) {
+      const int64_t row = static_cast<int64_t>(b0 / block) / (k / 32);
+      bytes[b0] = 0x00;  // d = 1.0 (f16 0x3C00, little-endian)
+      bytes[b0 + 1] = 0x3C;
+      // Rows alternate the two extremes; every fourth row mixes them.
+      const uint8_t hi = ta == LOOM_TYPE_Q4_0 ? 0xFF : 0x7F, lo = ta == LOOM_TYPE_Q4_0 ? 0x00 : 0x80;
+      for (size_t i = 2; i < block; ++i) {
+        bytes[b0 + i] = row % 4 == 3 ? (i % 2 ? hi : lo) : (row % 2 ? lo : hi);
+      }
+    }
+    a.h.base->values = decode(ta, bytes.data(), k * m);
+    std::vector<float> bvals(static_cast<size_t>(k * n));
+    for (int64_t c = 0; c < n; ++c) {
+      for (int64_t i = 0; i < k; ++i) bvals[static_cast<size_t>(c * k + i)] = c == 0 ? 1.0f : c == 1 ? -1.0f : (i % 2 ? 1.0f : -1.0f);
+    }
+    Operand b = input_values(LOOM_TYPE_F32, {k, n, 1, 1}, bvals);
+    Buffer keep;
+    Tensor* ar = relaid_copy(a, &keep);
+    std::vector<Tensor*> outs{unwrap(op::mul_mat(ctx_, a.t, b.t), "mul_mat")};
+    if (ar != nullptr) outs.push_back(unwrap(op::mul_mat(ctx_, ar, b.t), "mul_mat"));
+    LOOM_ASSERT_OK(run_threads(outs));
+    for (size_t o = 0; o < outs.size(); ++o) {
+      const std::vector<double> got = read(outs[o]);
+      for (int64_t c = 0; c < n; ++c) {
+        for (int64_t r = 0; r < m; ++r) {
+          double want = 0.0;
+          for (int64_t i = 0; i < k; ++i) want += a.h.at(i, r) * bvals[static_cast<size_t>(c * k + i)];
+          // B rounds to 127 x (1 / 127.f), 1 within an f32 step: the sums
+          // agree to a few steps; a saturated or wrapped 16-bit sum is off
+          // by thousands.
+          const double g = got[static_cast<size_t>(c * m + r)];
+          LOOM_EXPECT_TRUE(std::fabs(g - want) <= 1e-5 * (std::fabs(want) + static_cast<double>(k)))
+              << (o == 0 ? "canonical" : "relaid") << " A, row " << r << ", column " << c << ": got " << g
+              << ", want " << want;
+        }
+      }
+    }
+  }
+}
+
 // A stack of expert matrices [K, 16, 4] in the weight layout: MUL_MAT_ID
 // reads each chosen expert's matrix in place and gives what it gives over
 // the canonical bytes (the same rounding of B; sums in another order).

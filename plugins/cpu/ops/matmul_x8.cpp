@@ -93,6 +93,19 @@ struct Super<LOOM_TYPE_Q4_0> {
     }
   }
   __m256i dot(const ActBlock& y) const {
+    if (!kVnni) {
+      // AVX2: the 8 maddubs results summed in int16 and widened once (one
+      // madd per block instead of 8). A lane sums 8 pairs of nibble x qb
+      // products: at most 8 x 2 x 15 x 127 = 30,480 < 32,767 (qb in
+      // [-127, 127], ActBlock), so nothing saturates.
+      __m256i s0 = _mm256_maddubs_epi16(u[0], bcast4(y.qs + yoff(0)));
+      __m256i s1 = _mm256_maddubs_epi16(u[1], bcast4(y.qs + yoff(1)));
+      for (int j = 2; j < kN; j += 2) {
+        s0 = _mm256_add_epi16(s0, _mm256_maddubs_epi16(u[j], bcast4(y.qs + yoff(j))));
+        s1 = _mm256_add_epi16(s1, _mm256_maddubs_epi16(u[j + 1], bcast4(y.qs + yoff(j + 1))));
+      }
+      return _mm256_madd_epi16(_mm256_add_epi16(s0, s1), _mm256_set1_epi16(1));
+    }
     // Two chains of 4 (low, high): the integer dots' latency is not one
     // chain of 8. A high-nibble lane sums at most 4 x 4 products of
     // 240 x 127: far inside int32.
