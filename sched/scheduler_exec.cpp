@@ -180,11 +180,8 @@ bool Scheduler::queued_copy(const sched::Copy& cp, const Tensor* src, size_t x, 
   if (!st->ok()) return false;
   // The read is work of x on its own memory: an id of its own, so that host
   // writes there (inputs of the next graph) wait for it too.
-  const int32_t id = r.order.add_splits(1);
-  const sched::Run::SplitInfo& reader = r.splits[static_cast<size_t>(split)];
-  r.splits.push_back({x, reader.first, reader.last, reader.graph, reader.local});
   Event* ev = next_event(x);
-  *st = r.order.issued(x, id, {x}, ev);
+  *st = issue_for_reader(x, split, ev);
   if (!st->ok()) return false;
   if (ev) {
     *st = streams_[dev].wait_event(ev->raw());
@@ -252,15 +249,20 @@ bool Scheduler::read_together(Graph& graph, size_t si, int32_t split,
     }
     // The reads are work of x on its own memory; the host waits for them (and
     // everything before) once.
-    const int32_t id = r.order.add_splits(1);
-    const sched::Run::SplitInfo& reader = r.splits[static_cast<size_t>(split)];
-    r.splits.push_back({x, reader.first, reader.last, reader.graph, reader.local});
-    st = r.order.issued(x, id, {x}, next_event(x));  // without events the wait is a stream synchronize
+    st = issue_for_reader(x, split, next_event(x));  // without events the wait is a stream synchronize
     if (st.ok()) st = r.order.host_after_domain(x);
     if (!st.ok()) return fail(st);
     ++stats_.batched_reads;
   }
   return true;
+}
+
+Status Scheduler::issue_for_reader(size_t e, int32_t reader, Event* ev) {
+  sched::Run& r = *run_;
+  const int32_t id = r.order.add_splits(1);
+  const sched::Run::SplitInfo info = r.splits[static_cast<size_t>(reader)];  // a copy: push_back may move the vector
+  r.splits.push_back({e, info.first, info.last, info.graph, info.local});
+  return r.order.issued(e, id, {e}, ev);
 }
 
 bool Scheduler::copy_in(const sched::Copy& cp, const Tensor* src, size_t dev, int32_t split,
@@ -292,12 +294,9 @@ bool Scheduler::copy_in(const sched::Copy& cp, const Tensor* src, size_t dev, in
     if (!st.ok()) return fail_wait(st);
     st = registry::buffer_copy_tensor(cp.tensor->buffer, src, cp.tensor);
     direct = st.code() != StatusCode::kUnimplemented;  // else staged below
-    const sched::Run::SplitInfo reader = r.splits[static_cast<size_t>(split)];
     for (size_t e : {x, dev}) {
       if (!direct || !st.ok()) break;
-      const int32_t id = r.order.add_splits(1);
-      r.splits.push_back({e, reader.first, reader.last, reader.graph, reader.local});
-      st = r.order.issued(e, id, {e}, next_event(e));
+      st = issue_for_reader(e, split, next_event(e));
     }
     if (direct && st.ok()) {
       ++stats_.direct_copies;

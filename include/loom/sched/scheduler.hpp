@@ -278,6 +278,11 @@ class Scheduler {
   // The next event of device d in the current run (made on first use), or
   // nullptr when d has none.
   Event* next_event(size_t d);
+  // Work of device e on its own memory on behalf of split `reader` (a read
+  // of its results, a copy's end): a split id of its own, recorded with
+  // reader's nodes, issued on e with event ev (nullptr: a stream
+  // synchronize stands for it).
+  Status issue_for_reader(size_t e, int32_t reader, Event* ev);
   // A fully queued copy (source stream reads, destination stream waits and
   // writes; the host does not wait) when both devices allow it.
   bool queued_copy(const sched::Copy& cp, const Tensor* src, size_t x, size_t dev, int32_t split, Status* st);
