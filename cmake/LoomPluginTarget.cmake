@@ -13,5 +13,15 @@ function(loom_plugin_target target label)
   set_target_properties(${target} PROPERTIES PREFIX "lib" OUTPUT_NAME "loom-${label}" SUFFIX ".so"
     CXX_VISIBILITY_PRESET hidden C_VISIBILITY_PRESET hidden VISIBILITY_INLINES_HIDDEN ON)
   target_link_libraries(${target} PRIVATE ${T_SDK})
-  target_link_options(${target} PRIVATE -Wl,--no-undefined)
+  loom_no_undefined(${target})
+endfunction()
+
+# -Wl,--no-undefined on a shared object, except in a sanitized clang build
+# (LOOM_SANITIZE, or -fsanitize= in CMAKE_CXX_FLAGS): clang links a shared
+# object without its sanitizer runtime (the executable that loads it carries
+# the runtime), which leaves __asan_* references open.
+function(loom_no_undefined target)
+  if(NOT ((LOOM_SANITIZE OR CMAKE_CXX_FLAGS MATCHES "-fsanitize=") AND CMAKE_CXX_COMPILER_ID MATCHES "Clang"))
+    target_link_options(${target} PRIVATE -Wl,--no-undefined)
+  endif()
 endfunction()

@@ -7,7 +7,7 @@
 #include "loom/runtime/ops.hpp"
 #include "conformance/suite.hpp"
 
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(LOOM_SANITIZE_ADDRESS)
 // Let the huge-allocation test see NULL from the allocator instead of an abort.
 extern "C" const char* __asan_default_options() { return "allocator_may_return_null=1"; }
 #endif

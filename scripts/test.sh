@@ -20,7 +20,8 @@ done
 
 # python3-numpy: synthetic-model tests; Vulkan headers, glslc and lavapipe
 # (mesa-vulkan-drivers): the vulkan plugin is built and tested on the CPU.
-scripts/deps.sh python3-numpy libvulkan-dev glslc mesa-vulkan-drivers graphviz
+# clang: the ASan pass (the asan preset compiles with it) and the fuzz targets.
+scripts/deps.sh python3-numpy libvulkan-dev glslc mesa-vulkan-drivers graphviz clang
 jobs=${LOOM_JOBS:-$(nproc)}
 # Each phase's line says how long the suite has run so far (CI has 30 minutes).
 t0=$(date +%s)

@@ -83,7 +83,10 @@ example-build)
   rm -rf "$build"
   mkdir -p "$(dirname "$build")"
   # Only the prefix: no loom source or build folder on any path.
+  # The compiler that built loom (LOOM_TEST_CXX): a sanitized plugin runs in
+  # loom's process, whose sanitizer runtime it must share.
   cmake -S "$src" -B "$build" -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_BUILD_TYPE=Release \
+    ${LOOM_TEST_CXX:+-DCMAKE_CXX_COMPILER="$LOOM_TEST_CXX"} \
     -DCMAKE_CXX_FLAGS="$san_flags" -DCMAKE_EXE_LINKER_FLAGS="$san_flags" -DCMAKE_MODULE_LINKER_FLAGS="$san_flags" \
     >"$build.log" 2>&1 &&
     cmake --build "$build" -j2 >>"$build.log" 2>&1 || { cat "$build.log"; fail "examples/plugin did not build against $prefix"; }

@@ -19,7 +19,7 @@ namespace {
 using registry::Fate;
 using registry::Registry;
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#if defined(LOOM_SANITIZE_ADDRESS) || defined(LOOM_SANITIZE_THREAD)
 constexpr bool kSanitizer = true;  // the sanitizer's own SIGSEGV handler turns the signal into an exit status
 #else
 constexpr bool kSanitizer = false;

@@ -27,7 +27,10 @@ LOOM_HD int8_t act_quant(float x, float id) {
 #if defined(__CUDA_ARCH__)
   int q = __float2int_rn(x * id);
 #else
-  int q = static_cast<int>(std::nearbyint(x * id));
+  // As the GPU's conversion: NaN gives 0, out of range saturates (a cast
+  // of NaN or of a value past int's range is undefined in C++).
+  const float r = std::nearbyint(x * id);
+  int q = r != r ? 0 : (r < -128.0f ? -128 : (r > 127.0f ? 127 : static_cast<int>(r)));
 #endif
   q = q < -128 ? -128 : (q > 127 ? 127 : q);
   return static_cast<int8_t>(q);
