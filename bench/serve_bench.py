@@ -42,7 +42,7 @@ def pct(values, p):
 
 
 class Server:
-    def __init__(self, loom, model, parallel, ctx, extra):
+    def __init__(self, loom, model, parallel, ctx, extra, log=None):
         cmd = [loom, "serve", "-m", model, "--port", "0", "--parallel", str(parallel), "-c", str(ctx)] + extra
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self.port = None
@@ -61,7 +61,14 @@ class Server:
             sys.exit("serve_bench: loom serve did not start: " + err[-2000:])
         # Keep draining stdout so the server never blocks on a full pipe.
         threading.Thread(target=lambda: [None for _ in self.proc.stdout], daemon=True).start()
-        threading.Thread(target=lambda: [None for _ in self.proc.stderr], daemon=True).start()
+        def drain_stderr():
+            out = open(log, "w") if log else None
+            for line in self.proc.stderr:
+                if out:
+                    out.write(line)
+                    out.flush()
+
+        threading.Thread(target=drain_stderr, daemon=True).start()
         self.wait_ready()
 
     def wait_ready(self):
@@ -234,9 +241,10 @@ def main():
     ap.add_argument("--ctx", type=int, default=1024, help="context per slot")
     ap.add_argument("--serve-arg", action="append", default=[], help="extra argument for loom serve (repeatable)")
     ap.add_argument("--json", help="write the results here")
+    ap.add_argument("--server-log", help="write the server's stderr here (e.g. with LOOM_LOG=serve:debug,sched:debug)")
     a = ap.parse_args()
     parallel = max(a.clients)
-    server = Server(a.loom, a.model, parallel, a.ctx, a.serve_arg)
+    server = Server(a.loom, a.model, parallel, a.ctx, a.serve_arg, a.server_log)
     out = {"model": os.path.basename(a.model), "load": [], "arrivals": None, "prefix": None}
     try:
         server.stream(prompt_of(server, a.prompt_tokens, 0), 4)  # warm up

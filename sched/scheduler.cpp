@@ -106,7 +106,7 @@ void Scheduler::set_offload(bool on) {
     Status st = finish();  // the work in flight uses the plan dropped here
     if (!st.ok()) LOOM_LOG_WARN("sched", st.to_string());
   }
-  if (on != offload_) plan_.reset();
+  if (on != offload_) drop_plans();
   offload_ = on;
 }
 
@@ -121,20 +121,34 @@ bool Scheduler::owns_buffer(const loom_buffer_t* b) const {
   return false;
 }
 
+void Scheduler::drop_plans() {
+  plan_.reset();
+  kept_plans_.clear();
+}
+
 StatusOr<sched::Plan*> Scheduler::plan_for(const Graph& graph) {
   auto owns = [this](const loom_buffer_t* b) { return owns_buffer(b); };
   const uint64_t fp = sched::fingerprint(graph, pins_, owns);
   if (plan_ && plan_->fingerprint == fp) return plan_.get();
   // Work in flight still uses the current plan's copies: finish it first.
   if (run_) LOOM_RETURN_IF_ERROR(finish());
+  const std::string from = plan_ ? hex(plan_->fingerprint) + " -> " : std::string();
+  // The current plan is kept; a kept one of this fingerprint comes back.
+  if (plan_) kept_plans_.push_back(std::move(plan_));
+  for (auto it = kept_plans_.begin(); it != kept_plans_.end(); ++it) {
+    if ((*it)->fingerprint != fp) continue;
+    plan_ = std::move(*it);
+    kept_plans_.erase(it);
+    LOOM_LOG_DEBUG("sched", "plan kept: fingerprint " + from + hex(fp));
+    return plan_.get();
+  }
   if (log_enabled(LogLevel::kDebug, "sched")) {
     log(LogLevel::kDebug, "sched",
-        plan_ ? "re-plan: fingerprint " + hex(plan_->fingerprint) + " -> " + hex(fp) + " (nodes " +
-                    std::to_string(plan_->n_nodes) + " -> " + std::to_string(graph.nodes().size()) +
-                    ", leafs " + std::to_string(plan_->n_leafs) + " -> " +
-                    std::to_string(graph.leafs().size()) + ")"
-              : "plan: first graph, fingerprint " + hex(fp));
+        from.empty() ? "plan: first graph, fingerprint " + hex(fp)
+                     : "re-plan: fingerprint " + from + hex(fp) + " (nodes " + std::to_string(graph.nodes().size()) +
+                           ", leafs " + std::to_string(graph.leafs().size()) + ")");
   }
+  if (kept_plans_.size() > kKeptPlans) kept_plans_.erase(kept_plans_.begin());
   auto plan = std::make_unique<sched::Plan>();
   plan->fingerprint = fp;
   plan->n_nodes = static_cast<int32_t>(graph.nodes().size());

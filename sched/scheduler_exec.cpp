@@ -56,7 +56,7 @@ Status Scheduler::set_pipelining(int n) {
   if (n < 1)
     return invalid_argument("[sched.set_pipelining] n = " + std::to_string(n) + ", must be >= 1");
   if (run_) return invalid_argument("[sched.set_pipelining] work is in flight; finish() it first");
-  if (n != pipelining_) plan_.reset();
+  if (n != pipelining_) drop_plans();
   pipelining_ = n;
   return Status();
 }

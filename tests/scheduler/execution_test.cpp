@@ -222,6 +222,48 @@ TEST(SchedulerExecution, PlanIsReusedForAnIdenticalGraph) {
   EXPECT_TRUE(replan_logged);
 }
 
+// Graphs of a few shapes in turn (a server's decode steps, with and without
+// a prompt chunk beside them): each shape is planned once and its plan comes
+// back; past the kept plans the oldest is planned again. Results stay right
+// throughout (the kept plan's copies and memory apply to the new graph).
+TEST(SchedulerExecution, PlansOfAlternatingShapesAreKept) {
+  SimSetup env(2, {std::string("SCALE,ADD"), std::string("SILU")});
+  SCHED_REQUIRE_DEVICES(env);
+  SCHED_ASSIGN(auto sched, Scheduler::create({env.dev("sim0"), env.dev("sim1"), env.dev("cpu")}));
+  std::vector<std::string> logged;
+  set_log_filter("sched:debug,*:warn");
+  LogSink old = set_log_sink([&](LogLevel, std::string_view cat, std::string_view msg) {
+    if (cat == "sched") logged.emplace_back(msg);
+  });
+  auto run = [&](int64_t tok) {
+    Context ctx;
+    Graph g;
+    Tensor* x = nullptr;
+    SCHED_OK(build_chain(ctx, tok, &g, &x));
+    SCHED_OK(sched->allocate(g));
+    SCHED_OK(set_f32(x, std::vector<float>(static_cast<size_t>(8 * tok), 1.0f)));
+    SCHED_OK(sched->compute(g));
+    const float s = 2.0f / (1.0f + std::exp(-2.0f)) + 1.0f;
+    expect_close(get_f32(g.outputs()[0]), std::vector<float>(static_cast<size_t>(8 * tok), s), "c");
+  };
+  for (int i = 0; i < 6; ++i) run(i % 2 ? 3 : 40);  // 40 rows grow the compute buffers
+  EXPECT_EQ(sched->plans_built(), 2u);
+  bool kept_logged = false;
+  for (const auto& m : logged) kept_logged = kept_logged || contains(m, "plan kept: fingerprint");
+  EXPECT_TRUE(kept_logged);
+  set_log_sink(old);
+  set_log_filter("*:warn");
+  // As many new shapes as plans are kept: with the current one, 3 (used
+  // last of the two) is still held, 40 is not.
+  const auto k = static_cast<int64_t>(Scheduler::kKeptPlans);
+  for (int64_t tok = 4; tok < 4 + k; ++tok) run(tok);
+  EXPECT_EQ(sched->plans_built(), static_cast<size_t>(2 + k));
+  run(3);
+  EXPECT_EQ(sched->plans_built(), static_cast<size_t>(2 + k));
+  run(40);
+  EXPECT_EQ(sched->plans_built(), static_cast<size_t>(3 + k));
+}
+
 TEST(SchedulerExecution, DeviceFailureNamesSplitAndDeviceAndRecovers) {
   SimSetup env(2, {std::string("SCALE,ADD"), std::string("SILU")});
   SCHED_REQUIRE_DEVICES(env);
@@ -369,8 +411,10 @@ TEST(SchedulerExecution, ReuseSkipsPlanningOnALargeGraph) {
       Context ctx;
       Graph g;
       Tensor* x = nullptr;
-      SCHED_OK(build_long(ctx, kNodes, &g, &x));
-      // Fresh rounds force a re-plan: the pin of the SCALE nodes alternates.
+      // Each round's graph has a length of its own: a plan of no earlier
+      // round (kept plans come back) fits it. The pin of the SCALE nodes
+      // alternates as well.
+      SCHED_OK(build_long(ctx, kNodes + r, &g, &x));
       if (!reuse) SCHED_OK(sched->pin("scale", env.dev(r % 2 ? "cpu" : "sim0")));
       const size_t before = sched->plans_built();
       auto t0 = std::chrono::steady_clock::now();

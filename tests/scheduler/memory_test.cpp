@@ -105,8 +105,10 @@ TEST(SchedulerMemory, GraphPlacedBeforeGrowthStillComputes) {
   const size_t before = sched->compute_buffer_size(0);
   run(big, xb, 4096);
   EXPECT_GT(sched->compute_buffer_size(0), before);
+  // The small graph's plan was kept and comes back, applied in the grown
+  // buffer.
   run(small, xs, 4);
-  EXPECT_EQ(sched->plans_built(), 3u);
+  EXPECT_EQ(sched->plans_built(), 2u);
 }
 
 // Token embedding on the device holding the table, the rest on the CPU; the

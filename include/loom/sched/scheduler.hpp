@@ -178,12 +178,16 @@ class Scheduler {
   int pipelining() const { return pipelining_; }
   // Cost-based offload (default on): a node that reads weights may run on an
   // earlier device than the weights' owner when its estimated time there,
-  // weight copies included, is lower. Changing it drops the cached plan.
+  // weight copies included, is lower. Changing it drops the cached plans.
   void set_offload(bool on);
 
   const std::vector<registry::Device*>& devices() const { return devices_; }
   // Plans built so far (a reused plan does not count).
   size_t plans_built() const { return plans_built_; }
+  // Plans kept besides the current one: a graph whose fingerprint matches
+  // one of them takes it back instead of planning again (steps of a server
+  // alternate between a few shapes); the least recently used goes first.
+  static constexpr size_t kKeptPlans = 32;
   // Compute buffers allocated so far (first ones and every growth), summed
   // over the devices: after a worst-case reserve() it stays put.
   size_t buffer_allocations() const { return buffer_allocations_; }
@@ -216,7 +220,12 @@ class Scheduler {
   std::vector<Stream> streams_;
   std::vector<Buffer> buffers_;                   // one compute buffer per device (may be empty)
   std::unordered_map<std::string, size_t> pins_;  // node name -> device
-  std::unique_ptr<sched::Plan> plan_;
+  std::unique_ptr<sched::Plan> plan_;  // the current plan (of the last graph)
+  // Earlier plans, oldest first, each taken back when a graph of its
+  // fingerprint comes again (a server's steps alternate between a few
+  // shapes): at most kKeptPlans.
+  std::vector<std::unique_ptr<sched::Plan>> kept_plans_;
+  void drop_plans();
   size_t plans_built_ = 0;
   size_t buffer_allocations_ = 0;
   SchedStats stats_;
