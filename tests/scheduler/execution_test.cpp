@@ -186,40 +186,56 @@ Status build_chain(Context& ctx, int64_t tok, Graph* out, Tensor** x_out) {
   return Status();
 }
 
+// build_chain(tok) on sched with x = 1 everywhere, computed `times` times,
+// its output checked (c = silu(2) + 1).
+void run_chain(Scheduler& sched, int64_t tok, int times = 1) {
+  Context ctx;
+  Graph g;
+  Tensor* x = nullptr;
+  SCHED_OK(build_chain(ctx, tok, &g, &x));
+  SCHED_OK(sched.allocate(g));
+  SCHED_OK(set_f32(x, std::vector<float>(static_cast<size_t>(8 * tok), 1.0f)));
+  for (int i = 0; i < times; ++i) SCHED_OK(sched.compute(g));
+  const float s = 2.0f / (1.0f + std::exp(-2.0f)) + 1.0f;
+  expect_close(get_f32(g.outputs()[0]), std::vector<float>(static_cast<size_t>(8 * tok), s), "c");
+}
+
+// The scheduler's debug messages while it lives.
+struct SchedLog {
+  std::vector<std::string> lines;
+  LogSink old;
+  SchedLog() {
+    set_log_filter("sched:debug,*:warn");
+    old = set_log_sink([this](LogLevel, std::string_view cat, std::string_view msg) {
+      if (cat == "sched") lines.emplace_back(msg);
+    });
+  }
+  ~SchedLog() {
+    set_log_sink(old);
+    set_log_filter("*:warn");
+  }
+  bool has(const std::string& text) const {
+    for (const auto& m : lines) {
+      if (contains(m, text)) return true;
+    }
+    return false;
+  }
+};
+
 TEST(SchedulerExecution, PlanIsReusedForAnIdenticalGraph) {
   SimSetup env(2, {std::string("SCALE,ADD"), std::string("SILU")});
   SCHED_REQUIRE_DEVICES(env);
   SCHED_ASSIGN(auto sched, Scheduler::create({env.dev("sim0"), env.dev("sim1"), env.dev("cpu")}));
-  std::vector<std::string> logged;
-  set_log_filter("sched:debug,*:warn");
-  LogSink old = set_log_sink([&](LogLevel, std::string_view cat, std::string_view msg) {
-    if (cat == "sched") logged.emplace_back(msg);
-  });
-  auto run = [&](int64_t tok) {
-    Context ctx;
-    Graph g;
-    Tensor* x = nullptr;
-    SCHED_OK(build_chain(ctx, tok, &g, &x));
-    SCHED_OK(sched->allocate(g));
-    SCHED_OK(set_f32(x, std::vector<float>(static_cast<size_t>(8 * tok), 1.0f)));
-    SCHED_OK(sched->compute(g));
-    // Computing the same graph object again changes nothing either.
-    SCHED_OK(sched->compute(g));
-    const float s = 2.0f / (1.0f + std::exp(-2.0f)) + 1.0f;
-    expect_close(get_f32(g.outputs()[0]), std::vector<float>(static_cast<size_t>(8 * tok), s), "c");
-  };
-  run(3);
+  SchedLog log;
+  // Computing the same graph object again changes nothing either.
+  run_chain(*sched, 3, 2);
   EXPECT_EQ(sched->plans_built(), 1u);
   EXPECT_EQ(sched->splits().size(), 3u);
-  run(3);
+  run_chain(*sched, 3, 2);
   EXPECT_EQ(sched->plans_built(), 1u);
-  run(5);
+  run_chain(*sched, 5, 2);
   EXPECT_EQ(sched->plans_built(), 2u);
-  set_log_sink(old);
-  set_log_filter("*:warn");
-  bool replan_logged = false;
-  for (const auto& m : logged) replan_logged = replan_logged || contains(m, "re-plan: fingerprint");
-  EXPECT_TRUE(replan_logged);
+  EXPECT_TRUE(log.has("re-plan: fingerprint"));
 }
 
 // Graphs of a few shapes in turn (a server's decode steps, with and without
@@ -230,37 +246,20 @@ TEST(SchedulerExecution, PlansOfAlternatingShapesAreKept) {
   SimSetup env(2, {std::string("SCALE,ADD"), std::string("SILU")});
   SCHED_REQUIRE_DEVICES(env);
   SCHED_ASSIGN(auto sched, Scheduler::create({env.dev("sim0"), env.dev("sim1"), env.dev("cpu")}));
-  std::vector<std::string> logged;
-  set_log_filter("sched:debug,*:warn");
-  LogSink old = set_log_sink([&](LogLevel, std::string_view cat, std::string_view msg) {
-    if (cat == "sched") logged.emplace_back(msg);
-  });
-  auto run = [&](int64_t tok) {
-    Context ctx;
-    Graph g;
-    Tensor* x = nullptr;
-    SCHED_OK(build_chain(ctx, tok, &g, &x));
-    SCHED_OK(sched->allocate(g));
-    SCHED_OK(set_f32(x, std::vector<float>(static_cast<size_t>(8 * tok), 1.0f)));
-    SCHED_OK(sched->compute(g));
-    const float s = 2.0f / (1.0f + std::exp(-2.0f)) + 1.0f;
-    expect_close(get_f32(g.outputs()[0]), std::vector<float>(static_cast<size_t>(8 * tok), s), "c");
-  };
-  for (int i = 0; i < 6; ++i) run(i % 2 ? 3 : 40);  // 40 rows grow the compute buffers
-  EXPECT_EQ(sched->plans_built(), 2u);
-  bool kept_logged = false;
-  for (const auto& m : logged) kept_logged = kept_logged || contains(m, "plan kept: fingerprint");
-  EXPECT_TRUE(kept_logged);
-  set_log_sink(old);
-  set_log_filter("*:warn");
+  {
+    SchedLog log;
+    for (int i = 0; i < 6; ++i) run_chain(*sched, i % 2 ? 3 : 40);  // 40 rows grow the compute buffers
+    EXPECT_EQ(sched->plans_built(), 2u);
+    EXPECT_TRUE(log.has("plan kept: fingerprint"));
+  }
   // As many new shapes as plans are kept: with the current one, 3 (used
   // last of the two) is still held, 40 is not.
   const auto k = static_cast<int64_t>(Scheduler::kKeptPlans);
-  for (int64_t tok = 4; tok < 4 + k; ++tok) run(tok);
+  for (int64_t tok = 4; tok < 4 + k; ++tok) run_chain(*sched, tok);
   EXPECT_EQ(sched->plans_built(), static_cast<size_t>(2 + k));
-  run(3);
+  run_chain(*sched, 3);
   EXPECT_EQ(sched->plans_built(), static_cast<size_t>(2 + k));
-  run(40);
+  run_chain(*sched, 40);
   EXPECT_EQ(sched->plans_built(), static_cast<size_t>(3 + k));
 }
 
