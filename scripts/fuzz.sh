@@ -11,13 +11,16 @@ if [ "${1:-}" = "--no-install" ]; then install=0; shift; fi
 secs=${1:-60}
 [ $# -gt 0 ] && shift
 targets=("$@")
-[ ${#targets[@]} -eq 0 ] && targets=(gguf_fuzz tokenizer_fuzz serve_request_fuzz)
+build_targets=("$@")
+[ ${#targets[@]} -eq 0 ] && targets=(gguf_fuzz tokenizer_fuzz serve_request_fuzz) && build_targets=(loom_fuzz_targets)
 if ! command -v clang++ >/dev/null 2>&1; then
   if [ "$install" = 1 ]; then scripts/deps.sh clang; else echo "fuzz: clang++ not found" >&2; exit 1; fi
 fi
+# -O1 -g1 as the sanitizer presets (libFuzzer's advice: -O1 or -O2).
 CC=clang CXX=clang++ cmake -S . -B build/fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" \
   -DLOOM_BUILD_FUZZ=ON -DLOOM_BUILD_TESTS=OFF >/dev/null
-cmake --build build/fuzz --target "${targets[@]}" -j "${LOOM_JOBS:-$(nproc)}"
+cmake --build build/fuzz --target "${build_targets[@]}" -j "${LOOM_JOBS:-$(nproc)}"
 
 model="${LOOM_MODELS_DIR:-../shared/models}/stories260K.gguf"
 gguf_seeds() {  # $1: folder; the valid files the GGUF tests write, the tiny model's metadata

@@ -20,7 +20,7 @@ done
 
 # python3-numpy: synthetic-model tests; Vulkan headers, glslc and lavapipe
 # (mesa-vulkan-drivers): the vulkan plugin is built and tested on the CPU.
-# clang: the ASan pass (the asan preset compiles with it) and the fuzz targets.
+# clang: the ASan and TSan passes (their presets compile with it) and the fuzz targets.
 scripts/deps.sh python3-numpy libvulkan-dev glslc mesa-vulkan-drivers graphviz clang
 jobs=${LOOM_JOBS:-$(nproc)}
 # Each phase's line says how long the suite has run so far (CI has 30 minutes).
@@ -32,7 +32,9 @@ phase() { echo "== $* (at $(( $(date +%s) - t0 )) s)"; }
 phase "npm ci (tests/serve/node)"
 (cd tests/serve/node && npm ci --no-audit --no-fund)
 
-cmake --preset release
+# LOOM_CUDA_ARCHS (e.g. 90-virtual) narrows the cuda plugin's architectures
+# (.ci/run: CI has no GPU); unset, the plugin's default.
+cmake --preset release ${LOOM_CUDA_ARCHS:+-DLOOM_CUDA_ARCHS="$LOOM_CUDA_ARCHS"}
 if [ "$asan" = 1 ]; then
   # Only the programs the release pass below runs (the CLI, every plugin,
   # the kernel, model and conformance test programs: the build preset
