@@ -399,6 +399,9 @@ TEST(Cli, RunErrors) {
   Result ctx = run_loom("run -m " + model + " --ctx 4 -p 'Once upon a time there was a dog'");
   EXPECT_EQ(ctx.exit_code, 1);
   EXPECT_NE(ctx.out.find("more than the context of 4"), std::string::npos) << ctx.out;
+  // The echoed prompt ends its line before the error, also when stdout is a
+  // file (buffered apart from stderr).
+  EXPECT_NE(ctx.out.find("\nloom run: "), std::string::npos) << ctx.out;
 }
 
 // ------------------------------------------------------- multi-device run, plan

@@ -151,7 +151,10 @@ int cmd_run(std::vector<std::string> args) {
   }
   auto r = llm::generate(**session, *tok, o.prompt, go, on_text);
   if (!r.ok()) {
-    if (!common.json) std::fputs("\n", stdout);
+    if (!common.json) {
+      std::fputs("\n", stdout);  // ends the echoed prompt before the error (stdout may be a file)
+      std::fflush(stdout);
+    }
     return fail(r.status().message());
   }
   std::string names;
