@@ -6,13 +6,12 @@
 namespace loom::conformance {
 namespace {
 
-const loom_type_t kFloatTypes[] = {LOOM_TYPE_F32, LOOM_TYPE_F16, LOOM_TYPE_BF16};
 
 struct BinaryCase {
   Shape a;
   Shape b;
 };
-const BinaryCase kCases[] = {
+const BinaryCase kBinaryCases[] = {
     {{17, 3, 2, 1}, {17, 3, 2, 1}},  // same shape
     {{33, 5, 3, 2}, {33, 1, 3, 1}},  // broadcast over rows and dim 3
     {{65, 3, 1, 1}, {1, 3, 1, 1}},   // one value per row
@@ -70,7 +69,7 @@ LOOM_CASE(BinaryTest, EveryOpAndTypePair) {
   for (loom_op_t op : {LOOM_OP_ADD, LOOM_OP_SUB, LOOM_OP_MUL, LOOM_OP_DIV}) {
     for (loom_type_t ta : kFloatTypes) {
       for (loom_type_t tb : kFloatTypes) {
-        check(op, ta, tb, kCases[k % 5], Layout::kDense, Layout::kDense);
+        check(op, ta, tb, kBinaryCases[k % 5], Layout::kDense, Layout::kDense);
         ++k;
       }
     }
@@ -83,7 +82,7 @@ LOOM_CASE(BinaryTest, StridedViews) {
   for (loom_type_t t : kFloatTypes) {
     for (Layout la : layouts_for(t)) {
       for (Layout lb : layouts_for(t)) {
-        check(k % 2 ? LOOM_OP_MUL : LOOM_OP_SUB, t, LOOM_TYPE_F32, kCases[k % 5], la, lb);
+        check(k % 2 ? LOOM_OP_MUL : LOOM_OP_SUB, t, LOOM_TYPE_F32, kBinaryCases[k % 5], la, lb);
         ++k;
       }
     }

@@ -12,7 +12,6 @@
 namespace loom::conformance {
 namespace {
 
-const loom_type_t kFloatTypes[] = {LOOM_TYPE_F32, LOOM_TYPE_F16, LOOM_TYPE_BF16};
 const loom_type_t kQuantTypes[] = {LOOM_TYPE_Q8_0, LOOM_TYPE_Q4_0};
 
 Tensor* base_of(Tensor* t) { return t->view_src ? static_cast<Tensor*>(t->view_src) : t; }

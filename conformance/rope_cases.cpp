@@ -79,7 +79,7 @@ class RopeTest : public OpTest {
   }
 };
 
-const RopeCase kCases[] = {
+const RopeCase kRopeCases[] = {
     {{8, 3, 5, 1}, 8, LOOM_ROPE_MODE_NORMAL, 10000.0f, 1.0f},
     {{8, 3, 5, 1}, 8, LOOM_ROPE_MODE_NEOX, 10000.0f, 1.0f},
     {{16, 2, 3, 2}, 6, LOOM_ROPE_MODE_NORMAL, 500.0f, 0.5f},  // partial: dims 6..15 pass through
@@ -92,15 +92,15 @@ LOOM_CASE(RopeTest, ModesTypesAndLayouts) {
   seed(501);
   int k = 0;
   for (loom_type_t t : {LOOM_TYPE_F32, LOOM_TYPE_F16, LOOM_TYPE_BF16}) {
-    for (const RopeCase& c : kCases) check(t, c, layouts_for(t)[k++ % 4]);
+    for (const RopeCase& c : kRopeCases) check(t, c, layouts_for(t)[k++ % 4]);
   }
 }
 
 LOOM_CASE(RopeTest, EveryLayout) {
   seed(502);
   for (Layout l : layouts_for(LOOM_TYPE_F32)) {
-    check(LOOM_TYPE_F32, kCases[2], l);
-    check(LOOM_TYPE_F32, kCases[3], l);
+    check(LOOM_TYPE_F32, kRopeCases[2], l);
+    check(LOOM_TYPE_F32, kRopeCases[3], l);
   }
 }
 
@@ -110,7 +110,7 @@ LOOM_CASE(RopeTest, FrequencyFactors) {
   seed(504);
   int k = 0;
   for (loom_type_t t : {LOOM_TYPE_F32, LOOM_TYPE_F16, LOOM_TYPE_BF16}) {
-    for (const RopeCase& c : kCases) {
+    for (const RopeCase& c : kRopeCases) {
       check(t, c, layouts_for(t)[k % 4], k % 2 == 0 ? Factors::kDense : Factors::kStrided);
       ++k;
     }

@@ -16,7 +16,7 @@ struct SoftMaxCase {
   float scale;
 };
 
-const SoftMaxCase kCases[] = {
+const SoftMaxCase kSoftMaxCases[] = {
     {{17, 3, 2, 1}, 0, 1, 1, 1.0f},
     {{33, 4, 4, 1}, 2, 2, 1, 0.5f},
     {{1, 3, 1, 1}, 0, 1, 1, 2.0f},
@@ -72,7 +72,7 @@ LOOM_CASE(SoftMaxTest, TypesMasksAndBroadcast) {
   int k = 0;
   for (loom_type_t t : {LOOM_TYPE_F32, LOOM_TYPE_F16, LOOM_TYPE_BF16}) {
     for (loom_type_t m : {LOOM_TYPE_COUNT, LOOM_TYPE_F32, LOOM_TYPE_F16, LOOM_TYPE_BF16}) {
-      check(t, m, kCases[k % 5], Layout::kDense);
+      check(t, m, kSoftMaxCases[k % 5], Layout::kDense);
       ++k;
     }
   }
@@ -82,7 +82,7 @@ LOOM_CASE(SoftMaxTest, EveryLayout) {
   seed(602);
   int k = 0;
   for (loom_type_t t : {LOOM_TYPE_F32, LOOM_TYPE_F16}) {
-    for (Layout l : layouts_for(t)) check(t, LOOM_TYPE_F16, kCases[k++ % 5], l);
+    for (Layout l : layouts_for(t)) check(t, LOOM_TYPE_F16, kSoftMaxCases[k++ % 5], l);
   }
 }
 

@@ -75,10 +75,18 @@ void add_rows(const CaseSink& sink, std::map<std::pair<std::string, std::string>
 
 }  // namespace
 
-const std::vector<CaseInfo>& all_cases() { return registry_of_cases(); }
+const std::vector<CaseInfo>& all_cases() {
+  std::vector<CaseInfo>& cases = registry_of_cases();
+  // Registration order within a file is source order; a stable sort keeps it.
+  auto base = [](const std::string& path) { return path.substr(path.find_last_of('/') + 1); };
+  std::stable_sort(cases.begin(), cases.end(),
+                   [&](const CaseInfo& a, const CaseInfo& b) { return base(a.file) < base(b.file); });
+  return cases;
+}
 
-CaseRegistrar::CaseRegistrar(const char* suite, const char* name, std::function<std::unique_ptr<OpTest>()> make) {
-  registry_of_cases().push_back(CaseInfo{suite, name, std::move(make)});
+CaseRegistrar::CaseRegistrar(const char* file, const char* suite, const char* name,
+                             std::function<std::unique_ptr<OpTest>()> make) {
+  registry_of_cases().push_back(CaseInfo{suite, name, std::move(make), file});
 }
 
 const char* outcome_name(Outcome o) {

@@ -22,15 +22,22 @@
 
 namespace loom::conformance {
 
+// The float types the elementwise cases run over.
+inline constexpr loom_type_t kFloatTypes[] = {LOOM_TYPE_F32, LOOM_TYPE_F16, LOOM_TYPE_BF16};
+
 struct CaseInfo {
   std::string suite;  // "MatMulTest"
   std::string name;   // "EveryAType"
   std::function<std::unique_ptr<OpTest>()> make;
+  std::string file;  // the source file that defines it (__FILE__)
 };
-// Every case linked in, in registration order (per file: source order).
+// Every case linked in: by its source file's name, then in source order
+// within the file. Fixed by the sources, not by the order in which the
+// linker happened to place their static initializers (a unity build or
+// another linker changes that).
 const std::vector<CaseInfo>& all_cases();
 struct CaseRegistrar {
-  CaseRegistrar(const char* suite, const char* name, std::function<std::unique_ptr<OpTest>()> make);
+  CaseRegistrar(const char* file, const char* suite, const char* name, std::function<std::unique_ptr<OpTest>()> make);
 };
 
 #define LOOM_CASE(Fixture, Name)                                                                              \
@@ -39,7 +46,7 @@ struct CaseRegistrar {
     void body() override;                                                                                     \
   };                                                                                                          \
   const ::loom::conformance::CaseRegistrar Fixture##_##Name##_registrar(                                      \
-      #Fixture, #Name, [] { return std::unique_ptr<::loom::conformance::OpTest>(new Fixture##_##Name##_Case); }); \
+      __FILE__, #Fixture, #Name, [] { return std::unique_ptr<::loom::conformance::OpTest>(new Fixture##_##Name##_Case); }); \
   void Fixture##_##Name##_Case::body()
 
 enum class Outcome { kPassed, kFailed, kSkipped, kNotClaimed };

@@ -8,8 +8,7 @@
 namespace loom::conformance {
 namespace {
 
-const loom_type_t kFloatTypes[] = {LOOM_TYPE_F32, LOOM_TYPE_F16, LOOM_TYPE_BF16};
-const Shape kShapes[] = {{17, 3, 2, 1}, {65, 1, 1, 1}, {1, 33, 1, 2}, {33, 5, 3, 2}};
+const Shape kUnaryShapes[] = {{17, 3, 2, 1}, {65, 1, 1, 1}, {1, 33, 1, 2}, {33, 5, 3, 2}};
 
 double silu(double x) { return x / (1.0 + std::exp(-x)); }
 double gelu(double x) {
@@ -55,7 +54,7 @@ LOOM_CASE(UnaryTest, EveryOpTypeAndLayout) {
   int k = 0;
   for (loom_op_t op : {LOOM_OP_SILU, LOOM_OP_GELU, LOOM_OP_RELU, LOOM_OP_SCALE}) {
     for (loom_type_t t : kFloatTypes) {
-      for (Layout l : layouts_for(t)) check(op, t, kShapes[k++ % 4], l);
+      for (Layout l : layouts_for(t)) check(op, t, kUnaryShapes[k++ % 4], l);
     }
   }
 }
@@ -64,7 +63,7 @@ LOOM_CASE(UnaryTest, TanhEveryTypeAndLayout) {
   seed(204);
   int k = 0;
   for (loom_type_t t : kFloatTypes) {
-    for (Layout l : layouts_for(t)) check(LOOM_OP_TANH, t, kShapes[k++ % 4], l);
+    for (Layout l : layouts_for(t)) check(LOOM_OP_TANH, t, kUnaryShapes[k++ % 4], l);
   }
   // Saturation, zero signs and infinities.
   Operand a = input_values(LOOM_TYPE_F32, {6, 1, 1, 1}, {-30.0f, -0.0f, 0.0f, 30.0f, -INFINITY, INFINITY});
@@ -86,7 +85,7 @@ LOOM_CASE(UnaryTest, SwigluEveryTypePairAndLayout) {
   int k = 0;
   for (loom_type_t ta : kFloatTypes) {
     for (loom_type_t tb : kFloatTypes) {
-      const Shape ne = kShapes[k % 4];
+      const Shape ne = kUnaryShapes[k % 4];
       const Layout la = layouts_for(ta)[k % 4];
       const Layout lb = layouts_for(tb)[(k + 1) % 4];
       ++k;

@@ -16,7 +16,6 @@ std::string trim(const std::string& s) {
   return s.substr(b, e - b + 1);
 }
 
-bool pending(const Candidate& c) { return c.fate == Fate::kFailed && c.reason.empty(); }
 
 }  // namespace
 

@@ -10,6 +10,9 @@
 
 namespace loom::registry {
 
+// A candidate still to be loaded: not yet given a fate with a reason.
+inline bool pending(const Candidate& c) { return c.fate == Fate::kFailed && c.reason.empty(); }
+
 // Whether any glob of the comma list matches the name.
 bool glob_list_matches(const std::string& globs, const std::string& name);
 

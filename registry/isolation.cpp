@@ -6,6 +6,7 @@
 #include <string>
 
 #include "loom/runtime/log.hpp"
+#include "registry/filters.hpp"
 #include "registry/loader.hpp"
 #include "registry/probe.hpp"
 #include "registry/probe_cache.hpp"
@@ -14,7 +15,6 @@
 namespace loom::registry {
 namespace {
 
-bool pending(const Candidate& c) { return c.fate == Fate::kFailed && c.reason.empty(); }
 
 // The stage a child had reached when it stopped at `step`.
 Stage stage_at(const std::string& step) {

@@ -21,7 +21,7 @@ std::string file_name(const std::string& path) {
   return std::filesystem::path(path).filename().string();
 }
 
-void fail(Candidate& c, const std::string& what) {
+void fail_load(Candidate& c, const std::string& what) {
   c.fate = Fate::kFailed;
   c.reason = load_prefix(c) + what;
   LOOM_LOG_INFO("registry", c.reason);
@@ -126,14 +126,14 @@ bool negotiate_candidate(Candidate& c, size_t index, NegotiatedPlugin* out) {
   std::string err;
   step("open");
   if (!lib.open(c.path, &err)) {
-    fail(c, "dlopen failed: " + err);
+    fail_load(c, "dlopen failed: " + err);
     return false;
   }
   c.stage = Stage::kOpened;
   LOOM_LOG_DEBUG("registry", c.path + ": opened");
 
   auto give_up = [&](const std::string& why) {
-    fail(c, why);
+    fail_load(c, why);
     lib.close();
     return false;
   };
@@ -199,7 +199,7 @@ std::shared_ptr<PluginHandle> start_plugin(Candidate& c, NegotiatedPlugin& n,
   step("init");
   std::string err = call_plugin([&] { raw = t->init(&context); });
   if (!err.empty()) {
-    fail(c, "init " + err);
+    fail_load(c, "init " + err);
     discard_plugin(c, n);
     return nullptr;
   }
@@ -211,7 +211,7 @@ std::shared_ptr<PluginHandle> start_plugin(Candidate& c, NegotiatedPlugin& n,
       c.reason = st.message();
       LOOM_LOG_DEBUG("registry", c.path + ": unavailable: " + c.reason);
     } else {
-      fail(c, "init failed: " + st.to_string());
+      fail_load(c, "init failed: " + st.to_string());
     }
     discard_plugin(c, n);  // shutdown is not called after a failed init
     return nullptr;
@@ -220,7 +220,7 @@ std::shared_ptr<PluginHandle> start_plugin(Candidate& c, NegotiatedPlugin& n,
   LOOM_LOG_DEBUG("registry", c.path + ": init OK");
 
   auto stop = [&](const std::string& why) {
-    fail(c, why);
+    fail_load(c, why);
     devices->clear();
     unload_plugin(c.plugin, n.library, t, context, /*call_shutdown=*/true);
     n.table = nullptr;

@@ -65,7 +65,6 @@ std::string library_dir() {
 namespace {
 
 // Discovery leaves a candidate still to be loaded as kFailed with no reason.
-bool pending(const Candidate& c) { return c.fate == Fate::kFailed && c.reason.empty(); }
 
 std::string label(const Candidate& c) { return c.variant.empty() ? c.plugin : c.plugin + "-" + c.variant; }
 

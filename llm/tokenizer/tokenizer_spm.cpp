@@ -9,10 +9,10 @@ namespace loom::llm {
 
 namespace {
 
-constexpr std::string_view kSpaceMark = "\xe2\x96\x81";  // U+2581 LOWER ONE EIGHTH BLOCK
+using unicode::kSpaceMark;
 
 // A piece of the text being merged: a doubly linked list over `text`.
-struct Symbol {
+struct Piece {
   int prev;
   int next;
   size_t start;
@@ -73,7 +73,7 @@ void SpmModel::encode(std::string_view raw, bool at_start, std::vector<TokenId>*
   }
   if (text.empty()) return;
 
-  std::vector<Symbol> symbols;
+  std::vector<Piece> symbols;
   for (size_t pos = 0; pos < text.size();) {
     const size_t len = unicode::utf8_len(text, pos);
     const int idx = static_cast<int>(symbols.size());
@@ -85,8 +85,8 @@ void SpmModel::encode(std::string_view raw, bool at_start, std::vector<TokenId>*
   std::priority_queue<Bigram, std::vector<Bigram>, BigramLess> queue;
   auto try_add = [&](int left, int right) {
     if (left < 0 || right < 0) return;
-    const Symbol& l = symbols[static_cast<size_t>(left)];
-    const Symbol& r = symbols[static_cast<size_t>(right)];
+    const Piece& l = symbols[static_cast<size_t>(left)];
+    const Piece& r = symbols[static_cast<size_t>(right)];
     const std::string_view piece(text.data() + l.start, l.len + r.len);
     const TokenId id = mergeable(piece);
     if (id == kNoToken) return;
@@ -97,8 +97,8 @@ void SpmModel::encode(std::string_view raw, bool at_start, std::vector<TokenId>*
   while (!queue.empty()) {
     const Bigram b = queue.top();
     queue.pop();
-    Symbol& l = symbols[static_cast<size_t>(b.left)];
-    Symbol& r = symbols[static_cast<size_t>(b.right)];
+    Piece& l = symbols[static_cast<size_t>(b.left)];
+    Piece& r = symbols[static_cast<size_t>(b.right)];
     // Entries go stale when either side merged elsewhere first.
     if (l.len == 0 || r.len == 0 || l.len + r.len != b.len) continue;
     l.len += r.len;
@@ -110,7 +110,7 @@ void SpmModel::encode(std::string_view raw, bool at_start, std::vector<TokenId>*
   }
 
   for (int i = 0; i >= 0; i = symbols[static_cast<size_t>(i)].next) {
-    const Symbol& s = symbols[static_cast<size_t>(i)];
+    const Piece& s = symbols[static_cast<size_t>(i)];
     const std::string_view piece(text.data() + s.start, s.len);
     const TokenId id = mergeable(piece);
     if (id != kNoToken) {

@@ -8,7 +8,7 @@ namespace loom::llm {
 
 namespace {
 
-constexpr char kSpaceMark[] = "\xe2\x96\x81";  // U+2581
+using unicode::kSpaceMark;
 
 // CJK ideographs, each a word of its own (the ranges BERT's tokenizer uses,
 // with its 0x2B920 start where the block begins at 0x2B820).
@@ -63,7 +63,7 @@ StatusOr<std::unique_ptr<WpmModel>> WpmModel::create(const Vocab& vocab, const S
 }
 
 void WpmModel::encode_word(const std::string& word, std::vector<TokenId>* out) const {
-  const std::string w = kSpaceMark + word;
+  const std::string w = std::string(kSpaceMark) + word;
   const size_t n = w.size();
   const size_t mark = out->size();
   for (size_t i = 0; i < n;) {
@@ -94,7 +94,7 @@ void WpmModel::append_piece(TokenId id, std::string* out) const {
   }
   const std::string& s = vocab_.text(id);
   for (size_t i = 0; i < s.size();) {
-    if (s.compare(i, 3, kSpaceMark) == 0) {
+    if (s.compare(i, kSpaceMark.size(), kSpaceMark) == 0) {
       out->push_back(' ');
       i += 3;
     } else {

@@ -13,6 +13,9 @@
 
 namespace loom::llm::unicode {
 
+// U+2581 LOWER ONE EIGHTH BLOCK: SentencePiece's (and WPM's) mark for a space.
+inline constexpr std::string_view kSpaceMark = "\xe2\x96\x81";
+
 // Unicode general categories. kCn (unassigned) is 0; the order is the
 // generated table's (tools/gen_unicode_tables.py).
 enum class Category : uint8_t {

@@ -19,8 +19,6 @@ using common::guarded;
 using common::make_status;
 
 constexpr uint64_t kStagingBytes = uint64_t{16} << 20;
-constexpr uint64_t kWaitNs =
-    uint64_t{120} * 1000 * 1000 * 1000;  // a stuck device fails, never hangs
 
 // LOOM_VULKAN_DISABLE=f64,subgroup,map,import,async,rows,int8,int8dot,split,tiled,grouped,op:<OP>:
 // pretend a feature is absent

@@ -23,6 +23,9 @@
 
 namespace loom::vulkan {
 
+// How long a fence or semaphore wait may take: a stuck device fails, never hangs.
+inline constexpr uint64_t kWaitNs = uint64_t{120} * 1000 * 1000 * 1000;
+
 // "[vulkan.<where>] <call>: VK_ERROR_..." as a status (INTERNAL, or
 // RESOURCE_EXHAUSTED for out-of-memory results).
 loom_status_t* vk_status(const std::string& where, const char* call, VkResult r);

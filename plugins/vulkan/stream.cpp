@@ -25,7 +25,6 @@ constexpr size_t kMaxRecorded = 8;
 // reused past this many bytes (take_scratch); LOOM_VULKAN_SCRATCH_CAP
 // (bytes, for tests) sets a smaller cap.
 constexpr uint64_t kScratchCap = uint64_t{32} << 20;
-constexpr uint64_t kWaitNs = uint64_t{120} * 1000 * 1000 * 1000;
 // Error words (shaders/common.glsl report_bad_value): node, value (2),
 // limit, kind, position; kinds BAD_ROW_INDEX = 0, BAD_VISIBLE = 1,
 // BAD_RANGE = 2, BAD_EXPERT = 3 (shaders/mul_mat_id.glsl).

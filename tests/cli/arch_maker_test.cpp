@@ -18,19 +18,15 @@ namespace fs = std::filesystem;
 
 namespace {
 
+using loom::test::kPython;
 using loom::test::run_loom;
+using loom::test::stories_model;
 
-constexpr char kPython[] = "/usr/bin/python3";
-
-std::string stories() {
-  const char* env = std::getenv("LOOM_MODELS_DIR");
-  return std::string(env && *env ? env : LOOM_TEST_SOURCE_DIR "/../shared/models") + "/stories260K.gguf";
-}
 
 class ArchMaker : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!fs::exists(stories())) GTEST_SKIP() << stories() << " not found (its vocab is borrowed; set LOOM_MODELS_DIR)";
+    if (!fs::exists(stories_model())) GTEST_SKIP() << stories_model() << " not found (its vocab is borrowed; set LOOM_MODELS_DIR)";
     if (std::system((std::string(kPython) + " -c 'import numpy' >/dev/null 2>&1").c_str()) != 0) {
       GTEST_SKIP() << kPython << " has no numpy (apt-get install python3-numpy)";
     }
@@ -45,7 +41,7 @@ class ArchMaker : public ::testing::Test {
   std::string make(const std::string& arch, const std::string& type, const std::string& extra = "") {
     const std::string out = dir_ + "/" + arch + "-" + type + ".gguf";
     const std::string cmd = std::string(kPython) + " " LOOM_TEST_SOURCE_DIR "/tools/make_arch_gguf.py --arch " + arch +
-                            " --tokenizer-from " + stories() + " --type " + type + " " + extra + " " + out +
+                            " --tokenizer-from " + stories_model() + " --type " + type + " " + extra + " " + out +
                             " >/dev/null";
     EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
     return fs::exists(out) ? out : "";
@@ -97,7 +93,7 @@ TEST_F(ArchMaker, HelpListsTheArchitecturesAndBadSizesAreRefused) {
     EXPECT_NE(out.find(arch), std::string::npos) << arch;
   }
   const std::string bad = std::string(kPython) + " " LOOM_TEST_SOURCE_DIR "/tools/make_arch_gguf.py --arch llama" +
-                          " --tokenizer-from " + stories() + " --heads 3 --kv-heads 2 " + dir_ + "/x.gguf 2>/dev/null";
+                          " --tokenizer-from " + stories_model() + " --heads 3 --kv-heads 2 " + dir_ + "/x.gguf 2>/dev/null";
   EXPECT_NE(std::system(bad.c_str()), 0);
   EXPECT_FALSE(fs::exists(dir_ + "/x.gguf"));
 }

@@ -21,6 +21,7 @@ namespace {
 
 using Result = loom::test::LoomResult;
 using loom::test::run_loom;
+using loom::test::stories_model;
 
 nlohmann::json parse_or_fail(const std::string& text) { return loom::test::parse_json(text); }
 
@@ -260,11 +261,6 @@ TEST(Cli, DisabledPluginIsSkippedWithReason) {
 // ------------------------------------------------------------------ loom run
 
 namespace {
-
-std::string stories_model() {
-  const char* env = std::getenv("LOOM_MODELS_DIR");
-  return std::string(env && *env ? env : LOOM_TEST_SOURCE_DIR "/../shared/models") + "/stories260K.gguf";
-}
 
 // The cpu plugin's variants: the best one this CPU and OS run is loaded;
 // LOOM_CPU_VARIANT forces one; a variant the CPU cannot run is never loaded

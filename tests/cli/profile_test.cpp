@@ -24,17 +24,12 @@ namespace fs = std::filesystem;
 
 namespace {
 
+using loom::test::kPython;
 using loom::test::run_loom;
+using loom::test::stories_model;
 
-constexpr char kPython[] = "/usr/bin/python3";
 constexpr int kLayers = 2;
 constexpr int kFf = 512;
-
-std::string stories() {
-  const char* env = std::getenv("LOOM_MODELS_DIR");
-  return std::string(env && *env ? env : LOOM_TEST_SOURCE_DIR "/../shared/models") +
-         "/stories260K.gguf";
-}
 
 // Any text: the tokenizer is stories260K's, every token drives the model.
 std::string text() {
@@ -50,8 +45,8 @@ class CliProfile : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     skip_ = new std::string();
-    if (!fs::exists(stories())) {
-      *skip_ = stories() + " not found (its vocab is borrowed; set LOOM_MODELS_DIR)";
+    if (!fs::exists(stories_model())) {
+      *skip_ = stories_model() + " not found (its vocab is borrowed; set LOOM_MODELS_DIR)";
       return;
     }
     if (std::system((std::string(kPython) + " -c 'import numpy' >/dev/null 2>&1").c_str()) != 0) {
@@ -67,13 +62,13 @@ class CliProfile : public ::testing::Test {
     // The model is made once per build tree (tests/tool_cache.hpp), not once per test process.
     const std::string tool = LOOM_TEST_SOURCE_DIR "/tools/make_sparse_gguf.py";
     const std::string cmd =
-        std::string(kPython) + " " + tool + " {dir}/relu.gguf --tokenizer-from " + stories() +
+        std::string(kPython) + " " + tool + " {dir}/relu.gguf --tokenizer-from " + stories_model() +
         " --dim 64 --layers " + std::to_string(kLayers) + " --heads 4 --ffn " +
         std::to_string(kFf) +
         " --sparsity 0.9 --recall 0.999 --noise 0.02 --seed 3 --samples 96 >/dev/null";
     std::string why;
     const std::string made = loom::test::cached_tool_dir(
-        "profile-relu", cmd, {tool, LOOM_TEST_SOURCE_DIR "/tools/gguf_writer.py", stories()}, &why);
+        "profile-relu", cmd, {tool, LOOM_TEST_SOURCE_DIR "/tools/gguf_writer.py", stories_model()}, &why);
     if (made.empty()) *skip_ = "make_sparse_gguf.py: " + why;
     model_ = new std::string(made + "/relu.gguf");
     std::FILE* f = std::fopen(text_file().c_str(), "wb");
@@ -203,7 +198,7 @@ TEST_F(CliProfile, BadInputIsAnErrorNamingWhy) {
   EXPECT_EQ(none.exit_code, 1);
   EXPECT_NE(none.out.find("-p TEXT or -f FILE"), std::string::npos) << none.out;
   auto silu = run_loom(
-      "profile -m " + stories() + " -p \"Once upon a time there was\" -o " + *dir_ + "/s.gguf", "",
+      "profile -m " + stories_model() + " -p \"Once upon a time there was\" -o " + *dir_ + "/s.gguf", "",
       true);
   EXPECT_EQ(silu.exit_code, 1);
   EXPECT_NE(silu.out.find("not relu"), std::string::npos) << silu.out;

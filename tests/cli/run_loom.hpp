@@ -5,9 +5,19 @@
 #include <sys/wait.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 
 namespace loom::test {
+
+// The python that runs the repository's tools in tests (with python3-numpy).
+inline constexpr char kPython[] = "/usr/bin/python3";
+
+// stories260K.gguf in $LOOM_MODELS_DIR, else in ../shared/models.
+inline std::string stories_model() {
+  const char* env = std::getenv("LOOM_MODELS_DIR");
+  return std::string(env && *env ? env : LOOM_TEST_SOURCE_DIR "/../shared/models") + "/stories260K.gguf";
+}
 
 struct LoomResult {
   int exit_code = -1;

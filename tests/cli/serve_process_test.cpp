@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "../serve/raw_http.hpp"
+#include "cli/run_loom.hpp"
 
 extern char** environ;
 
@@ -26,11 +27,6 @@ namespace loom::test {
 namespace {
 
 using namespace std::chrono_literals;
-
-std::string stories() {
-  const char* env = std::getenv("LOOM_MODELS_DIR");
-  return std::string(env && *env ? env : LOOM_MODELS_DIR_DEFAULT) + "/stories260K.gguf";
-}
 
 // `loom serve` in a child process on a free port; stopped (SIGKILL) at the end
 // unless the test waited for it.
@@ -40,7 +36,7 @@ class ServeProcess : public ::testing::Test {
 #ifndef LOOM_TEST_HAVE_SERVE
     GTEST_SKIP() << "loom serve was not built (needs libcpp-httplib-dev)";
 #endif
-    if (!std::ifstream(stories()).good()) GTEST_SKIP() << stories() << " not found (set LOOM_MODELS_DIR)";
+    if (!std::ifstream(stories_model()).good()) GTEST_SKIP() << stories_model() << " not found (set LOOM_MODELS_DIR)";
     int out[2];
     ASSERT_EQ(::pipe(out), 0);
     posix_spawn_file_actions_t fa;
@@ -48,7 +44,7 @@ class ServeProcess : public ::testing::Test {
     posix_spawn_file_actions_adddup2(&fa, out[1], 1);
     posix_spawn_file_actions_addclose(&fa, out[0]);
     const std::string bin = std::string(LOOM_TEST_BIN_DIR) + "/loom";
-    const std::string model = stories();
+    const std::string model = stories_model();
     std::vector<std::string> args = {bin, "serve", "-m", model, "--device", "cpu", "--port", "0", "--parallel", "2",
                                      "-c", "1024"};
     std::vector<char*> argv;

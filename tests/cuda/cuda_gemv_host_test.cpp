@@ -36,7 +36,7 @@ namespace {
 namespace cu = loom::cuda;
 using namespace conformance;  // NOLINT(google-build-using-namespace): the harness's fixture vocabulary
 
-uint32_t bits(float f) {
+uint32_t float_bits(float f) {
   uint32_t u;
   std::memcpy(&u, &f, 4);
   return u;
@@ -74,7 +74,7 @@ void check_lane_words(std::mt19937& rng) {
             seen.insert(e);
             const float q = static_cast<float>(static_cast<int8_t>(w.w[k] >> (8 * i)));
             const float got = w.d[k] * q - w.m[k];
-            ASSERT_EQ(bits(got), bits(want[static_cast<size_t>(b * L::kElems + e)]))
+            ASSERT_EQ(float_bits(got), float_bits(want[static_cast<size_t>(b * L::kElems + e)]))
                 << "block " << b << " unit " << u << " part " << p << " word " << k << " element " << e << ": "
                 << got << " vs " << want[static_cast<size_t>(b * L::kElems + e)];
           }

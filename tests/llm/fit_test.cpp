@@ -24,10 +24,10 @@
 namespace loom::llm {
 namespace {
 
+using test::kSimOps;
 using test::ScopedEnv;
 using test::stories_path;
 
-const char kSimOps[] = "MUL_MAT,ADD,MUL,RMS_NORM,SOFT_MAX,SILU,GET_ROWS,CONT,CPY,SCALE";
 
 // The sizes of stories260K by the rules of fit.hpp, computed from the file
 // directly (F16 KV, batch 32, kv_pad 256, the training context).

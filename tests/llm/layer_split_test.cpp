@@ -23,11 +23,11 @@ namespace loom::llm {
 namespace {
 
 using test::kPublished;
+using test::kSimOps;
 using test::ScopedEnv;
 using test::stories_path;
 
 // Ops the simulated devices run (ROPE, SET_ROWS, SWIGLU stay on the cpu).
-const char kSimOps[] = "MUL_MAT,ADD,MUL,RMS_NORM,SOFT_MAX,SILU,GET_ROWS,CONT,CPY,SCALE";
 
 class LayerSplit : public ::testing::Test {
  protected:

@@ -18,6 +18,9 @@ inline constexpr const char kPublished[] =
     "she saw a big, red ball. She wanted to play with it, but it was too high.";
 
 // LOOM_MODELS_DIR, else the build's default (../shared/models).
+// The ops the simulated device (tests/sim_plugin) runs in the split-model tests.
+inline constexpr char kSimOps[] = "MUL_MAT,ADD,MUL,RMS_NORM,SOFT_MAX,SILU,GET_ROWS,CONT,CPY,SCALE";
+
 inline std::string models_dir() {
   const char* env = std::getenv("LOOM_MODELS_DIR");
   return env && *env ? env : LOOM_MODELS_DIR_DEFAULT;

@@ -24,11 +24,11 @@ namespace {
 using test::kPublished;
 using test::stories_path;
 
+using test::kSimOps;
 using test::ScopedEnv;
 
 // Ops the simulated device runs in these tests (no ROPE, SET_ROWS, SWIGLU:
 // those stay on the cpu, so the plan has several splits per layer).
-const char kSimOps[] = "MUL_MAT,ADD,MUL,RMS_NORM,SOFT_MAX,SILU,GET_ROWS,CONT,CPY,SCALE";
 
 // A registry of cpu, sim (one device, limited ops, own memory) and blas
 // when built; the sim variables are read at load and restored after.

@@ -24,10 +24,10 @@
 namespace loom::llm {
 namespace {
 
+using test::kSimOps;
 using test::ScopedEnv;
 using test::stories_path;
 
-const char kSimOps[] = "MUL_MAT,ADD,MUL,RMS_NORM,SOFT_MAX,SILU,GET_ROWS,CONT,CPY,SCALE";
 const char kPrompt[] = "Once upon a time, there was a little girl named Lily. She loved to play outside";
 
 class PipelinedPrefill : public ::testing::Test {

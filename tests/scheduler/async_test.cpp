@@ -11,8 +11,6 @@ namespace {
 
 using test::contains;
 
-constexpr int64_t kDim = 16;
-constexpr int64_t kTok = 4;
 
 // Async sim streams with jitter, for one SimSetup (declare before it).
 struct AsyncEnv {
@@ -22,11 +20,11 @@ struct AsyncEnv {
 
 // A random graph of several interleaved chains over [kDim, kTok]
 // activations, so that independent work exists on different devices.
-struct RandomGraph {
+struct ChainGraph {
   std::vector<Tensor*> inputs, weights, outputs;
 };
 
-Status build_random(Context& ctx, uint32_t seed, RandomGraph* out) {
+Status build_chains(Context& ctx, uint32_t seed, ChainGraph* out) {
   std::mt19937 rng(seed);
   std::vector<std::vector<Tensor*>> chains(3);
   for (int i = 0; i < 3; ++i) {
@@ -103,7 +101,7 @@ Status build_random(Context& ctx, uint32_t seed, RandomGraph* out) {
 }
 
 // Values of the inputs and weights for run `run` of a seed.
-std::vector<std::vector<float>> values_for(const RandomGraph& rg, uint32_t seed, int run) {
+std::vector<std::vector<float>> values_for(const ChainGraph& rg, uint32_t seed, int run) {
   std::mt19937 rng(seed * 7919u + static_cast<uint32_t>(run));
   std::vector<std::vector<float>> v;
   for (size_t i = 0; i < rg.inputs.size(); ++i) v.push_back(random_values(kDim * kTok, rng));
@@ -112,7 +110,7 @@ std::vector<std::vector<float>> values_for(const RandomGraph& rg, uint32_t seed,
   return v;
 }
 
-Status set_values(const RandomGraph& rg, const std::vector<std::vector<float>>& v) {
+Status set_values(const ChainGraph& rg, const std::vector<std::vector<float>>& v) {
   for (size_t i = 0; i < rg.inputs.size(); ++i) {
     if (rg.inputs[i]->data) LOOM_RETURN_IF_ERROR(set_f32(rg.inputs[i], v[i]));  // unused: none
   }
@@ -121,24 +119,14 @@ Status set_values(const RandomGraph& rg, const std::vector<std::vector<float>>& 
   return Status();
 }
 
-std::string random_ops(std::mt19937& rng) {
-  static const char* const kOps[] = {"ADD",      "MUL",      "SCALE", "MUL_MAT",
-                                     "RMS_NORM", "SOFT_MAX", "SILU",  "CONT"};
-  std::string s;
-  for (const char* op : kOps) {
-    if (std::uniform_int_distribution<int>(0, 1)(rng)) s += std::string(s.empty() ? "" : ",") + op;
-  }
-  return s.empty() ? "ADD" : s;
-}
-
 constexpr int kRuns = 3;  // computes of one graph: the first plans, the others reuse
 
 // The CPU alone, through the single-device executor, for each run's values.
 void run_cpu(registry::Device* cpu, uint32_t seed,
              std::vector<std::vector<std::vector<float>>>* results) {
   Context ctx;
-  RandomGraph rg;
-  SCHED_OK(build_random(ctx, seed, &rg));
+  ChainGraph rg;
+  SCHED_OK(build_chains(ctx, seed, &rg));
   SCHED_ASSIGN(Buffer wbuf, allocate_tensors(*cpu, rg.weights));
   SCHED_ASSIGN(Graph g, Graph::build(rg.outputs));
   SCHED_ASSIGN(auto ex, Executor::create(cpu));
@@ -175,8 +163,8 @@ TEST(SchedulerAsync, RandomGraphsMatchCpuAloneWithPipelining1And2) {
 
         const std::vector<registry::Device*> devices = sims_then_cpu(env, n_sim);
         Context ctx;
-        RandomGraph rg;
-        SCHED_OK(build_random(ctx, seed, &rg));
+        ChainGraph rg;
+        SCHED_OK(build_chains(ctx, seed, &rg));
         std::vector<Buffer> wbufs;
         SCHED_OK(place_randomly(rg.weights, devices, cfg, &wbufs));
         SCHED_ASSIGN(Graph g, Graph::build(rg.outputs));

@@ -12,8 +12,6 @@ namespace {
 
 using test::contains;
 
-constexpr int64_t kDim = 16;
-constexpr int64_t kTok = 4;
 
 // A random graph over [kDim, kTok] activations: the same seed builds the same
 // structure in any context. Weights are [kDim, kDim]; inputs and weights are
@@ -94,16 +92,6 @@ Status build_random(Context& ctx, uint32_t seed, RandomGraph* out) {
   out->outputs.push_back(pool.back());
   if (pool.size() > 5) out->outputs.push_back(pool[pool.size() - 3]);
   return Status();
-}
-
-std::string random_ops(std::mt19937& rng) {
-  static const char* const kOps[] = {"ADD",      "MUL",      "SCALE", "MUL_MAT",
-                                     "RMS_NORM", "SOFT_MAX", "SILU",  "CONT"};
-  std::string s;
-  for (const char* op : kOps) {
-    if (std::uniform_int_distribution<int>(0, 1)(rng)) s += std::string(s.empty() ? "" : ",") + op;
-  }
-  return s.empty() ? "ADD" : s;
 }
 
 // Run on the CPU alone through the single-device executor.

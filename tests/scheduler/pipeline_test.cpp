@@ -13,8 +13,6 @@
 namespace loom::schedtest {
 namespace {
 
-constexpr int64_t kDim = 16;
-constexpr int64_t kTok = 4;
 constexpr int kLayers = 6;  // layers 0..2 on sim0, 3..5 on sim1
 constexpr int kBatches = 5;
 

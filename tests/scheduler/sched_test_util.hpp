@@ -115,6 +115,22 @@ inline void expect_close(const std::vector<float>& got, const std::vector<float>
   }
 }
 
+// The random graphs' activations are [kDim, kTok], their weights [kDim, kDim].
+inline constexpr int64_t kDim = 16;
+inline constexpr int64_t kTok = 4;
+
+// A random non-empty subset of the ops the simulated devices may run
+// (LOOM_SIM_OPS), so graphs split differently.
+inline std::string random_ops(std::mt19937& rng) {
+  static const char* const kOps[] = {"ADD",      "MUL",      "SCALE", "MUL_MAT",
+                                     "RMS_NORM", "SOFT_MAX", "SILU",  "CONT"};
+  std::string s;
+  for (const char* op : kOps) {
+    if (std::uniform_int_distribution<int>(0, 1)(rng)) s += std::string(s.empty() ? "" : ",") + op;
+  }
+  return s.empty() ? "ADD" : s;
+}
+
 }  // namespace loom::schedtest
 
 #define SCHED_REQUIRE_DEVICES(setup)                                                          \

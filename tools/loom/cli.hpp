@@ -56,6 +56,10 @@ int start_model_command(const char* command, Command bit, const std::vector<std:
                         const std::function<std::string(const ParsedOptions&)>& parse,
                         std::string* model, const std::string* device_spec, bool need_model, ModelCommand* out);
 
+// Prints "<command>: <msg>" (command: "loom run", ...) on stderr; returns 1,
+// the exit status of a command that failed.
+int fail(const char* command, const std::string& msg);
+
 // --kv-type VALUE: "f16" or "f32" -> the KV cache type; false otherwise.
 bool parse_kv_type(const std::string& value, loom_type_t* out);
 

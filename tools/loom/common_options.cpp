@@ -86,6 +86,11 @@ std::string select_devices(const registry::Registry& reg, const std::string& giv
   return "";
 }
 
+int fail(const char* command, const std::string& msg) {
+  std::fprintf(stderr, "%s: %s\n", command, msg.c_str());
+  return 1;
+}
+
 int start_model_command(const char* command, Command bit, const std::vector<std::string>& args,
                         const std::function<std::string(const ParsedOptions&)>& parse,
                         std::string* model, const std::string* device_spec, bool need_model, ModelCommand* out) {

@@ -15,8 +15,6 @@ namespace loom::blas {
 
 namespace {
 
-constexpr int64_t kMaxBlasInt = std::numeric_limits<blasint>::max();
-
 bool is_a_type(int32_t t) {
   return t == LOOM_TYPE_F32 || t == LOOM_TYPE_F16 || t == LOOM_TYPE_BF16 || t == LOOM_TYPE_Q8_0 ||
          t == LOOM_TYPE_Q4_0;

@@ -25,7 +25,6 @@ namespace loom::blas {
 
 namespace {
 
-constexpr int64_t kMaxBlasInt = std::numeric_limits<blasint>::max();
 // Conversions below this many elements stay on the calling thread.
 constexpr int64_t kParallelConvertMin = int64_t{1} << 15;
 

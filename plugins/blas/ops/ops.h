@@ -4,14 +4,20 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <stdexcept>
 #include <vector>
+
+#include <cblas.h>
 
 #include "common/op_info.h"
 #include "common/thread_pool.h"
 #include "loom/plugin.h"
 
 namespace loom::blas {
+
+// The largest dimension or stride a BLAS call takes (its integer type).
+inline constexpr int64_t kMaxBlasInt = std::numeric_limits<blasint>::max();
 
 // Thrown by a kernel on data supports_op cannot see; becomes INVALID_ARGUMENT.
 class KernelError : public std::runtime_error {

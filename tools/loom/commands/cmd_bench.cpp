@@ -61,11 +61,6 @@ struct Row {
   double stddev = 0;
 };
 
-double now_s() {
-  using clock = std::chrono::steady_clock;
-  return std::chrono::duration<double>(clock::now().time_since_epoch()).count();
-}
-
 // The options (checked by the option table) into *o; "" or the error for a
 // bad-arguments exit (2).
 std::string parse_args(const ParsedOptions& p, BenchOptions* o) {
@@ -83,11 +78,6 @@ std::string parse_args(const ParsedOptions& p, BenchOptions* o) {
   if (o->n_prompt == 0 && o->n_gen == 0) return "-p and -n are both 0: nothing to measure";
   if (o->n_prompt + o->n_gen > kMaxInt) return "-p plus -n is too large";
   return "";
-}
-
-int fail(const std::string& msg) {
-  std::fprintf(stderr, "loom bench: %s\n", msg.c_str());
-  return 1;
 }
 
 void finish(Row* r) {
@@ -198,24 +188,24 @@ int cmd_bench(std::vector<std::string> args) {
   lo.n_gpu_layers = -1;  // layers where they fit (llm/placement/fit.hpp), sized for this run's context
   lo.check_fit = true;
   lo.fit_session = llm::fit_session(so);
-  if (std::string e = apply_placement(o.placement, devices, &lo); !e.empty()) return fail(e);
+  if (std::string e = apply_placement(o.placement, devices, &lo); !e.empty()) return fail("loom bench", e);
   auto model = llm::LlamaModel::load(o.model, lo);
-  if (!model.ok()) return fail(model.status().message());
+  if (!model.ok()) return fail("loom bench", model.status().message());
   const llm::LlamaModel& m = **model;
   const int64_t n_vocab = m.hparams().n_vocab;
-  if (n_vocab <= 0) return fail(o.model + ": the model has no vocabulary");
+  if (n_vocab <= 0) return fail("loom bench", o.model + ": the model has no vocabulary");
 
   const int64_t n_ctx_train = m.hparams().n_ctx_train;
   if (n_ctx_train > 0 && o.n_prompt + o.n_gen > n_ctx_train) {
-    return fail("-p " + std::to_string(o.n_prompt) + " plus -n " + std::to_string(o.n_gen) + " = " +
+    return fail("loom bench", "-p " + std::to_string(o.n_prompt) + " plus -n " + std::to_string(o.n_gen) + " = " +
                 std::to_string(o.n_prompt + o.n_gen) + " tokens exceed the model's context of " +
                 std::to_string(n_ctx_train));
   }
   auto session = llm::LlamaSession::create(model->get(), so);
-  if (!session.ok()) return fail(session.status().message());
+  if (!session.ok()) return fail("loom bench", session.status().message());
   llm::LlamaSession& s = **session;
   if (s.n_ctx() < o.n_prompt + o.n_gen) {
-    return fail("-p " + std::to_string(o.n_prompt) + " plus -n " + std::to_string(o.n_gen) +
+    return fail("loom bench", "-p " + std::to_string(o.n_prompt) + " plus -n " + std::to_string(o.n_gen) +
                 " tokens exceed the context of " + std::to_string(s.n_ctx()));
   }
 
@@ -274,7 +264,7 @@ int cmd_bench(std::vector<std::string> args) {
       for (registry::Device* d : devices) {
         if (d->info().type != LOOM_DEVICE_TYPE_CPU && d->info().type != LOOM_DEVICE_TYPE_ACCEL) continue;
         Status st = d->set_threads(static_cast<int>(threads));
-        if (!st.ok() && devices.size() == 1) return fail("--threads " + std::to_string(threads) + ": " + st.message());
+        if (!st.ok() && devices.size() == 1) return fail("loom bench", "--threads " + std::to_string(threads) + ": " + st.message());
       }
     }
     // Warm-up (untimed): one batch of the prompt, then one decode step from
@@ -288,7 +278,7 @@ int cmd_bench(std::vector<std::string> args) {
       s.reset();
       st = s.eval({gen.front()}, false, &logits);
     }
-    if (!st.ok()) return fail(st.message());
+    if (!st.ok()) return fail("loom bench", st.message());
 
     Row pp{dev_names, threads, "pp" + std::to_string(o.n_prompt), o.n_prompt, {}, {}, 0, 0};
     Row tg{dev_names, threads, "tg" + std::to_string(o.n_gen), o.n_gen, {}, {}, 0, 0};
@@ -298,7 +288,7 @@ int cmd_bench(std::vector<std::string> args) {
         const double t0 = now_s();
         st = s.eval(prompt, false, &logits);
         const double dt = now_s() - t0;
-        if (!st.ok()) return fail(st.message());
+        if (!st.ok()) return fail("loom bench", st.message());
         pp.samples.push_back(dt > 0 ? static_cast<double>(o.n_prompt) / dt : 0);
       }
       if (o.n_gen > 0) {
@@ -306,7 +296,7 @@ int cmd_bench(std::vector<std::string> args) {
         const double t0 = now_s();
         for (llm::TokenId t : gen) {
           st = s.eval({t}, false, &logits);
-          if (!st.ok()) return fail(st.message());
+          if (!st.ok()) return fail("loom bench", st.message());
         }
         const double dt = now_s() - t0;
         tg.samples.push_back(dt > 0 ? static_cast<double>(o.n_gen) / dt : 0);

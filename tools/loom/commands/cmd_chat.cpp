@@ -46,11 +46,6 @@ std::string parse_args(const ParsedOptions& p, ChatOptions* o) {
   return "";
 }
 
-int fail(const std::string& msg) {
-  std::fprintf(stderr, "loom chat: %s\n", msg.c_str());
-  return 1;
-}
-
 // The format: --chat-format, else the file's template, else plain (warned).
 StatusOr<llm::ChatFormat> choose_format(const ChatOptions& o, const GgufFile& file) {
   if (!o.format.empty()) {
@@ -84,7 +79,7 @@ int cmd_chat(std::vector<std::string> args) {
   if (rc >= 0) return rc;
   if (o.threads > 0) {
     Status st = llm::set_device_threads(mc.devices, static_cast<int>(o.threads));
-    if (!st.ok()) return fail(st.message());
+    if (!st.ok()) return fail("loom chat", st.message());
   }
   llm::SessionOptions so;
   so.n_ctx = o.n_ctx;
@@ -94,16 +89,16 @@ int cmd_chat(std::vector<std::string> args) {
   lo.n_gpu_layers = -1;  // layers where they fit (llm/placement/fit.hpp)
   lo.check_fit = true;
   lo.fit_session = llm::fit_session(so);
-  if (std::string e = apply_placement(o.placement, mc.devices, &lo); !e.empty()) return fail(e);
+  if (std::string e = apply_placement(o.placement, mc.devices, &lo); !e.empty()) return fail("loom chat", e);
   auto model = llm::load_text_model(o.model, lo);
-  if (!model.ok()) return fail(model.status().message());
+  if (!model.ok()) return fail("loom chat", model.status().message());
   const llm::Tokenizer* tok = (*model)->tokenizer();
   auto format = choose_format(o, (*model)->file());
-  if (!format.ok()) return fail(format.status().message());
+  if (!format.ok()) return fail("loom chat", format.status().message());
   auto session = llm::LlamaSession::create(model->get(), so);
-  if (!session.ok()) return fail(session.status().message());
+  if (!session.ok()) return fail("loom chat", session.status().message());
   auto chat = llm::Chat::create(session->get(), tok, llm::ChatTemplate(*format), o.system, o.sampling);
-  if (!chat.ok()) return fail(chat.status().message());
+  if (!chat.ok()) return fail("loom chat", chat.status().message());
 
   const bool tty = ::isatty(0) && ::isatty(1);
   std::fprintf(stderr, "loom chat: %s, format %s, context %lld tokens; /exit or end of input to quit\n",
@@ -120,8 +115,8 @@ int cmd_chat(std::vector<std::string> args) {
     });
     std::fputs("\n", stdout);
     std::fflush(stdout);
-    if (!reply.ok()) return fail(reply.status().message());
-    if (reply->context_full) return fail("the context of " + std::to_string((*session)->n_ctx()) +
+    if (!reply.ok()) return fail("loom chat", reply.status().message());
+    if (reply->context_full) return fail("loom chat", "the context of " + std::to_string((*session)->n_ctx()) +
                                          " tokens is full; start a new chat or raise --ctx");
   }
   return 0;

@@ -49,11 +49,6 @@ std::string parse_args(const ParsedOptions& p, PlanOptions* o) {
   return "";
 }
 
-int fail(const std::string& msg) {
-  std::fprintf(stderr, "loom plan: %s\n", msg.c_str());
-  return 1;
-}
-
 // y = w2 * (w1 * x): x [256, batch], w1 [256, 512], w2 [512, 256]; every
 // leaf is an input the scheduler places.
 StatusOr<std::string> synthetic_plan(const std::vector<registry::Device*>& devices, const PlanOptions& o) {
@@ -101,27 +96,27 @@ int cmd_plan(std::vector<std::string> args) {
     lo.devices = devices;
     lo.n_gpu_layers = o.n_gpu_layers;  // < 0: the load fits (llm/placement/fit.hpp)
     lo.check_fit = true;
-    if (std::string e = apply_placement(o.placement, devices, &lo); !e.empty()) return fail(e);
+    if (std::string e = apply_placement(o.placement, devices, &lo); !e.empty()) return fail("loom plan", e);
     llm::SessionOptions so;
     so.n_batch = o.n_batch;
     lo.fit_session = llm::fit_session(so);
     if (o.fit_only) {
       auto fit = llm::fit_model(o.model, llm::fit_request(lo));
-      if (!fit.ok()) return fail(fit.status().message());
+      if (!fit.ok()) return fail("loom plan", fit.status().message());
       std::fputs(fit->report().c_str(), stdout);
       return 0;
     }
     dot = model_plan(lo, so, o);
   }
-  if (!dot.ok()) return fail(dot.status().message());
+  if (!dot.ok()) return fail("loom plan", dot.status().message());
   if (o.output.empty()) {
     std::fputs(dot->c_str(), stdout);
     return 0;
   }
   std::FILE* f = std::fopen(o.output.c_str(), "wb");
-  if (!f) return fail("cannot write " + o.output + ": " + std::strerror(errno));
+  if (!f) return fail("loom plan", "cannot write " + o.output + ": " + std::strerror(errno));
   const bool ok = std::fwrite(dot->data(), 1, dot->size(), f) == dot->size();
-  if (std::fclose(f) != 0 || !ok) return fail("cannot write " + o.output);
+  if (std::fclose(f) != 0 || !ok) return fail("loom plan", "cannot write " + o.output);
   std::fprintf(stderr, "loom plan: %s: %s\n", o.output.c_str(),
                o.model.empty() ? "synthetic two-matmul graph" : o.model.c_str());
   return 0;

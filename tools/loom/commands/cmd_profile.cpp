@@ -46,11 +46,6 @@ std::string parse_args(const ParsedOptions& p, ProfileOptions* o) {
   return "";
 }
 
-int fail(const std::string& msg) {
-  std::fprintf(stderr, "loom profile: %s\n", msg.c_str());
-  return 1;
-}
-
 // A GGUF v3 file with string / u64 metadata and 1-D F32 tensors.
 class GgufOut {
  public:
@@ -119,9 +114,9 @@ int cmd_profile(std::vector<std::string> args) {
       &o.device, true, &mc);
   if (rc >= 0) return rc;
   if (!o.prompt_file.empty() && !read_text(o.prompt_file, &o.prompt)) {
-    return fail("cannot read the text from '" + o.prompt_file + "'");
+    return fail("loom profile", "cannot read the text from '" + o.prompt_file + "'");
   }
-  if (o.prompt.empty()) return fail("no text to profile on: give -p TEXT or -f FILE");
+  if (o.prompt.empty()) return fail("loom profile", "no text to profile on: give -p TEXT or -f FILE");
   if (o.output.empty()) {
     const std::string stem = o.model.size() > 5 && o.model.compare(o.model.size() - 5, 5, ".gguf") == 0
                                  ? o.model.substr(0, o.model.size() - 5)
@@ -132,20 +127,20 @@ int cmd_profile(std::vector<std::string> args) {
   lo.devices = mc.devices;
   lo.sparse = false;  // every layer dense: every neuron's gate computed
   auto model = llm::load_text_model(o.model, lo);
-  if (!model.ok()) return fail(model.status().message());
+  if (!model.ok()) return fail("loom profile", model.status().message());
   llm::LlamaModel& m = **model;
   if (m.sparse_params().activation != llm::FfnActivation::kRelu) {
-    return fail(o.model + ": the FFN activation is not relu (<arch>.feed_forward_activation): a neuron-firing "
+    return fail("loom profile", o.model + ": the FFN activation is not relu (<arch>.feed_forward_activation): a neuron-firing "
                 "profile needs a ReLU FFN");
   }
   const std::vector<llm::TokenId> tokens = m.tokenizer()->encode(o.prompt, true);
-  if (tokens.size() < 2) return fail("the text gives " + std::to_string(tokens.size()) + " token(s): too few to profile");
+  if (tokens.size() < 2) return fail("loom profile", "the text gives " + std::to_string(tokens.size()) + " token(s): too few to profile");
   llm::SessionOptions so;
   so.n_ctx = o.n_ctx > 0 ? o.n_ctx : std::min<int64_t>(m.hparams().n_ctx_train, 512);
   so.n_batch = o.n_batch;
   so.count_ffn_activity = true;
   auto session = llm::LlamaSession::create(&m, so);
-  if (!session.ok()) return fail(session.status().message());
+  if (!session.ok()) return fail("loom profile", session.status().message());
   llm::LlamaSession& s = **session;
   // Windows of the context's length, each from an empty cache.
   std::vector<float> logits;
@@ -155,7 +150,7 @@ int cmd_profile(std::vector<std::string> args) {
     Status st = s.eval(std::vector<llm::TokenId>(tokens.begin() + static_cast<std::ptrdiff_t>(start),
                                                  tokens.begin() + static_cast<std::ptrdiff_t>(end)),
                        false, &logits);
-    if (!st.ok()) return fail(st.message());
+    if (!st.ok()) return fail("loom profile", st.message());
   }
   const uint64_t n_tok = s.ffn_tokens_counted();
   GgufOut out;
@@ -185,8 +180,8 @@ int cmd_profile(std::vector<std::string> args) {
       std::fprintf(stderr, "layer %zu: sparsity %.3f (hot 20%% of neurons: %.2f of firings)\n", il, sparsity, hot_share);
     }
   }
-  if (counts.empty()) return fail("no layer ran dense: nothing counted");
-  if (!out.write(o.output)) return fail("cannot write " + o.output + ": " + std::strerror(errno));
+  if (counts.empty()) return fail("loom profile", "no layer ran dense: nothing counted");
+  if (!out.write(o.output)) return fail("loom profile", "cannot write " + o.output + ": " + std::strerror(errno));
   if (mc.common.json) {
     Json j;
     j["model"] = o.model;

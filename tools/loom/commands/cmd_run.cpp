@@ -75,11 +75,6 @@ std::string parse_args(const ParsedOptions& p, RunOptions* o) {
   return "";
 }
 
-int fail(const std::string& msg) {
-  std::fprintf(stderr, "loom run: %s\n", msg.c_str());
-  return 1;
-}
-
 }  // namespace
 
 int cmd_run(std::vector<std::string> args) {
@@ -90,13 +85,13 @@ int cmd_run(std::vector<std::string> args) {
       &mc);
   if (rc >= 0) return rc;
   if (!o.prompt_file.empty() && !read_text(o.prompt_file, &o.prompt)) {
-    return fail("cannot read the prompt from '" + o.prompt_file + "'");
+    return fail("loom run", "cannot read the prompt from '" + o.prompt_file + "'");
   }
   const CommonOptions& common = mc.common;
   const std::vector<registry::Device*>& devices = mc.devices;
   if (o.threads > 0) {
     Status st = llm::set_device_threads(devices, static_cast<int>(o.threads));
-    if (!st.ok()) return fail(st.message());
+    if (!st.ok()) return fail("loom run", st.message());
   }
 
   llm::LoadOptions lo;
@@ -107,7 +102,7 @@ int cmd_run(std::vector<std::string> args) {
   lo.sparse = o.sparse;
   lo.sparse_budget = o.sparse_budget;
   lo.sparse_profile = o.sparse_profile;
-  if (std::string e = apply_placement(o.placement, devices, &lo); !e.empty()) return fail(e);
+  if (std::string e = apply_placement(o.placement, devices, &lo); !e.empty()) return fail("loom run", e);
   llm::SessionOptions so;
   so.n_ctx = o.n_ctx;
   so.n_batch = o.n_batch;
@@ -115,16 +110,16 @@ int cmd_run(std::vector<std::string> args) {
   lo.fit_session = llm::fit_session(so);
   if (o.fit_only) {
     auto fit = llm::fit_model(o.model, llm::fit_request(lo));
-    if (!fit.ok()) return fail(fit.status().message());
+    if (!fit.ok()) return fail("loom run", fit.status().message());
     std::fputs(fit->report().c_str(), stdout);
     return 0;
   }
   auto model = llm::load_text_model(o.model, lo);
-  if (!model.ok()) return fail(model.status().message());
+  if (!model.ok()) return fail("loom run", model.status().message());
   if (o.verbose && (*model)->fit()) std::fputs((*model)->fit()->report().c_str(), stderr);
   const llm::Tokenizer* tok = (*model)->tokenizer();
   auto session = llm::LlamaSession::create(model->get(), so);
-  if (!session.ok()) return fail(session.status().message());
+  if (!session.ok()) return fail("loom run", session.status().message());
   if (o.verbose) {
     std::string reserved;
     const Scheduler& sched = (*session)->scheduler();
@@ -155,7 +150,7 @@ int cmd_run(std::vector<std::string> args) {
       std::fputs("\n", stdout);  // ends the echoed prompt before the error (stdout may be a file)
       std::fflush(stdout);
     }
-    return fail(r.status().message());
+    return fail("loom run", r.status().message());
   }
   std::string names;
   for (registry::Device* d : devices) names += (names.empty() ? "" : ",") + d->name();

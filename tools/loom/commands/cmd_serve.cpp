@@ -59,11 +59,6 @@ std::string parse_args(const ParsedOptions& p, ServeOptions* o) {
   return "";
 }
 
-int fail(const std::string& msg) {
-  std::fprintf(stderr, "loom serve: %s\n", msg.c_str());
-  return 1;
-}
-
 #ifdef LOOM_HAVE_SERVE
 
 // The context the model's load fits for: every slot's KV cache.
@@ -146,8 +141,8 @@ int run_server(const ServeOptions& o, const ModelCommand& mc, const sigset_t& si
   constexpr int kMaxWorkers = 1024;
   so.worker_threads = std::min(kMaxWorkers, std::max(16, o.engine.slots + o.engine.max_queue + 8));
   auto server = serve::HttpServer::bind(so);
-  if (!server.ok()) return fail(server.status().message());
-  if (Status st = (*server)->start(); !st.ok()) return fail(st.message());
+  if (!server.ok()) return fail("loom serve", server.status().message());
+  if (Status st = (*server)->start(); !st.ok()) return fail("loom serve", st.message());
   std::printf("loom serve: listening on %s\n", url_of(o.host, (*server)->port()).c_str());
   std::fflush(stdout);
 
@@ -165,7 +160,7 @@ int run_server(const ServeOptions& o, const ModelCommand& mc, const sigset_t& si
   loader.join();
   if (!loading.status.ok()) {
     (*server)->stop(0);
-    return fail(loading.status.message());
+    return fail("loom serve", loading.status.message());
   }
   std::fprintf(stderr, "loom serve: %s: refusing new requests, cancelling the running ones, stopping\n",
                sig == SIGINT ? "SIGINT" : "SIGTERM");
@@ -182,7 +177,7 @@ int run_server(const ServeOptions& o, const ModelCommand& mc, const sigset_t& si
 int cmd_serve(std::vector<std::string> args) {
 #ifndef LOOM_HAVE_SERVE
   (void)args;
-  return fail(
+  return fail("loom serve", 
       "this loom was built without cpp-httplib, the HTTP library loom serve needs: install the Debian package "
       "libcpp-httplib-dev (apt-get install libcpp-httplib-dev), then configure and build loom again");
 #else
@@ -198,7 +193,7 @@ int cmd_serve(std::vector<std::string> args) {
   }
   if (o.threads > 0) {
     Status st = llm::set_device_threads(mc.devices, static_cast<int>(o.threads));
-    if (!st.ok()) return fail(st.message());
+    if (!st.ok()) return fail("loom serve", st.message());
   }
   return run_server(o, mc, signals);
 #endif

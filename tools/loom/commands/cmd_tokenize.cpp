@@ -40,11 +40,6 @@ std::string parse_args(const ParsedOptions& p, TokenizeOptions* o) {
   return "";
 }
 
-int fail(const std::string& msg) {
-  std::fprintf(stderr, "loom tokenize: %s\n", msg.c_str());
-  return 1;
-}
-
 // A piece for a terminal line: backslash escapes for backslash, control
 // characters and bytes that are not valid UTF-8 (a character split across
 // byte-level tokens shows as \xNN per token).
@@ -135,15 +130,15 @@ int cmd_tokenize(std::vector<std::string> args) {
   if (o.model.empty()) {
     std::string tried;
     o.model = default_model(&tried);
-    if (o.model.empty()) return fail(no_model_message(tried));
+    if (o.model.empty()) return fail("loom tokenize", no_model_message(tried));
   }
   std::string text = o.prompt;
-  if (!o.file.empty() && !read_text(o.file, &text)) return fail("cannot read '" + o.file + "'");
+  if (!o.file.empty() && !read_text(o.file, &text)) return fail("loom tokenize", "cannot read '" + o.file + "'");
 
   auto file = GgufFile::open(o.model);
-  if (!file.ok()) return fail(file.status().message());
+  if (!file.ok()) return fail("loom tokenize", file.status().message());
   auto tok = llm::Tokenizer::from_gguf(*file);
-  if (!tok.ok()) return fail(tok.status().message());
+  if (!tok.ok()) return fail("loom tokenize", tok.status().message());
 
   // The file's rule: BOS/EOS only when it asks for them (add_bos/add_eos).
   const llm::SpecialTokens& sp = tok->special();
@@ -151,7 +146,7 @@ int cmd_tokenize(std::vector<std::string> args) {
   std::vector<std::string> pieces;
   for (llm::TokenId id : ids) {
     auto piece = tok->token_to_piece(id, /*render_special=*/true);
-    if (!piece.ok()) return fail(piece.status().message());
+    if (!piece.ok()) return fail("loom tokenize", piece.status().message());
     pieces.push_back(std::move(piece).value());
   }
 

@@ -21,10 +21,6 @@ namespace {
 
 constexpr size_t kHugePage = size_t{2} << 20;
 
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
 std::string read_line(const std::string& path) {
   std::ifstream f(path);
   std::string s;

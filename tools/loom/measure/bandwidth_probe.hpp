@@ -5,12 +5,18 @@
 // generation bound from it. Not thread-safe: one probe, one caller.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
 
 namespace loom::cli {
+
+// Seconds on the steady clock (for the probes' timings).
+inline double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
 
 // The last-level cache the OS reports (sysfs, else sysconf); 0 bytes when
 // neither says.

@@ -10,10 +10,6 @@
 namespace loom::cli {
 namespace {
 
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
 void place(loom_tensor_t* t, loom_buffer_t* b, void* base, size_t offset, size_t bytes, const char* name) {
   std::memset(t, 0, sizeof *t);
   t->struct_size = sizeof *t;

@@ -13,19 +13,13 @@
 #include <thread>
 #include <utility>
 
+#include "worker/mpi_session.hpp"
 #include "worker/peer_link.hpp"
 
 namespace loom::cli::worker {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-std::string mpi_error(int rc) {
-  char text[MPI_MAX_ERROR_STRING] = {};
-  int len = 0;
-  MPI_Error_string(rc, text, &len);
-  return std::string(text, static_cast<size_t>(len));
-}
 
 // "sending to rank 2 (tag 8197)": the item's number is the caller's prefix.
 std::string side(const Transfer& t) {

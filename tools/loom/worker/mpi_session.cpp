@@ -14,6 +14,13 @@
 #endif
 
 namespace loom::cli::worker {
+
+std::string mpi_error(int rc) {
+  char text[MPI_MAX_ERROR_STRING] = {};
+  int len = 0;
+  MPI_Error_string(rc, text, &len);
+  return std::string(text, static_cast<size_t>(len));
+}
 namespace {
 
 int env_int(const char* name) {

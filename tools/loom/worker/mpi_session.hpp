@@ -23,6 +23,9 @@ int launcher_rank();
 int run_under_mpi(const std::string& name, const std::vector<std::string>& args,
                   const std::function<int()>& command);
 
+// MPI's words for an error code (MPI_Error_string).
+std::string mpi_error(int rc);
+
 // Serve rank 0 until it says stop (MPI must be initialised; rank >= 1).
 // args: the command line's, for --plugin-path. Returns the exit code.
 int serve(const std::vector<std::string>& args);

@@ -34,13 +34,6 @@ CommonOptions plugin_paths(const std::vector<std::string>& args) {
   return o;
 }
 
-std::string mpi_error(int rc) {
-  char text[MPI_MAX_ERROR_STRING] = {};
-  int len = 0;
-  MPI_Error_string(rc, text, &len);
-  return std::string(text, static_cast<size_t>(len));
-}
-
 // Block (politely) until rank 0 sends something; its size in *count.
 int wait_request(MPI_Status* st) {
   int idle = 0;
