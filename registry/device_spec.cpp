@@ -28,8 +28,11 @@ DeviceSpec DeviceSpec::parse(std::string_view text_in) {
     if (comma == std::string::npos) comma = spec.text.size();
     std::string name = trim(std::string_view(spec.text).substr(pos, comma - pos));
     pos = comma + 1;
-    if (!name.empty() && std::find(spec.names.begin(), spec.names.end(), name) == spec.names.end()) {
+    if (name.empty()) continue;
+    if (std::find(spec.names.begin(), spec.names.end(), name) == spec.names.end()) {
       spec.names.push_back(std::move(name));
+    } else if (std::find(spec.repeated.begin(), spec.repeated.end(), name) == spec.repeated.end()) {
+      spec.repeated.push_back(std::move(name));
     }
   }
   return spec;

@@ -468,6 +468,14 @@ TEST(Cli, LayerSplitOverThreeDevicesAndOverrides) {
   Result n = run_loom("run -m " + model + " --device sim0,sim1,cpu --tensor-split 1,1" + sims, env);
   EXPECT_EQ(n.exit_code, 1);
   EXPECT_NE(n.out.find("tensor split has 2 proportions for 3 devices (sim0,sim1,cpu)"), std::string::npos) << n.out;
+  // A device named twice counts once, and the user is told so (the split's
+  // count is then for the devices left).
+  Result rep = run_loom("run -m " + model + " --device sim0,cpu,sim0 --tensor-split 1,1,1" + sims, env);
+  EXPECT_EQ(rep.exit_code, 1);
+  EXPECT_NE(rep.out.find("--device sim0,cpu,sim0 names 'sim0' more than once; each device is used once: sim0,cpu"),
+            std::string::npos)
+      << rep.out;
+  EXPECT_NE(rep.out.find("tensor split has 3 proportions for 2 devices (sim0,cpu)"), std::string::npos) << rep.out;
   Result d = run_loom("run -m " + model + " --device sim0,cpu -ot 'output.*=sim1'" + sims, env);
   EXPECT_EQ(d.exit_code, 1);
   EXPECT_NE(d.out.find("device 'sim1' is not in the device list (sim0,cpu"), std::string::npos) << d.out;

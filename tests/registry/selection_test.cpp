@@ -93,6 +93,9 @@ TEST(DeviceSpec, ListsArePoliciesOrTrimmedNames) {
   EXPECT_FALSE(list.is_policy());
   EXPECT_EQ(list.names, (std::vector<std::string>{"cuda0", "cpu", "vulkan0"}));
   EXPECT_EQ(list.text, "cuda0 , cpu,,cuda0, vulkan0");
+  EXPECT_EQ(list.repeated, (std::vector<std::string>{"cuda0"}));
+  EXPECT_EQ(DeviceSpec::parse("cpu,blas,cpu,cpu,blas").repeated, (std::vector<std::string>{"cpu", "blas"}));
+  EXPECT_TRUE(DeviceSpec::parse("cpu,blas").repeated.empty());
   EXPECT_TRUE(DeviceSpec::parse(" , ").names.empty());
   EXPECT_FALSE(DeviceSpec::parse(" , ").is_policy());
   // "auto,cpu" is a list (a device named auto), not a policy.

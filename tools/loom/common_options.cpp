@@ -80,9 +80,17 @@ bool parse_kv_type(const std::string& value, loom_type_t* out) {
 
 std::string select_devices(const registry::Registry& reg, const std::string& given,
                            std::vector<registry::Device*>* out) {
-  auto sel = reg.select(registry::DeviceSpec::resolve(given, "--device"));
+  const registry::DeviceSpec spec = registry::DeviceSpec::resolve(given, "--device");
+  auto sel = reg.select(spec);
   if (!sel.ok()) return sel.status().message();
   *out = std::move(sel).value();
+  if (!spec.repeated.empty()) {
+    std::string names, used;
+    for (const std::string& n : spec.repeated) names += (names.empty() ? "'" : ", '") + n + "'";
+    for (const registry::Device* d : *out) used += (used.empty() ? "" : ",") + d->name();
+    std::fprintf(stderr, "loom: note: %s names %s more than once; each device is used once: %s\n",
+                 spec.origin.c_str(), names.c_str(), used.c_str());
+  }
   return "";
 }
 

@@ -17,6 +17,10 @@ struct DeviceSpec {
   // A list's device names in order: trimmed, empty items and repeats
   // dropped. Empty for a policy (and for a list of only commas).
   std::vector<std::string> names;
+  // The names the list gave more than once (each once, in order): dropped
+  // from `names` but worth a word to the user (`-ts 1,1,1` with
+  // `--device cpu,blas,cpu` is for two devices, not three).
+  std::vector<std::string> repeated;
   // The spec as written (trimmed), for messages.
   std::string text;
   // Where it came from, for messages: "--device cuda0", "LOOM_DEVICES=x",
