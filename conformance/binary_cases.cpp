@@ -6,7 +6,6 @@
 namespace loom::conformance {
 namespace {
 
-
 struct BinaryCase {
   Shape a;
   Shape b;
@@ -15,8 +14,7 @@ const BinaryCase kBinaryCases[] = {
     {{17, 3, 2, 1}, {17, 3, 2, 1}},  // same shape
     {{33, 5, 3, 2}, {33, 1, 3, 1}},  // broadcast over rows and dim 3
     {{65, 3, 1, 1}, {1, 3, 1, 1}},   // one value per row
-    {{1, 1, 1, 1}, {1, 1, 1, 1}},
-    {{3, 17, 2, 2}, {3, 1, 1, 2}},
+    {{1, 1, 1, 1}, {1, 1, 1, 1}},   {{3, 17, 2, 2}, {3, 1, 1, 2}},
 };
 
 StatusOr<Tensor*> build(Context& ctx, loom_op_t op, Tensor* a, Tensor* b) {

@@ -6,7 +6,8 @@
 namespace loom::conformance {
 namespace {
 
-const Shape kNormShapes[] = {{17, 3, 2, 1}, {65, 2, 1, 3}, {1, 5, 1, 1}, {33, 1, 3, 2}, {3, 4, 1, 1}};
+const Shape kNormShapes[] = {
+    {17, 3, 2, 1}, {65, 2, 1, 3}, {1, 5, 1, 1}, {33, 1, 3, 2}, {3, 4, 1, 1}};
 
 class NormTest : public OpTest {
  protected:

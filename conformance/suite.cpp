@@ -79,8 +79,9 @@ const std::vector<CaseInfo>& all_cases() {
   std::vector<CaseInfo>& cases = registry_of_cases();
   // Registration order within a file is source order; a stable sort keeps it.
   auto base = [](const std::string& path) { return path.substr(path.find_last_of('/') + 1); };
-  std::stable_sort(cases.begin(), cases.end(),
-                   [&](const CaseInfo& a, const CaseInfo& b) { return base(a.file) < base(b.file); });
+  std::stable_sort(cases.begin(), cases.end(), [&](const CaseInfo& a, const CaseInfo& b) {
+    return base(a.file) < base(b.file);
+  });
   return cases;
 }
 

@@ -37,16 +37,18 @@ struct CaseInfo {
 // another linker changes that).
 const std::vector<CaseInfo>& all_cases();
 struct CaseRegistrar {
-  CaseRegistrar(const char* file, const char* suite, const char* name, std::function<std::unique_ptr<OpTest>()> make);
+  CaseRegistrar(const char* file, const char* suite, const char* name,
+                std::function<std::unique_ptr<OpTest>()> make);
 };
 
-#define LOOM_CASE(Fixture, Name)                                                                              \
-  class Fixture##_##Name##_Case : public Fixture {                                                           \
-   public:                                                                                                    \
-    void body() override;                                                                                     \
-  };                                                                                                          \
-  const ::loom::conformance::CaseRegistrar Fixture##_##Name##_registrar(                                      \
-      __FILE__, #Fixture, #Name, [] { return std::unique_ptr<::loom::conformance::OpTest>(new Fixture##_##Name##_Case); }); \
+#define LOOM_CASE(Fixture, Name)                                                                 \
+  class Fixture##_##Name##_Case : public Fixture {                                               \
+   public:                                                                                       \
+    void body() override;                                                                        \
+  };                                                                                             \
+  const ::loom::conformance::CaseRegistrar Fixture##_##Name##_registrar(                         \
+      __FILE__, #Fixture, #Name,                                                                 \
+      [] { return std::unique_ptr<::loom::conformance::OpTest>(new Fixture##_##Name##_Case); }); \
   void Fixture##_##Name##_Case::body()
 
 enum class Outcome { kPassed, kFailed, kSkipped, kNotClaimed };

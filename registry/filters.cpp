@@ -16,7 +16,6 @@ std::string trim(const std::string& s) {
   return s.substr(b, e - b + 1);
 }
 
-
 }  // namespace
 
 bool glob_list_matches(const std::string& globs, const std::string& name) {

@@ -15,7 +15,6 @@
 namespace loom::registry {
 namespace {
 
-
 // The stage a child had reached when it stopped at `step`.
 Stage stage_at(const std::string& step) {
   if (step == "query") return Stage::kOpened;

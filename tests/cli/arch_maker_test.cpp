@@ -22,11 +22,11 @@ using loom::test::kPython;
 using loom::test::run_loom;
 using loom::test::stories_model;
 
-
 class ArchMaker : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!fs::exists(stories_model())) GTEST_SKIP() << stories_model() << " not found (its vocab is borrowed; set LOOM_MODELS_DIR)";
+    if (!fs::exists(stories_model()))
+      GTEST_SKIP() << stories_model() << " not found (its vocab is borrowed; set LOOM_MODELS_DIR)";
     if (std::system((std::string(kPython) + " -c 'import numpy' >/dev/null 2>&1").c_str()) != 0) {
       GTEST_SKIP() << kPython << " has no numpy (apt-get install python3-numpy)";
     }
@@ -40,9 +40,10 @@ class ArchMaker : public ::testing::Test {
   // Makes the file; its path ("" when the maker failed, with a test failure).
   std::string make(const std::string& arch, const std::string& type, const std::string& extra = "") {
     const std::string out = dir_ + "/" + arch + "-" + type + ".gguf";
-    const std::string cmd = std::string(kPython) + " " LOOM_TEST_SOURCE_DIR "/tools/make_arch_gguf.py --arch " + arch +
-                            " --tokenizer-from " + stories_model() + " --type " + type + " " + extra + " " + out +
-                            " >/dev/null";
+    const std::string cmd = std::string(kPython) +
+                            " " LOOM_TEST_SOURCE_DIR "/tools/make_arch_gguf.py --arch " + arch +
+                            " --tokenizer-from " + stories_model() + " --type " + type + " " +
+                            extra + " " + out + " >/dev/null";
     EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
     return fs::exists(out) ? out : "";
   }
@@ -92,8 +93,10 @@ TEST_F(ArchMaker, HelpListsTheArchitecturesAndBadSizesAreRefused) {
   for (const char* arch : {"llama", "mixtral", "qwen2", "qwen3", "qwen3moe", "phi3", "gemma2", "gemma3"}) {
     EXPECT_NE(out.find(arch), std::string::npos) << arch;
   }
-  const std::string bad = std::string(kPython) + " " LOOM_TEST_SOURCE_DIR "/tools/make_arch_gguf.py --arch llama" +
-                          " --tokenizer-from " + stories_model() + " --heads 3 --kv-heads 2 " + dir_ + "/x.gguf 2>/dev/null";
+  const std::string bad = std::string(kPython) +
+                          " " LOOM_TEST_SOURCE_DIR "/tools/make_arch_gguf.py --arch llama" +
+                          " --tokenizer-from " + stories_model() + " --heads 3 --kv-heads 2 " +
+                          dir_ + "/x.gguf 2>/dev/null";
   EXPECT_NE(std::system(bad.c_str()), 0);
   EXPECT_FALSE(fs::exists(dir_ + "/x.gguf"));
 }

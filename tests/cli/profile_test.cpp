@@ -68,7 +68,8 @@ class CliProfile : public ::testing::Test {
         " --sparsity 0.9 --recall 0.999 --noise 0.02 --seed 3 --samples 96 >/dev/null";
     std::string why;
     const std::string made = loom::test::cached_tool_dir(
-        "profile-relu", cmd, {tool, LOOM_TEST_SOURCE_DIR "/tools/gguf_writer.py", stories_model()}, &why);
+        "profile-relu", cmd, {tool, LOOM_TEST_SOURCE_DIR "/tools/gguf_writer.py", stories_model()},
+        &why);
     if (made.empty()) *skip_ = "make_sparse_gguf.py: " + why;
     model_ = new std::string(made + "/relu.gguf");
     std::FILE* f = std::fopen(text_file().c_str(), "wb");
@@ -197,9 +198,9 @@ TEST_F(CliProfile, BadInputIsAnErrorNamingWhy) {
   auto none = run_loom("profile -m " + model(), "", true);
   EXPECT_EQ(none.exit_code, 1);
   EXPECT_NE(none.out.find("-p TEXT or -f FILE"), std::string::npos) << none.out;
-  auto silu = run_loom(
-      "profile -m " + stories_model() + " -p \"Once upon a time there was\" -o " + *dir_ + "/s.gguf", "",
-      true);
+  auto silu = run_loom("profile -m " + stories_model() + " -p \"Once upon a time there was\" -o " +
+                           *dir_ + "/s.gguf",
+                       "", true);
   EXPECT_EQ(silu.exit_code, 1);
   EXPECT_NE(silu.out.find("not relu"), std::string::npos) << silu.out;
   auto gone = run_loom("run -m " + model() + " -n 2 --device sim0,cpu --plugin-path " +

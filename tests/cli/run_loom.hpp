@@ -16,7 +16,8 @@ inline constexpr char kPython[] = "/usr/bin/python3";
 // stories260K.gguf in $LOOM_MODELS_DIR, else in ../shared/models.
 inline std::string stories_model() {
   const char* env = std::getenv("LOOM_MODELS_DIR");
-  return std::string(env && *env ? env : LOOM_TEST_SOURCE_DIR "/../shared/models") + "/stories260K.gguf";
+  return std::string(env && *env ? env : LOOM_TEST_SOURCE_DIR "/../shared/models") +
+         "/stories260K.gguf";
 }
 
 struct LoomResult {

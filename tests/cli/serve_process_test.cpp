@@ -36,7 +36,8 @@ class ServeProcess : public ::testing::Test {
 #ifndef LOOM_TEST_HAVE_SERVE
     GTEST_SKIP() << "loom serve was not built (needs libcpp-httplib-dev)";
 #endif
-    if (!std::ifstream(stories_model()).good()) GTEST_SKIP() << stories_model() << " not found (set LOOM_MODELS_DIR)";
+    if (!std::ifstream(stories_model()).good())
+      GTEST_SKIP() << stories_model() << " not found (set LOOM_MODELS_DIR)";
     int out[2];
     ASSERT_EQ(::pipe(out), 0);
     posix_spawn_file_actions_t fa;

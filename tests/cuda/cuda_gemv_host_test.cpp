@@ -75,8 +75,8 @@ void check_lane_words(std::mt19937& rng) {
             const float q = static_cast<float>(static_cast<int8_t>(w.w[k] >> (8 * i)));
             const float got = w.d[k] * q - w.m[k];
             ASSERT_EQ(float_bits(got), float_bits(want[static_cast<size_t>(b * L::kElems + e)]))
-                << "block " << b << " unit " << u << " part " << p << " word " << k << " element " << e << ": "
-                << got << " vs " << want[static_cast<size_t>(b * L::kElems + e)];
+                << "block " << b << " unit " << u << " part " << p << " word " << k << " element "
+                << e << ": " << got << " vs " << want[static_cast<size_t>(b * L::kElems + e)];
           }
         }
       }

@@ -28,7 +28,6 @@ using test::kSimOps;
 using test::ScopedEnv;
 using test::stories_path;
 
-
 // The sizes of stories260K by the rules of fit.hpp, computed from the file
 // directly (F16 KV, batch 32, kv_pad 256, the training context).
 struct Expected {

@@ -20,7 +20,8 @@ TEST(CaseOrder, BySourceFileThenSourceOrder) {
   EXPECT_EQ(cases.front().suite + "." + cases.front().name, "Abi.Negotiation");
   for (size_t i = 1; i < cases.size(); ++i) {
     EXPECT_LE(base_name(cases[i - 1].file), base_name(cases[i].file))
-        << cases[i - 1].suite << "." << cases[i - 1].name << " before " << cases[i].suite << "." << cases[i].name;
+        << cases[i - 1].suite << "." << cases[i - 1].name << " before " << cases[i].suite << "."
+        << cases[i].name;
   }
   // Within matmul_cases.cpp, its first case in the file comes first.
   for (const CaseInfo& c : cases) {

@@ -11,7 +11,6 @@ namespace {
 
 using test::contains;
 
-
 // Async sim streams with jitter, for one SimSetup (declare before it).
 struct AsyncEnv {
   ScopedEnv async{"LOOM_SIM_ASYNC", std::string("1")};

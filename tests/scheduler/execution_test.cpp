@@ -12,7 +12,6 @@ namespace {
 
 using test::contains;
 
-
 // A random graph over [kDim, kTok] activations: the same seed builds the same
 // structure in any context. Weights are [kDim, kDim]; inputs and weights are
 // returned with their values so both runs see the same data.

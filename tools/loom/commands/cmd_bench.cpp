@@ -188,7 +188,8 @@ int cmd_bench(std::vector<std::string> args) {
   lo.n_gpu_layers = -1;  // layers where they fit (llm/placement/fit.hpp), sized for this run's context
   lo.check_fit = true;
   lo.fit_session = llm::fit_session(so);
-  if (std::string e = apply_placement(o.placement, devices, &lo); !e.empty()) return fail("loom bench", e);
+  if (std::string e = apply_placement(o.placement, devices, &lo); !e.empty())
+    return fail("loom bench", e);
   auto model = llm::LlamaModel::load(o.model, lo);
   if (!model.ok()) return fail("loom bench", model.status().message());
   const llm::LlamaModel& m = **model;
@@ -197,16 +198,18 @@ int cmd_bench(std::vector<std::string> args) {
 
   const int64_t n_ctx_train = m.hparams().n_ctx_train;
   if (n_ctx_train > 0 && o.n_prompt + o.n_gen > n_ctx_train) {
-    return fail("loom bench", "-p " + std::to_string(o.n_prompt) + " plus -n " + std::to_string(o.n_gen) + " = " +
-                std::to_string(o.n_prompt + o.n_gen) + " tokens exceed the model's context of " +
-                std::to_string(n_ctx_train));
+    return fail("loom bench",
+                "-p " + std::to_string(o.n_prompt) + " plus -n " + std::to_string(o.n_gen) + " = " +
+                    std::to_string(o.n_prompt + o.n_gen) +
+                    " tokens exceed the model's context of " + std::to_string(n_ctx_train));
   }
   auto session = llm::LlamaSession::create(model->get(), so);
   if (!session.ok()) return fail("loom bench", session.status().message());
   llm::LlamaSession& s = **session;
   if (s.n_ctx() < o.n_prompt + o.n_gen) {
-    return fail("loom bench", "-p " + std::to_string(o.n_prompt) + " plus -n " + std::to_string(o.n_gen) +
-                " tokens exceed the context of " + std::to_string(s.n_ctx()));
+    return fail("loom bench", "-p " + std::to_string(o.n_prompt) + " plus -n " +
+                                  std::to_string(o.n_gen) + " tokens exceed the context of " +
+                                  std::to_string(s.n_ctx()));
   }
 
   // Fixed pseudo-random token ids (the same on every run), never the text.
@@ -264,7 +267,8 @@ int cmd_bench(std::vector<std::string> args) {
       for (registry::Device* d : devices) {
         if (d->info().type != LOOM_DEVICE_TYPE_CPU && d->info().type != LOOM_DEVICE_TYPE_ACCEL) continue;
         Status st = d->set_threads(static_cast<int>(threads));
-        if (!st.ok() && devices.size() == 1) return fail("loom bench", "--threads " + std::to_string(threads) + ": " + st.message());
+        if (!st.ok() && devices.size() == 1)
+          return fail("loom bench", "--threads " + std::to_string(threads) + ": " + st.message());
       }
     }
     // Warm-up (untimed): one batch of the prompt, then one decode step from

@@ -89,7 +89,8 @@ int cmd_chat(std::vector<std::string> args) {
   lo.n_gpu_layers = -1;  // layers where they fit (llm/placement/fit.hpp)
   lo.check_fit = true;
   lo.fit_session = llm::fit_session(so);
-  if (std::string e = apply_placement(o.placement, mc.devices, &lo); !e.empty()) return fail("loom chat", e);
+  if (std::string e = apply_placement(o.placement, mc.devices, &lo); !e.empty())
+    return fail("loom chat", e);
   auto model = llm::load_text_model(o.model, lo);
   if (!model.ok()) return fail("loom chat", model.status().message());
   const llm::Tokenizer* tok = (*model)->tokenizer();
@@ -116,8 +117,9 @@ int cmd_chat(std::vector<std::string> args) {
     std::fputs("\n", stdout);
     std::fflush(stdout);
     if (!reply.ok()) return fail("loom chat", reply.status().message());
-    if (reply->context_full) return fail("loom chat", "the context of " + std::to_string((*session)->n_ctx()) +
-                                         " tokens is full; start a new chat or raise --ctx");
+    if (reply->context_full)
+      return fail("loom chat", "the context of " + std::to_string((*session)->n_ctx()) +
+                                   " tokens is full; start a new chat or raise --ctx");
   }
   return 0;
 }

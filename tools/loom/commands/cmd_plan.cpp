@@ -96,7 +96,8 @@ int cmd_plan(std::vector<std::string> args) {
     lo.devices = devices;
     lo.n_gpu_layers = o.n_gpu_layers;  // < 0: the load fits (llm/placement/fit.hpp)
     lo.check_fit = true;
-    if (std::string e = apply_placement(o.placement, devices, &lo); !e.empty()) return fail("loom plan", e);
+    if (std::string e = apply_placement(o.placement, devices, &lo); !e.empty())
+      return fail("loom plan", e);
     llm::SessionOptions so;
     so.n_batch = o.n_batch;
     lo.fit_session = llm::fit_session(so);

@@ -116,7 +116,8 @@ int cmd_profile(std::vector<std::string> args) {
   if (!o.prompt_file.empty() && !read_text(o.prompt_file, &o.prompt)) {
     return fail("loom profile", "cannot read the text from '" + o.prompt_file + "'");
   }
-  if (o.prompt.empty()) return fail("loom profile", "no text to profile on: give -p TEXT or -f FILE");
+  if (o.prompt.empty())
+    return fail("loom profile", "no text to profile on: give -p TEXT or -f FILE");
   if (o.output.empty()) {
     const std::string stem = o.model.size() > 5 && o.model.compare(o.model.size() - 5, 5, ".gguf") == 0
                                  ? o.model.substr(0, o.model.size() - 5)
@@ -130,11 +131,16 @@ int cmd_profile(std::vector<std::string> args) {
   if (!model.ok()) return fail("loom profile", model.status().message());
   llm::LlamaModel& m = **model;
   if (m.sparse_params().activation != llm::FfnActivation::kRelu) {
-    return fail("loom profile", o.model + ": the FFN activation is not relu (<arch>.feed_forward_activation): a neuron-firing "
-                "profile needs a ReLU FFN");
+    return fail(
+        "loom profile",
+        o.model +
+            ": the FFN activation is not relu (<arch>.feed_forward_activation): a neuron-firing "
+            "profile needs a ReLU FFN");
   }
   const std::vector<llm::TokenId> tokens = m.tokenizer()->encode(o.prompt, true);
-  if (tokens.size() < 2) return fail("loom profile", "the text gives " + std::to_string(tokens.size()) + " token(s): too few to profile");
+  if (tokens.size() < 2)
+    return fail("loom profile", "the text gives " + std::to_string(tokens.size()) +
+                                    " token(s): too few to profile");
   llm::SessionOptions so;
   so.n_ctx = o.n_ctx > 0 ? o.n_ctx : std::min<int64_t>(m.hparams().n_ctx_train, 512);
   so.n_batch = o.n_batch;
@@ -181,7 +187,8 @@ int cmd_profile(std::vector<std::string> args) {
     }
   }
   if (counts.empty()) return fail("loom profile", "no layer ran dense: nothing counted");
-  if (!out.write(o.output)) return fail("loom profile", "cannot write " + o.output + ": " + std::strerror(errno));
+  if (!out.write(o.output))
+    return fail("loom profile", "cannot write " + o.output + ": " + std::strerror(errno));
   if (mc.common.json) {
     Json j;
     j["model"] = o.model;

@@ -102,7 +102,8 @@ int cmd_run(std::vector<std::string> args) {
   lo.sparse = o.sparse;
   lo.sparse_budget = o.sparse_budget;
   lo.sparse_profile = o.sparse_profile;
-  if (std::string e = apply_placement(o.placement, devices, &lo); !e.empty()) return fail("loom run", e);
+  if (std::string e = apply_placement(o.placement, devices, &lo); !e.empty())
+    return fail("loom run", e);
   llm::SessionOptions so;
   so.n_ctx = o.n_ctx;
   so.n_batch = o.n_batch;

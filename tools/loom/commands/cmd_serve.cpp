@@ -177,9 +177,11 @@ int run_server(const ServeOptions& o, const ModelCommand& mc, const sigset_t& si
 int cmd_serve(std::vector<std::string> args) {
 #ifndef LOOM_HAVE_SERVE
   (void)args;
-  return fail("loom serve", 
-      "this loom was built without cpp-httplib, the HTTP library loom serve needs: install the Debian package "
-      "libcpp-httplib-dev (apt-get install libcpp-httplib-dev), then configure and build loom again");
+  return fail("loom serve",
+              "this loom was built without cpp-httplib, the HTTP library loom serve needs: install "
+              "the Debian package "
+              "libcpp-httplib-dev (apt-get install libcpp-httplib-dev), then configure and build "
+              "loom again");
 #else
   const sigset_t signals = stop_signals();
   ServeOptions o;

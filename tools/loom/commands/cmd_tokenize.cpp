@@ -133,7 +133,8 @@ int cmd_tokenize(std::vector<std::string> args) {
     if (o.model.empty()) return fail("loom tokenize", no_model_message(tried));
   }
   std::string text = o.prompt;
-  if (!o.file.empty() && !read_text(o.file, &text)) return fail("loom tokenize", "cannot read '" + o.file + "'");
+  if (!o.file.empty() && !read_text(o.file, &text))
+    return fail("loom tokenize", "cannot read '" + o.file + "'");
 
   auto file = GgufFile::open(o.model);
   if (!file.ok()) return fail("loom tokenize", file.status().message());
