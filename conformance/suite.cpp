@@ -77,17 +77,18 @@ void add_rows(const CaseSink& sink, std::map<std::pair<std::string, std::string>
 
 const std::vector<CaseInfo>& all_cases() {
   std::vector<CaseInfo>& cases = registry_of_cases();
-  // Registration order within a file is source order; a stable sort keeps it.
-  auto base = [](const std::string& path) { return path.substr(path.find_last_of('/') + 1); };
-  std::stable_sort(cases.begin(), cases.end(), [&](const CaseInfo& a, const CaseInfo& b) {
-    return base(a.file) < base(b.file);
-  });
+  // Every case registers before main(): sorted by the first call, after
+  // that left alone. Registration order within a file is source order; a
+  // stable sort keeps it.
+  auto by_file = [](const CaseInfo& a, const CaseInfo& b) { return a.file < b.file; };
+  if (!std::is_sorted(cases.begin(), cases.end(), by_file)) std::stable_sort(cases.begin(), cases.end(), by_file);
   return cases;
 }
 
 CaseRegistrar::CaseRegistrar(const char* file, const char* suite, const char* name,
                              std::function<std::unique_ptr<OpTest>()> make) {
-  registry_of_cases().push_back(CaseInfo{suite, name, std::move(make), file});
+  const std::string path(file);
+  registry_of_cases().push_back(CaseInfo{suite, name, std::move(make), path.substr(path.find_last_of('/') + 1)});
 }
 
 const char* outcome_name(Outcome o) {

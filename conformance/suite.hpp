@@ -29,7 +29,7 @@ struct CaseInfo {
   std::string suite;  // "MatMulTest"
   std::string name;   // "EveryAType"
   std::function<std::unique_ptr<OpTest>()> make;
-  std::string file;  // the source file that defines it (__FILE__)
+  std::string file;  // the name of the source file that defines it (__FILE__ without its folder)
 };
 // Every case linked in: by its source file's name, then in source order
 // within the file. Fixed by the sources, not by the order in which the
