@@ -353,14 +353,15 @@ LOOM_CASE(WeightLayoutTest, MatMulMatchesCanonicalAndBytesRoundTrip) {
 }
 
 // The largest quants against the largest 8-bit activations: A's blocks all
-// at the type's extremes (Q4_0 nibbles 15 and 0, Q8_0 127 and -128), B's
-// columns all +1 or all -1 (every activation quantized to +-127). Integer
-// dot paths that sum several products in 16 bits (the cpu plugin's AVX2
-// Q4_0 kernel sums a block's 8 pair sums there: 8 x 2 x 15 x 127 = 30,480)
-// must neither saturate nor wrap: the results are small integers.
+// at the type's extremes (Q4_0 nibbles 15 and 0, Q5_0 31 and 0, Q8_0 127
+// and -128), B's columns all +1 or all -1 (every activation quantized to
+// +-127). Integer dot paths that sum several products in 16 bits (the cpu
+// plugin's AVX2 Q4_0 kernels sum a block's 8 pair sums there: 8 x 2 x 15 x
+// 127 = 30,480; its Q5_0 kernel for 3 and more columns 4: 4 x 2 x 31 x 127
+// = 31,496) must neither saturate nor wrap: the results are small integers.
 LOOM_CASE(WeightLayoutTest, ExtremeQuantsDoNotOverflow) {
   const int64_t k = 256, m = 16, n = 3;
-  for (loom_type_t ta : {LOOM_TYPE_Q4_0, LOOM_TYPE_Q8_0}) {
+  for (loom_type_t ta : {LOOM_TYPE_Q4_0, LOOM_TYPE_Q5_0, LOOM_TYPE_Q8_0}) {
     LOOM_TRACE(type_str(ta));
     Operand a = input(ta, {k, m, 1, 1});  // its bytes overwritten below
     std::vector<uint8_t>& bytes = a.h.base->bytes;
@@ -370,7 +371,9 @@ LOOM_CASE(WeightLayoutTest, ExtremeQuantsDoNotOverflow) {
       bytes[b0] = 0x00;  // d = 1.0 (f16 0x3C00, little-endian)
       bytes[b0 + 1] = 0x3C;
       // Rows alternate the two extremes; every fourth row mixes them.
-      const uint8_t hi = ta == LOOM_TYPE_Q4_0 ? 0xFF : 0x7F, lo = ta == LOOM_TYPE_Q4_0 ? 0x00 : 0x80;
+      // Q5_0: the fifth bits (qh, bytes 2..5) and the nibbles alike.
+      const bool nibbles = ta != LOOM_TYPE_Q8_0;
+      const uint8_t hi = nibbles ? 0xFF : 0x7F, lo = nibbles ? 0x00 : 0x80;
       for (size_t i = 2; i < block; ++i) {
         bytes[b0 + i] = row % 4 == 3 ? (i % 2 ? hi : lo) : (row % 2 ? lo : hi);
       }

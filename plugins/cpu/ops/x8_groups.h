@@ -24,14 +24,23 @@ namespace loom::cpu {
 // 8 alternations).
 constexpr int64_t kGroupChunksPerThread = 4;
 
-// fn(i) for every item i < items (groups of rows, or pairs of them): slot
-// ith of nth's share of the chunks of items first (inside ex.run()).
+// fn(begin, end) for every chunk [begin, end) of items (groups of rows, or
+// pairs of them) that slot ith of nth claims: its own share of the chunks
+// first (inside ex.run()).
 template <typename Fn>
-void for_each_item(int64_t items, Exec& ex, int ith, int nth, Fn&& fn) {
+void for_each_chunk(int64_t items, Exec& ex, int ith, int nth, Fn&& fn) {
   const int64_t chunks = std::min(items, kGroupChunksPerThread * nth);
   for (int64_t c = ex.claim_chunk(ith, nth, chunks); c >= 0; c = ex.claim_chunk(ith, nth, chunks)) {
-    for (int64_t i = items * c / chunks; i < items * (c + 1) / chunks; ++i) fn(i);
+    fn(items * c / chunks, items * (c + 1) / chunks);
   }
+}
+
+// fn(i) for every item i of the chunks this slot claims.
+template <typename Fn>
+void for_each_item(int64_t items, Exec& ex, int ith, int nth, Fn&& fn) {
+  for_each_chunk(items, ex, ith, nth, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) fn(i);
+  });
 }
 
 // fn(g) for every group g of `rows` rows of A.
