@@ -6,6 +6,7 @@
 #include <iterator>
 #include <cstring>
 #include <cstdlib>
+#include <random>
 
 #include "loom/sched/executor.hpp"
 #include "loom/runtime/ops.hpp"
@@ -350,6 +351,51 @@ LOOM_CASE(WeightLayoutTest, MatMulMatchesCanonicalAndBytesRoundTrip) {
     LOOM_EXPECT_EQ(offered_k, 6 * per_type) << "the cpu plugin repacks Q4_K, Q5_K and Q6_K where it repacks Q8_0 / Q4_0";
     LOOM_EXPECT_EQ(offered_32, 7 * per_type) << "the cpu plugin repacks Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 and IQ4_NL";
   }
+}
+
+// A column's result does not depend on how many columns the product has:
+// the cpu plugin runs 1-2 columns and 3 or more (its AVX2 batched path:
+// quants unpacked once, tiles of 4 columns and a rest of 1-3) through
+// different kernels whose integer sums and f32 steps are the same, so
+// there the columns must agree to the bit; elsewhere within the f32
+// tolerance of each other.
+LOOM_CASE(WeightLayoutTest, ColumnsDoNotDependOnTheColumnCount) {
+  seed(406);
+  const int64_t k = 256, m = 24;
+  const int64_t kCounts[] = {1, 2, 3, 6, 9};
+  int ran = 0;
+  for (loom_type_t ta : {LOOM_TYPE_Q4_0, LOOM_TYPE_Q4_1, LOOM_TYPE_Q5_0, LOOM_TYPE_Q5_1, LOOM_TYPE_Q8_0,
+                         LOOM_TYPE_IQ4_NL}) {
+    LOOM_TRACE(type_str(ta));
+    Operand a = input(ta, {k, m, 1, 1});
+    Buffer keep;
+    Tensor* ar = relaid_copy(a, &keep);
+    if (ar == nullptr) continue;
+    ++ran;
+    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+    std::vector<float> bvals(static_cast<size_t>(k * 9));
+    for (float& v : bvals) v = dist(rng_);
+    std::vector<Tensor*> outs;
+    for (int64_t n : kCounts) {
+      const std::vector<float> prefix(bvals.begin(), bvals.begin() + k * n);
+      outs.push_back(unwrap(op::mul_mat(ctx_, ar, input_values(LOOM_TYPE_F32, {k, n, 1, 1}, prefix).t), "mul_mat"));
+    }
+    LOOM_ASSERT_OK(run_threads(outs));
+    const std::vector<double> widest = read(outs.back());
+    for (size_t o = 0; o + 1 < outs.size(); ++o) {
+      const std::vector<double> got = read(outs[o]);
+      for (size_t i = 0; i < got.size(); ++i) {
+        const double w = widest[i];
+        if (reference_device()) {
+          LOOM_EXPECT_EQ(got[i], w) << kCounts[o] << " columns against 9, element " << i;
+        } else {
+          LOOM_EXPECT_TRUE(std::fabs(got[i] - w) <= 1e-5 * (std::fabs(w) + 1.0))
+              << kCounts[o] << " columns against 9, element " << i << ": " << got[i] << " vs " << w;
+        }
+      }
+    }
+  }
+  if (ran == 0) LOOM_SKIP() << dev_->name() << " offers no weight layout for quantized matrices (baseline build or another plugin)";
 }
 
 // The largest quants against the largest 8-bit activations: A's blocks all

@@ -256,14 +256,14 @@ void group_cols(const loom_tensor_t* dst, const uint8_t* group, int64_t nblk, co
 // Q5_0 and Q5_1: 0..31), maddubs of those with an activation byte in
 // [-127, 127] needs no sign trick. A run of kRun maddubs results is summed
 // in int16 before widening: kRun x 2 x 15 x 127 <= 32,767 for 8 (4-bit),
-// kRun x 2 x 31 x 127 for 4 (5-bit).
-// On a 2-core Zen 3 (loom_ops_bench, Q4_0, old and new alternated, the
-// best of 3 each): 1.12-1.43x at 8-32 columns, 1.23-1.45x at 64-1024;
-// s768-q4_0 pp256 1.16-1.34x.
+// kRun x 2 x 31 x 127 for 4 (5-bit). IQ4_NL: below.
+// On a 2-core Zen 3 (loom_ops_bench, old and new alternated, the best of 3
+// each): Q4_0 1.12-1.43x at 8-32 columns, 1.23-1.45x at 64-1024 (s768-q4_0
+// pp256 1.16-1.34x); IQ4_NL 1.09-1.26x at 64-1024 (two runs).
 #ifndef __AVX512VL__
 constexpr bool batch_type(int32_t type) {
   return !kVnni && (type == LOOM_TYPE_Q4_0 || type == LOOM_TYPE_Q4_1 || type == LOOM_TYPE_Q5_0 ||
-                    type == LOOM_TYPE_Q5_1);
+                    type == LOOM_TYPE_Q5_1 || type == LOOM_TYPE_IQ4_NL);
 }
 #else
 constexpr bool batch_type(int32_t) { return false; }  // 32 registers: group_cols holds 4 columns
@@ -272,7 +272,14 @@ constexpr int64_t kBatchMinCols = 3;  // 1-2 columns: group_cols streams A at th
 constexpr int kBatchCols = 4;
 constexpr size_t kBatchScratchBytes = 64 * 1024;        // unpacked groups of one chunk
 constexpr size_t kBatchActBytes = 24 * 1024;            // one column block's activations
-constexpr size_t kUnpackedBytes = 8 * sizeof(__m256i);  // one superblock's u vectors
+// IQ4_NL: signed quants (its table's values; maddubs would saturate on
+// them + 128), so each superblock is unpacked as |v| and v (the sign trick:
+// |v| times B's bytes with v's sign) and each maddubs widened at once. (Q8_0
+// the same way ran 0.65-1.14x its 2-column kernel, which needs no table
+// lookup: not taken.)
+constexpr bool signed_quants(int32_t type) { return type == LOOM_TYPE_IQ4_NL; }
+// Unpacked vectors per superblock.
+constexpr int unpacked_vectors(int32_t type) { return signed_quants(type) ? 16 : 8; }
 
 // Group `group`'s nblk superblocks unpacked into out (8 vectors each).
 template <int32_t kType>
@@ -283,7 +290,15 @@ void unpack_group(const uint8_t* group, int64_t nblk, __m256i* out) {
     const uint8_t* sb = group + static_cast<size_t>(i) * S::kBytes;
     prefetch_ahead<S::kBytes>(sb);
     a.load(sb);
-    for (int j = 0; j < 8; ++j) _mm256_store_si256(out + 8 * i + j, a.u[j]);
+    constexpr int kV = unpacked_vectors(kType);
+    for (int j = 0; j < 8; ++j) {
+      if (signed_quants(kType)) {
+        _mm256_store_si256(out + kV * i + j, _mm256_abs_epi8(a.u[j]));
+        _mm256_store_si256(out + kV * i + 8 + j, a.u[j]);
+      } else {
+        _mm256_store_si256(out + kV * i + j, a.u[j]);
+      }
+    }
   }
 }
 
@@ -303,7 +318,9 @@ __attribute__((noinline)) void batch_tile(const loom_tensor_t* dst, const uint8_
                                           const __m256i* u, int64_t nblk, const ActBlock* act,
                                           int64_t n0, int64_t m0, Prefetch pf) {
   using S = Super<kType>;
-  constexpr int kRun = kType == LOOM_TYPE_Q5_0 || kType == LOOM_TYPE_Q5_1 ? 4 : 8;
+  constexpr int kRun = signed_quants(kType)                             ? 1
+                       : kType == LOOM_TYPE_Q5_0 || kType == LOOM_TYPE_Q5_1 ? 4
+                                                                            : 8;
   const __m256i ones = _mm256_set1_epi16(1);
   __m256 acc[NC];
   const ActBlock* ys[NC];
@@ -317,7 +334,7 @@ __attribute__((noinline)) void batch_tile(const loom_tensor_t* dst, const uint8_
     for (int64_t k = 0; k < pf.per_block && line < pf.lines; ++k, ++line) {
       _mm_prefetch(pf.p + 64 * line, _MM_HINT_T1);
     }
-    const __m256i* ui = u + 8 * i;
+    const __m256i* ui = u + unpacked_vectors(kType) * i;
     __m256i isum[NC];
 #pragma GCC unroll 2
     for (int h = 0; h < 8; h += kRun) {
@@ -326,8 +343,11 @@ __attribute__((noinline)) void batch_tile(const loom_tensor_t* dst, const uint8_
       for (int j = h; j < h + kRun; ++j) {
 #pragma GCC unroll 4
         for (int c = 0; c < NC; ++c) {
+          const __m256i b = bcast4(ys[c][i].qs + S::yoff(j));
           const __m256i p =
-              _mm256_maddubs_epi16(_mm256_load_si256(ui + j), bcast4(ys[c][i].qs + S::yoff(j)));
+              signed_quants(kType)
+                  ? _mm256_maddubs_epi16(_mm256_load_si256(ui + j), _mm256_sign_epi8(b, _mm256_load_si256(ui + 8 + j)))
+                  : _mm256_maddubs_epi16(_mm256_load_si256(ui + j), b);
           // adds (saturating, which these sums never reach) keeps GCC
           // from reassociating the chain into a tree of live products.
           s[c] = j == h ? p : _mm256_adds_epi16(s[c], p);
@@ -368,7 +388,7 @@ void batch_groups(const loom_tensor_t* dst, const ActBlock* act, Exec& ex, int i
   const int64_t n_len = nrows(dst);
   const auto* base = static_cast<const uint8_t*>(a->data);
   const size_t group_bytes = static_cast<size_t>(nblk) * S::kBytes;
-  const size_t unpacked = static_cast<size_t>(nblk) * kUnpackedBytes;
+  const size_t unpacked = static_cast<size_t>(nblk) * unpacked_vectors(kType) * sizeof(__m256i);
   const int64_t cg = std::max<int64_t>(1, static_cast<int64_t>(kBatchScratchBytes / unpacked));
   const int64_t cb = std::max<int64_t>(
       kBatchCols,
@@ -384,7 +404,7 @@ void batch_groups(const loom_tensor_t* dst, const ActBlock* act, Exec& ex, int i
       const int64_t ng = std::min(cg, g_end - g0);
       for (int64_t g = 0; g < ng; ++g) {
         unpack_group<kType>(base + static_cast<size_t>(g0 + g) * group_bytes, nblk,
-                            scratch + g * nblk * 8);
+                            scratch + g * nblk * unpacked_vectors(kType));
       }
       // The next chunk's packed bytes are asked for beside the first column
       // block's tiles, spread over their superblocks: unpacking it then
@@ -404,7 +424,7 @@ void batch_groups(const loom_tensor_t* dst, const ActBlock* act, Exec& ex, int i
         const int64_t n_end = std::min(n_len, n0 + cb);
         for (int64_t g = 0; g < ng; ++g) {
           const uint8_t* group = base + static_cast<size_t>(g0 + g) * group_bytes;
-          const __m256i* u = scratch + g * nblk * 8;
+          const __m256i* u = scratch + g * nblk * unpacked_vectors(kType);
           const int64_t m0 = (g0 + g) * kWeightGroupRows;
           // This tile's share of the lines (none after the first block).
           auto share = [&]() {
