@@ -210,9 +210,9 @@ def main():
         all_res.append((name, p, n, note, res))
     # One bandwidth for every bound: the median of the newest build's probes
     # (each loom bench measures its own; single probes swing with the host).
-    # Older builds probe 4 KiB pages, which read ~10% slower than the huge
-    # pages of the newer probe and of the plugin's buffers: their probes
-    # would lower the bound, so they are only shown.
+    # The older build's probes are only shown: builds before the huge-page
+    # probe read 4 KiB pages, ~10% slower than the plugin's buffers, and
+    # would lower the bound.
     bws = [res[builds[-1][0]]["bandwidth"]["read_gb_per_s"] for *_, res in all_res]
     bw = statistics.median(bws)
     old_bws = [res[l]["bandwidth"]["read_gb_per_s"] for *_, res in all_res for l, _ in builds[:-1] if l in res]
@@ -340,7 +340,7 @@ def main():
                              {label: f"{pk['MAC/s'] / 1e9:.0f} G multiply-adds/s"}, ""))
 
     labels = [l for l, _ in builds]
-    old = (f"; the older build's probes (4 KiB pages): median {statistics.median(old_bws):.1f} "
+    old = (f"; the older build's own probes: median {statistics.median(old_bws):.1f} "
            f"({min(old_bws):.1f}..{max(old_bws):.1f})") if old_bws else ""
     kv = ", ".join(f"{l} {t}" for l, t in kv_types.items())
     print(f"threads {a.threads}, {a.reps} repetitions per row (median (min..max)); bound = (weights + KV "
