@@ -354,8 +354,8 @@ LOOM_CASE(WeightLayoutTest, MatMulMatchesCanonicalAndBytesRoundTrip) {
 }
 
 // A column's result does not depend on how many columns the product has:
-// the cpu plugin runs 1-2 columns and 3 or more (its AVX2 batched path:
-// quants unpacked once, tiles of 4 columns and a rest of 1-3) through
+// the cpu plugin runs 1-2 columns and 3 or more (its AVX2 batched paths:
+// quants unpacked once, tiles of 4 (Q4_K: 2) columns and a rest) through
 // different kernels whose integer sums and f32 steps are the same, so
 // there the columns must agree to the bit; elsewhere within the f32
 // tolerance of each other.
@@ -365,7 +365,7 @@ LOOM_CASE(WeightLayoutTest, ColumnsDoNotDependOnTheColumnCount) {
   const int64_t kCounts[] = {1, 2, 3, 6, 9};
   int ran = 0;
   for (loom_type_t ta : {LOOM_TYPE_Q4_0, LOOM_TYPE_Q4_1, LOOM_TYPE_Q5_0, LOOM_TYPE_Q5_1, LOOM_TYPE_Q8_0,
-                         LOOM_TYPE_IQ4_NL}) {
+                         LOOM_TYPE_IQ4_NL, LOOM_TYPE_Q4_K, LOOM_TYPE_Q5_K, LOOM_TYPE_Q6_K}) {
     LOOM_TRACE(type_str(ta));
     Operand a = input(ta, {k, m, 1, 1});
     Buffer keep;

@@ -220,6 +220,141 @@ void q4k_cols(const uint8_t* group, int64_t nsb, bool prefetch, const ActBlockK*
   }
 }
 
+// Q4_K over many columns without VNNI (prefill, a server's batched steps):
+// q4k_cols unpacks each superblock again per pair of columns. Here a chunk
+// of groups is unpacked once (quant bytes, scale patterns, mins, d and
+// dmin) into a cache-resident scratch, and tiles of kBatchCols columns read
+// it, in blocks of columns whose activations stay in L1: the sums, their
+// order and the f32 steps are q4k_cols' own, so the results are the same
+// bits (the conformance case ColumnsDoNotDependOnTheColumnCount).
+#ifndef __AVX512VL__
+constexpr bool kQ4KBatch = true;
+#else
+constexpr bool kQ4KBatch = false;  // VNNI: q4k_cols holds 4 columns
+#endif
+constexpr int64_t kBatchMinCols = 3;
+constexpr int kBatchCols = 2;
+constexpr size_t kBatchScratchBytes = 64 * 1024;  // unpacked groups of one chunk
+constexpr size_t kBatchActBytes = 24 * 1024;      // one column block's activations
+
+// One Q4_K superblock of 8 rows, unpacked.
+struct Q4KUnpacked {
+  __m256i u[4][8][2];  // [sub-block pair][unit][low, high nibbles]
+  __m256i sc[4][2];    // the pair's scales as madd operands (scale_pattern)
+  __m256i mn[2];       // mins, low and high four
+  __m256 d, dmin;
+};
+
+void unpack_q4k(const uint8_t* sb, Q4KUnpacked* out) {
+  const __m256i m3f = bytes(0x3F), m0f = bytes(0x0F), m30 = bytes(0x30);
+  const __m256i u0 = load(sb + 32), u2 = load(sb + 96);
+  const __m256i sc_lo = _mm256_and_si256(u0, m3f);
+  const __m256i sc_hi = _mm256_or_si256(_mm256_and_si256(u2, m0f), _mm256_and_si256(_mm256_srli_epi32(u0, 2), m30));
+  for (int gg = 0; gg < 4; ++gg) {
+    const __m256i& src = 2 * gg < 4 ? sc_lo : sc_hi;
+    out->sc[gg][0] = _mm256_shuffle_epi8(src, scale_pattern<false>((2 * gg) % 4));
+    out->sc[gg][1] = _mm256_shuffle_epi8(src, scale_pattern<false>((2 * gg + 1) % 4));
+    for (int t = 0; t < 8; ++t) {
+      const __m256i v = load(sb + 128 + 32 * (4 * t + gg));
+      out->u[gg][t][0] = _mm256_and_si256(v, m0f);
+      out->u[gg][t][1] = _mm256_and_si256(_mm256_srli_epi16(v, 4), m0f);
+    }
+  }
+  const __m256i w1 = load(sb + 64), w2 = load(sb + 96);
+  out->mn[0] = _mm256_and_si256(w1, m3f);
+  out->mn[1] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(w2, 4), m0f), _mm256_and_si256(_mm256_srli_epi32(w1, 2), m30));
+  out->d = halves(sb, 0);
+  out->dmin = halves(sb, 16);
+}
+
+// Columns [n0, n0 + NC) of the group whose nsb superblocks are unpacked at q.
+template <int NC>
+__attribute__((noinline)) void q4k_tile(const loom_tensor_t* dst, const Q4KUnpacked* q, int64_t nsb,
+                                        const ActBlockK* act, const ColSums* sums, int64_t n0, int64_t m0) {
+  __m256 acc[NC];
+  const ActBlockK* y[NC];
+  const ColSums* cs[NC];
+  for (int c = 0; c < NC; ++c) {
+    acc[c] = _mm256_setzero_ps();
+    y[c] = act + (n0 + c) * nsb;
+    cs[c] = sums + (n0 + c) * nsb;
+  }
+  for (int64_t i = 0; i < nsb; ++i) {
+    const Q4KUnpacked& sb = q[i];
+    __m256i isum[NC];
+    for (int c = 0; c < NC; ++c) isum[c] = _mm256_setzero_si256();
+    for (int gg = 0; gg < 4; ++gg) {
+      __m256i lo[NC], hi[NC];
+      for (int c = 0; c < NC; ++c) lo[c] = hi[c] = _mm256_setzero_si256();
+#pragma GCC unroll 8
+      for (int t = 0; t < 8; ++t) {
+#pragma GCC unroll 2
+        for (int c = 0; c < NC; ++c) {
+          // adds (never saturating here: 8 x 2 x 15 x 127) keeps GCC from
+          // reassociating the chains into trees of live products.
+          lo[c] = _mm256_adds_epi16(lo[c], _mm256_maddubs_epi16(sb.u[gg][t][0], bcast4(y[c][i].qs + 64 * gg + 4 * t)));
+          hi[c] = _mm256_adds_epi16(hi[c],
+                                    _mm256_maddubs_epi16(sb.u[gg][t][1], bcast4(y[c][i].qs + 64 * gg + 32 + 4 * t)));
+        }
+      }
+      for (int c = 0; c < NC; ++c) {
+        isum[c] = _mm256_add_epi32(isum[c], _mm256_add_epi32(_mm256_madd_epi16(lo[c], sb.sc[gg][0]),
+                                                             _mm256_madd_epi16(hi[c], sb.sc[gg][1])));
+      }
+    }
+    for (int c = 0; c < NC; ++c) {
+      const ColSums& s = cs[c][i];
+      __m256i mh;
+      __m256i ml = dot_sums(_mm256_setzero_si256(), _mm256_setzero_si256(), sb.mn[0], s.lo, s.hi, &mh);
+      ml = dot_sums(ml, mh, sb.mn[1], s.lo + 4, s.hi + 4, &mh);
+      const __m256i mins = _mm256_add_epi32(ml, _mm256_slli_epi32(mh, 6));
+      const __m256 yd = _mm256_set1_ps(y[c][i].d);
+      acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[c]), _mm256_mul_ps(sb.d, yd), acc[c]);
+      acc[c] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(mins), _mm256_mul_ps(sb.dmin, yd), acc[c]);
+    }
+  }
+  for (int c = 0; c < NC; ++c) store_group(dst, n0 + c, m0, acc[c]);
+}
+
+// Every column of the groups this slot claims: each chunk unpacked cg
+// groups at a time, then column blocks of cb columns over those groups.
+void q4k_batch(const loom_tensor_t* dst, const ActBlockK* act, const ColSums* sums, Exec& ex, int ith, int nth) {
+  const loom_tensor_t* a = dst->src[0];
+  const int64_t nsb = a->ne[0] / kSuper;
+  const int64_t n_len = nrows(dst);
+  const auto* base = static_cast<const uint8_t*>(a->data);
+  const size_t group_bytes = static_cast<size_t>(nsb) * kQ4KBytes;
+  const size_t unpacked = static_cast<size_t>(nsb) * sizeof(Q4KUnpacked);
+  const int64_t cg = std::max<int64_t>(1, static_cast<int64_t>(kBatchScratchBytes / unpacked));
+  const int64_t cb = std::max<int64_t>(
+      kBatchCols, static_cast<int64_t>(kBatchActBytes / (static_cast<size_t>(nsb) * sizeof(ActBlockK))) / kBatchCols *
+                      kBatchCols);
+  thread_local std::vector<Q4KUnpacked> scratch;
+  if (scratch.size() < static_cast<size_t>(cg * nsb)) scratch.resize(static_cast<size_t>(cg * nsb));
+  for_each_chunk(a->ne[1] / kWeightGroupRows, ex, ith, nth, [&](int64_t g_begin, int64_t g_end) {
+    for (int64_t g0 = g_begin; g0 < g_end; g0 += cg) {
+      const int64_t ng = std::min(cg, g_end - g0);
+      for (int64_t g = 0; g < ng; ++g) {
+        const uint8_t* group = base + static_cast<size_t>(g0 + g) * group_bytes;
+        for (int64_t i = 0; i < nsb; ++i) {
+          prefetch_ahead<kQ4KBytes>(group + static_cast<size_t>(i) * kQ4KBytes);
+          unpack_q4k(group + static_cast<size_t>(i) * kQ4KBytes, &scratch[static_cast<size_t>(g * nsb + i)]);
+        }
+      }
+      for (int64_t n0 = 0; n0 < n_len; n0 += cb) {
+        const int64_t n_end = std::min(n_len, n0 + cb);
+        for (int64_t g = 0; g < ng; ++g) {
+          const Q4KUnpacked* q = &scratch[static_cast<size_t>(g * nsb)];
+          const int64_t m0 = (g0 + g) * kWeightGroupRows;
+          int64_t n = n0;
+          for (; n + kBatchCols <= n_end; n += kBatchCols) q4k_tile<kBatchCols>(dst, q, nsb, act, sums, n, m0);
+          for (; n < n_end; ++n) q4k_tile<1>(dst, q, nsb, act, sums, n, m0);
+        }
+      }
+    }
+  });
+}
+
 // ---------------------------------------------------------------- Q6_K
 // Superblock (1680 bytes): [0, 16) d of 8 rows (f16); [16, 144) the 16 int8
 // scales in 4 units (unit c: scales 4c .. 4c+3 of the 8 rows); then unit k
@@ -321,6 +456,12 @@ void mul_mat_type(const loom_tensor_t* dst, const ActBlockK* act, Exec& ex, int 
   thread_local std::vector<ColSums> sums;
   sums.resize(static_cast<size_t>(n_len * nsb));
   for (int64_t b = 0; b < n_len * nsb; ++b) col_sums(kType, act[b], &sums[static_cast<size_t>(b)]);
+  if constexpr (kType == LOOM_TYPE_Q4_K && kQ4KBatch) {
+    if (n_len >= kBatchMinCols) {
+      q4k_batch(dst, act, sums.data(), ex, ith, nth);
+      return;
+    }
+  }
   const auto* base = static_cast<const uint8_t*>(a->data);
   for_each_group(a->ne[1], ex, ith, nth, [&](int64_t g) {
     const uint8_t* group = base + static_cast<size_t>(g * nsb) * kBytes;
