@@ -33,6 +33,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "ops/x8_groups.h"
@@ -228,9 +229,9 @@ void q4k_cols(const uint8_t* group, int64_t nsb, bool prefetch, const ActBlockK*
 // order and the f32 steps are q4k_cols' own, so the results are the same
 // bits (the conformance case ColumnsDoNotDependOnTheColumnCount).
 #ifndef __AVX512VL__
-constexpr bool kQ4KBatch = true;
+constexpr bool kBatch = true;
 #else
-constexpr bool kQ4KBatch = false;  // VNNI: q4k_cols holds 4 columns
+constexpr bool kBatch = false;  // VNNI: q4k_cols / q6k_cols hold 4 columns
 #endif
 constexpr int64_t kBatchMinCols = 3;
 constexpr int kBatchCols = 2;
@@ -245,7 +246,7 @@ struct Q4KUnpacked {
   __m256 d, dmin;
 };
 
-void unpack_q4k(const uint8_t* sb, Q4KUnpacked* out) {
+[[maybe_unused]] void unpack_q4k(const uint8_t* sb, Q4KUnpacked* out) {
   const __m256i m3f = bytes(0x3F), m0f = bytes(0x0F), m30 = bytes(0x30);
   const __m256i u0 = load(sb + 32), u2 = load(sb + 96);
   const __m256i sc_lo = _mm256_and_si256(u0, m3f);
@@ -314,45 +315,6 @@ __attribute__((noinline)) void q4k_tile(const loom_tensor_t* dst, const Q4KUnpac
     }
   }
   for (int c = 0; c < NC; ++c) store_group(dst, n0 + c, m0, acc[c]);
-}
-
-// Every column of the groups this slot claims: each chunk unpacked cg
-// groups at a time, then column blocks of cb columns over those groups.
-void q4k_batch(const loom_tensor_t* dst, const ActBlockK* act, const ColSums* sums, Exec& ex, int ith, int nth) {
-  const loom_tensor_t* a = dst->src[0];
-  const int64_t nsb = a->ne[0] / kSuper;
-  const int64_t n_len = nrows(dst);
-  const auto* base = static_cast<const uint8_t*>(a->data);
-  const size_t group_bytes = static_cast<size_t>(nsb) * kQ4KBytes;
-  const size_t unpacked = static_cast<size_t>(nsb) * sizeof(Q4KUnpacked);
-  const int64_t cg = std::max<int64_t>(1, static_cast<int64_t>(kBatchScratchBytes / unpacked));
-  const int64_t cb = std::max<int64_t>(
-      kBatchCols, static_cast<int64_t>(kBatchActBytes / (static_cast<size_t>(nsb) * sizeof(ActBlockK))) / kBatchCols *
-                      kBatchCols);
-  thread_local std::vector<Q4KUnpacked> scratch;
-  if (scratch.size() < static_cast<size_t>(cg * nsb)) scratch.resize(static_cast<size_t>(cg * nsb));
-  for_each_chunk(a->ne[1] / kWeightGroupRows, ex, ith, nth, [&](int64_t g_begin, int64_t g_end) {
-    for (int64_t g0 = g_begin; g0 < g_end; g0 += cg) {
-      const int64_t ng = std::min(cg, g_end - g0);
-      for (int64_t g = 0; g < ng; ++g) {
-        const uint8_t* group = base + static_cast<size_t>(g0 + g) * group_bytes;
-        for (int64_t i = 0; i < nsb; ++i) {
-          prefetch_ahead<kQ4KBytes>(group + static_cast<size_t>(i) * kQ4KBytes);
-          unpack_q4k(group + static_cast<size_t>(i) * kQ4KBytes, &scratch[static_cast<size_t>(g * nsb + i)]);
-        }
-      }
-      for (int64_t n0 = 0; n0 < n_len; n0 += cb) {
-        const int64_t n_end = std::min(n_len, n0 + cb);
-        for (int64_t g = 0; g < ng; ++g) {
-          const Q4KUnpacked* q = &scratch[static_cast<size_t>(g * nsb)];
-          const int64_t m0 = (g0 + g) * kWeightGroupRows;
-          int64_t n = n0;
-          for (; n + kBatchCols <= n_end; n += kBatchCols) q4k_tile<kBatchCols>(dst, q, nsb, act, sums, n, m0);
-          for (; n < n_end; ++n) q4k_tile<1>(dst, q, nsb, act, sums, n, m0);
-        }
-      }
-    }
-  });
 }
 
 // ---------------------------------------------------------------- Q6_K
@@ -425,6 +387,149 @@ void q6k_cols(const uint8_t* group, int64_t nsb, bool prefetch, const ActBlockK*
   }
 }
 
+// Q6_K over many columns without VNNI, as Q4_K above: the 6-bit values,
+// the 16 scales sign-extended to int32 lanes and their offset operands
+// unpacked once; a unit pair's maddubs summed in int16 (2 x 2 x 63 x 127 <=
+// 32,767), widened by madd. The integer sums are q6k_cols' (exact in any
+// grouping) and the f32 steps its own: the same bits.
+struct Q6KUnpacked {
+  __m256i u[2][8][4];  // [half][unit][p]: u = q + 32
+  __m256i sc[16];      // scale j in each int32 lane of its row
+  __m256i scx[4];      // the scale bytes + 128 (unsigned, the offset term)
+  __m256 d;
+};
+
+[[maybe_unused]] void unpack_q6k(const uint8_t* sb, Q6KUnpacked* out) {
+  const __m256i m3f = bytes(0x3F), m30 = bytes(0x30);
+  __m256i sc[4];
+  for (int c = 0; c < 4; ++c) {
+    sc[c] = load(sb + 16 + 32 * c);
+    out->scx[c] = _mm256_xor_si256(sc[c], bytes(0x80));
+  }
+  for (int j = 0; j < 16; ++j) out->sc[j] = _mm256_srai_epi32(_mm256_slli_epi32(sc[j / 4], 24 - 8 * (j % 4)), 24);
+  for (int h = 0; h < 2; ++h) {
+    for (int t = 0; t < 8; ++t) {
+      const uint8_t* unit = sb + 144 + 96 * (8 * h + t);
+      const __m256i pa = load(unit), pb = load(unit + 32), pc = load(unit + 64);
+      out->u[h][t][0] = _mm256_and_si256(pa, m3f);
+      out->u[h][t][1] = _mm256_and_si256(pb, m3f);
+      out->u[h][t][2] = _mm256_and_si256(pc, m3f);
+      out->u[h][t][3] = _mm256_or_si256(_mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(pa, 6), bytes(0x03)),
+                                                        _mm256_and_si256(_mm256_srli_epi16(pb, 4), bytes(0x0C))),
+                                        _mm256_and_si256(_mm256_srli_epi16(pc, 2), m30));
+    }
+  }
+  out->d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sb)));
+}
+
+template <int NC>
+__attribute__((noinline)) void q6k_tile(const loom_tensor_t* dst, const Q6KUnpacked* q, int64_t nsb,
+                                        const ActBlockK* act, const ColSums* sums, int64_t n0, int64_t m0) {
+  const __m256i ones = _mm256_set1_epi16(1);
+  __m256 acc[NC];
+  const ActBlockK* y[NC];
+  const ColSums* cs[NC];
+  for (int c = 0; c < NC; ++c) {
+    acc[c] = _mm256_setzero_ps();
+    y[c] = act + (n0 + c) * nsb;
+    cs[c] = sums + (n0 + c) * nsb;
+  }
+  for (int64_t i = 0; i < nsb; ++i) {
+    const Q6KUnpacked& sb = q[i];
+    __m256i isum[NC];
+    for (int c = 0; c < NC; ++c) isum[c] = _mm256_setzero_si256();
+    for (int h = 0; h < 2; ++h) {
+      for (int qq = 0; qq < 2; ++qq) {
+#pragma GCC unroll 4
+        for (int p = 0; p < 4; ++p) {
+          const int j = 8 * h + 2 * p + qq;  // sub-block
+#pragma GCC unroll 2
+          for (int c = 0; c < NC; ++c) {
+            const int8_t* yq = y[c][i].qs + 128 * h + 32 * p + 16 * qq;  // unit t = 4 qq: 4 t bytes on
+            const __m256i* u = &sb.u[h][4 * qq][p];
+            // Units 4qq .. 4qq+3 of element group p (u[t][p] lies 4 vectors after u[t-1][p]).
+            const __m256i x = _mm256_adds_epi16(_mm256_maddubs_epi16(u[0], bcast4(yq)),
+                                                _mm256_maddubs_epi16(u[4], bcast4(yq + 4)));
+            const __m256i z = _mm256_adds_epi16(_mm256_maddubs_epi16(u[8], bcast4(yq + 8)),
+                                                _mm256_maddubs_epi16(u[12], bcast4(yq + 12)));
+            const __m256i dp = _mm256_add_epi32(_mm256_madd_epi16(x, ones), _mm256_madd_epi16(z, ones));
+            isum[c] = _mm256_add_epi32(isum[c], _mm256_mullo_epi32(dp, sb.sc[j]));
+          }
+        }
+      }
+    }
+    for (int c = 0; c < NC; ++c) {
+      const ColSums& s = cs[c][i];
+      __m256i ol = _mm256_setzero_si256(), oh = _mm256_setzero_si256();
+      for (int k = 0; k < 4; ++k) ol = dot_sums(ol, oh, sb.scx[k], s.lo + 4 * k, s.hi + 4 * k, &oh);
+      const __m256i off =
+          _mm256_sub_epi32(_mm256_add_epi32(ol, _mm256_slli_epi32(oh, 6)), _mm256_set1_epi32(128 * s.total));
+      const __m256i total = _mm256_sub_epi32(isum[c], _mm256_slli_epi32(off, 5));
+      acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(total), _mm256_mul_ps(sb.d, _mm256_set1_ps(y[c][i].d)), acc[c]);
+    }
+  }
+  for (int c = 0; c < NC; ++c) store_group(dst, n0 + c, m0, acc[c]);
+}
+
+// Every column of the groups this slot claims (Q4_K, Q6_K): each chunk
+// unpacked cg groups at a time, then column blocks of cb columns over them.
+template <int32_t kType>
+void kquant_batch(const loom_tensor_t* dst, const ActBlockK* act, const ColSums* sums, Exec& ex, int ith, int nth) {
+  constexpr bool kQ4 = kType == LOOM_TYPE_Q4_K;
+  using U = std::conditional_t<kQ4, Q4KUnpacked, Q6KUnpacked>;
+  constexpr size_t kBytes = kQ4 ? kQ4KBytes : kQ6KBytes;
+  const loom_tensor_t* a = dst->src[0];
+  const int64_t nsb = a->ne[0] / kSuper;
+  const int64_t n_len = nrows(dst);
+  const auto* base = static_cast<const uint8_t*>(a->data);
+  const size_t group_bytes = static_cast<size_t>(nsb) * kBytes;
+  const int64_t cg = std::max<int64_t>(1, static_cast<int64_t>(kBatchScratchBytes / (static_cast<size_t>(nsb) * sizeof(U))));
+  const int64_t cb = std::max<int64_t>(
+      kBatchCols, static_cast<int64_t>(kBatchActBytes / (static_cast<size_t>(nsb) * sizeof(ActBlockK))) / kBatchCols *
+                      kBatchCols);
+  thread_local std::vector<U> scratch;
+  if (scratch.size() < static_cast<size_t>(cg * nsb)) scratch.resize(static_cast<size_t>(cg * nsb));
+  for_each_chunk(a->ne[1] / kWeightGroupRows, ex, ith, nth, [&](int64_t g_begin, int64_t g_end) {
+    for (int64_t g0 = g_begin; g0 < g_end; g0 += cg) {
+      const int64_t ng = std::min(cg, g_end - g0);
+      for (int64_t g = 0; g < ng; ++g) {
+        const uint8_t* group = base + static_cast<size_t>(g0 + g) * group_bytes;
+        for (int64_t i = 0; i < nsb; ++i) {
+          const uint8_t* sb = group + static_cast<size_t>(i) * kBytes;
+          prefetch_ahead<kBytes>(sb);
+          if constexpr (kQ4) {
+            unpack_q4k(sb, &scratch[static_cast<size_t>(g * nsb + i)]);
+          } else {
+            unpack_q6k(sb, &scratch[static_cast<size_t>(g * nsb + i)]);
+          }
+        }
+      }
+      for (int64_t n0 = 0; n0 < n_len; n0 += cb) {
+        const int64_t n_end = std::min(n_len, n0 + cb);
+        for (int64_t g = 0; g < ng; ++g) {
+          const U* q = &scratch[static_cast<size_t>(g * nsb)];
+          const int64_t m0 = (g0 + g) * kWeightGroupRows;
+          int64_t n = n0;
+          for (; n + kBatchCols <= n_end; n += kBatchCols) {
+            if constexpr (kQ4) {
+              q4k_tile<kBatchCols>(dst, q, nsb, act, sums, n, m0);
+            } else {
+              q6k_tile<kBatchCols>(dst, q, nsb, act, sums, n, m0);
+            }
+          }
+          for (; n < n_end; ++n) {
+            if constexpr (kQ4) {
+              q4k_tile<1>(dst, q, nsb, act, sums, n, m0);
+            } else {
+              q6k_tile<1>(dst, q, nsb, act, sums, n, m0);
+            }
+          }
+        }
+      }
+    }
+  });
+}
+
 // ---------------------------------------------------------------- driver
 
 template <int32_t kType, int NC>
@@ -456,9 +561,9 @@ void mul_mat_type(const loom_tensor_t* dst, const ActBlockK* act, Exec& ex, int 
   thread_local std::vector<ColSums> sums;
   sums.resize(static_cast<size_t>(n_len * nsb));
   for (int64_t b = 0; b < n_len * nsb; ++b) col_sums(kType, act[b], &sums[static_cast<size_t>(b)]);
-  if constexpr (kType == LOOM_TYPE_Q4_K && kQ4KBatch) {
+  if constexpr ((kType == LOOM_TYPE_Q4_K || kType == LOOM_TYPE_Q6_K) && kBatch) {
     if (n_len >= kBatchMinCols) {
-      q4k_batch(dst, act, sums.data(), ex, ith, nth);
+      kquant_batch<kType>(dst, act, sums.data(), ex, ith, nth);
       return;
     }
   }
