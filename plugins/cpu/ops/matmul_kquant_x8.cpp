@@ -26,6 +26,9 @@
 // super-block one f32 multiply-add per row, as on the in-place K-quant path
 // (matmul_kquant_dot.cpp) whose numerics this matches (same activations,
 // f32 accumulation over super-blocks in lanes instead of a reduction).
+// Q4_K and Q6_K over 3 or more columns without VNNI (kquant_batch): each
+// chunk of groups unpacked once, then tiles of columns over it (as
+// matmul_x8.cpp's "many columns"), with the same sums: the same bits.
 #include "ops/matmul_kquant.h"
 #include "weight_layout.h"
 
