@@ -281,7 +281,8 @@ constexpr bool signed_quants(int32_t type) { return type == LOOM_TYPE_IQ4_NL; }
 // Unpacked vectors per superblock.
 constexpr int unpacked_vectors(int32_t type) { return signed_quants(type) ? 16 : 8; }
 
-// Group `group`'s nblk superblocks unpacked into out (8 vectors each).
+// Group `group`'s nblk superblocks unpacked into out (unpacked_vectors
+// each).
 template <int32_t kType>
 void unpack_group(const uint8_t* group, int64_t nblk, __m256i* out) {
   using S = Super<kType>;
@@ -302,9 +303,6 @@ void unpack_group(const uint8_t* group, int64_t nblk, __m256i* out) {
   }
 }
 
-// Columns [n0, n0 + NC) for the 8 rows of a group from m0: `group` its
-// packed superblocks (scales), `u` its unpacked quants. Not inlined: inside
-// the dispatch's large function GCC spilled the column sums.
 // Bytes to ask for from memory while a tile computes: `lines` cache lines
 // from p, `per_block` of them beside each superblock.
 struct Prefetch {
@@ -313,6 +311,9 @@ struct Prefetch {
   int64_t per_block = 0;
 };
 
+// Columns [n0, n0 + NC) for the 8 rows of a group from m0: `group` its
+// packed superblocks (scales), `u` its unpacked quants. Not inlined: inside
+// the dispatch's large function GCC spilled the column sums.
 template <int32_t kType, int NC>
 __attribute__((noinline)) void batch_tile(const loom_tensor_t* dst, const uint8_t* group,
                                           const __m256i* u, int64_t nblk, const ActBlock* act,
