@@ -26,7 +26,7 @@
 // super-block one f32 multiply-add per row, as on the in-place K-quant path
 // (matmul_kquant_dot.cpp) whose numerics this matches (same activations,
 // f32 accumulation over super-blocks in lanes instead of a reduction).
-// Q4_K and Q6_K over 3 or more columns without VNNI (kquant_batch): each
+// Q4_K, Q5_K and Q6_K over 3 or more columns without VNNI (kquant_batch): each
 // chunk of groups unpacked once, then tiles of columns over it (as
 // matmul_x8.cpp's "many columns"), with the same sums: the same bits.
 #include "ops/matmul_kquant.h"
@@ -224,7 +224,7 @@ void q4k_cols(const uint8_t* group, int64_t nsb, bool prefetch, const ActBlockK*
   }
 }
 
-// Q4_K over many columns without VNNI (prefill, a server's batched steps):
+// Q4_K (and Q5_K) over many columns without VNNI (prefill, a server's batched steps):
 // q4k_cols unpacks each superblock again per pair of columns. Here a chunk
 // of groups is unpacked once (quant bytes, scale patterns, mins, d and
 // dmin) into a cache-resident scratch, and tiles of kBatchCols columns read
@@ -249,7 +249,10 @@ struct Q4KUnpacked {
   __m256 d, dmin;
 };
 
-[[maybe_unused]] void unpack_q4k(const uint8_t* sb, Q4KUnpacked* out) {
+// kQ5: Q5_K (the first 1152 bytes are Q4_K's; each quant's fifth bit from
+// qh ORed in as bit 4, as q4k_cols does).
+template <bool kQ5>
+void unpack_q4k(const uint8_t* sb, Q4KUnpacked* out) {
   const __m256i m3f = bytes(0x3F), m0f = bytes(0x0F), m30 = bytes(0x30);
   const __m256i u0 = load(sb + 32), u2 = load(sb + 96);
   const __m256i sc_lo = _mm256_and_si256(u0, m3f);
@@ -262,6 +265,11 @@ struct Q4KUnpacked {
       const __m256i v = load(sb + 128 + 32 * (4 * t + gg));
       out->u[gg][t][0] = _mm256_and_si256(v, m0f);
       out->u[gg][t][1] = _mm256_and_si256(_mm256_srli_epi16(v, 4), m0f);
+      if (kQ5) {
+        const __m256i qh = load(sb + kQ4KBytes + 32 * t);
+        out->u[gg][t][0] = _mm256_or_si256(out->u[gg][t][0], bit_to_4(qh, 2 * gg));
+        out->u[gg][t][1] = _mm256_or_si256(out->u[gg][t][1], bit_to_4(qh, 2 * gg + 1));
+      }
     }
   }
   const __m256i w1 = load(sb + 64), w2 = load(sb + 96);
@@ -272,7 +280,9 @@ struct Q4KUnpacked {
 }
 
 // Columns [n0, n0 + NC) of the group whose nsb superblocks are unpacked at q.
-template <int NC>
+// kQ5: quants up to 31, so the int16 runs are 4 units (4 x 2 x 31 x 127),
+// each widened by its own madd with the scales (the same exact sums).
+template <int NC, bool kQ5>
 __attribute__((noinline)) void q4k_tile(const loom_tensor_t* dst, const Q4KUnpacked* q, int64_t nsb,
                                         const ActBlockK* act, const ColSums* sums, int64_t n0, int64_t m0) {
   __m256 acc[NC];
@@ -288,22 +298,27 @@ __attribute__((noinline)) void q4k_tile(const loom_tensor_t* dst, const Q4KUnpac
     __m256i isum[NC];
     for (int c = 0; c < NC; ++c) isum[c] = _mm256_setzero_si256();
     for (int gg = 0; gg < 4; ++gg) {
-      __m256i lo[NC], hi[NC];
-      for (int c = 0; c < NC; ++c) lo[c] = hi[c] = _mm256_setzero_si256();
+      // Units summed in int16 (adds: never saturating here, 8 x 2 x 15 x 127
+      // (Q5_K: runs of 4, 4 x 2 x 31 x 127); adds also keep GCC from
+      // reassociating the chains into trees of live products), then widened
+      // by madd with the scales.
+      constexpr int kRun = kQ5 ? 4 : 8;
+      for (int t0 = 0; t0 < 8; t0 += kRun) {
+        __m256i lo[NC], hi[NC];
+        for (int c = 0; c < NC; ++c) lo[c] = hi[c] = _mm256_setzero_si256();
 #pragma GCC unroll 8
-      for (int t = 0; t < 8; ++t) {
+        for (int t = t0; t < t0 + kRun; ++t) {
 #pragma GCC unroll 2
-        for (int c = 0; c < NC; ++c) {
-          // adds (never saturating here: 8 x 2 x 15 x 127) keeps GCC from
-          // reassociating the chains into trees of live products.
-          lo[c] = _mm256_adds_epi16(lo[c], _mm256_maddubs_epi16(sb.u[gg][t][0], bcast4(y[c][i].qs + 64 * gg + 4 * t)));
-          hi[c] = _mm256_adds_epi16(hi[c],
-                                    _mm256_maddubs_epi16(sb.u[gg][t][1], bcast4(y[c][i].qs + 64 * gg + 32 + 4 * t)));
+          for (int c = 0; c < NC; ++c) {
+            lo[c] = _mm256_adds_epi16(lo[c], _mm256_maddubs_epi16(sb.u[gg][t][0], bcast4(y[c][i].qs + 64 * gg + 4 * t)));
+            hi[c] = _mm256_adds_epi16(hi[c],
+                                      _mm256_maddubs_epi16(sb.u[gg][t][1], bcast4(y[c][i].qs + 64 * gg + 32 + 4 * t)));
+          }
         }
-      }
-      for (int c = 0; c < NC; ++c) {
-        isum[c] = _mm256_add_epi32(isum[c], _mm256_add_epi32(_mm256_madd_epi16(lo[c], sb.sc[gg][0]),
-                                                             _mm256_madd_epi16(hi[c], sb.sc[gg][1])));
+        for (int c = 0; c < NC; ++c) {
+          isum[c] = _mm256_add_epi32(isum[c], _mm256_add_epi32(_mm256_madd_epi16(lo[c], sb.sc[gg][0]),
+                                                               _mm256_madd_epi16(hi[c], sb.sc[gg][1])));
+        }
       }
     }
     for (int c = 0; c < NC; ++c) {
@@ -474,13 +489,14 @@ __attribute__((noinline)) void q6k_tile(const loom_tensor_t* dst, const Q6KUnpac
   for (int c = 0; c < NC; ++c) store_group(dst, n0 + c, m0, acc[c]);
 }
 
-// Every column of the groups this slot claims (Q4_K, Q6_K): each chunk
+// Every column of the groups this slot claims (Q4_K, Q5_K, Q6_K): each chunk
 // unpacked cg groups at a time, then column blocks of cb columns over them.
 template <int32_t kType>
 void kquant_batch(const loom_tensor_t* dst, const ActBlockK* act, const ColSums* sums, Exec& ex, int ith, int nth) {
-  constexpr bool kQ4 = kType == LOOM_TYPE_Q4_K;
+  constexpr bool kQ5 = kType == LOOM_TYPE_Q5_K;
+  constexpr bool kQ4 = kType == LOOM_TYPE_Q4_K || kQ5;  // the Q4_K scheme
   using U = std::conditional_t<kQ4, Q4KUnpacked, Q6KUnpacked>;
-  constexpr size_t kBytes = kQ4 ? kQ4KBytes : kQ6KBytes;
+  constexpr size_t kBytes = kQ5 ? kQ5KBytes : kQ4 ? kQ4KBytes : kQ6KBytes;
   const loom_tensor_t* a = dst->src[0];
   const int64_t nsb = a->ne[0] / kSuper;
   const int64_t n_len = nrows(dst);
@@ -501,7 +517,7 @@ void kquant_batch(const loom_tensor_t* dst, const ActBlockK* act, const ColSums*
           const uint8_t* sb = group + static_cast<size_t>(i) * kBytes;
           prefetch_ahead<kBytes>(sb);
           if constexpr (kQ4) {
-            unpack_q4k(sb, &scratch[static_cast<size_t>(g * nsb + i)]);
+            unpack_q4k<kQ5>(sb, &scratch[static_cast<size_t>(g * nsb + i)]);
           } else {
             unpack_q6k(sb, &scratch[static_cast<size_t>(g * nsb + i)]);
           }
@@ -515,14 +531,14 @@ void kquant_batch(const loom_tensor_t* dst, const ActBlockK* act, const ColSums*
           int64_t n = n0;
           for (; n + kBatchCols <= n_end; n += kBatchCols) {
             if constexpr (kQ4) {
-              q4k_tile<kBatchCols>(dst, q, nsb, act, sums, n, m0);
+              q4k_tile<kBatchCols, kQ5>(dst, q, nsb, act, sums, n, m0);
             } else {
               q6k_tile<kBatchCols>(dst, q, nsb, act, sums, n, m0);
             }
           }
           for (; n < n_end; ++n) {
             if constexpr (kQ4) {
-              q4k_tile<1>(dst, q, nsb, act, sums, n, m0);
+              q4k_tile<1, kQ5>(dst, q, nsb, act, sums, n, m0);
             } else {
               q6k_tile<1>(dst, q, nsb, act, sums, n, m0);
             }
@@ -564,7 +580,7 @@ void mul_mat_type(const loom_tensor_t* dst, const ActBlockK* act, Exec& ex, int 
   thread_local std::vector<ColSums> sums;
   sums.resize(static_cast<size_t>(n_len * nsb));
   for (int64_t b = 0; b < n_len * nsb; ++b) col_sums(kType, act[b], &sums[static_cast<size_t>(b)]);
-  if constexpr ((kType == LOOM_TYPE_Q4_K || kType == LOOM_TYPE_Q6_K) && kBatch) {
+  if constexpr (kBatch) {
     if (n_len >= kBatchMinCols) {
       kquant_batch<kType>(dst, act, sums.data(), ex, ith, nth);
       return;
