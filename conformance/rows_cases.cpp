@@ -209,6 +209,9 @@ LOOM_CASE(RowsTest, SetRowsStridedRowsAndWholeTable) {
     check_set(t, LOOM_TYPE_I64, {64, 40, 12, 1}, 1, Layout::kPermuted);
     check_set(t, LOOM_TYPE_I64, {8, 40, 4, 1}, 7, Layout::kPermuted);
   }
+  // A server's step of 16 sequences: 192 rows, more than a share's rows
+  // the cpu plugin asks for ahead at once.
+  check_set(LOOM_TYPE_F16, LOOM_TYPE_I64, {64, 300, 12, 1}, 16, Layout::kPermuted);
 }
 
 }  // namespace
