@@ -123,6 +123,15 @@ TEST(Cli, EveryCommandRefusesBadValuesAlike) {
       EXPECT_EQ(r.exit_code, 2) << cmd << ": " << r.out;
       EXPECT_NE(r.out.find(std::string("-c '") + bad + "': expected an integer >= 1"), std::string::npos)
           << cmd << ": " << r.out;
+      EXPECT_EQ(r.out.find("at most"), std::string::npos) << cmd << ": " << r.out;
+    }
+    // Too large: the message names the largest value (also past int64).
+    for (const char* big : {"2147483648", "99999999999999999999999"}) {
+      Result r = run_loom(std::string(cmd) + " -c " + big + m);
+      EXPECT_EQ(r.exit_code, 2) << cmd << ": " << r.out;
+      EXPECT_NE(r.out.find(std::string("-c '") + big + "': expected an integer >= 1, at most 2147483647"),
+                std::string::npos)
+          << cmd << ": " << r.out;
     }
   }
   for (const char* cmd :

@@ -66,6 +66,18 @@ std::string refusal(Command command, const std::string& arg, const Option& opt, 
   return head;
 }
 
+// A whole number above hi (digits alone, possibly past int64): its message
+// names the largest value too when the expectation's text does not.
+bool above_max(const std::string& v, int64_t hi) {
+  const size_t first = !v.empty() && v[0] == '+' ? 1 : 0;
+  if (first == v.size() || v.find_first_not_of("0123456789", first) != std::string::npos) return false;
+  const std::string digits = v.substr(v.find_first_not_of('0', first) == std::string::npos
+                                          ? v.size() - 1
+                                          : v.find_first_not_of('0', first));
+  const std::string max = std::to_string(hi);
+  return digits.size() > max.size() || (digits.size() == max.size() && digits > max);
+}
+
 }  // namespace
 
 std::string check_value(const OptionSpec& spec, const std::string& flag, const std::string& v) {
@@ -84,6 +96,9 @@ std::string check_value(const OptionSpec& spec, const std::string& flag, const s
       break;
     case ValueKind::kInt:
       ok = parse_int(v, lo, hi, &n);
+      if (!ok && hi >= 0 && above_max(v, hi) && expect.find(std::to_string(hi)) == std::string::npos) {
+        expect += ", at most " + std::to_string(hi);
+      }
       break;
     case ValueKind::kIntList:
       ok = parse_int_list(v, lo, hi, &list);
