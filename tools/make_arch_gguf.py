@@ -21,7 +21,8 @@ loom runs every one of them.
 Needs numpy (Debian's python3-numpy). Usage:
   make_arch_gguf.py --arch NAME --tokenizer-from GGUF [--type f32|f16|q8_0|q4_0]
       [--seed N] [--dim N] [--layers N] [--heads N] [--kv-heads N] [--head-dim N]
-      [--ffn N] [--ctx N] [--experts N] [--experts-used N] [--expert-ffn N] OUT
+      [--ffn N] [--ctx N] [--experts N] [--experts-used N] [--expert-ffn N]
+      [--rope-freqs] [--rope-scaling linear|yarn [--rope-factor F] [--rope-orig-ctx N]] OUT
 """
 import argparse
 import os
@@ -144,6 +145,11 @@ def metadata(a, tok):
     k('attention.layer_norm_rms_epsilon', 1e-6 if a.arch.startswith(('qwen', 'gemma')) else 1e-5)
     k('rope.freq_base', {'llama': 500000.0 if a.rope_freqs else 10000.0, 'qwen2': 1000000.0,
                          'qwen3': 1000000.0, 'qwen3moe': 1000000.0, 'gemma3': 1000000.0}.get(a.arch, 10000.0))
+    if a.rope_scaling:
+        k('rope.scaling.type', a.rope_scaling)
+        k('rope.scaling.factor', float(a.rope_factor))
+        if a.rope_scaling == 'yarn':
+            k('rope.scaling.original_context_length', a.rope_orig_ctx or max(1, a.ctx // 4))
     if a.arch in ('mixtral', 'qwen3moe'):
         k('expert_count', a.experts)
         k('expert_used_count', a.experts_used)
@@ -179,6 +185,10 @@ def main():
     ap.add_argument('--experts-used', type=int, default=2, help='mixtral, qwen3moe')
     ap.add_argument('--expert-ffn', type=int, default=0, help='qwen3moe: each expert\'s FFN (0: --ffn)')
     ap.add_argument('--rope-freqs', action='store_true', help='llama: llama-3\'s rope_freqs.weight')
+    ap.add_argument('--rope-scaling', choices=('linear', 'yarn'), help='rope.scaling.type (default: no key)')
+    ap.add_argument('--rope-factor', type=float, default=4.0, help='rope.scaling.factor with --rope-scaling')
+    ap.add_argument('--rope-orig-ctx', type=int, default=0,
+                    help='yarn: rope.scaling.original_context_length (0: --ctx / 4)')
     a = ap.parse_args()
     for name in ('dim', 'layers', 'heads', 'kv_heads', 'ffn', 'ctx', 'experts', 'experts_used'):
         if getattr(a, name) < 1:

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "llm/model/arch.hpp"
+#include "llm/model/rope_yarn.hpp"
 #include "loom/runtime/log.hpp"
 
 namespace loom::llm {
@@ -121,8 +122,38 @@ Status read_experts(const KeyReader& r, bool required, LlamaHparams* h) {
   return Status();
 }
 
+// YaRN's keys (llama.cpp's names and defaults): the original context, the
+// ramp's weight and ends, the rotation's magnitude; then its per-pair
+// divisors and mscale (rope_yarn.hpp).
+Status read_yarn(const KeyReader& r, const std::string& arch, float freq_scale, LlamaHparams* h) {
+  YarnParams p;
+  p.freq_scale = freq_scale;
+  LOOM_RETURN_IF_ERROR(r.get("rope.scaling.original_context_length", LlamaLimits::kMaxContext, "tokens",
+                             &p.n_ctx_orig, h->n_ctx_train));
+  LOOM_RETURN_IF_ERROR(r.get_f("rope.scaling.yarn_ext_factor", &p.ext_factor));
+  const char* attn_key = r.has("rope.scaling.attn_factor") ? "rope.scaling.attn_factor" : "rope.scaling.yarn_attn_factor";
+  LOOM_RETURN_IF_ERROR(r.get_f(attn_key, &p.attn_factor));
+  LOOM_RETURN_IF_ERROR(r.get_f("rope.scaling.yarn_beta_fast", &p.beta_fast));
+  LOOM_RETURN_IF_ERROR(r.get_f("rope.scaling.yarn_beta_slow", &p.beta_slow));
+  for (const auto& [key, v] : {std::pair<const char*, float>{"rope.scaling.yarn_ext_factor", p.ext_factor},
+                               {attn_key, p.attn_factor},
+                               {"rope.scaling.yarn_beta_fast", p.beta_fast},
+                               {"rope.scaling.yarn_beta_slow", p.beta_slow}}) {
+    if (v < 0.0f) return r.fail(arch + "." + key + " = " + std::to_string(v) + ": must be >= 0");
+  }
+  h->rope_divisors = yarn_theta_divisors(h->n_rot, h->rope_freq_base, p);
+  h->rope_mscale = yarn_mscale(p);
+  if (h->rope_mscale != 1.0f && h->n_rot != h->n_embd_head) {
+    return r.not_implemented(arch + ".rope.scaling.type = yarn with " + std::to_string(h->n_rot) + " of " +
+                             std::to_string(h->n_embd_head) +
+                             " dims rotated: not implemented (loom folds YaRN's magnitude into the attention's "
+                             "scale, which needs every dim of a head rotated)");
+  }
+  return Status();
+}
+
 // rope.freq_base and the scaling keys: type none / linear (factor, or the
-// older rope.scale_linear) run; yarn and longrope do not.
+// older rope.scale_linear) and yarn run; longrope does not.
 Status read_rope(const KeyReader& r, const std::string& arch, LlamaHparams* h) {
   LOOM_RETURN_IF_ERROR(r.get_f("rope.freq_base", &h->rope_freq_base));
   if (!(h->rope_freq_base > 0.0f)) {
@@ -131,10 +162,10 @@ Status read_rope(const KeyReader& r, const std::string& arch, LlamaHparams* h) {
   std::string type = "linear";  // llama.cpp's reading of a file without the key
   LOOM_RETURN_IF_ERROR(r.get_s("rope.scaling.type", &type));
   const std::string type_key = arch + ".rope.scaling.type";
-  if (type == "yarn" || type == "longrope") {
-    return r.not_implemented(type_key + " = " + type + ": not implemented (loom runs none and linear)");
+  if (type == "longrope") {
+    return r.not_implemented(type_key + " = " + type + ": not implemented (loom runs none, linear and yarn)");
   }
-  if (type != "none" && type != "linear") {
+  if (type != "none" && type != "linear" && type != "yarn") {
     return r.fail(type_key + " = " + type + ": unknown (known: none, linear, yarn, longrope)");
   }
   const char* factor_key = r.has("rope.scaling.factor") ? "rope.scaling.factor" : "rope.scale_linear";
@@ -143,7 +174,13 @@ Status read_rope(const KeyReader& r, const std::string& arch, LlamaHparams* h) {
   if (factor < 0.0f) {
     return r.fail(arch + "." + factor_key + " = " + std::to_string(factor) + ": must be >= 0");
   }
-  h->rope_freq_scale = (type == "none" || factor == 0.0f) ? 1.0f : 1.0f / factor;
+  const float freq_scale = (type == "none" || factor == 0.0f) ? 1.0f : 1.0f / factor;
+  if (type == "yarn") {
+    // The op's scale stays 1: the divisors carry YaRN's mix of the two.
+    h->rope_freq_scale = 1.0f;
+    return read_yarn(r, arch, freq_scale, h);
+  }
+  h->rope_freq_scale = freq_scale;
   return Status();
 }
 
@@ -182,6 +219,10 @@ Status read_llama_hparams(const GgufFile& file, const std::string& arch, LlamaHp
     return r.fail(arch + ".attention.layer_norm_rms_epsilon = " + std::to_string(h.rms_eps) + ": must be >= 0");
   }
   if (traits != nullptr && traits->swa_period > 0) {
+    if (!h.rope_divisors.empty()) {
+      return r.not_implemented(arch + ".rope.scaling.type = yarn: not implemented for " + arch +
+                               " (its local layers' RoPE has a base of its own)");
+    }
     LOOM_RETURN_IF_ERROR(r.get("attention.sliding_window", L::kMaxContext, "tokens", &h.n_swa));
     h.swa_period = traits->swa_period;
     if (traits->swa_rope_base > 0.0f) {

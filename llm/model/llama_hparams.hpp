@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "loom/runtime/gguf.hpp"
 #include "loom/runtime/status.hpp"
@@ -34,8 +35,15 @@ struct LlamaHparams {
   int64_t n_embd_head = 0;
   int64_t n_rot = 0;  // rotated dims per head
   float rope_freq_base = 10000.0f;
-  // 1 / rope.scaling.factor for linear scaling, else 1 (scaling type none).
+  // 1 / rope.scaling.factor for linear scaling, else 1 (scaling type none,
+  // and yarn, whose scaling rope_divisors carry).
   float rope_freq_scale = 1.0f;
+  // YaRN (rope.scaling.type yarn; llm/model/rope_yarn.hpp): theta of rotated
+  // pair k divided by rope_divisors[k] (n_rot / 2 values; empty: no YaRN),
+  // and the rotation's magnitude, whose square multiplies the attention's
+  // score scale.
+  std::vector<float> rope_divisors;
+  float rope_mscale = 1.0f;
   float rms_eps = 1e-5f;
   // Sliding-window attention (ArchTraits::swa_period > 0): the window of the
   // local layers (attention.sliding_window) and their RoPE base and scale.
@@ -82,9 +90,11 @@ struct LlamaLimits {
 // older rope.scale_linear), attention.layer_norm_rms_epsilon} into *out
 // (n_vocab stays 0: see read_llama_vocab). Errors are
 // "[llm.load] <file>: <key> = <value>: <why>" with the bound. Rope scaling
-// "none" and "linear" run (linear: freq_scale = 1 / factor; no type key
-// means linear, as llama.cpp reads it); "yarn" and "longrope" are
-// UNIMPLEMENTED naming the key and value. A key_length that differs from
+// "none", "linear" and "yarn" run (linear: freq_scale = 1 / factor; no type
+// key means linear, as llama.cpp reads it; yarn: also
+// rope.scaling.original_context_length, yarn_ext_factor, attn_factor,
+// yarn_beta_fast / slow); "longrope" is UNIMPLEMENTED naming the key and
+// value, as is yarn on a partly rotated head or on sliding-window layers. A key_length that differs from
 // value_length is UNIMPLEMENTED (the KV cache has one head size).
 // attention.sliding_window (mistral) is ignored with a debug log: attention
 // always spans the whole context.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <optional>
 #include <string>
 
@@ -350,6 +351,7 @@ Status LlamaModel::check_elementwise_types() const {
 }
 
 Status LlamaModel::place_weights() {
+  const bool yarn = !hparams_.rope_divisors.empty();
   std::vector<size_t> local;
   std::vector<std::pair<registry::Device*, std::vector<size_t>>> groups;  // devices_ order
   for (registry::Device* d : devices_) {
@@ -386,9 +388,14 @@ Status LlamaModel::place_weights() {
                                    " (try fewer --n-gpu-layers or a smaller --tensor-split share)");
     }
     device_weights_.push_back(std::move(buf));
-    if (rope_freqs && std::find(layer_dev_.begin(), layer_dev_.end(), d) != layer_dev_.end()) {
+    if ((rope_freqs || yarn) && std::find(layer_dev_.begin(), layer_dev_.end(), d) != layer_dev_.end()) {
       LOOM_RETURN_IF_ERROR(copy_rope_freqs_to(*d));
     }
+  }
+  // YaRN's divisors are not in the file: the main device's layers read a
+  // tensor made here too.
+  if (yarn && std::find(layer_dev_.begin(), layer_dev_.end(), device_) != layer_dev_.end()) {
+    LOOM_RETURN_IF_ERROR(copy_rope_freqs_to(*device_));
   }
   if (!local.empty()) {
     Status st = relayout(*device_, &local);
@@ -401,16 +408,30 @@ Status LlamaModel::place_weights() {
   return Status();
 }
 
+std::vector<float> LlamaModel::rope_divisors() const {
+  std::vector<float> out = hparams_.rope_divisors;
+  if (rope_freqs) {
+    // theta / rope_freqs[k], then YaRN's mix: one divisor, the product.
+    const GgufTensorInfo* info = file_.find_tensor("rope_freqs.weight");
+    std::vector<float> file(static_cast<size_t>(rope_freqs->ne[0]));
+    std::memcpy(file.data(), info->data, file.size() * sizeof(float));
+    if (out.empty()) return file;
+    for (size_t k = 0; k < out.size() && k < file.size(); ++k) out[k] *= file[k];
+  }
+  return out;
+}
+
 Status LlamaModel::copy_rope_freqs_to(registry::Device& device) {
-  const std::string who = "[llm.load] " + file_.name() + ": rope_freqs.weight on " + device.name() + ": ";
-  StatusOr<Tensor*> t = ctx_.new_tensor(LOOM_TYPE_F32, {rope_freqs->ne[0]}, "rope_freqs.weight@" + device.name());
+  const std::string who = "[llm.load] " + file_.name() + ": RoPE frequency factors on " + device.name() + ": ";
+  const std::vector<float> values = rope_divisors();
+  StatusOr<Tensor*> t = ctx_.new_tensor(LOOM_TYPE_F32, {static_cast<int64_t>(values.size())},
+                                        "rope_freqs.weight@" + device.name());
   if (!t.ok()) return Status(t.status().code(), who + t.status().message());
   (*t)->flags |= LOOM_TENSOR_FLAG_PARAM;
   StatusOr<Buffer> b = allocate_tensors(device, {*t});
   if (!b.ok()) return Status(b.status().code(), who + b.status().message());
   rope_copy_bufs_.push_back(std::move(b).value());
-  const GgufTensorInfo* info = file_.find_tensor("rope_freqs.weight");
-  Status st = tensor_set(*t, info->data, info->nbytes);
+  Status st = tensor_set(*t, values.data(), values.size() * sizeof(float));
   if (!st.ok()) return Status(st.code(), who + st.message());
   rope_copies_.emplace_back(&device, *t);
   return Status();

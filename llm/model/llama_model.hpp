@@ -217,10 +217,11 @@ class LlamaModel {
   Tensor* rope_freqs = nullptr;
   std::vector<LlamaLayer> layers;
 
-  // The rope_freqs layer il's RoPE reads: for an offloaded layer a copy on
+  // The divisors layer il's RoPE reads: for an offloaded layer a copy on
   // the offload device (the scheduler runs a node that reads weights where
   // they live, so a host-only copy would pull every RoPE off the device),
-  // else rope_freqs itself; nullptr when the model has none.
+  // with YaRN (not in the file) a tensor on every layer's device, else
+  // rope_freqs itself; nullptr when the model has none.
   Tensor* rope_freqs_for(int64_t il) const;
 
   // The FFN activation and the predictors' threshold (llm/sparse/sparse_ffn.hpp).
@@ -266,7 +267,10 @@ class LlamaModel {
   // Which device each layer, the output and each file tensor go to
   // (llm/placement/placement.hpp), after the fit when the options ask for one.
   Status assign_devices(const LoadOptions& o);
-  // A copy of rope_freqs on `device` (rope_freqs_for).
+  // The divisors of RoPE's angles layers read: rope_freqs.weight's values,
+  // YaRN's (hparams), or both multiplied.
+  std::vector<float> rope_divisors() const;
+  // A tensor of rope_divisors() on `device` (rope_freqs_for).
   Status copy_rope_freqs_to(registry::Device& device);
   // Move the matrices of `which` that the device wants in its own layout
   // (read only as MUL_MAT A) out of `which` into their own buffer.

@@ -65,6 +65,25 @@ TEST_F(ArchMaker, LoomRunsEveryArchitectureItKnowsInEveryType) {
   }
 }
 
+// Rope scaling keys: linear and YaRN files run; YaRN on gemma3 (local layers
+// with a RoPE base of their own) is refused by name.
+TEST_F(ArchMaker, RopeScalingFilesRunOrAreRefusedByName) {
+  for (const char* scaling : {"linear", "yarn"}) {
+    for (const char* arch : {"llama", "qwen2", "qwen3"}) {
+      SCOPED_TRACE(std::string(arch) + " " + scaling);
+      const std::string f = make(arch, "f32", std::string("--rope-scaling ") + scaling + " --rope-factor 8");
+      ASSERT_FALSE(f.empty());
+      const auto r = run_loom("run -m " + f + " -p 'Once upon a time' -n 4 --device cpu", "", false, 120);
+      EXPECT_EQ(r.exit_code, 0) << r.out;
+    }
+  }
+  const std::string g = make("gemma3", "f32", "--rope-scaling yarn");
+  ASSERT_FALSE(g.empty());
+  const auto r = run_loom("run -m " + g + " -p Once -n 2 --device cpu", "", true, 120);
+  EXPECT_NE(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("gemma3.rope.scaling.type = yarn: not implemented"), std::string::npos) << r.out;
+}
+
 // The common way to run a big mixture on a small GPU: every layer on the
 // GPU but the experts, kept on the CPU by a llama.cpp-style -ot pattern (a
 // match anywhere in the name); a pattern that matches nothing is said.

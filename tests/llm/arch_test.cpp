@@ -2,7 +2,8 @@
 // logits for every position of a prompt (batched prefill that starts past
 // position 0, then single-token decode steps) against the double-precision
 // reference forward pass of reference_forward.hpp, for llama, llama-3
-// (rope_freqs, linear rope scaling, partial rotation), mistral-style llama,
+// (rope_freqs, linear rope scaling, partial rotation), YaRN (with and
+// without rope_freqs, default and given keys), mistral-style llama,
 // qwen2 (Q/K/V biases, neox RoPE, tied output) and qwen3 (per-head Q/K
 // norms, neox, a head size that is not n_embd / n_head). Each case also
 // checks that the reference without the case's feature differs from it by
@@ -98,6 +99,35 @@ ArchSpec gemma3() {
 // weights reach.
 ArchSpec gemma2() {
   return gemma2_spec(4, 9);
+}
+
+// YaRN on qwen3's 16-wide heads (8 rotated pairs): with base 10000 and an
+// original context of 64 the ramp runs over pairs 0-3 (1, 2/3, 1/3, 0), so
+// pairs keep their angle, mix, and interpolate.
+ArchSpec qwen3_yarn() {
+  ArchSpec s = qwen3();
+  s.freq_base = 10000.0f;
+  s.scaling_type = "yarn";
+  s.scaling_factor = 4.0f;
+  s.yarn_orig_ctx = 64;
+  s.seed = 10;
+  return s;
+}
+
+// YaRN with llama-3's rope_freqs (both divide the angles) and every key
+// given: attn_factor, beta_fast, beta_slow.
+ArchSpec llama3_yarn() {
+  ArchSpec s = llama3();
+  s.n_rot = 0;  // YaRN's magnitude needs every dim rotated
+  s.head_dim = 16;
+  s.scaling_type = "yarn";
+  s.scaling_factor = 8.0f;
+  s.yarn_orig_ctx = 4096;
+  s.yarn_attn_factor = 0.9f;
+  s.yarn_beta_fast = 16.0f;
+  s.yarn_beta_slow = 2.0f;
+  s.seed = 11;
+  return s;
 }
 
 TEST_F(Architectures, LlamaMatchesTheReference) {
@@ -235,6 +265,43 @@ TEST_F(Architectures, Gemma3WindowHoldsInSequenceBatches) {
   }
 }
 
+TEST_F(Architectures, YarnMatchesTheReference) {
+  const TinyArchModel m(qwen3_yarn());
+  check(qwen3_yarn(),
+        {{"with linear scaling", mutate(m, [](TinyArchModel* c) { c->spec.scaling_type = "linear"; })},
+         {"without YaRN's magnitude (mscale 1)",
+          mutate(m, [](TinyArchModel* c) { c->spec.yarn_attn_factor = 1.0f / (1.0f + 0.1f * std::log(4.0f)); })},
+         {"with an original context of 16",
+          mutate(m, [](TinyArchModel* c) { c->spec.yarn_orig_ctx = 16; })}});
+  const TinyArchModel l(llama3_yarn());
+  check(llama3_yarn(),
+        {{"without rope_freqs", mutate(l, [](TinyArchModel* c) { drop(c, "rope_freqs"); })},
+         {"with beta_fast and beta_slow at their defaults", mutate(l, [](TinyArchModel* c) {
+            c->spec.yarn_beta_fast = 0.0f;
+            c->spec.yarn_beta_slow = 0.0f;
+          })},
+         {"with attn_factor 1", mutate(l, [](TinyArchModel* c) { c->spec.yarn_attn_factor = 0.0f; })}});
+}
+
+// YaRN where loom cannot fold its magnitude into the attention's scale (a
+// partly rotated head) or where local layers have a RoPE base of their own
+// (gemma3): refused, naming the key.
+TEST_F(Architectures, YarnLoomDoesNotRunIsNamed) {
+  ArchSpec partial = llama3_yarn();
+  partial.n_rot = 8;
+  ArchSpec gemma = gemma3();
+  gemma.scaling_type = "yarn";
+  gemma.scaling_factor = 4.0f;
+  for (const ArchSpec& s : {partial, gemma}) {
+    const TinyArchModel m(s);
+    auto model = load(m);
+    ASSERT_FALSE(model.ok()) << s.arch;
+    EXPECT_EQ(model.status().code(), StatusCode::kUnimplemented);
+    EXPECT_NE(model.status().message().find(s.arch + ".rope.scaling.type = yarn"), std::string::npos)
+        << model.status().message();
+  }
+}
+
 TEST_F(Architectures, ScalingTypeNoneIgnoresTheFactor) {
   ArchSpec s = qwen3();
   s.scaling_type = "none";
@@ -252,7 +319,9 @@ TEST_F(Architectures, OnVulkan0EveryArchitectureMatchesTheReference) {
   LoadOptions where;
   where.devices = {vk, dev_};
   where.n_gpu_layers = 2;
-  for (const ArchSpec& spec : {llama3(), qwen2(), qwen3(), phi3_gqa(), gemma2(), gemma3()}) check(spec, {}, &where, 2e-4);
+  for (const ArchSpec& spec : {llama3(), qwen2(), qwen3(), phi3_gqa(), gemma2(), gemma3(), qwen3_yarn(), llama3_yarn()}) {
+    check(spec, {}, &where, 2e-4);
+  }
   // The same llama-3 model with and without rope_freqs: as many splits.
   const TinyArchModel m(llama3());
   size_t splits[2] = {0, 0};
@@ -278,7 +347,7 @@ TEST_F(Architectures, SplitOverASimulatedDeviceEveryArchitectureMatchesTheRefere
   LoadOptions where;
   where.devices = {reg->device("sim0"), reg->device("cpu")};
   where.tensor_split = {1, 1};
-  for (const ArchSpec& spec : {llama3(), qwen2(), qwen3(), phi3_gqa(), gemma2(), gemma3()}) {
+  for (const ArchSpec& spec : {llama3(), qwen2(), qwen3(), phi3_gqa(), gemma2(), gemma3(), qwen3_yarn(), llama3_yarn()}) {
     check(spec, {}, &where);
     auto model = load(TinyArchModel(spec), TinyArchModel(spec).gguf(), &where);
     ASSERT_TRUE(model.ok()) << model.status().to_string();
@@ -355,7 +424,7 @@ TEST_F(Architectures, UnknownArchitectureListsTheSupportedOnes) {
 }
 
 TEST_F(Architectures, RopeScalingLoomDoesNotRunIsNamed) {
-  for (const char* type : {"yarn", "longrope"}) {
+  for (const char* type : {"longrope"}) {
     ArchSpec s = qwen2();
     s.scaling_type = type;
     s.scaling_factor = 4.0f;

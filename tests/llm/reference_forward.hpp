@@ -86,16 +86,39 @@ class ReferenceForward {
     const bool own = swa && s_.swa_rope_base > 0.0f;  // gemma3's local base; gemma2's local layers share the global RoPE
     const double base = own ? static_cast<double>(s_.swa_rope_base) : static_cast<double>(s_.freq_base);
     const double scale = own ? 1.0 : s_.freq_scale();
+    const bool yarn = !own && s_.scaling_type == "yarn";
     for (int64_t i = 0; i < half; ++i) {
-      double theta = static_cast<double>(p) * scale *
-                     std::pow(base, -2.0 * static_cast<double>(i) / static_cast<double>(rot));
-      if (ff) theta /= (*ff)[i];
+      const double extrap = static_cast<double>(p) * std::pow(base, -2.0 * static_cast<double>(i) / static_cast<double>(rot)) /
+                            (ff ? static_cast<double>((*ff)[i]) : 1.0);
+      double theta = extrap * scale;
+      double mscale = 1.0;
+      if (yarn) yarn_angle(i, extrap, base, &theta, &mscale);
       const int64_t a = off + (s_.neox ? i : 2 * i);
       const int64_t b = off + (s_.neox ? i + half : 2 * i + 1);
       const double x0 = (*v)[a], x1 = (*v)[b];
-      (*v)[a] = x0 * std::cos(theta) - x1 * std::sin(theta);
-      (*v)[b] = x0 * std::sin(theta) + x1 * std::cos(theta);
+      (*v)[a] = mscale * (x0 * std::cos(theta) - x1 * std::sin(theta));
+      (*v)[b] = mscale * (x0 * std::sin(theta) + x1 * std::cos(theta));
     }
+  }
+  // YaRN (the paper's and Hugging Face's definition): pair i's angle mixes
+  // the interpolated angle (freq_scale times the original) with the original
+  // by a ramp that is 1 up to the pair whose wavelength turns beta_fast
+  // times over the original context and 0 from the one turning beta_slow
+  // times; the rotation is scaled by attn_factor (1 + 0.1 ln(1 /
+  // freq_scale)).
+  void yarn_angle(int64_t i, double extrap, double base, double* theta, double* mscale) const {
+    const double rot = static_cast<double>(s_.rot());
+    const double orig = static_cast<double>(s_.yarn_orig_ctx > 0 ? s_.yarn_orig_ctx : s_.n_ctx);
+    const double beta_fast = s_.yarn_beta_fast > 0.0f ? s_.yarn_beta_fast : 32.0;
+    const double beta_slow = s_.yarn_beta_slow > 0.0f ? s_.yarn_beta_slow : 1.0;
+    auto dim_of = [&](double turns) { return rot * std::log(orig / (turns * 2.0 * M_PI)) / (2.0 * std::log(base)); };
+    const double low = std::max(0.0, std::floor(dim_of(beta_fast)));
+    const double high = std::min(rot - 1.0, std::ceil(dim_of(beta_slow)));
+    const double ramp = 1.0 - std::clamp((static_cast<double>(i) - low) / std::max(0.001, high - low), 0.0, 1.0);
+    const double fs = s_.freq_scale();
+    *theta = extrap * fs * (1.0 - ramp) + extrap * ramp;
+    const double attn = s_.yarn_attn_factor > 0.0f ? s_.yarn_attn_factor : 1.0;
+    *mscale = attn * (1.0 + 0.1 * std::log(1.0 / fs));
   }
 
   // Per-head RMS norm (qwen3), then RoPE, of every head of v.

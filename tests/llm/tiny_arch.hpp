@@ -42,6 +42,12 @@ struct ArchSpec {
   float freq_base = 10000.0f;
   std::string scaling_type;  // rope.scaling.type; "" leaves the key out
   float scaling_factor = 0.0f;  // rope.scaling.factor; 0 leaves the key out
+  // YaRN's keys (scaling_type "yarn"; 0 leaves a key out: the defaults are
+  // the context length, 1, 32 and 1).
+  int64_t yarn_orig_ctx = 0;     // rope.scaling.original_context_length
+  float yarn_attn_factor = 0.0f;  // rope.scaling.attn_factor
+  float yarn_beta_fast = 0.0f;    // rope.scaling.yarn_beta_fast
+  float yarn_beta_slow = 0.0f;    // rope.scaling.yarn_beta_slow
   float eps = 1e-5f;
   int64_t sliding_window = 0;  // attention.sliding_window (mistral); 0 leaves the key out
   // phi3: the file holds blk.N.attn_qkv (Q, K, V rows) and a fused
@@ -221,6 +227,14 @@ struct TinyArchModel {
     b.kv(a + ".attention.layer_norm_rms_epsilon", loom::testing::kF32, spec.eps);
     if (!spec.scaling_type.empty()) b.kv_str(a + ".rope.scaling.type", spec.scaling_type);
     if (spec.scaling_factor != 0.0f) b.kv(a + ".rope.scaling.factor", loom::testing::kF32, spec.scaling_factor);
+    if (spec.yarn_orig_ctx > 0) {
+      b.kv(a + ".rope.scaling.original_context_length", loom::testing::kU32, static_cast<uint32_t>(spec.yarn_orig_ctx));
+    }
+    for (const auto& [key, v] : {std::pair<const char*, float>{"rope.scaling.attn_factor", spec.yarn_attn_factor},
+                                 {"rope.scaling.yarn_beta_fast", spec.yarn_beta_fast},
+                                 {"rope.scaling.yarn_beta_slow", spec.yarn_beta_slow}}) {
+      if (v != 0.0f) b.kv(a + "." + key, loom::testing::kF32, v);
+    }
     if (spec.attn_softcap > 0.0f && !skip_keys.count("attn_logit_softcapping")) {
       b.kv(a + ".attn_logit_softcapping", loom::testing::kF32, spec.attn_softcap);
     }
