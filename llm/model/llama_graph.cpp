@@ -137,13 +137,16 @@ StatusOr<Tensor*> project_heads(Context& ctx, Tensor* x, Tensor* w, Tensor* b, T
 // RoPE of layer il's heads [hd, n_heads, T] at the batch's positions, in
 // the architecture's mode, with the model's frequency factors when it has
 // them (the copy on the layer's device).
-StatusOr<Tensor*> rope_heads(Context& ctx, const LlamaModel& model, int64_t il, Tensor* t, Tensor* pos) {
+// long_ctx: the session's sequences hold more positions than the model's
+// original context (LongRoPE's long factors).
+StatusOr<Tensor*> rope_heads(Context& ctx, const LlamaModel& model, int64_t il, Tensor* t, Tensor* pos,
+                             bool long_ctx) {
   const LlamaHparams& h = model.hparams();
   // Sliding-window layers have their own base and scale (gemma3's local layers).
   const bool swa = h.is_swa(il);
   return op::rope(ctx, t, pos, static_cast<int>(h.n_rot), model.arch_traits().rope_mode,
                   swa ? h.rope_freq_base_swa : h.rope_freq_base, swa ? h.rope_freq_scale_swa : h.rope_freq_scale,
-                  model.rope_freqs_for(il));
+                  model.rope_freqs_for(il, long_ctx));
 }
 
 // Layer il's attention block: x [n_embd, T] -> the attention output [n_embd,
@@ -174,9 +177,10 @@ StatusOr<Tensor*> attention_block(Context& ctx, LlamaModel& model, const KvCache
     LOOM_ASSIGN_OR_RETURN(k, project_heads(ctx, cur, l.wk, l.bk, l.k_norm, hd, h.n_head_kv, h.rms_eps));
     LOOM_ASSIGN_OR_RETURN(v, project_heads(ctx, cur, l.wv, l.bv, nullptr, hd, h.n_head_kv, h.rms_eps));
   }
-  LOOM_ASSIGN_OR_RETURN(q, rope_heads(ctx, model, il, q, g->pos));
+  const bool long_ctx = cache.n_ctx() / cache.n_seq() > h.n_ctx_orig;
+  LOOM_ASSIGN_OR_RETURN(q, rope_heads(ctx, model, il, q, g->pos, long_ctx));
   named(q, "q_rope" + sfx);
-  LOOM_ASSIGN_OR_RETURN(k, rope_heads(ctx, model, il, k, g->pos));
+  LOOM_ASSIGN_OR_RETURN(k, rope_heads(ctx, model, il, k, g->pos, long_ctx));
   named(k, "k_rope" + sfx);
   if (!l.wqkv) named(v, "v" + sfx);
 

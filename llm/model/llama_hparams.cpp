@@ -122,38 +122,44 @@ Status read_experts(const KeyReader& r, bool required, LlamaHparams* h) {
   return Status();
 }
 
-// YaRN's keys (llama.cpp's names and defaults): the original context, the
-// ramp's weight and ends, the rotation's magnitude; then its per-pair
-// divisors and mscale (rope_yarn.hpp).
-Status read_yarn(const KeyReader& r, const std::string& arch, float freq_scale, LlamaHparams* h) {
+// The scaling keys every type reads (llama.cpp's names and defaults): the
+// original context (YaRN's ramp; which of LongRoPE's factor tensors a
+// session uses) and the rotation's magnitude, attn_factor (Phi-3's
+// LongRoPE files give it with their factor tensors).
+Status read_rope_common(const KeyReader& r, const std::string& arch, LlamaHparams* h, float* attn_factor) {
+  LOOM_RETURN_IF_ERROR(r.get("rope.scaling.original_context_length", LlamaLimits::kMaxContext, "tokens",
+                             &h->n_ctx_orig, h->n_ctx_train));
+  LOOM_RETURN_IF_ERROR(r.get_f("rope.scaling.attn_factor", attn_factor));
+  if (!(*attn_factor > 0.0f)) {
+    return r.fail(arch + ".rope.scaling.attn_factor = " + std::to_string(*attn_factor) + ": must be > 0");
+  }
+  return Status();
+}
+
+// YaRN's own keys: the ramp's weight and ends; then its per-pair divisors
+// and magnitude (rope_yarn.hpp).
+Status read_yarn(const KeyReader& r, const std::string& arch, float freq_scale, float attn_factor,
+                 LlamaHparams* h) {
   YarnParams p;
   p.freq_scale = freq_scale;
-  LOOM_RETURN_IF_ERROR(r.get("rope.scaling.original_context_length", LlamaLimits::kMaxContext, "tokens",
-                             &p.n_ctx_orig, h->n_ctx_train));
+  p.n_ctx_orig = h->n_ctx_orig;
+  p.attn_factor = attn_factor;
   LOOM_RETURN_IF_ERROR(r.get_f("rope.scaling.yarn_ext_factor", &p.ext_factor));
-  const char* attn_key = r.has("rope.scaling.attn_factor") ? "rope.scaling.attn_factor" : "rope.scaling.yarn_attn_factor";
-  LOOM_RETURN_IF_ERROR(r.get_f(attn_key, &p.attn_factor));
   LOOM_RETURN_IF_ERROR(r.get_f("rope.scaling.yarn_beta_fast", &p.beta_fast));
   LOOM_RETURN_IF_ERROR(r.get_f("rope.scaling.yarn_beta_slow", &p.beta_slow));
   for (const auto& [key, v] : {std::pair<const char*, float>{"rope.scaling.yarn_ext_factor", p.ext_factor},
-                               {attn_key, p.attn_factor},
                                {"rope.scaling.yarn_beta_fast", p.beta_fast},
                                {"rope.scaling.yarn_beta_slow", p.beta_slow}}) {
     if (v < 0.0f) return r.fail(arch + "." + key + " = " + std::to_string(v) + ": must be >= 0");
   }
   h->rope_divisors = yarn_theta_divisors(h->n_rot, h->rope_freq_base, p);
   h->rope_mscale = yarn_mscale(p);
-  if (h->rope_mscale != 1.0f && h->n_rot != h->n_embd_head) {
-    return r.not_implemented(arch + ".rope.scaling.type = yarn with " + std::to_string(h->n_rot) + " of " +
-                             std::to_string(h->n_embd_head) +
-                             " dims rotated: not implemented (loom folds YaRN's magnitude into the attention's "
-                             "scale, which needs every dim of a head rotated)");
-  }
   return Status();
 }
 
 // rope.freq_base and the scaling keys: type none / linear (factor, or the
-// older rope.scale_linear) and yarn run; longrope does not.
+// older rope.scale_linear) and yarn run; longrope does not (Phi-3's files
+// say nothing and carry LongRoPE's factor tensors: llama_model.cpp).
 Status read_rope(const KeyReader& r, const std::string& arch, LlamaHparams* h) {
   LOOM_RETURN_IF_ERROR(r.get_f("rope.freq_base", &h->rope_freq_base));
   if (!(h->rope_freq_base > 0.0f)) {
@@ -175,12 +181,22 @@ Status read_rope(const KeyReader& r, const std::string& arch, LlamaHparams* h) {
     return r.fail(arch + "." + factor_key + " = " + std::to_string(factor) + ": must be >= 0");
   }
   const float freq_scale = (type == "none" || factor == 0.0f) ? 1.0f : 1.0f / factor;
+  float attn_factor = 1.0f;
+  LOOM_RETURN_IF_ERROR(read_rope_common(r, arch, h, &attn_factor));
   if (type == "yarn") {
     // The op's scale stays 1: the divisors carry YaRN's mix of the two.
     h->rope_freq_scale = 1.0f;
-    return read_yarn(r, arch, freq_scale, h);
+    LOOM_RETURN_IF_ERROR(read_yarn(r, arch, freq_scale, attn_factor, h));
+  } else {
+    h->rope_freq_scale = freq_scale;
+    h->rope_mscale = attn_factor;
   }
-  h->rope_freq_scale = freq_scale;
+  if (h->rope_mscale != 1.0f && h->n_rot != h->n_embd_head) {
+    return r.not_implemented(arch + ".rope.scaling (" + type + ", magnitude " + std::to_string(h->rope_mscale) +
+                             ") with " + std::to_string(h->n_rot) + " of " + std::to_string(h->n_embd_head) +
+                             " dims rotated: not implemented (loom folds RoPE's magnitude into the attention's "
+                             "scale, which needs every dim of a head rotated)");
+  }
   return Status();
 }
 

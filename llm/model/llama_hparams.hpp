@@ -39,11 +39,15 @@ struct LlamaHparams {
   // and yarn, whose scaling rope_divisors carry).
   float rope_freq_scale = 1.0f;
   // YaRN (rope.scaling.type yarn; llm/model/rope_yarn.hpp): theta of rotated
-  // pair k divided by rope_divisors[k] (n_rot / 2 values; empty: no YaRN),
-  // and the rotation's magnitude, whose square multiplies the attention's
-  // score scale.
+  // pair k divided by rope_divisors[k] (n_rot / 2 values; empty: no YaRN).
   std::vector<float> rope_divisors;
+  // The rotation's magnitude (YaRN's, or rope.scaling.attn_factor: Phi-3's
+  // LongRoPE), whose square multiplies the attention's score scale.
   float rope_mscale = 1.0f;
+  // rope.scaling.original_context_length (default n_ctx_train): YaRN's
+  // ramp; a session whose sequences hold more positions reads LongRoPE's
+  // long factors, else its short ones.
+  int64_t n_ctx_orig = 0;
   float rms_eps = 1e-5f;
   // Sliding-window attention (ArchTraits::swa_period > 0): the window of the
   // local layers (attention.sliding_window) and their RoPE base and scale.
@@ -93,8 +97,9 @@ struct LlamaLimits {
 // "none", "linear" and "yarn" run (linear: freq_scale = 1 / factor; no type
 // key means linear, as llama.cpp reads it; yarn: also
 // rope.scaling.original_context_length, yarn_ext_factor, attn_factor,
-// yarn_beta_fast / slow); "longrope" is UNIMPLEMENTED naming the key and
-// value, as is yarn on a partly rotated head or on sliding-window layers. A key_length that differs from
+// yarn_beta_fast / slow; every type: attn_factor, the rotation's magnitude);
+// "longrope" is UNIMPLEMENTED naming the key and value, as is a magnitude
+// other than 1 on a partly rotated head and yarn on sliding-window layers. A key_length that differs from
 // value_length is UNIMPLEMENTED (the KV cache has one head size).
 // attention.sliding_window (mistral) is ignored with a debug log: attention
 // always spans the whole context.

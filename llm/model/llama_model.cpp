@@ -97,10 +97,10 @@ registry::Device* LlamaModel::weight_device(const Tensor* t) const {
   return device_;
 }
 
-Tensor* LlamaModel::rope_freqs_for(int64_t il) const {
+Tensor* LlamaModel::rope_freqs_for(int64_t il, bool long_ctx) const {
   registry::Device* d = layer_device(il);
-  for (const auto& [dev, t] : rope_copies_) {
-    if (dev == d) return t;
+  for (const RopeCopy& c : rope_copies_) {
+    if (c.device == d && c.long_ctx == (long_ctx && rope_long != nullptr && rope_freqs == nullptr)) return c.t;
   }
   return rope_freqs;
 }
@@ -242,6 +242,13 @@ Status LlamaModel::bind_weights() {
   if (traits_->rope_freqs) {
     LOOM_RETURN_IF_ERROR(find_weight("rope_freqs.weight", {h.n_rot / 2}, false, &rope_freqs));
   }
+  LOOM_RETURN_IF_ERROR(find_weight("rope_factors_long.weight", {h.n_rot / 2}, false, &rope_long));
+  LOOM_RETURN_IF_ERROR(find_weight("rope_factors_short.weight", {h.n_rot / 2}, false, &rope_short));
+  if ((rope_long == nullptr) != (rope_short == nullptr)) {
+    return not_found("[llm.load] " + file_.name() + ": tensor '" +
+                     (rope_long ? "rope_factors_short.weight" : "rope_factors_long.weight") +
+                     "' missing beside its LongRoPE twin");
+  }
   layers.resize(static_cast<size_t>(h.n_layer));
   for (int64_t i = 0; i < h.n_layer; ++i) LOOM_RETURN_IF_ERROR(bind_layer(i));
   return check_elementwise_types();
@@ -344,14 +351,18 @@ Status LlamaModel::check_elementwise_types() const {
                            type_name(t->type));
     }
   }
-  if (rope_freqs && rope_freqs->type != LOOM_TYPE_F32) {
-    return unimplemented(who + "tensor 'rope_freqs.weight' must be f32, is " + type_name(rope_freqs->type));
+  for (const Tensor* t : {rope_freqs, rope_long, rope_short}) {
+    if (t && t->type != LOOM_TYPE_F32) {
+      return unimplemented(who + "tensor '" + std::string(t->name) + "' must be f32, is " + type_name(t->type));
+    }
   }
   return Status();
 }
 
 Status LlamaModel::place_weights() {
-  const bool yarn = !hparams_.rope_divisors.empty();
+  // Divisors not (only) in the file: every layer's device reads a tensor
+  // made here.
+  const bool made = !hparams_.rope_divisors.empty() || rope_long != nullptr;
   std::vector<size_t> local;
   std::vector<std::pair<registry::Device*, std::vector<size_t>>> groups;  // devices_ order
   for (registry::Device* d : devices_) {
@@ -388,13 +399,11 @@ Status LlamaModel::place_weights() {
                                    " (try fewer --n-gpu-layers or a smaller --tensor-split share)");
     }
     device_weights_.push_back(std::move(buf));
-    if ((rope_freqs || yarn) && std::find(layer_dev_.begin(), layer_dev_.end(), d) != layer_dev_.end()) {
+    if ((rope_freqs || made) && std::find(layer_dev_.begin(), layer_dev_.end(), d) != layer_dev_.end()) {
       LOOM_RETURN_IF_ERROR(copy_rope_freqs_to(*d));
     }
   }
-  // YaRN's divisors are not in the file: the main device's layers read a
-  // tensor made here too.
-  if (yarn && std::find(layer_dev_.begin(), layer_dev_.end(), device_) != layer_dev_.end()) {
+  if (made && std::find(layer_dev_.begin(), layer_dev_.end(), device_) != layer_dev_.end()) {
     LOOM_RETURN_IF_ERROR(copy_rope_freqs_to(*device_));
   }
   if (!local.empty()) {
@@ -408,12 +417,13 @@ Status LlamaModel::place_weights() {
   return Status();
 }
 
-std::vector<float> LlamaModel::rope_divisors() const {
+std::vector<float> LlamaModel::rope_divisors(bool long_ctx) const {
   std::vector<float> out = hparams_.rope_divisors;
-  if (rope_freqs) {
-    // theta / rope_freqs[k], then YaRN's mix: one divisor, the product.
-    const GgufTensorInfo* info = file_.find_tensor("rope_freqs.weight");
-    std::vector<float> file(static_cast<size_t>(rope_freqs->ne[0]));
+  const Tensor* from_file = rope_freqs ? rope_freqs : long_ctx ? rope_long : rope_short;
+  if (from_file) {
+    // theta / the file's factor[k], then YaRN's mix: one divisor, the product.
+    const GgufTensorInfo* info = file_.find_tensor(from_file->name);
+    std::vector<float> file(static_cast<size_t>(from_file->ne[0]));
     std::memcpy(file.data(), info->data, file.size() * sizeof(float));
     if (out.empty()) return file;
     for (size_t k = 0; k < out.size() && k < file.size(); ++k) out[k] *= file[k];
@@ -423,17 +433,21 @@ std::vector<float> LlamaModel::rope_divisors() const {
 
 Status LlamaModel::copy_rope_freqs_to(registry::Device& device) {
   const std::string who = "[llm.load] " + file_.name() + ": RoPE frequency factors on " + device.name() + ": ";
-  const std::vector<float> values = rope_divisors();
-  StatusOr<Tensor*> t = ctx_.new_tensor(LOOM_TYPE_F32, {static_cast<int64_t>(values.size())},
-                                        "rope_freqs.weight@" + device.name());
-  if (!t.ok()) return Status(t.status().code(), who + t.status().message());
-  (*t)->flags |= LOOM_TENSOR_FLAG_PARAM;
-  StatusOr<Buffer> b = allocate_tensors(device, {*t});
-  if (!b.ok()) return Status(b.status().code(), who + b.status().message());
-  rope_copy_bufs_.push_back(std::move(b).value());
-  Status st = tensor_set(*t, values.data(), values.size() * sizeof(float));
-  if (!st.ok()) return Status(st.code(), who + st.message());
-  rope_copies_.emplace_back(&device, *t);
+  const bool two = rope_long != nullptr && rope_freqs == nullptr;
+  for (bool long_ctx : {false, true}) {
+    if (long_ctx && !two) break;
+    const std::vector<float> values = rope_divisors(long_ctx);
+    StatusOr<Tensor*> t = ctx_.new_tensor(LOOM_TYPE_F32, {static_cast<int64_t>(values.size())},
+                                          std::string(long_ctx ? "rope_long" : "rope_freqs") + ".weight@" + device.name());
+    if (!t.ok()) return Status(t.status().code(), who + t.status().message());
+    (*t)->flags |= LOOM_TENSOR_FLAG_PARAM;
+    StatusOr<Buffer> b = allocate_tensors(device, {*t});
+    if (!b.ok()) return Status(b.status().code(), who + b.status().message());
+    rope_copy_bufs_.push_back(std::move(b).value());
+    Status st = tensor_set(*t, values.data(), values.size() * sizeof(float));
+    if (!st.ok()) return Status(st.code(), who + st.message());
+    rope_copies_.push_back({&device, long_ctx, *t});
+  }
   return Status();
 }
 

@@ -215,6 +215,12 @@ class LlamaModel {
   // F32 [n_rot / 2] frequency divisors every layer's RoPE uses (llama-3's
   // rope_freqs.weight); nullptr when the file has none.
   Tensor* rope_freqs = nullptr;
+  // LongRoPE's factors (Phi-3 128k files: rope_factors_long / _short.weight,
+  // F32 [n_rot / 2], divide theta like rope_freqs): the long ones for
+  // sessions whose sequences hold more than hparams().n_ctx_orig positions.
+  // nullptr when the file has none (rope_freqs, when present, wins).
+  Tensor* rope_long = nullptr;
+  Tensor* rope_short = nullptr;
   std::vector<LlamaLayer> layers;
 
   // The divisors layer il's RoPE reads: for an offloaded layer a copy on
@@ -222,7 +228,8 @@ class LlamaModel {
   // they live, so a host-only copy would pull every RoPE off the device),
   // with YaRN (not in the file) a tensor on every layer's device, else
   // rope_freqs itself; nullptr when the model has none.
-  Tensor* rope_freqs_for(int64_t il) const;
+  // long_ctx: the session's sequences hold more than n_ctx_orig positions.
+  Tensor* rope_freqs_for(int64_t il, bool long_ctx = false) const;
 
   // The FFN activation and the predictors' threshold (llm/sparse/sparse_ffn.hpp).
   const SparseFfnParams& sparse_params() const { return sparse_; }
@@ -267,10 +274,12 @@ class LlamaModel {
   // Which device each layer, the output and each file tensor go to
   // (llm/placement/placement.hpp), after the fit when the options ask for one.
   Status assign_devices(const LoadOptions& o);
-  // The divisors of RoPE's angles layers read: rope_freqs.weight's values,
-  // YaRN's (hparams), or both multiplied.
-  std::vector<float> rope_divisors() const;
-  // A tensor of rope_divisors() on `device` (rope_freqs_for).
+  // The divisors of RoPE's angles layers read: rope_freqs.weight's values
+  // (else LongRoPE's long or short factors), YaRN's (hparams), or both
+  // multiplied.
+  std::vector<float> rope_divisors(bool long_ctx) const;
+  // Tensors of rope_divisors() on `device`, one per variant the model has
+  // (rope_freqs_for).
   Status copy_rope_freqs_to(registry::Device& device);
   // Move the matrices of `which` that the device wants in its own layout
   // (read only as MUL_MAT A) out of `which` into their own buffer.
@@ -287,7 +296,12 @@ class LlamaModel {
   std::optional<FitPlan> fit_;
   std::vector<Buffer> device_weights_;  // weights on devices other than the host, a buffer per device
   size_t offloaded_bytes_ = 0;
-  std::vector<std::pair<registry::Device*, Tensor*>> rope_copies_;
+  struct RopeCopy {
+    registry::Device* device;
+    bool long_ctx;
+    Tensor* t;
+  };
+  std::vector<RopeCopy> rope_copies_;
   std::vector<Buffer> rope_copy_bufs_;
   std::string arch_;
   const ArchTraits* traits_ = nullptr;

@@ -123,10 +123,22 @@ ArchSpec llama3_yarn() {
   s.scaling_type = "yarn";
   s.scaling_factor = 8.0f;
   s.yarn_orig_ctx = 4096;
-  s.yarn_attn_factor = 0.9f;
+  s.rope_attn_factor = 0.9f;
   s.yarn_beta_fast = 16.0f;
   s.yarn_beta_slow = 2.0f;
   s.seed = 11;
+  return s;
+}
+
+// Phi-3's LongRoPE (128k files): rope_factors_long / _short and the
+// magnitude rope.scaling.attn_factor, no scaling type. The tests' context
+// (64) is past an original context of 32: the long factors.
+ArchSpec phi3_longrope() {
+  ArchSpec s = phi3();
+  s.longrope = true;
+  s.rope_attn_factor = 1.19f;
+  s.yarn_orig_ctx = 32;
+  s.seed = 12;
   return s;
 }
 
@@ -270,7 +282,7 @@ TEST_F(Architectures, YarnMatchesTheReference) {
   check(qwen3_yarn(),
         {{"with linear scaling", mutate(m, [](TinyArchModel* c) { c->spec.scaling_type = "linear"; })},
          {"without YaRN's magnitude (mscale 1)",
-          mutate(m, [](TinyArchModel* c) { c->spec.yarn_attn_factor = 1.0f / (1.0f + 0.1f * std::log(4.0f)); })},
+          mutate(m, [](TinyArchModel* c) { c->spec.rope_attn_factor = 1.0f / (1.0f + 0.1f * std::log(4.0f)); })},
          {"with an original context of 16",
           mutate(m, [](TinyArchModel* c) { c->spec.yarn_orig_ctx = 16; })}});
   const TinyArchModel l(llama3_yarn());
@@ -280,7 +292,26 @@ TEST_F(Architectures, YarnMatchesTheReference) {
             c->spec.yarn_beta_fast = 0.0f;
             c->spec.yarn_beta_slow = 0.0f;
           })},
-         {"with attn_factor 1", mutate(l, [](TinyArchModel* c) { c->spec.yarn_attn_factor = 0.0f; })}});
+         {"with attn_factor 1", mutate(l, [](TinyArchModel* c) { c->spec.rope_attn_factor = 0.0f; })}});
+}
+
+TEST_F(Architectures, Phi3LongRopeMatchesTheReference) {
+  const TinyArchModel m(phi3_longrope());
+  check(phi3_longrope(),
+        {{"with the short factors", mutate(m, [](TinyArchModel* c) { c->spec.yarn_orig_ctx = 64; })},
+         {"without the magnitude", mutate(m, [](TinyArchModel* c) { c->spec.rope_attn_factor = 0.0f; })},
+         {"without LongRoPE's factors", mutate(m, [](TinyArchModel* c) { drop(c, "rope_factors"); })}});
+  // Within the original context: the short factors.
+  ArchSpec within = phi3_longrope();
+  within.yarn_orig_ctx = 64;
+  const TinyArchModel w(within);
+  check(within, {{"with the long factors", mutate(w, [](TinyArchModel* c) { c->spec.yarn_orig_ctx = 32; })}});
+  // One of the two alone is named.
+  auto model = load(m, m.gguf({"rope_factors_short.weight"}));
+  ASSERT_FALSE(model.ok());
+  EXPECT_NE(model.status().message().find("'rope_factors_short.weight' missing beside its LongRoPE twin"),
+            std::string::npos)
+      << model.status().message();
 }
 
 // YaRN where loom cannot fold its magnitude into the attention's scale (a
@@ -297,7 +328,8 @@ TEST_F(Architectures, YarnLoomDoesNotRunIsNamed) {
     auto model = load(m);
     ASSERT_FALSE(model.ok()) << s.arch;
     EXPECT_EQ(model.status().code(), StatusCode::kUnimplemented);
-    EXPECT_NE(model.status().message().find(s.arch + ".rope.scaling.type = yarn"), std::string::npos)
+    EXPECT_TRUE(model.status().message().find(s.arch + ".rope.scaling.type = yarn") != std::string::npos ||
+                model.status().message().find(s.arch + ".rope.scaling (yarn") != std::string::npos)
         << model.status().message();
   }
 }
@@ -319,7 +351,8 @@ TEST_F(Architectures, OnVulkan0EveryArchitectureMatchesTheReference) {
   LoadOptions where;
   where.devices = {vk, dev_};
   where.n_gpu_layers = 2;
-  for (const ArchSpec& spec : {llama3(), qwen2(), qwen3(), phi3_gqa(), gemma2(), gemma3(), qwen3_yarn(), llama3_yarn()}) {
+  for (const ArchSpec& spec : {llama3(), qwen2(), qwen3(), phi3_gqa(), gemma2(), gemma3(), qwen3_yarn(), llama3_yarn(),
+                               phi3_longrope()}) {
     check(spec, {}, &where, 2e-4);
   }
   // The same llama-3 model with and without rope_freqs: as many splits.
@@ -347,7 +380,8 @@ TEST_F(Architectures, SplitOverASimulatedDeviceEveryArchitectureMatchesTheRefere
   LoadOptions where;
   where.devices = {reg->device("sim0"), reg->device("cpu")};
   where.tensor_split = {1, 1};
-  for (const ArchSpec& spec : {llama3(), qwen2(), qwen3(), phi3_gqa(), gemma2(), gemma3(), qwen3_yarn(), llama3_yarn()}) {
+  for (const ArchSpec& spec : {llama3(), qwen2(), qwen3(), phi3_gqa(), gemma2(), gemma3(), qwen3_yarn(), llama3_yarn(),
+                               phi3_longrope()}) {
     check(spec, {}, &where);
     auto model = load(TinyArchModel(spec), TinyArchModel(spec).gguf(), &where);
     ASSERT_TRUE(model.ok()) << model.status().to_string();

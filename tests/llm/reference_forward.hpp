@@ -82,7 +82,12 @@ class ReferenceForward {
   void rope(std::vector<double>* v, int64_t off, int64_t p, bool swa) const {
     const int64_t rot = s_.rot();
     const int64_t half = rot / 2;
+    // rope_freqs, else LongRoPE's long factors past the original context, its
+    // short ones within it.
+    const bool long_ctx = s_.n_ctx > (s_.yarn_orig_ctx > 0 ? s_.yarn_orig_ctx : s_.n_ctx);
     const std::vector<float>* ff = m_.find("rope_freqs.weight");
+    if (!ff) ff = m_.find(long_ctx ? "rope_factors_long.weight" : "rope_factors_short.weight");
+    const double attn = s_.rope_attn_factor > 0.0f ? s_.rope_attn_factor : 1.0;
     const bool own = swa && s_.swa_rope_base > 0.0f;  // gemma3's local base; gemma2's local layers share the global RoPE
     const double base = own ? static_cast<double>(s_.swa_rope_base) : static_cast<double>(s_.freq_base);
     const double scale = own ? 1.0 : s_.freq_scale();
@@ -91,7 +96,7 @@ class ReferenceForward {
       const double extrap = static_cast<double>(p) * std::pow(base, -2.0 * static_cast<double>(i) / static_cast<double>(rot)) /
                             (ff ? static_cast<double>((*ff)[i]) : 1.0);
       double theta = extrap * scale;
-      double mscale = 1.0;
+      double mscale = own ? 1.0 : attn;
       if (yarn) yarn_angle(i, extrap, base, &theta, &mscale);
       const int64_t a = off + (s_.neox ? i : 2 * i);
       const int64_t b = off + (s_.neox ? i + half : 2 * i + 1);
@@ -104,8 +109,8 @@ class ReferenceForward {
   // the interpolated angle (freq_scale times the original) with the original
   // by a ramp that is 1 up to the pair whose wavelength turns beta_fast
   // times over the original context and 0 from the one turning beta_slow
-  // times; the rotation is scaled by attn_factor (1 + 0.1 ln(1 /
-  // freq_scale)).
+  // times; the rotation's magnitude (attn_factor) grows by 1 + 0.1 ln(1 /
+  // freq_scale).
   void yarn_angle(int64_t i, double extrap, double base, double* theta, double* mscale) const {
     const double rot = static_cast<double>(s_.rot());
     const double orig = static_cast<double>(s_.yarn_orig_ctx > 0 ? s_.yarn_orig_ctx : s_.n_ctx);
@@ -117,8 +122,7 @@ class ReferenceForward {
     const double ramp = 1.0 - std::clamp((static_cast<double>(i) - low) / std::max(0.001, high - low), 0.0, 1.0);
     const double fs = s_.freq_scale();
     *theta = extrap * fs * (1.0 - ramp) + extrap * ramp;
-    const double attn = s_.yarn_attn_factor > 0.0f ? s_.yarn_attn_factor : 1.0;
-    *mscale = attn * (1.0 + 0.1 * std::log(1.0 / fs));
+    *mscale *= 1.0 + 0.1 * std::log(1.0 / fs);
   }
 
   // Per-head RMS norm (qwen3), then RoPE, of every head of v.

@@ -38,14 +38,18 @@ struct ArchSpec {
   bool qkv_bias = false;  // blk.N.attn_{q,k,v}.bias
   bool qk_norm = false;   // blk.N.attn_{q,k}_norm.weight
   bool rope_freqs = false;  // rope_freqs.weight
+  // Phi-3's LongRoPE: rope_factors_long / _short.weight (the long ones when
+  // the context, n_ctx, exceeds the original one, yarn_orig_ctx).
+  bool longrope = false;
   bool tied = false;      // no output.weight
   float freq_base = 10000.0f;
   std::string scaling_type;  // rope.scaling.type; "" leaves the key out
   float scaling_factor = 0.0f;  // rope.scaling.factor; 0 leaves the key out
   // YaRN's keys (scaling_type "yarn"; 0 leaves a key out: the defaults are
-  // the context length, 1, 32 and 1).
+  // the context length, 1, 32 and 1). The original context and attn_factor
+  // (RoPE's magnitude) hold for every type.
   int64_t yarn_orig_ctx = 0;     // rope.scaling.original_context_length
-  float yarn_attn_factor = 0.0f;  // rope.scaling.attn_factor
+  float rope_attn_factor = 0.0f;  // rope.scaling.attn_factor
   float yarn_beta_fast = 0.0f;    // rope.scaling.yarn_beta_fast
   float yarn_beta_slow = 0.0f;    // rope.scaling.yarn_beta_slow
   float eps = 1e-5f;
@@ -149,6 +153,14 @@ struct TinyArchModel {
       for (uint64_t i = 0; i < t.ne[0]; ++i) t.v.push_back(u(rng));
       tensors["rope_freqs.weight"] = t;
     }
+    if (s.longrope) {
+      for (const char* name : {"rope_factors_long.weight", "rope_factors_short.weight"}) {
+        TinyTensor t{{static_cast<uint64_t>(s.rot() / 2)}, {}};
+        std::uniform_real_distribution<float> u(1.0f, 6.0f);
+        for (uint64_t i = 0; i < t.ne[0]; ++i) t.v.push_back(u(rng));
+        tensors[name] = t;
+      }
+    }
     for (int64_t il = 0; il < s.n_layer; ++il) {
       const std::string p = "blk." + std::to_string(il) + ".";
       add(rng, p + "attn_norm.weight", {e}, 1.0f, 0.2f);
@@ -230,7 +242,7 @@ struct TinyArchModel {
     if (spec.yarn_orig_ctx > 0) {
       b.kv(a + ".rope.scaling.original_context_length", loom::testing::kU32, static_cast<uint32_t>(spec.yarn_orig_ctx));
     }
-    for (const auto& [key, v] : {std::pair<const char*, float>{"rope.scaling.attn_factor", spec.yarn_attn_factor},
+    for (const auto& [key, v] : {std::pair<const char*, float>{"rope.scaling.attn_factor", spec.rope_attn_factor},
                                  {"rope.scaling.yarn_beta_fast", spec.yarn_beta_fast},
                                  {"rope.scaling.yarn_beta_slow", spec.yarn_beta_slow}}) {
       if (v != 0.0f) b.kv(a + "." + key, loom::testing::kF32, v);
