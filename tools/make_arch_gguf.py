@@ -22,7 +22,8 @@ Needs numpy (Debian's python3-numpy). Usage:
   make_arch_gguf.py --arch NAME --tokenizer-from GGUF [--type f32|f16|q8_0|q4_0]
       [--seed N] [--dim N] [--layers N] [--heads N] [--kv-heads N] [--head-dim N]
       [--ffn N] [--ctx N] [--experts N] [--experts-used N] [--expert-ffn N]
-      [--rope-freqs] [--rope-scaling linear|yarn [--rope-factor F] [--rope-orig-ctx N]] OUT
+      [--rope-freqs] [--rope-scaling linear|yarn [--rope-factor F] [--rope-orig-ctx N]]
+      [--longrope [--rope-orig-ctx N]] OUT
 """
 import argparse
 import os
@@ -89,6 +90,10 @@ def build(a, n_vocab):
         m.matrix('output.weight', n_vocab, d)
     if arch == 'llama' and a.rope_freqs:
         m.tensors.append(('rope_freqs.weight', np.linspace(1.0, 8.0, hd // 2).astype(np.float32), 0))
+    if arch == 'phi3' and a.longrope:
+        # LongRoPE's divisors, the long ones larger (as in Phi-3's 128k files).
+        m.tensors.append(('rope_factors_long.weight', np.linspace(1.0, 40.0, hd // 2).astype(np.float32), 0))
+        m.tensors.append(('rope_factors_short.weight', np.linspace(1.0, 1.5, hd // 2).astype(np.float32), 0))
     for il in range(a.layers):
         p = f'blk.{il}.'
         m.vector(p + 'attn_norm.weight', d)
@@ -145,6 +150,12 @@ def metadata(a, tok):
     k('attention.layer_norm_rms_epsilon', 1e-6 if a.arch.startswith(('qwen', 'gemma')) else 1e-5)
     k('rope.freq_base', {'llama': 500000.0 if a.rope_freqs else 10000.0, 'qwen2': 1000000.0,
                          'qwen3': 1000000.0, 'qwen3moe': 1000000.0, 'gemma3': 1000000.0}.get(a.arch, 10000.0))
+    if a.arch == 'phi3' and a.longrope:
+        # Phi-3's converter writes no scaling type: the factor tensors, the
+        # original context and the magnitude sqrt(1 + ln(ctx / orig) / ln(orig)).
+        orig = a.rope_orig_ctx or max(1, a.ctx // 4)
+        k('rope.scaling.original_context_length', orig)
+        k('rope.scaling.attn_factor', float(np.sqrt(1.0 + np.log(a.ctx / orig) / np.log(orig))) if a.ctx > orig else 1.0)
     if a.rope_scaling:
         k('rope.scaling.type', a.rope_scaling)
         k('rope.scaling.factor', float(a.rope_factor))
@@ -188,7 +199,9 @@ def main():
     ap.add_argument('--rope-scaling', choices=('linear', 'yarn'), help='rope.scaling.type (default: no key)')
     ap.add_argument('--rope-factor', type=float, default=4.0, help='rope.scaling.factor with --rope-scaling')
     ap.add_argument('--rope-orig-ctx', type=int, default=0,
-                    help='yarn: rope.scaling.original_context_length (0: --ctx / 4)')
+                    help='yarn, --longrope: rope.scaling.original_context_length (0: --ctx / 4)')
+    ap.add_argument('--longrope', action='store_true',
+                    help='phi3: a 128k file\'s LongRoPE (rope_factors_long / _short, rope.scaling.attn_factor)')
     a = ap.parse_args()
     for name in ('dim', 'layers', 'heads', 'kv_heads', 'ffn', 'ctx', 'experts', 'experts_used'):
         if getattr(a, name) < 1:

@@ -77,6 +77,16 @@ TEST_F(ArchMaker, RopeScalingFilesRunOrAreRefusedByName) {
       EXPECT_EQ(r.exit_code, 0) << r.out;
     }
   }
+  {
+    SCOPED_TRACE("phi3 longrope");
+    const std::string f = make("phi3", "f32", "--longrope --ctx 512 --rope-orig-ctx 128");
+    ASSERT_FALSE(f.empty());
+    // Past the original context (the long factors) and within it (the short).
+    for (const char* ctx : {"512", "128"}) {
+      const auto r = run_loom("run -m " + f + " -p 'Once upon a time' -n 4 -c " + ctx + " --device cpu", "", false, 120);
+      EXPECT_EQ(r.exit_code, 0) << r.out;
+    }
+  }
   const std::string g = make("gemma3", "f32", "--rope-scaling yarn");
   ASSERT_FALSE(g.empty());
   const auto r = run_loom("run -m " + g + " -p Once -n 2 --device cpu", "", true, 120);
