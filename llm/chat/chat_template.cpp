@@ -12,7 +12,8 @@ struct Named {
 constexpr Named kNames[] = {
     {ChatFormat::kPlain, "plain"},   {ChatFormat::kChatml, "chatml"}, {ChatFormat::kLlama3, "llama3"},
     {ChatFormat::kLlama2, "llama2"}, {ChatFormat::kMistral, "mistral"}, {ChatFormat::kPhi3, "phi3"},
-    {ChatFormat::kGemma, "gemma"},   {ChatFormat::kZephyr, "zephyr"},
+    {ChatFormat::kGemma, "gemma"},   {ChatFormat::kZephyr, "zephyr"}, {ChatFormat::kPhi4, "phi4"},
+    {ChatFormat::kDeepseek3, "deepseek3"},
 };
 
 }  // namespace
@@ -32,11 +33,26 @@ std::string chat_format_names() {
   return s;
 }
 
+bool chat_format_from_name(std::string_view name, ChatFormat* out) {
+  for (const Named& n : kNames) {
+    if (name == n.name) {
+      *out = n.format;
+      return true;
+    }
+  }
+  return false;
+}
+
 // Each layout is recognised by the markers only it writes; the order
-// matters where templates share some (phi-3 and zephyr both write <|user|>).
+// matters where templates share some (phi-3 and zephyr both write <|user|>;
+// phi-4 writes chatml's <|im_start|> with its own <|im_sep|>).
 ChatFormat detect_chat_format(std::string_view t) {
   if (t.empty()) return ChatFormat::kPlain;
+  if (has(t, "<|im_sep|>")) return ChatFormat::kPhi4;
   if (has(t, "<|im_start|>")) return ChatFormat::kChatml;
+  if (has(t, "<｜User｜>") && has(t, "<｜Assistant｜>")) {
+    return ChatFormat::kDeepseek3;
+  }
   if (has(t, "<|start_header_id|>")) return ChatFormat::kLlama3;
   if (has(t, "<start_of_turn>")) return ChatFormat::kGemma;
   if (has(t, "<|user|>") && has(t, "<|end|>")) return ChatFormat::kPhi3;
@@ -71,6 +87,14 @@ std::string ChatTemplate::user_turn(const std::string& sys, const std::string& m
     case ChatFormat::kZephyr:
       return (with_sys ? "<|system|>\n" + sys + "</s>\n" : std::string()) + "<|user|>\n" + msg +
              "</s>\n<|assistant|>\n";
+    case ChatFormat::kPhi4:
+      return (with_sys ? "<|im_start|>system<|im_sep|>" + sys + "<|im_end|>" : std::string()) +
+             "<|im_start|>user<|im_sep|>" + msg + "<|im_end|><|im_start|>assistant<|im_sep|>";
+    case ChatFormat::kDeepseek3:
+      // The system text as is, then the turns; a reply ends with the model's
+      // <｜end▁of▁sentence｜>, which it generates.
+      return (with_sys ? sys : std::string()) + "<｜User｜>" + msg +
+             "<｜Assistant｜>";
     case ChatFormat::kPlain:
       break;
   }

@@ -19,6 +19,8 @@ enum class ChatFormat {
   kPhi3,     // <|system|>\n...<|end|>\n<|user|>\n...<|end|>\n<|assistant|>\n
   kGemma,    // <start_of_turn>user\n...<end_of_turn>\n<start_of_turn>model\n
   kZephyr,   // <|system|>\n...</s>\n<|user|>\n...</s>\n<|assistant|>\n
+  kPhi4,     // <|im_start|>role<|im_sep|>...<|im_end|> (no newlines)
+  kDeepseek3,  // system text, <｜User｜>...<｜Assistant｜> (DeepSeek-V3, R1 and its distills)
 };
 
 const char* chat_format_name(ChatFormat f);
@@ -26,6 +28,8 @@ const char* chat_format_name(ChatFormat f);
 ChatFormat detect_chat_format(std::string_view jinja);
 // All recognised names, for messages ("chatml, llama3, ...").
 std::string chat_format_names();
+// The format named `name` ("plain" included); false for an unknown name.
+bool chat_format_from_name(std::string_view name, ChatFormat* out);
 
 // Renders the text a conversation grows by. Special tokens are written as
 // their text (encode with parse_special turns them into ids).

@@ -29,6 +29,20 @@ TEST(ChatFormat, RecognisedFromTemplateMarkers) {
   EXPECT_EQ(detect_chat_format("{{'<|user|>' + '\\n' + message['content'] + '<|end|>'}}"), ChatFormat::kPhi3);
   EXPECT_EQ(detect_chat_format("{{ '<|user|>\\n' + message['content'] + eos_token }}"), ChatFormat::kZephyr);
   EXPECT_EQ(detect_chat_format("{{ '<start_of_turn>' + role + '\\n' }}"), ChatFormat::kGemma);
+  // Phi-4 writes chatml's markers with its own separator.
+  EXPECT_EQ(detect_chat_format("{{'<|im_start|>' + message['role'] + '<|im_sep|>' + message['content']}}"),
+            ChatFormat::kPhi4);
+  // DeepSeek-V3 / R1 (and the R1 distills of Qwen and Llama).
+  EXPECT_EQ(detect_chat_format("{{'<｜User｜>' + message['content']}}{{'<｜Assistant｜>'}}"),
+            ChatFormat::kDeepseek3);
+  for (const char* name : {"plain", "chatml", "llama3", "llama2", "mistral", "phi3", "gemma", "zephyr", "phi4",
+                           "deepseek3"}) {
+    ChatFormat f;
+    ASSERT_TRUE(chat_format_from_name(name, &f)) << name;
+    EXPECT_STREQ(chat_format_name(f), name);
+  }
+  ChatFormat f;
+  EXPECT_FALSE(chat_format_from_name("jinja", &f));
 }
 
 TEST(ChatFormat, RealFilesTemplates) {
@@ -55,6 +69,12 @@ TEST(ChatFormat, TurnsRenderEachLayout) {
   EXPECT_EQ(ChatTemplate(ChatFormat::kPhi3).user_turn("", "Hi", true), "<|user|>\nHi<|end|>\n<|assistant|>\n");
   EXPECT_EQ(ChatTemplate(ChatFormat::kGemma).user_turn("S", "Hi", true),
             "<start_of_turn>user\nS\n\nHi<end_of_turn>\n<start_of_turn>model\n");
+  EXPECT_EQ(ChatTemplate(ChatFormat::kPhi4).user_turn("S", "Hi", true),
+            "<|im_start|>system<|im_sep|>S<|im_end|><|im_start|>user<|im_sep|>Hi<|im_end|><|im_start|>assistant<|im_sep|>");
+  EXPECT_EQ(ChatTemplate(ChatFormat::kPhi4).after_reply(), "");
+  EXPECT_EQ(ChatTemplate(ChatFormat::kDeepseek3).user_turn("S", "Hi", true), "S<｜User｜>Hi<｜Assistant｜>");
+  EXPECT_EQ(ChatTemplate(ChatFormat::kDeepseek3).user_turn("S", "Hi", false), "<｜User｜>Hi<｜Assistant｜>");
+  EXPECT_EQ(ChatTemplate(ChatFormat::kDeepseek3).after_reply(), "");
   EXPECT_EQ(ChatTemplate(ChatFormat::kChatml).after_reply(), "\n");
   EXPECT_EQ(ChatTemplate(ChatFormat::kLlama3).after_reply(), "");
 }

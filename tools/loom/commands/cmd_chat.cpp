@@ -49,10 +49,8 @@ std::string parse_args(const ParsedOptions& p, ChatOptions* o) {
 // The format: --chat-format, else the file's template, else plain (warned).
 StatusOr<llm::ChatFormat> choose_format(const ChatOptions& o, const GgufFile& file) {
   if (!o.format.empty()) {
-    for (int i = 0; i <= static_cast<int>(llm::ChatFormat::kZephyr); ++i) {
-      const auto f = static_cast<llm::ChatFormat>(i);
-      if (o.format == llm::chat_format_name(f)) return f;
-    }
+    llm::ChatFormat f;
+    if (llm::chat_format_from_name(o.format, &f)) return f;
     return invalid_argument("--chat-format " + o.format + ": not one of plain, " + llm::chat_format_names());
   }
   std::string_view jinja;

@@ -49,11 +49,8 @@ Status to_turns(const std::vector<ChatMessage>& messages, std::string* system, s
 }  // namespace
 
 llm::ChatFormat chat_format_named(const std::string& name) {
-  for (int i = 0; i <= static_cast<int>(llm::ChatFormat::kZephyr); ++i) {
-    const auto f = static_cast<llm::ChatFormat>(i);
-    if (name == llm::chat_format_name(f)) return f;
-  }
-  return llm::ChatFormat::kPlain;
+  llm::ChatFormat f = llm::ChatFormat::kPlain;
+  return llm::chat_format_from_name(name, &f) ? f : llm::ChatFormat::kPlain;
 }
 
 StatusOr<std::vector<llm::TokenId>> chat_prompt_tokens(const std::vector<ChatMessage>& messages,
