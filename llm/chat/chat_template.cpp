@@ -13,7 +13,8 @@ constexpr Named kNames[] = {
     {ChatFormat::kPlain, "plain"},   {ChatFormat::kChatml, "chatml"}, {ChatFormat::kLlama3, "llama3"},
     {ChatFormat::kLlama2, "llama2"}, {ChatFormat::kMistral, "mistral"}, {ChatFormat::kPhi3, "phi3"},
     {ChatFormat::kGemma, "gemma"},   {ChatFormat::kZephyr, "zephyr"}, {ChatFormat::kPhi4, "phi4"},
-    {ChatFormat::kDeepseek3, "deepseek3"},
+    {ChatFormat::kDeepseek3, "deepseek3"}, {ChatFormat::kMistralV7, "mistral-v7"},
+    {ChatFormat::kMistralV7Spaced, "mistral-v7-spaced"},
 };
 
 }  // namespace
@@ -57,6 +58,11 @@ ChatFormat detect_chat_format(std::string_view t) {
   if (has(t, "<start_of_turn>")) return ChatFormat::kGemma;
   if (has(t, "<|user|>") && has(t, "<|end|>")) return ChatFormat::kPhi3;
   if (has(t, "<|user|>")) return ChatFormat::kZephyr;
+  if (has(t, "[SYSTEM_PROMPT]")) {
+    // Whether the template writes a space after its markers (the Jinja text
+    // is the truth; llama.cpp's v7 without --jinja always writes one).
+    return has(t, "[SYSTEM_PROMPT] ") || has(t, "[INST] ") ? ChatFormat::kMistralV7Spaced : ChatFormat::kMistralV7;
+  }
   if (has(t, "[INST]")) return has(t, "<<SYS>>") ? ChatFormat::kLlama2 : ChatFormat::kMistral;
   return ChatFormat::kPlain;
 }
@@ -90,6 +96,12 @@ std::string ChatTemplate::user_turn(const std::string& sys, const std::string& m
     case ChatFormat::kPhi4:
       return (with_sys ? "<|im_start|>system<|im_sep|>" + sys + "<|im_end|>" : std::string()) +
              "<|im_start|>user<|im_sep|>" + msg + "<|im_end|><|im_start|>assistant<|im_sep|>";
+    case ChatFormat::kMistralV7:
+    case ChatFormat::kMistralV7Spaced: {
+      const std::string sp = format_ == ChatFormat::kMistralV7Spaced ? " " : "";
+      return (with_sys ? "[SYSTEM_PROMPT]" + sp + sys + "[/SYSTEM_PROMPT]" : std::string()) + "[INST]" + sp + msg +
+             "[/INST]";
+    }
     case ChatFormat::kDeepseek3:
       // The system text as is, then the turns; a reply ends with the model's
       // <｜end▁of▁sentence｜>, which it generates.

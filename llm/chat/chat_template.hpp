@@ -21,6 +21,8 @@ enum class ChatFormat {
   kZephyr,   // <|system|>\n...</s>\n<|user|>\n...</s>\n<|assistant|>\n
   kPhi4,     // <|im_start|>role<|im_sep|>...<|im_end|> (no newlines)
   kDeepseek3,  // system text, <｜User｜>...<｜Assistant｜> (DeepSeek-V3, R1 and its distills)
+  kMistralV7,  // [SYSTEM_PROMPT]...[/SYSTEM_PROMPT][INST]...[/INST] (Mistral Small 3 and later)
+  kMistralV7Spaced,  // the same with a space after each opening marker (older v7 templates)
 };
 
 const char* chat_format_name(ChatFormat f);

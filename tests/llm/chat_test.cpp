@@ -35,8 +35,15 @@ TEST(ChatFormat, RecognisedFromTemplateMarkers) {
   // DeepSeek-V3 / R1 (and the R1 distills of Qwen and Llama).
   EXPECT_EQ(detect_chat_format("{{'<｜User｜>' + message['content']}}{{'<｜Assistant｜>'}}"),
             ChatFormat::kDeepseek3);
+  // Mistral Small 3 and later: [SYSTEM_PROMPT], with or without a space after the markers.
+  EXPECT_EQ(detect_chat_format("{{- '[SYSTEM_PROMPT]' + system_message + '[/SYSTEM_PROMPT]' }}"
+                               "{{- '[INST]' + message['content'] + '[/INST]' }}"),
+            ChatFormat::kMistralV7);
+  EXPECT_EQ(detect_chat_format("{{- '[SYSTEM_PROMPT] ' + system_message + '[/SYSTEM_PROMPT]' }}"
+                               "{{- '[INST] ' + message['content'] + '[/INST]' }}"),
+            ChatFormat::kMistralV7Spaced);
   for (const char* name : {"plain", "chatml", "llama3", "llama2", "mistral", "phi3", "gemma", "zephyr", "phi4",
-                           "deepseek3"}) {
+                           "deepseek3", "mistral-v7", "mistral-v7-spaced"}) {
     ChatFormat f;
     ASSERT_TRUE(chat_format_from_name(name, &f)) << name;
     EXPECT_STREQ(chat_format_name(f), name);
@@ -75,6 +82,11 @@ TEST(ChatFormat, TurnsRenderEachLayout) {
   EXPECT_EQ(ChatTemplate(ChatFormat::kDeepseek3).user_turn("S", "Hi", true), "S<｜User｜>Hi<｜Assistant｜>");
   EXPECT_EQ(ChatTemplate(ChatFormat::kDeepseek3).user_turn("S", "Hi", false), "<｜User｜>Hi<｜Assistant｜>");
   EXPECT_EQ(ChatTemplate(ChatFormat::kDeepseek3).after_reply(), "");
+  EXPECT_EQ(ChatTemplate(ChatFormat::kMistralV7).user_turn("S", "Hi", true), "[SYSTEM_PROMPT]S[/SYSTEM_PROMPT][INST]Hi[/INST]");
+  EXPECT_EQ(ChatTemplate(ChatFormat::kMistralV7).user_turn("S", "Hi", false), "[INST]Hi[/INST]");
+  EXPECT_EQ(ChatTemplate(ChatFormat::kMistralV7Spaced).user_turn("S", "Hi", true),
+            "[SYSTEM_PROMPT] S[/SYSTEM_PROMPT][INST] Hi[/INST]");
+  EXPECT_EQ(ChatTemplate(ChatFormat::kMistralV7).after_reply(), "");
   EXPECT_EQ(ChatTemplate(ChatFormat::kChatml).after_reply(), "\n");
   EXPECT_EQ(ChatTemplate(ChatFormat::kLlama3).after_reply(), "");
 }
