@@ -200,7 +200,8 @@ StatusOr<Tensor*> attention_block(Context& ctx, LlamaModel& model, const KvCache
   LOOM_ASSIGN_OR_RETURN(Tensor * k_stored, op::set_rows(ctx, kc, k, rows));
   LOOM_ASSIGN_OR_RETURN(Tensor * v_stored, op::set_rows(ctx, vc, v, rows));
   const LayerAttention la{q, k_stored, v_stored, kc, vc, sfx};
-  // YaRN scales Q's and K's rotated components by rope_mscale (1 otherwise).
+  // RoPE's magnitude (YaRN's, or rope.scaling.attn_factor: LongRoPE) scales
+  // Q's and K's rotated components, so every score by its square.
   const float kq_scale = (h.attn_scale > 0.0f ? h.attn_scale : 1.0f / std::sqrt(static_cast<float>(hd))) *
                          h.rope_mscale * h.rope_mscale;
   LOOM_ASSIGN_OR_RETURN(Tensor * kqv, layer_attention(ctx, model, il, la, fused, kq_scale, g));

@@ -96,7 +96,7 @@ class ReferenceForward {
       const double extrap = static_cast<double>(p) * std::pow(base, -2.0 * static_cast<double>(i) / static_cast<double>(rot)) /
                             (ff ? static_cast<double>((*ff)[i]) : 1.0);
       double theta = extrap * scale;
-      double mscale = own ? 1.0 : attn;
+      double mscale = attn;  // every layer's rotation, as llama.cpp applies attn_factor
       if (yarn) yarn_angle(i, extrap, base, &theta, &mscale);
       const int64_t a = off + (s_.neox ? i : 2 * i);
       const int64_t b = off + (s_.neox ? i + half : 2 * i + 1);
