@@ -20,6 +20,7 @@
 
 #if LOOM_CPU_INT8_DOT
 
+#include "common/cpu_features.h"
 #include "common/quant.h"
 #include "ops/x8_groups.h"
 
@@ -43,11 +44,12 @@ constexpr bool kVnni = true;
 constexpr bool kVnni = false;
 #endif
 
-inline __m256i bcast4(const int8_t* p) {
+inline int32_t load_i32(const int8_t* p) {
   int32_t v;
   std::memcpy(&v, p, 4);
-  return _mm256_set1_epi32(v);
+  return v;
 }
+inline __m256i bcast4(const int8_t* p) { return _mm256_set1_epi32(load_i32(p)); }
 
 // The 8 dots of a.u[j] (8 rows x 4 bytes) with activation group S::yoff(j):
 // VNNI, u unsigned (the type's offset added); else u signed, through the
@@ -241,6 +243,138 @@ void group_cols(const loom_tensor_t* dst, const uint8_t* group, int64_t nblk, co
   }
   for (int c = 0; c < NC; ++c) store_group(dst, n0 + c, m0, acc[c]);
 }
+
+// ---- Two groups per 512-bit vector (AVX-512 VNNI with full-width units) --
+//
+// group_cols holds 8 rows x 4 quants in a ymm, so every activation broadcast
+// and integer dot serves 8 rows. Here groups g and g + 1 share a zmm (their
+// superblocks i side by side: rows m0 .. m0+15), so each broadcast and dot
+// serves 16 rows: half the instructions per product. Where 512-bit
+// operations run as two halves (AMD before Zen 5, CpuFeatures::split_avx512)
+// the ymm kernel stays.
+#if defined(__AVX512VNNI__) && defined(__AVX512BW__) && defined(__AVX512DQ__)
+constexpr bool kPairs = true;
+constexpr int kPairCols = 4;  // columns per pass (8 quant vectors + 4 sums + temporaries)
+constexpr int64_t kPairMinCols = 2;
+
+// (Masked forms throughout: GCC 12's unmasked 512-bit intrinsics start from
+// an "undefined" register and warn, -Wmaybe-uninitialized.)
+inline __m512i join(__m256i lo, __m256i hi) {
+  return _mm512_mask_broadcast_i64x4(_mm512_maskz_broadcast_i64x4(0x0F, lo), 0xF0, hi);
+}
+inline __m512 scales16(const uint8_t* p0, const uint8_t* p1) {
+  const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p0));
+  const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p1));
+  return _mm512_maskz_cvtph_ps(0xFFFF, _mm256_set_m128i(b, a));
+}
+
+// Superblock i of two groups unpacked: kN vectors of 16 rows x 4 quant
+// bytes (unsigned, the type's offset added, as Super<kType> with VNNI).
+// The types without their own loader combine two Super loads.
+template <int32_t kType>
+struct Pair {
+  using S = Super<kType>;
+  static constexpr int kShift = 0;  // dots of u[4..7] are 2^kShift x the true ones
+  __m512i u[S::kN];
+  void load(const uint8_t* sb0, const uint8_t* sb1) {
+    S a0, a1;
+    a0.load(sb0);
+    a1.load(sb1);
+    for (int j = 0; j < S::kN; ++j) u[j] = join(a0.u[j], a1.u[j]);
+  }
+};
+
+inline __m512i load_pair(const uint8_t* p0, const uint8_t* p1) {
+  return join(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p0)),
+              _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p1)));
+}
+
+template <>
+struct Pair<LOOM_TYPE_Q4_0> {
+  static constexpr int kShift = 4;  // high nibbles in place (Super<Q4_0> with VNNI)
+  __m512i u[8];
+  void load(const uint8_t* sb0, const uint8_t* sb1) {
+    const __m512i low4 = _mm512_set1_epi8(0x0F);
+    for (int t = 0; t < 4; ++t) {
+      const __m512i v = load_pair(sb0 + 16 + 32 * t, sb1 + 16 + 32 * t);
+      u[t] = _mm512_and_si512(v, low4);
+      u[t + 4] = _mm512_and_si512(v, _mm512_set1_epi8(static_cast<char>(0xF0)));
+    }
+  }
+};
+
+template <>
+struct Pair<LOOM_TYPE_Q4_1> : Pair<LOOM_TYPE_Q4_0> {
+  void load(const uint8_t* sb0, const uint8_t* sb1) { Pair<LOOM_TYPE_Q4_0>::load(sb0 + 16, sb1 + 16); }
+};
+
+template <>
+struct Pair<LOOM_TYPE_Q8_0> {
+  static constexpr int kShift = 0;
+  __m512i u[8];
+  void load(const uint8_t* sb0, const uint8_t* sb1) {
+    const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
+    for (int t = 0; t < 8; ++t) u[t] = _mm512_xor_si512(load_pair(sb0 + 16 + 32 * t, sb1 + 16 + 32 * t), flip);
+  }
+};
+
+// Columns [n0, n0 + NC) for rows m0 .. m0+15: g0 and g1 the two groups.
+template <int32_t kType, int NC>
+void pair_cols(const loom_tensor_t* dst, const uint8_t* g0, const uint8_t* g1, int64_t nblk, const ActBlock* act,
+               int64_t n0, int64_t m0) {
+  using S = Super<kType>;
+  using P = Pair<kType>;
+  __m512 acc[NC];
+  for (int c = 0; c < NC; ++c) acc[c] = _mm512_setzero_ps();
+  P a;
+  for (int64_t i = 0; i < nblk; ++i) {
+    const uint8_t* sb0 = g0 + static_cast<size_t>(i) * S::kBytes;
+    const uint8_t* sb1 = g1 + static_cast<size_t>(i) * S::kBytes;
+    if (n0 == 0) {
+      prefetch_ahead<S::kBytes>(sb0);
+      prefetch_ahead<S::kBytes>(sb1);
+    }
+    a.load(sb0, sb1);
+    const __m512 da = scales16(sb0, sb1);
+    const __m512 ma = S::kMin ? scales16(sb0 + 16, sb1 + 16) : da;
+    for (int c = 0; c < NC; ++c) {
+      const ActBlock& y = act[(n0 + c) * nblk + i];
+      __m512i lo = _mm512_setzero_si512(), hi = _mm512_setzero_si512();
+      for (int j = 0; j < 4; ++j) lo = _mm512_dpbusd_epi32(lo, a.u[j], _mm512_set1_epi32(load_i32(y.qs + S::yoff(j))));
+      for (int j = 4; j < 8; ++j) hi = _mm512_dpbusd_epi32(hi, a.u[j], _mm512_set1_epi32(load_i32(y.qs + S::yoff(j))));
+      __m512i isum = _mm512_add_epi32(lo, reinterpret_cast<__m512i>(reinterpret_cast<__v16si>(hi) >> P::kShift));
+      if (S::kOffset != 0) isum = _mm512_sub_epi32(isum, _mm512_set1_epi32(S::kOffset * y.sum));
+      const __m512 v = _mm512_mul_ps(_mm512_maskz_cvtepi32_ps(0xFFFF, isum), _mm512_set1_ps(y.d));
+      acc[c] = _mm512_fmadd_ps(da, v, acc[c]);
+      if (S::kMin) acc[c] = _mm512_fmadd_ps(ma, _mm512_set1_ps(y.d * static_cast<float>(y.sum)), acc[c]);
+    }
+  }
+  for (int c = 0; c < NC; ++c) {
+    store_group(dst, n0 + c, m0, _mm512_maskz_extractf32x8_ps(0xFF, acc[c], 0));
+    store_group(dst, n0 + c, m0 + kWeightGroupRows, _mm512_maskz_extractf32x8_ps(0xFF, acc[c], 1));
+  }
+}
+
+// Every column for the pair of groups from g0 (rows m0 .. m0+15).
+template <int32_t kType>
+void pair_all_cols(const loom_tensor_t* dst, const uint8_t* g0, size_t group_bytes, int64_t nblk,
+                   const ActBlock* act, int64_t n_len, int64_t m0) {
+  const uint8_t* g1 = g0 + group_bytes;
+  int64_t n = 0;
+  for (; n + kPairCols <= n_len; n += kPairCols) pair_cols<kType, kPairCols>(dst, g0, g1, nblk, act, n, m0);
+  switch (n_len - n) {
+    case 3: pair_cols<kType, 3>(dst, g0, g1, nblk, act, n, m0); break;
+    case 2: pair_cols<kType, 2>(dst, g0, g1, nblk, act, n, m0); break;
+    case 1: pair_cols<kType, 1>(dst, g0, g1, nblk, act, n, m0); break;
+    default: break;
+  }
+}
+#else
+constexpr bool kPairs = false;
+constexpr int64_t kPairMinCols = 2;
+template <int32_t kType>
+void pair_all_cols(const loom_tensor_t*, const uint8_t*, size_t, int64_t, const ActBlock*, int64_t, int64_t) {}
+#endif
 
 // ---- Many columns (batched decode steps, prefill) without VNNI ----------
 //
@@ -477,6 +611,21 @@ void mul_mat_type(const loom_tensor_t* dst, const ActBlock* act, Exec& ex, int i
       if (g + 1 < groups) rest(g + 1, n);
     });
     return;
+  }
+  if constexpr (kPairs) {
+    static const bool full_width = !common::cpu_features().split_avx512;
+    if (full_width && n_len >= kPairMinCols && groups >= 2) {
+      for_each_item((groups + 1) / 2, ex, ith, nth, [&](int64_t p) {
+        const int64_t g = 2 * p;
+        if (g + 1 < groups) {
+          pair_all_cols<kType>(dst, base + static_cast<size_t>(g) * group_bytes, group_bytes, nblk, act, n_len,
+                               g * kWeightGroupRows);
+        } else {
+          rest(g, 0);
+        }
+      });
+      return;
+    }
   }
   if constexpr (batch_type(kType)) {
     if (n_len >= kBatchMinCols) {
