@@ -254,7 +254,7 @@ void group_cols(const loom_tensor_t* dst, const uint8_t* group, int64_t nblk, co
 // the ymm kernel stays.
 #if defined(__AVX512VNNI__) && defined(__AVX512BW__) && defined(__AVX512DQ__)
 constexpr bool kPairs = true;
-constexpr int kPairCols = 4;  // columns per pass (8 quant vectors + 4 sums + temporaries)
+constexpr int kPairCols = 8;  // columns per pass (8 quant vectors + 8 sums + temporaries)
 constexpr int64_t kPairMinCols = 2;
 
 // (Masked forms throughout: GCC 12's unmasked 512-bit intrinsics start from
@@ -362,6 +362,11 @@ void pair_all_cols(const loom_tensor_t* dst, const uint8_t* g0, size_t group_byt
   const uint8_t* g1 = g0 + group_bytes;
   int64_t n = 0;
   for (; n + kPairCols <= n_len; n += kPairCols) pair_cols<kType, kPairCols>(dst, g0, g1, nblk, act, n, m0);
+  if (n + 4 <= n_len) {
+    pair_cols<kType, 4>(dst, g0, g1, nblk, act, n, m0);
+    n += 4;
+  }
+  static_assert(kPairCols <= 8, "the rest after whole passes is at most 7 columns");
   switch (n_len - n) {
     case 3: pair_cols<kType, 3>(dst, g0, g1, nblk, act, n, m0); break;
     case 2: pair_cols<kType, 2>(dst, g0, g1, nblk, act, n, m0); break;
