@@ -59,9 +59,9 @@ constexpr size_t kPrefetchAhead = 4096;
 // Prefetch [p, p + kBytes) + kPrefetchAhead, a prefetch per 64 bytes (a
 // line may be asked for twice where ranges meet: cheaper than the
 // arithmetic to avoid it).
-template <size_t kBytes>
+template <size_t kBytes, size_t kAhead = kPrefetchAhead>
 inline void prefetch_ahead(const uint8_t* p) {
-  for (size_t o = 0; o < kBytes; o += 64) _mm_prefetch(reinterpret_cast<const char*>(p) + kPrefetchAhead + o, _MM_HINT_T0);
+  for (size_t o = 0; o < kBytes; o += 64) _mm_prefetch(reinterpret_cast<const char*>(p) + kAhead + o, _MM_HINT_T0);
 }
 
 // acc (rows m0 .. m0+7 of flat column n of dst; B's batches are more
