@@ -12,6 +12,7 @@ void StepTimeModel::add(int64_t tokens, double secs) {
   y_ = kDecay * y_ + secs;
   xx_ = kDecay * xx_ + x * x;
   xy_ = kDecay * xy_ + x * secs;
+  largest_ = std::max(kDecay * largest_, x);
 }
 
 bool StepTimeModel::known() const {
@@ -46,7 +47,10 @@ int64_t prefill_budget(const StepTimeModel& model, const BudgetInputs& in, int64
     const double decode_only = model.fixed_s() + model.per_token_s() * static_cast<double>(in.decoding);
     const double room = (in.mixed_step_ratio - 1.0) * decode_only;
     const double tokens = room / model.per_token_s();
-    n = tokens >= static_cast<double>(cap) ? cap : static_cast<int64_t>(tokens);
+    const double decoding = static_cast<double>(in.decoding);
+    const double reach = 2.0 * std::max(model.largest_recent(), decoding) - decoding;
+    const double allowed = std::min(tokens, reach);
+    n = allowed >= static_cast<double>(cap) ? cap : static_cast<int64_t>(allowed);
   }
   return pow2_floor(std::clamp(n, floor, cap));
 }

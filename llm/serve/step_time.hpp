@@ -18,10 +18,14 @@ class StepTimeModel {
   bool known() const;
   double fixed_s() const;      // time of a step of 0 tokens (>= 0)
   double per_token_s() const;  // time each row adds (> 0 once known)
+  // The largest step (rows) seen lately: a running maximum that decays as
+  // the fit's weights do, so the model is trusted near the sizes it saw.
+  double largest_recent() const { return largest_; }
 
  private:
   static constexpr double kDecay = 0.95;  // weight of the past per step
   double w_ = 0, x_ = 0, y_ = 0, xx_ = 0, xy_ = 0;  // decayed sums
+  double largest_ = 0;
 };
 
 struct BudgetInputs {
@@ -33,7 +37,10 @@ struct BudgetInputs {
 
 // Prompt tokens a step beside the running decodes may take: as many as keep
 // it within mixed_step_ratio times the same step without them (from the
-// model; first_chunk until it is known), but while more prompts wait than
+// model; first_chunk until it is known), a step at most twice the largest
+// the model saw lately or the decodes alone (a slope fitted over a narrow
+// range of sizes, nearly flat in noise, would otherwise promise room for
+// far larger steps than it has timed), but while more prompts wait than
 // sequences decode at least min_chunk per waiting prompt (a crowd arriving
 // at once is not starved by fast decode steps); a power of two (steps come
 // in few shapes, whose graphs the session keeps) in [1, n_batch].

@@ -78,6 +78,28 @@ TEST(StepTime, ACrowdOfWaitingPromptsGetsAtLeastItsChunks) {
   EXPECT_EQ(prefill_budget(m, {1, 15, 1, 2.0}), 1);
 }
 
+// What a serve run on a Zen 5 showed: 4 decodes beside a prompt in steps of
+// 8 and 12 rows (3.3-5.0 ms) and slow 4-row steps: the fitted slope came out
+// nearly flat, promised room for ~110 prompt tokens (64 before this rule;
+// 128 in that run), and such a step took 28 ms (running streams waited 8x
+// their usual gap). A step now grows to at most twice the largest one timed
+// lately.
+TEST(StepTime, ANearlyFlatSlopeDoesNotPromiseHugeSteps) {
+  StepTimeModel m;
+  for (double s : {0.0036, 0.0036, 0.0036, 0.0033}) m.add(8, s);
+  m.add(4, 0.0040);
+  for (double s : {0.0043, 0.0036, 0.0037, 0.0035, 0.0036, 0.0036, 0.0050}) m.add(12, s);
+  ASSERT_TRUE(m.known());
+  EXPECT_LT(m.per_token_s(), 0.0001);  // the fit: nearly flat
+  EXPECT_EQ(prefill_budget(m, {4, 1, 256, 2.0}), 16);  // 2 x 12 - 4 = 20 rows at most
+  // Steps of 20 rows timed at the same slope: the reach grows with them.
+  for (int i = 0; i < 4; ++i) m.add(20, 0.0041);
+  EXPECT_EQ(prefill_budget(m, {4, 1, 256, 2.0}), 32);
+  // A crowd still gets its chunks; many decodes may double their own step.
+  EXPECT_EQ(prefill_budget(m, {4, 8, 256, 2.0}), 64);
+  EXPECT_EQ(prefill_budget(m, {64, 1, 256, 2.0}), 64);
+}
+
 TEST(StepTime, PowersOfTwoBelow) {
   EXPECT_EQ(pow2_floor(-3), 1);
   EXPECT_EQ(pow2_floor(1), 1);
