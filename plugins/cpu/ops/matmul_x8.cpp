@@ -21,6 +21,7 @@
 #if LOOM_CPU_INT8_DOT
 
 #include "common/cpu_features.h"
+#include "common/env.h"
 #include "common/quant.h"
 #include "ops/x8_groups.h"
 
@@ -634,8 +635,10 @@ void mul_mat_type(const loom_tensor_t* dst, const ActBlock* act, Exec& ex, int i
     return;
   }
   if constexpr (kPairs) {
-    static const bool full_width = !common::cpu_features().split_avx512;
-    if (full_width && n_len >= kPairMinCols && groups >= 2) {
+    // LOOM_CPU_ZMM_PAIRS: 1 on any AVX-512 CPU (tests reach this path on
+    // a Zen 4), 0 never; unset, where 512-bit units are full width.
+    static const bool on = common::plugin_env_flag("LOOM_CPU_ZMM_PAIRS", !common::cpu_features().split_avx512);
+    if (on && n_len >= kPairMinCols && groups >= 2) {
       for_each_item((groups + 1) / 2, ex, ith, nth, [&](int64_t p) {
         const int64_t g = 2 * p;
         if (g + 1 < groups) {
