@@ -39,6 +39,8 @@
 #include <type_traits>
 #include <vector>
 
+#include "common/cpu_features.h"
+#include "common/env.h"
 #include "ops/x8_groups.h"
 
 namespace loom::cpu {
@@ -141,64 +143,175 @@ inline __m256i scale_pattern(int b) {
 constexpr size_t kQ4KBytes = 8 * sizeof(loom_block_q4_k_t);
 constexpr size_t kQ5KBytes = 8 * sizeof(loom_block_q5_k_t);
 
+
+// The rows one q4k_cols pass reads, as vectors: a group of 8 (ymm lanes)
+// or, on full-width AVX-512, groups g and g + 1 side by side (zmm lanes,
+// rows m0 .. m0+15; matmul_x8.cpp's pair kernel). The operations below are
+// overloaded on the two widths; the 16-row form exists only with VNNI.
+template <size_t kBytes>
+struct Rows8 {
+  using I = __m256i;
+  using F = __m256;
+  const uint8_t* group;
+  I load_at(int64_t i, size_t off) const { return load(group + static_cast<size_t>(i) * kBytes + off); }
+  F halves_at(int64_t i, int shift) const { return halves(group + static_cast<size_t>(i) * kBytes, shift); }
+  void prefetch(int64_t i, int64_t) const { prefetch_ahead<kBytes>(group + static_cast<size_t>(i) * kBytes); }
+};
+inline __m256i zero_i(__m256i) { return _mm256_setzero_si256(); }
+inline __m256i splat8(__m256i, int v) { return bytes(v); }
+inline __m256i bcast4(__m256i, const int8_t* p) { return bcast4(p); }
+inline __m256i vand(__m256i a, __m256i b) { return _mm256_and_si256(a, b); }
+inline __m256i vor(__m256i a, __m256i b) { return _mm256_or_si256(a, b); }
+inline __m256i vadd(__m256i a, __m256i b) { return _mm256_add_epi32(a, b); }
+inline __m256i vmullo(__m256i a, __m256i b) { return _mm256_mullo_epi32(a, b); }
+inline __m256i vsrl32(__m256i a, int n) { return _mm256_srli_epi32(a, n); }
+inline __m256i vsll32(__m256i a, int n) { return _mm256_slli_epi32(a, n); }
+inline __m256i vsra32(__m256i a, int n) { return _mm256_srai_epi32(a, n); }
+inline __m256i vsrl16(__m256i a, int n) { return _mm256_srli_epi16(a, n); }
+inline __m256i vsll16(__m256i a, int n) { return _mm256_slli_epi16(a, n); }
+inline __m256i vshuffle(__m256i a, __m256i idx) { return _mm256_shuffle_epi8(a, idx); }
+inline __m256i vdot(__m256i acc, __m256i u, __m256i s) { return dot_u8s8(acc, u, s); }
+inline __m256 vcvt(__m256i a) { return _mm256_cvtepi32_ps(a); }
+inline __m256 vsplat(__m256, float v) { return _mm256_set1_ps(v); }
+inline __m256 vmul(__m256 a, __m256 b) { return _mm256_mul_ps(a, b); }
+inline __m256 vfmadd(__m256 a, __m256 b, __m256 c) { return _mm256_fmadd_ps(a, b, c); }
+inline __m256 vfnmadd(__m256 a, __m256 b, __m256 c) { return _mm256_fnmadd_ps(a, b, c); }
+inline __m256i pattern_like(__m256i, __m256i p) { return p; }
+
+#if defined(__AVX512VNNI__) && defined(__AVX512BW__) && defined(__AVX512DQ__)
+// (Masked forms: GCC 12's unmasked 512-bit intrinsics start from an
+// "undefined" register and warn, -Wmaybe-uninitialized.)
+inline __m512i join(__m256i lo, __m256i hi) {
+  return _mm512_mask_broadcast_i64x4(_mm512_maskz_broadcast_i64x4(0x0F, lo), 0xF0, hi);
+}
+inline __m512 join(__m256 lo, __m256 hi) {
+  return _mm512_mask_broadcast_f32x8(_mm512_maskz_broadcast_f32x8(0xFF, lo), 0xFF00, hi);
+}
+template <size_t kBytes>
+struct Rows16 {
+  using I = __m512i;
+  using F = __m512;
+  const uint8_t* g0;
+  const uint8_t* g1;
+  I load_at(int64_t i, size_t off) const {
+    const size_t o = static_cast<size_t>(i) * kBytes + off;
+    return join(load(g0 + o), load(g1 + o));
+  }
+  F halves_at(int64_t i, int shift) const {
+    const size_t o = static_cast<size_t>(i) * kBytes;
+    return join(halves(g0 + o, shift), halves(g1 + o, shift));
+  }
+  // Both streams kPairAhead bytes ahead in the order they are read (the
+  // hardware prefetcher does not follow two interleaved streams; see
+  // matmul_x8.cpp), past the group's end into the next pair's.
+  void prefetch(int64_t i, int64_t nsb) const {
+    constexpr int64_t kPairAhead = 24 * 1024;
+    const int64_t j = i + std::max<int64_t>(1, kPairAhead / static_cast<int64_t>(2 * kBytes));
+    const uint8_t* p0 = (j < nsb ? g0 : g1) + static_cast<size_t>(j) * kBytes;
+    for (size_t o = 0; o < kBytes; o += 64) {
+      _mm_prefetch(reinterpret_cast<const char*>(p0) + o, _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(p0 + (g1 - g0)) + o, _MM_HINT_T0);
+    }
+  }
+};
+inline __m512i zero_i(__m512i) { return _mm512_setzero_si512(); }
+inline __m512i splat8(__m512i, int v) { return _mm512_set1_epi8(static_cast<char>(v)); }
+inline __m512i bcast4(__m512i, const int8_t* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return _mm512_set1_epi32(v);
+}
+inline __m512i vand(__m512i a, __m512i b) { return _mm512_and_si512(a, b); }
+inline __m512i vor(__m512i a, __m512i b) { return _mm512_or_si512(a, b); }
+inline __m512i vadd(__m512i a, __m512i b) { return _mm512_add_epi32(a, b); }
+inline __m512i vmullo(__m512i a, __m512i b) { return _mm512_maskz_mullo_epi32(0xFFFF, a, b); }
+inline __m512i vsrl32(__m512i a, int n) { return reinterpret_cast<__m512i>(reinterpret_cast<__v16su>(a) >> n); }
+inline __m512i vsll32(__m512i a, int n) { return reinterpret_cast<__m512i>(reinterpret_cast<__v16su>(a) << n); }
+inline __m512i vsra32(__m512i a, int n) { return reinterpret_cast<__m512i>(reinterpret_cast<__v16si>(a) >> n); }
+inline __m512i vsrl16(__m512i a, int n) { return reinterpret_cast<__m512i>(reinterpret_cast<__v32hu>(a) >> n); }
+inline __m512i vsll16(__m512i a, int n) { return reinterpret_cast<__m512i>(reinterpret_cast<__v32hu>(a) << n); }
+inline __m512i vshuffle(__m512i a, __m512i idx) { return _mm512_maskz_shuffle_epi8(~0ULL, a, idx); }
+inline __m512i vdot(__m512i acc, __m512i u, __m512i s) { return _mm512_dpbusd_epi32(acc, u, s); }
+inline __m512 vcvt(__m512i a) { return _mm512_maskz_cvtepi32_ps(0xFFFF, a); }
+inline __m512 vsplat(__m512, float v) { return _mm512_set1_ps(v); }
+inline __m512 vmul(__m512 a, __m512 b) { return _mm512_mul_ps(a, b); }
+inline __m512 vfmadd(__m512 a, __m512 b, __m512 c) { return _mm512_fmadd_ps(a, b, c); }
+inline __m512 vfnmadd(__m512 a, __m512 b, __m512 c) { return _mm512_fnmadd_ps(a, b, c); }
+// A ymm pshufb pattern (the same in both 128-bit lanes) in all four lanes.
+inline __m512i pattern_like(__m512i, __m256i p) { return join(p, p); }
+#endif
+
 // Bit b of each byte of v at bit 4, the other bits 0.
-inline __m256i bit_to_4(__m256i v, int b) {
-  const __m256i s = b <= 4 ? _mm256_slli_epi16(v, 4 - b) : _mm256_srli_epi16(v, b - 4);
-  return _mm256_and_si256(s, bytes(0x10));
+template <typename I>
+inline I bit_to_4(I v, int b) {
+  const I s = b <= 4 ? vsll16(v, 4 - b) : vsrl16(v, b - 4);
+  return vand(s, splat8(I{}, 0x10));
+}
+
+// The activation sums' dot with 4 min bytes of each row (dot_sums' form).
+template <typename I>
+inline I dot_sums_v(I acc_lo, I acc_hi, I u, const int8_t* lo, const int8_t* hi, I* out_hi) {
+  *out_hi = vdot(acc_hi, u, bcast4(I{}, hi));
+  return vdot(acc_lo, u, bcast4(I{}, lo));
 }
 
 // kQ5: Q5_K (the fifth bit from qh ORed into each quant; the high nibbles
-// shifted down, as 16 x 31 does not fit a byte).
-template <int NC, bool kQ5>
-void q4k_cols(const uint8_t* group, int64_t nsb, bool prefetch, const ActBlockK* const* y, const ColSums* const* cs,
-              __m256 acc[NC]) {
+// shifted down, as 16 x 31 does not fit a byte). R: the rows read (Rows8,
+// Rows16).
+template <int NC, bool kQ5, typename R>
+void q4k_cols(const R& rows, int64_t nsb, bool prefetch, const ActBlockK* const* y, const ColSums* const* cs,
+              typename R::F acc[NC]) {
+  using I = typename R::I;
+  using F = typename R::F;
   constexpr bool kWide = kVnni || kQ5;            // int32 dot sums
   constexpr bool kHighAsIs = kVnni && !kQ5;       // high nibbles read as 16 u
-  constexpr size_t kBytes = kQ5 ? kQ5KBytes : kQ4KBytes;
   // Sub-block pairs (2g, 2g + 1) interleaved: 2 * NC * G dot chains (AVX2:
   // fewer, its 16 vector registers).
   constexpr int G = kVnni ? (NC == 1 ? 4 : NC == 2 ? 2 : 1) : (NC == 1 ? 2 : 1);
-  const __m256i m3f = bytes(0x3F), m0f = bytes(0x0F), m30 = bytes(0x30);
+  const I m3f = splat8(I{}, 0x3F), m0f = splat8(I{}, 0x0F), m30 = splat8(I{}, 0x30);
   for (int64_t i = 0; i < nsb; ++i) {
-    const uint8_t* sb = group + static_cast<size_t>(i) * kBytes;
-    if (prefetch) prefetch_ahead<kBytes>(sb);
-    const __m256i u0 = load(sb + 32), u2 = load(sb + 96);
-    const __m256i sc_lo = _mm256_and_si256(u0, m3f);
-    const __m256i sc_hi = _mm256_or_si256(_mm256_and_si256(u2, m0f), _mm256_and_si256(_mm256_srli_epi32(u0, 2), m30));
-    __m256i isum[NC];
-    for (int c = 0; c < NC; ++c) isum[c] = _mm256_setzero_si256();
+    if (prefetch) rows.prefetch(i, nsb);
+    const I u0 = rows.load_at(i, 32), u2 = rows.load_at(i, 96);
+    const I sc_lo = vand(u0, m3f);
+    const I sc_hi = vor(vand(u2, m0f), vand(vsrl32(u0, 2), m30));
+    I isum[NC];
+    for (int c = 0; c < NC; ++c) isum[c] = zero_i(I{});
     for (int g0 = 0; g0 < 4; g0 += G) {
-      __m256i lo[G][NC], hi[G][NC];
+      I lo[G][NC], hi[G][NC];
       for (int g = 0; g < G; ++g)
-        for (int c = 0; c < NC; ++c) lo[g][c] = hi[g][c] = _mm256_setzero_si256();
+        for (int c = 0; c < NC; ++c) lo[g][c] = hi[g][c] = zero_i(I{});
       for (int t = 0; t < 8; ++t) {
-        const __m256i qh = kQ5 ? load(sb + kQ4KBytes + 32 * t) : _mm256_setzero_si256();
+        const I qh = kQ5 ? rows.load_at(i, kQ4KBytes + 32 * t) : zero_i(I{});
         for (int g = 0; g < G; ++g) {
           const int gg = g0 + g;
-          const __m256i v = load(sb + 128 + 32 * (4 * t + gg));
-          __m256i ul = _mm256_and_si256(v, m0f);
-          __m256i uh = kHighAsIs ? _mm256_and_si256(v, bytes(0xF0)) : _mm256_and_si256(_mm256_srli_epi16(v, 4), m0f);
+          const I v = rows.load_at(i, 128 + 32 * (4 * t + gg));
+          I ul = vand(v, m0f);
+          I uh = kHighAsIs ? vand(v, splat8(I{}, 0xF0)) : vand(vsrl16(v, 4), m0f);
           if (kQ5) {
-            ul = _mm256_or_si256(ul, bit_to_4(qh, 2 * gg));
-            uh = _mm256_or_si256(uh, bit_to_4(qh, 2 * gg + 1));
+            ul = vor(ul, bit_to_4(qh, 2 * gg));
+            uh = vor(uh, bit_to_4(qh, 2 * gg + 1));
           }
           for (int c = 0; c < NC; ++c) {
-            lo[g][c] = q4k_step<kWide>(lo[g][c], ul, bcast4(y[c][i].qs + 64 * gg + 4 * t));
-            hi[g][c] = q4k_step<kWide>(hi[g][c], uh, bcast4(y[c][i].qs + 64 * gg + 32 + 4 * t));
+            if constexpr (kWide) {
+              lo[g][c] = vdot(lo[g][c], ul, bcast4(I{}, y[c][i].qs + 64 * gg + 4 * t));
+              hi[g][c] = vdot(hi[g][c], uh, bcast4(I{}, y[c][i].qs + 64 * gg + 32 + 4 * t));
+            } else {
+              lo[g][c] = q4k_step<false>(lo[g][c], ul, bcast4(y[c][i].qs + 64 * gg + 4 * t));
+              hi[g][c] = q4k_step<false>(hi[g][c], uh, bcast4(y[c][i].qs + 64 * gg + 32 + 4 * t));
+            }
           }
         }
       }
       for (int g = 0; g < G; ++g) {
         const int gg = g0 + g;
         // Scales of sub-blocks 2gg, 2gg + 1: bytes of sc_lo (j < 4) / sc_hi.
-        const __m256i& src_a = 2 * gg < 4 ? sc_lo : sc_hi;
-        const __m256i s_a = _mm256_shuffle_epi8(src_a, scale_pattern<kWide>((2 * gg) % 4));
-        const __m256i s_b = _mm256_shuffle_epi8(src_a, scale_pattern<kWide>((2 * gg + 1) % 4));
+        const I& src_a = 2 * gg < 4 ? sc_lo : sc_hi;
+        const I s_a = vshuffle(src_a, pattern_like(I{}, scale_pattern<kWide>((2 * gg) % 4)));
+        const I s_b = vshuffle(src_a, pattern_like(I{}, scale_pattern<kWide>((2 * gg + 1) % 4)));
         for (int c = 0; c < NC; ++c) {
-          if (kWide) {
-            const __m256i h = kHighAsIs ? _mm256_srai_epi32(hi[g][c], 4) : hi[g][c];
-            isum[c] = _mm256_add_epi32(isum[c], _mm256_add_epi32(_mm256_mullo_epi32(lo[g][c], s_a),
-                                                                 _mm256_mullo_epi32(h, s_b)));
+          if constexpr (kWide) {
+            const I h = kHighAsIs ? vsra32(hi[g][c], 4) : hi[g][c];
+            isum[c] = vadd(isum[c], vadd(vmullo(lo[g][c], s_a), vmullo(h, s_b)));
           } else {
             isum[c] = _mm256_add_epi32(isum[c], _mm256_add_epi32(_mm256_madd_epi16(lo[g][c], s_a),
                                                                  _mm256_madd_epi16(hi[g][c], s_b)));
@@ -206,20 +319,19 @@ void q4k_cols(const uint8_t* group, int64_t nsb, bool prefetch, const ActBlockK*
         }
       }
     }
-    const __m256 d = halves(sb, 0), dmin = halves(sb, 16);
-    const __m256i w1 = load(sb + 64), w2 = load(sb + 96);  // again: fewer live registers in the loop
-    const __m256i mn_lo = _mm256_and_si256(w1, m3f);
-    const __m256i mn_hi =
-        _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(w2, 4), m0f), _mm256_and_si256(_mm256_srli_epi32(w1, 2), m30));
+    const F d = rows.halves_at(i, 0), dmin = rows.halves_at(i, 16);
+    const I w1 = rows.load_at(i, 64), w2 = rows.load_at(i, 96);  // again: fewer live registers in the loop
+    const I mn_lo = vand(w1, m3f);
+    const I mn_hi = vor(vand(vsrl32(w2, 4), m0f), vand(vsrl32(w1, 2), m30));
     for (int c = 0; c < NC; ++c) {
       const ColSums& s = cs[c][i];
-      __m256i mh;
-      __m256i ml = dot_sums(_mm256_setzero_si256(), _mm256_setzero_si256(), mn_lo, s.lo, s.hi, &mh);
-      ml = dot_sums(ml, mh, mn_hi, s.lo + 4, s.hi + 4, &mh);
-      const __m256i mins = _mm256_add_epi32(ml, _mm256_slli_epi32(mh, 6));
-      const __m256 yd = _mm256_set1_ps(y[c][i].d);
-      acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[c]), _mm256_mul_ps(d, yd), acc[c]);
-      acc[c] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(mins), _mm256_mul_ps(dmin, yd), acc[c]);
+      I mh;
+      I ml = dot_sums_v(zero_i(I{}), zero_i(I{}), mn_lo, s.lo, s.hi, &mh);
+      ml = dot_sums_v(ml, mh, mn_hi, s.lo + 4, s.hi + 4, &mh);
+      const I mins = vadd(ml, vsll32(mh, 6));
+      const F yd = vsplat(F{}, y[c][i].d);
+      acc[c] = vfmadd(vcvt(isum[c]), vmul(d, yd), acc[c]);
+      acc[c] = vfnmadd(vcvt(mins), vmul(dmin, yd), acc[c]);
     }
   }
 }
@@ -564,11 +676,44 @@ void group_cols(const loom_tensor_t* dst, const uint8_t* group, int64_t nsb, con
   }
   if constexpr (kType == LOOM_TYPE_Q4_K || kType == LOOM_TYPE_Q5_K) {
     // The first pass over the group streams it in (prefetch_ahead).
-    q4k_cols<NC, kType == LOOM_TYPE_Q5_K>(group, nsb, n0 == 0, y, cs, acc);
+    constexpr size_t kBytes = kType == LOOM_TYPE_Q5_K ? kQ5KBytes : kQ4KBytes;
+    q4k_cols<NC, kType == LOOM_TYPE_Q5_K>(Rows8<kBytes>{group}, nsb, n0 == 0, y, cs, acc);
   } else {
     q6k_cols<NC>(group, nsb, n0 == 0, y, cs, acc);
   }
   for (int c = 0; c < NC; ++c) store_group(dst, n0 + c, m0, acc[c]);
+}
+
+#if defined(__AVX512VNNI__) && defined(__AVX512BW__) && defined(__AVX512DQ__)
+// Columns [n0, n0 + NC) of Q4_K / Q5_K groups g0, g0 + 1 (rows m0 .. m0+15)
+// on zmm lanes: the same sums per lane as group_cols, so the same bits.
+template <int32_t kType, int NC>
+void pair_cols(const loom_tensor_t* dst, const uint8_t* g0, size_t group_bytes, int64_t nsb, const ActBlockK* act,
+               const ColSums* sums, int64_t n0, int64_t m0) {
+  constexpr size_t kBytes = kType == LOOM_TYPE_Q5_K ? kQ5KBytes : kQ4KBytes;
+  __m512 acc[NC];
+  const ActBlockK* y[NC];
+  const ColSums* cs[NC];
+  for (int c = 0; c < NC; ++c) {
+    acc[c] = _mm512_setzero_ps();
+    y[c] = act + (n0 + c) * nsb;
+    cs[c] = sums + (n0 + c) * nsb;
+  }
+  q4k_cols<NC, kType == LOOM_TYPE_Q5_K>(Rows16<kBytes>{g0, g0 + group_bytes}, nsb, n0 == 0, y, cs, acc);
+  for (int c = 0; c < NC; ++c) {
+    store_group(dst, n0 + c, m0, _mm512_maskz_extractf32x8_ps(0xFF, acc[c], 0));
+    store_group(dst, n0 + c, m0 + kWeightGroupRows, _mm512_maskz_extractf32x8_ps(0xFF, acc[c], 1));
+  }
+}
+#endif
+
+// Columns of the K-quant products on two groups per zmm (Q4_K, Q5_K; 4+
+// columns, as matmul_x8.cpp decides for its types: LOOM_CPU_ZMM_PAIRS,
+// else where 512-bit units are full width).
+constexpr int64_t kPairMinCols = 4;
+inline bool pairs_on() {
+  static const bool on = common::plugin_env_flag("LOOM_CPU_ZMM_PAIRS", !common::cpu_features().split_avx512);
+  return on;
 }
 
 template <int32_t kType>
@@ -587,6 +732,27 @@ void mul_mat_type(const loom_tensor_t* dst, const ActBlockK* act, Exec& ex, int 
     }
   }
   const auto* base = static_cast<const uint8_t*>(a->data);
+#if defined(__AVX512VNNI__) && defined(__AVX512BW__) && defined(__AVX512DQ__)
+  const int64_t groups = a->ne[1] / kWeightGroupRows;
+  if (kType != LOOM_TYPE_Q6_K && n_len >= kPairMinCols && groups >= 2 && pairs_on()) {
+    const size_t group_bytes = static_cast<size_t>(nsb) * kBytes;
+    for_each_item((groups + 1) / 2, ex, ith, nth, [&](int64_t p) {
+      const int64_t g = 2 * p;
+      const uint8_t* group = base + static_cast<size_t>(g) * group_bytes;
+      const int64_t m0 = g * kWeightGroupRows;
+      int64_t n = 0;
+      if (g + 1 < groups) {
+        for (; n + kCols <= n_len; n += kCols)
+          pair_cols<kType, kCols>(dst, group, group_bytes, nsb, act, sums.data(), n, m0);
+        for (; n < n_len; ++n) pair_cols<kType, 1>(dst, group, group_bytes, nsb, act, sums.data(), n, m0);
+      } else {
+        for (; n + kCols <= n_len; n += kCols) group_cols<kType, kCols>(dst, group, nsb, act, sums.data(), n, m0);
+        for (; n < n_len; ++n) group_cols<kType, 1>(dst, group, nsb, act, sums.data(), n, m0);
+      }
+    });
+    return;
+  }
+#endif
   for_each_group(a->ne[1], ex, ith, nth, [&](int64_t g) {
     const uint8_t* group = base + static_cast<size_t>(g * nsb) * kBytes;
     const int64_t m0 = g * kWeightGroupRows;
