@@ -179,12 +179,8 @@ inline __m256 vfnmadd(__m256 a, __m256 b, __m256 c) { return _mm256_fnmadd_ps(a,
 inline __m256i pattern_like(__m256i, __m256i p) { return p; }
 
 #if defined(__AVX512VNNI__) && defined(__AVX512BW__) && defined(__AVX512DQ__)
-// (Masked forms: GCC 12's unmasked 512-bit intrinsics start from an
-// "undefined" register and warn, -Wmaybe-uninitialized.)
-inline __m512i join(__m256i lo, __m256i hi) {
-  return _mm512_mask_broadcast_i64x4(_mm512_maskz_broadcast_i64x4(0x0F, lo), 0xF0, hi);
-}
-inline __m512 join(__m256 lo, __m256 hi) {
+// (Masked forms: see join in x8_groups.h.)
+inline __m512 join_f(__m256 lo, __m256 hi) {
   return _mm512_mask_broadcast_f32x8(_mm512_maskz_broadcast_f32x8(0xFF, lo), 0xFF00, hi);
 }
 template <size_t kBytes>
@@ -199,20 +195,9 @@ struct Rows16 {
   }
   F halves_at(int64_t i, int shift) const {
     const size_t o = static_cast<size_t>(i) * kBytes;
-    return join(halves(g0 + o, shift), halves(g1 + o, shift));
+    return join_f(halves(g0 + o, shift), halves(g1 + o, shift));
   }
-  // Both streams kPairAhead bytes ahead in the order they are read (the
-  // hardware prefetcher does not follow two interleaved streams; see
-  // matmul_x8.cpp), past the group's end into the next pair's.
-  void prefetch(int64_t i, int64_t nsb) const {
-    constexpr int64_t kPairAhead = 24 * 1024;
-    const int64_t j = i + std::max<int64_t>(1, kPairAhead / static_cast<int64_t>(2 * kBytes));
-    const uint8_t* p0 = (j < nsb ? g0 : g1) + static_cast<size_t>(j) * kBytes;
-    for (size_t o = 0; o < kBytes; o += 64) {
-      _mm_prefetch(reinterpret_cast<const char*>(p0) + o, _MM_HINT_T0);
-      _mm_prefetch(reinterpret_cast<const char*>(p0 + (g1 - g0)) + o, _MM_HINT_T0);
-    }
-  }
+  void prefetch(int64_t i, int64_t nsb) const { prefetch_pair<kBytes>(g0, g1, i, nsb); }
 };
 inline __m512i zero_i(__m512i) { return _mm512_setzero_si512(); }
 inline __m512i splat8(__m512i, int v) { return _mm512_set1_epi8(static_cast<char>(v)); }

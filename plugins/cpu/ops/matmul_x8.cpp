@@ -260,15 +260,8 @@ constexpr int kPairCols = 8;  // columns per pass (8 quant vectors + 8 sums + te
 // model, Zen 5) the pairs ran 2 columns 10% slower, 4 as fast, 16 1.65x
 // faster; one column 0.8x (decode), though 1.55x faster from the cache.
 constexpr int64_t kPairMinCols = 4;
-// How far ahead of its reads the pair kernel asks for A: 8-32 KiB measured
-// alike within the noise, 4 KiB 10-20% slower at 4 columns, none 3x slower.
-constexpr int64_t kPairAhead = 24 * 1024;
 
-// (Masked forms throughout: GCC 12's unmasked 512-bit intrinsics start from
-// an "undefined" register and warn, -Wmaybe-uninitialized.)
-inline __m512i join(__m256i lo, __m256i hi) {
-  return _mm512_mask_broadcast_i64x4(_mm512_maskz_broadcast_i64x4(0x0F, lo), 0xF0, hi);
-}
+// (Masked forms throughout: see join in x8_groups.h.)
 inline __m512 scales16(const uint8_t* p0, const uint8_t* p1) {
   const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p0));
   const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p1));
@@ -337,20 +330,7 @@ void pair_cols(const loom_tensor_t* dst, const uint8_t* g0, const uint8_t* g1, i
   for (int64_t i = 0; i < nblk; ++i) {
     const uint8_t* sb0 = g0 + static_cast<size_t>(i) * S::kBytes;
     const uint8_t* sb1 = g1 + static_cast<size_t>(i) * S::kBytes;
-    if (n0 == 0) {
-      // Both streams asked for kPairAhead bytes ahead in the order they are
-      // read (superblock i + ahead of each group, past the end the next
-      // pair's): the hardware prefetcher does not follow two interleaved
-      // streams.
-      constexpr int64_t ahead = kPairAhead / (2 * S::kBytes);
-      const int64_t j = i + ahead;
-      const uint8_t* p0 = (j < nblk ? g0 : g1) + static_cast<size_t>(j) * S::kBytes;
-      const uint8_t* p1 = p0 + (g1 - g0);
-      for (size_t o = 0; o < S::kBytes; o += 64) {
-        _mm_prefetch(reinterpret_cast<const char*>(p0) + o, _MM_HINT_T0);
-        _mm_prefetch(reinterpret_cast<const char*>(p1) + o, _MM_HINT_T0);
-      }
-    }
+    if (n0 == 0) prefetch_pair<S::kBytes>(g0, g1, i, nblk);  // the first pass streams the pair in
     a.load(sb0, sb1);
     const __m512 da = scales16(sb0, sb1);
     const __m512 ma = S::kMin ? scales16(sb0 + 16, sb1 + 16) : da;
