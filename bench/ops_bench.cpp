@@ -543,18 +543,21 @@ void BM_attention(benchmark::State& state, loom_type_t type) {
 // attention): before each timed run, a SUM_ROWS over 64 MiB on the same
 // device evicts the cache (and leaves the device's threads awake, as a
 // model's matmuls do); only the attention node is timed (manual time).
+// range(1) sequences (a server's batched decode step): one query each over
+// `visible` rows of its own slot of the cache (ATTENTION's ranges form).
 void BM_attention_cold(benchmark::State& state, loom_type_t type) {
-  const int64_t visible = state.range(0), h = 12, d = 64, n_kv = std::max<int64_t>(512, visible);
+  const int64_t visible = state.range(0), seqs = state.range(1), h = 12, d = 64;
+  const int64_t slot = std::max<int64_t>(512, visible), n_kv = slot * seqs;
   loom::registry::Device* dev = bench_device();
   if (!dev) {
     state.SkipWithError("no bench device");
     return;
   }
   loom::Context ctx;
-  auto q = ctx.new_tensor(LOOM_TYPE_F32, {d, h, 1}, "q");
+  auto q = ctx.new_tensor(LOOM_TYPE_F32, {d, h, seqs}, "q");
   auto kc = ctx.new_tensor(type, {d, n_kv, h}, "k_cache");
   auto vc = ctx.new_tensor(type, {d, n_kv, h}, "v_cache");
-  auto vis = ctx.new_tensor(LOOM_TYPE_I32, {1}, "visible");
+  auto vis = seqs == 1 ? ctx.new_tensor(LOOM_TYPE_I32, {1}, "visible") : ctx.new_tensor(LOOM_TYPE_I32, {2, seqs}, "ranges");
   if (!q.ok() || !kc.ok() || !vc.ok() || !vis.ok()) {
     state.SkipWithError("tensors");
     return;
@@ -582,15 +585,19 @@ void BM_attention_cold(benchmark::State& state, loom_type_t type) {
   if (st.ok()) st = (*fex)->allocate(*fg);
   std::vector<float> ones(size_t{4096} * 4096, 1.0f);
   if (st.ok()) st = loom::tensor_set(*big, ones.data(), ones.size() * 4);
-  std::vector<float> qv = random_floats(static_cast<size_t>(d * h), 3);
+  std::vector<float> qv = random_floats(static_cast<size_t>(d * h * seqs), 3);
   std::vector<float> cf = random_floats(static_cast<size_t>(d * h * n_kv), 4);
   std::vector<uint8_t> cache(loom::type_row_size(type, d * h * n_kv));
   loom::from_float(type, cf.data(), cache.data(), d * h * n_kv);
-  const int32_t nv = static_cast<int32_t>(visible);
+  std::vector<int32_t> rows;  // [T] lengths, or [first, end) per sequence
+  for (int64_t s = 0; s < seqs; ++s) {
+    if (seqs > 1) rows.push_back(static_cast<int32_t>(s * slot));
+    rows.push_back(static_cast<int32_t>(s * slot + visible));
+  }
   if (st.ok()) st = loom::tensor_set(*q, qv.data(), qv.size() * 4);
   if (st.ok()) st = loom::tensor_set(*kc, cache.data(), cache.size());
   if (st.ok()) st = loom::tensor_set(*vc, cache.data(), cache.size());
-  if (st.ok()) st = loom::tensor_set(*vis, &nv, 4);
+  if (st.ok()) st = loom::tensor_set(*vis, rows.data(), rows.size() * 4);
   while (st.ok() && state.KeepRunning()) {
     st = (*fex)->compute(*fg);
     if (!st.ok()) break;
@@ -599,7 +606,8 @@ void BM_attention_cold(benchmark::State& state, loom_type_t type) {
     state.SetIterationTime(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
   if (!st.ok()) state.SkipWithError(st.message().c_str());
-  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * visible * h * d * static_cast<int64_t>(es) * 2);
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * seqs * visible * h * d * static_cast<int64_t>(es) *
+                          2);
 }
 
 // Peak arithmetic measured on the spot, per thread and for range(0)
@@ -688,8 +696,14 @@ BENCHMARK(BM_peak_int8)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealT
 #endif
 BENCHMARK_CAPTURE(BM_attention, f32, LOOM_TYPE_F32)->Arg(64)->Arg(300)->Arg(512)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK_CAPTURE(BM_attention, f16, LOOM_TYPE_F16)->Arg(64)->Arg(300)->Arg(512)->Unit(benchmark::kMicrosecond)->UseRealTime();
-BENCHMARK_CAPTURE(BM_attention_cold, f32, LOOM_TYPE_F32)->Arg(300)->Unit(benchmark::kMicrosecond)->UseManualTime();
-BENCHMARK_CAPTURE(BM_attention_cold, f16, LOOM_TYPE_F16)->Arg(300)->Arg(1024)->Unit(benchmark::kMicrosecond)->UseManualTime();
+BENCHMARK_CAPTURE(BM_attention_cold, f32, LOOM_TYPE_F32)->Args({300, 1})->Unit(benchmark::kMicrosecond)->UseManualTime();
+BENCHMARK_CAPTURE(BM_attention_cold, f16, LOOM_TYPE_F16)
+    ->Args({300, 1})
+    ->Args({1024, 1})
+    ->Args({80, 16})
+    ->Args({256, 16})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseManualTime();
 BENCHMARK_CAPTURE(BM_decode_chain, f32, LOOM_TYPE_F32)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_CAPTURE(BM_decode_chain, f16, LOOM_TYPE_F16)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_CAPTURE(BM_decode_chain, q8_0, LOOM_TYPE_Q8_0)->Unit(benchmark::kMillisecond)->UseRealTime();

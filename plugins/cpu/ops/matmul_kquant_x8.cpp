@@ -155,6 +155,10 @@ struct Rows8 {
   const uint8_t* group;
   I load_at(int64_t i, size_t off) const { return load(group + static_cast<size_t>(i) * kBytes + off); }
   F halves_at(int64_t i, int shift) const { return halves(group + static_cast<size_t>(i) * kBytes, shift); }
+  // 8 f16 side by side at the superblock's start (Q6_K's d).
+  F f16_at(int64_t i) const {
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(group + static_cast<size_t>(i) * kBytes)));
+  }
   void prefetch(int64_t i, int64_t) const { prefetch_ahead<kBytes>(group + static_cast<size_t>(i) * kBytes); }
 };
 inline __m256i zero_i(__m256i) { return _mm256_setzero_si256(); }
@@ -162,6 +166,9 @@ inline __m256i splat8(__m256i, int v) { return bytes(v); }
 inline __m256i bcast4(__m256i, const int8_t* p) { return bcast4(p); }
 inline __m256i vand(__m256i a, __m256i b) { return _mm256_and_si256(a, b); }
 inline __m256i vor(__m256i a, __m256i b) { return _mm256_or_si256(a, b); }
+inline __m256i vxor(__m256i a, __m256i b) { return _mm256_xor_si256(a, b); }
+inline __m256i vsub(__m256i a, __m256i b) { return _mm256_sub_epi32(a, b); }
+inline __m256i splat32(__m256i, int32_t v) { return _mm256_set1_epi32(v); }
 inline __m256i vadd(__m256i a, __m256i b) { return _mm256_add_epi32(a, b); }
 inline __m256i vmullo(__m256i a, __m256i b) { return _mm256_mullo_epi32(a, b); }
 inline __m256i vsrl32(__m256i a, int n) { return _mm256_srli_epi32(a, n); }
@@ -197,6 +204,11 @@ struct Rows16 {
     const size_t o = static_cast<size_t>(i) * kBytes;
     return join_f(halves(g0 + o, shift), halves(g1 + o, shift));
   }
+  F f16_at(int64_t i) const {
+    const size_t o = static_cast<size_t>(i) * kBytes;
+    return join_f(_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(g0 + o))),
+                  _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(g1 + o))));
+  }
   void prefetch(int64_t i, int64_t nsb) const { prefetch_pair<kBytes>(g0, g1, i, nsb); }
 };
 inline __m512i zero_i(__m512i) { return _mm512_setzero_si512(); }
@@ -208,6 +220,9 @@ inline __m512i bcast4(__m512i, const int8_t* p) {
 }
 inline __m512i vand(__m512i a, __m512i b) { return _mm512_and_si512(a, b); }
 inline __m512i vor(__m512i a, __m512i b) { return _mm512_or_si512(a, b); }
+inline __m512i vxor(__m512i a, __m512i b) { return _mm512_xor_si512(a, b); }
+inline __m512i vsub(__m512i a, __m512i b) { return _mm512_sub_epi32(a, b); }
+inline __m512i splat32(__m512i, int32_t v) { return _mm512_set1_epi32(v); }
 inline __m512i vadd(__m512i a, __m512i b) { return _mm512_add_epi32(a, b); }
 inline __m512i vmullo(__m512i a, __m512i b) { return _mm512_maskz_mullo_epi32(0xFFFF, a, b); }
 inline __m512i vsrl32(__m512i a, int n) { return reinterpret_cast<__m512i>(reinterpret_cast<__v16su>(a) >> n); }
@@ -440,41 +455,41 @@ __attribute__((noinline)) void q4k_tile(const loom_tensor_t* dst, const Q4KUnpac
 // 0..3), sub-block 8h + 2p + t / 4.
 constexpr size_t kQ6KBytes = 8 * sizeof(loom_block_q6_k_t);
 
-template <int NC>
-void q6k_cols(const uint8_t* group, int64_t nsb, bool prefetch, const ActBlockK* const* y, const ColSums* const* cs,
-              __m256 acc[NC]) {
+// R: the rows read (Rows8, Rows16), as q4k_cols.
+template <int NC, typename R>
+void q6k_cols(const R& rows, int64_t nsb, bool prefetch, const ActBlockK* const* y, const ColSums* const* cs,
+              typename R::F acc[NC]) {
+  using I = typename R::I;
+  using F = typename R::F;
   // Both quarters of 4 (t / 4 = 0, 1) at once for one column: 8 chains
   // (AVX2: 4, its 16 vector registers).
   constexpr int Q = kVnni && NC == 1 ? 2 : 1;
-  const __m256i m3f = bytes(0x3F), m30 = bytes(0x30);
+  const I m3f = splat8(I{}, 0x3F), m30 = splat8(I{}, 0x30), m03 = splat8(I{}, 0x03), m0c = splat8(I{}, 0x0C);
   for (int64_t i = 0; i < nsb; ++i) {
-    const uint8_t* sb = group + static_cast<size_t>(i) * kQ6KBytes;
-    if (prefetch) prefetch_ahead<kQ6KBytes>(sb);
-    __m256i sc[4];
-    for (int c = 0; c < 4; ++c) sc[c] = load(sb + 16 + 32 * c);
-    __m256i isum[NC];
-    for (int c = 0; c < NC; ++c) isum[c] = _mm256_setzero_si256();
+    if (prefetch) rows.prefetch(i, nsb);
+    I sc[4];
+    for (int c = 0; c < 4; ++c) sc[c] = rows.load_at(i, 16 + 32 * c);
+    I isum[NC];
+    for (int c = 0; c < NC; ++c) isum[c] = zero_i(I{});
     for (int h = 0; h < 2; ++h) {
       for (int q0 = 0; q0 < 2; q0 += Q) {
-        __m256i dp[Q][4][NC];
+        I dp[Q][4][NC];
         for (int q = 0; q < Q; ++q)
           for (int p = 0; p < 4; ++p)
-            for (int c = 0; c < NC; ++c) dp[q][p][c] = _mm256_setzero_si256();
+            for (int c = 0; c < NC; ++c) dp[q][p][c] = zero_i(I{});
         for (int q = 0; q < Q; ++q) {  // t in order: the superblock read front to back
           for (int tt = 0; tt < 4; ++tt) {
             const int t = 4 * (q0 + q) + tt;
-            const uint8_t* unit = sb + 144 + 96 * (8 * h + t);
-            const __m256i pa = load(unit), pb = load(unit + 32), pc = load(unit + 64);
-            __m256i u[4];
-            u[0] = _mm256_and_si256(pa, m3f);
-            u[1] = _mm256_and_si256(pb, m3f);
-            u[2] = _mm256_and_si256(pc, m3f);
-            u[3] = _mm256_or_si256(_mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(pa, 6), bytes(0x03)),
-                                                   _mm256_and_si256(_mm256_srli_epi16(pb, 4), bytes(0x0C))),
-                                   _mm256_and_si256(_mm256_srli_epi16(pc, 2), m30));
+            const size_t unit = 144 + 96 * static_cast<size_t>(8 * h + t);
+            const I pa = rows.load_at(i, unit), pb = rows.load_at(i, unit + 32), pc = rows.load_at(i, unit + 64);
+            I u[4];
+            u[0] = vand(pa, m3f);
+            u[1] = vand(pb, m3f);
+            u[2] = vand(pc, m3f);
+            u[3] = vor(vor(vand(vsrl16(pa, 6), m03), vand(vsrl16(pb, 4), m0c)), vand(vsrl16(pc, 2), m30));
             for (int p = 0; p < 4; ++p) {
               for (int c = 0; c < NC; ++c) {
-                dp[q][p][c] = dot_u8s8(dp[q][p][c], u[p], bcast4(y[c][i].qs + 128 * h + 32 * p + 4 * t));
+                dp[q][p][c] = vdot(dp[q][p][c], u[p], bcast4(I{}, y[c][i].qs + 128 * h + 32 * p + 4 * t));
               }
             }
           }
@@ -483,21 +498,21 @@ void q6k_cols(const uint8_t* group, int64_t nsb, bool prefetch, const ActBlockK*
           for (int p = 0; p < 4; ++p) {
             const int j = 8 * h + 2 * p + q0 + q;  // sub-block
             // Scale j, sign-extended: byte j % 4 of unit j / 4 to the top, then down.
-            const __m256i s = _mm256_srai_epi32(_mm256_slli_epi32(sc[j / 4], 24 - 8 * (j % 4)), 24);
-            for (int c = 0; c < NC; ++c) isum[c] = _mm256_add_epi32(isum[c], _mm256_mullo_epi32(dp[q][p][c], s));
+            const I s = vsra32(vsll32(sc[j / 4], 24 - 8 * (j % 4)), 24);
+            for (int c = 0; c < NC; ++c) isum[c] = vadd(isum[c], vmullo(dp[q][p][c], s));
           }
         }
       }
     }
-    const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sb)));
+    const F d = rows.f16_at(i);
     for (int c = 0; c < NC; ++c) {
       const ColSums& s = cs[c][i];
       // sum_j sc_j S_j = sum_j (sc_j + 128) S_j - 128 total.
-      __m256i ol = _mm256_setzero_si256(), oh = _mm256_setzero_si256();
-      for (int k = 0; k < 4; ++k) ol = dot_sums(ol, oh, _mm256_xor_si256(sc[k], bytes(0x80)), s.lo + 4 * k, s.hi + 4 * k, &oh);
-      const __m256i off = _mm256_sub_epi32(_mm256_add_epi32(ol, _mm256_slli_epi32(oh, 6)), _mm256_set1_epi32(128 * s.total));
-      const __m256i total = _mm256_sub_epi32(isum[c], _mm256_slli_epi32(off, 5));
-      acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(total), _mm256_mul_ps(d, _mm256_set1_ps(y[c][i].d)), acc[c]);
+      I ol = zero_i(I{}), oh = zero_i(I{});
+      for (int k = 0; k < 4; ++k) ol = dot_sums_v(ol, oh, vxor(sc[k], splat8(I{}, 0x80)), s.lo + 4 * k, s.hi + 4 * k, &oh);
+      const I off = vsub(vadd(ol, vsll32(oh, 6)), splat32(I{}, 128 * s.total));
+      const I total = vsub(isum[c], vsll32(off, 5));
+      acc[c] = vfmadd(vcvt(total), vmul(d, vsplat(F{}, y[c][i].d)), acc[c]);
     }
   }
 }
@@ -664,18 +679,17 @@ void group_cols(const loom_tensor_t* dst, const uint8_t* group, int64_t nsb, con
     constexpr size_t kBytes = kType == LOOM_TYPE_Q5_K ? kQ5KBytes : kQ4KBytes;
     q4k_cols<NC, kType == LOOM_TYPE_Q5_K>(Rows8<kBytes>{group}, nsb, n0 == 0, y, cs, acc);
   } else {
-    q6k_cols<NC>(group, nsb, n0 == 0, y, cs, acc);
+    q6k_cols<NC>(Rows8<kQ6KBytes>{group}, nsb, n0 == 0, y, cs, acc);
   }
   for (int c = 0; c < NC; ++c) store_group(dst, n0 + c, m0, acc[c]);
 }
 
 #if defined(__AVX512VNNI__) && defined(__AVX512BW__) && defined(__AVX512DQ__)
-// Columns [n0, n0 + NC) of Q4_K / Q5_K groups g0, g0 + 1 (rows m0 .. m0+15)
+// Columns [n0, n0 + NC) of K-quant groups g0, g0 + 1 (rows m0 .. m0+15)
 // on zmm lanes: the same sums per lane as group_cols, so the same bits.
 template <int32_t kType, int NC>
 void pair_cols(const loom_tensor_t* dst, const uint8_t* g0, size_t group_bytes, int64_t nsb, const ActBlockK* act,
                const ColSums* sums, int64_t n0, int64_t m0) {
-  constexpr size_t kBytes = kType == LOOM_TYPE_Q5_K ? kQ5KBytes : kQ4KBytes;
   __m512 acc[NC];
   const ActBlockK* y[NC];
   const ColSums* cs[NC];
@@ -684,7 +698,12 @@ void pair_cols(const loom_tensor_t* dst, const uint8_t* g0, size_t group_bytes, 
     y[c] = act + (n0 + c) * nsb;
     cs[c] = sums + (n0 + c) * nsb;
   }
-  q4k_cols<NC, kType == LOOM_TYPE_Q5_K>(Rows16<kBytes>{g0, g0 + group_bytes}, nsb, n0 == 0, y, cs, acc);
+  if constexpr (kType == LOOM_TYPE_Q6_K) {
+    q6k_cols<NC>(Rows16<kQ6KBytes>{g0, g0 + group_bytes}, nsb, n0 == 0, y, cs, acc);
+  } else {
+    constexpr size_t kBytes = kType == LOOM_TYPE_Q5_K ? kQ5KBytes : kQ4KBytes;
+    q4k_cols<NC, kType == LOOM_TYPE_Q5_K>(Rows16<kBytes>{g0, g0 + group_bytes}, nsb, n0 == 0, y, cs, acc);
+  }
   for (int c = 0; c < NC; ++c) {
     store_group(dst, n0 + c, m0, _mm512_maskz_extractf32x8_ps(0xFF, acc[c], 0));
     store_group(dst, n0 + c, m0 + kWeightGroupRows, _mm512_maskz_extractf32x8_ps(0xFF, acc[c], 1));
@@ -692,7 +711,7 @@ void pair_cols(const loom_tensor_t* dst, const uint8_t* g0, size_t group_bytes, 
 }
 #endif
 
-// Columns of the K-quant products on two groups per zmm (Q4_K, Q5_K; 4+
+// Columns of the K-quant products on two groups per zmm (Q4_K, Q5_K, Q6_K; 4+
 // columns, as matmul_x8.cpp decides for its types: LOOM_CPU_ZMM_PAIRS,
 // else where 512-bit units are full width).
 constexpr int64_t kPairMinCols = 4;
@@ -719,7 +738,7 @@ void mul_mat_type(const loom_tensor_t* dst, const ActBlockK* act, Exec& ex, int 
   const auto* base = static_cast<const uint8_t*>(a->data);
 #if defined(__AVX512VNNI__) && defined(__AVX512BW__) && defined(__AVX512DQ__)
   const int64_t groups = a->ne[1] / kWeightGroupRows;
-  if (kType != LOOM_TYPE_Q6_K && n_len >= kPairMinCols && groups >= 2 && pairs_on()) {
+  if (n_len >= kPairMinCols && groups >= 2 && pairs_on()) {
     const size_t group_bytes = static_cast<size_t>(nsb) * kBytes;
     for_each_item((groups + 1) / 2, ex, ith, nth, [&](int64_t p) {
       const int64_t g = 2 * p;
