@@ -663,24 +663,35 @@ void kquant_batch(const loom_tensor_t* dst, const ActBlockK* act, const ColSums*
 
 // ---------------------------------------------------------------- driver
 
+// Superblock bytes of a group (or of each group of a pair) of kType.
+template <int32_t kType>
+constexpr size_t kGroupSuperBytes =
+    kType == LOOM_TYPE_Q4_K ? kQ4KBytes : kType == LOOM_TYPE_Q5_K ? kQ5KBytes : kQ6KBytes;
+
+// acc for columns [n0, n0 + NC) of the rows R reads (Rows8: one group;
+// Rows16: a pair), the first pass over them streaming them in.
+template <int32_t kType, int NC, typename R>
+void kquant_cols(const R& rows, int64_t nsb, const ActBlockK* act, const ColSums* sums, int64_t n0,
+                 typename R::F acc[NC]) {
+  const ActBlockK* y[NC];
+  const ColSums* cs[NC];
+  for (int c = 0; c < NC; ++c) {
+    acc[c] = typename R::F{};
+    y[c] = act + (n0 + c) * nsb;
+    cs[c] = sums + (n0 + c) * nsb;
+  }
+  if constexpr (kType == LOOM_TYPE_Q6_K) {
+    q6k_cols<NC>(rows, nsb, n0 == 0, y, cs, acc);
+  } else {
+    q4k_cols<NC, kType == LOOM_TYPE_Q5_K>(rows, nsb, n0 == 0, y, cs, acc);
+  }
+}
+
 template <int32_t kType, int NC>
 void group_cols(const loom_tensor_t* dst, const uint8_t* group, int64_t nsb, const ActBlockK* act,
                 const ColSums* sums, int64_t n0, int64_t m0) {
   __m256 acc[NC];
-  const ActBlockK* y[NC];
-  const ColSums* cs[NC];
-  for (int c = 0; c < NC; ++c) {
-    acc[c] = _mm256_setzero_ps();
-    y[c] = act + (n0 + c) * nsb;
-    cs[c] = sums + (n0 + c) * nsb;
-  }
-  if constexpr (kType == LOOM_TYPE_Q4_K || kType == LOOM_TYPE_Q5_K) {
-    // The first pass over the group streams it in (prefetch_ahead).
-    constexpr size_t kBytes = kType == LOOM_TYPE_Q5_K ? kQ5KBytes : kQ4KBytes;
-    q4k_cols<NC, kType == LOOM_TYPE_Q5_K>(Rows8<kBytes>{group}, nsb, n0 == 0, y, cs, acc);
-  } else {
-    q6k_cols<NC>(Rows8<kQ6KBytes>{group}, nsb, n0 == 0, y, cs, acc);
-  }
+  kquant_cols<kType, NC>(Rows8<kGroupSuperBytes<kType>>{group}, nsb, act, sums, n0, acc);
   for (int c = 0; c < NC; ++c) store_group(dst, n0 + c, m0, acc[c]);
 }
 
@@ -691,19 +702,7 @@ template <int32_t kType, int NC>
 void pair_cols(const loom_tensor_t* dst, const uint8_t* g0, size_t group_bytes, int64_t nsb, const ActBlockK* act,
                const ColSums* sums, int64_t n0, int64_t m0) {
   __m512 acc[NC];
-  const ActBlockK* y[NC];
-  const ColSums* cs[NC];
-  for (int c = 0; c < NC; ++c) {
-    acc[c] = _mm512_setzero_ps();
-    y[c] = act + (n0 + c) * nsb;
-    cs[c] = sums + (n0 + c) * nsb;
-  }
-  if constexpr (kType == LOOM_TYPE_Q6_K) {
-    q6k_cols<NC>(Rows16<kQ6KBytes>{g0, g0 + group_bytes}, nsb, n0 == 0, y, cs, acc);
-  } else {
-    constexpr size_t kBytes = kType == LOOM_TYPE_Q5_K ? kQ5KBytes : kQ4KBytes;
-    q4k_cols<NC, kType == LOOM_TYPE_Q5_K>(Rows16<kBytes>{g0, g0 + group_bytes}, nsb, n0 == 0, y, cs, acc);
-  }
+  kquant_cols<kType, NC>(Rows16<kGroupSuperBytes<kType>>{g0, g0 + group_bytes}, nsb, act, sums, n0, acc);
   for (int c = 0; c < NC; ++c) {
     store_group(dst, n0 + c, m0, _mm512_maskz_extractf32x8_ps(0xFF, acc[c], 0));
     store_group(dst, n0 + c, m0 + kWeightGroupRows, _mm512_maskz_extractf32x8_ps(0xFF, acc[c], 1));
@@ -722,7 +721,7 @@ inline bool pairs_on() {
 
 template <int32_t kType>
 void mul_mat_type(const loom_tensor_t* dst, const ActBlockK* act, Exec& ex, int ith, int nth) {
-  constexpr size_t kBytes = kType == LOOM_TYPE_Q4_K ? kQ4KBytes : kType == LOOM_TYPE_Q5_K ? kQ5KBytes : kQ6KBytes;
+  constexpr size_t kBytes = kGroupSuperBytes<kType>;
   const loom_tensor_t* a = dst->src[0];
   const int64_t nsb = a->ne[0] / kSuper;
   const int64_t n_len = nrows(dst);  // A is 2-D: every batch of B shares it
