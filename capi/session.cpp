@@ -62,7 +62,7 @@ void loom_session_params_init(loom_session_params_t* params) {
   params->struct_size = sizeof *params;
   params->n_ctx = 0;
   params->n_batch = static_cast<int32_t>(d.n_batch);
-  params->kv_type = d.kv_type == LOOM_TYPE_F32 ? LOOM_KV_TYPE_F32 : LOOM_KV_TYPE_F16;
+  params->kv_type = d.kv_type == LOOM_TYPE_F32 ? LOOM_KV_TYPE_F32 : d.kv_type == LOOM_TYPE_Q8_0 ? LOOM_KV_TYPE_Q8_0 : LOOM_KV_TYPE_F16;
   params->n_seq = d.n_seq;
 }
 
@@ -84,9 +84,9 @@ loom_status_t* loom_session_create(loom_model_t* model, const loom_session_param
     if (p.n_ctx < 0) return bad_argument(kFn, "n_ctx " + std::to_string(p.n_ctx) + " must be >= 0 (0: the model's)");
     if (p.n_batch < 1) return bad_argument(kFn, "n_batch " + std::to_string(p.n_batch) + " must be >= 1");
     if (p.n_seq < 1 || p.n_seq > 4096) return bad_argument(kFn, "n_seq " + std::to_string(p.n_seq) + " must be in [1, 4096]");
-    if (p.kv_type != LOOM_KV_TYPE_F16 && p.kv_type != LOOM_KV_TYPE_F32) {
+    if (p.kv_type != LOOM_KV_TYPE_F16 && p.kv_type != LOOM_KV_TYPE_F32 && p.kv_type != LOOM_KV_TYPE_Q8_0) {
       return bad_argument(kFn, "kv_type " + std::to_string(static_cast<int>(p.kv_type)) +
-                                   " is not LOOM_KV_TYPE_F16 or LOOM_KV_TYPE_F32");
+                                   " is not LOOM_KV_TYPE_F16, LOOM_KV_TYPE_F32 or LOOM_KV_TYPE_Q8_0");
     }
     if (model->state->session_alive) {
       return make_status(LOOM_STATUS_UNIMPLEMENTED,
@@ -95,7 +95,7 @@ loom_status_t* loom_session_create(loom_model_t* model, const loom_session_param
     llm::SessionOptions so;
     so.n_ctx = p.n_ctx;
     so.n_batch = p.n_batch;
-    so.kv_type = p.kv_type == LOOM_KV_TYPE_F32 ? LOOM_TYPE_F32 : LOOM_TYPE_F16;
+    so.kv_type = p.kv_type == LOOM_KV_TYPE_F32 ? LOOM_TYPE_F32 : p.kv_type == LOOM_KV_TYPE_Q8_0 ? LOOM_TYPE_Q8_0 : LOOM_TYPE_F16;
     so.n_seq = p.n_seq;
     auto s = llm::LlamaSession::create(model->state->model.get(), so);
     if (!s.ok()) return to_c(s.status());

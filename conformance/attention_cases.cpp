@@ -7,7 +7,8 @@
 // a crash), 1 vs 3 threads identical. The ranges form (ABI 1.4): queries of
 // several sequences, each over its own [first, end) rows of one cache.
 // Decode over 2000-5000 rows (a device may split each head's rows into
-// chunks): MQA, GQA, F16 and F32, scores far apart, ranges.
+// chunks): MQA, GQA, F16 and F32, scores far apart, ranges. A Q8_0 cache
+// (ABI 1.6): K and V rows of whole blocks, read as their dequantized values.
 #include <cmath>
 #include <string>
 #include <vector>
@@ -48,15 +49,14 @@ class AttentionTest : public OpTest {
   // head stride dim elements).
   Operand cache_view(loom_type_t t, int64_t dim, int64_t n_kv, int64_t n_head_kv, bool heads_in_rows = false) {
     const int64_t n_ctx = n_kv + 5;
-    const size_t es = block_bytes(t);
+    const size_t head = row_bytes(t, dim);  // one head's part of a row (whole blocks for Q8_0)
     if (!heads_in_rows) {
       Operand base = input(t, {dim, n_ctx, n_head_kv, 1}, -1.0f, 1.0f);
-      const size_t row = es * static_cast<size_t>(dim);
-      return view(base, {dim, n_kv, n_head_kv, 1}, {row, row * n_ctx, row * n_ctx * n_head_kv}, 0);
+      return view(base, {dim, n_kv, n_head_kv, 1}, {head, head * n_ctx, head * n_ctx * n_head_kv}, 0);
     }
     Operand base = input(t, {dim * n_head_kv, n_ctx, 1, 1}, -1.0f, 1.0f);
-    const size_t row = es * static_cast<size_t>(dim * n_head_kv);
-    return view(base, {dim, n_kv, n_head_kv, 1}, {row, es * static_cast<size_t>(dim), row * n_ctx}, 0);
+    const size_t row = head * static_cast<size_t>(n_head_kv);
+    return view(base, {dim, n_kv, n_head_kv, 1}, {row, head, row * n_ctx}, 0);
   }
 
   Operand make_q(const AttnCase& c) {
@@ -388,6 +388,44 @@ LOOM_CASE(AttentionRangesTest, RangeOutsideTheRowsIsAnError) {
     LOOM_EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << st.to_string();
     LOOM_EXPECT_NE(st.message().find("of query 1"), std::string::npos) << st.to_string();
   }
+}
+
+// An 8-bit cache (ABI 1.6): K and V of Q8_0 rows (whole blocks of 32), the
+// reference reading their dequantized values d * q. Devices without the
+// form are skipped with the reason; the cpu plugin runs it.
+class AttentionQ8CacheTest : public AttentionRangesTest {
+ protected:
+  void set_up() override {
+    Context probe;
+    Tensor* q = unwrap(probe.new_tensor(LOOM_TYPE_F32, {32, 2, 1}, "q"));
+    Tensor* k = unwrap(probe.new_tensor(LOOM_TYPE_Q8_0, {32, 4, 2}, "k"));
+    Tensor* vis = unwrap(probe.new_tensor(LOOM_TYPE_I32, {2, 1}, "ranges"));
+    Tensor* node = unwrap(op::attention(probe, q, k, k, vis, 1.0f), "attention");
+    if (reference_device()) {
+      LOOM_ASSERT_TRUE(dev_->supports_op(node));
+    } else if (!dev_->supports_op(node)) {
+      LOOM_SKIP() << dev_->name() << " does not run ATTENTION over a Q8_0 cache (ABI 1.6; its plugin README says why)";
+    }
+  }
+};
+
+// Decode and prefill over a head-major Q8_0 cache: heads of 32, 64 and
+// 128 (one to four blocks), GQA, lengths off the 8- and 32-key blocks, a
+// zero-length row, a permuted Q, Q8_0 K beside F16 or F32 V and the other
+// way round, rows holding every head, long rows a device may cut into
+// chunks, and sequences in slots (the ranges form).
+LOOM_CASE(AttentionQ8CacheTest, EightBitCache) {
+  seed(1131);
+  check({64, 64, 12, 12, 1, 320, LOOM_TYPE_Q8_0, false}, {289});
+  check({32, 32, 8, 2, 5, 100, LOOM_TYPE_Q8_0, false}, causal(60, 5));
+  check({128, 128, 4, 2, 3, 90, LOOM_TYPE_Q8_0, true}, {0, 41, 90});
+  check({64, 64, 8, 2, 37, 300, LOOM_TYPE_Q8_0, false}, causal(250, 37));
+  check({64, 64, 4, 2, 2, 90, LOOM_TYPE_Q8_0, false}, {90, 41}, LOOM_TYPE_F16);
+  check({64, 32, 4, 4, 1, 77, LOOM_TYPE_F32, false}, {77}, LOOM_TYPE_Q8_0);
+  check({64, 64, 8, 2, 3, 70, LOOM_TYPE_Q8_0, false, true}, {9, 70, 33});
+  check({64, 64, 8, 2, 2, 3000, LOOM_TYPE_Q8_0, false}, {2999, 1500});
+  check_ranges({64, 64, 8, 2, 4, 256, LOOM_TYPE_Q8_0, false}, {0, 64, 128, 192}, {17, 64 + 40, 128 + 1, 192 + 64});
+  check_ranges({32, 32, 4, 4, 3, 96, LOOM_TYPE_Q8_0, false, true}, {0, 32, 64}, {31, 32, 96});
 }
 
 }  // namespace

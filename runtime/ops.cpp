@@ -326,8 +326,14 @@ StatusOr<Tensor*> attention(Context& ctx, Tensor* q, Tensor* k, Tensor* v, Tenso
   LOOM_RETURN_IF_ERROR(check_src(op, ctx, v, "v"));
   LOOM_RETURN_IF_ERROR(check_src(op, ctx, visible, "visible"));
   LOOM_RETURN_IF_ERROR(need_float(op, q, "q"));
-  LOOM_RETURN_IF_ERROR(need_float(op, k, "k"));
-  LOOM_RETURN_IF_ERROR(need_float(op, v, "v"));
+  // K and V: float, or Q8_0 rows of whole blocks (ABI 1.6: an 8-bit cache).
+  for (const auto& [t, role] : {std::pair<const Tensor*, const char*>{k, "k"}, {v, "v"}}) {
+    if (t->type != LOOM_TYPE_Q8_0) LOOM_RETURN_IF_ERROR(need_float(op, t, role));
+    if (t->type == LOOM_TYPE_Q8_0 && (t->ne[0] % 32 != 0 || t->nb[0] != sizeof(loom_block_q8_0_t))) {
+      return invalid_argument(tag(op) + role + " (" + t->describe() + ") must have rows of whole Q8_0 blocks (ne[0] " +
+                              std::to_string(t->ne[0]) + " a multiple of 32)");
+    }
+  }
   LOOM_RETURN_IF_ERROR(need_type(op, visible, "visible", LOOM_TYPE_I32));
   const int64_t d = q->ne[0], n_head = q->ne[1], n_tok = q->ne[2];
   const int64_t n_kv = k->ne[1], n_head_kv = k->ne[2];

@@ -56,7 +56,7 @@ extern "C" {
 /* ---------------------------------------------------------------- versions */
 
 #define LOOM_API_VERSION_MAJOR 1u
-#define LOOM_API_VERSION_MINOR 1u  /* 1.1: sequence slots (n_seq, loom_session_decode_batch, _copy_seq, _n_seq) */
+#define LOOM_API_VERSION_MINOR 2u  /* 1.1: sequence slots (n_seq, loom_session_decode_batch, _copy_seq, _n_seq); 1.2: LOOM_KV_TYPE_Q8_0 */
 /* Packed version: major in the high 16 bits, minor in the low 16 bits. */
 #define LOOM_API_MAKE_VERSION(major, minor) ((uint32_t)(((major) << 16) | ((minor)&0xFFFFu)))
 #define LOOM_API_VERSION LOOM_API_MAKE_VERSION(LOOM_API_VERSION_MAJOR, LOOM_API_VERSION_MINOR)
@@ -302,7 +302,11 @@ typedef struct loom_session loom_session_t;
 
 typedef enum loom_kv_type {
   LOOM_KV_TYPE_F16 = 0, /* default: half the bytes per cached position */
-  LOOM_KV_TYPE_F32 = 1
+  LOOM_KV_TYPE_F32 = 1,
+  /* (API 1.2) 8-bit: 34 bytes per 32 values, about half of F16's; the
+   * model's head size must be a multiple of 32 (INVALID_ARGUMENT names it
+   * otherwise). A library of API 1.1 refuses it as an unknown kv_type. */
+  LOOM_KV_TYPE_Q8_0 = 2
 } loom_kv_type_t;
 
 typedef struct loom_session_params {

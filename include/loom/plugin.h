@@ -26,7 +26,7 @@ extern "C" {
 /* ---------------------------------------------------------------- versions */
 
 #define LOOM_ABI_VERSION_MAJOR 1u
-#define LOOM_ABI_VERSION_MINOR 5u
+#define LOOM_ABI_VERSION_MINOR 6u
 /* Packed version: major in the high 16 bits, minor in the low 16 bits. */
 #define LOOM_ABI_MAKE_VERSION(major, minor) ((uint32_t)(((major) << 16) | ((minor) & 0xFFFFu)))
 #define LOOM_ABI_VERSION LOOM_ABI_MAKE_VERSION(LOOM_ABI_VERSION_MAJOR, LOOM_ABI_VERSION_MINOR)
@@ -322,7 +322,11 @@ typedef enum loom_op {
    * sum and softmax above run over those rows. first > end or either outside
    * [0, n_kv] fails the node; first == end gives a zero row. Param [1] = 0
    * is the form above. The host never offers the ranges form to a plugin
-   * built for 1.0-1.3. */
+   * built for 1.0-1.3.
+   * (ABI 1.6) K and V may also be Q8_0 (an 8-bit KV cache), rows of whole
+   * blocks (ne[0] % 32 == 0, nb[0] the block size): row j read as its
+   * dequantized values (d * q). The host never offers such a node to a
+   * plugin built for 1.0-1.5. */
   LOOM_OP_ATTENTION = 25,
 #define LOOM_ATTENTION_RANGES 1
   /* (ABI 1.3) Activation-sparse FFN products. Both are 2-D (ne[2] = ne[3]

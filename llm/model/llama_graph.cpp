@@ -52,8 +52,16 @@ StatusOr<Tensor*> attention_fused(Context& ctx, const LayerAttention& a, int64_t
 StatusOr<Tensor*> attention_unfused(Context& ctx, const LayerAttention& a, int64_t n_kv, Tensor* mask,
                                     float scale, float softcap) {
   // K as [hd, n_kv, n_head_kv]; V^T as [n_kv, hd, n_head_kv] (strided).
+  // A Q8_0 cache's rows are copied to F32 first: a strided view of blocks
+  // (V^T) is not a tensor.
   LOOM_ASSIGN_OR_RETURN(Tensor * kv_k, cache_rows(ctx, a.k_stored, a.kc, n_kv));
   LOOM_ASSIGN_OR_RETURN(Tensor * kv_v, cache_rows(ctx, a.v_stored, a.vc, n_kv));
+  for (Tensor** t : {&kv_k, &kv_v}) {
+    if ((*t)->type != LOOM_TYPE_Q8_0) continue;
+    LOOM_ASSIGN_OR_RETURN(Tensor * f, ctx.new_tensor(LOOM_TYPE_F32, {(*t)->ne[0], (*t)->ne[1], (*t)->ne[2]},
+                                                     std::string(t == &kv_k ? "kv_k_f32" : "kv_v_f32") + a.sfx));
+    LOOM_ASSIGN_OR_RETURN(*t, op::cpy(ctx, *t, f));
+  }
   LOOM_ASSIGN_OR_RETURN(kv_v, ctx.permute(kv_v, 1, 0, 2, 3));
   // Query head i uses kv head i / (n_head / n_head_kv): MUL_MAT's dim-2
   // broadcast with heads as dim 2.

@@ -116,6 +116,7 @@ struct EngineOptions {
   double mixed_step_ratio = 2.0;
   int32_t max_queue = 64;     // requests waiting for a slot before submit refuses
   int n_threads = 0;          // 0: the device's default
+  loom_type_t kv_type = LOOM_TYPE_F16;  // the KV cache's element type (--kv-type)
 };
 
 }  // namespace loom::llm::serve

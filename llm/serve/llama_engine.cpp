@@ -511,6 +511,7 @@ StatusOr<std::unique_ptr<Engine>> make_llama_engine(std::unique_ptr<LlamaModel> 
   so.n_ctx = o.n_ctx > 0 ? o.n_ctx : std::min<int64_t>(model->hparams().n_ctx_train, 4096);
   // Every step's tokens in one graph: the batch holds a token per slot at least.
   so.n_batch = std::max<int64_t>(o.n_batch, o.slots);
+  so.kv_type = o.kv_type;
   EngineOptions eo = o;
   eo.n_batch = so.n_batch;
   LOOM_ASSIGN_OR_RETURN(std::unique_ptr<LlamaSession> session, LlamaSession::create(model.get(), so));

@@ -37,8 +37,12 @@ StatusOr<KvCache> KvCache::create(Context& ctx, const std::vector<registry::Devi
                                   int64_t head_dim, int64_t n_head_kv, int64_t n_ctx, loom_type_t type,
                                   const KvWindow& window) {
   const auto n_layer = static_cast<int64_t>(layer_devices.size());
-  if (type != LOOM_TYPE_F32 && type != LOOM_TYPE_F16) {
-    return invalid_argument(std::string("[llm.kv_cache] type ") + type_name(type) + " must be f32 or f16");
+  if (type != LOOM_TYPE_F32 && type != LOOM_TYPE_F16 && type != LOOM_TYPE_Q8_0) {
+    return invalid_argument(std::string("[llm.kv_cache] type ") + type_name(type) + " must be f32, f16 or q8_0");
+  }
+  if (type == LOOM_TYPE_Q8_0 && head_dim % 32 != 0) {
+    return invalid_argument("[llm.kv_cache] type q8_0 keeps each head's row in blocks of 32 values; this model's heads are " +
+                            std::to_string(head_dim) + " wide (use --kv-type f16)");
   }
   if (n_layer < 1 || head_dim < 1 || n_head_kv < 1 || n_ctx < 1) {
     return invalid_argument("[llm.kv_cache] n_layer " + std::to_string(n_layer) + ", head_dim " +

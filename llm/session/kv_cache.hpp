@@ -40,7 +40,9 @@ struct KvWindow {
 
 class KvCache {
  public:
-  // type: F32 or F16. n_ctx: the rows of a global layer, every slot's.
+  // type: F32, F16 or Q8_0 (an 8-bit cache: head_dim a multiple of 32, rows
+  // of whole blocks; read by ATTENTION of ABI 1.6, or through a CPY to F32 on
+  // the unfused path). n_ctx: the rows of a global layer, every slot's.
   static StatusOr<KvCache> create(Context& ctx, registry::Device& device, int64_t n_layer, int64_t head_dim,
                                   int64_t n_head_kv, int64_t n_ctx, loom_type_t type);
   static StatusOr<KvCache> create(Context& ctx, const std::vector<registry::Device*>& layer_devices,

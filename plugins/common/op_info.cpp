@@ -19,6 +19,9 @@ bool plugin_knows_op(uint32_t plugin_abi_version, int32_t op) {
 
 uint32_t op_form_abi_minor(const loom_tensor_t* node) {
   if (node->op == LOOM_OP_ROPE && node->src[2] != nullptr) return 2;  // frequency factors
+  if (node->op == LOOM_OP_ATTENTION && (node->src[1]->type == LOOM_TYPE_Q8_0 || node->src[2]->type == LOOM_TYPE_Q8_0)) {
+    return 6;  // an 8-bit KV cache
+  }
   if (node->op == LOOM_OP_ATTENTION && node->op_params[1] == LOOM_ATTENTION_RANGES) return 4;  // [first, end) per query
   return 0;
 }

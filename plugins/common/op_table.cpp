@@ -62,13 +62,16 @@ const char* check_cpy(const loom_tensor_t* dst, const loom_tensor_t* a, const lo
 }
 
 // Q [D, H, T], K [D, n_kv, Hkv], V [Dv, n_kv, Hkv], visible I32 [T] ->
-// F32 [Dv, H, T]; H a multiple of Hkv; a finite scale.
+// F32 [Dv, H, T]; H a multiple of Hkv; a finite scale. K and V float, or
+// (1.6) Q8_0 rows of whole blocks (an 8-bit KV cache; tensor_ok: contiguous
+// blocks).
 const char* check_attention(const loom_tensor_t* n) {
   const loom_tensor_t* q = n->src[0];
   const loom_tensor_t* k = n->src[1];
   const loom_tensor_t* v = n->src[2];
   const loom_tensor_t* vis = n->src[3];
-  if (!is_float(q->type) || !is_float(k->type) || !is_float(v->type) || vis->type != LOOM_TYPE_I32 ||
+  const auto kv_type = [](int32_t t) { return is_float(t) || t == LOOM_TYPE_Q8_0; };
+  if (!is_float(q->type) || !kv_type(k->type) || !kv_type(v->type) || vis->type != LOOM_TYPE_I32 ||
       n->type != LOOM_TYPE_F32) {
     return "types";
   }

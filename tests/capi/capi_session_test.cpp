@@ -41,6 +41,9 @@ TEST_F(CApiModel, SessionBadArgumentsAndOnePerModel) {
   p.n_batch = 8;
   p.kv_type = 7;
   EXPECT_FAILS(loom_session_create(model_, &p, &s), LOOM_STATUS_INVALID_ARGUMENT, "kv_type 7");
+  // API 1.2's 8-bit cache needs heads a multiple of 32 wide: stories260K's are 8.
+  p.kv_type = LOOM_KV_TYPE_Q8_0;
+  EXPECT_FAILS(loom_session_create(model_, &p, &s), LOOM_STATUS_INVALID_ARGUMENT, "heads are 8 wide");
   p.kv_type = LOOM_KV_TYPE_F32;
   p.n_ctx = 64;
   Status ok(loom_session_create(model_, &p, &session_));

@@ -151,7 +151,7 @@ TEST(CliBench, TableHasPpAndTgRows) {
 
 TEST(CliBench, BadArguments) {
   for (const char* args : {"-r 0", "-p lots", "-n -1", "--threads 0", "--threads 1,,2", "--batch 0", "-p 0 -n 0",
-                           "--bogus", "-m", "--kv-type q8_0", "--kv-type", "--sparse 1"}) {
+                           "--bogus", "-m", "--kv-type q4_0", "--kv-type", "--sparse 1"}) {
     BenchResult r = run_bench(args, true);
     EXPECT_EQ(r.exit_code, 2) << args << ": " << r.out;
     EXPECT_NE(r.out.find("loom bench:"), std::string::npos) << args << ": " << r.out;

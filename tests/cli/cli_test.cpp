@@ -384,7 +384,7 @@ TEST(Cli, RunErrors) {
   EXPECT_EQ(top_p.exit_code, 2);
   Result kv = run_loom("run --kv-type bf16");
   EXPECT_EQ(kv.exit_code, 2);
-  EXPECT_NE(kv.out.find("--kv-type 'bf16': expected f16 or f32"), std::string::npos) << kv.out;
+  EXPECT_NE(kv.out.find("--kv-type 'bf16': expected f16, f32 or q8_0"), std::string::npos) << kv.out;
   Result sparse = run_loom("run --sparse maybe");
   EXPECT_EQ(sparse.exit_code, 2);
   EXPECT_NE(sparse.out.find("--sparse 'maybe': expected on or off"), std::string::npos) << sparse.out;

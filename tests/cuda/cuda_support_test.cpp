@@ -177,6 +177,9 @@ std::string path_mismatch(const loom_tensor_t* n, Path path) {
 // Well-formed nodes the table may refuse: its documented limits.
 bool allowed_refusal(const loom_tensor_t* n, Layout layout) {
   if (n->op == LOOM_OP_MUL_MAT && layout == Layout::kStridedResult) return true;  // cuBLAS writes dense rows
+  // ATTENTION over a Q8_0 cache (ABI 1.6): the kernels read float K and V;
+  // the llama builder reads such a cache on the unfused path (plugins/cuda/README.md).
+  if (n->op == LOOM_OP_ATTENTION && (n->src[1]->type == LOOM_TYPE_Q8_0 || n->src[2]->type == LOOM_TYPE_Q8_0)) return true;
   return false;
 }
 

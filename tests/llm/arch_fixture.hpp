@@ -81,11 +81,12 @@ class Architectures : public ::testing::Test {
 
   // loom's logits for every position of prompt(): the first n_prefill
   // tokens in batches of 3 (the second batch starts at position 3), then
-  // one token per step.
-  static std::vector<std::vector<double>> loom_logits(LlamaModel* model, int64_t n_prefill, bool fused) {
+  // one token per step. kv_type: the cache's element type.
+  static std::vector<std::vector<double>> loom_logits(LlamaModel* model, int64_t n_prefill, bool fused,
+                                                      loom_type_t kv_type = LOOM_TYPE_F32) {
     SessionOptions so;
     so.n_batch = 3;
-    so.kv_type = LOOM_TYPE_F32;
+    so.kv_type = kv_type;
     so.fused_attention = fused;
     auto s = LlamaSession::create(model, so);
     EXPECT_TRUE(s.ok()) << s.status().to_string();

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,10 @@ namespace loom::test {
 class ReferenceForward {
  public:
   explicit ReferenceForward(const TinyArchModel& m) : m_(m), s_(m.spec) {}
+
+  // Applied to each position's K and V (all kv heads, after RoPE) before
+  // they are attended to: a cache's rounding (e.g. the 8-bit cache's).
+  std::function<void(std::vector<double>*)> kv_round;
 
   // n_vocab logits for each position of `tokens`, position-major.
   std::vector<std::vector<double>> logits(const std::vector<int32_t>& tokens) const {
@@ -201,6 +206,10 @@ class ReferenceForward {
       add_to(&v[p], m_.find(pre + "attn_v.bias"));
       heads(&q[p], nh, pre + "attn_q_norm.weight", static_cast<int64_t>(p), swa);
       heads(&k[p], nkv, pre + "attn_k_norm.weight", static_cast<int64_t>(p), swa);
+      if (kv_round) {
+        kv_round(&k[p]);
+        kv_round(&v[p]);
+      }
     }
     for (size_t p = 0; p < n; ++p) {
       // Causal grouped-query attention: query head h reads kv head h / (nh / nkv).

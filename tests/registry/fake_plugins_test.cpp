@@ -138,6 +138,29 @@ TEST_F(FakePlugins, AttentionRangesAreNotOfferedToOlderMinors) {
   EXPECT_TRUE(now->supports_op(ranged));
 }
 
+// Host rule 15 for forms: ATTENTION over a Q8_0 cache (ABI 1.6) is never
+// offered to a plugin built for an older minor, which knows the op and the
+// type but would read the blocks as float rows.
+TEST_F(FakePlugins, AttentionOverAQ8CacheIsNotOfferedToOlderMinors) {
+  registry::Device* v11 = reg_->device("minor1");
+  registry::Device* now = reg_->device("allops0");
+  v11 = v11 ? v11 : reg_->device("minor10");
+  ASSERT_NE(v11, nullptr) << describe(*reg_);
+  ASSERT_NE(now, nullptr) << describe(*reg_);
+  Context ctx;
+  Tensor* q = ctx.new_tensor(LOOM_TYPE_F32, {32, 2, 3}, "q").value();
+  Tensor* k8 = ctx.new_tensor(LOOM_TYPE_Q8_0, {32, 40, 2}, "k8").value();
+  Tensor* k16 = ctx.new_tensor(LOOM_TYPE_F16, {32, 40, 2}, "k16").value();
+  Tensor* lens = ctx.new_tensor(LOOM_TYPE_I32, {3}, "lens").value();
+  Tensor* half = op::attention(ctx, q, k16, k16, lens, 1.0f).value();
+  EXPECT_TRUE(v11->supports_op(half));  // the 1.1 form over F16: the plugin is asked
+  for (Tensor* n : {op::attention(ctx, q, k8, k8, lens, 1.0f).value(), op::attention(ctx, q, k16, k8, lens, 1.0f).value(),
+                    op::attention(ctx, q, k8, k16, lens, 1.0f).value()}) {
+    EXPECT_FALSE(v11->supports_op(n)) << n->describe();  // the host answers for the 1.1 plugin
+    EXPECT_TRUE(now->supports_op(n)) << n->describe();
+  }
+}
+
 // Host rule 15 for the ABI 1.5 ops: MUL_MAT_ID, TOP_K and TANH are never
 // offered to a plugin built for an older minor.
 TEST_F(FakePlugins, ExpertOpsAreNotOfferedToOlderMinors) {

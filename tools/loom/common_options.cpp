@@ -72,6 +72,8 @@ bool parse_kv_type(const std::string& value, loom_type_t* out) {
     *out = LOOM_TYPE_F16;
   } else if (value == "f32") {
     *out = LOOM_TYPE_F32;
+  } else if (value == "q8_0") {
+    *out = LOOM_TYPE_Q8_0;
   } else {
     return false;
   }

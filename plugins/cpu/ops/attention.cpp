@@ -152,19 +152,49 @@ void attend_heads(const loom_tensor_t* dst, const loom_tensor_t* k, const loom_t
 using AttendFn = void (*)(const loom_tensor_t*, const loom_tensor_t*, const loom_tensor_t*, int64_t, int64_t, int64_t,
                           int64_t, const int64_t*, float, int64_t);
 
-// attend_heads for this node's K and V layouts.
-AttendFn attend_for(const loom_tensor_t* k, const loom_tensor_t* v) {
+// How a node's K or V rows are read: 0 as f32 (in place or widened), 1 as
+// F16 bits (reads_f16), 2 as Q8_0 blocks (reads_q8); builds without F16C
+// widen everything.
+int read_kind(const loom_tensor_t* t) {
 #if defined(__AVX2__) && defined(__F16C__)
-  const bool kh = reads_f16(k), vh = reads_f16(v);
-  if (kh && vh) return attend_heads<uint16_t, uint16_t>;
-  if (kh) return attend_heads<uint16_t, float>;
-  if (vh) return attend_heads<float, uint16_t>;
+  if (reads_f16(t)) return 1;
+  if (reads_q8(t)) return 2;
+#else
+  (void)t;
+#endif
+  return 0;
+}
+
+// Fn<KT, VT> for the read kinds of K and V (read_kind), picked by Pick's
+// template at<KT, VT>().
+template <typename Pick, typename KT>
+auto pick_v(int v) {
+#if defined(__AVX2__) && defined(__F16C__)
+  if (v == 1) return Pick::template at<KT, uint16_t>();
+  if (v == 2) return Pick::template at<KT, Q8Row>();
+#endif
+  (void)v;
+  return Pick::template at<KT, float>();
+}
+template <typename Pick>
+auto pick_kv(const loom_tensor_t* k, const loom_tensor_t* v) {
+#if defined(__AVX2__) && defined(__F16C__)
+  if (read_kind(k) == 1) return pick_v<Pick, uint16_t>(read_kind(v));
+  if (read_kind(k) == 2) return pick_v<Pick, Q8Row>(read_kind(v));
 #else
   (void)k;
-  (void)v;
 #endif
-  return attend_heads<float, float>;
+  return pick_v<Pick, float>(read_kind(v));
 }
+
+// attend_heads for this node's K and V layouts.
+struct PickAttend {
+  template <typename KT, typename VT>
+  static AttendFn at() {
+    return attend_heads<KT, VT>;
+  }
+};
+AttendFn attend_for(const loom_tensor_t* k, const loom_tensor_t* v) { return pick_kv<PickAttend>(k, v); }
 
 // Pairs [p0, p1) (p = t * n_head + h) of slot ith of nth: equal shares of
 // the work, a pair's being its visible rows plus one (its fixed cost), not
@@ -408,18 +438,13 @@ void split_unit(const SplitNode& sn, int64_t u) {
 using UnitFn = void (*)(const SplitNode&, int64_t);
 
 // split_unit for this node's K and V layouts.
-UnitFn unit_for(const loom_tensor_t* k, const loom_tensor_t* v) {
-#if defined(__AVX2__) && defined(__F16C__)
-  const bool kh = reads_f16(k), vh = reads_f16(v);
-  if (kh && vh) return split_unit<uint16_t, uint16_t>;
-  if (kh) return split_unit<uint16_t, float>;
-  if (vh) return split_unit<float, uint16_t>;
-#else
-  (void)k;
-  (void)v;
-#endif
-  return split_unit<float, float>;
-}
+struct PickUnit {
+  template <typename KT, typename VT>
+  static UnitFn at() {
+    return split_unit<KT, VT>;
+  }
+};
+UnitFn unit_for(const loom_tensor_t* k, const loom_tensor_t* v) { return pick_kv<PickUnit>(k, v); }
 
 }  // namespace
 

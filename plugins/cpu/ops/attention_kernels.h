@@ -7,8 +7,9 @@
 //
 // Precision: dots, exp, the sums and the accumulator are f32 (dots in
 // vector lanes, 16 wide with AVX-512; exp in lanes: simd_exp, < 2e-7
-// relative); F16 rows are converted exactly in registers (F16C), BF16 and
-// strided rows widened to f32 first.
+// relative); F16 rows are converted exactly in registers (F16C), Q8_0 rows
+// (an 8-bit cache) to d * q in registers, the same f32 the reference's
+// dequantization gives; BF16 and strided rows widened to f32 first.
 #pragma once
 
 #include <algorithm>
@@ -17,6 +18,8 @@
 #include <limits>
 #include <type_traits>
 
+#include "common/fp16.h"
+#include "common/type_traits.h"
 #include "ops/ops.h"
 #include "ops/simd.h"
 
@@ -40,20 +43,51 @@ inline const float* f32_row(const loom_tensor_t* t, int64_t i1, int64_t i2, floa
 }
 
 // How K or V rows are read: F16 rows straight from the cache, converted in
-// registers (F16C, builds with AVX2; rows a multiple of 8 wide), any other
-// layout as f32 rows (contiguous F32 in place, the rest widened to scratch).
+// registers (F16C, builds with AVX2; rows a multiple of 8 wide), Q8_0 rows
+// the same way (whole blocks, as op_check requires), any other layout as
+// f32 rows (contiguous F32 in place, the rest widened to scratch).
 #if defined(__AVX2__) && defined(__F16C__)
 inline bool reads_f16(const loom_tensor_t* t) {
   return t->type == LOOM_TYPE_F16 && t->nb[0] == sizeof(uint16_t) && t->ne[0] % 8 == 0;
 }
+inline bool reads_q8(const loom_tensor_t* t) { return t->type == LOOM_TYPE_Q8_0; }
 #endif
+
+// A Q8_0 row read in place: `const Q8Row*` points at its first block (32
+// int8 with an F16 scale d ahead of them, 34 bytes). at(row, e) is where
+// element e's lanes start: within one block for the 8 or 16 lanes a step
+// reads (e a multiple of 8 or 16), so one scale serves them all.
+struct Q8Row;
+struct Q8At {
+  const int8_t* q;  // element e's int8
+  float d;          // its block's scale
+};
+inline Q8At at(const Q8Row* row, int64_t e) {
+  const auto* b = reinterpret_cast<const uint8_t*>(row) + (e / 32) * static_cast<int64_t>(sizeof(loom_block_q8_0_t));
+  uint16_t h;
+  std::memcpy(&h, b, sizeof h);
+  return {reinterpret_cast<const int8_t*>(b + sizeof h) + e % 32, common::f16_to_f32(h)};
+}
+// Element e of a float or F16 row: a pointer.
+template <typename T>
+inline const T* at(const T* row, int64_t e) {
+  return row + e;
+}
+
+// Bytes of one row of K or V (whole blocks for a quantized type).
+inline int64_t kv_row_bytes(const loom_tensor_t* t) {
+  const common::TypeTraits& tr = common::type_traits(t->type);
+  return t->ne[0] / tr.block_size * static_cast<int64_t>(tr.type_size);
+}
 
 // Rows j0 .. j0+nb of head g of K or V (scratch: nb rows of ne[0] floats,
 // used only for rows that need widening).
 template <typename T>
 void block_rows(const loom_tensor_t* t, int64_t j0, int64_t nb, int64_t g, float* scratch, const T** rows) {
-  if (std::is_same_v<T, uint16_t> || (t->type == LOOM_TYPE_F32 && t->nb[0] == sizeof(float))) {
-    // Rows read in place (F16 bits, reads_f16, or f32): one row stride apart.
+  if (std::is_same_v<T, uint16_t> || std::is_same_v<T, Q8Row> ||
+      (t->type == LOOM_TYPE_F32 && t->nb[0] == sizeof(float))) {
+    // Rows read in place (F16 bits, reads_f16; Q8_0 blocks, reads_q8; or
+    // f32): one row stride apart.
     const char* base = row_ptr(t, j0, g, 0);
     for (int64_t jj = 0; jj < nb; ++jj) rows[jj] = reinterpret_cast<const T*>(base + jj * static_cast<int64_t>(t->nb[1]));
     return;
@@ -69,6 +103,11 @@ inline simd_f lanes(const float* p) { return simd_load(p); }
 inline simd_f lanes(const uint16_t* p) {
   return reinterpret_cast<simd_f>(_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
 }
+// 8 values d * q of a Q8_0 block.
+inline simd_f lanes(Q8At a) {
+  const __m256 q = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(a.q))));
+  return reinterpret_cast<simd_f>(_mm256_mul_ps(_mm256_set1_ps(a.d), q));
+}
 #endif
 
 #ifdef __AVX512F__
@@ -78,6 +117,11 @@ inline __m512 lanes16(const uint16_t* p) {
   // The maskz forms: GCC 12's unmasked ones start from an "undefined"
   // register and warn (-Wmaybe-uninitialized).
   return _mm512_maskz_cvtph_ps(0xFFFF, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+}
+inline __m512 lanes16(Q8At a) {
+  const __m512i w = _mm512_maskz_cvtepi8_epi32(0xFFFF, _mm_loadu_si128(reinterpret_cast<const __m128i*>(a.q)));
+  const __m512 q = _mm512_maskz_cvtepi32_ps(0xFFFF, w);  // maskz: see lanes16(const uint16_t*)
+  return _mm512_mul_ps(_mm512_set1_ps(a.d), q);
 }
 #endif
 
@@ -113,7 +157,7 @@ inline __m256 dot8(const float* q, const T* const* k, int64_t d) {
     for (int r = 0; r < 8; ++r) wide[r] = _mm512_setzero_ps();
     for (int64_t e = 0; e < d; e += 16) {
       const __m512 qv = _mm512_loadu_ps(q + e);
-      for (int r = 0; r < 8; ++r) wide[r] = _mm512_fmadd_ps(qv, lanes16(k[r] + e), wide[r]);
+      for (int r = 0; r < 8; ++r) wide[r] = _mm512_fmadd_ps(qv, lanes16(at(k[r], e)), wide[r]);
     }
     return hsum8_wide(wide);
   }
@@ -122,7 +166,7 @@ inline __m256 dot8(const float* q, const T* const* k, int64_t d) {
   for (int r = 0; r < 8; ++r) acc[r] = _mm256_setzero_ps();
   for (int64_t e = 0; e < d; e += 8) {
     const __m256 qv = _mm256_loadu_ps(q + e);
-    for (int r = 0; r < 8; ++r) acc[r] = _mm256_fmadd_ps(qv, reinterpret_cast<__m256>(lanes(k[r] + e)), acc[r]);
+    for (int r = 0; r < 8; ++r) acc[r] = _mm256_fmadd_ps(qv, reinterpret_cast<__m256>(lanes(at(k[r], e))), acc[r]);
   }
   return hsum8(acc);
 }
@@ -141,7 +185,7 @@ inline void dot8x2(const float* q0, const float* q1, const T* const* k, int64_t 
   for (int64_t e = 0; e < d; e += 16) {
     const __m512 a = _mm512_loadu_ps(q0 + e), b = _mm512_loadu_ps(q1 + e);
     for (int r = 0; r < 8; ++r) {
-      const __m512 kv = lanes16(k[r] + e);
+      const __m512 kv = lanes16(at(k[r], e));
       w0[r] = _mm512_fmadd_ps(a, kv, w0[r]);
       w1[r] = _mm512_fmadd_ps(b, kv, w1[r]);
     }
@@ -182,7 +226,7 @@ template <typename T>
 inline void axpy_tail16(float* acc, const float* p, const T* const* v, int64_t nb, int64_t e0, int64_t dv) {
   for (int64_t e = e0; e < dv; e += 16) {
     __m512 a = _mm512_loadu_ps(acc + e);
-    for (int64_t jj = 0; jj < nb; ++jj) a = _mm512_fmadd_ps(_mm512_set1_ps(p[jj]), lanes16(v[jj] + e), a);
+    for (int64_t jj = 0; jj < nb; ++jj) a = _mm512_fmadd_ps(_mm512_set1_ps(p[jj]), lanes16(at(v[jj], e)), a);
     _mm512_storeu_ps(acc + e, a);
   }
 }
@@ -198,7 +242,7 @@ class Ahead {
  public:
   Ahead() = default;  // asks for nothing
   Ahead(const loom_tensor_t* t, int64_t g, int64_t n_rows)
-      : t_(t), g_(g), n_rows_(n_rows), row_bytes_(static_cast<int64_t>(t->ne[0] * t->nb[0])) {}
+      : t_(t), g_(g), n_rows_(n_rows), row_bytes_(kv_row_bytes(t)) {}
   // The next n rows.
   void rows(int64_t n) { upto(asked_ + n); }
   // Every row before `row` (after kernels that do not call rows()).
@@ -236,7 +280,7 @@ template <typename T>
 void block_axpy(float* acc, const float* p, const T* const* v, int64_t nb, int64_t dv, Ahead* ahead = nullptr) {
   (void)ahead;  // builds without AVX-512: two_pass asks after the block (Ahead::upto)
 #ifdef __AVX512F__
-  if (dv % 16 == 0 && (std::is_same_v<T, uint16_t> || std::is_same_v<T, float>)) {
+  if (dv % 16 == 0 && (std::is_same_v<T, uint16_t> || std::is_same_v<T, float> || std::is_same_v<T, Q8Row>)) {
     // 16 lanes per group: 4 groups cover a head of 64. Even and odd rows
     // go to their own accumulators: 8 FMA chains, so a row does not wait
     // on the previous row's FMA latency (4 chains held the V pass to one
@@ -254,13 +298,13 @@ void block_axpy(float* acc, const float* p, const T* const* v, int64_t nb, int64
         if (ahead != nullptr && e == 0) ahead->rows(2);
         const __m512 p0 = _mm512_set1_ps(p[jj]), p1 = _mm512_set1_ps(p[jj + 1]);
         for (int g = 0; g < kWide; ++g) {
-          a[g] = _mm512_fmadd_ps(p0, lanes16(v[jj] + e + 16 * g), a[g]);
-          b[g] = _mm512_fmadd_ps(p1, lanes16(v[jj + 1] + e + 16 * g), b[g]);
+          a[g] = _mm512_fmadd_ps(p0, lanes16(at(v[jj], e + 16 * g)), a[g]);
+          b[g] = _mm512_fmadd_ps(p1, lanes16(at(v[jj + 1], e + 16 * g)), b[g]);
         }
       }
       if (jj < nb) {
         const __m512 pj = _mm512_set1_ps(p[jj]);
-        for (int g = 0; g < kWide; ++g) a[g] = _mm512_fmadd_ps(pj, lanes16(v[jj] + e + 16 * g), a[g]);
+        for (int g = 0; g < kWide; ++g) a[g] = _mm512_fmadd_ps(pj, lanes16(at(v[jj], e + 16 * g)), a[g]);
       }
       for (int g = 0; g < kWide; ++g) _mm512_storeu_ps(acc + e + 16 * g, _mm512_add_ps(a[g], b[g]));
     }
@@ -274,14 +318,13 @@ void block_axpy(float* acc, const float* p, const T* const* v, int64_t nb, int64
     simd_f a[kGroups];
     for (int g = 0; g < kGroups; ++g) a[g] = simd_load(acc + e + g * kSimdLanes);
     for (int64_t jj = 0; jj < nb; ++jj) {
-      const T* vr = v[jj] + e;
-      for (int g = 0; g < kGroups; ++g) a[g] += p[jj] * lanes(vr + g * kSimdLanes);
+      for (int g = 0; g < kGroups; ++g) a[g] += p[jj] * lanes(at(v[jj], e + g * kSimdLanes));
     }
     for (int g = 0; g < kGroups; ++g) simd_store(acc + e + g * kSimdLanes, a[g]);
   }
   for (; e + kSimdLanes <= dv; e += kSimdLanes) {
     simd_f a = simd_load(acc + e);
-    for (int64_t jj = 0; jj < nb; ++jj) a += p[jj] * lanes(v[jj] + e);
+    for (int64_t jj = 0; jj < nb; ++jj) a += p[jj] * lanes(at(v[jj], e));
     simd_store(acc + e, a);
   }
   if constexpr (std::is_same_v<T, float>) {
@@ -343,7 +386,7 @@ void block_axpy2(float* acc0, float* acc1, const float* p0, const float* p1, con
       const __m512 p00 = _mm512_set1_ps(p0[jj]), p01 = _mm512_set1_ps(p0[jj + 1]);
       const __m512 p10 = _mm512_set1_ps(p1[jj]), p11 = _mm512_set1_ps(p1[jj + 1]);
       for (int g = 0; g < kWide; ++g) {
-        const __m512 v0 = lanes16(v[jj] + e + 16 * g), v1 = lanes16(v[jj + 1] + e + 16 * g);
+        const __m512 v0 = lanes16(at(v[jj], e + 16 * g)), v1 = lanes16(at(v[jj + 1], e + 16 * g));
         a0[g] = _mm512_fmadd_ps(p00, v0, a0[g]);
         b0[g] = _mm512_fmadd_ps(p01, v1, b0[g]);
         a1[g] = _mm512_fmadd_ps(p10, v0, a1[g]);
@@ -353,7 +396,7 @@ void block_axpy2(float* acc0, float* acc1, const float* p0, const float* p1, con
     if (jj < nb) {
       const __m512 q0 = _mm512_set1_ps(p0[jj]), q1 = _mm512_set1_ps(p1[jj]);
       for (int g = 0; g < kWide; ++g) {
-        const __m512 v0 = lanes16(v[jj] + e + 16 * g);
+        const __m512 v0 = lanes16(at(v[jj], e + 16 * g));
         a0[g] = _mm512_fmadd_ps(q0, v0, a0[g]);
         a1[g] = _mm512_fmadd_ps(q1, v0, a1[g]);
       }

@@ -223,8 +223,9 @@ const char* vulkan_limits(const OpCaps& caps, const loom_tensor_t* n) {
       // n_dims and mode share p[1] with the frequency factors' flag (bit 24).
       return n->op_params[0] > 0xFFFF ? "n_dims" : nullptr;
     case LOOM_OP_ATTENTION:
-      // Q is read as F32 only; K and V as any float type (op_check).
-      if (a->type != LOOM_TYPE_F32) return "types";
+      // Q is read as F32 only; K and V as any float type (op_check), not
+      // Q8_0 (ABI 1.6's 8-bit cache: the llama builder's unfused form).
+      if (a->type != LOOM_TYPE_F32 || b->type == LOOM_TYPE_Q8_0 || n->src[2]->type == LOOM_TYPE_Q8_0) return "types";
       return attention_kernel(caps, n) == nullptr ? "KV length over the device's loop budget" : nullptr;
     case LOOM_OP_MUL_MAT_SPARSE_ROWS:
     case LOOM_OP_MUL_MAT_SPARSE_COLS:

@@ -25,6 +25,7 @@ struct ChatOptions {
   int64_t n_predict = 512;
   int64_t n_ctx = 0;
   int64_t threads = 0;
+  loom_type_t kv_type = llm::SessionOptions().kv_type;
   llm::SamplerOptions sampling;
   PlacementOptions placement;
 };
@@ -38,6 +39,7 @@ std::string parse_args(const ParsedOptions& p, ChatOptions* o) {
   o->n_predict = p.integer("--n-predict", o->n_predict);
   o->n_ctx = p.integer("--ctx", o->n_ctx);
   o->threads = p.integer("--threads", o->threads);
+  if (p.has("--kv-type")) parse_kv_type(p.text("--kv-type"), &o->kv_type);
   o->placement = placement_of(p);
   o->sampling.temperature = static_cast<float>(p.number("--temp", 0.0));
   o->sampling.top_k = static_cast<int32_t>(p.integer("--top-k", o->sampling.top_k));
@@ -81,6 +83,7 @@ int cmd_chat(std::vector<std::string> args) {
   }
   llm::SessionOptions so;
   so.n_ctx = o.n_ctx;
+  so.kv_type = o.kv_type;
   llm::LoadOptions lo;
   lo.devices = mc.devices;
   lo.progress = load_progress("loom chat");

@@ -55,6 +55,7 @@ std::string parse_args(const ParsedOptions& p, ServeOptions* o) {
   o->engine.max_queue = static_cast<int32_t>(p.integer("--max-queue", o->engine.max_queue));
   o->engine.mixed_step_ratio = p.number("--mixed-step-ratio", o->engine.mixed_step_ratio);
   o->engine.n_threads = static_cast<int>(o->threads);
+  if (p.has("--kv-type")) parse_kv_type(p.text("--kv-type"), &o->engine.kv_type);
   o->placement = placement_of(p);
   return "";
 }
@@ -84,6 +85,7 @@ void load(const ServeOptions& o, const ModelCommand& mc, serve::HttpServer* serv
     so.n_ctx = o.engine.n_ctx > 0 ? o.engine.n_ctx : kFitContextPerSlot;
     so.n_seq = o.engine.slots;
     so.n_batch = std::max<int64_t>(o.engine.n_batch, o.engine.slots);  // as make_llama_engine
+    so.kv_type = o.engine.kv_type;
     llm::LoadOptions lo;
     lo.devices = mc.devices;
     lo.progress = load_progress("loom serve");

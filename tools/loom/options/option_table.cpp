@@ -92,9 +92,10 @@ const std::vector<OptionSpec>& option_table() {
        kMaxInt, "an integer >= 1"},
       {"--batch", "-b", "N", K::kInt, kPlan, "tokens in the planned step (default 1: a decode step)", 1, kMaxInt,
        "an integer >= 1"},
-      {"--kv-type", nullptr, "f16|f32", K::kChoice, kRun, "KV cache element type (default f16)"},
-      {"--kv-type", nullptr, "f16|f32", K::kChoice, kBench,
-       "KV cache element type (default f16); the bound counts its bytes"},
+      {"--kv-type", nullptr, "f16|f32|q8_0", K::kChoice, kRun | kChat | kServe,
+       "KV cache element type (default f16; q8_0: about half the bytes, heads a multiple of 32 wide)"},
+      {"--kv-type", nullptr, "f16|f32|q8_0", K::kChoice, kBench,
+       "KV cache element type (default f16; q8_0: about half the bytes); the bound counts its bytes"},
       {"--sparse", nullptr, "on|off", K::kChoice, kRun | kBench,
        "ReLU models with FFN predictors: compute only the predicted neurons (default on; off: every layer "
        "dense)"},
