@@ -519,7 +519,7 @@ void BM_attention(benchmark::State& state, loom_type_t type) {
     state.SkipWithError("tensors");
     return;
   }
-  const size_t es = loom::type_row_size(type, 1);
+  const size_t row_bytes = loom::type_row_size(type, d);  // one head's row (Q8_0: two blocks)
   auto kv = ctx.view(*kc, {d, n_kv, h}, {(*kc)->nb[1], (*kc)->nb[2]}, 0);
   auto vv = ctx.view(*vc, {d, n_kv, h}, {(*vc)->nb[1], (*vc)->nb[2]}, 0);
   auto out = kv.ok() && vv.ok() ? loom::op::attention(ctx, *q, *kv, *vv, *vis, 0.125f) : kv;
@@ -535,7 +535,7 @@ void BM_attention(benchmark::State& state, loom_type_t type) {
   time_graph(state, dev, {*out},
              {{*q, qv.data(), qv.size() * 4}, {*kc, cache.data(), cache.size()},
               {*vc, cache.data(), cache.size()}, {*vis, &nv, 4}});
-  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * visible * h * d * static_cast<int64_t>(es) * 2);
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * visible * h * static_cast<int64_t>(row_bytes) * 2);
 }
 
 // The same node with the cache coming from memory, as in a model's decode
@@ -562,7 +562,7 @@ void BM_attention_cold(benchmark::State& state, loom_type_t type) {
     state.SkipWithError("tensors");
     return;
   }
-  const size_t es = loom::type_row_size(type, 1);
+  const size_t row_bytes = loom::type_row_size(type, d);  // one head's row (Q8_0: two blocks)
   auto kv = ctx.view(*kc, {d, n_kv, h}, {(*kc)->nb[1], (*kc)->nb[2]}, 0);
   auto vv = ctx.view(*vc, {d, n_kv, h}, {(*vc)->nb[1], (*vc)->nb[2]}, 0);
   auto out = kv.ok() && vv.ok() ? loom::op::attention(ctx, *q, *kv, *vv, *vis, 0.125f) : kv;
@@ -606,8 +606,8 @@ void BM_attention_cold(benchmark::State& state, loom_type_t type) {
     state.SetIterationTime(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
   if (!st.ok()) state.SkipWithError(st.message().c_str());
-  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * seqs * visible * h * d * static_cast<int64_t>(es) *
-                          2);
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * seqs * visible * h *
+                          static_cast<int64_t>(row_bytes) * 2);
 }
 
 // Peak arithmetic measured on the spot, per thread and for range(0)
@@ -696,9 +696,16 @@ BENCHMARK(BM_peak_int8)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealT
 #endif
 BENCHMARK_CAPTURE(BM_attention, f32, LOOM_TYPE_F32)->Arg(64)->Arg(300)->Arg(512)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK_CAPTURE(BM_attention, f16, LOOM_TYPE_F16)->Arg(64)->Arg(300)->Arg(512)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_attention, q8_0, LOOM_TYPE_Q8_0)->Arg(300)->Arg(512)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK_CAPTURE(BM_attention_cold, f32, LOOM_TYPE_F32)->Args({300, 1})->Unit(benchmark::kMicrosecond)->UseManualTime();
 BENCHMARK_CAPTURE(BM_attention_cold, f16, LOOM_TYPE_F16)
     ->Args({300, 1})
+    ->Args({1024, 1})
+    ->Args({80, 16})
+    ->Args({256, 16})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseManualTime();
+BENCHMARK_CAPTURE(BM_attention_cold, q8_0, LOOM_TYPE_Q8_0)
     ->Args({1024, 1})
     ->Args({80, 16})
     ->Args({256, 16})

@@ -198,6 +198,34 @@ LOOM_CASE(RowsTest, SetRowsEveryTypeAndIndexType) {
   }
 }
 
+// The reference device writes Q8_0 blocks with the reference quantizer's
+// bits (ggml's: d = max|x| / 127 as F16, q = roundf(x / d), ties away from
+// zero), whatever path its kernels take; other devices are held to the
+// nearest grid point (check_quant_block) by the cases above. Ties at
+// +-0.5, 2.5, 126.5 of the grid, zeros, a zero block, values off the ties.
+LOOM_CASE(RowsTest, SetRowsToQ8_0HasTheReferenceQuantizersBits) {
+  seed(805);
+  if (!reference_device()) LOOM_SKIP() << "the reference quantizer's exact ties are the reference device's rule";
+  std::vector<float> vals(4 * 32, 0.0f);
+  const float ties[] = {0.5f, -0.5f, 1.5f, -1.5f, 2.5f, -2.5f, 126.5f, -126.5f, 63.5f, -0.49999997f, 0.50000006f};
+  for (int b = 0; b < 3; ++b) {
+    vals[32 * b] = b == 1 ? -127.0f : 127.0f;  // d = 1 (grid of integers), either sign
+    for (int i = 1; i < 32; ++i) vals[32 * b + i] = i <= 20 ? ties[(i + b) % 11] : 0.3f * static_cast<float>(i - 26);
+  }
+  // Block 3 stays zero (d = 0).
+  Operand dst = input(LOOM_TYPE_Q8_0, {64, 3, 1, 1});
+  Operand rows = input_values(LOOM_TYPE_F32, {64, 2, 1, 1}, std::vector<float>(vals.begin(), vals.end()));
+  Operand ix = input_ints(LOOM_TYPE_I32, {2, 1, 1, 1}, {2, 0});
+  Tensor* out = unwrap(op::set_rows(ctx_, dst.t, rows.t, ix.t), "set_rows");
+  LOOM_ASSERT_OK(run_threads({out, dst.t}));
+  const std::vector<uint8_t> got = read_bytes(dst.t);
+  const size_t rb = row_bytes(LOOM_TYPE_Q8_0, 64);
+  std::vector<uint8_t> want(2 * rb);
+  from_float(LOOM_TYPE_Q8_0, vals.data(), want.data(), 128);
+  LOOM_EXPECT_EQ(std::memcmp(got.data() + 2 * rb, want.data(), rb), 0) << "row 2 (source row 0)";
+  LOOM_EXPECT_EQ(std::memcmp(got.data(), want.data() + rb, rb), 0) << "row 0 (source row 1)";
+}
+
 LOOM_CASE(RowsTest, SetRowsStridedRowsAndWholeTable) {
   seed(804);
   for (Layout l : layouts_for(LOOM_TYPE_F32)) check_set(LOOM_TYPE_F16, LOOM_TYPE_I32, {33, 5, 2, 1}, 5, l);
@@ -209,6 +237,9 @@ LOOM_CASE(RowsTest, SetRowsStridedRowsAndWholeTable) {
     check_set(t, LOOM_TYPE_I64, {64, 40, 12, 1}, 1, Layout::kPermuted);
     check_set(t, LOOM_TYPE_I64, {8, 40, 4, 1}, 7, Layout::kPermuted);
   }
+  // An 8-bit cache (--kv-type q8_0): heads of 64 and 128.
+  check_set(LOOM_TYPE_Q8_0, LOOM_TYPE_I64, {64, 40, 12, 1}, 1, Layout::kPermuted);
+  check_set(LOOM_TYPE_Q8_0, LOOM_TYPE_I64, {128, 40, 4, 1}, 7, Layout::kPermuted);
   // A server's step of 16 sequences: 192 rows, more than a share's rows
   // the cpu plugin asks for ahead at once.
   check_set(LOOM_TYPE_F16, LOOM_TYPE_I64, {64, 300, 12, 1}, 16, Layout::kPermuted);

@@ -9,7 +9,8 @@
 // vector lanes, 16 wide with AVX-512; exp in lanes: simd_exp, < 2e-7
 // relative); F16 rows are converted exactly in registers (F16C), Q8_0 rows
 // (an 8-bit cache) to d * q in registers, the same f32 the reference's
-// dequantization gives; BF16 and strided rows widened to f32 first.
+// dequantization gives (the block's scale applied to the block's dot, or
+// folded into a V row's weight); BF16 and strided rows widened to f32 first.
 #pragma once
 
 #include <algorithm>
@@ -18,7 +19,6 @@
 #include <limits>
 #include <type_traits>
 
-#include "common/fp16.h"
 #include "common/type_traits.h"
 #include "ops/ops.h"
 #include "ops/simd.h"
@@ -54,20 +54,10 @@ inline bool reads_q8(const loom_tensor_t* t) { return t->type == LOOM_TYPE_Q8_0;
 #endif
 
 // A Q8_0 row read in place: `const Q8Row*` points at its first block (32
-// int8 with an F16 scale d ahead of them, 34 bytes). at(row, e) is where
-// element e's lanes start: within one block for the 8 or 16 lanes a step
-// reads (e a multiple of 8 or 16), so one scale serves them all.
+// int8 with an F16 scale d ahead of them, 34 bytes); the Q8_0 kernels
+// (below) read it block by block.
 struct Q8Row;
-struct Q8At {
-  const int8_t* q;  // element e's int8
-  float d;          // its block's scale
-};
-inline Q8At at(const Q8Row* row, int64_t e) {
-  const auto* b = reinterpret_cast<const uint8_t*>(row) + (e / 32) * static_cast<int64_t>(sizeof(loom_block_q8_0_t));
-  uint16_t h;
-  std::memcpy(&h, b, sizeof h);
-  return {reinterpret_cast<const int8_t*>(b + sizeof h) + e % 32, common::f16_to_f32(h)};
-}
+
 // Element e of a float or F16 row: a pointer.
 template <typename T>
 inline const T* at(const T* row, int64_t e) {
@@ -103,11 +93,6 @@ inline simd_f lanes(const float* p) { return simd_load(p); }
 inline simd_f lanes(const uint16_t* p) {
   return reinterpret_cast<simd_f>(_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
 }
-// 8 values d * q of a Q8_0 block.
-inline simd_f lanes(Q8At a) {
-  const __m256 q = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(a.q))));
-  return reinterpret_cast<simd_f>(_mm256_mul_ps(_mm256_set1_ps(a.d), q));
-}
 #endif
 
 #ifdef __AVX512F__
@@ -117,11 +102,6 @@ inline __m512 lanes16(const uint16_t* p) {
   // The maskz forms: GCC 12's unmasked ones start from an "undefined"
   // register and warn (-Wmaybe-uninitialized).
   return _mm512_maskz_cvtph_ps(0xFFFF, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
-}
-inline __m512 lanes16(Q8At a) {
-  const __m512i w = _mm512_maskz_cvtepi8_epi32(0xFFFF, _mm_loadu_si128(reinterpret_cast<const __m128i*>(a.q)));
-  const __m512 q = _mm512_maskz_cvtepi32_ps(0xFFFF, w);  // maskz: see lanes16(const uint16_t*)
-  return _mm512_mul_ps(_mm512_set1_ps(a.d), q);
 }
 #endif
 
@@ -280,7 +260,7 @@ template <typename T>
 void block_axpy(float* acc, const float* p, const T* const* v, int64_t nb, int64_t dv, Ahead* ahead = nullptr) {
   (void)ahead;  // builds without AVX-512: two_pass asks after the block (Ahead::upto)
 #ifdef __AVX512F__
-  if (dv % 16 == 0 && (std::is_same_v<T, uint16_t> || std::is_same_v<T, float> || std::is_same_v<T, Q8Row>)) {
+  if (dv % 16 == 0 && (std::is_same_v<T, uint16_t> || std::is_same_v<T, float>)) {
     // 16 lanes per group: 4 groups cover a head of 64. Even and odd rows
     // go to their own accumulators: 8 FMA chains, so a row does not wait
     // on the previous row's FMA latency (4 chains held the V pass to one
@@ -415,6 +395,171 @@ template <typename T>
 void block_scores2(const float*, const float*, const T* const*, int64_t, int64_t, float, float*, float*) {}
 template <typename T>
 void block_axpy2(float*, float*, const float*, const float*, const T* const*, int64_t, int64_t, Ahead* = nullptr) {}
+#endif
+
+#if defined(__AVX2__) && defined(__F16C__)
+// Q8_0 rows (an 8-bit cache, reads_q8): blocks of 32 int8 with an F16
+// scale d. A dot with q is, block by block, d * (q . x) (the int8 widened
+// to f32 in registers, the block's products summed, then one multiply-add
+// with d); a weighted V row adds (p * d) * x. The same order whichever
+// queries go together (the pair kernels do each query's steps exactly so).
+constexpr int64_t kQ8Block = 32;
+constexpr int64_t kQ8Bytes = static_cast<int64_t>(sizeof(loom_block_q8_0_t));
+
+inline float q8_scale(const Q8Row* row, int64_t b) {
+  uint16_t h;
+  std::memcpy(&h, reinterpret_cast<const char*>(row) + b * kQ8Bytes, sizeof h);
+  return _cvtsh_ss(h);
+}
+inline const int8_t* q8_quants(const Q8Row* row, int64_t b) {
+  return reinterpret_cast<const int8_t*>(row) + b * kQ8Bytes + static_cast<int64_t>(sizeof(uint16_t));
+}
+inline __m256 i8x8(const int8_t* p) {
+  return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
+}
+
+#ifdef __AVX512F__
+// 16 int8 as f32 (maskz forms: see lanes16).
+inline __m512 i8x16(const int8_t* p) {
+  const __m512i w = _mm512_maskz_cvtepi8_epi32(0xFFFF, _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  return _mm512_maskz_cvtepi32_ps(0xFFFF, w);
+}
+// Block b's unscaled dot with q's block (32 values): 16 lanes.
+inline __m512 q8_block_dot(const float* qb, const int8_t* x) {
+  return _mm512_fmadd_ps(_mm512_loadu_ps(qb + 16), i8x16(x + 16), _mm512_mul_ps(_mm512_loadu_ps(qb), i8x16(x)));
+}
+#else
+inline __m256 q8_block_dot(const float* qb, const int8_t* x) {
+  __m256 t = _mm256_mul_ps(_mm256_loadu_ps(qb), i8x8(x));
+  for (int i = 1; i < 4; ++i) t = _mm256_fmadd_ps(_mm256_loadu_ps(qb + 8 * i), i8x8(x + 8 * i), t);
+  return t;
+}
+#endif
+
+// dot8 over Q8_0 keys (d % 32 == 0).
+inline __m256 dot8(const float* q, const Q8Row* const* k, int64_t d) {
+#ifdef __AVX512F__
+  using Acc = __m512;
+#else
+  using Acc = __m256;
+#endif
+  Acc acc[8];
+  for (int r = 0; r < 8; ++r) acc[r] = Acc{};
+  for (int64_t b = 0; b < d / kQ8Block; ++b) {
+    for (int r = 0; r < 8; ++r) {
+#ifdef __AVX512F__
+      acc[r] = _mm512_fmadd_ps(q8_block_dot(q + b * kQ8Block, q8_quants(k[r], b)), _mm512_set1_ps(q8_scale(k[r], b)),
+                               acc[r]);
+#else
+      acc[r] = _mm256_fmadd_ps(q8_block_dot(q + b * kQ8Block, q8_quants(k[r], b)), _mm256_set1_ps(q8_scale(k[r], b)),
+                               acc[r]);
+#endif
+    }
+  }
+#ifdef __AVX512F__
+  return hsum8_wide(acc);
+#else
+  return hsum8(acc);
+#endif
+}
+
+// block_axpy over Q8_0 rows (dv % 32 == 0): each row's weight times its
+// block's scale, then the widened int8; up to 4 blocks of acc held in
+// registers, even and odd rows in their own accumulators (as block_axpy).
+inline void block_axpy(float* acc, const float* p, const Q8Row* const* v, int64_t nb, int64_t dv,
+                       Ahead* ahead = nullptr) {
+  (void)ahead;  // builds without AVX-512: two_pass asks after the block (Ahead::upto)
+  constexpr int64_t kChunk = 4;  // blocks of acc per pass
+  for (int64_t b0 = 0; b0 < dv / kQ8Block; b0 += kChunk) {
+    const int64_t n = std::min(kChunk, dv / kQ8Block - b0);
+#ifdef __AVX512F__
+    constexpr int kLanes = 16;
+    __m512 a[2 * kChunk], o[2 * kChunk];
+    for (int64_t i = 0; i < 2 * n; ++i) {
+      a[i] = _mm512_loadu_ps(acc + b0 * kQ8Block + kLanes * i);
+      o[i] = _mm512_setzero_ps();
+    }
+    for (int64_t jj = 0; jj < nb; ++jj) {
+      if (ahead != nullptr && b0 == 0) ahead->rows(1);
+      __m512* t = (jj & 1) ? o : a;
+      for (int64_t bi = 0; bi < n; ++bi) {
+        const __m512 w = _mm512_set1_ps(p[jj] * q8_scale(v[jj], b0 + bi));
+        const int8_t* x = q8_quants(v[jj], b0 + bi);
+        t[2 * bi] = _mm512_fmadd_ps(w, i8x16(x), t[2 * bi]);
+        t[2 * bi + 1] = _mm512_fmadd_ps(w, i8x16(x + kLanes), t[2 * bi + 1]);
+      }
+    }
+    for (int64_t i = 0; i < 2 * n; ++i) _mm512_storeu_ps(acc + b0 * kQ8Block + kLanes * i, _mm512_add_ps(a[i], o[i]));
+#else
+    constexpr int kLanes = 8;
+    __m256 a[4 * kChunk];
+    for (int64_t i = 0; i < 4 * n; ++i) a[i] = _mm256_loadu_ps(acc + b0 * kQ8Block + kLanes * i);
+    for (int64_t jj = 0; jj < nb; ++jj) {
+      for (int64_t bi = 0; bi < n; ++bi) {
+        const __m256 w = _mm256_set1_ps(p[jj] * q8_scale(v[jj], b0 + bi));
+        const int8_t* x = q8_quants(v[jj], b0 + bi);
+        for (int i = 0; i < 4; ++i) a[4 * bi + i] = _mm256_fmadd_ps(w, i8x8(x + kLanes * i), a[4 * bi + i]);
+      }
+    }
+    for (int64_t i = 0; i < 4 * n; ++i) _mm256_storeu_ps(acc + b0 * kQ8Block + kLanes * i, a[i]);
+#endif
+  }
+}
+
+#ifdef __AVX512F__
+// dot8x2 over Q8_0 keys: each query's lanes exactly as dot8 computes them.
+inline void dot8x2(const float* q0, const float* q1, const Q8Row* const* k, int64_t d, __m256* out0, __m256* out1) {
+  __m512 w0[8], w1[8];
+  for (int r = 0; r < 8; ++r) w0[r] = w1[r] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < d / kQ8Block; ++b) {
+    const __m512 a0 = _mm512_loadu_ps(q0 + b * kQ8Block), a1 = _mm512_loadu_ps(q0 + b * kQ8Block + 16);
+    const __m512 c0 = _mm512_loadu_ps(q1 + b * kQ8Block), c1 = _mm512_loadu_ps(q1 + b * kQ8Block + 16);
+    for (int r = 0; r < 8; ++r) {
+      const int8_t* x = q8_quants(k[r], b);
+      const __m512 lo = i8x16(x), hi = i8x16(x + 16), s = _mm512_set1_ps(q8_scale(k[r], b));
+      w0[r] = _mm512_fmadd_ps(_mm512_fmadd_ps(a1, hi, _mm512_mul_ps(a0, lo)), s, w0[r]);
+      w1[r] = _mm512_fmadd_ps(_mm512_fmadd_ps(c1, hi, _mm512_mul_ps(c0, lo)), s, w1[r]);
+    }
+  }
+  *out0 = hsum8_wide(w0);
+  *out1 = hsum8_wide(w1);
+}
+
+// block_axpy for (acc0, p0) and (acc1, p1) over the same Q8_0 rows: each
+// query's steps exactly as block_axpy's, each row widened once for both.
+inline void block_axpy2(float* acc0, float* acc1, const float* p0, const float* p1, const Q8Row* const* v, int64_t nb,
+                        int64_t dv, Ahead* ahead = nullptr) {
+  constexpr int64_t kChunk = 2;  // blocks of acc per pass (two queries' accumulators in registers)
+  for (int64_t b0 = 0; b0 < dv / kQ8Block; b0 += kChunk) {
+    const int64_t n = std::min(kChunk, dv / kQ8Block - b0);
+    __m512 a0[2 * kChunk], o0[2 * kChunk], a1[2 * kChunk], o1[2 * kChunk];
+    for (int64_t i = 0; i < 2 * n; ++i) {
+      a0[i] = _mm512_loadu_ps(acc0 + b0 * kQ8Block + 16 * i);
+      a1[i] = _mm512_loadu_ps(acc1 + b0 * kQ8Block + 16 * i);
+      o0[i] = o1[i] = _mm512_setzero_ps();
+    }
+    for (int64_t jj = 0; jj < nb; ++jj) {
+      if (ahead != nullptr && b0 == 0) ahead->rows(1);
+      __m512* t0 = (jj & 1) ? o0 : a0;
+      __m512* t1 = (jj & 1) ? o1 : a1;
+      for (int64_t bi = 0; bi < n; ++bi) {
+        const float s = q8_scale(v[jj], b0 + bi);
+        const __m512 w0 = _mm512_set1_ps(p0[jj] * s), w1 = _mm512_set1_ps(p1[jj] * s);
+        const int8_t* x = q8_quants(v[jj], b0 + bi);
+        const __m512 lo = i8x16(x), hi = i8x16(x + 16);
+        t0[2 * bi] = _mm512_fmadd_ps(w0, lo, t0[2 * bi]);
+        t0[2 * bi + 1] = _mm512_fmadd_ps(w0, hi, t0[2 * bi + 1]);
+        t1[2 * bi] = _mm512_fmadd_ps(w1, lo, t1[2 * bi]);
+        t1[2 * bi + 1] = _mm512_fmadd_ps(w1, hi, t1[2 * bi + 1]);
+      }
+    }
+    for (int64_t i = 0; i < 2 * n; ++i) {
+      _mm512_storeu_ps(acc0 + b0 * kQ8Block + 16 * i, _mm512_add_ps(a0[i], o0[i]));
+      _mm512_storeu_ps(acc1 + b0 * kQ8Block + 16 * i, _mm512_add_ps(a1[i], o1[i]));
+    }
+  }
+}
+#endif
 #endif
 
 // Running softmax state of one query head: max m, sum l, output acc.
