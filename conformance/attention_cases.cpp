@@ -30,16 +30,22 @@ class AttentionTest : public OpTest {
  protected:
   // Devices that do not run the op (a plugin built before ABI 1.1, a third
   // party's) are skipped with the reason; the CPU and Vulkan plugins run it.
-  void set_up() override {
+  void set_up() override { need_form(LOOM_TYPE_F32, 8, false, "ATTENTION"); }
+
+  // The reference device must run a probe node of this form (K and V of
+  // kv_type, head size d, prefix lengths or ranges); another device that
+  // does not is skipped, naming `what`.
+  void need_form(loom_type_t kv_type, int64_t d, bool ranges, const std::string& what) {
     Context probe;
-    Tensor* q = unwrap(probe.new_tensor(LOOM_TYPE_F32, {8, 2, 1}, "q"));
-    Tensor* k = unwrap(probe.new_tensor(LOOM_TYPE_F32, {8, 4, 2}, "k"));
-    Tensor* vis = unwrap(probe.new_tensor(LOOM_TYPE_I32, {1}, "vis"));
+    Tensor* q = unwrap(probe.new_tensor(LOOM_TYPE_F32, {d, 2, 1}, "q"));
+    Tensor* k = unwrap(probe.new_tensor(kv_type, {d, 4, 2}, "k"));
+    Tensor* vis = unwrap(ranges ? probe.new_tensor(LOOM_TYPE_I32, {2, 1}, "ranges")
+                                : probe.new_tensor(LOOM_TYPE_I32, {1}, "vis"));
     Tensor* node = unwrap(op::attention(probe, q, k, k, vis, 1.0f), "attention");
     if (reference_device()) {
       LOOM_ASSERT_TRUE(dev_->supports_op(node));
     } else if (!dev_->supports_op(node)) {
-      LOOM_SKIP() << dev_->name() << " does not run ATTENTION (its plugin README says why)";
+      LOOM_SKIP() << dev_->name() << " does not run " << what << " (its plugin README says why)";
     }
   }
 
@@ -302,18 +308,7 @@ LOOM_CASE(AttentionTest, OutOfRangeLengthIsAnError) {
 // skipped with the reason; the cpu plugin runs it.
 class AttentionRangesTest : public AttentionTest {
  protected:
-  void set_up() override {
-    Context probe;
-    Tensor* q = unwrap(probe.new_tensor(LOOM_TYPE_F32, {8, 2, 1}, "q"));
-    Tensor* k = unwrap(probe.new_tensor(LOOM_TYPE_F32, {8, 4, 2}, "k"));
-    Tensor* vis = unwrap(probe.new_tensor(LOOM_TYPE_I32, {2, 1}, "ranges"));
-    Tensor* node = unwrap(op::attention(probe, q, k, k, vis, 1.0f), "attention");
-    if (reference_device()) {
-      LOOM_ASSERT_TRUE(dev_->supports_op(node));
-    } else if (!dev_->supports_op(node)) {
-      LOOM_SKIP() << dev_->name() << " does not run ATTENTION's ranges form (ABI 1.4; its plugin README says why)";
-    }
-  }
+  void set_up() override { need_form(LOOM_TYPE_F32, 8, true, "ATTENTION's ranges form (ABI 1.4)"); }
 
   void check_ranges(const AttnCase& c, const std::vector<int64_t>& first, const std::vector<int64_t>& end) {
     LOOM_TRACE("attention ranges D " + std::to_string(c.d) + " H " + std::to_string(c.n_head) + "/" +
@@ -395,18 +390,7 @@ LOOM_CASE(AttentionRangesTest, RangeOutsideTheRowsIsAnError) {
 // form are skipped with the reason; the cpu plugin runs it.
 class AttentionQ8CacheTest : public AttentionRangesTest {
  protected:
-  void set_up() override {
-    Context probe;
-    Tensor* q = unwrap(probe.new_tensor(LOOM_TYPE_F32, {32, 2, 1}, "q"));
-    Tensor* k = unwrap(probe.new_tensor(LOOM_TYPE_Q8_0, {32, 4, 2}, "k"));
-    Tensor* vis = unwrap(probe.new_tensor(LOOM_TYPE_I32, {2, 1}, "ranges"));
-    Tensor* node = unwrap(op::attention(probe, q, k, k, vis, 1.0f), "attention");
-    if (reference_device()) {
-      LOOM_ASSERT_TRUE(dev_->supports_op(node));
-    } else if (!dev_->supports_op(node)) {
-      LOOM_SKIP() << dev_->name() << " does not run ATTENTION over a Q8_0 cache (ABI 1.6; its plugin README says why)";
-    }
-  }
+  void set_up() override { need_form(LOOM_TYPE_Q8_0, 32, true, "ATTENTION over a Q8_0 cache (ABI 1.6)"); }
 };
 
 // Decode and prefill over a head-major Q8_0 cache: heads of 32, 64 and

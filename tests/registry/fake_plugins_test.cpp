@@ -1,6 +1,8 @@
 // Every fake plugin ends in the expected record; the good ones still work.
 #include <gtest/gtest.h>
 
+#include <utility>
+
 #include "loom/runtime/ops.hpp"
 #include "registry_test_util.hpp"
 
@@ -27,6 +29,19 @@ class FakePlugins : public ::testing::Test {
       return none;
     }
     return *c;
+  }
+  // The ABI 1.1 fake (minor1) and one of this header's minor (allops),
+  // for host rule 15; nullptr (after a failure naming the records) when
+  // either is missing.
+  std::pair<registry::Device*, registry::Device*> older_and_current() {
+    registry::Device* v11 = reg_->device("minor1");
+    registry::Device* now = reg_->device("allops0");
+    v11 = v11 ? v11 : reg_->device("minor10");
+    if (v11 == nullptr || now == nullptr) {
+      ADD_FAILURE() << "no minor1 or allops0 device\n" << describe(*reg_);
+      return {nullptr, nullptr};
+    }
+    return {v11, now};
   }
   std::unique_ptr<Registry> reg_;
   CleanLoomEnv env_;
@@ -94,11 +109,8 @@ TEST_F(FakePlugins, OpsNewerThanThePluginsMinorAreNotOffered) {
 // Host rule 15 for the ABI 1.3 ops: the sparse products are never offered
 // to a plugin built for 1.1 (or 1.2), whatever its supports_op says.
 TEST_F(FakePlugins, SparseProductsAreNotOfferedToOlderMinors) {
-  registry::Device* v11 = reg_->device("minor1");
-  registry::Device* now = reg_->device("allops0");
-  v11 = v11 ? v11 : reg_->device("minor10");
-  ASSERT_NE(v11, nullptr) << describe(*reg_);
-  ASSERT_NE(now, nullptr) << describe(*reg_);
+  const auto [v11, now] = older_and_current();
+  if (v11 == nullptr) return;
   ASSERT_EQ(LOOM_ABI_MINOR(get("allops").abi_version), LOOM_ABI_VERSION_MINOR);
   Context ctx;
   Tensor* a = ctx.new_tensor(LOOM_TYPE_F32, {32, 8}, "a").value();
@@ -119,11 +131,8 @@ TEST_F(FakePlugins, SparseProductsAreNotOfferedToOlderMinors) {
 // offered to a plugin built for 1.1, which knows the op but would read the
 // [2, T] ranges as [T] lengths.
 TEST_F(FakePlugins, AttentionRangesAreNotOfferedToOlderMinors) {
-  registry::Device* v11 = reg_->device("minor1");
-  registry::Device* now = reg_->device("allops0");
-  v11 = v11 ? v11 : reg_->device("minor10");
-  ASSERT_NE(v11, nullptr) << describe(*reg_);
-  ASSERT_NE(now, nullptr) << describe(*reg_);
+  const auto [v11, now] = older_and_current();
+  if (v11 == nullptr) return;
   Context ctx;
   Tensor* q = ctx.new_tensor(LOOM_TYPE_F32, {8, 2, 3}, "q").value();
   Tensor* k = ctx.new_tensor(LOOM_TYPE_F32, {8, 40, 2}, "k").value();
@@ -142,11 +151,8 @@ TEST_F(FakePlugins, AttentionRangesAreNotOfferedToOlderMinors) {
 // offered to a plugin built for an older minor, which knows the op and the
 // type but would read the blocks as float rows.
 TEST_F(FakePlugins, AttentionOverAQ8CacheIsNotOfferedToOlderMinors) {
-  registry::Device* v11 = reg_->device("minor1");
-  registry::Device* now = reg_->device("allops0");
-  v11 = v11 ? v11 : reg_->device("minor10");
-  ASSERT_NE(v11, nullptr) << describe(*reg_);
-  ASSERT_NE(now, nullptr) << describe(*reg_);
+  const auto [v11, now] = older_and_current();
+  if (v11 == nullptr) return;
   Context ctx;
   Tensor* q = ctx.new_tensor(LOOM_TYPE_F32, {32, 2, 3}, "q").value();
   Tensor* k8 = ctx.new_tensor(LOOM_TYPE_Q8_0, {32, 40, 2}, "k8").value();
@@ -164,11 +170,8 @@ TEST_F(FakePlugins, AttentionOverAQ8CacheIsNotOfferedToOlderMinors) {
 // Host rule 15 for the ABI 1.5 ops: MUL_MAT_ID, TOP_K and TANH are never
 // offered to a plugin built for an older minor.
 TEST_F(FakePlugins, ExpertOpsAreNotOfferedToOlderMinors) {
-  registry::Device* v11 = reg_->device("minor1");
-  registry::Device* now = reg_->device("allops0");
-  v11 = v11 ? v11 : reg_->device("minor10");
-  ASSERT_NE(v11, nullptr) << describe(*reg_);
-  ASSERT_NE(now, nullptr) << describe(*reg_);
+  const auto [v11, now] = older_and_current();
+  if (v11 == nullptr) return;
   Context ctx;
   Tensor* a = ctx.new_tensor(LOOM_TYPE_F32, {32, 8, 4}, "experts").value();
   Tensor* x = ctx.new_tensor(LOOM_TYPE_F32, {32, 1, 3}, "x").value();
@@ -183,11 +186,8 @@ TEST_F(FakePlugins, ExpertOpsAreNotOfferedToOlderMinors) {
 // Host rule 15 for types: a tensor of a type added after the plugin's minor
 // (ABI 1.2: Q4_K and the other K-quants) is never offered to it.
 TEST_F(FakePlugins, TypesNewerThanThePluginsMinorAreNotOffered) {
-  registry::Device* v11 = reg_->device("minor1");
-  registry::Device* v12 = reg_->device("allops0");
-  v11 = v11 ? v11 : reg_->device("minor10");
-  ASSERT_NE(v11, nullptr) << describe(*reg_);
-  ASSERT_NE(v12, nullptr) << describe(*reg_);
+  const auto [v11, v12] = older_and_current();
+  if (v11 == nullptr) return;
   EXPECT_EQ(LOOM_ABI_MINOR(get("minor1").abi_version), 1u);
   Context ctx;
   Tensor* w = ctx.new_tensor(LOOM_TYPE_Q4_K, {256, 4}, "w").value();
@@ -204,11 +204,8 @@ TEST_F(FakePlugins, TypesNewerThanThePluginsMinorAreNotOffered) {
 // ABI 1.2) is never offered to a 1.1 plugin, whose kernels would ignore the
 // factors; the same ROPE without them still is.
 TEST_F(FakePlugins, OpFormsNewerThanThePluginsMinorAreNotOffered) {
-  registry::Device* v11 = reg_->device("minor1");
-  registry::Device* v12 = reg_->device("allops0");
-  v11 = v11 ? v11 : reg_->device("minor10");
-  ASSERT_NE(v11, nullptr) << describe(*reg_);
-  ASSERT_NE(v12, nullptr) << describe(*reg_);
+  const auto [v11, v12] = older_and_current();
+  if (v11 == nullptr) return;
   ASSERT_EQ(LOOM_ABI_MINOR(get("minor1").abi_version), 1u);
   ASSERT_GE(LOOM_ABI_MINOR(get("allops").abi_version), 2u);
   Context ctx;

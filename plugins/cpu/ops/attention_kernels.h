@@ -7,10 +7,11 @@
 //
 // Precision: dots, exp, the sums and the accumulator are f32 (dots in
 // vector lanes, 16 wide with AVX-512; exp in lanes: simd_exp, < 2e-7
-// relative); F16 rows are converted exactly in registers (F16C), Q8_0 rows
-// (an 8-bit cache) to d * q in registers, the same f32 the reference's
-// dequantization gives (the block's scale applied to the block's dot, or
-// folded into a V row's weight); BF16 and strided rows widened to f32 first.
+// relative); F16 rows are converted exactly in registers (F16C); Q8_0 rows
+// (an 8-bit cache) are widened in registers block by block, a key block's
+// dot with q times the block's scale d and a V row's weight times d (the
+// same values as d * q dequantized first, up to f32 rounding of the
+// products); BF16 and strided rows widened to f32 first.
 #pragma once
 
 #include <algorithm>
@@ -57,12 +58,6 @@ inline bool reads_q8(const loom_tensor_t* t) { return t->type == LOOM_TYPE_Q8_0;
 // int8 with an F16 scale d ahead of them, 34 bytes); the Q8_0 kernels
 // (below) read it block by block.
 struct Q8Row;
-
-// Element e of a float or F16 row: a pointer.
-template <typename T>
-inline const T* at(const T* row, int64_t e) {
-  return row + e;
-}
 
 // Bytes of one row of K or V (whole blocks for a quantized type).
 inline int64_t kv_row_bytes(const loom_tensor_t* t) {
@@ -137,7 +132,7 @@ inline __m256 dot8(const float* q, const T* const* k, int64_t d) {
     for (int r = 0; r < 8; ++r) wide[r] = _mm512_setzero_ps();
     for (int64_t e = 0; e < d; e += 16) {
       const __m512 qv = _mm512_loadu_ps(q + e);
-      for (int r = 0; r < 8; ++r) wide[r] = _mm512_fmadd_ps(qv, lanes16(at(k[r], e)), wide[r]);
+      for (int r = 0; r < 8; ++r) wide[r] = _mm512_fmadd_ps(qv, lanes16(k[r] + e), wide[r]);
     }
     return hsum8_wide(wide);
   }
@@ -146,7 +141,7 @@ inline __m256 dot8(const float* q, const T* const* k, int64_t d) {
   for (int r = 0; r < 8; ++r) acc[r] = _mm256_setzero_ps();
   for (int64_t e = 0; e < d; e += 8) {
     const __m256 qv = _mm256_loadu_ps(q + e);
-    for (int r = 0; r < 8; ++r) acc[r] = _mm256_fmadd_ps(qv, reinterpret_cast<__m256>(lanes(at(k[r], e))), acc[r]);
+    for (int r = 0; r < 8; ++r) acc[r] = _mm256_fmadd_ps(qv, reinterpret_cast<__m256>(lanes(k[r] + e)), acc[r]);
   }
   return hsum8(acc);
 }
@@ -165,7 +160,7 @@ inline void dot8x2(const float* q0, const float* q1, const T* const* k, int64_t 
   for (int64_t e = 0; e < d; e += 16) {
     const __m512 a = _mm512_loadu_ps(q0 + e), b = _mm512_loadu_ps(q1 + e);
     for (int r = 0; r < 8; ++r) {
-      const __m512 kv = lanes16(at(k[r], e));
+      const __m512 kv = lanes16(k[r] + e);
       w0[r] = _mm512_fmadd_ps(a, kv, w0[r]);
       w1[r] = _mm512_fmadd_ps(b, kv, w1[r]);
     }
@@ -206,7 +201,7 @@ template <typename T>
 inline void axpy_tail16(float* acc, const float* p, const T* const* v, int64_t nb, int64_t e0, int64_t dv) {
   for (int64_t e = e0; e < dv; e += 16) {
     __m512 a = _mm512_loadu_ps(acc + e);
-    for (int64_t jj = 0; jj < nb; ++jj) a = _mm512_fmadd_ps(_mm512_set1_ps(p[jj]), lanes16(at(v[jj], e)), a);
+    for (int64_t jj = 0; jj < nb; ++jj) a = _mm512_fmadd_ps(_mm512_set1_ps(p[jj]), lanes16(v[jj] + e), a);
     _mm512_storeu_ps(acc + e, a);
   }
 }
@@ -278,13 +273,13 @@ void block_axpy(float* acc, const float* p, const T* const* v, int64_t nb, int64
         if (ahead != nullptr && e == 0) ahead->rows(2);
         const __m512 p0 = _mm512_set1_ps(p[jj]), p1 = _mm512_set1_ps(p[jj + 1]);
         for (int g = 0; g < kWide; ++g) {
-          a[g] = _mm512_fmadd_ps(p0, lanes16(at(v[jj], e + 16 * g)), a[g]);
-          b[g] = _mm512_fmadd_ps(p1, lanes16(at(v[jj + 1], e + 16 * g)), b[g]);
+          a[g] = _mm512_fmadd_ps(p0, lanes16(v[jj] + e + 16 * g), a[g]);
+          b[g] = _mm512_fmadd_ps(p1, lanes16(v[jj + 1] + e + 16 * g), b[g]);
         }
       }
       if (jj < nb) {
         const __m512 pj = _mm512_set1_ps(p[jj]);
-        for (int g = 0; g < kWide; ++g) a[g] = _mm512_fmadd_ps(pj, lanes16(at(v[jj], e + 16 * g)), a[g]);
+        for (int g = 0; g < kWide; ++g) a[g] = _mm512_fmadd_ps(pj, lanes16(v[jj] + e + 16 * g), a[g]);
       }
       for (int g = 0; g < kWide; ++g) _mm512_storeu_ps(acc + e + 16 * g, _mm512_add_ps(a[g], b[g]));
     }
@@ -298,13 +293,14 @@ void block_axpy(float* acc, const float* p, const T* const* v, int64_t nb, int64
     simd_f a[kGroups];
     for (int g = 0; g < kGroups; ++g) a[g] = simd_load(acc + e + g * kSimdLanes);
     for (int64_t jj = 0; jj < nb; ++jj) {
-      for (int g = 0; g < kGroups; ++g) a[g] += p[jj] * lanes(at(v[jj], e + g * kSimdLanes));
+      const T* vr = v[jj] + e;
+      for (int g = 0; g < kGroups; ++g) a[g] += p[jj] * lanes(vr + g * kSimdLanes);
     }
     for (int g = 0; g < kGroups; ++g) simd_store(acc + e + g * kSimdLanes, a[g]);
   }
   for (; e + kSimdLanes <= dv; e += kSimdLanes) {
     simd_f a = simd_load(acc + e);
-    for (int64_t jj = 0; jj < nb; ++jj) a += p[jj] * lanes(at(v[jj], e));
+    for (int64_t jj = 0; jj < nb; ++jj) a += p[jj] * lanes(v[jj] + e);
     simd_store(acc + e, a);
   }
   if constexpr (std::is_same_v<T, float>) {
@@ -366,7 +362,7 @@ void block_axpy2(float* acc0, float* acc1, const float* p0, const float* p1, con
       const __m512 p00 = _mm512_set1_ps(p0[jj]), p01 = _mm512_set1_ps(p0[jj + 1]);
       const __m512 p10 = _mm512_set1_ps(p1[jj]), p11 = _mm512_set1_ps(p1[jj + 1]);
       for (int g = 0; g < kWide; ++g) {
-        const __m512 v0 = lanes16(at(v[jj], e + 16 * g)), v1 = lanes16(at(v[jj + 1], e + 16 * g));
+        const __m512 v0 = lanes16(v[jj] + e + 16 * g), v1 = lanes16(v[jj + 1] + e + 16 * g);
         a0[g] = _mm512_fmadd_ps(p00, v0, a0[g]);
         b0[g] = _mm512_fmadd_ps(p01, v1, b0[g]);
         a1[g] = _mm512_fmadd_ps(p10, v0, a1[g]);
@@ -376,7 +372,7 @@ void block_axpy2(float* acc0, float* acc1, const float* p0, const float* p1, con
     if (jj < nb) {
       const __m512 q0 = _mm512_set1_ps(p0[jj]), q1 = _mm512_set1_ps(p1[jj]);
       for (int g = 0; g < kWide; ++g) {
-        const __m512 v0 = lanes16(at(v[jj], e + 16 * g));
+        const __m512 v0 = lanes16(v[jj] + e + 16 * g);
         a0[g] = _mm512_fmadd_ps(q0, v0, a0[g]);
         a1[g] = _mm512_fmadd_ps(q1, v0, a1[g]);
       }
