@@ -499,6 +499,50 @@ void BM_dispatch(benchmark::State& state) {
                                                          benchmark::Counter::kInvert);
 }
 
+// The small nodes of a batched step, range(0) tokens (1: decode; 16: a
+// server's 16-sequence step) of a 768-wide llama layer: ROPE over 12 heads
+// of 64 (normal mode, positions 100..), SWIGLU over an FFN of 2,048.
+void BM_rope(benchmark::State& state) {
+  const int64_t tokens = state.range(0), d = 64, h = 12;
+  loom::registry::Device* dev = bench_device();
+  if (!dev) {
+    state.SkipWithError("no bench device");
+    return;
+  }
+  loom::Context ctx;
+  auto x = ctx.new_tensor(LOOM_TYPE_F32, {d, h, tokens}, "x");
+  auto pos = x.ok() ? ctx.new_tensor(LOOM_TYPE_I32, {tokens}, "pos") : x;
+  auto out = pos.ok() ? loom::op::rope(ctx, *x, *pos, static_cast<int>(d), LOOM_ROPE_MODE_NORMAL, 10000.0f, 1.0f) : pos;
+  if (!out.ok()) {
+    state.SkipWithError(out.status().message().c_str());
+    return;
+  }
+  std::vector<float> xv = random_floats(static_cast<size_t>(d * h * tokens), 5);
+  std::vector<int32_t> pv;
+  for (int64_t t = 0; t < tokens; ++t) pv.push_back(static_cast<int32_t>(100 + t));
+  time_graph(state, dev, {*out}, {{*x, xv.data(), xv.size() * 4}, {*pos, pv.data(), pv.size() * 4}});
+}
+
+void BM_swiglu(benchmark::State& state) {
+  const int64_t tokens = state.range(0), ffn = 2048;
+  loom::registry::Device* dev = bench_device();
+  if (!dev) {
+    state.SkipWithError("no bench device");
+    return;
+  }
+  loom::Context ctx;
+  auto g = ctx.new_tensor(LOOM_TYPE_F32, {ffn, tokens}, "gate");
+  auto u = g.ok() ? ctx.new_tensor(LOOM_TYPE_F32, {ffn, tokens}, "up") : g;
+  auto out = u.ok() ? loom::op::swiglu(ctx, *g, *u) : u;
+  if (!out.ok()) {
+    state.SkipWithError(out.status().message().c_str());
+    return;
+  }
+  std::vector<float> gv = random_floats(static_cast<size_t>(ffn * tokens), 6);
+  std::vector<float> uv = random_floats(static_cast<size_t>(ffn * tokens), 7);
+  time_graph(state, dev, {*out}, {{*g, gv.data(), gv.size() * 4}, {*u, uv.data(), uv.size() * 4}});
+}
+
 // Decode attention over a KV cache: ATTENTION of one query token, H heads
 // of D, over `visible` rows of a cache of `type` (F32 or F16) laid out as
 // the llama graph does ([D, n_kv, H]: a head's rows contiguous, n_kv = 512). bytes_per_second
@@ -716,6 +760,8 @@ BENCHMARK_CAPTURE(BM_decode_chain, f16, LOOM_TYPE_F16)->Unit(benchmark::kMillise
 BENCHMARK_CAPTURE(BM_decode_chain, q8_0, LOOM_TYPE_Q8_0)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_CAPTURE(BM_decode_chain, q4_0, LOOM_TYPE_Q4_0)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_dispatch)->Arg(1000)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_rope)->Arg(1)->Arg(16)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_swiglu)->Arg(1)->Arg(16)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK_CAPTURE(BM_loom_mul_mat, f32, LOOM_TYPE_F32)->Apply(mul_mat_args);
 BENCHMARK_CAPTURE(BM_loom_mul_mat, q8_0, LOOM_TYPE_Q8_0)->Apply(mul_mat_args);
 BENCHMARK_CAPTURE(BM_loom_mul_mat, q4_0, LOOM_TYPE_Q4_0)->Apply(mul_mat_args);

@@ -102,7 +102,7 @@ void attend_heads(const loom_tensor_t* dst, const loom_tensor_t* k, const loom_t
   thread_local std::vector<float> buf;
   // Per query: q (d), acc (dv); then kBlock K and kBlock V rows of scratch
   // (used when the cache rows need widening).
-  buf.assign(static_cast<size_t>(nq * (d + dv) + kBlock * (d + dv)), 0.0f);
+  buf.resize(static_cast<size_t>(nq * (d + dv) + kBlock * (d + dv)));  // each acc zeroed below
   const BlockStep<KT, VT> step{k, v, d, dv, scale, buf.data() + nq * (d + dv), buf.data() + nq * (d + dv) + kBlock * d};
   thread_local std::vector<HeadState> st;
   st.assign(static_cast<size_t>(nq), HeadState{});
@@ -114,6 +114,7 @@ void attend_heads(const loom_tensor_t* dst, const loom_tensor_t* k, const loom_t
     load_row(q, h0 + i / nt, t0 + i % nt, 0, qi);
     st[static_cast<size_t>(i)].q = qi;
     st[static_cast<size_t>(i)].acc = qi + d;
+    std::fill(qi + d, qi + d + dv, 0.0f);
     qn[static_cast<size_t>(i)] = ns[i % nt];
     n_max = std::max(n_max, ns[i % nt]);
   }

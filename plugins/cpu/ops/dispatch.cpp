@@ -75,6 +75,13 @@ constexpr int64_t kDefaultParallelMinWork = 100000;
 // need (768-dim decode, ~33 keys: 11.6 -> 7.2 us per call with 2 threads).
 constexpr int64_t kAttentionWorkWeight = 5;
 
+// SILU, SWIGLU and GELU's elements count this many times: each is an exp
+// (or a tanh) and a division, ~30 vector instructions per 8 lanes, where
+// the elements of an ADD or a norm are a load and a store. So a 16-row
+// step's SWIGLU (16 x 2,048) runs on the pool (BM_swiglu/16 on a Zen 5:
+// 17.7 us on one thread, 8.8 on two); a decode row's stays on one.
+constexpr int64_t kTranscendentalWorkWeight = 8;
+
 int64_t parallel_min_work() {
   static const int64_t value = [] {
     return common::plugin_env_int("LOOM_CPU_PARALLEL_MIN_WORK", 0, INT64_MAX, kDefaultParallelMinWork);
@@ -136,8 +143,11 @@ loom_status_t* run_node(common::ThreadPool& pool, std::vector<uint8_t>& scratch,
   try {
     // Waking the pool costs microseconds; tiny nodes (decode-size norms,
     // adds) finish sooner on the calling thread alone.
-    const int64_t work =
-        node->op == LOOM_OP_ATTENTION ? kAttentionWorkWeight * attention_work(node) : work_estimate(node);
+    const bool transcendental =
+        node->op == LOOM_OP_SILU || node->op == LOOM_OP_SWIGLU || node->op == LOOM_OP_GELU;
+    const int64_t work = node->op == LOOM_OP_ATTENTION ? kAttentionWorkWeight * attention_work(node)
+                         : transcendental         ? kTranscendentalWorkWeight * work_estimate(node)
+                                                  : work_estimate(node);
     Exec ex(pool, work >= parallel_min_work(), scratch);
     if (node->op == LOOM_OP_MUL_MAT) {
       run_mul_mat(node, ex);
