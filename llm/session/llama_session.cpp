@@ -33,21 +33,48 @@ Status check_logits(const float* logits, int64_t n_rows, int64_t n_vocab, int64_
   return Status();
 }
 
-// The KV cache must fit the free memory of each device holding layers of
-// it: a context from the file header (context_length) must not exhaust the
-// machine. Devices that report no memory figures are not checked.
-// layer_rows: each layer's cache rows (a windowed cache's local layers hold fewer).
-Status check_cache_fits(const std::vector<registry::Device*>& kv_devices, const std::vector<int64_t>& layer_rows,
-                        int64_t kv_dim, int64_t n_ctx, loom_type_t type, bool ctx_from_file) {
+// The least context a default (the model's context_length) is cut to when
+// its cache would not fit (LlamaSession::create).
+constexpr int64_t kMinDefaultContext = 4096;
+
+// Bytes of KV cache each device holding layers of it needs: layer_rows[il]
+// rows of layer il (a windowed cache's local layers hold fewer), K and V.
+std::map<registry::Device*, double> cache_need(const std::vector<registry::Device*>& kv_devices,
+                                               const std::vector<int64_t>& layer_rows, int64_t kv_dim,
+                                               loom_type_t type) {
   const double row = 2.0 * static_cast<double>(type_row_size(type, kv_dim));
   std::map<registry::Device*, double> need_of;
   for (size_t il = 0; il < kv_devices.size(); ++il) need_of[kv_devices[il]] += row * static_cast<double>(layer_rows[il]);
+  return need_of;
+}
+
+// The memory a device has for the cache: its free bytes (some drivers
+// report no free figure, 0: the total then); 0 when it reports nothing.
+uint64_t cache_room(registry::Device* d, StatusOr<registry::Device::Memory>* m) {
+  *m = d->memory();
+  if (!m->ok() || (*m)->total == 0) return 0;
+  return (*m)->free > 0 ? (*m)->free : (*m)->total;
+}
+
+// Whether the cache fits `share` of each device's room (devices that report
+// no memory figures are not checked).
+bool cache_fits(const std::map<registry::Device*, double>& need_of, double share) {
   for (const auto& [d, need] : need_of) {
-    StatusOr<registry::Device::Memory> m = d->memory();
-    if (!m.ok() || m->total == 0) continue;
-    // Some drivers report no free figure (0): the total bounds it then.
-    const uint64_t avail = m->free > 0 ? m->free : m->total;
-    if (need <= static_cast<double>(avail)) continue;
+    StatusOr<registry::Device::Memory> m = Status();
+    const uint64_t room = cache_room(d, &m);
+    if (room > 0 && need > share * static_cast<double>(room)) return false;
+  }
+  return true;
+}
+
+// The KV cache must fit the free memory of each device holding layers of
+// it: a context from the file header (context_length) must not exhaust the
+// machine.
+Status check_cache_fits(const std::map<registry::Device*, double>& need_of, int64_t n_ctx, bool ctx_from_file) {
+  for (const auto& [d, need] : need_of) {
+    StatusOr<registry::Device::Memory> m = Status();
+    const uint64_t avail = cache_room(d, &m);
+    if (avail == 0 || need <= static_cast<double>(avail)) continue;
     return resource_exhausted("[llm.session] the KV cache of " + std::to_string(n_ctx) + " tokens" +
                               (ctx_from_file ? " (the model's context_length)" : "") + " needs " +
                               std::to_string(static_cast<uint64_t>(need)) + " bytes on " + d->name() + ", which has " +
@@ -88,7 +115,7 @@ Status write_inputs(const LlamaBatchGraph& g, const LlamaBatchInputs& in, const 
 StatusOr<std::unique_ptr<LlamaSession>> LlamaSession::create(LlamaModel* model, const SessionOptions& options) {
   if (!model) return invalid_argument("[llm.session] model is null");
   const LlamaHparams& h = model->hparams();
-  const int64_t n_ctx = options.n_ctx > 0 ? options.n_ctx : h.n_ctx_train;
+  int64_t n_ctx = options.n_ctx > 0 ? options.n_ctx : h.n_ctx_train;
   if (options.n_batch < 1) {
     return invalid_argument("[llm.session] batch size " + std::to_string(options.n_batch) + " must be >= 1");
   }
@@ -119,22 +146,45 @@ StatusOr<std::unique_ptr<LlamaSession>> LlamaSession::create(LlamaModel* model, 
     }
     kv_devices.push_back(d);
   }
-  const int64_t n_rows = n_ctx * options.n_seq;  // every slot's rows
-  // Sliding-window layers: rows bounded by their window (kv_cache.hpp).
+  // Each layer's cache rows for a context of n positions per slot, and the
+  // sliding-window layers' bound (kv_cache.hpp).
+  auto rows_for = [&](int64_t n, KvWindow* window) {
+    window->n_seq = options.n_seq;
+    const int64_t w = KvCache::window_rows(h.n_swa, options.n_batch, n);
+    if (options.window_kv && !env_flag("LOOM_KV_SWA_FULL", false) && w < n) {
+      window->n_swa = h.n_swa;
+      window->rows = w;
+      for (int64_t il = 0; il < h.n_layer; ++il) window->local.push_back(h.is_swa(il));
+    }
+    std::vector<int64_t> layer_rows;
+    for (int64_t il = 0; il < h.n_layer; ++il) {
+      layer_rows.push_back(!window->local.empty() && h.is_swa(il) ? w * options.n_seq : n * options.n_seq);
+    }
+    return cache_need(kv_devices, layer_rows, h.kv_dim(), options.kv_type);
+  };
+  if (options.n_ctx <= 0 && n_ctx > kMinDefaultContext) {
+    // The model's context unless its cache would take more than half of a
+    // device's free memory (a 128k-token context of an 8B model is 17 GB
+    // of F16 cache): then halved until it does not, and said so.
+    int64_t n = n_ctx;
+    for (KvWindow probe; n > kMinDefaultContext && !cache_fits(rows_for(n, &probe), 0.5); probe = KvWindow()) {
+      n = std::max(kMinDefaultContext, n / 2);
+    }
+    if (n < n_ctx) {
+      KvWindow full;
+      double bytes = 0.0;
+      for (const auto& [d, need] : rows_for(n_ctx, &full)) bytes += need;
+      LOOM_LOG_WARN("llm", "the model's context of " + std::to_string(n_ctx) + " tokens would need " +
+                               std::to_string(static_cast<uint64_t>(bytes)) +
+                               " bytes of KV cache, more than half of the free memory; using " + std::to_string(n) +
+                               " tokens (--ctx N to choose)");
+      n_ctx = n;
+    }
+  }
   KvWindow window;
-  window.n_seq = options.n_seq;
-  const int64_t w = KvCache::window_rows(h.n_swa, options.n_batch, n_ctx);
-  if (options.window_kv && !env_flag("LOOM_KV_SWA_FULL", false) && w < n_ctx) {
-    window.n_swa = h.n_swa;
-    window.rows = w;
-    for (int64_t il = 0; il < h.n_layer; ++il) window.local.push_back(h.is_swa(il));
-  }
-  std::vector<int64_t> layer_rows;
-  for (int64_t il = 0; il < h.n_layer; ++il) {
-    layer_rows.push_back(!window.local.empty() && h.is_swa(il) ? w * options.n_seq : n_rows);
-  }
-  LOOM_RETURN_IF_ERROR(
-      check_cache_fits(kv_devices, layer_rows, h.kv_dim(), n_ctx * options.n_seq, options.kv_type, options.n_ctx <= 0));
+  const std::map<registry::Device*, double> need_of = rows_for(n_ctx, &window);
+  const int64_t n_rows = n_ctx * options.n_seq;  // every slot's rows
+  LOOM_RETURN_IF_ERROR(check_cache_fits(need_of, n_ctx * options.n_seq, options.n_ctx <= 0));
   Context& ctx = model->context();
   LOOM_ASSIGN_OR_RETURN(KvCache cache, KvCache::create(ctx, kv_devices, h.head_dim(), h.n_head_kv, n_rows,
                                                        options.kv_type, window));

@@ -75,9 +75,11 @@ const std::vector<OptionSpec>& option_table() {
        "threads of the CPU-like devices; a list gives one row per count", 1, 1024,
        "an integer in [1, 1024] or a list like 1,2,4"},
       // The session.
-      {"--ctx", "-c", "N", K::kInt, kRun, "context length in tokens (default: the model's)", 1, kMaxInt,
+      {"--ctx", "-c", "N", K::kInt, kRun, "context length in tokens (default: the model's, halved while its KV cache would take more than half "
+       "of the free memory, down to 4096)", 1, kMaxInt,
        "an integer >= 1"},
-      {"--ctx", "-c", "N", K::kInt, kChat, "context tokens for the whole conversation (default: the model's)", 1,
+      {"--ctx", "-c", "N", K::kInt, kChat, "context tokens for the whole conversation (default: the model's, halved while its KV cache would "
+       "take more than half of the free memory, down to 4096)", 1,
        kMaxInt, "an integer >= 1"},
       {"--ctx", "-c", "N", K::kInt, kProfile,
        "the window in tokens each part of the text runs in, from an empty cache (default: min(the model's "
