@@ -311,7 +311,9 @@ typedef enum loom_kv_type {
 
 typedef struct loom_session_params {
   size_t struct_size;
-  int32_t n_ctx;   /* context length in tokens; 0: the model's training context */
+  int32_t n_ctx;   /* context length in tokens; 0: the model's training context, halved while its KV
+                     cache would take more than half of the free memory (down to 4096;
+                     loom_session_n_ctx says what it got) */
   int32_t n_batch; /* prompt tokens per forward pass (default 32) */
   int32_t kv_type; /* loom_kv_type_t (default F16) */
   int32_t n_seq;   /* sequence slots of n_ctx positions each (default 1; 1..4096) */
