@@ -29,6 +29,8 @@ loom_status_t* error(loom_status_code_t code, const HostBufferType& type, const 
 // every few rows cost a TLB miss and a page walk from memory.
 constexpr size_t kHugePage = size_t{2} << 20;
 constexpr size_t kHugePageMin = size_t{1} << 20;
+// clear(0) hands back the pages of mappings at least this large (below).
+constexpr size_t kLazyZeroMin = size_t{1} << 30;
 
 // On Linux such buffers are private anonymous mappings of their own (their
 // pages read as zero until written, and clear(0) can hand them back);
@@ -144,11 +146,15 @@ class HostBuffer {
   }
 
   loom_status_t* clear(uint8_t value) {
-    // Zeros in a mapping of its own: its pages are handed back and come back
-    // zero when next touched, so a KV cache for a long context costs memory
-    // as its rows fill, not all at once (a 262,144-token cache of a small
-    // model: 8.6 GB written and 18 s before the first token with memset).
-    if (value == 0 && mapped_ > 0 && zero_pages(base_, mapped_)) return nullptr;
+    // Zeros in a mapping of its own past kLazyZeroMin bytes: its pages are
+    // handed back and come back zero when next touched, so a KV cache for a
+    // long context costs memory as its rows fill, not all at once (a
+    // 262,144-token cache of a small model: 8.6 GB written and 18 s before
+    // the first token with memset). Smaller buffers are written now: a
+    // first touch of a huge page in the middle of a step can wait on the
+    // kernel's compaction (a server's 604 MB cache: SET_ROWS 9 -> 125 us a
+    // call in some runs).
+    if (value == 0 && mapped_ >= kLazyZeroMin && zero_pages(base_, mapped_)) return nullptr;
     if (handle_.size > 0) std::memset(base_, value, handle_.size);
     return nullptr;
   }
