@@ -234,8 +234,13 @@ class LlamaSession {
   Status count_ffn_activity(const LlamaBatchGraph& g);
   std::unique_ptr<Step> cached_;  // the last step's graph, reused while its shape fits
   bool cached_all_logits_ = false;
-  // eval_seqs's kept steps (their tensors above mark_ like cached_'s).
-  static constexpr size_t kSeqSteps = 8;
+  // eval_seqs's kept steps (their tensors above mark_ like cached_'s). A
+  // server's steps mix decodes with prompt chunks of 1, 2, 4, ... tokens:
+  // with 8 kept, 4 streams beside arriving 256-token prompts rebuilt 15-23
+  // graphs (each adding 1-3 ms to its step) against 13 shapes; with 32,
+  // each shape once (TBT p99 11-13.5 -> 10.4-11.1 ms, a graph's tensors
+  // and plan but no compute memory each).
+  static constexpr size_t kSeqSteps = 32;
   std::vector<std::unique_ptr<Step>> seq_steps_;
   // One step of eval_seqs over a kept graph of its shape (else a new one).
   Status run_seq_step(const std::vector<SeqToken>& batch, int64_t n_out, float* out);
