@@ -22,6 +22,7 @@
 #include "llm/model/llama_model.hpp"
 #include "llm/session/llama_session.hpp"
 #include "loom/registry/registry.hpp"
+#include "cpu_file_fixture.hpp"
 #include "registry/registry_test_util.hpp"
 #include "reference_forward.hpp"
 #include "tiny_arch.hpp"
@@ -53,25 +54,8 @@ double max_abs_diff(const std::vector<std::vector<double>>& a, const std::vector
   return d;
 }
 
-class Architectures : public ::testing::Test {
+class Architectures : public test::CpuFileTest {
  protected:
-  void SetUp() override {
-    registry::Options o;
-    o.paths = {LOOM_TEST_PLUGIN_DIR};
-    o.use_env = false;
-    reg_ = registry::Registry::load(o);
-    dev_ = reg_->device("cpu");
-    if (!dev_) GTEST_SKIP() << "no cpu device (plugin not built?)";
-    char tmpl[] = "/tmp/loom-arch-test-XXXXXX";
-    const int fd = mkstemp(tmpl);
-    ASSERT_GE(fd, 0);
-    close(fd);
-    path_ = tmpl;
-  }
-  void TearDown() override {
-    if (!path_.empty()) std::remove(path_.c_str());
-  }
-
   StatusOr<std::unique_ptr<LlamaModel>> load(const TinyArchModel& m, const std::vector<uint8_t>& image,
                                              const LoadOptions* where = nullptr) {
     if (!m.write(path_, image)) return internal_error("cannot write " + path_);
@@ -164,9 +148,6 @@ class Architectures : public ::testing::Test {
     return reg;
   }
 
-  std::unique_ptr<registry::Registry> reg_;
-  registry::Device* dev_ = nullptr;
-  std::string path_;
 };
 
 // A copy of `m` changed by f (a mutant for check()).

@@ -16,6 +16,7 @@
 #include "llm/model/llama_model.hpp"
 #include "llm/session/llama_session.hpp"
 #include "loom/registry/registry.hpp"
+#include "cpu_file_fixture.hpp"
 #include "peak_rss.hpp"
 #include "tiny_llama.hpp"
 
@@ -27,23 +28,10 @@ using test::TinyLlama;
 
 bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
-class ModelValidation : public ::testing::Test {
+class ModelValidation : public test::CpuFileTest {
  protected:
-  void SetUp() override {
-    registry::Options o;
-    o.paths = {LOOM_TEST_PLUGIN_DIR};
-    o.use_env = false;
-    reg_ = registry::Registry::load(o);
-    dev_ = reg_->device("cpu");
-    if (!dev_) GTEST_SKIP() << "no cpu device (plugin not built?)";
-    char tmpl[] = "/tmp/loom-validation-XXXXXX";
-    const int fd = mkstemp(tmpl);
-    ASSERT_GE(fd, 0);
-    close(fd);
-    path_ = tmpl;
-  }
   void TearDown() override {
-    if (!path_.empty()) std::remove(path_.c_str());
+    test::CpuFileTest::TearDown();
     unsetenv("LOOM_CHECK_FINITE");
   }
   StatusOr<std::unique_ptr<LlamaModel>> load(const TinyLlama& m) {
@@ -58,9 +46,6 @@ class ModelValidation : public ::testing::Test {
     EXPECT_FALSE(r.ok()) << key << " = " << value << " loaded";
     return r.ok() ? std::string() : r.status().message();
   }
-  std::unique_ptr<registry::Registry> reg_;
-  registry::Device* dev_ = nullptr;
-  std::string path_;
 };
 
 // The tokenizer is checked when the file is opened, before any weight is

@@ -243,9 +243,10 @@ class Ahead {
 
  private:
   const loom_tensor_t* t_ = nullptr;
-  int64_t g_ = 0, n_rows_ = 0, row_bytes_ = 0;
-  int64_t asked_ = 0;      // rows asked for
-  int64_t next_line_ = 0;  // rows back to back: bytes from line0 asked for
+  [[maybe_unused]] int64_t g_ = 0;  // (read only where the build asks: AVX2)
+  int64_t n_rows_ = 0, row_bytes_ = 0;
+  int64_t asked_ = 0;                        // rows asked for
+  [[maybe_unused]] int64_t next_line_ = 0;  // rows back to back: bytes from line0 asked for
 };
 
 // acc[e] += sum_jj p[jj] * v[jj][e]: up to kGroups lane groups of acc stay

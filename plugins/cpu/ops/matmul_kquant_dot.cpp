@@ -52,10 +52,7 @@ inline __m256i pair16(__m256i v, int j) {
   return _mm256_shuffle_epi8(v, _mm256_set_m128i(_mm_set1_epi16(static_cast<short>(0x0302 + 0x0404 * j)),
                                                  _mm_set1_epi16(static_cast<short>(0x0100 + 0x0404 * j))));
 }
-// 8 bytes of scales at p, widened to int16, in both 128-bit lanes.
-inline __m256i scales8_u(const uint8_t* p) {
-  return _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
-}
+// 8 signed bytes of scales at p, widened to int16, in both 128-bit lanes.
 inline __m256i scales8_s(const int8_t* p) {
   return _mm256_broadcastsi128_si256(_mm_cvtepi8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
 }

@@ -710,6 +710,7 @@ void pair_cols(const loom_tensor_t* dst, const uint8_t* g0, size_t group_bytes, 
 }
 #endif
 
+#if defined(__AVX512VNNI__) && defined(__AVX512BW__) && defined(__AVX512DQ__)
 // Columns of the K-quant products on two groups per zmm (Q4_K, Q5_K, Q6_K; 4+
 // columns, as matmul_x8.cpp decides for its types: LOOM_CPU_ZMM_PAIRS,
 // else where 512-bit units are full width).
@@ -718,6 +719,7 @@ inline bool pairs_on() {
   static const bool on = common::plugin_env_flag("LOOM_CPU_ZMM_PAIRS", !common::cpu_features().split_avx512);
   return on;
 }
+#endif
 
 template <int32_t kType>
 void mul_mat_type(const loom_tensor_t* dst, const ActBlockK* act, Exec& ex, int ith, int nth) {
