@@ -49,19 +49,21 @@ std::map<registry::Device*, double> cache_need(const std::vector<registry::Devic
 }
 
 // The memory a device has for the cache: its free bytes (some drivers
-// report no free figure, 0: the total then); 0 when it reports nothing.
-uint64_t cache_room(registry::Device* d, StatusOr<registry::Device::Memory>* m) {
-  *m = d->memory();
-  if (!m->ok() || (*m)->total == 0) return 0;
-  return (*m)->free > 0 ? (*m)->free : (*m)->total;
+// report no free figure, 0: the total then); bytes 0 when it reports nothing.
+struct CacheRoom {
+  uint64_t bytes = 0, free = 0, total = 0;
+};
+CacheRoom cache_room(registry::Device* d) {
+  StatusOr<registry::Device::Memory> m = d->memory();
+  if (!m.ok() || m->total == 0) return CacheRoom();
+  return CacheRoom{m->free > 0 ? m->free : m->total, m->free, m->total};
 }
 
 // Whether the cache fits `share` of each device's room (devices that report
 // no memory figures are not checked).
 bool cache_fits(const std::map<registry::Device*, double>& need_of, double share) {
   for (const auto& [d, need] : need_of) {
-    StatusOr<registry::Device::Memory> m = Status();
-    const uint64_t room = cache_room(d, &m);
+    const uint64_t room = cache_room(d).bytes;
     if (room > 0 && need > share * static_cast<double>(room)) return false;
   }
   return true;
@@ -72,14 +74,14 @@ bool cache_fits(const std::map<registry::Device*, double>& need_of, double share
 // machine.
 Status check_cache_fits(const std::map<registry::Device*, double>& need_of, int64_t n_ctx, bool ctx_from_file) {
   for (const auto& [d, need] : need_of) {
-    StatusOr<registry::Device::Memory> m = Status();
-    const uint64_t avail = cache_room(d, &m);
-    if (avail == 0 || need <= static_cast<double>(avail)) continue;
+    const CacheRoom room = cache_room(d);
+    if (room.bytes == 0 || need <= static_cast<double>(room.bytes)) continue;
     return resource_exhausted("[llm.session] the KV cache of " + std::to_string(n_ctx) + " tokens" +
                               (ctx_from_file ? " (the model's context_length)" : "") + " needs " +
                               std::to_string(static_cast<uint64_t>(need)) + " bytes on " + d->name() + ", which has " +
-                              (m->free > 0 ? std::to_string(m->free) + " of " + std::to_string(m->total) + " bytes free"
-                                           : std::to_string(m->total) + " bytes") +
+                              (room.free > 0 ? std::to_string(room.free) + " of " + std::to_string(room.total) +
+                                                   " bytes free"
+                                             : std::to_string(room.total) + " bytes") +
                               "; use a smaller context (--ctx N)");
   }
   return Status();
@@ -167,7 +169,9 @@ StatusOr<std::unique_ptr<LlamaSession>> LlamaSession::create(LlamaModel* model, 
     // device's free memory (a 128k-token context of an 8B model is 17 GB
     // of F16 cache): then halved until it does not, and said so.
     int64_t n = n_ctx;
-    for (KvWindow probe; n > kMinDefaultContext && !cache_fits(rows_for(n, &probe), 0.5); probe = KvWindow()) {
+    while (n > kMinDefaultContext) {
+      KvWindow probe;
+      if (cache_fits(rows_for(n, &probe), 0.5)) break;
       n = std::max(kMinDefaultContext, n / 2);
     }
     if (n < n_ctx) {
