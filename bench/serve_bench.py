@@ -5,8 +5,9 @@ Starts `loom serve -m MODEL --port 0 --parallel P`, then, in one run:
   1. C concurrent clients x R streamed completions each, for C in --clients
      (default 1 4 16): aggregate generated tokens/s, time to first token
      (TTFT) p50/p99, time between tokens (TBT) p50/p99;
-  2. TBT of running streams while new 256-token prompts keep arriving
-     (chunked prefill keeps them flowing), against the 1-client TBT;
+  2. TBT of up to 4 running streams of 2x --max-tokens, alone (the control)
+     and then while new 256-token prompts keep arriving (chunked prefill
+     keeps them flowing), against the 1-client TBT and against the control;
   3. a shared 200-token system prompt: the time to first token of a request
      whose system prompt another request read before, against the same
      request with a system prompt nobody read (prefix reuse);
@@ -172,15 +173,16 @@ def run_clients(server, clients, requests, max_tokens, prompt_tokens):
             "tbt_p50": pct(gaps, 50), "tbt_p99": pct(gaps, 99)}
 
 
-def run_arrivals(server, streams, max_tokens, prompt_tokens, arrival_tokens):
-    """TBT of `streams` running streams while 256-token prompts keep arriving."""
+def run_arrivals(server, streams, max_tokens, prompt_tokens, arrival_tokens, arriving_prompts=True):
+    """TBT of `streams` running streams while 256-token prompts keep arriving
+    (or, arriving_prompts=False, of the same streams alone: the control)."""
     stop = threading.Event()
     results, lock = [], threading.Lock()
     arrivals = [0]
 
     # Prompts sized before the clock starts (sizing them asks the server).
     mine = [prompt_of(server, prompt_tokens, 100 + i) for i in range(streams)]
-    arriving = [prompt_of(server, arrival_tokens, 200 + k) for k in range(16)]
+    arriving = [prompt_of(server, arrival_tokens, 200 + k) for k in range(16)] if arriving_prompts else []
 
     def runner(i):
         r = server.stream(mine[i], max_tokens)
@@ -196,14 +198,16 @@ def run_arrivals(server, streams, max_tokens, prompt_tokens, arrival_tokens):
             arrivals[0] = k
 
     threads = [threading.Thread(target=runner, args=(i,)) for i in range(streams)]
-    feeder = threading.Thread(target=arriver)
-    feeder.start()
+    feeder = threading.Thread(target=arriver) if arriving_prompts else None
+    if feeder:
+        feeder.start()
     for t in threads:
         t.start()
     for t in threads:
         t.join()
     stop.set()
-    feeder.join()
+    if feeder:
+        feeder.join()
     gaps = [g for r in results for g in r[1]]
     return {"streams": streams, "arrivals": arrivals[0], "tbt_p50": pct(gaps, 50), "tbt_p99": pct(gaps, 99)}
 
@@ -245,7 +249,7 @@ def main():
     a = ap.parse_args()
     parallel = max(a.clients)
     server = Server(a.loom, a.model, parallel, a.ctx, a.serve_arg, a.server_log)
-    out = {"model": os.path.basename(a.model), "load": [], "arrivals": None, "prefix": None}
+    out = {"model": os.path.basename(a.model), "load": [], "streams_alone": None, "arrivals": None, "prefix": None}
     try:
         server.stream(prompt_of(server, a.prompt_tokens, 0), 4)  # warm up
         for c in a.clients:
@@ -254,8 +258,12 @@ def main():
             print("clients %2d: %7.1f tokens/s  TTFT p50 %6.1f ms p99 %6.1f ms  TBT p50 %6.1f ms p99 %6.1f ms" %
                   (c, r["tokens_per_s"], 1e3 * r["ttft_p50"], 1e3 * r["ttft_p99"], 1e3 * r["tbt_p50"],
                    1e3 * r["tbt_p99"]), flush=True)
-        out["arrivals"] = run_arrivals(server, min(4, parallel - 1), a.max_tokens * 2, a.prompt_tokens, 256)
-        print("running streams with 256-token prompts arriving (%d arrived): TBT p50 %.1f ms p99 %.1f ms" %
+        streams = min(4, parallel - 1)
+        out["streams_alone"] = run_arrivals(server, streams, a.max_tokens * 2, a.prompt_tokens, 256, False)
+        print("%d running streams alone (the control): TBT p50 %.1f ms p99 %.1f ms" %
+              (streams, 1e3 * out["streams_alone"]["tbt_p50"], 1e3 * out["streams_alone"]["tbt_p99"]), flush=True)
+        out["arrivals"] = run_arrivals(server, streams, a.max_tokens * 2, a.prompt_tokens, 256)
+        print("the same streams with 256-token prompts arriving (%d arrived): TBT p50 %.1f ms p99 %.1f ms" %
               (out["arrivals"]["arrivals"], 1e3 * out["arrivals"]["tbt_p50"], 1e3 * out["arrivals"]["tbt_p99"]),
               flush=True)
         out["prefix"] = run_prefix(server, 200)
@@ -283,6 +291,9 @@ def main():
               (top["clients"], out["bench_pp"], 100.0 * top["tokens_per_s"] / out["bench_pp"]))
     if one and out["arrivals"]:
         print("TBT p99 with prompts arriving / 1-client TBT p99: %.2fx" % (out["arrivals"]["tbt_p99"] / one["tbt_p99"]))
+    if out["streams_alone"] and out["arrivals"]:
+        print("TBT p99 with prompts arriving / the same streams alone: %.2fx" %
+              (out["arrivals"]["tbt_p99"] / out["streams_alone"]["tbt_p99"]))
     if out["prefix"]:
         print("shared system prompt: second request's TTFT %.1fx faster" % out["prefix"]["speedup"])
     if a.json:
