@@ -15,6 +15,10 @@ Architectures (--arch):
   gemma2    post-attention / post-FFN norms, GELU-gated FFN, soft-capping,
             sliding window on alternate layers, tied output
   gemma3    gemma2 without soft-capping, with Q/K norms and every 6th layer global
+  gemma     the first Gemma: embedding scale and GELU-gated FFN, no post-norms
+  smollm3   llama with every 4th layer unrotated (NoPE; no key says so)
+  granite   llama with granite.{embedding,residual,logit}_scale and attention.scale
+  granitemoe  granite with experts (as mixtral's, granitemoe.expert_count)
 
 loom runs every one of them.
 
@@ -34,7 +38,8 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from gguf_writer import TYPE_IDS, read_gguf_kv, write_gguf  # noqa: E402
 
-ARCHS = ('llama', 'mixtral', 'qwen2', 'qwen3', 'qwen3moe', 'phi3', 'gemma2', 'gemma3')
+ARCHS = ('llama', 'mixtral', 'qwen2', 'qwen3', 'qwen3moe', 'phi3', 'gemma2', 'gemma3', 'gemma', 'smollm3', 'granite',
+         'granitemoe')
 # The file's general.architecture (Mixtral files say llama).
 FILE_ARCH = {'mixtral': 'llama'}
 
@@ -81,9 +86,9 @@ def build(a, n_vocab):
     arch = a.arch
     d, hd = a.dim, a.head_dim or a.dim // a.heads
     qd, kvd = hd * a.heads, hd * a.kv_heads
-    moe = arch in ('mixtral', 'qwen3moe')
-    gemma = arch in ('gemma2', 'gemma3')
-    tied = arch == 'qwen2' or gemma
+    moe = arch in ('mixtral', 'qwen3moe', 'granitemoe')
+    gemma = arch in ('gemma2', 'gemma3')  # the post-norms
+    tied = arch in ('qwen2', 'gemma', 'smollm3', 'granite', 'granitemoe') or gemma
     m.matrix('token_embd.weight', n_vocab, d, scale=4.0)
     m.vector('output_norm.weight', d)
     if not tied:
@@ -147,7 +152,7 @@ def metadata(a, tok):
         k('attention.key_length', hd)
         k('attention.value_length', hd)
     k('rope.dimension_count', hd)
-    k('attention.layer_norm_rms_epsilon', 1e-6 if a.arch.startswith(('qwen', 'gemma')) else 1e-5)
+    k('attention.layer_norm_rms_epsilon', 1e-6 if a.arch.startswith(('qwen', 'gemma', 'smollm3', 'granite')) else 1e-5)
     k('rope.freq_base', {'llama': 500000.0 if a.rope_freqs else 10000.0, 'qwen2': 1000000.0,
                          'qwen3': 1000000.0, 'qwen3moe': 1000000.0, 'gemma3': 1000000.0}.get(a.arch, 10000.0))
     if a.arch == 'phi3' and a.longrope:
@@ -161,7 +166,14 @@ def metadata(a, tok):
         k('rope.scaling.factor', float(a.rope_factor))
         if a.rope_scaling == 'yarn':
             k('rope.scaling.original_context_length', a.rope_orig_ctx or max(1, a.ctx // 4))
-    if a.arch in ('mixtral', 'qwen3moe'):
+    if a.arch in ('granite', 'granitemoe'):
+        # Granite 3's multipliers as its 2B file has them, the attention's
+        # 1 / head dim as Granite's attention_multiplier is for 64-wide heads.
+        k('embedding_scale', 12.0)
+        k('residual_scale', 0.22)
+        k('attention.scale', 1.0 / hd)
+        k('logit_scale', 8.0)
+    if a.arch in ('mixtral', 'qwen3moe', 'granitemoe'):
         k('expert_count', a.experts)
         k('expert_used_count', a.experts_used)
     if a.arch == 'qwen3moe':

@@ -14,7 +14,7 @@ constexpr Named kNames[] = {
     {ChatFormat::kLlama2, "llama2"}, {ChatFormat::kMistral, "mistral"}, {ChatFormat::kPhi3, "phi3"},
     {ChatFormat::kGemma, "gemma"},   {ChatFormat::kZephyr, "zephyr"}, {ChatFormat::kPhi4, "phi4"},
     {ChatFormat::kDeepseek3, "deepseek3"}, {ChatFormat::kMistralV7, "mistral-v7"},
-    {ChatFormat::kMistralV7Spaced, "mistral-v7-spaced"},
+    {ChatFormat::kMistralV7Spaced, "mistral-v7-spaced"}, {ChatFormat::kGranite, "granite"},
 };
 
 }  // namespace
@@ -49,6 +49,7 @@ bool chat_format_from_name(std::string_view name, ChatFormat* out) {
 // phi-4 writes chatml's <|im_start|> with its own <|im_sep|>).
 ChatFormat detect_chat_format(std::string_view t) {
   if (t.empty()) return ChatFormat::kPlain;
+  if (has(t, "<|start_of_role|>")) return ChatFormat::kGranite;
   if (has(t, "<|im_sep|>")) return ChatFormat::kPhi4;
   if (has(t, "<|im_start|>")) return ChatFormat::kChatml;
   if (has(t, "<｜User｜>") && has(t, "<｜Assistant｜>")) {
@@ -107,6 +108,10 @@ std::string ChatTemplate::user_turn(const std::string& sys, const std::string& m
       // <｜end▁of▁sentence｜>, which it generates.
       return (with_sys ? sys : std::string()) + "<｜User｜>" + msg +
              "<｜Assistant｜>";
+    case ChatFormat::kGranite:
+      // The reply ends with the model's <|end_of_text|>, then a newline (after_reply).
+      return (with_sys ? "<|start_of_role|>system<|end_of_role|>" + sys + "<|end_of_text|>\n" : std::string()) +
+             "<|start_of_role|>user<|end_of_role|>" + msg + "<|end_of_text|>\n<|start_of_role|>assistant<|end_of_role|>";
     case ChatFormat::kPlain:
       break;
   }
@@ -119,6 +124,7 @@ std::string ChatTemplate::after_reply() const {
     case ChatFormat::kPhi3:
     case ChatFormat::kGemma:
     case ChatFormat::kZephyr:
+    case ChatFormat::kGranite:
       return "\n";
     default:
       return std::string();

@@ -23,6 +23,7 @@ enum class ChatFormat {
   kDeepseek3,  // system text, <｜User｜>...<｜Assistant｜> (DeepSeek-V3, R1 and its distills)
   kMistralV7,  // [SYSTEM_PROMPT]...[/SYSTEM_PROMPT][INST]...[/INST] (Mistral Small 3 and later)
   kMistralV7Spaced,  // the same with a space after each opening marker (older v7 templates)
+  kGranite,  // <|start_of_role|>role<|end_of_role|>...<|end_of_text|>\n (IBM Granite 3)
 };
 
 const char* chat_format_name(ChatFormat f);

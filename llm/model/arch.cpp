@@ -9,7 +9,7 @@ namespace {
 // llama_hparams.cpp): nothing of their own here.
 constexpr ArchTraits kArchs[] = {
     // name     rope mode              rope_freqs qkv_bias qk_norm fused_qkv fused_gate_up gemma swa_period
-    //   swa_rope_base softcap experts
+    //   swa_rope_base softcap experts [post_norms nope_period granite]
     // (llama: Mixtral's files, with expert_count, are mixtures of experts.)
     {"llama", LOOM_ROPE_MODE_NORMAL, true, false, false, false, false, false, 0, 0.0f, false, false},
     {"qwen2", LOOM_ROPE_MODE_NEOX, false, true, false, false, false, false, 0, 0.0f, false, false},
@@ -20,11 +20,20 @@ constexpr ArchTraits kArchs[] = {
     // the rope reader, naming the key. Its sliding_window key is ignored, as
     // llama.cpp does.
     {"phi3", LOOM_ROPE_MODE_NEOX, false, false, false, true, true, false, 0, 0.0f, false, false},
+    // The first Gemma (2B, 7B, CodeGemma): no post-norms, no window, no caps.
+    {"gemma", LOOM_ROPE_MODE_NEOX, false, false, false, false, false, true, 0, 0.0f, false, false},
     // Gemma 2: soft-capped attention and output logits, every other layer
     // local (global RoPE on both), no Q/K norms.
-    {"gemma2", LOOM_ROPE_MODE_NEOX, false, false, false, false, false, true, 2, 0.0f, true, false},
+    {"gemma2", LOOM_ROPE_MODE_NEOX, false, false, false, false, false, true, 2, 0.0f, true, false, true},
     // Gemma 3 (text): Q/K norms, five local (sliding-window) layers to one global.
-    {"gemma3", LOOM_ROPE_MODE_NEOX, false, false, true, false, false, true, 6, 10000.0f, false, false},
+    {"gemma3", LOOM_ROPE_MODE_NEOX, false, false, true, false, false, true, 6, 10000.0f, false, false, true},
+    // SmolLM3: llama with every fourth layer unrotated (NoPE).
+    {"smollm3", LOOM_ROPE_MODE_NORMAL, false, false, false, false, false, false, 0, 0.0f, false, false, false, 4},
+    // IBM Granite 3 (dense) and Granite 3 MoE: llama with four multipliers.
+    {"granite", LOOM_ROPE_MODE_NORMAL, true, false, false, false, false, false, 0, 0.0f, false, false, false, 0,
+     true},
+    {"granitemoe", LOOM_ROPE_MODE_NORMAL, true, false, false, false, false, false, 0, 0.0f, false, true, false, 0,
+     true},
 };
 
 }  // namespace

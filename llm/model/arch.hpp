@@ -29,9 +29,8 @@ struct ArchTraits {
   // whose result is split by views (no weight is copied).
   bool fused_qkv;
   bool fused_gate_up;
-  // Gemma: token embeddings scaled by sqrt(n_embd); blk.N.post_attention_norm
-  // and blk.N.post_ffw_norm (RMS norms of the attention and FFN outputs
-  // before their residual adds); a GELU-gated FFN (gelu(gate) * up).
+  // Gemma: token embeddings scaled by sqrt(n_embd); a GELU-gated FFN
+  // (gelu(gate) * up).
   bool gemma;
   // Sliding-window attention on the local layers: every layer but each
   // swa_period-th (layer il is global when (il + 1) % swa_period == 0)
@@ -50,11 +49,25 @@ struct ArchTraits {
   // blk.N.ffn_{gate_inp,gate_exps,up_exps,down_exps} are required (qwen3moe).
   // A llama file with expert_count > 1 (Mixtral) is one too.
   bool experts;
+  // blk.N.post_attention_norm and blk.N.post_ffw_norm are required: RMS
+  // norms of the attention's and the FFN's outputs before their residual
+  // adds (gemma2, gemma3; not the first Gemma).
+  bool post_norms = false;
+  // NoPE layers: layer il applies no RoPE when (il + 1) % nope_period == 0
+  // (SmolLM3: every fourth, a constant of the architecture that no key
+  // states, as llama.cpp has it); 0: every layer rotates.
+  int nope_period = 0;
+  // Granite's multipliers: <arch>.embedding_scale times the token
+  // embeddings, residual_scale times each attention and FFN output before
+  // its residual add, attention.scale as the scores' scale (each optional),
+  // the logits divided by logit_scale (required); rope.scaling.finetuned =
+  // false turns RoPE off in every layer.
+  bool granite = false;
 };
 
 // The traits of `name`; nullptr when loom does not run it.
 const ArchTraits* find_arch(std::string_view name);
-// "llama, qwen2, qwen3, qwen3moe, phi3, gemma2, gemma3": the names find_arch knows, for messages.
+// "llama, qwen2, ...": the names find_arch knows, for messages.
 std::string supported_archs();
 
 }  // namespace loom::llm

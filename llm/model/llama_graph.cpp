@@ -186,10 +186,12 @@ StatusOr<Tensor*> attention_block(Context& ctx, LlamaModel& model, const KvCache
     LOOM_ASSIGN_OR_RETURN(v, project_heads(ctx, cur, l.wv, l.bv, nullptr, hd, h.n_head_kv, h.rms_eps));
   }
   const bool long_ctx = cache.n_ctx() / cache.n_seq() > h.n_ctx_orig;
-  LOOM_ASSIGN_OR_RETURN(q, rope_heads(ctx, model, il, q, g->pos, long_ctx));
-  named(q, "q_rope" + sfx);
-  LOOM_ASSIGN_OR_RETURN(k, rope_heads(ctx, model, il, k, g->pos, long_ctx));
-  named(k, "k_rope" + sfx);
+  if (h.rotates(il)) {  // (a NoPE layer's Q and K go to the attention as projected)
+    LOOM_ASSIGN_OR_RETURN(q, rope_heads(ctx, model, il, q, g->pos, long_ctx));
+    named(q, "q_rope" + sfx);
+    LOOM_ASSIGN_OR_RETURN(k, rope_heads(ctx, model, il, k, g->pos, long_ctx));
+    named(k, "k_rope" + sfx);
+  }
   if (!l.wqkv) named(v, "v" + sfx);
 
   // Store this batch's rows (as [hd, T, n_head_kv]: the cache's order),
@@ -214,7 +216,18 @@ StatusOr<Tensor*> attention_block(Context& ctx, LlamaModel& model, const KvCache
                          h.rope_mscale * h.rope_mscale;
   LOOM_ASSIGN_OR_RETURN(Tensor * kqv, layer_attention(ctx, model, il, la, fused, kq_scale, g));
   LOOM_ASSIGN_OR_RETURN(kqv, ctx.reshape(kqv, {h.q_dim(), g->n_tokens}));
-  return op::mul_mat(ctx, l.wo, kqv);
+  LOOM_ASSIGN_OR_RETURN(Tensor * out, op::mul_mat(ctx, l.wo, kqv));
+  if (l.bo) return op::add(ctx, out, l.bo);
+  return out;
+}
+
+// x + f * branch: a block's output added to the residual stream, scaled
+// first where the model says (granite's residual_scale).
+StatusOr<Tensor*> residual_add(Context& ctx, const LlamaHparams& h, Tensor* x, Tensor* branch) {
+  if (h.residual_scale > 0.0f) {
+    LOOM_ASSIGN_OR_RETURN(branch, op::scale(ctx, branch, h.residual_scale));
+  }
+  return op::add(ctx, x, branch);
 }
 
 }  // namespace
@@ -230,7 +243,11 @@ Status build_layers(LlamaModel& model, const KvCache& cache, bool all_logits, bo
   Context& ctx = model.context();
   const int64_t n_tokens = g.n_tokens;
   LOOM_ASSIGN_OR_RETURN(g.tokens, graph_input(ctx, LOOM_TYPE_I32, {n_tokens}, "inp_tokens"));
-  LOOM_ASSIGN_OR_RETURN(g.pos, graph_input(ctx, LOOM_TYPE_I32, {n_tokens}, "inp_pos"));
+  bool rotates = false;  // (a model with RoPE off everywhere reads no positions)
+  for (int64_t il = 0; il < h.n_layer; ++il) rotates = rotates || h.rotates(il);
+  if (rotates) {
+    LOOM_ASSIGN_OR_RETURN(g.pos, graph_input(ctx, LOOM_TYPE_I32, {n_tokens}, "inp_pos"));
+  }
   // Local layers of a windowed cache: their rows, their attended length.
   g.n_head_kv = h.n_head_kv;
   g.swa_slot_rows = cache.window_rows();
@@ -258,7 +275,7 @@ Status build_layers(LlamaModel& model, const KvCache& cache, bool all_logits, bo
     if (l.post_attn_norm) {
       LOOM_ASSIGN_OR_RETURN(attn, rms_norm_mul(ctx, attn, l.post_attn_norm, h.rms_eps));
     }
-    LOOM_ASSIGN_OR_RETURN(x, op::add(ctx, x, attn));
+    LOOM_ASSIGN_OR_RETURN(x, residual_add(ctx, h, x, attn));
     named(x, "attn_out" + sfx);
 
     LOOM_ASSIGN_OR_RETURN(cur, rms_norm_mul(ctx, x, l.ffn_norm, h.rms_eps));
@@ -275,7 +292,7 @@ Status build_layers(LlamaModel& model, const KvCache& cache, bool all_logits, bo
     if (l.post_ffw_norm) {
       LOOM_ASSIGN_OR_RETURN(down, rms_norm_mul(ctx, down, l.post_ffw_norm, h.rms_eps));
     }
-    LOOM_ASSIGN_OR_RETURN(x, op::add(ctx, x, down));
+    LOOM_ASSIGN_OR_RETURN(x, residual_add(ctx, h, x, down));
     named(x, "layer_out" + sfx);
   }
   if (g.out_ids != nullptr) {
@@ -288,6 +305,9 @@ Status build_layers(LlamaModel& model, const KvCache& cache, bool all_logits, bo
   LOOM_ASSIGN_OR_RETURN(Tensor * cur, op::rms_norm(ctx, x, h.rms_eps));
   LOOM_ASSIGN_OR_RETURN(cur, op::mul(ctx, cur, model.output_norm));
   LOOM_ASSIGN_OR_RETURN(g.logits, op::mul_mat(ctx, model.output, cur));
+  if (h.logit_scale > 0.0f) {
+    LOOM_ASSIGN_OR_RETURN(g.logits, op::scale(ctx, g.logits, 1.0f / h.logit_scale));
+  }
   if (h.final_softcap > 0.0f) {
     LOOM_ASSIGN_OR_RETURN(g.logits, op::scale(ctx, g.logits, 1.0f / h.final_softcap));
     LOOM_ASSIGN_OR_RETURN(g.logits, op::tanh(ctx, g.logits));

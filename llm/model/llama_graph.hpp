@@ -1,4 +1,4 @@
-// The forward graph of a llama-family model (llama, qwen2, qwen3, qwen3moe, phi3, gemma3: the
+// The forward graph of a llama-family model (the architectures of arch.cpp: the
 // architecture's traits, arch.hpp, add Q/K/V biases, per-head Q/K norms,
 // the RoPE mode and frequency factors) for one batch: n_tokens new tokens at positions
 // [n_past, n_past + n_tokens), attending to the KV cache rows [0, n_kv)

@@ -200,6 +200,28 @@ Status read_rope(const KeyReader& r, const std::string& arch, LlamaHparams* h) {
   return Status();
 }
 
+// Granite's multipliers (ArchTraits::granite): embedding_scale,
+// residual_scale and attention.scale when present, logit_scale required,
+// each > 0; rope.scaling.finetuned = false: no layer rotates.
+Status read_granite(const KeyReader& r, const GgufFile& file, const std::string& arch, LlamaHparams* h) {
+  if (!r.has("logit_scale")) return not_found("[llm.load] " + file.name() + ": missing metadata key " + arch + ".logit_scale");
+  for (const auto& [key, v] : {std::pair<const char*, float*>{"embedding_scale", &h->embd_scale},
+                               {"residual_scale", &h->residual_scale},
+                               {"attention.scale", &h->attn_scale},
+                               {"logit_scale", &h->logit_scale}}) {
+    if (!r.has(key)) continue;
+    LOOM_RETURN_IF_ERROR(r.get_f(key, v));
+    if (!(*v > 0.0f)) return r.fail(arch + "." + key + " = " + std::to_string(*v) + ": must be > 0");
+  }
+  const std::string finetuned = arch + ".rope.scaling.finetuned";
+  if (file.has(finetuned)) {
+    StatusOr<bool> rotate = file.get_bool(finetuned);
+    if (!rotate.ok()) return r.fail(rotate.status().message());
+    if (!*rotate) h->nope_period = 1;
+  }
+  return Status();
+}
+
 }  // namespace
 
 Status read_llama_hparams(const GgufFile& file, const std::string& arch, LlamaHparams* out) {
@@ -257,8 +279,12 @@ Status read_llama_hparams(const GgufFile& file, const std::string& arch, LlamaHp
     // Gemma 2 and 3 27B scale scores by their query_pre_attn_scalar, n_embd /
     // n_head, not by the head size (what llama.cpp reads off their 46 and 62
     // layers).
-    if (h.n_layer == (traits->softcap ? 46 : 62)) h.attn_scale = 1.0f / std::sqrt(static_cast<float>(h.n_embd / h.n_head));
+    if (traits->post_norms && h.n_layer == (traits->softcap ? 46 : 62)) {
+      h.attn_scale = 1.0f / std::sqrt(static_cast<float>(h.n_embd / h.n_head));
+    }
   }
+  if (traits != nullptr) h.nope_period = traits->nope_period;
+  if (traits != nullptr && traits->granite) LOOM_RETURN_IF_ERROR(read_granite(r, file, arch, &h));
   if (traits != nullptr && traits->softcap) {
     h.attn_softcap = 50.0f;  // llama.cpp's defaults when the keys are absent
     h.final_softcap = 30.0f;

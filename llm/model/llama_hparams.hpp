@@ -1,5 +1,5 @@
-// Hyper-parameters of a llama-family model (llama, qwen2, qwen3, qwen3moe, phi3, gemma2, gemma3: see
-// arch.hpp) and their validation.
+// Hyper-parameters of a llama-family model (the architectures of arch.cpp)
+// and their validation.
 //
 // Every value a GGUF header gives is checked against the bounds below (and
 // the layer count against the tensors the file holds) before anything is
@@ -61,11 +61,20 @@ struct LlamaHparams {
   // logits become c * tanh(x / c).
   float attn_softcap = 0.0f;
   float final_softcap = 0.0f;
-  float embd_scale = 0.0f;  // token embeddings times this (gemma: sqrt(n_embd)); 0: none
+  float embd_scale = 0.0f;  // token embeddings times this (gemma: sqrt(n_embd); granite's key); 0: none
+  // Granite: each attention and FFN output times residual_scale before its
+  // residual add, the logits divided by logit_scale; 0: none.
+  float residual_scale = 0.0f;
+  float logit_scale = 0.0f;
+  // Layers without RoPE: il with (il + 1) % nope_period == 0 (1: every
+  // layer); 0: none.
+  int nope_period = 0;
 
   int64_t head_dim() const { return n_embd_head; }
   // Whether layer il attends through the sliding window.
   bool is_swa(int64_t il) const { return n_swa > 0 && swa_period > 0 && (il + 1) % swa_period != 0; }
+  // Whether layer il applies RoPE.
+  bool rotates(int64_t il) const { return nope_period <= 0 || (il + 1) % nope_period != 0; }
   int64_t q_dim() const { return n_embd_head * n_head; }  // rows of attn_q, columns of attn_output
   int64_t kv_dim() const { return n_embd_head * n_head_kv; }
 };
@@ -102,7 +111,9 @@ struct LlamaLimits {
 // other than 1 on a partly rotated head and yarn on sliding-window layers. A key_length that differs from
 // value_length is UNIMPLEMENTED (the KV cache has one head size).
 // attention.sliding_window (mistral) is ignored with a debug log: attention
-// always spans the whole context.
+// always spans the whole context. Granite's files add embedding_scale,
+// residual_scale, attention.scale (optional) and logit_scale (required), each
+// > 0, and rope.scaling.finetuned (false: no RoPE in any layer).
 Status read_llama_hparams(const GgufFile& file, const std::string& arch, LlamaHparams* out);
 
 // Sets out->n_vocab from the rows of token_embd.weight, bounded, and checks

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <iterator>
 #include <optional>
 #include <string>
 
@@ -214,7 +215,8 @@ Status LlamaModel::find_weight(const std::string& name, std::initializer_list<in
     return required ? not_found(who + "missing tensor '" + name + "' (required by architecture " + arch_ + ")")
                     : Status();
   }
-  Tensor* t = file_tensors_[static_cast<size_t>(info - file_.tensors().data())];
+  const auto index = static_cast<size_t>(info - file_.tensors().data());
+  Tensor* t = file_tensors_[index];
   int64_t want[4] = {1, 1, 1, 1};
   int n = 0;
   for (int64_t d : shape) want[n++] = d;
@@ -230,7 +232,42 @@ Status LlamaModel::find_weight(const std::string& name, std::initializer_list<in
                          " (supported: " + weight_types_text() + ")");
   }
   *out = t;
+  bound_.resize(file_tensors_.size());
+  bound_[index] = true;
   return Status();
+}
+
+Status LlamaModel::check_every_tensor_read() const {
+  std::vector<std::string> unread;
+  int64_t vision = 0;
+  for (size_t i = 0; i < file_.tensors().size(); ++i) {
+    if (i < bound_.size() && bound_[i]) continue;
+    const std::string& name = file_.tensors()[i].name;
+    const bool starts_v = name.rfind("v.", 0) == 0 || name.rfind("mm.", 0) == 0;
+    if (starts_v) {
+      ++vision;
+      continue;
+    }
+    static const char* const kUnused[] = {".ffn_pred_in.", ".ffn_pred_out.", ".ffn_freq", ".ffn_down_t.",
+                                          ".attn_rot_embd"};
+    if (std::any_of(std::begin(kUnused), std::end(kUnused),
+                    [&](const char* part) { return name.find(part) != std::string::npos; })) {
+      continue;
+    }
+    unread.push_back(name);
+  }
+  if (vision > 0) {
+    LOOM_LOG_WARN("llm", "[llm.load] " + file_.name() + ": " + std::to_string(vision) +
+                             " tensors of a vision tower (v.*, mm.*) are not used: loom runs the text model");
+  }
+  if (unread.empty()) return Status();
+  std::string list;
+  for (size_t i = 0; i < unread.size() && i < 3; ++i) list += (i ? ", '" : "'") + unread[i] + "'";
+  if (unread.size() > 3) list += " and " + std::to_string(unread.size() - 3) + " more";
+  return unimplemented("[llm.load] " + file_.name() + ": tensor" + (unread.size() > 1 ? "s " : " ") + list +
+                       (unread.size() > 1 ? " are" : " is") + " not part of loom's " + arch_ +
+                       " model: running without " + (unread.size() > 1 ? "them" : "it") +
+                       " would compute another model's outputs");
 }
 
 Status LlamaModel::bind_weights() {
@@ -251,6 +288,7 @@ Status LlamaModel::bind_weights() {
   }
   layers.resize(static_cast<size_t>(h.n_layer));
   for (int64_t i = 0; i < h.n_layer; ++i) LOOM_RETURN_IF_ERROR(bind_layer(i));
+  LOOM_RETURN_IF_ERROR(check_every_tensor_read());
   return check_elementwise_types();
 }
 
@@ -268,17 +306,18 @@ Status LlamaModel::bind_layer(int64_t il) {
     LOOM_RETURN_IF_ERROR(find_weight(p + "attn_v.weight", {h.n_embd, h.kv_dim()}, true, &l.wv));
   }
   LOOM_RETURN_IF_ERROR(find_weight(p + "attn_output.weight", {h.q_dim(), h.n_embd}, true, &l.wo));
-  if (traits_->qkv_bias) {
-    LOOM_RETURN_IF_ERROR(find_weight(p + "attn_q.bias", {h.q_dim()}, true, &l.bq));
-    LOOM_RETURN_IF_ERROR(find_weight(p + "attn_k.bias", {h.kv_dim()}, true, &l.bk));
-    LOOM_RETURN_IF_ERROR(find_weight(p + "attn_v.bias", {h.kv_dim()}, true, &l.bv));
+  if (!traits_->fused_qkv) {
+    LOOM_RETURN_IF_ERROR(find_weight(p + "attn_q.bias", {h.q_dim()}, traits_->qkv_bias, &l.bq));
+    LOOM_RETURN_IF_ERROR(find_weight(p + "attn_k.bias", {h.kv_dim()}, traits_->qkv_bias, &l.bk));
+    LOOM_RETURN_IF_ERROR(find_weight(p + "attn_v.bias", {h.kv_dim()}, traits_->qkv_bias, &l.bv));
   }
+  LOOM_RETURN_IF_ERROR(find_weight(p + "attn_output.bias", {h.n_embd}, false, &l.bo));
   if (traits_->qk_norm) {
     LOOM_RETURN_IF_ERROR(find_weight(p + "attn_q_norm.weight", {h.head_dim()}, true, &l.q_norm));
     LOOM_RETURN_IF_ERROR(find_weight(p + "attn_k_norm.weight", {h.head_dim()}, true, &l.k_norm));
   }
   LOOM_RETURN_IF_ERROR(find_weight(p + "ffn_norm.weight", {h.n_embd}, true, &l.ffn_norm));
-  if (traits_->gemma) {
+  if (traits_->post_norms) {
     LOOM_RETURN_IF_ERROR(find_weight(p + "post_attention_norm.weight", {h.n_embd}, true, &l.post_attn_norm));
     LOOM_RETURN_IF_ERROR(find_weight(p + "post_ffw_norm.weight", {h.n_embd}, true, &l.post_ffw_norm));
   }

@@ -1,4 +1,4 @@
-// A llama-family model loaded from GGUF (llama, qwen2, qwen3, qwen3moe, phi3, gemma3: the
+// A llama-family model loaded from GGUF (the architectures of arch.cpp: the
 // architectures of arch.hpp, whose traits say which optional tensors each
 // has): hyper-parameters, weight tensors and the buffers holding them on an
 // ordered device list.
@@ -62,15 +62,18 @@ struct LlamaLayer {
   Tensor* wv = nullptr;
   Tensor* wqkv = nullptr;  // [n_embd, q_dim + 2 kv_dim]: Q, K, V rows (ArchTraits::fused_qkv)
   Tensor* wo = nullptr;
-  // Present when the architecture has them (ArchTraits), else nullptr.
-  Tensor* bq = nullptr;  // [q_dim], added after wq (qwen2)
+  // Biases added after the projections: required where the architecture
+  // has them (qwen2's Q, K, V), read when present in any file (as llama.cpp
+  // reads a llama's), else nullptr.
+  Tensor* bq = nullptr;  // [q_dim]
   Tensor* bk = nullptr;  // [kv_dim]
   Tensor* bv = nullptr;  // [kv_dim]
+  Tensor* bo = nullptr;  // [n_embd], after wo
   Tensor* q_norm = nullptr;  // [head_dim], per-head RMS norm of Q before RoPE (qwen3)
   Tensor* k_norm = nullptr;  // [head_dim]
   Tensor* ffn_norm = nullptr;
-  // Gemma (ArchTraits::gemma): RMS norms of the attention's and the FFN's
-  // outputs before their residual adds.
+  // Gemma 2 and 3 (ArchTraits::post_norms): RMS norms of the attention's
+  // and the FFN's outputs before their residual adds.
   Tensor* post_attn_norm = nullptr;
   Tensor* post_ffw_norm = nullptr;
   Tensor* ffn_gate = nullptr;  // nullptr when fused (ffn_gate_up)
@@ -260,6 +263,11 @@ class LlamaModel {
   // Find tensor `name`, check its type (a weight type) and shape against
   // the metadata; absent: NOT_FOUND when required, else *out = nullptr.
   Status find_weight(const std::string& name, std::initializer_list<int64_t> shape, bool required, Tensor** out);
+  // Every tensor of the file was bound, or is known to be unused (a sparse
+  // FFN's predictors, an old file's attn_rot_embd, a vision tower's v.* and
+  // mm.*): any other is UNIMPLEMENTED naming it, since running without it
+  // would compute some other model.
+  Status check_every_tensor_read() const;
   // Weights used elementwise (norms, biases) must be float; rope_freqs F32.
   Status check_elementwise_types() const;
   Status place_weights();
@@ -308,6 +316,7 @@ class LlamaModel {
   LlamaHparams hparams_;
   Context ctx_;
   std::vector<Tensor*> file_tensors_;  // one per GGUF tensor, in file order
+  std::vector<bool> bound_;             // per file tensor: found by find_weight
   Buffer weights_;
   Buffer relaid_;  // weights in the device's own layout (relayout)
   Buffer sparse_copy_;  // sparse layers' gate, up, down_t copied into the host device's own buffer (relayout)

@@ -2,7 +2,8 @@
 // knows, made at test time (needs /usr/bin/python3 with numpy and
 // stories260K.gguf, whose vocabulary it borrows; skips naming what is
 // missing). `loom run` generates with every one of them (llama, mixtral,
-// qwen2, qwen3, qwen3moe, phi3, gemma2, gemma3) in every weight type the
+// qwen2, qwen3, qwen3moe, phi3, gemma2, gemma3, gemma, smollm3, granite,
+// granitemoe) in every weight type the
 // maker writes.
 #include <gtest/gtest.h>
 
@@ -51,7 +52,8 @@ class ArchMaker : public ::testing::Test {
 };
 
 TEST_F(ArchMaker, LoomRunsEveryArchitectureItKnowsInEveryType) {
-  for (const char* arch : {"llama", "mixtral", "qwen2", "qwen3", "qwen3moe", "phi3", "gemma2", "gemma3"}) {
+  for (const char* arch : {"llama", "mixtral", "qwen2", "qwen3", "qwen3moe", "phi3", "gemma2", "gemma3", "gemma",
+                           "smollm3", "granite", "granitemoe"}) {
     for (const char* type : {"f32", "f16", "q8_0", "q4_0"}) {
       SCOPED_TRACE(std::string(arch) + " " + type);
       const std::string a = arch;
@@ -119,7 +121,8 @@ TEST_F(ArchMaker, HelpListsTheArchitecturesAndBadSizesAreRefused) {
   size_t n;
   while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
   EXPECT_EQ(pclose(p), 0);
-  for (const char* arch : {"llama", "mixtral", "qwen2", "qwen3", "qwen3moe", "phi3", "gemma2", "gemma3"}) {
+  for (const char* arch : {"llama", "mixtral", "qwen2", "qwen3", "qwen3moe", "phi3", "gemma2", "gemma3", "gemma",
+                           "smollm3", "granite", "granitemoe"}) {
     EXPECT_NE(out.find(arch), std::string::npos) << arch;
   }
   const std::string bad = std::string(kPython) +

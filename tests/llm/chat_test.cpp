@@ -42,8 +42,12 @@ TEST(ChatFormat, RecognisedFromTemplateMarkers) {
   EXPECT_EQ(detect_chat_format("{{- '[SYSTEM_PROMPT] ' + system_message + '[/SYSTEM_PROMPT]' }}"
                                "{{- '[INST] ' + message['content'] + '[/INST]' }}"),
             ChatFormat::kMistralV7Spaced);
+  // IBM Granite 3.
+  EXPECT_EQ(detect_chat_format("{{- '<|start_of_role|>' + message['role'] + '<|end_of_role|>' + message['content'] + "
+                               "'<|end_of_text|>\n' }}"),
+            ChatFormat::kGranite);
   for (const char* name : {"plain", "chatml", "llama3", "llama2", "mistral", "phi3", "gemma", "zephyr", "phi4",
-                           "deepseek3", "mistral-v7", "mistral-v7-spaced"}) {
+                           "deepseek3", "mistral-v7", "mistral-v7-spaced", "granite"}) {
     ChatFormat f;
     ASSERT_TRUE(chat_format_from_name(name, &f)) << name;
     EXPECT_STREQ(chat_format_name(f), name);
@@ -88,6 +92,12 @@ TEST(ChatFormat, TurnsRenderEachLayout) {
             "[SYSTEM_PROMPT] S[/SYSTEM_PROMPT][INST] Hi[/INST]");
   EXPECT_EQ(ChatTemplate(ChatFormat::kMistralV7).after_reply(), "");
   EXPECT_EQ(ChatTemplate(ChatFormat::kChatml).after_reply(), "\n");
+  EXPECT_EQ(ChatTemplate(ChatFormat::kGranite).user_turn("S", "Hi", true),
+            "<|start_of_role|>system<|end_of_role|>S<|end_of_text|>\n<|start_of_role|>user<|end_of_role|>Hi"
+            "<|end_of_text|>\n<|start_of_role|>assistant<|end_of_role|>");
+  EXPECT_EQ(ChatTemplate(ChatFormat::kGranite).user_turn("S", "Hi", false),
+            "<|start_of_role|>user<|end_of_role|>Hi<|end_of_text|>\n<|start_of_role|>assistant<|end_of_role|>");
+  EXPECT_EQ(ChatTemplate(ChatFormat::kGranite).after_reply(), "\n");
   EXPECT_EQ(ChatTemplate(ChatFormat::kLlama3).after_reply(), "");
 }
 

@@ -6,7 +6,8 @@
 // causal attention, SwiGLU feed-forward, final norm and output head (the
 // embedding when tied); gemma3's embedding scale, post-attention and
 // post-FFN norms, GELU-gated FFN, and sliding window with its own RoPE base
-// on the local layers; gemma2's soft-capped scores and logits; a mixture of experts' routing and experts. Every position of a sequence is computed from
+// on the local layers; gemma2's soft-capped scores and logits; a mixture of experts' routing and experts;
+// smollm3's unrotated (NoPE) layers; granite's embedding, residual, score and logit multipliers. Every position of a sequence is computed from
 // scratch: logits(tokens)[p] are the logits after tokens [0, p].
 #pragma once
 
@@ -38,12 +39,18 @@ class ReferenceForward {
       if (s_.gemma) {
         for (double& v : x[p]) v *= std::sqrt(static_cast<double>(s_.n_embd));
       }
+      if (s_.embedding_scale > 0.0f) {
+        for (double& v : x[p]) v *= s_.embedding_scale;
+      }
     }
     for (int64_t il = 0; il < s_.n_layer; ++il) layer(il, &x);
     const std::vector<float>& out = m_.find("output.weight") ? w("output.weight") : w("token_embd.weight");
     std::vector<std::vector<double>> result(n);
     for (size_t p = 0; p < n; ++p) {
       result[p] = matvec(out, s_.n_vocab, norm(x[p], w("output_norm.weight")));
+      if (s_.logit_scale > 0.0f) {
+        for (double& v : result[p]) v /= s_.logit_scale;
+      }
       if (s_.final_softcap > 0.0f) {
         for (double& v : result[p]) v = s_.final_softcap * std::tanh(v / s_.final_softcap);
       }
@@ -130,8 +137,9 @@ class ReferenceForward {
     *mscale *= 1.0 + 0.1 * std::log(1.0 / fs);
   }
 
-  // Per-head RMS norm (qwen3), then RoPE, of every head of v.
-  void heads(std::vector<double>* v, int64_t n_heads, const std::string& norm_name, int64_t p, bool swa) const {
+  // Per-head RMS norm (qwen3), then RoPE (unless the layer is NoPE), of every head of v.
+  void heads(std::vector<double>* v, int64_t n_heads, const std::string& norm_name, int64_t p, bool swa,
+             bool rotate) const {
     const int64_t hd = s_.hd();
     for (int64_t h = 0; h < n_heads; ++h) {
       if (has(norm_name)) {
@@ -139,7 +147,7 @@ class ReferenceForward {
         one = norm(one, w(norm_name));
         std::copy(one.begin(), one.end(), v->begin() + h * hd);
       }
-      rope(v, h * hd, p, swa);
+      if (rotate) rope(v, h * hd, p, swa);
     }
   }
 
@@ -204,8 +212,8 @@ class ReferenceForward {
       add_to(&q[p], m_.find(pre + "attn_q.bias"));
       add_to(&k[p], m_.find(pre + "attn_k.bias"));
       add_to(&v[p], m_.find(pre + "attn_v.bias"));
-      heads(&q[p], nh, pre + "attn_q_norm.weight", static_cast<int64_t>(p), swa);
-      heads(&k[p], nkv, pre + "attn_k_norm.weight", static_cast<int64_t>(p), swa);
+      heads(&q[p], nh, pre + "attn_q_norm.weight", static_cast<int64_t>(p), swa, s_.rotates(il));
+      heads(&k[p], nkv, pre + "attn_k_norm.weight", static_cast<int64_t>(p), swa, s_.rotates(il));
       if (kv_round) {
         kv_round(&k[p]);
         kv_round(&v[p]);
@@ -223,7 +231,8 @@ class ReferenceForward {
         for (size_t j = j0; j <= p; ++j) {
           double d = 0.0;
           for (int64_t i = 0; i < hd; ++i) d += q[p][h * hd + i] * k[j][g * hd + i];
-          score[j] = d / std::sqrt(static_cast<double>(hd));
+          score[j] = d * (s_.attention_scale > 0.0f ? static_cast<double>(s_.attention_scale)
+                                                     : 1.0 / std::sqrt(static_cast<double>(hd)));
           if (s_.attn_softcap > 0.0f) score[j] = s_.attn_softcap * std::tanh(score[j] / s_.attn_softcap);
           mx = std::max(mx, score[j]);
         }
@@ -234,12 +243,14 @@ class ReferenceForward {
         }
       }
       std::vector<double> o = matvec(w(pre + "attn_output.weight"), s_.n_embd, att);
+      add_to(&o, m_.find(pre + "attn_output.bias"));
       if (has(pre + "post_attention_norm.weight")) o = norm(o, w(pre + "post_attention_norm.weight"));
-      for (int64_t i = 0; i < s_.n_embd; ++i) (*xs)[p][i] += o[i];
+      const double rs = s_.residual_scale > 0.0f ? s_.residual_scale : 1.0;  // granite
+      for (int64_t i = 0; i < s_.n_embd; ++i) (*xs)[p][i] += rs * o[i];
       const std::vector<double> xn = norm((*xs)[p], w(pre + "ffn_norm.weight"));
       std::vector<double> down = s_.n_expert > 0 ? experts(pre, xn) : ffn(pre, xn);
       if (has(pre + "post_ffw_norm.weight")) down = norm(down, w(pre + "post_ffw_norm.weight"));
-      for (int64_t i = 0; i < s_.n_embd; ++i) (*xs)[p][i] += down[i];
+      for (int64_t i = 0; i < s_.n_embd; ++i) (*xs)[p][i] += rs * down[i];
     }
   }
 

@@ -62,6 +62,7 @@ struct ArchSpec {
   // a GELU-gated FFN; with sliding_window, every layer but each swa_period-th
   // attends to the last sliding_window positions with RoPE base 10000.
   bool gemma = false;
+  bool post_norms = false;  // gemma2 / gemma3's post-attention and post-FFN norms (not the first Gemma's)
   int swa_period = 0;
   float swa_rope_base = 10000.0f;  // the local layers' RoPE base (gemma3); 0: the global one (gemma2)
   // gemma2's soft-capping (0 leaves the key out): scores and logits c tanh(x / c).
@@ -76,6 +77,22 @@ struct ArchSpec {
   int64_t n_expert_used = 0;
   int64_t expert_ffn = 0;
   int64_t ff_exp() const { return expert_ffn > 0 ? expert_ffn : n_ff; }
+  // NoPE layers (smollm3: 4): layer il is not rotated when (il + 1) % nope_period == 0.
+  int nope_period = 0;
+  // Granite's multipliers (0 leaves the key out; logit_scale is required by
+  // granite files): <arch>.embedding_scale, residual_scale, attention.scale,
+  // logit_scale. rope_finetuned 0 / 1 writes rope.scaling.finetuned
+  // (false: no layer rotates); -1 leaves it out.
+  float embedding_scale = 0.0f;
+  float residual_scale = 0.0f;
+  float attention_scale = 0.0f;
+  float logit_scale = 0.0f;
+  int rope_finetuned = -1;
+  bool out_bias = false;  // blk.N.attn_output.bias
+  bool rotates(int64_t il) const {
+    if (rope_finetuned == 0) return false;
+    return nope_period <= 0 || (il + 1) % nope_period != 0;
+  }
   bool is_swa(int64_t il) const { return sliding_window > 0 && swa_period > 0 && (il + 1) % swa_period != 0; }
   uint32_t seed = 1;
   bool tokenizer = false;  // a llama (SPM) tokenizer of n_vocab tokens (tiny_llama.hpp's)
@@ -97,6 +114,7 @@ inline ArchSpec gemma2_spec(int64_t window, uint32_t seed) {
   ArchSpec s;
   s.arch = "gemma2";
   s.gemma = true;
+  s.post_norms = true;
   s.neox = true;
   s.tied = true;
   s.n_layer = 4;
@@ -114,6 +132,7 @@ inline ArchSpec gemma3_spec(int64_t window, uint32_t seed) {
   ArchSpec s;
   s.arch = "gemma3";
   s.gemma = true;
+  s.post_norms = true;
   s.neox = true;
   s.qk_norm = true;
   s.tied = true;
@@ -168,6 +187,7 @@ struct TinyArchModel {
       add(rng, p + "attn_k.weight", {e, kvd}, 0.0f, 1.5f);
       add(rng, p + "attn_v.weight", {e, kvd}, 0.0f, 1.0f);
       add(rng, p + "attn_output.weight", {qd, e}, 0.0f, 1.0f);
+      if (s.out_bias) add(rng, p + "attn_output.bias", {e}, 0.0f, 0.5f);
       if (s.qkv_bias) {
         add(rng, p + "attn_q.bias", {qd}, 0.0f, 0.5f);
         add(rng, p + "attn_k.bias", {kvd}, 0.0f, 0.5f);
@@ -177,7 +197,7 @@ struct TinyArchModel {
         add(rng, p + "attn_q_norm.weight", {hd}, 1.0f, 0.3f);
         add(rng, p + "attn_k_norm.weight", {hd}, 1.0f, 0.3f);
       }
-      if (s.gemma) {
+      if (s.post_norms) {
         add(rng, p + "post_attention_norm.weight", {e}, 1.0f, 0.2f);
         add(rng, p + "post_ffw_norm.weight", {e}, 1.0f, 0.2f);
       }
@@ -253,6 +273,13 @@ struct TinyArchModel {
     if (spec.final_softcap > 0.0f && !skip_keys.count("final_logit_softcapping")) {
       b.kv(a + ".final_logit_softcapping", loom::testing::kF32, spec.final_softcap);
     }
+    for (const auto& [key, v] : {std::pair<const char*, float>{"embedding_scale", spec.embedding_scale},
+                                 {"residual_scale", spec.residual_scale},
+                                 {"attention.scale", spec.attention_scale},
+                                 {"logit_scale", spec.logit_scale}}) {
+      if (v != 0.0f && !skip_keys.count(key)) b.kv(a + "." + key, loom::testing::kF32, v);
+    }
+    if (spec.rope_finetuned >= 0) b.kv(a + ".rope.scaling.finetuned", loom::testing::kBool, uint8_t(spec.rope_finetuned));
     if (spec.tokenizer) {
       TinyLlama tok;
       tok.n_tokens = spec.n_vocab;

@@ -1,0 +1,216 @@
+// More of the llama family on tiny random models against the double-
+// precision reference (reference_forward.hpp): SmolLM3's unrotated (NoPE)
+// layers, Granite's four multipliers (dense and its mixture of experts),
+// the first Gemma (no post-norms); each with mutants (the reference without
+// one feature) that are far off, so a graph that skipped the feature would
+// fail. Then what every file gets: attention biases read wherever present
+// (as llama.cpp reads a llama's), and any tensor the graph would not read
+// refused by name, since running without it computes another model (a
+// vision tower's v.* and mm.* excepted: loom runs the text model).
+#include <string>
+#include <vector>
+
+#include "arch_fixture.hpp"
+
+namespace loom::llm {
+namespace {
+
+class ArchFamilies : public Architectures {};
+
+// Four layers: layer 3 is the NoPE one ((3 + 1) % 4 == 0); tied output.
+ArchSpec smollm3() {
+  ArchSpec s;
+  s.arch = "smollm3";
+  s.n_layer = 4;
+  s.nope_period = 4;
+  s.tied = true;
+  s.seed = 31;
+  return s;
+}
+
+// Granite's multipliers at values these weights make visible (Granite 3's
+// own are 12, 0.22, 1/128 and 8 for 4096-wide layers).
+ArchSpec granite() {
+  ArchSpec s;
+  s.arch = "granite";
+  s.embedding_scale = 3.0f;
+  s.residual_scale = 0.5f;
+  s.attention_scale = 0.5f;
+  s.logit_scale = 2.5f;
+  s.tied = true;
+  s.seed = 32;
+  return s;
+}
+
+ArchSpec granitemoe() {
+  ArchSpec s = granite();
+  s.arch = "granitemoe";
+  s.n_expert = 4;
+  s.n_expert_used = 2;
+  s.expert_ffn = 16;
+  s.seed = 33;
+  return s;
+}
+
+// The first Gemma: embeddings times sqrt(n_embd), GELU-gated FFN, neox
+// RoPE, wide heads, no post-norms, window or soft-caps.
+ArchSpec gemma() {
+  ArchSpec s;
+  s.arch = "gemma";
+  s.gemma = true;
+  s.neox = true;
+  s.tied = true;
+  s.head_dim = 16;
+  s.eps = 1e-6f;
+  s.seed = 34;
+  return s;
+}
+
+TEST_F(ArchFamilies, SmolLm3NopeLayersMatchTheReference) {
+  const TinyArchModel m(smollm3());
+  check(smollm3(), {{"with every layer rotated", mutate(m, [](TinyArchModel* c) { c->spec.nope_period = 0; })},
+                    {"with layer 1 unrotated instead", mutate(m, [](TinyArchModel* c) { c->spec.nope_period = 2; })}});
+  auto model = load(m);
+  ASSERT_TRUE(model.ok()) << model.status().to_string();
+  EXPECT_TRUE((*model)->hparams().rotates(2));
+  EXPECT_FALSE((*model)->hparams().rotates(3));
+}
+
+TEST_F(ArchFamilies, GraniteMultipliersMatchTheReference) {
+  const TinyArchModel m(granite());
+  check(granite(), {{"without the embedding scale", mutate(m, [](TinyArchModel* c) { c->spec.embedding_scale = 0; })},
+                    {"without the residual scale", mutate(m, [](TinyArchModel* c) { c->spec.residual_scale = 0; })},
+                    {"with 1/sqrt(head dim) scores", mutate(m, [](TinyArchModel* c) { c->spec.attention_scale = 0; })},
+                    {"without the logit scale", mutate(m, [](TinyArchModel* c) { c->spec.logit_scale = 0; })}});
+  // Each optional multiplier may be absent (no scaling); logit_scale may not.
+  auto plain = load(m, m.gguf({}, {"embedding_scale", "residual_scale", "attention.scale"}));
+  ASSERT_TRUE(plain.ok()) << plain.status().to_string();
+  EXPECT_EQ((*plain)->hparams().residual_scale, 0.0f);
+  EXPECT_EQ((*plain)->hparams().attn_scale, 0.0f);
+  auto no_logit = load(m, m.gguf({}, {"logit_scale"}));
+  ASSERT_FALSE(no_logit.ok());
+  EXPECT_EQ(no_logit.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(no_logit.status().message().find("missing metadata key granite.logit_scale"), std::string::npos)
+      << no_logit.status().message();
+  auto zero = load(m, m.gguf({}, {"residual_scale"}, {}, {{"residual_scale", 0.0f}}));
+  ASSERT_FALSE(zero.ok());
+  EXPECT_NE(zero.status().message().find("granite.residual_scale = 0"), std::string::npos) << zero.status().message();
+}
+
+TEST_F(ArchFamilies, GraniteWithRopeOffRotatesNoLayer) {
+  ArchSpec s = granite();
+  s.rope_finetuned = 0;
+  const TinyArchModel m(s);
+  check(s, {{"with RoPE", mutate(m, [](TinyArchModel* c) { c->spec.rope_finetuned = 1; })}});
+  ArchSpec on = granite();
+  on.rope_finetuned = 1;
+  check(on, {});
+}
+
+TEST_F(ArchFamilies, GraniteMoeMatchesTheReference) {
+  const TinyArchModel m(granitemoe());
+  check(granitemoe(), {{"without the residual scale", mutate(m, [](TinyArchModel* c) { c->spec.residual_scale = 0; })},
+                       {"with 3 experts a token", mutate(m, [](TinyArchModel* c) { c->spec.n_expert_used = 3; })}});
+  auto model = load(m);
+  ASSERT_TRUE(model.ok()) << model.status().to_string();
+  EXPECT_EQ((*model)->hparams().n_expert, 4);
+}
+
+TEST_F(ArchFamilies, FirstGemmaWithoutPostNormsMatchesTheReference) {
+  const TinyArchModel m(gemma());
+  check(gemma(), {{"with SiLU and no embedding scale", mutate(m, [](TinyArchModel* c) { c->spec.gemma = false; })},
+                  {"with normal RoPE", mutate(m, [](TinyArchModel* c) { c->spec.neox = false; })}});
+  auto model = load(m);
+  ASSERT_TRUE(model.ok()) << model.status().to_string();
+  EXPECT_EQ((*model)->layers[0].post_attn_norm, nullptr);
+  // Post-norms in a gemma file are not read: refused by name.
+  ArchSpec with_post = gemma();
+  with_post.post_norms = true;
+  const TinyArchModel p(with_post);
+  auto refused = load(p);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kUnimplemented);
+  EXPECT_NE(refused.status().message().find("post_attention_norm.weight"), std::string::npos)
+      << refused.status().message();
+}
+
+// A llama file with Q, K, V and output biases (llama.cpp reads them when
+// present): all four are added; without them the reference is far off.
+TEST_F(ArchFamilies, AttentionBiasesOfAnyFileAreAdded) {
+  ArchSpec s;
+  s.qkv_bias = true;
+  s.out_bias = true;
+  s.seed = 35;
+  const TinyArchModel m(s);
+  check(s, {{"without the output bias", mutate(m, [](TinyArchModel* c) { drop(c, "attn_output.bias"); })},
+            {"without the Q/K/V biases", mutate(m, [](TinyArchModel* c) {
+               drop(c, "attn_q.bias");
+               drop(c, "attn_k.bias");
+               drop(c, "attn_v.bias");
+             })}});
+}
+
+// A tensor loom would not read (an FFN bias, rope factors where the
+// architecture has none): UNIMPLEMENTED naming it, where the model used to
+// load and compute something else.
+TEST_F(ArchFamilies, TensorsTheGraphWouldNotReadAreRefused) {
+  ArchSpec s;
+  s.seed = 36;
+  TinyArchModel m(s);
+  m.tensors["blk.1.ffn_up.bias"] = test::TinyTensor{{static_cast<uint64_t>(s.n_ff)}, std::vector<float>(48, 0.5f)};
+  auto model = load(m);
+  ASSERT_FALSE(model.ok());
+  EXPECT_EQ(model.status().code(), StatusCode::kUnimplemented);
+  EXPECT_NE(model.status().message().find("tensor 'blk.1.ffn_up.bias' is not part of loom's llama model"),
+            std::string::npos)
+      << model.status().message();
+
+  ArchSpec q;
+  q.arch = "qwen2";
+  q.neox = true;
+  q.qkv_bias = true;
+  q.rope_freqs = true;  // llama-3's factors in a qwen2 file: qwen2 never applies them
+  q.seed = 37;
+  auto qwen = load(TinyArchModel(q));
+  ASSERT_FALSE(qwen.ok());
+  EXPECT_NE(qwen.status().message().find("'rope_freqs.weight' is not part of loom's qwen2 model"), std::string::npos)
+      << qwen.status().message();
+}
+
+// A file that carries a vision tower beside the text model (v.*, mm.*: some
+// distributions' single-file Gemma 3) runs its text model.
+TEST_F(ArchFamilies, VisionTowerTensorsAreLeftAside) {
+  ArchSpec s;
+  s.seed = 38;
+  TinyArchModel m(s);
+  m.tensors["v.blk.0.attn_q.weight"] = test::TinyTensor{{4, 4}, std::vector<float>(16, 0.25f)};
+  m.tensors["mm.input_projection.weight"] = test::TinyTensor{{4, 32}, std::vector<float>(128, 0.25f)};
+  check(s, {});
+}
+
+// Two layers on vulkan0 (lavapipe counts; GPU sin/cos and sums: a looser
+// bound) and the rest on the cpu, then the layers shared with a simulated
+// device: each family's logits hold across devices and splits.
+TEST_F(ArchFamilies, OnVulkan0AndSplitTheFamiliesMatchTheReference) {
+  ArchSpec llama_biases;
+  llama_biases.qkv_bias = true;
+  llama_biases.out_bias = true;
+  const std::vector<ArchSpec> specs = {smollm3(), granite(), granitemoe(), gemma(), llama_biases};
+  if (registry::Device* vk = reg_->device("vulkan0")) {
+    LoadOptions where;
+    where.devices = {vk, dev_};
+    where.n_gpu_layers = 2;
+    for (const ArchSpec& spec : specs) check(spec, {}, &where, 2e-4);
+  } else {
+    std::cout << "[ arch ] no vulkan0 here: the families ran on the cpu and the simulated device only\n";
+  }
+  auto reg = sim_and_cpu();
+  if (reg == nullptr) GTEST_SKIP() << "sim plugin not loaded";
+  LoadOptions split;
+  split.devices = {reg->device("sim0"), reg->device("cpu")};
+  split.tensor_split = {1, 1};
+  for (const ArchSpec& spec : specs) check(spec, {}, &split);
+}
+
+}  // namespace
+}  // namespace loom::llm
