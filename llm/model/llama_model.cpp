@@ -408,6 +408,9 @@ Status LlamaModel::place_weights() {
     if (d != device_) groups.emplace_back(d, std::vector<size_t>());
   }
   for (size_t i = 0; i < file_tensors_.size(); ++i) {
+    // Tensors the graph does not read (check_every_tensor_read's leftovers:
+    // a vision tower, an unused predictor) stay in the file.
+    if (i >= bound_.size() || !bound_[i]) continue;
     weights_bytes_ += file_.tensors()[i].nbytes;
     registry::Device* d = placed_on_[i];
     if (d == device_) {

@@ -178,7 +178,8 @@ TEST_F(ArchFamilies, TensorsTheGraphWouldNotReadAreRefused) {
 }
 
 // A file that carries a vision tower beside the text model (v.*, mm.*: some
-// distributions' single-file Gemma 3) runs its text model.
+// distributions' single-file Gemma 3) runs its text model; the tower's
+// tensors stay in the file.
 TEST_F(ArchFamilies, VisionTowerTensorsAreLeftAside) {
   ArchSpec s;
   s.seed = 38;
@@ -186,6 +187,11 @@ TEST_F(ArchFamilies, VisionTowerTensorsAreLeftAside) {
   m.tensors["v.blk.0.attn_q.weight"] = test::TinyTensor{{4, 4}, std::vector<float>(16, 0.25f)};
   m.tensors["mm.input_projection.weight"] = test::TinyTensor{{4, 32}, std::vector<float>(128, 0.25f)};
   check(s, {});
+  // Not placed on a device either: the weights counted are the text model's.
+  auto with = load(m);
+  auto without = load(TinyArchModel(s));
+  ASSERT_TRUE(with.ok() && without.ok());
+  EXPECT_EQ((*with)->weights_bytes(), (*without)->weights_bytes());
 }
 
 // Two layers on vulkan0 (lavapipe counts; GPU sin/cos and sums: a looser
