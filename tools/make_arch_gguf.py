@@ -19,6 +19,7 @@ Architectures (--arch):
   smollm3   llama with every 4th layer unrotated (NoPE; no key says so)
   granite   llama with granite.{embedding,residual,logit}_scale and attention.scale
   granitemoe  granite with experts (as mixtral's, granitemoe.expert_count)
+  olmo2     no input norms, post-norms, Q/K norms over the whole projection
 
 loom runs every one of them.
 
@@ -39,7 +40,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from gguf_writer import TYPE_IDS, read_gguf_kv, write_gguf  # noqa: E402
 
 ARCHS = ('llama', 'mixtral', 'qwen2', 'qwen3', 'qwen3moe', 'phi3', 'gemma2', 'gemma3', 'gemma', 'smollm3', 'granite',
-         'granitemoe')
+         'granitemoe', 'olmo2')
 # The file's general.architecture (Mixtral files say llama).
 FILE_ARCH = {'mixtral': 'llama'}
 
@@ -87,8 +88,8 @@ def build(a, n_vocab):
     d, hd = a.dim, a.head_dim or a.dim // a.heads
     qd, kvd = hd * a.heads, hd * a.kv_heads
     moe = arch in ('mixtral', 'qwen3moe', 'granitemoe')
-    gemma = arch in ('gemma2', 'gemma3')  # the post-norms
-    tied = arch in ('qwen2', 'gemma', 'smollm3', 'granite', 'granitemoe') or gemma
+    post_norms = arch in ('gemma2', 'gemma3', 'olmo2')
+    tied = arch in ('qwen2', 'gemma', 'gemma2', 'gemma3', 'smollm3', 'granite', 'granitemoe')
     m.matrix('token_embd.weight', n_vocab, d, scale=4.0)
     m.vector('output_norm.weight', d)
     if not tied:
@@ -101,7 +102,8 @@ def build(a, n_vocab):
         m.tensors.append(('rope_factors_short.weight', np.linspace(1.0, 1.5, hd // 2).astype(np.float32), 0))
     for il in range(a.layers):
         p = f'blk.{il}.'
-        m.vector(p + 'attn_norm.weight', d)
+        if arch != 'olmo2':
+            m.vector(p + 'attn_norm.weight', d)
         if arch == 'phi3':
             m.matrix(p + 'attn_qkv.weight', qd + 2 * kvd, d)
         else:
@@ -116,9 +118,13 @@ def build(a, n_vocab):
         if arch in ('qwen3', 'qwen3moe', 'gemma3'):
             m.vector(p + 'attn_q_norm.weight', hd)
             m.vector(p + 'attn_k_norm.weight', hd)
-        if gemma:
+        if arch == 'olmo2':
+            m.vector(p + 'attn_q_norm.weight', qd)
+            m.vector(p + 'attn_k_norm.weight', kvd)
+        if post_norms:
             m.vector(p + 'post_attention_norm.weight', d)
-        m.vector(p + 'ffn_norm.weight', d)
+        if arch != 'olmo2':
+            m.vector(p + 'ffn_norm.weight', d)
         if moe:
             n_ff = a.expert_ffn or a.ffn
             m.matrix(p + 'ffn_gate_inp.weight', a.experts, d)
@@ -132,7 +138,7 @@ def build(a, n_vocab):
             m.matrix(p + 'ffn_gate.weight', a.ffn, d)
             m.matrix(p + 'ffn_up.weight', a.ffn, d)
             m.matrix(p + 'ffn_down.weight', d, a.ffn)
-        if gemma:
+        if post_norms:
             m.vector(p + 'post_ffw_norm.weight', d)
     return m.tensors
 
@@ -152,7 +158,7 @@ def metadata(a, tok):
         k('attention.key_length', hd)
         k('attention.value_length', hd)
     k('rope.dimension_count', hd)
-    k('attention.layer_norm_rms_epsilon', 1e-6 if a.arch.startswith(('qwen', 'gemma', 'smollm3', 'granite')) else 1e-5)
+    k('attention.layer_norm_rms_epsilon', 1e-6 if a.arch.startswith(('qwen', 'gemma', 'smollm3', 'granite', 'olmo2')) else 1e-5)
     k('rope.freq_base', {'llama': 500000.0 if a.rope_freqs else 10000.0, 'qwen2': 1000000.0,
                          'qwen3': 1000000.0, 'qwen3moe': 1000000.0, 'gemma3': 1000000.0}.get(a.arch, 10000.0))
     if a.arch == 'phi3' and a.longrope:

@@ -63,6 +63,18 @@ struct ArchTraits {
   // the logits divided by logit_scale (required); rope.scaling.finetuned =
   // false turns RoPE off in every layer.
   bool granite = false;
+  // blk.N.attn_norm and blk.N.ffn_norm (RMS norms of the blocks' inputs)
+  // are required; false: the blocks read the residual stream as is and only
+  // their outputs are normalised (olmo2, with post_norms).
+  bool pre_norms = true;
+  // The Q/K norms (qk_norm) span the whole projection, attn_q_norm [q_dim]
+  // and attn_k_norm [kv_dim], before the heads are split (olmo2); false:
+  // each head's row, [head_dim] (qwen3, gemma3).
+  bool qk_norm_whole = false;
+  // A sliding_window key above 0 is UNIMPLEMENTED (olmo2: OLMo 3's windowed
+  // layers), where other architectures without windows ignore it as
+  // llama.cpp does (mistral, phi3).
+  bool window_refused = false;
 };
 
 // The traits of `name`; nullptr when loom does not run it.

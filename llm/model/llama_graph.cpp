@@ -127,12 +127,17 @@ StatusOr<Tensor*> rms_norm_mul(Context& ctx, Tensor* x, Tensor* w, float eps) {
 
 // x [n_embd, T] projected by w (plus bias b, when the architecture has one)
 // and split into heads [hd, n_heads, T]; with a norm weight each head's row
-// is RMS-normalised and scaled (qwen3's Q/K norms, before RoPE).
+// is RMS-normalised and scaled (qwen3's Q/K norms, before RoPE), or the
+// whole projection's row before the split when the weight spans it (olmo2).
 StatusOr<Tensor*> project_heads(Context& ctx, Tensor* x, Tensor* w, Tensor* b, Tensor* norm, int64_t hd,
                                 int64_t n_heads, float eps) {
   LOOM_ASSIGN_OR_RETURN(Tensor * t, op::mul_mat(ctx, w, x));
   if (b) {
     LOOM_ASSIGN_OR_RETURN(t, op::add(ctx, t, b));
+  }
+  if (norm && n_heads > 1 && norm->ne[0] == hd * n_heads) {
+    LOOM_ASSIGN_OR_RETURN(t, rms_norm_mul(ctx, t, norm, eps));
+    return ctx.reshape(t, {hd, n_heads, x->ne[1]});
   }
   LOOM_ASSIGN_OR_RETURN(t, ctx.reshape(t, {hd, n_heads, x->ne[1]}));
   if (norm) {
@@ -269,8 +274,11 @@ Status build_layers(LlamaModel& model, const KvCache& cache, bool all_logits, bo
   for (int64_t il = 0; il < h.n_layer; ++il) {
     const LlamaLayer& l = model.layers[static_cast<size_t>(il)];
     const std::string sfx = "." + std::to_string(il);
-    LOOM_ASSIGN_OR_RETURN(Tensor * cur, rms_norm_mul(ctx, x, l.attn_norm, h.rms_eps));
-    named(cur, "attn_norm" + sfx);
+    Tensor* cur = x;  // (no input norm: olmo2)
+    if (l.attn_norm) {
+      LOOM_ASSIGN_OR_RETURN(cur, rms_norm_mul(ctx, x, l.attn_norm, h.rms_eps));
+      named(cur, "attn_norm" + sfx);
+    }
     LOOM_ASSIGN_OR_RETURN(Tensor * attn, attention_block(ctx, model, cache, il, cur, fused_attention, &g));
     if (l.post_attn_norm) {
       LOOM_ASSIGN_OR_RETURN(attn, rms_norm_mul(ctx, attn, l.post_attn_norm, h.rms_eps));
@@ -278,7 +286,10 @@ Status build_layers(LlamaModel& model, const KvCache& cache, bool all_logits, bo
     LOOM_ASSIGN_OR_RETURN(x, residual_add(ctx, h, x, attn));
     named(x, "attn_out" + sfx);
 
-    LOOM_ASSIGN_OR_RETURN(cur, rms_norm_mul(ctx, x, l.ffn_norm, h.rms_eps));
+    cur = x;
+    if (l.ffn_norm) {
+      LOOM_ASSIGN_OR_RETURN(cur, rms_norm_mul(ctx, x, l.ffn_norm, h.rms_eps));
+    }
     bool sparse = false;
     Tensor* gate = nullptr;
     Tensor* down = nullptr;

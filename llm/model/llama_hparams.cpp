@@ -270,6 +270,13 @@ Status read_llama_hparams(const GgufFile& file, const std::string& arch, LlamaHp
       h.rope_freq_base_swa = h.rope_freq_base;
       h.rope_freq_scale_swa = h.rope_freq_scale;
     }
+  } else if (traits != nullptr && traits->window_refused && r.has("attention.sliding_window")) {
+    int64_t window = 0;
+    LOOM_RETURN_IF_ERROR(r.get("attention.sliding_window", L::kMaxContext, "tokens", &window, 0, 0));
+    if (window > 0) {
+      return r.not_implemented(arch + ".attention.sliding_window = " + std::to_string(window) +
+                               ": sliding-window layers are not implemented for " + arch);
+    }
   } else if (r.has("attention.sliding_window")) {
     LOOM_LOG_DEBUG("llm", "[llm.load] " + file.name() + ": " + arch +
                               ".attention.sliding_window ignored: attention spans the whole context");

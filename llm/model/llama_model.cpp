@@ -296,7 +296,7 @@ Status LlamaModel::bind_layer(int64_t il) {
   const LlamaHparams& h = hparams_;
   LlamaLayer& l = layers[static_cast<size_t>(il)];
   const std::string p = "blk." + std::to_string(il) + ".";
-  LOOM_RETURN_IF_ERROR(find_weight(p + "attn_norm.weight", {h.n_embd}, true, &l.attn_norm));
+  if (traits_->pre_norms) LOOM_RETURN_IF_ERROR(find_weight(p + "attn_norm.weight", {h.n_embd}, true, &l.attn_norm));
   if (traits_->fused_qkv) {
     LOOM_RETURN_IF_ERROR(
         find_weight(p + "attn_qkv.weight", {h.n_embd, h.q_dim() + 2 * h.kv_dim()}, true, &l.wqkv));
@@ -313,10 +313,11 @@ Status LlamaModel::bind_layer(int64_t il) {
   }
   LOOM_RETURN_IF_ERROR(find_weight(p + "attn_output.bias", {h.n_embd}, false, &l.bo));
   if (traits_->qk_norm) {
-    LOOM_RETURN_IF_ERROR(find_weight(p + "attn_q_norm.weight", {h.head_dim()}, true, &l.q_norm));
-    LOOM_RETURN_IF_ERROR(find_weight(p + "attn_k_norm.weight", {h.head_dim()}, true, &l.k_norm));
+    const bool whole = traits_->qk_norm_whole;
+    LOOM_RETURN_IF_ERROR(find_weight(p + "attn_q_norm.weight", {whole ? h.q_dim() : h.head_dim()}, true, &l.q_norm));
+    LOOM_RETURN_IF_ERROR(find_weight(p + "attn_k_norm.weight", {whole ? h.kv_dim() : h.head_dim()}, true, &l.k_norm));
   }
-  LOOM_RETURN_IF_ERROR(find_weight(p + "ffn_norm.weight", {h.n_embd}, true, &l.ffn_norm));
+  if (traits_->pre_norms) LOOM_RETURN_IF_ERROR(find_weight(p + "ffn_norm.weight", {h.n_embd}, true, &l.ffn_norm));
   if (traits_->post_norms) {
     LOOM_RETURN_IF_ERROR(find_weight(p + "post_attention_norm.weight", {h.n_embd}, true, &l.post_attn_norm));
     LOOM_RETURN_IF_ERROR(find_weight(p + "post_ffw_norm.weight", {h.n_embd}, true, &l.post_ffw_norm));
@@ -380,7 +381,8 @@ Status LlamaModel::check_elementwise_types() const {
   const std::string who = "[llm.load] " + file_.name() + ": ";
   std::vector<const Tensor*> elementwise = {output_norm};
   for (const LlamaLayer& l : layers) {
-    for (const Tensor* t : {l.attn_norm, l.ffn_norm, l.bq, l.bk, l.bv, l.q_norm, l.k_norm, l.ffn_pred_bias}) {
+    for (const Tensor* t : {l.attn_norm, l.ffn_norm, l.bq, l.bk, l.bv, l.bo, l.q_norm, l.k_norm, l.post_attn_norm,
+                            l.post_ffw_norm, l.ffn_pred_bias}) {
       if (t) elementwise.push_back(t);
     }
   }

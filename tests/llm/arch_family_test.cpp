@@ -1,7 +1,8 @@
 // More of the llama family on tiny random models against the double-
 // precision reference (reference_forward.hpp): SmolLM3's unrotated (NoPE)
 // layers, Granite's four multipliers (dense and its mixture of experts),
-// the first Gemma (no post-norms); each with mutants (the reference without
+// the first Gemma (no post-norms), OLMo 2 (no input norms, Q/K norms over
+// the whole projection); each with mutants (the reference without
 // one feature) that are far off, so a graph that skipped the feature would
 // fail. Then what every file gets: attention biases read wherever present
 // (as llama.cpp reads a llama's), and any tensor the graph would not read
@@ -64,6 +65,50 @@ ArchSpec gemma() {
   s.eps = 1e-6f;
   s.seed = 34;
   return s;
+}
+
+// OLMo 2: no input norms, post-norms on both blocks, Q/K norms over the
+// whole projection (GQA: K's norm spans 2 heads), neox RoPE, an output head.
+ArchSpec olmo2() {
+  ArchSpec s;
+  s.arch = "olmo2";
+  s.neox = true;
+  s.qk_norm = true;
+  s.qk_norm_whole = true;
+  s.pre_norms = false;
+  s.post_norms = true;
+  s.eps = 1e-6f;
+  s.seed = 39;
+  return s;
+}
+
+TEST_F(ArchFamilies, Olmo2NormsMatchTheReference) {
+  const TinyArchModel m(olmo2());
+  check(olmo2(), {{"with per-head Q/K norms", mutate(m, [](TinyArchModel* c) {
+                     // The same weights applied head by head (the first head's slice).
+                     c->spec.qk_norm_whole = false;
+                     for (auto& [name, t] : c->tensors) {
+                       if (name.find("_norm.weight") != std::string::npos && name.find("attn_") != std::string::npos) {
+                         t.v.resize(static_cast<size_t>(c->spec.hd()));
+                         t.ne = {static_cast<uint64_t>(c->spec.hd())};
+                       }
+                     }
+                   })},
+                  {"without the post-norms", mutate(m, [](TinyArchModel* c) {
+                     drop(c, "post_attention_norm");
+                     drop(c, "post_ffw_norm");
+                   })}});
+  auto model = load(m);
+  ASSERT_TRUE(model.ok()) << model.status().to_string();
+  EXPECT_EQ((*model)->layers[0].attn_norm, nullptr);
+  EXPECT_EQ((*model)->layers[0].q_norm->ne[0], 32);
+  EXPECT_EQ((*model)->layers[0].k_norm->ne[0], 16);
+  // OLMo 3's windowed layers are not implemented: refused by name.
+  auto windowed = load(m, m.gguf({}, {}, {{"attention.sliding_window", 4}}));
+  ASSERT_FALSE(windowed.ok());
+  EXPECT_EQ(windowed.status().code(), StatusCode::kUnimplemented);
+  EXPECT_NE(windowed.status().message().find("olmo2.attention.sliding_window = 4"), std::string::npos)
+      << windowed.status().message();
 }
 
 TEST_F(ArchFamilies, SmolLm3NopeLayersMatchTheReference) {
@@ -201,7 +246,7 @@ TEST_F(ArchFamilies, OnVulkan0AndSplitTheFamiliesMatchTheReference) {
   ArchSpec llama_biases;
   llama_biases.qkv_bias = true;
   llama_biases.out_bias = true;
-  const std::vector<ArchSpec> specs = {smollm3(), granite(), granitemoe(), gemma(), llama_biases};
+  const std::vector<ArchSpec> specs = {smollm3(), granite(), granitemoe(), gemma(), olmo2(), llama_biases};
   if (registry::Device* vk = reg_->device("vulkan0")) {
     LoadOptions where;
     where.devices = {vk, dev_};

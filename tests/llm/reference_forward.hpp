@@ -7,7 +7,8 @@
 // embedding when tied); gemma3's embedding scale, post-attention and
 // post-FFN norms, GELU-gated FFN, and sliding window with its own RoPE base
 // on the local layers; gemma2's soft-capped scores and logits; a mixture of experts' routing and experts;
-// smollm3's unrotated (NoPE) layers; granite's embedding, residual, score and logit multipliers. Every position of a sequence is computed from
+// smollm3's unrotated (NoPE) layers; granite's embedding, residual, score and logit multipliers; olmo2's
+// blocks without input norms and Q/K norms over the whole projection. Every position of a sequence is computed from
 // scratch: logits(tokens)[p] are the logits after tokens [0, p].
 #pragma once
 
@@ -141,8 +142,10 @@ class ReferenceForward {
   void heads(std::vector<double>* v, int64_t n_heads, const std::string& norm_name, int64_t p, bool swa,
              bool rotate) const {
     const int64_t hd = s_.hd();
+    const bool whole = has(norm_name) && s_.qk_norm_whole;  // olmo2: the whole projection's row
+    if (whole) *v = norm(*v, w(norm_name));
     for (int64_t h = 0; h < n_heads; ++h) {
-      if (has(norm_name)) {
+      if (has(norm_name) && !whole) {
         std::vector<double> one(v->begin() + h * hd, v->begin() + (h + 1) * hd);
         one = norm(one, w(norm_name));
         std::copy(one.begin(), one.end(), v->begin() + h * hd);
@@ -205,7 +208,7 @@ class ReferenceForward {
     const bool swa = s_.is_swa(il);
     std::vector<std::vector<double>> q(n), k(n), v(n);
     for (size_t p = 0; p < n; ++p) {
-      const std::vector<double> xn = norm((*xs)[p], w(pre + "attn_norm.weight"));
+      const std::vector<double> xn = s_.pre_norms ? norm((*xs)[p], w(pre + "attn_norm.weight")) : (*xs)[p];
       q[p] = matvec(w(pre + "attn_q.weight"), nh * hd, xn);
       k[p] = matvec(w(pre + "attn_k.weight"), nkv * hd, xn);
       v[p] = matvec(w(pre + "attn_v.weight"), nkv * hd, xn);
@@ -247,7 +250,7 @@ class ReferenceForward {
       if (has(pre + "post_attention_norm.weight")) o = norm(o, w(pre + "post_attention_norm.weight"));
       const double rs = s_.residual_scale > 0.0f ? s_.residual_scale : 1.0;  // granite
       for (int64_t i = 0; i < s_.n_embd; ++i) (*xs)[p][i] += rs * o[i];
-      const std::vector<double> xn = norm((*xs)[p], w(pre + "ffn_norm.weight"));
+      const std::vector<double> xn = s_.pre_norms ? norm((*xs)[p], w(pre + "ffn_norm.weight")) : (*xs)[p];
       std::vector<double> down = s_.n_expert > 0 ? experts(pre, xn) : ffn(pre, xn);
       if (has(pre + "post_ffw_norm.weight")) down = norm(down, w(pre + "post_ffw_norm.weight"));
       for (int64_t i = 0; i < s_.n_embd; ++i) (*xs)[p][i] += rs * down[i];

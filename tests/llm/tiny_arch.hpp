@@ -89,6 +89,10 @@ struct ArchSpec {
   float logit_scale = 0.0f;
   int rope_finetuned = -1;
   bool out_bias = false;  // blk.N.attn_output.bias
+  // olmo2: no attn_norm / ffn_norm (the blocks read the residual stream as
+  // is) and Q/K norms over the whole projection ([q_dim], [kv_dim]).
+  bool pre_norms = true;
+  bool qk_norm_whole = false;
   bool rotates(int64_t il) const {
     if (rope_finetuned == 0) return false;
     return nope_period <= 0 || (il + 1) % nope_period != 0;
@@ -182,7 +186,7 @@ struct TinyArchModel {
     }
     for (int64_t il = 0; il < s.n_layer; ++il) {
       const std::string p = "blk." + std::to_string(il) + ".";
-      add(rng, p + "attn_norm.weight", {e}, 1.0f, 0.2f);
+      if (s.pre_norms) add(rng, p + "attn_norm.weight", {e}, 1.0f, 0.2f);
       add(rng, p + "attn_q.weight", {e, qd}, 0.0f, 1.5f);
       add(rng, p + "attn_k.weight", {e, kvd}, 0.0f, 1.5f);
       add(rng, p + "attn_v.weight", {e, kvd}, 0.0f, 1.0f);
@@ -194,14 +198,14 @@ struct TinyArchModel {
         add(rng, p + "attn_v.bias", {kvd}, 0.0f, 0.5f);
       }
       if (s.qk_norm) {
-        add(rng, p + "attn_q_norm.weight", {hd}, 1.0f, 0.3f);
-        add(rng, p + "attn_k_norm.weight", {hd}, 1.0f, 0.3f);
+        add(rng, p + "attn_q_norm.weight", {s.qk_norm_whole ? qd : hd}, 1.0f, 0.3f);
+        add(rng, p + "attn_k_norm.weight", {s.qk_norm_whole ? kvd : hd}, 1.0f, 0.3f);
       }
       if (s.post_norms) {
         add(rng, p + "post_attention_norm.weight", {e}, 1.0f, 0.2f);
         add(rng, p + "post_ffw_norm.weight", {e}, 1.0f, 0.2f);
       }
-      add(rng, p + "ffn_norm.weight", {e}, 1.0f, 0.2f);
+      if (s.pre_norms) add(rng, p + "ffn_norm.weight", {e}, 1.0f, 0.2f);
       if (s.n_expert > 0) {
         const auto ne = static_cast<uint64_t>(s.n_expert), fe = static_cast<uint64_t>(s.ff_exp());
         add(rng, p + "ffn_gate_inp.weight", {e, ne}, 0.0f, 2.0f);
