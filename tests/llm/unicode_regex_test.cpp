@@ -217,8 +217,21 @@ TEST(PreTokenizer, EveryNameCompiles) {
   }
   for (const char* required : {"llama-bpe", "qwen2", "gpt-2", "deepseek-llm", "deepseek-coder", "falcon", "starcoder",
                                "refact", "command-r", "mpt", "default", "llama3", "smaug-bpe", "dbrx", "olmo",
-                               "stablelm2", "jina-v2-code"}) {
+                               "stablelm2", "jina-v2-code", "kormo", "a.x-4.0", "mellum", "exaone4"}) {
     EXPECT_TRUE(PreTokenizer::from_name(required).ok()) << required;
+  }
+  // Aliases split as their family does (llama.cpp's table): exaone4 as gpt-2, kormo as qwen2.
+  const std::string text = "Hello world's 12345 \xe4\xbd\xa0\xe5\xa5\xbd!!  \n\n x";
+  for (const auto& [alias, family] : {std::pair<const char*, const char*>{"exaone4", "gpt-2"}, {"mellum", "gpt-2"},
+                                      {"a.x-4.0", "gpt-2"}, {"kormo", "qwen2"}}) {
+    auto a = PreTokenizer::from_name(alias);
+    auto f = PreTokenizer::from_name(family);
+    ASSERT_TRUE(a.ok() && f.ok()) << alias;
+    std::vector<std::string_view> pa, pf;
+    a->split(text, &pa);
+    f->split(text, &pf);
+    EXPECT_EQ(pa, pf) << alias;
+    EXPECT_GT(pa.size(), 5u) << alias;
   }
   EXPECT_TRUE(PreTokenizer::from_name("llama-bpe")->ignore_merges());
   EXPECT_TRUE(PreTokenizer::from_name("llama-bpe")->add_bos());
