@@ -20,6 +20,7 @@ Architectures (--arch):
   granite   llama with granite.{embedding,residual,logit}_scale and attention.scale
   granitemoe  granite with experts (as mixtral's, granitemoe.expert_count)
   olmo2     no input norms, post-norms, Q/K norms over the whole projection
+  qwen2vl   Qwen2-VL's text model: qwen2 with rope.dimension_sections (M-RoPE)
 
 loom runs every one of them.
 
@@ -40,7 +41,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from gguf_writer import TYPE_IDS, read_gguf_kv, write_gguf  # noqa: E402
 
 ARCHS = ('llama', 'mixtral', 'qwen2', 'qwen3', 'qwen3moe', 'phi3', 'gemma2', 'gemma3', 'gemma', 'smollm3', 'granite',
-         'granitemoe', 'olmo2')
+         'granitemoe', 'olmo2', 'qwen2vl')
 # The file's general.architecture (Mixtral files say llama).
 FILE_ARCH = {'mixtral': 'llama'}
 
@@ -89,7 +90,7 @@ def build(a, n_vocab):
     qd, kvd = hd * a.heads, hd * a.kv_heads
     moe = arch in ('mixtral', 'qwen3moe', 'granitemoe')
     post_norms = arch in ('gemma2', 'gemma3', 'olmo2')
-    tied = arch in ('qwen2', 'gemma', 'gemma2', 'gemma3', 'smollm3', 'granite', 'granitemoe')
+    tied = arch in ('qwen2', 'qwen2vl', 'gemma', 'gemma2', 'gemma3', 'smollm3', 'granite', 'granitemoe')
     m.matrix('token_embd.weight', n_vocab, d, scale=4.0)
     m.vector('output_norm.weight', d)
     if not tied:
@@ -111,7 +112,7 @@ def build(a, n_vocab):
             m.matrix(p + 'attn_k.weight', kvd, d)
             m.matrix(p + 'attn_v.weight', kvd, d)
         m.matrix(p + 'attn_output.weight', d, qd)
-        if arch == 'qwen2':
+        if arch in ('qwen2', 'qwen2vl'):
             m.bias(p + 'attn_q.bias', qd)
             m.bias(p + 'attn_k.bias', kvd)
             m.bias(p + 'attn_v.bias', kvd)
@@ -160,7 +161,7 @@ def metadata(a, tok):
     k('rope.dimension_count', hd)
     k('attention.layer_norm_rms_epsilon', 1e-6 if a.arch.startswith(('qwen', 'gemma', 'smollm3', 'granite', 'olmo2')) else 1e-5)
     k('rope.freq_base', {'llama': 500000.0 if a.rope_freqs else 10000.0, 'qwen2': 1000000.0,
-                         'qwen3': 1000000.0, 'qwen3moe': 1000000.0, 'gemma3': 1000000.0}.get(a.arch, 10000.0))
+                         'qwen2vl': 1000000.0, 'qwen3': 1000000.0, 'qwen3moe': 1000000.0, 'gemma3': 1000000.0}.get(a.arch, 10000.0))
     if a.arch == 'phi3' and a.longrope:
         # Phi-3's converter writes no scaling type: the factor tensors, the
         # original context and the magnitude sqrt(1 + ln(ctx / orig) / ln(orig)).
@@ -172,6 +173,10 @@ def metadata(a, tok):
         k('rope.scaling.factor', float(a.rope_factor))
         if a.rope_scaling == 'yarn':
             k('rope.scaling.original_context_length', a.rope_orig_ctx or max(1, a.ctx // 4))
+    if a.arch == 'qwen2vl':
+        # Qwen2-VL's split of the rotated pairs: a quarter temporal, the rest height and width.
+        t = hd // 8
+        k('rope.dimension_sections', [t, (hd // 2 - t) // 2, hd // 2 - t - (hd // 2 - t) // 2, 0])
     if a.arch in ('granite', 'granitemoe'):
         # Granite 3's multipliers as its 2B file has them, the attention's
         # 1 / head dim as Granite's attention_multiplier is for 64-wide heads.

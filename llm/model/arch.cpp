@@ -9,7 +9,7 @@ namespace {
 // llama_hparams.cpp): nothing of their own here.
 constexpr ArchTraits kArchs[] = {
     // name     rope mode              rope_freqs qkv_bias qk_norm fused_qkv fused_gate_up gemma swa_period
-    //   swa_rope_base softcap experts [post_norms nope_period granite pre_norms qk_norm_whole window_refused]
+    //   swa_rope_base softcap experts [post_norms nope_period granite pre_norms qk_norm_whole window_refused mrope]
     // (llama: Mixtral's files, with expert_count, are mixtures of experts.)
     {"llama", LOOM_ROPE_MODE_NORMAL, true, false, false, false, false, false, 0, 0.0f, false, false},
     {"qwen2", LOOM_ROPE_MODE_NEOX, false, true, false, false, false, false, 0, 0.0f, false, false},
@@ -34,6 +34,10 @@ constexpr ArchTraits kArchs[] = {
      true},
     {"granitemoe", LOOM_ROPE_MODE_NORMAL, true, false, false, false, false, false, 0, 0.0f, false, true, false, 0,
      true},
+    // Qwen2-VL / Qwen2.5-VL's text model: qwen2 with M-RoPE sections, which
+    // for text rotate as neox does (the vision tower is another file).
+    {"qwen2vl", LOOM_ROPE_MODE_NEOX, false, true, false, false, false, false, 0, 0.0f, false, false, false, 0, false,
+     true, false, false, true},
     // OLMo 2 (1B-32B): no input norms, post-norms on both blocks' outputs,
     // Q/K norms over the whole projection.
     {"olmo2", LOOM_ROPE_MODE_NEOX, false, false, true, false, false, false, 0, 0.0f, false, false, true, 0, false,

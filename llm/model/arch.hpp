@@ -75,6 +75,13 @@ struct ArchTraits {
   // layers), where other architectures without windows ignore it as
   // llama.cpp does (mistral, phi3).
   bool window_refused = false;
+  // M-RoPE (qwen2vl): <arch>.rope.dimension_sections, four counts of
+  // rotated pairs taking the temporal, height, width and an extra position,
+  // is required. A text token's first three positions are its own and the
+  // extra one 0 (llama.cpp's, Hugging Face's), so the rotation is neox's when
+  // the first three sections cover every rotated pair; other splits are
+  // UNIMPLEMENTED naming the key (loom runs the text model).
+  bool mrope = false;
 };
 
 // The traits of `name`; nullptr when loom does not run it.

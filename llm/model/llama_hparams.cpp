@@ -200,6 +200,30 @@ Status read_rope(const KeyReader& r, const std::string& arch, LlamaHparams* h) {
   return Status();
 }
 
+// M-RoPE's sections (ArchTraits::mrope): required, four counts >= 0 whose
+// first three cover the rotated pairs (a text token's rotation is then
+// neox's); else UNIMPLEMENTED naming the key and the counts.
+Status read_mrope_sections(const KeyReader& r, const GgufFile& file, const std::string& arch, const LlamaHparams& h) {
+  const std::string key = arch + ".rope.dimension_sections";
+  if (!file.has(key)) return not_found("[llm.load] " + file.name() + ": missing metadata key " + key);
+  StatusOr<std::vector<int64_t>> v = file.get_arr_int(key);
+  if (!v.ok()) return r.fail(v.status().message());
+  std::string list;
+  int64_t covered = 0;
+  for (size_t i = 0; i < v->size(); ++i) {
+    list += (i ? ", " : "") + std::to_string((*v)[i]);
+    if ((*v)[i] < 0 || (*v)[i] > LlamaLimits::kMaxHeadDim) return r.fail(key + " = [" + list + "...]: a count out of range");
+    if (i < 3) covered += (*v)[i];
+  }
+  if (v->size() != 4) return r.fail(key + " = [" + list + "]: 4 counts expected");
+  if (covered < h.n_rot / 2) {
+    return r.not_implemented(key + " = [" + list + "]: the first three cover " + std::to_string(covered) + " of " +
+                             std::to_string(h.n_rot / 2) + " rotated pairs; loom rotates text tokens as neox, which "
+                             "needs them all");
+  }
+  return Status();
+}
+
 // Granite's multipliers (ArchTraits::granite): embedding_scale,
 // residual_scale and attention.scale when present, logit_scale required,
 // each > 0; rope.scaling.finetuned = false: no layer rotates.
@@ -292,6 +316,7 @@ Status read_llama_hparams(const GgufFile& file, const std::string& arch, LlamaHp
   }
   if (traits != nullptr) h.nope_period = traits->nope_period;
   if (traits != nullptr && traits->granite) LOOM_RETURN_IF_ERROR(read_granite(r, file, arch, &h));
+  if (traits != nullptr && traits->mrope) LOOM_RETURN_IF_ERROR(read_mrope_sections(r, file, arch, h));
   if (traits != nullptr && traits->softcap) {
     h.attn_softcap = 50.0f;  // llama.cpp's defaults when the keys are absent
     h.final_softcap = 30.0f;

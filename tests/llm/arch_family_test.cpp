@@ -2,7 +2,7 @@
 // precision reference (reference_forward.hpp): SmolLM3's unrotated (NoPE)
 // layers, Granite's four multipliers (dense and its mixture of experts),
 // the first Gemma (no post-norms), OLMo 2 (no input norms, Q/K norms over
-// the whole projection); each with mutants (the reference without
+// the whole projection), Qwen2-VL's text model (M-RoPE sections); each with mutants (the reference without
 // one feature) that are far off, so a graph that skipped the feature would
 // fail. Then what every file gets: attention biases read wherever present
 // (as llama.cpp reads a llama's), and any tensor the graph would not read
@@ -109,6 +109,40 @@ TEST_F(ArchFamilies, Olmo2NormsMatchTheReference) {
   EXPECT_EQ(windowed.status().code(), StatusCode::kUnimplemented);
   EXPECT_NE(windowed.status().message().find("olmo2.attention.sliding_window = 4"), std::string::npos)
       << windowed.status().message();
+}
+
+// Qwen2-VL's text model: qwen2 (biases, neox, tied) whose M-RoPE sections
+// cover the 4 rotated pairs of its 8-wide heads.
+ArchSpec qwen2vl() {
+  ArchSpec s;
+  s.arch = "qwen2vl";
+  s.neox = true;
+  s.qkv_bias = true;
+  s.tied = true;
+  s.mrope_sections = {1, 2, 1, 0};
+  s.eps = 1e-6f;
+  s.seed = 40;
+  return s;
+}
+
+TEST_F(ArchFamilies, Qwen2VlTextRotatesAsNeox) {
+  const TinyArchModel m(qwen2vl());
+  check(qwen2vl(), {{"with normal RoPE", mutate(m, [](TinyArchModel* c) { c->spec.neox = false; })},
+                    {"without biases", mutate(m, [](TinyArchModel* c) { drop(c, ".bias"); })}});
+  // Sections that leave a pair to the extra position (0 for text) are not run.
+  ArchSpec partial = qwen2vl();
+  partial.mrope_sections = {1, 1, 1, 1};
+  const TinyArchModel p(partial);
+  auto refused = load(p);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kUnimplemented);
+  EXPECT_NE(refused.status().message().find("qwen2vl.rope.dimension_sections = [1, 1, 1, 1]: the first three cover 3 of 4"),
+            std::string::npos)
+      << refused.status().message();
+  auto missing = load(m, m.gguf({}, {"rope.dimension_sections"}));
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("missing metadata key qwen2vl.rope.dimension_sections"), std::string::npos)
+      << missing.status().message();
 }
 
 TEST_F(ArchFamilies, SmolLm3NopeLayersMatchTheReference) {
@@ -246,7 +280,7 @@ TEST_F(ArchFamilies, OnVulkan0AndSplitTheFamiliesMatchTheReference) {
   ArchSpec llama_biases;
   llama_biases.qkv_bias = true;
   llama_biases.out_bias = true;
-  const std::vector<ArchSpec> specs = {smollm3(), granite(), granitemoe(), gemma(), olmo2(), llama_biases};
+  const std::vector<ArchSpec> specs = {smollm3(), granite(), granitemoe(), gemma(), olmo2(), qwen2vl(), llama_biases};
   if (registry::Device* vk = reg_->device("vulkan0")) {
     LoadOptions where;
     where.devices = {vk, dev_};

@@ -93,6 +93,8 @@ struct ArchSpec {
   // is) and Q/K norms over the whole projection ([q_dim], [kv_dim]).
   bool pre_norms = true;
   bool qk_norm_whole = false;
+  // qwen2vl: rope.dimension_sections (empty leaves the key out).
+  std::vector<int32_t> mrope_sections;
   bool rotates(int64_t il) const {
     if (rope_finetuned == 0) return false;
     return nope_period <= 0 || (il + 1) % nope_period != 0;
@@ -282,6 +284,9 @@ struct TinyArchModel {
                                  {"attention.scale", spec.attention_scale},
                                  {"logit_scale", spec.logit_scale}}) {
       if (v != 0.0f && !skip_keys.count(key)) b.kv(a + "." + key, loom::testing::kF32, v);
+    }
+    if (!spec.mrope_sections.empty() && !skip_keys.count("rope.dimension_sections")) {
+      b.kv_arr(a + ".rope.dimension_sections", loom::testing::kI32, spec.mrope_sections);
     }
     if (spec.rope_finetuned >= 0) b.kv(a + ".rope.scaling.finetuned", loom::testing::kBool, uint8_t(spec.rope_finetuned));
     if (spec.tokenizer) {
