@@ -21,6 +21,8 @@ Architectures (--arch):
   granitemoe  granite with experts (as mixtral's, granitemoe.expert_count)
   olmo2     no input norms, post-norms, Q/K norms over the whole projection
   qwen2vl   Qwen2-VL's text model: qwen2 with rope.dimension_sections (M-RoPE)
+  exaone    llama's layout (EXAONE 3 / 3.5; neox RoPE in loom's table)
+  ernie4_5  llama's layout (ERNIE 4.5's dense models), tied output
 
 loom runs every one of them.
 
@@ -41,7 +43,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from gguf_writer import TYPE_IDS, read_gguf_kv, write_gguf  # noqa: E402
 
 ARCHS = ('llama', 'mixtral', 'qwen2', 'qwen3', 'qwen3moe', 'phi3', 'gemma2', 'gemma3', 'gemma', 'smollm3', 'granite',
-         'granitemoe', 'olmo2', 'qwen2vl')
+         'granitemoe', 'olmo2', 'qwen2vl', 'exaone', 'ernie4_5')
 # The file's general.architecture (Mixtral files say llama).
 FILE_ARCH = {'mixtral': 'llama'}
 
@@ -90,7 +92,7 @@ def build(a, n_vocab):
     qd, kvd = hd * a.heads, hd * a.kv_heads
     moe = arch in ('mixtral', 'qwen3moe', 'granitemoe')
     post_norms = arch in ('gemma2', 'gemma3', 'olmo2')
-    tied = arch in ('qwen2', 'qwen2vl', 'gemma', 'gemma2', 'gemma3', 'smollm3', 'granite', 'granitemoe')
+    tied = arch in ('qwen2', 'qwen2vl', 'ernie4_5', 'gemma', 'gemma2', 'gemma3', 'smollm3', 'granite', 'granitemoe')
     m.matrix('token_embd.weight', n_vocab, d, scale=4.0)
     m.vector('output_norm.weight', d)
     if not tied:

@@ -15,6 +15,7 @@ constexpr Named kNames[] = {
     {ChatFormat::kGemma, "gemma"},   {ChatFormat::kZephyr, "zephyr"}, {ChatFormat::kPhi4, "phi4"},
     {ChatFormat::kDeepseek3, "deepseek3"}, {ChatFormat::kMistralV7, "mistral-v7"},
     {ChatFormat::kMistralV7Spaced, "mistral-v7-spaced"}, {ChatFormat::kGranite, "granite"},
+    {ChatFormat::kExaone3, "exaone3"},
 };
 
 }  // namespace
@@ -50,6 +51,7 @@ bool chat_format_from_name(std::string_view name, ChatFormat* out) {
 ChatFormat detect_chat_format(std::string_view t) {
   if (t.empty()) return ChatFormat::kPlain;
   if (has(t, "<|start_of_role|>")) return ChatFormat::kGranite;
+  if (has(t, "[|system|]") && has(t, "[|endofturn|]")) return ChatFormat::kExaone3;
   if (has(t, "<|im_sep|>")) return ChatFormat::kPhi4;
   if (has(t, "<|im_start|>")) return ChatFormat::kChatml;
   if (has(t, "<｜User｜>") && has(t, "<｜Assistant｜>")) {
@@ -112,6 +114,10 @@ std::string ChatTemplate::user_turn(const std::string& sys, const std::string& m
       // The reply ends with the model's <|end_of_text|>, then a newline (after_reply).
       return (with_sys ? "<|start_of_role|>system<|end_of_role|>" + sys + "<|end_of_text|>\n" : std::string()) +
              "<|start_of_role|>user<|end_of_role|>" + msg + "<|end_of_text|>\n<|start_of_role|>assistant<|end_of_role|>";
+    case ChatFormat::kExaone3:
+      // The reply ends with the model's [|endofturn|], then a newline (after_reply).
+      return (with_sys ? "[|system|]" + sys + "[|endofturn|]\n" : std::string()) + "[|user|]" + msg +
+             "\n[|assistant|]";
     case ChatFormat::kPlain:
       break;
   }
@@ -125,6 +131,7 @@ std::string ChatTemplate::after_reply() const {
     case ChatFormat::kGemma:
     case ChatFormat::kZephyr:
     case ChatFormat::kGranite:
+    case ChatFormat::kExaone3:
       return "\n";
     default:
       return std::string();

@@ -24,6 +24,7 @@ enum class ChatFormat {
   kMistralV7,  // [SYSTEM_PROMPT]...[/SYSTEM_PROMPT][INST]...[/INST] (Mistral Small 3 and later)
   kMistralV7Spaced,  // the same with a space after each opening marker (older v7 templates)
   kGranite,  // <|start_of_role|>role<|end_of_role|>...<|end_of_text|>\n (IBM Granite 3)
+  kExaone3,  // [|system|]...[|endofturn|]\n[|user|]...\n[|assistant|] (LG EXAONE 3 / 3.5)
 };
 
 const char* chat_format_name(ChatFormat f);

@@ -38,6 +38,11 @@ constexpr ArchTraits kArchs[] = {
     // for text rotate as neox does (the vision tower is another file).
     {"qwen2vl", LOOM_ROPE_MODE_NEOX, false, true, false, false, false, false, 0, 0.0f, false, false, false, 0, false,
      true, false, false, true},
+    // EXAONE 3 / 3.5 (LG): llama's layout with neox RoPE (llama-3 style
+    // rope_freqs where the file has them).
+    {"exaone", LOOM_ROPE_MODE_NEOX, true, false, false, false, false, false, 0, 0.0f, false, false},
+    // ERNIE 4.5's dense models (Baidu, 0.3B): llama's graph; biases where present.
+    {"ernie4_5", LOOM_ROPE_MODE_NORMAL, false, false, false, false, false, false, 0, 0.0f, false, false},
     // OLMo 2 (1B-32B): no input norms, post-norms on both blocks' outputs,
     // Q/K norms over the whole projection.
     {"olmo2", LOOM_ROPE_MODE_NEOX, false, false, true, false, false, false, 0, 0.0f, false, false, true, 0, false,

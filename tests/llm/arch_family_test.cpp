@@ -2,7 +2,8 @@
 // precision reference (reference_forward.hpp): SmolLM3's unrotated (NoPE)
 // layers, Granite's four multipliers (dense and its mixture of experts),
 // the first Gemma (no post-norms), OLMo 2 (no input norms, Q/K norms over
-// the whole projection), Qwen2-VL's text model (M-RoPE sections); each with mutants (the reference without
+// the whole projection), Qwen2-VL's text model (M-RoPE sections), EXAONE
+// and ERNIE 4.5 (llama's graph, their own RoPE); each with mutants (the reference without
 // one feature) that are far off, so a graph that skipped the feature would
 // fail. Then what every file gets: attention biases read wherever present
 // (as llama.cpp reads a llama's), and any tensor the graph would not read
@@ -143,6 +144,26 @@ TEST_F(ArchFamilies, Qwen2VlTextRotatesAsNeox) {
   ASSERT_FALSE(missing.ok());
   EXPECT_NE(missing.status().message().find("missing metadata key qwen2vl.rope.dimension_sections"), std::string::npos)
       << missing.status().message();
+}
+
+// EXAONE (neox RoPE, llama-3 style factors) and ERNIE 4.5 (normal RoPE,
+// Q/K/V biases here): llama's graph, each with its own rotation.
+TEST_F(ArchFamilies, ExaoneAndErnieMatchTheReference) {
+  ArchSpec exaone;
+  exaone.arch = "exaone";
+  exaone.neox = true;
+  exaone.rope_freqs = true;
+  exaone.seed = 41;
+  const TinyArchModel e(exaone);
+  check(exaone, {{"with normal RoPE", mutate(e, [](TinyArchModel* c) { c->spec.neox = false; })},
+                 {"without rope_freqs", mutate(e, [](TinyArchModel* c) { drop(c, "rope_freqs"); })}});
+  ArchSpec ernie;
+  ernie.arch = "ernie4_5";
+  ernie.qkv_bias = true;
+  ernie.tied = true;
+  ernie.seed = 42;
+  const TinyArchModel r(ernie);
+  check(ernie, {{"with neox RoPE", mutate(r, [](TinyArchModel* c) { c->spec.neox = true; })}});
 }
 
 TEST_F(ArchFamilies, SmolLm3NopeLayersMatchTheReference) {

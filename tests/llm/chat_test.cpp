@@ -46,8 +46,11 @@ TEST(ChatFormat, RecognisedFromTemplateMarkers) {
   EXPECT_EQ(detect_chat_format("{{- '<|start_of_role|>' + message['role'] + '<|end_of_role|>' + message['content'] + "
                                "'<|end_of_text|>\n' }}"),
             ChatFormat::kGranite);
+  // LG EXAONE 3 / 3.5.
+  EXPECT_EQ(detect_chat_format("{{ '[|system|]' + message['content'] + '[|endofturn|]\n' }}{{ '[|user|]' }}"),
+            ChatFormat::kExaone3);
   for (const char* name : {"plain", "chatml", "llama3", "llama2", "mistral", "phi3", "gemma", "zephyr", "phi4",
-                           "deepseek3", "mistral-v7", "mistral-v7-spaced", "granite"}) {
+                           "deepseek3", "mistral-v7", "mistral-v7-spaced", "granite", "exaone3"}) {
     ChatFormat f;
     ASSERT_TRUE(chat_format_from_name(name, &f)) << name;
     EXPECT_STREQ(chat_format_name(f), name);
@@ -98,6 +101,10 @@ TEST(ChatFormat, TurnsRenderEachLayout) {
   EXPECT_EQ(ChatTemplate(ChatFormat::kGranite).user_turn("S", "Hi", false),
             "<|start_of_role|>user<|end_of_role|>Hi<|end_of_text|>\n<|start_of_role|>assistant<|end_of_role|>");
   EXPECT_EQ(ChatTemplate(ChatFormat::kGranite).after_reply(), "\n");
+  EXPECT_EQ(ChatTemplate(ChatFormat::kExaone3).user_turn("S", "Hi", true),
+            "[|system|]S[|endofturn|]\n[|user|]Hi\n[|assistant|]");
+  EXPECT_EQ(ChatTemplate(ChatFormat::kExaone3).user_turn("S", "Hi", false), "[|user|]Hi\n[|assistant|]");
+  EXPECT_EQ(ChatTemplate(ChatFormat::kExaone3).after_reply(), "\n");
   EXPECT_EQ(ChatTemplate(ChatFormat::kLlama3).after_reply(), "");
 }
 
