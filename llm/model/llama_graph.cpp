@@ -198,6 +198,9 @@ StatusOr<Tensor*> attention_block(Context& ctx, LlamaModel& model, const KvCache
     named(k, "k_rope" + sfx);
   }
   if (!l.wqkv) named(v, "v" + sfx);
+  if (g->q_scale != nullptr && h.rotates(il)) {
+    LOOM_ASSIGN_OR_RETURN(q, op::mul(ctx, q, g->q_scale));
+  }
 
   // Store this batch's rows (as [hd, T, n_head_kv]: the cache's order),
   // then attend over the cache.
@@ -217,8 +220,10 @@ StatusOr<Tensor*> attention_block(Context& ctx, LlamaModel& model, const KvCache
   const LayerAttention la{q, k_stored, v_stored, kc, vc, sfx};
   // RoPE's magnitude (YaRN's, or rope.scaling.attn_factor: LongRoPE) scales
   // Q's and K's rotated components, so every score by its square.
-  const float kq_scale = (h.attn_scale > 0.0f ? h.attn_scale : 1.0f / std::sqrt(static_cast<float>(hd))) *
-                         h.rope_mscale * h.rope_mscale;
+  // (or, on a partly rotated head, Q's rotated dims: g->q_scale; an
+  // unrotated layer's scores take no magnitude.)
+  const float folded = g->q_scale == nullptr && h.rotates(il) ? h.rope_mscale * h.rope_mscale : 1.0f;
+  const float kq_scale = (h.attn_scale > 0.0f ? h.attn_scale : 1.0f / std::sqrt(static_cast<float>(hd))) * folded;
   LOOM_ASSIGN_OR_RETURN(Tensor * kqv, layer_attention(ctx, model, il, la, fused, kq_scale, g));
   LOOM_ASSIGN_OR_RETURN(kqv, ctx.reshape(kqv, {h.q_dim(), g->n_tokens}));
   LOOM_ASSIGN_OR_RETURN(Tensor * out, op::mul_mat(ctx, l.wo, kqv));
@@ -261,6 +266,11 @@ Status build_layers(LlamaModel& model, const KvCache& cache, bool all_logits, bo
     LOOM_ASSIGN_OR_RETURN(g.kv_rows, graph_input(ctx, LOOM_TYPE_I64, {n_tokens, h.n_head_kv}, "inp_kv_rows"));
   } else {
     g.n_kv_swa = std::min(g.n_kv, g.seq_batch ? cache.window_rows() * cache.n_seq() : cache.window_rows());
+  }
+  if (rotates && h.rope_mscale != 1.0f && h.n_rot < h.head_dim()) {
+    LOOM_ASSIGN_OR_RETURN(g.q_scale, graph_input(ctx, LOOM_TYPE_F32, {h.head_dim()}, "inp_q_scale"));
+    g.q_scale_values.assign(static_cast<size_t>(h.head_dim()), 1.0f);
+    for (int64_t i = 0; i < h.n_rot; ++i) g.q_scale_values[static_cast<size_t>(i)] = h.rope_mscale * h.rope_mscale;
   }
   if (g.seq_batch && g.n_out != n_tokens) {
     LOOM_ASSIGN_OR_RETURN(g.out_ids, graph_input(ctx, LOOM_TYPE_I32, {g.n_out}, "inp_out_ids"));

@@ -53,6 +53,14 @@ struct LlamaBatchGraph {
   // The position in row 0 of the local layers' rows (a single-sequence
   // batch; set like n_past before make_batch_inputs).
   int64_t swa_base = 0;
+  // A partly rotated head whose RoPE has a magnitude (Phi-4-mini's LongRoPE,
+  // YaRN on such heads): F32 [head_dim], the magnitude squared on the
+  // rotated dims and 1 on the rest, times Q after RoPE, so each score weighs
+  // the rotated part by it as ggml's scaled cos/sin of Q and K do; its values
+  // in q_scale_values. nullptr when the magnitude folds into the scores'
+  // scale (every dim rotated) or is 1.
+  Tensor* q_scale = nullptr;
+  std::vector<float> q_scale_values;
   // A sequence batch: I32 [n_out], the batch rows whose logits are output
   // (nullptr when every row's are, in batch order).
   Tensor* out_ids = nullptr;

@@ -191,12 +191,6 @@ Status read_rope(const KeyReader& r, const std::string& arch, LlamaHparams* h) {
     h->rope_freq_scale = freq_scale;
     h->rope_mscale = attn_factor;
   }
-  if (h->rope_mscale != 1.0f && h->n_rot != h->n_embd_head) {
-    return r.not_implemented(arch + ".rope.scaling (" + type + ", magnitude " + std::to_string(h->rope_mscale) +
-                             ") with " + std::to_string(h->n_rot) + " of " + std::to_string(h->n_embd_head) +
-                             " dims rotated: not implemented (loom folds RoPE's magnitude into the attention's "
-                             "scale, which needs every dim of a head rotated)");
-  }
   return Status();
 }
 

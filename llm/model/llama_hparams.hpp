@@ -107,8 +107,9 @@ struct LlamaLimits {
 // key means linear, as llama.cpp reads it; yarn: also
 // rope.scaling.original_context_length, yarn_ext_factor, attn_factor,
 // yarn_beta_fast / slow; every type: attn_factor, the rotation's magnitude);
-// "longrope" is UNIMPLEMENTED naming the key and value, as is a magnitude
-// other than 1 on a partly rotated head and yarn on sliding-window layers. A key_length that differs from
+// "longrope" is UNIMPLEMENTED naming the key and value, as is yarn on
+// sliding-window layers (a magnitude on a partly rotated head runs: the
+// graph's q_scale). A key_length that differs from
 // value_length is UNIMPLEMENTED (the KV cache has one head size).
 // attention.sliding_window (mistral) is ignored with a debug log: attention
 // always spans the whole context. Granite's files add embedding_scale,

@@ -109,6 +109,7 @@ Status write_inputs(const LlamaBatchGraph& g, const LlamaBatchInputs& in, const 
   LOOM_RETURN_IF_ERROR(put(g.visible, in.visible));
   LOOM_RETURN_IF_ERROR(put(g.mask_swa, in.mask_swa));
   LOOM_RETURN_IF_ERROR(put(g.visible_swa, in.visible_swa));
+  LOOM_RETURN_IF_ERROR(put(g.q_scale, g.q_scale_values));
   return put(g.out_ids, out_ids);
 }
 

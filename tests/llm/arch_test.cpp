@@ -314,16 +314,42 @@ TEST_F(Architectures, Phi3LongRopeMatchesTheReference) {
       << model.status().message();
 }
 
-// YaRN where loom cannot fold its magnitude into the attention's scale (a
-// partly rotated head) or where local layers have a RoPE base of their own
-// (gemma3): refused, naming the key.
+// A RoPE magnitude on a partly rotated head (Phi-4-mini: LongRoPE on 96 of
+// 128 dims; YaRN on such heads): only the rotated dims carry it, as ggml's
+// scaled cos/sin do, so it cannot fold into the scores' scale; Q's rotated
+// dims are scaled by its square instead. Mutants with the magnitude on every
+// dim (the folded form) or none are far off.
+TEST_F(Architectures, RopeMagnitudeOnAPartlyRotatedHeadMatchesTheReference) {
+  ArchSpec phi4mini = phi3_longrope();
+  phi4mini.head_dim = 16;
+  phi4mini.n_rot = 12;  // three quarters, as Phi-4-mini's partial_rotary_factor
+  phi4mini.seed = 13;
+  ArchSpec yarn = llama3_yarn();
+  yarn.n_rot = 8;
+  for (const ArchSpec& spec : {phi4mini, yarn}) {
+    const TinyArchModel m(spec);
+    // The magnitude as it reaches the scores, and what cancels it in the rotation.
+    const bool is_yarn = spec.scaling_type == "yarn";
+    const float growth = is_yarn ? 1.0f + 0.1f * std::log(spec.scaling_factor) : 1.0f;
+    const float mag = spec.rope_attn_factor * growth;
+    check(spec, {{"with the magnitude folded into every dim's score", mutate(m, [&](TinyArchModel* c) {
+                    c->spec.attention_scale = mag * mag / std::sqrt(static_cast<float>(c->spec.hd()));
+                    c->spec.rope_attn_factor = 1.0f / growth;
+                  })},
+                 {"with attn_factor 1", mutate(m, [](TinyArchModel* c) { c->spec.rope_attn_factor = 0.0f; })}});
+    auto model = load(m);
+    ASSERT_TRUE(model.ok()) << model.status().to_string();
+    EXPECT_NE((*model)->hparams().rope_mscale, 1.0f) << spec.arch;
+  }
+}
+
+// YaRN where local layers have a RoPE base of their own (gemma3): refused,
+// naming the key.
 TEST_F(Architectures, YarnLoomDoesNotRunIsNamed) {
-  ArchSpec partial = llama3_yarn();
-  partial.n_rot = 8;
   ArchSpec gemma = gemma3();
   gemma.scaling_type = "yarn";
   gemma.scaling_factor = 4.0f;
-  for (const ArchSpec& s : {partial, gemma}) {
+  for (const ArchSpec& s : {gemma}) {
     const TinyArchModel m(s);
     auto model = load(m);
     ASSERT_FALSE(model.ok()) << s.arch;
