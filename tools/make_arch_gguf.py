@@ -23,6 +23,7 @@ Architectures (--arch):
   qwen2vl   Qwen2-VL's text model: qwen2 with rope.dimension_sections (M-RoPE)
   exaone    llama's layout (EXAONE 3 / 3.5; neox RoPE in loom's table)
   ernie4_5  llama's layout (ERNIE 4.5's dense models), tied output
+  command-r LayerNorms, attention and FFN in parallel (no ffn_norm), logit_scale
 
 loom runs every one of them.
 
@@ -43,7 +44,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from gguf_writer import TYPE_IDS, read_gguf_kv, write_gguf  # noqa: E402
 
 ARCHS = ('llama', 'mixtral', 'qwen2', 'qwen3', 'qwen3moe', 'phi3', 'gemma2', 'gemma3', 'gemma', 'smollm3', 'granite',
-         'granitemoe', 'olmo2', 'qwen2vl', 'exaone', 'ernie4_5')
+         'granitemoe', 'olmo2', 'qwen2vl', 'exaone', 'ernie4_5',
+         'command-r')
 # The file's general.architecture (Mixtral files say llama).
 FILE_ARCH = {'mixtral': 'llama'}
 
@@ -92,7 +94,7 @@ def build(a, n_vocab):
     qd, kvd = hd * a.heads, hd * a.kv_heads
     moe = arch in ('mixtral', 'qwen3moe', 'granitemoe')
     post_norms = arch in ('gemma2', 'gemma3', 'olmo2')
-    tied = arch in ('qwen2', 'qwen2vl', 'ernie4_5', 'gemma', 'gemma2', 'gemma3', 'smollm3', 'granite', 'granitemoe')
+    tied = arch in ('qwen2', 'qwen2vl', 'ernie4_5', 'command-r', 'gemma', 'gemma2', 'gemma3', 'smollm3', 'granite', 'granitemoe')
     m.matrix('token_embd.weight', n_vocab, d, scale=4.0)
     m.vector('output_norm.weight', d)
     if not tied:
@@ -126,7 +128,7 @@ def build(a, n_vocab):
             m.vector(p + 'attn_k_norm.weight', kvd)
         if post_norms:
             m.vector(p + 'post_attention_norm.weight', d)
-        if arch != 'olmo2':
+        if arch not in ('olmo2', 'command-r'):
             m.vector(p + 'ffn_norm.weight', d)
         if moe:
             n_ff = a.expert_ffn or a.ffn
@@ -161,7 +163,7 @@ def metadata(a, tok):
         k('attention.key_length', hd)
         k('attention.value_length', hd)
     k('rope.dimension_count', hd)
-    k('attention.layer_norm_rms_epsilon', 1e-6 if a.arch.startswith(('qwen', 'gemma', 'smollm3', 'granite', 'olmo2')) else 1e-5)
+    k('attention.layer_norm_epsilon' if a.arch == 'command-r' else 'attention.layer_norm_rms_epsilon', 1e-6 if a.arch.startswith(('qwen', 'gemma', 'smollm3', 'granite', 'olmo2')) else 1e-5)
     k('rope.freq_base', {'llama': 500000.0 if a.rope_freqs else 10000.0, 'qwen2': 1000000.0,
                          'qwen2vl': 1000000.0, 'qwen3': 1000000.0, 'qwen3moe': 1000000.0, 'gemma3': 1000000.0}.get(a.arch, 10000.0))
     if a.arch == 'phi3' and a.longrope:
@@ -175,6 +177,8 @@ def metadata(a, tok):
         k('rope.scaling.factor', float(a.rope_factor))
         if a.rope_scaling == 'yarn':
             k('rope.scaling.original_context_length', a.rope_orig_ctx or max(1, a.ctx // 4))
+    if a.arch == 'command-r':
+        k('logit_scale', 0.0625)  # Command R's
     if a.arch == 'qwen2vl':
         # Qwen2-VL's split of the rotated pairs: a quarter temporal, the rest height and width.
         t = hd // 8

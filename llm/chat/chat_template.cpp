@@ -15,7 +15,7 @@ constexpr Named kNames[] = {
     {ChatFormat::kGemma, "gemma"},   {ChatFormat::kZephyr, "zephyr"}, {ChatFormat::kPhi4, "phi4"},
     {ChatFormat::kDeepseek3, "deepseek3"}, {ChatFormat::kMistralV7, "mistral-v7"},
     {ChatFormat::kMistralV7Spaced, "mistral-v7-spaced"}, {ChatFormat::kGranite, "granite"},
-    {ChatFormat::kExaone3, "exaone3"},
+    {ChatFormat::kExaone3, "exaone3"}, {ChatFormat::kCommandR, "command-r"},
 };
 
 }  // namespace
@@ -52,6 +52,7 @@ ChatFormat detect_chat_format(std::string_view t) {
   if (t.empty()) return ChatFormat::kPlain;
   if (has(t, "<|start_of_role|>")) return ChatFormat::kGranite;
   if (has(t, "[|system|]") && has(t, "[|endofturn|]")) return ChatFormat::kExaone3;
+  if (has(t, "<|START_OF_TURN_TOKEN|>")) return ChatFormat::kCommandR;
   if (has(t, "<|im_sep|>")) return ChatFormat::kPhi4;
   if (has(t, "<|im_start|>")) return ChatFormat::kChatml;
   if (has(t, "<｜User｜>") && has(t, "<｜Assistant｜>")) {
@@ -118,6 +119,11 @@ std::string ChatTemplate::user_turn(const std::string& sys, const std::string& m
       // The reply ends with the model's [|endofturn|], then a newline (after_reply).
       return (with_sys ? "[|system|]" + sys + "[|endofturn|]\n" : std::string()) + "[|user|]" + msg +
              "\n[|assistant|]";
+    case ChatFormat::kCommandR:
+      // The reply ends with the model's <|END_OF_TURN_TOKEN|>; nothing after it.
+      return (with_sys ? "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|>" + sys + "<|END_OF_TURN_TOKEN|>" : std::string()) +
+             "<|START_OF_TURN_TOKEN|><|USER_TOKEN|>" + msg +
+             "<|END_OF_TURN_TOKEN|><|START_OF_TURN_TOKEN|><|CHATBOT_TOKEN|>";
     case ChatFormat::kPlain:
       break;
   }

@@ -25,6 +25,7 @@ enum class ChatFormat {
   kMistralV7Spaced,  // the same with a space after each opening marker (older v7 templates)
   kGranite,  // <|start_of_role|>role<|end_of_role|>...<|end_of_text|>\n (IBM Granite 3)
   kExaone3,  // [|system|]...[|endofturn|]\n[|user|]...\n[|assistant|] (LG EXAONE 3 / 3.5)
+  kCommandR,  // <|START_OF_TURN_TOKEN|><|USER_TOKEN|>...<|END_OF_TURN_TOKEN|> (Cohere Command R, Aya)
 };
 
 const char* chat_format_name(ChatFormat f);

@@ -9,7 +9,8 @@ namespace {
 // llama_hparams.cpp): nothing of their own here.
 constexpr ArchTraits kArchs[] = {
     // name     rope mode              rope_freqs qkv_bias qk_norm fused_qkv fused_gate_up gemma swa_period
-    //   swa_rope_base softcap experts [post_norms nope_period granite pre_norms qk_norm_whole window_refused mrope]
+    //   swa_rope_base softcap experts [post_norms nope_period granite pre_norms qk_norm_whole window_refused mrope
+    //   layer_norm parallel_blocks logit_multiplier]
     // (llama: Mixtral's files, with expert_count, are mixtures of experts.)
     {"llama", LOOM_ROPE_MODE_NORMAL, true, false, false, false, false, false, 0, 0.0f, false, false},
     {"qwen2", LOOM_ROPE_MODE_NEOX, false, true, false, false, false, false, 0, 0.0f, false, false},
@@ -43,6 +44,10 @@ constexpr ArchTraits kArchs[] = {
     {"exaone", LOOM_ROPE_MODE_NEOX, true, false, false, false, false, false, 0, 0.0f, false, false},
     // ERNIE 4.5's dense models (Baidu, 0.3B): llama's graph; biases where present.
     {"ernie4_5", LOOM_ROPE_MODE_NORMAL, false, false, false, false, false, false, 0, 0.0f, false, false},
+    // Cohere's Command R (35B) and Aya 23 / Aya Expanse: LayerNorms, parallel
+    // attention and FFN, logits times logit_scale, tied output.
+    {"command-r", LOOM_ROPE_MODE_NORMAL, false, false, false, false, false, false, 0, 0.0f, false, false, false, 0,
+     false, true, false, false, false, true, true, true},
     // OLMo 2 (1B-32B): no input norms, post-norms on both blocks' outputs,
     // Q/K norms over the whole projection.
     {"olmo2", LOOM_ROPE_MODE_NEOX, false, false, true, false, false, false, 0, 0.0f, false, false, true, 0, false,

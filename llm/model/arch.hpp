@@ -82,6 +82,17 @@ struct ArchTraits {
   // the first three sections cover every rotated pair; other splits are
   // UNIMPLEMENTED naming the key (loom runs the text model).
   bool mrope = false;
+  // Norms are LayerNorms (the mean removed, then the weight; eps from
+  // <arch>.attention.layer_norm_epsilon), not RMS norms; optional per-head Q/K
+  // norms are LayerNorms with a weight per head, [head_dim, n_head]
+  // (command-r; Command R+ has them).
+  bool layer_norm = false;
+  // Each layer's attention and FFN read the same normed input and both
+  // outputs join the residual stream together (no ffn_norm): command-r.
+  bool parallel_blocks = false;
+  // <arch>.logit_scale is required and multiplies the logits (command-r;
+  // granite's divides them).
+  bool logit_multiplier = false;
 };
 
 // The traits of `name`; nullptr when loom does not run it.

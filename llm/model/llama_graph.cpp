@@ -119,9 +119,10 @@ StatusOr<Tensor*> layer_attention(Context& ctx, LlamaModel& model, int64_t il, c
   return attention_unfused(ctx, a, n_kv, mask, scale, model.hparams().attn_softcap);
 }
 
-// x [n_embd, T] times a norm weight after an RMS norm.
-StatusOr<Tensor*> rms_norm_mul(Context& ctx, Tensor* x, Tensor* w, float eps) {
-  LOOM_ASSIGN_OR_RETURN(Tensor * t, op::rms_norm(ctx, x, eps));
+// x [n_embd, T] times a norm weight after an RMS norm, or a LayerNorm
+// (layer: the mean removed first; ArchTraits::layer_norm).
+StatusOr<Tensor*> rms_norm_mul(Context& ctx, Tensor* x, Tensor* w, float eps, bool layer = false) {
+  LOOM_ASSIGN_OR_RETURN(Tensor * t, layer ? op::norm(ctx, x, eps) : op::rms_norm(ctx, x, eps));
   return op::mul(ctx, t, w);
 }
 
@@ -130,7 +131,7 @@ StatusOr<Tensor*> rms_norm_mul(Context& ctx, Tensor* x, Tensor* w, float eps) {
 // is RMS-normalised and scaled (qwen3's Q/K norms, before RoPE), or the
 // whole projection's row before the split when the weight spans it (olmo2).
 StatusOr<Tensor*> project_heads(Context& ctx, Tensor* x, Tensor* w, Tensor* b, Tensor* norm, int64_t hd,
-                                int64_t n_heads, float eps) {
+                                int64_t n_heads, float eps, bool layer) {
   LOOM_ASSIGN_OR_RETURN(Tensor * t, op::mul_mat(ctx, w, x));
   if (b) {
     LOOM_ASSIGN_OR_RETURN(t, op::add(ctx, t, b));
@@ -140,9 +141,8 @@ StatusOr<Tensor*> project_heads(Context& ctx, Tensor* x, Tensor* w, Tensor* b, T
     return ctx.reshape(t, {hd, n_heads, x->ne[1]});
   }
   LOOM_ASSIGN_OR_RETURN(t, ctx.reshape(t, {hd, n_heads, x->ne[1]}));
-  if (norm) {
-    LOOM_ASSIGN_OR_RETURN(t, op::rms_norm(ctx, t, eps));
-    LOOM_ASSIGN_OR_RETURN(t, op::mul(ctx, t, norm));
+  if (norm) {  // ([hd], or a weight per head [hd, n_heads]: command-r's)
+    LOOM_ASSIGN_OR_RETURN(t, rms_norm_mul(ctx, t, norm, eps, layer));
   }
   return t;
 }
@@ -186,9 +186,10 @@ StatusOr<Tensor*> attention_block(Context& ctx, LlamaModel& model, const KvCache
     LOOM_ASSIGN_OR_RETURN(k, heads(h.n_head_kv, h.q_dim()));
     LOOM_ASSIGN_OR_RETURN(v, heads(h.n_head_kv, h.q_dim() + h.kv_dim()));
   } else {
-    LOOM_ASSIGN_OR_RETURN(q, project_heads(ctx, cur, l.wq, l.bq, l.q_norm, hd, h.n_head, h.rms_eps));
-    LOOM_ASSIGN_OR_RETURN(k, project_heads(ctx, cur, l.wk, l.bk, l.k_norm, hd, h.n_head_kv, h.rms_eps));
-    LOOM_ASSIGN_OR_RETURN(v, project_heads(ctx, cur, l.wv, l.bv, nullptr, hd, h.n_head_kv, h.rms_eps));
+    const bool ln = model.arch_traits().layer_norm;
+    LOOM_ASSIGN_OR_RETURN(q, project_heads(ctx, cur, l.wq, l.bq, l.q_norm, hd, h.n_head, h.rms_eps, ln));
+    LOOM_ASSIGN_OR_RETURN(k, project_heads(ctx, cur, l.wk, l.bk, l.k_norm, hd, h.n_head_kv, h.rms_eps, ln));
+    LOOM_ASSIGN_OR_RETURN(v, project_heads(ctx, cur, l.wv, l.bv, nullptr, hd, h.n_head_kv, h.rms_eps, ln));
   }
   const bool long_ctx = cache.n_ctx() / cache.n_seq() > h.n_ctx_orig;
   if (h.rotates(il)) {  // (a NoPE layer's Q and K go to the attention as projected)
@@ -281,22 +282,27 @@ Status build_layers(LlamaModel& model, const KvCache& cache, bool all_logits, bo
   if (h.embd_scale > 0.0f) {
     LOOM_ASSIGN_OR_RETURN(x, op::scale(ctx, x, h.embd_scale));
   }
+  const bool ln = model.arch_traits().layer_norm;
+  const bool parallel = model.arch_traits().parallel_blocks;
   for (int64_t il = 0; il < h.n_layer; ++il) {
     const LlamaLayer& l = model.layers[static_cast<size_t>(il)];
     const std::string sfx = "." + std::to_string(il);
     Tensor* cur = x;  // (no input norm: olmo2)
     if (l.attn_norm) {
-      LOOM_ASSIGN_OR_RETURN(cur, rms_norm_mul(ctx, x, l.attn_norm, h.rms_eps));
+      LOOM_ASSIGN_OR_RETURN(cur, rms_norm_mul(ctx, x, l.attn_norm, h.rms_eps, ln));
       named(cur, "attn_norm" + sfx);
     }
+    Tensor* const attn_in = cur;
     LOOM_ASSIGN_OR_RETURN(Tensor * attn, attention_block(ctx, model, cache, il, cur, fused_attention, &g));
     if (l.post_attn_norm) {
       LOOM_ASSIGN_OR_RETURN(attn, rms_norm_mul(ctx, attn, l.post_attn_norm, h.rms_eps));
     }
-    LOOM_ASSIGN_OR_RETURN(x, residual_add(ctx, h, x, attn));
-    named(x, "attn_out" + sfx);
+    if (!parallel) {  // (parallel blocks: the attention's output joins the FFN's below)
+      LOOM_ASSIGN_OR_RETURN(x, residual_add(ctx, h, x, attn));
+      named(x, "attn_out" + sfx);
+    }
 
-    cur = x;
+    cur = parallel ? attn_in : x;  // (parallel blocks: the FFN reads the attention's input)
     if (l.ffn_norm) {
       LOOM_ASSIGN_OR_RETURN(cur, rms_norm_mul(ctx, x, l.ffn_norm, h.rms_eps));
     }
@@ -313,6 +319,10 @@ Status build_layers(LlamaModel& model, const KvCache& cache, bool all_logits, bo
     if (l.post_ffw_norm) {
       LOOM_ASSIGN_OR_RETURN(down, rms_norm_mul(ctx, down, l.post_ffw_norm, h.rms_eps));
     }
+    if (parallel) {
+      // x + (ffn + attn), llama.cpp's order of the two adds.
+      LOOM_ASSIGN_OR_RETURN(down, op::add(ctx, down, attn));
+    }
     LOOM_ASSIGN_OR_RETURN(x, residual_add(ctx, h, x, down));
     named(x, "layer_out" + sfx);
   }
@@ -323,11 +333,10 @@ Status build_layers(LlamaModel& model, const KvCache& cache, bool all_logits, bo
     // Only the last token's logits are needed for generation.
     LOOM_ASSIGN_OR_RETURN(x, ctx.view(x, {h.n_embd, 1}, {x->nb[1]}, x->nb[1] * static_cast<size_t>(n_tokens - 1)));
   }
-  LOOM_ASSIGN_OR_RETURN(Tensor * cur, op::rms_norm(ctx, x, h.rms_eps));
-  LOOM_ASSIGN_OR_RETURN(cur, op::mul(ctx, cur, model.output_norm));
+  LOOM_ASSIGN_OR_RETURN(Tensor * cur, rms_norm_mul(ctx, x, model.output_norm, h.rms_eps, ln));
   LOOM_ASSIGN_OR_RETURN(g.logits, op::mul_mat(ctx, model.output, cur));
-  if (h.logit_scale > 0.0f) {
-    LOOM_ASSIGN_OR_RETURN(g.logits, op::scale(ctx, g.logits, 1.0f / h.logit_scale));
+  if (h.logit_factor > 0.0f) {
+    LOOM_ASSIGN_OR_RETURN(g.logits, op::scale(ctx, g.logits, h.logit_factor));
   }
   if (h.final_softcap > 0.0f) {
     LOOM_ASSIGN_OR_RETURN(g.logits, op::scale(ctx, g.logits, 1.0f / h.final_softcap));

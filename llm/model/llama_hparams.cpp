@@ -57,6 +57,7 @@ class KeyReader {
     return Status();
   }
   bool has(const char* key) const { return f_.has(arch_ + "." + key); }
+  Status missing(const char* key) const { return not_found(who_ + "missing metadata key " + arch_ + "." + key); }
   Status fail(const std::string& what) const { return invalid_argument(who_ + what); }
   Status not_implemented(const std::string& what) const { return unimplemented(who_ + what); }
 
@@ -222,15 +223,17 @@ Status read_mrope_sections(const KeyReader& r, const GgufFile& file, const std::
 // residual_scale and attention.scale when present, logit_scale required,
 // each > 0; rope.scaling.finetuned = false: no layer rotates.
 Status read_granite(const KeyReader& r, const GgufFile& file, const std::string& arch, LlamaHparams* h) {
-  if (!r.has("logit_scale")) return not_found("[llm.load] " + file.name() + ": missing metadata key " + arch + ".logit_scale");
+  if (!r.has("logit_scale")) return r.missing("logit_scale");
+  float logit_scale = 0.0f;
   for (const auto& [key, v] : {std::pair<const char*, float*>{"embedding_scale", &h->embd_scale},
                                {"residual_scale", &h->residual_scale},
                                {"attention.scale", &h->attn_scale},
-                               {"logit_scale", &h->logit_scale}}) {
+                               {"logit_scale", &logit_scale}}) {
     if (!r.has(key)) continue;
     LOOM_RETURN_IF_ERROR(r.get_f(key, v));
     if (!(*v > 0.0f)) return r.fail(arch + "." + key + " = " + std::to_string(*v) + ": must be > 0");
   }
+  h->logit_factor = 1.0f / logit_scale;  // as llama.cpp scales them
   const std::string finetuned = arch + ".rope.scaling.finetuned";
   if (file.has(finetuned)) {
     StatusOr<bool> rotate = file.get_bool(finetuned);
@@ -311,6 +314,21 @@ Status read_llama_hparams(const GgufFile& file, const std::string& arch, LlamaHp
   if (traits != nullptr) h.nope_period = traits->nope_period;
   if (traits != nullptr && traits->granite) LOOM_RETURN_IF_ERROR(read_granite(r, file, arch, &h));
   if (traits != nullptr && traits->mrope) LOOM_RETURN_IF_ERROR(read_mrope_sections(r, file, arch, h));
+  if (traits != nullptr && traits->layer_norm) {
+    // LayerNorms read their own key (llama.cpp's default when absent: 1e-5).
+    h.rms_eps = 1e-5f;
+    LOOM_RETURN_IF_ERROR(r.get_f("attention.layer_norm_epsilon", &h.rms_eps));
+    if (!(h.rms_eps >= 0.0f)) {
+      return r.fail(arch + ".attention.layer_norm_epsilon = " + std::to_string(h.rms_eps) + ": must be >= 0");
+    }
+  }
+  if (traits != nullptr && traits->logit_multiplier) {
+    if (!r.has("logit_scale")) return r.missing("logit_scale");
+    LOOM_RETURN_IF_ERROR(r.get_f("logit_scale", &h.logit_factor));
+    if (!(h.logit_factor > 0.0f)) {
+      return r.fail(arch + ".logit_scale = " + std::to_string(h.logit_factor) + ": must be > 0");
+    }
+  }
   if (traits != nullptr && traits->softcap) {
     h.attn_softcap = 50.0f;  // llama.cpp's defaults when the keys are absent
     h.final_softcap = 30.0f;

@@ -48,7 +48,7 @@ struct LlamaHparams {
   // ramp; a session whose sequences hold more positions reads LongRoPE's
   // long factors, else its short ones.
   int64_t n_ctx_orig = 0;
-  float rms_eps = 1e-5f;
+  float rms_eps = 1e-5f;  // the norms' epsilon (a LayerNorm's for ArchTraits::layer_norm)
   // Sliding-window attention (ArchTraits::swa_period > 0): the window of the
   // local layers (attention.sliding_window) and their RoPE base and scale.
   int64_t n_swa = 0;  // 0: every layer attends to the whole context
@@ -63,9 +63,11 @@ struct LlamaHparams {
   float final_softcap = 0.0f;
   float embd_scale = 0.0f;  // token embeddings times this (gemma: sqrt(n_embd); granite's key); 0: none
   // Granite: each attention and FFN output times residual_scale before its
-  // residual add, the logits divided by logit_scale; 0: none.
+  // residual add; 0: none.
   float residual_scale = 0.0f;
-  float logit_scale = 0.0f;
+  // The logits times this (granite: 1 / its logit_scale; command-r: its
+  // logit_scale); 0: none.
+  float logit_factor = 0.0f;
   // Layers without RoPE: il with (il + 1) % nope_period == 0 (1: every
   // layer); 0: none.
   int nope_period = 0;

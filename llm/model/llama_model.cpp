@@ -312,12 +312,19 @@ Status LlamaModel::bind_layer(int64_t il) {
     LOOM_RETURN_IF_ERROR(find_weight(p + "attn_v.bias", {h.kv_dim()}, traits_->qkv_bias, &l.bv));
   }
   LOOM_RETURN_IF_ERROR(find_weight(p + "attn_output.bias", {h.n_embd}, false, &l.bo));
+  if (traits_->layer_norm && !traits_->qk_norm) {
+    // Optional per-head LayerNorms of Q and K, a weight per head (Command R+).
+    LOOM_RETURN_IF_ERROR(find_weight(p + "attn_q_norm.weight", {h.head_dim(), h.n_head}, false, &l.q_norm));
+    LOOM_RETURN_IF_ERROR(find_weight(p + "attn_k_norm.weight", {h.head_dim(), h.n_head_kv}, false, &l.k_norm));
+  }
   if (traits_->qk_norm) {
     const bool whole = traits_->qk_norm_whole;
     LOOM_RETURN_IF_ERROR(find_weight(p + "attn_q_norm.weight", {whole ? h.q_dim() : h.head_dim()}, true, &l.q_norm));
     LOOM_RETURN_IF_ERROR(find_weight(p + "attn_k_norm.weight", {whole ? h.kv_dim() : h.head_dim()}, true, &l.k_norm));
   }
-  if (traits_->pre_norms) LOOM_RETURN_IF_ERROR(find_weight(p + "ffn_norm.weight", {h.n_embd}, true, &l.ffn_norm));
+  if (traits_->pre_norms && !traits_->parallel_blocks) {
+    LOOM_RETURN_IF_ERROR(find_weight(p + "ffn_norm.weight", {h.n_embd}, true, &l.ffn_norm));
+  }
   if (traits_->post_norms) {
     LOOM_RETURN_IF_ERROR(find_weight(p + "post_attention_norm.weight", {h.n_embd}, true, &l.post_attn_norm));
     LOOM_RETURN_IF_ERROR(find_weight(p + "post_ffw_norm.weight", {h.n_embd}, true, &l.post_ffw_norm));

@@ -3,7 +3,8 @@
 // layers, Granite's four multipliers (dense and its mixture of experts),
 // the first Gemma (no post-norms), OLMo 2 (no input norms, Q/K norms over
 // the whole projection), Qwen2-VL's text model (M-RoPE sections), EXAONE
-// and ERNIE 4.5 (llama's graph, their own RoPE); each with mutants (the reference without
+// and ERNIE 4.5 (llama's graph, their own RoPE), Command R / Aya (LayerNorms,
+// parallel blocks); each with mutants (the reference without
 // one feature) that are far off, so a graph that skipped the feature would
 // fail. Then what every file gets: attention biases read wherever present
 // (as llama.cpp reads a llama's), and any tensor the graph would not read
@@ -166,6 +167,54 @@ TEST_F(ArchFamilies, ExaoneAndErnieMatchTheReference) {
   check(ernie, {{"with neox RoPE", mutate(r, [](TinyArchModel* c) { c->spec.neox = true; })}});
 }
 
+// Command R / Aya: LayerNorms, attention and FFN in parallel from one norm,
+// logits times logit_scale, tied output; Command R+ adds per-head LayerNorms
+// of Q and K with a weight per head.
+ArchSpec command_r(bool qk_norms) {
+  ArchSpec s;
+  s.arch = "command-r";
+  s.layer_norm = true;
+  s.parallel_blocks = true;
+  s.logit_scale = 0.5f;
+  s.logit_scale_multiplies = true;
+  s.qk_norm = qk_norms;
+  s.tied = true;
+  s.seed = qk_norms ? 44 : 43;
+  return s;
+}
+
+TEST_F(ArchFamilies, CommandRLayerNormsAndParallelBlocksMatchTheReference) {
+  for (bool qk : {false, true}) {
+    const ArchSpec spec = command_r(qk);
+    const TinyArchModel m(spec);
+    std::vector<std::pair<std::string, TinyArchModel>> mutants = {
+        {"with RMS norms", mutate(m, [](TinyArchModel* c) { c->spec.layer_norm = false; })},
+        {"with the logits divided", mutate(m, [](TinyArchModel* c) { c->spec.logit_scale_multiplies = false; })}};
+    if (qk) {
+      mutants.emplace_back("with head 0's Q/K norm weights for every head", mutate(m, [](TinyArchModel* c) {
+                             for (auto& [name, t] : c->tensors) {
+                               if (name.find("attn_q_norm") == std::string::npos &&
+                                   name.find("attn_k_norm") == std::string::npos) {
+                                 continue;
+                               }
+                               for (size_t i = t.ne[0]; i < t.v.size(); ++i) t.v[i] = t.v[i % t.ne[0]];
+                             }
+                           }));
+    }
+    check(spec, mutants);
+    auto model = load(m);
+    ASSERT_TRUE(model.ok()) << model.status().to_string();
+    EXPECT_EQ((*model)->layers[0].ffn_norm, nullptr);
+    EXPECT_EQ((*model)->layers[0].q_norm != nullptr, qk);
+    EXPECT_FLOAT_EQ((*model)->hparams().logit_factor, 0.5f);
+  }
+  const TinyArchModel m(command_r(false));
+  auto no_scale = load(m, m.gguf({}, {"logit_scale"}));
+  ASSERT_FALSE(no_scale.ok());
+  EXPECT_NE(no_scale.status().message().find("missing metadata key command-r.logit_scale"), std::string::npos)
+      << no_scale.status().message();
+}
+
 TEST_F(ArchFamilies, SmolLm3NopeLayersMatchTheReference) {
   const TinyArchModel m(smollm3());
   check(smollm3(), {{"with every layer rotated", mutate(m, [](TinyArchModel* c) { c->spec.nope_period = 0; })},
@@ -186,6 +235,7 @@ TEST_F(ArchFamilies, GraniteMultipliersMatchTheReference) {
   auto plain = load(m, m.gguf({}, {"embedding_scale", "residual_scale", "attention.scale"}));
   ASSERT_TRUE(plain.ok()) << plain.status().to_string();
   EXPECT_EQ((*plain)->hparams().residual_scale, 0.0f);
+  EXPECT_FLOAT_EQ((*plain)->hparams().logit_factor, 1.0f / 2.5f);
   EXPECT_EQ((*plain)->hparams().attn_scale, 0.0f);
   auto no_logit = load(m, m.gguf({}, {"logit_scale"}));
   ASSERT_FALSE(no_logit.ok());
@@ -301,7 +351,8 @@ TEST_F(ArchFamilies, OnVulkan0AndSplitTheFamiliesMatchTheReference) {
   ArchSpec llama_biases;
   llama_biases.qkv_bias = true;
   llama_biases.out_bias = true;
-  const std::vector<ArchSpec> specs = {smollm3(), granite(), granitemoe(), gemma(), olmo2(), qwen2vl(), llama_biases};
+  const std::vector<ArchSpec> specs = {smollm3(),     granite(),       granitemoe(), gemma(), olmo2(), qwen2vl(),
+                                       command_r(true), llama_biases};
   if (registry::Device* vk = reg_->device("vulkan0")) {
     LoadOptions where;
     where.devices = {vk, dev_};

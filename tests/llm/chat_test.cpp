@@ -49,8 +49,11 @@ TEST(ChatFormat, RecognisedFromTemplateMarkers) {
   // LG EXAONE 3 / 3.5.
   EXPECT_EQ(detect_chat_format("{{ '[|system|]' + message['content'] + '[|endofturn|]\n' }}{{ '[|user|]' }}"),
             ChatFormat::kExaone3);
+  // Cohere Command R / Aya.
+  EXPECT_EQ(detect_chat_format("{{ '<|START_OF_TURN_TOKEN|><|USER_TOKEN|>' + message['content'] }}"),
+            ChatFormat::kCommandR);
   for (const char* name : {"plain", "chatml", "llama3", "llama2", "mistral", "phi3", "gemma", "zephyr", "phi4",
-                           "deepseek3", "mistral-v7", "mistral-v7-spaced", "granite", "exaone3"}) {
+                           "deepseek3", "mistral-v7", "mistral-v7-spaced", "granite", "exaone3", "command-r"}) {
     ChatFormat f;
     ASSERT_TRUE(chat_format_from_name(name, &f)) << name;
     EXPECT_STREQ(chat_format_name(f), name);
@@ -105,6 +108,10 @@ TEST(ChatFormat, TurnsRenderEachLayout) {
             "[|system|]S[|endofturn|]\n[|user|]Hi\n[|assistant|]");
   EXPECT_EQ(ChatTemplate(ChatFormat::kExaone3).user_turn("S", "Hi", false), "[|user|]Hi\n[|assistant|]");
   EXPECT_EQ(ChatTemplate(ChatFormat::kExaone3).after_reply(), "\n");
+  EXPECT_EQ(ChatTemplate(ChatFormat::kCommandR).user_turn("S", "Hi", true),
+            "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|>S<|END_OF_TURN_TOKEN|><|START_OF_TURN_TOKEN|><|USER_TOKEN|>Hi"
+            "<|END_OF_TURN_TOKEN|><|START_OF_TURN_TOKEN|><|CHATBOT_TOKEN|>");
+  EXPECT_EQ(ChatTemplate(ChatFormat::kCommandR).after_reply(), "");
   EXPECT_EQ(ChatTemplate(ChatFormat::kLlama3).after_reply(), "");
 }
 

@@ -50,7 +50,7 @@ class ReferenceForward {
     for (size_t p = 0; p < n; ++p) {
       result[p] = matvec(out, s_.n_vocab, norm(x[p], w("output_norm.weight")));
       if (s_.logit_scale > 0.0f) {
-        for (double& v : result[p]) v /= s_.logit_scale;
+        for (double& v : result[p]) v = s_.logit_scale_multiplies ? v * s_.logit_scale : v / s_.logit_scale;
       }
       if (s_.final_softcap > 0.0f) {
         for (double& v : result[p]) v = s_.final_softcap * std::tanh(v / s_.final_softcap);
@@ -75,14 +75,27 @@ class ReferenceForward {
     }
     return y;
   }
-  // x / sqrt(mean(x^2) + eps) * g
-  std::vector<double> norm(const std::vector<double>& x, const std::vector<float>& g) const {
+  // x / sqrt(mean(x^2) + eps) * g; a LayerNorm (command-r): (x - mean) /
+  // sqrt(var + eps) * g. g from offset off (a head's weights in a per-head norm).
+  std::vector<double> norm(const std::vector<double>& x, const std::vector<float>& g, size_t off = 0) const {
+    const auto n = static_cast<double>(x.size());
+    double mean = 0.0;
+    if (s_.layer_norm) {
+      for (double v : x) mean += v;
+      mean /= n;
+    }
     double ss = 0.0;
-    for (double v : x) ss += v * v;
-    const double inv = 1.0 / std::sqrt(ss / static_cast<double>(x.size()) + s_.eps);
+    for (double v : x) ss += (v - mean) * (v - mean);
+    const double inv = 1.0 / std::sqrt(ss / n + s_.eps);
     std::vector<double> y(x.size());
-    for (size_t i = 0; i < x.size(); ++i) y[i] = x[i] * inv * g[i];
+    for (size_t i = 0; i < x.size(); ++i) y[i] = (x[i] - mean) * inv * g[off + i];
     return y;
+  }
+  // x + f * y
+  static std::vector<double> add(const std::vector<double>& x, const std::vector<double>& y, double f) {
+    std::vector<double> r(x.size());
+    for (size_t i = 0; i < x.size(); ++i) r[i] = x[i] + f * y[i];
+    return r;
   }
   static void add_to(std::vector<double>* y, const std::vector<float>* b) {
     if (b) {
@@ -147,7 +160,9 @@ class ReferenceForward {
     for (int64_t h = 0; h < n_heads; ++h) {
       if (has(norm_name) && !whole) {
         std::vector<double> one(v->begin() + h * hd, v->begin() + (h + 1) * hd);
-        one = norm(one, w(norm_name));
+        // A weight per head ([hd, n_heads]: command-r's), else one for all.
+        const bool per_head = w(norm_name).size() == static_cast<size_t>(hd * n_heads) && n_heads > 1;
+        one = norm(one, w(norm_name), per_head ? static_cast<size_t>(h * hd) : 0);
         std::copy(one.begin(), one.end(), v->begin() + h * hd);
       }
       if (rotate) rope(v, h * hd, p, swa);
@@ -249,8 +264,11 @@ class ReferenceForward {
       add_to(&o, m_.find(pre + "attn_output.bias"));
       if (has(pre + "post_attention_norm.weight")) o = norm(o, w(pre + "post_attention_norm.weight"));
       const double rs = s_.residual_scale > 0.0f ? s_.residual_scale : 1.0;  // granite
+      // Parallel blocks (command-r): the FFN reads the attention's normed input.
+      const std::vector<double> xn = s_.parallel_blocks ? norm((*xs)[p], w(pre + "attn_norm.weight"))
+                                     : s_.pre_norms     ? norm(add(xs->at(p), o, rs), w(pre + "ffn_norm.weight"))
+                                                        : add(xs->at(p), o, rs);
       for (int64_t i = 0; i < s_.n_embd; ++i) (*xs)[p][i] += rs * o[i];
-      const std::vector<double> xn = s_.pre_norms ? norm((*xs)[p], w(pre + "ffn_norm.weight")) : (*xs)[p];
       std::vector<double> down = s_.n_expert > 0 ? experts(pre, xn) : ffn(pre, xn);
       if (has(pre + "post_ffw_norm.weight")) down = norm(down, w(pre + "post_ffw_norm.weight"));
       for (int64_t i = 0; i < s_.n_embd; ++i) (*xs)[p][i] += rs * down[i];

@@ -95,6 +95,13 @@ struct ArchSpec {
   bool qk_norm_whole = false;
   // qwen2vl: rope.dimension_sections (empty leaves the key out).
   std::vector<int32_t> mrope_sections;
+  // command-r: LayerNorms (attention.layer_norm_epsilon written instead of
+  // the RMS key), attention and FFN in parallel from one norm (no
+  // ffn_norm), logit_scale multiplying the logits; with qk_norm, per-head
+  // LayerNorms of Q and K with a weight per head ([hd, n_head]).
+  bool layer_norm = false;
+  bool parallel_blocks = false;
+  bool logit_scale_multiplies = false;
   bool rotates(int64_t il) const {
     if (rope_finetuned == 0) return false;
     return nope_period <= 0 || (il + 1) % nope_period != 0;
@@ -199,7 +206,10 @@ struct TinyArchModel {
         add(rng, p + "attn_k.bias", {kvd}, 0.0f, 0.5f);
         add(rng, p + "attn_v.bias", {kvd}, 0.0f, 0.5f);
       }
-      if (s.qk_norm) {
+      if (s.qk_norm && s.layer_norm) {
+        add(rng, p + "attn_q_norm.weight", {hd, static_cast<uint64_t>(s.n_head)}, 1.0f, 0.3f);
+        add(rng, p + "attn_k_norm.weight", {hd, static_cast<uint64_t>(s.n_head_kv)}, 1.0f, 0.3f);
+      } else if (s.qk_norm) {
         add(rng, p + "attn_q_norm.weight", {s.qk_norm_whole ? qd : hd}, 1.0f, 0.3f);
         add(rng, p + "attn_k_norm.weight", {s.qk_norm_whole ? kvd : hd}, 1.0f, 0.3f);
       }
@@ -207,7 +217,7 @@ struct TinyArchModel {
         add(rng, p + "post_attention_norm.weight", {e}, 1.0f, 0.2f);
         add(rng, p + "post_ffw_norm.weight", {e}, 1.0f, 0.2f);
       }
-      if (s.pre_norms) add(rng, p + "ffn_norm.weight", {e}, 1.0f, 0.2f);
+      if (s.pre_norms && !s.parallel_blocks) add(rng, p + "ffn_norm.weight", {e}, 1.0f, 0.2f);
       if (s.n_expert > 0) {
         const auto ne = static_cast<uint64_t>(s.n_expert), fe = static_cast<uint64_t>(s.ff_exp());
         add(rng, p + "ffn_gate_inp.weight", {e, ne}, 0.0f, 2.0f);
@@ -262,7 +272,8 @@ struct TinyArchModel {
     for (const auto& [k, v] : extra_int) b.kv(a + "." + k, loom::testing::kU32, v);
     for (const auto& [k, v] : extra_f32) b.kv(a + "." + k, loom::testing::kF32, v);
     b.kv(a + ".rope.freq_base", loom::testing::kF32, spec.freq_base);
-    b.kv(a + ".attention.layer_norm_rms_epsilon", loom::testing::kF32, spec.eps);
+    b.kv(a + (spec.layer_norm ? ".attention.layer_norm_epsilon" : ".attention.layer_norm_rms_epsilon"),
+         loom::testing::kF32, spec.eps);
     if (!spec.scaling_type.empty()) b.kv_str(a + ".rope.scaling.type", spec.scaling_type);
     if (spec.scaling_factor != 0.0f) b.kv(a + ".rope.scaling.factor", loom::testing::kF32, spec.scaling_factor);
     if (spec.yarn_orig_ctx > 0) {
