@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "llm/session/sampling.hpp"
@@ -33,6 +34,23 @@ struct CompletionRequest {
   // End-of-generation tokens are generated like any other (benchmarks:
   // every request runs to max_tokens); llama-server's ignore_eos.
   bool ignore_eos = false;
+  // -1: none. 0..kMaxTopLogprobs: each generated token's log-probability
+  // (CompletionEvent::logprobs) with this many of the most likely tokens.
+  int32_t logprobs = -1;
+};
+
+// The most alternatives a request may ask for per token (OpenAI's
+// top_logprobs limit).
+constexpr int32_t kMaxTopLogprobs = 20;
+
+// One generated token's log-probability under the model: the log-softmax of
+// its logits as the model gave them (temperature 1, before top-k/top-p:
+// what llama-server reports too), and the `logprobs` most likely tokens of
+// the same distribution, most likely first (ties: the lower id).
+struct TokenLogprob {
+  TokenId token = 0;
+  float logprob = 0;
+  std::vector<std::pair<TokenId, float>> top;
 };
 
 enum class FinishReason { kNone, kStop, kLength, kCancelled, kError };
@@ -50,6 +68,10 @@ struct CompletionEvent {
   int64_t completion_tokens = 0;
   int64_t cached_tokens = 0;  // prompt tokens whose KV was reused, not computed
   Status error;
+  // With CompletionRequest::logprobs >= 0: the generated tokens this event
+  // completes, in order (text held back is sent with the tokens that made
+  // it; every generated token appears once in the stream's events).
+  std::vector<TokenLogprob> logprobs;
 };
 
 // The consumer's end of one request.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
@@ -94,8 +95,32 @@ struct Slot {
   int64_t generated = 0;
   int64_t reused = 0;              // prompt tokens reused from a cache
   uint64_t order = 0;              // admission order: prompts are read first come, first served
+  std::vector<TokenLogprob> logprobs;  // generated tokens not yet sent with an event (req.logprobs >= 0)
   bool decoding() const { return r != nullptr && n_read == r->req.prompt.size(); }
 };
+
+// The log-softmax of logits[id] and the `top` most likely tokens (ties: the
+// lower id), in double sums.
+TokenLogprob token_logprob(const float* logits, int32_t n_vocab, TokenId id, int32_t top) {
+  float mx = logits[0];
+  for (int32_t i = 1; i < n_vocab; ++i) mx = std::max(mx, logits[i]);
+  double sum = 0.0;
+  for (int32_t i = 0; i < n_vocab; ++i) sum += std::exp(static_cast<double>(logits[i]) - mx);
+  const double log_z = static_cast<double>(mx) + std::log(sum);
+  TokenLogprob out;
+  out.token = id;
+  out.logprob = static_cast<float>(static_cast<double>(logits[id]) - log_z);
+  const auto k = static_cast<size_t>(std::min(top, n_vocab));
+  std::vector<TokenId> ids(static_cast<size_t>(n_vocab));
+  for (int32_t i = 0; i < n_vocab; ++i) ids[static_cast<size_t>(i)] = i;
+  std::partial_sort(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(k), ids.end(), [&](TokenId a, TokenId b) {
+    return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
+  });
+  for (size_t j = 0; j < k; ++j) {
+    out.top.emplace_back(ids[j], static_cast<float>(static_cast<double>(logits[ids[j]]) - log_z));
+  }
+  return out;
+}
 
 size_t common_prefix(const std::vector<TokenId>& a, const std::vector<TokenId>& b) {
   size_t n = 0;
@@ -147,6 +172,10 @@ class LlamaEngine : public Engine {
     if (request.max_tokens < 0) {
       return refuse(invalid_argument("[llm.serve] max_tokens " + std::to_string(request.max_tokens) +
                                      " must be >= 0"));
+    }
+    if (request.logprobs < -1 || request.logprobs > kMaxTopLogprobs) {
+      return refuse(invalid_argument("[llm.serve] logprobs " + std::to_string(request.logprobs) + " outside [-1, " +
+                                     std::to_string(kMaxTopLogprobs) + "]"));
     }
     StatusOr<Sampler> sampler = Sampler::create(request.sampling);
     if (!sampler.ok()) return refuse(sampler.status());
@@ -221,9 +250,11 @@ class LlamaEngine : public Engine {
   }
 
   static void finish_request(const std::shared_ptr<Request>& r, FinishReason why, int64_t prompt, int64_t gen,
-                             int64_t cached, Status error, std::string text = {}) {
+                             int64_t cached, Status error, std::string text = {},
+                             std::vector<TokenLogprob> logprobs = {}) {
     CompletionEvent ev;
     ev.text = std::move(text);
+    ev.logprobs = std::move(logprobs);
     ev.done = true;
     ev.finish = why;
     ev.prompt_tokens = prompt;
@@ -308,13 +339,15 @@ class LlamaEngine : public Engine {
   // cached tokens stay for a later prompt that starts the same way).
   void end_slot(Slot& s, FinishReason why, Status error) {
     std::string rest = s.text && why != FinishReason::kCancelled ? s.text->flush() : std::string();
+    std::vector<TokenLogprob> logprobs = std::move(s.logprobs);
+    s.logprobs.clear();
     {
       // Counted first: whoever sees the done event sees the slot free.
       std::lock_guard<std::mutex> lock(mu_);
       --metrics_.sequences_active;
     }
     finish_request(s.r, why, static_cast<int64_t>(s.r->req.prompt.size()), s.generated, s.reused, std::move(error),
-                   std::move(rest));
+                   std::move(rest), std::move(logprobs));
     s.r.reset();
     s.text.reset();
     s.sampler.reset();
@@ -452,6 +485,7 @@ class LlamaEngine : public Engine {
     const TokenId tok = s.sampler->sample(logits, n_vocab);
     if (tok_.is_eog(tok) && !s.r->req.ignore_eos) return end_slot(s, FinishReason::kStop, Status());
     ++s.generated;
+    if (s.r->req.logprobs >= 0) s.logprobs.push_back(token_logprob(logits, n_vocab, tok, s.r->req.logprobs));
     {
       std::lock_guard<std::mutex> lock(mu_);
       ++metrics_.generated_tokens_total;
@@ -461,6 +495,8 @@ class LlamaEngine : public Engine {
     if (!piece->empty()) {
       CompletionEvent ev;
       ev.text = std::move(piece).value();
+      ev.logprobs = std::move(s.logprobs);
+      s.logprobs.clear();
       s.r->push(std::move(ev));
     }
     if (s.text->stopped()) return end_slot(s, FinishReason::kStop, Status());

@@ -6,7 +6,9 @@
 // queue, a prompt past the context and a request after shutdown are refused.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <fstream>
 #include <memory>
 #include <string>
@@ -31,6 +33,7 @@ struct Reply {
   std::string text;
   CompletionEvent done;
   int events = 0;
+  std::vector<llm::serve::TokenLogprob> logprobs;  // every event's, in order
 };
 
 // Every event of a stream until its done event (at most `limit`).
@@ -42,6 +45,7 @@ Reply collect(Stream& s, std::chrono::milliseconds limit = 60s) {
     if (!s.next(&ev, 100ms)) continue;
     ++r.events;
     r.text += ev.text;
+    r.logprobs.insert(r.logprobs.end(), ev.logprobs.begin(), ev.logprobs.end());
     if (ev.done) {
       r.done = ev;
       return r;
@@ -131,6 +135,54 @@ TEST_F(ServeEngine, GreedyTextEqualsGenerate) {
   EXPECT_GT(r.events, 5);  // streamed in pieces
   EXPECT_EQ(e->model_id(), "stories260K.gguf");
   EXPECT_EQ(e->n_ctx_per_slot(), 256);
+}
+
+// Logprobs: one entry per generated token, the log-softmax of the logits a
+// session gives at that position (computed here in double), the greedy
+// token the most likely of its `top`, sorted, each <= 0.
+TEST_F(ServeEngine, LogprobsAreTheModelsLogSoftmax) {
+  EngineOptions o;
+  o.slots = 2;
+  o.n_ctx = 256;
+  auto e = engine(o);
+  ASSERT_NE(e, nullptr);
+  CompletionRequest req = request(*e, "Once upon a time", 12);
+  req.sampling.temperature = 0.0f;
+  req.logprobs = 3;
+  auto s = e->submit(req);
+  ASSERT_TRUE(s.ok()) << s.status().to_string();
+  const Reply r = collect(**s);
+  ASSERT_EQ(r.logprobs.size(), 12u);
+  // The same positions through a session of the same model.
+  auto m = LlamaModel::load(path_, dev_);
+  ASSERT_TRUE(m.ok());
+  SessionOptions so;
+  so.n_ctx = 256;
+  auto sess = LlamaSession::create(m->get(), so);
+  ASSERT_TRUE(sess.ok());
+  std::vector<TokenId> seq = req.prompt;
+  std::vector<float> logits;
+  ASSERT_TRUE((*sess)->eval(seq, false, &logits).ok());
+  for (const llm::serve::TokenLogprob& t : r.logprobs) {
+    double mx = logits[0];
+    for (float v : logits) mx = std::max<double>(mx, v);
+    double z = 0.0;
+    for (float v : logits) z += std::exp(v - mx);
+    const double want = logits[static_cast<size_t>(t.token)] - mx - std::log(z);
+    EXPECT_NEAR(t.logprob, want, 1e-4);
+    EXPECT_LE(t.logprob, 0.0f);
+    ASSERT_EQ(t.top.size(), 3u);
+    EXPECT_EQ(t.top[0].first, t.token);  // greedy: the most likely
+    EXPECT_FLOAT_EQ(t.top[0].second, t.logprob);
+    EXPECT_GE(t.top[0].second, t.top[1].second);
+    EXPECT_GE(t.top[1].second, t.top[2].second);
+    EXPECT_NEAR(t.top[2].second, logits[static_cast<size_t>(t.top[2].first)] - mx - std::log(z), 1e-4);
+    ASSERT_TRUE((*sess)->eval({t.token}, false, &logits).ok());
+  }
+  // Out of range: refused.
+  CompletionRequest bad = request(*e, "Once", 2);
+  bad.logprobs = llm::serve::kMaxTopLogprobs + 1;
+  EXPECT_EQ(e->submit(bad).status().code(), StatusCode::kInvalidArgument);
 }
 
 TEST_F(ServeEngine, EightAtOnceEachGetItsSoloText) {

@@ -2,7 +2,9 @@
 // model, deterministic replies, and knobs for the paths a real engine takes
 // rarely. Each request's reply is the pieces of `reply` (one event each,
 // at most max_tokens of them; finish "length" when max_tokens cut it,
-// else "stop"), then the done event with prompt_tokens = the prompt's
+// else "stop"; with logprobs asked for, one TokenLogprob per piece: its
+// first byte's token at -0.5 x its number, the alternatives 'a', 'b', ...
+// at -1, -2, ...), then the done event with prompt_tokens = the prompt's
 // length and completion_tokens = the pieces sent. Knobs:
 //   hold(true)     streams wait (no events) until hold(false) or cancel()
 //   queue_capacity submit refuses with RESOURCE_EXHAUSTED once that many
@@ -84,6 +86,15 @@ class FakeEngine : public llm::serve::Engine {
       const size_t n = std::min<size_t>(reply_.size(), static_cast<size_t>(rec_->request.max_tokens));
       if (sent_ < n) {
         ev->text = reply_[sent_++];
+        if (rec_->request.logprobs >= 0) {
+          // One token per piece: its first byte's token, logprob -0.5 x its
+          // number; `logprobs` alternatives 'a', 'b', ... at -1, -2, ...
+          llm::serve::TokenLogprob t;
+          t.token = 3 + static_cast<unsigned char>(ev->text[0]);
+          t.logprob = -0.5f * static_cast<float>(sent_);
+          for (int32_t k = 0; k < rec_->request.logprobs; ++k) t.top.emplace_back(3 + 'a' + k, -1.0f - k);
+          ev->logprobs.push_back(t);
+        }
         return true;
       }
       return finish(ev, n < reply_.size() ? FinishReason::kLength : FinishReason::kStop);

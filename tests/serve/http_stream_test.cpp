@@ -85,6 +85,45 @@ TEST_F(ServeHttp, TextCompletionStream) {
   EXPECT_EQ(chunks_of(events).back()["choices"][0]["finish_reason"], "stop");
 }
 
+// Logprobs through the HTTP layer: each streamed chunk carries its tokens'
+// (chat's content entries, a completion's token lists with byte offsets),
+// a whole answer all of them; none when not asked for.
+TEST_F(ServeHttp, LogprobsRideWithTheirText) {
+  start();
+  HttpReply r = post("/v1/chat/completions", R"({"messages": [{"role": "user", "content": "Hi"}], "stream": true,
+                                                 "logprobs": true, "top_logprobs": 2})");
+  ASSERT_EQ(r.status, 200);
+  std::vector<json> entries;
+  for (const json& c : chunks_of(sse_data(r.body))) {
+    const json& choice = c["choices"][0];
+    const bool has_text = choice["delta"].contains("content") && !choice["delta"]["content"].get<std::string>().empty();
+    if (!has_text) {
+      EXPECT_TRUE(choice["logprobs"].is_null()) << c;
+      continue;
+    }
+    ASSERT_EQ(choice["logprobs"]["content"].size(), 1u) << c;
+    entries.push_back(choice["logprobs"]["content"][0]);
+  }
+  ASSERT_EQ(entries.size(), 4u);  // "Hello", ",", " world", "!"
+  EXPECT_EQ(entries[0]["token"], "H");
+  EXPECT_FLOAT_EQ(entries[2]["logprob"].get<float>(), -1.5f);
+  EXPECT_EQ(entries[3]["bytes"], json::array({'!'}));
+  ASSERT_EQ(entries[0]["top_logprobs"].size(), 2u);
+  EXPECT_EQ(entries[0]["top_logprobs"][1]["token"], "b");
+  EXPECT_EQ(engine->records().at(0).request.logprobs, 2);
+
+  HttpReply whole = post("/v1/completions", R"({"prompt": "Once", "logprobs": 1})");
+  ASSERT_EQ(whole.status, 200);
+  const json lp = json_of(whole)["choices"][0]["logprobs"];
+  EXPECT_EQ(lp["tokens"], json::array({"H", ",", " ", "!"}));
+  EXPECT_EQ(lp["text_offset"], json::array({0, 1, 2, 3}));  // (the fake's tokens are single bytes)
+  EXPECT_EQ(lp["top_logprobs"][0], json({{"a", -1.0}}));
+
+  HttpReply plain = post("/v1/completions", R"({"prompt": "Once"})");
+  EXPECT_TRUE(json_of(plain)["choices"][0]["logprobs"].is_null());
+  EXPECT_EQ(engine->records().at(2).request.logprobs, -1);
+}
+
 TEST_F(ServeHttp, ClientHangingUpMidStreamCancelsIt) {
   engine->hold(true);
   start();

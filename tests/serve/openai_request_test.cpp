@@ -200,5 +200,31 @@ TEST(ServeAuth, KeysCompareWhole) {
   EXPECT_FALSE(authorization_matches(std::string("Bearer secret\0x", 15), "secret"));
 }
 
+// logprobs: chat's boolean with top_logprobs (0..20, only beside logprobs
+// true), a completion's integer (0..20); absent or null: none.
+TEST(ServeRequest, LogprobsAreRead) {
+  auto chat = [](const std::string& extra) {
+    return parse_openai_request(Endpoint::kChat,
+                                R"({"messages": [{"role": "user", "content": "Hi"}])" + extra + "}", nullptr);
+  };
+  EXPECT_EQ(chat("")->logprobs, -1);
+  EXPECT_EQ(chat(R"(, "logprobs": false)")->logprobs, -1);
+  EXPECT_EQ(chat(R"(, "logprobs": true)")->logprobs, 0);
+  EXPECT_EQ(chat(R"(, "logprobs": true, "top_logprobs": 5)")->logprobs, 5);
+  EXPECT_EQ(chat(R"(, "logprobs": null, "top_logprobs": null)")->logprobs, -1);
+  auto done = parse_openai_request(Endpoint::kCompletion, R"({"prompt": "Once", "logprobs": 3})", nullptr);
+  ASSERT_TRUE(done.ok()) << done.status().to_string();
+  EXPECT_EQ(done->logprobs, 3);
+  EXPECT_EQ(bad_param(Endpoint::kChat, R"({"messages": [{"role": "user", "content": "Hi"}], "top_logprobs": 2})"),
+            "top_logprobs");
+  EXPECT_EQ(bad_param(Endpoint::kChat,
+                      R"({"messages": [{"role": "user", "content": "Hi"}], "logprobs": true, "top_logprobs": 21})"),
+            "top_logprobs");
+  EXPECT_EQ(bad_param(Endpoint::kChat, R"({"messages": [{"role": "user", "content": "Hi"}], "logprobs": 2})"),
+            "logprobs");
+  EXPECT_EQ(bad_param(Endpoint::kCompletion, R"({"prompt": "Once", "logprobs": true})"), "logprobs");
+  EXPECT_EQ(bad_param(Endpoint::kCompletion, R"({"prompt": "Once", "logprobs": -1})"), "logprobs");
+}
+
 }  // namespace
 }  // namespace loom::cli::serve

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
+
 #include "serve/metrics_text.hpp"
 
 namespace loom::cli::serve {
@@ -65,6 +67,54 @@ TEST(ServeResponse, Chunks) {
   const Json text = chunk_json(new_response_meta(Endpoint::kCompletion, "m"), "x", false, nullptr);
   EXPECT_EQ(text["object"], "text_completion");
   EXPECT_EQ(text["choices"][0]["text"], "x");
+}
+
+// Logprobs in OpenAI's two shapes, over a vocabulary of byte tokens
+// (<0x41> is "A", <0xC3> half of a character: its text replaced, its bytes
+// exact).
+TEST(ServeResponse, LogprobsShapes) {
+  std::vector<std::string> tokens = {"<unk>", "<s>", "</s>"};
+  std::vector<int32_t> types = {2, 3, 3};
+  for (int b = 0; b < 256; ++b) {
+    char buf[8];
+    std::snprintf(buf, sizeof(buf), "<0x%02X>", b);
+    tokens.push_back(buf);
+    types.push_back(6);
+  }
+  auto tok = llm::Tokenizer::from_vocab(tokens, {}, types, {}, "t");
+  ASSERT_TRUE(tok.ok()) << tok.status().to_string();
+  const llm::TokenId a = 3 + 'A', b = 3 + 'b', half = 3 + 0xC3;
+  std::vector<llm::serve::TokenLogprob> lps(2);
+  lps[0].token = a;
+  lps[0].logprob = -0.25f;
+  lps[0].top = {{a, -0.25f}, {b, -1.5f}};
+  lps[1].token = half;
+  lps[1].logprob = -2.0f;
+  int64_t offset = 10;
+  const Json chat = logprobs_json(Endpoint::kChat, lps, *tok, &offset);
+  EXPECT_EQ(offset, 10);  // (chat has no offsets)
+  ASSERT_EQ(chat["content"].size(), 2u);
+  EXPECT_EQ(chat["content"][0]["token"], "A");
+  EXPECT_FLOAT_EQ(chat["content"][0]["logprob"].get<float>(), -0.25f);
+  EXPECT_EQ(chat["content"][0]["bytes"], Json::array({65}));
+  ASSERT_EQ(chat["content"][0]["top_logprobs"].size(), 2u);
+  EXPECT_EQ(chat["content"][0]["top_logprobs"][1]["token"], "b");
+  EXPECT_FLOAT_EQ(chat["content"][0]["top_logprobs"][1]["logprob"].get<float>(), -1.5f);
+  EXPECT_EQ(chat["content"][1]["bytes"], Json::array({0xC3}));
+  EXPECT_TRUE(chat["content"][1]["top_logprobs"].empty());
+  EXPECT_TRUE(chat["refusal"].is_null());
+  EXPECT_NE(json_body(chat).find("\xEF\xBF\xBD"), std::string::npos);  // the half character, replaced (U+FFFD)
+  const Json done = logprobs_json(Endpoint::kCompletion, lps, *tok, &offset);
+  EXPECT_EQ(done["tokens"][0], "A");
+  EXPECT_EQ(done["token_logprobs"], Json::array({-0.25f, -2.0f}));
+  EXPECT_FLOAT_EQ(done["top_logprobs"][0]["b"].get<float>(), -1.5f);
+  EXPECT_EQ(done["text_offset"], Json::array({10, 11}));
+  EXPECT_EQ(offset, 12);
+  // In the answers: the choice's logprobs, null when not asked for.
+  const ResponseMeta m = new_response_meta(Endpoint::kChat, "m");
+  EXPECT_EQ(completion_json(m, "A", "stop", Usage{1, 2, 0}, chat)["choices"][0]["logprobs"], chat);
+  EXPECT_TRUE(completion_json(m, "A", "stop", Usage{1, 2, 0})["choices"][0]["logprobs"].is_null());
+  EXPECT_EQ(chunk_json(m, "A", false, nullptr, chat)["choices"][0]["logprobs"], chat);
 }
 
 TEST(ServeResponse, FinishReasons) {

@@ -149,6 +149,26 @@ test('chat: the plain-format prompt as loom chat renders it, greedy text as loom
   assert.equal(got.usage, null, 'no usage chunk unless asked for');
 });
 
+test('chat logprobs: one entry per generated token, the greedy token the most likely, its bytes its text', async () => {
+  const messages = [{ role: 'user', content: 'Tell me a story.' }];
+  const r = await client.chat.completions.create({ model: modelId, messages, max_tokens: 12, temperature: 0,
+                                                   logprobs: true, top_logprobs: 3 });
+  const content = r.choices[0].logprobs.content;
+  assert.equal(content.length, r.usage.completion_tokens);
+  let text = Buffer.alloc(0);
+  for (const t of content) {
+    assert.ok(t.logprob <= 0, `logprob ${t.logprob}`);
+    assert.equal(t.top_logprobs.length, 3);
+    assert.equal(t.top_logprobs[0].token, t.token);
+    assert.equal(t.top_logprobs[0].logprob, t.logprob);
+    assert.ok(t.top_logprobs[1].logprob <= t.top_logprobs[0].logprob);
+    text = Buffer.concat([text, Buffer.from(t.bytes)]);
+  }
+  assert.equal(text.toString('utf8'), r.choices[0].message.content);
+  const plain = await client.chat.completions.create({ model: modelId, messages, max_tokens: 2, temperature: 0 });
+  assert.equal(plain.choices[0].logprobs, null);
+});
+
 test(`${PARALLEL} concurrent streams each equal their solo answer`, async () => {
   const prompts = ['Once upon a time', 'Lily wanted to', 'The dog ran', 'One day, Tom', 'The sun was', 'A little bird',
                    'There was a big', 'Sam and Sue'];

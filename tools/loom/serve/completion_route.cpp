@@ -41,11 +41,12 @@ Json unfinished_error(const CompletionEvent& ev) {
 class Job {
  public:
   Job(std::shared_ptr<Stream> stream, std::shared_ptr<Engine> engine, ResponseMeta meta, bool include_usage,
-      std::shared_ptr<std::atomic<int>> streams)
+      bool logprobs, std::shared_ptr<std::atomic<int>> streams)
       : stream_(std::move(stream)),
         engine_(std::move(engine)),
         meta_(std::move(meta)),
         include_usage_(include_usage),
+        logprobs_(logprobs),
         streams_(std::move(streams)) {
     ++*streams_;
   }
@@ -65,11 +66,15 @@ class Job {
     }
     CompletionEvent ev;
     if (!stream_->next(&ev, kSlice)) return out.empty() ? still_there(sink) : write(sink, out);
-    if (!ev.text.empty()) out += sse_event(chunk_json(meta_, ev.text, false, nullptr));
+    // The event's tokens' logprobs ride with its text, or with the finish
+    // chunk when they made none.
+    Json lp = logprobs_ ? logprobs_json(meta_.endpoint, ev.logprobs, engine_->tokenizer(), &text_offset_) : Json();
+    const bool lp_left = logprobs_ && ev.text.empty() && !ev.logprobs.empty();
+    if (!ev.text.empty()) out += sse_event(chunk_json(meta_, ev.text, false, nullptr, std::move(lp)));
     if (!ev.done) return out.empty() || write(sink, out);
     done_ = true;
     if (const char* finish = openai_finish_reason(ev.finish)) {
-      out += sse_event(chunk_json(meta_, "", false, finish));
+      out += sse_event(chunk_json(meta_, "", false, finish, lp_left ? std::move(lp) : Json()));
       if (include_usage_) out += sse_event(usage_chunk_json(meta_, usage_of(ev)));
     } else {
       out += sse_event(unfinished_error(ev));
@@ -85,11 +90,13 @@ class Job {
     CompletionEvent ev;
     if (!stream_->next(&ev, kSlice)) return still_there(sink);
     text_ += ev.text;
+    tokens_.insert(tokens_.end(), ev.logprobs.begin(), ev.logprobs.end());
     if (!ev.done) return true;
     done_ = true;
     const char* finish = openai_finish_reason(ev.finish);
+    Json lp = logprobs_ ? logprobs_json(meta_.endpoint, tokens_, engine_->tokenizer(), &text_offset_) : Json();
     const std::string body =
-        json_body(finish ? completion_json(meta_, text_, finish, usage_of(ev)) : unfinished_error(ev));
+        json_body(finish ? completion_json(meta_, text_, finish, usage_of(ev), std::move(lp)) : unfinished_error(ev));
     if (!write(sink, body)) return false;
     sink.done();
     return true;
@@ -112,7 +119,10 @@ class Job {
   std::shared_ptr<Engine> engine_;  // outlives the stream
   ResponseMeta meta_;
   bool include_usage_;
+  bool logprobs_;  // the request asked for them
   std::shared_ptr<std::atomic<int>> streams_;
+  std::vector<llm::serve::TokenLogprob> tokens_;  // a whole answer's, gathered
+  int64_t text_offset_ = 0;                        // bytes of text the logprobs so far cover
   bool started_ = false;
   bool done_ = false;
   std::string text_;
@@ -166,6 +176,7 @@ void serve_completion(Endpoint endpoint, const std::string& body, const std::sha
   cr.sampling = request->sampling;
   cr.stop = request->stop;
   cr.ignore_eos = request->ignore_eos;
+  cr.logprobs = request->logprobs;
   auto stream = engine->submit(std::move(cr));
   if (!stream.ok()) {
     // The engine refuses a prompt only for its length (or emptiness).
@@ -173,7 +184,7 @@ void serve_completion(Endpoint endpoint, const std::string& body, const std::sha
     return send_status(res, stream.status(), about_prompt ? (endpoint == Endpoint::kChat ? "messages" : "prompt") : "");
   }
   auto job = std::make_shared<Job>(std::move(stream).value(), engine, new_response_meta(endpoint, engine->model_id()),
-                                   request->include_usage, streams);
+                                   request->include_usage, request->logprobs >= 0, streams);
   res.status = 200;
   if (request->stream) {
     res.set_header("Cache-Control", "no-cache");

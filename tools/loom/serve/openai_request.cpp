@@ -6,6 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "llm/serve/engine.hpp"
+
 namespace loom::cli::serve {
 namespace {
 
@@ -239,6 +241,29 @@ Status parse_counts(Reader& r, const json& body, OpenAiRequest* out) {
   return Status();
 }
 
+// Chat: logprobs (bool) and top_logprobs (0..20, needs logprobs true);
+// completion: logprobs (0..20).
+Status parse_logprobs(Reader& r, const json& body, OpenAiRequest* out) {
+  const json* lp = Reader::field(body, "logprobs");
+  const int64_t most = llm::serve::kMaxTopLogprobs;
+  if (out->endpoint == Endpoint::kCompletion) {
+    if (lp == nullptr) return Status();
+    int64_t n = 0;
+    LOOM_RETURN_IF_ERROR(r.integer(*lp, "logprobs", 0, most, &n));
+    out->logprobs = static_cast<int32_t>(n);
+    return Status();
+  }
+  bool want = false;
+  if (lp != nullptr) LOOM_RETURN_IF_ERROR(r.boolean(*lp, "logprobs", &want));
+  int64_t top = 0;
+  if (const json* t = Reader::field(body, "top_logprobs")) {
+    LOOM_RETURN_IF_ERROR(r.integer(*t, "top_logprobs", 0, most, &top));
+    if (!want) return r.fail("top_logprobs", "needs \"logprobs\": true");
+  }
+  if (want) out->logprobs = static_cast<int32_t>(top);
+  return Status();
+}
+
 Status parse_streaming(Reader& r, const json& body, OpenAiRequest* out) {
   if (const json* v = Reader::field(body, "stream")) LOOM_RETURN_IF_ERROR(r.boolean(*v, "stream", &out->stream));
   if (const json* v = Reader::field(body, "ignore_eos")) {
@@ -272,6 +297,7 @@ StatusOr<OpenAiRequest> parse_openai_request(Endpoint endpoint, std::string_view
   LOOM_RETURN_IF_ERROR(parse_sampling(r, j, &out));
   LOOM_RETURN_IF_ERROR(parse_stop(r, j, &out));
   LOOM_RETURN_IF_ERROR(parse_streaming(r, j, &out));
+  LOOM_RETURN_IF_ERROR(parse_logprobs(r, j, &out));
   return out;
 }
 

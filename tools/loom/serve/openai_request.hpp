@@ -41,6 +41,10 @@ struct OpenAiRequest {
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
   bool ignore_eos = false;     // loom's (and llama-server's) extension: run to max_tokens
+  // -1: no log-probabilities. Else each generated token's, with this many
+  // alternatives: chat's logprobs true + top_logprobs (0..20, only with
+  // logprobs true), a completion's logprobs N (0..20; OpenAI's own allows 5).
+  int32_t logprobs = -1;
   std::string model;           // as given (the server serves one model and ignores it)
 };
 

@@ -63,8 +63,49 @@ const char* openai_finish_reason(llm::serve::FinishReason r) {
   }
 }
 
+Json logprobs_json(Endpoint endpoint, const std::vector<llm::serve::TokenLogprob>& tokens,
+                   const llm::Tokenizer& tokenizer, int64_t* text_offset) {
+  auto piece = [&](llm::TokenId id) {
+    StatusOr<std::string> p = tokenizer.token_to_piece(id, /*render_special=*/true);
+    return p.ok() ? std::move(p).value() : std::string();
+  };
+  auto bytes = [](const std::string& p) {
+    Json b = Json::array();
+    for (unsigned char c : p) b.push_back(static_cast<int>(c));
+    return b;
+  };
+  if (endpoint == Endpoint::kChat) {
+    Json content = Json::array();
+    for (const llm::serve::TokenLogprob& t : tokens) {
+      const std::string p = piece(t.token);
+      Json top = Json::array();
+      for (const auto& [id, lp] : t.top) {
+        const std::string q = piece(id);
+        top.push_back(Json{{"token", q}, {"logprob", lp}, {"bytes", bytes(q)}});
+      }
+      content.push_back(Json{{"token", p}, {"logprob", t.logprob}, {"bytes", bytes(p)}, {"top_logprobs", top}});
+    }
+    return Json{{"content", content}, {"refusal", nullptr}};
+  }
+  Json pieces = Json::array(), lps = Json::array(), tops = Json::array(), offsets = Json::array();
+  for (const llm::serve::TokenLogprob& t : tokens) {
+    const std::string p = piece(t.token);
+    pieces.push_back(p);
+    lps.push_back(t.logprob);
+    Json top = Json::object();
+    for (const auto& [id, lp] : t.top) {
+      const std::string q = piece(id);
+      if (!top.contains(q)) top[q] = lp;  // (two ids of one text: the likelier's)
+    }
+    tops.push_back(top);
+    offsets.push_back(*text_offset);
+    *text_offset += static_cast<int64_t>(p.size());
+  }
+  return Json{{"tokens", pieces}, {"token_logprobs", lps}, {"top_logprobs", tops}, {"text_offset", offsets}};
+}
+
 Json completion_json(const ResponseMeta& meta, const std::string& text, const char* finish_reason,
-                     const Usage& usage) {
+                     const Usage& usage, Json logprobs) {
   const bool chat = meta.endpoint == Endpoint::kChat;
   Json j = head(meta, chat ? "chat.completion" : "text_completion");
   Json choice;
@@ -74,14 +115,15 @@ Json completion_json(const ResponseMeta& meta, const std::string& text, const ch
   } else {
     choice["text"] = text;
   }
-  choice["logprobs"] = nullptr;
+  choice["logprobs"] = std::move(logprobs);
   choice["finish_reason"] = null_or(finish_reason);
   j["choices"] = Json::array({choice});
   j["usage"] = usage_json(usage);
   return j;
 }
 
-Json chunk_json(const ResponseMeta& meta, const std::string& text, bool with_role, const char* finish_reason) {
+Json chunk_json(const ResponseMeta& meta, const std::string& text, bool with_role, const char* finish_reason,
+                Json logprobs) {
   const bool chat = meta.endpoint == Endpoint::kChat;
   Json j = head(meta, chat ? "chat.completion.chunk" : "text_completion");
   Json choice;
@@ -94,7 +136,7 @@ Json chunk_json(const ResponseMeta& meta, const std::string& text, bool with_rol
   } else {
     choice["text"] = text;
   }
-  choice["logprobs"] = nullptr;
+  choice["logprobs"] = std::move(logprobs);
   choice["finish_reason"] = null_or(finish_reason);
   j["choices"] = Json::array({choice});
   return j;

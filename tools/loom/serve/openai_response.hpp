@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "json.hpp"
 #include "llm/serve/engine.hpp"
@@ -37,12 +38,24 @@ Json usage_json(const Usage& u);
 // or failed: those are answered with an error instead).
 const char* openai_finish_reason(llm::serve::FinishReason r);
 
-// The whole answer of a request that was not streamed.
+// The choice's "logprobs" of these generated tokens (each token's text is
+// its piece, special tokens' shown; invalid UTF-8 replaced in the strings,
+// the exact bytes in "bytes"): chat's {"content": [{token, logprob, bytes,
+// top_logprobs: [{token, logprob, bytes}]}], "refusal": null}; a
+// completion's {"tokens", "token_logprobs", "top_logprobs": [{piece:
+// logprob}], "text_offset"}, the offsets in bytes of the generated text
+// from *text_offset on (advanced past these tokens).
+Json logprobs_json(Endpoint endpoint, const std::vector<llm::serve::TokenLogprob>& tokens,
+                   const llm::Tokenizer& tokenizer, int64_t* text_offset);
+
+// The whole answer of a request that was not streamed; logprobs: the
+// choice's (null when not asked for).
 Json completion_json(const ResponseMeta& meta, const std::string& text, const char* finish_reason,
-                     const Usage& usage);
+                     const Usage& usage, Json logprobs = nullptr);
 // One streamed chunk: `text` as the delta (chat: with the role when
-// with_role), finish_reason null when nullptr.
-Json chunk_json(const ResponseMeta& meta, const std::string& text, bool with_role, const char* finish_reason);
+// with_role), finish_reason null when nullptr, logprobs the chunk's tokens'.
+Json chunk_json(const ResponseMeta& meta, const std::string& text, bool with_role, const char* finish_reason,
+                Json logprobs = nullptr);
 // The last chunk of a stream with stream_options.include_usage: no choices.
 Json usage_chunk_json(const ResponseMeta& meta, const Usage& usage);
 
