@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-#include <cstdio>
+#include "fake_engine.hpp"
 
 #include "serve/metrics_text.hpp"
 
@@ -73,16 +73,7 @@ TEST(ServeResponse, Chunks) {
 // (<0x41> is "A", <0xC3> half of a character: its text replaced, its bytes
 // exact).
 TEST(ServeResponse, LogprobsShapes) {
-  std::vector<std::string> tokens = {"<unk>", "<s>", "</s>"};
-  std::vector<int32_t> types = {2, 3, 3};
-  for (int b = 0; b < 256; ++b) {
-    char buf[8];
-    std::snprintf(buf, sizeof(buf), "<0x%02X>", b);
-    tokens.push_back(buf);
-    types.push_back(6);
-  }
-  auto tok = llm::Tokenizer::from_vocab(tokens, {}, types, {}, "t");
-  ASSERT_TRUE(tok.ok()) << tok.status().to_string();
+  const llm::Tokenizer tok = test::fake_tokenizer();  // byte b is token 3 + b
   const llm::TokenId a = 3 + 'A', b = 3 + 'b', half = 3 + 0xC3;
   std::vector<llm::serve::TokenLogprob> lps(2);
   lps[0].token = a;
@@ -91,7 +82,7 @@ TEST(ServeResponse, LogprobsShapes) {
   lps[1].token = half;
   lps[1].logprob = -2.0f;
   int64_t offset = 10;
-  const Json chat = logprobs_json(Endpoint::kChat, lps, *tok, &offset);
+  const Json chat = logprobs_json(Endpoint::kChat, lps, tok, &offset);
   EXPECT_EQ(offset, 10);  // (chat has no offsets)
   ASSERT_EQ(chat["content"].size(), 2u);
   EXPECT_EQ(chat["content"][0]["token"], "A");
@@ -104,7 +95,7 @@ TEST(ServeResponse, LogprobsShapes) {
   EXPECT_TRUE(chat["content"][1]["top_logprobs"].empty());
   EXPECT_TRUE(chat["refusal"].is_null());
   EXPECT_NE(json_body(chat).find("\xEF\xBF\xBD"), std::string::npos);  // the half character, replaced (U+FFFD)
-  const Json done = logprobs_json(Endpoint::kCompletion, lps, *tok, &offset);
+  const Json done = logprobs_json(Endpoint::kCompletion, lps, tok, &offset);
   EXPECT_EQ(done["tokens"][0], "A");
   EXPECT_EQ(done["token_logprobs"], Json::array({-0.25f, -2.0f}));
   EXPECT_FLOAT_EQ(done["top_logprobs"][0]["b"].get<float>(), -1.5f);
