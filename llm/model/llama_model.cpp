@@ -203,6 +203,7 @@ Status LlamaModel::make_tensors() {
     (*t)->flags |= LOOM_TENSOR_FLAG_PARAM;
     file_tensors_.push_back(*t);
   }
+  bound_.assign(file_tensors_.size(), false);
   return Status();
 }
 
@@ -232,7 +233,6 @@ Status LlamaModel::find_weight(const std::string& name, std::initializer_list<in
                          " (supported: " + weight_types_text() + ")");
   }
   *out = t;
-  bound_.resize(file_tensors_.size());
   bound_[index] = true;
   return Status();
 }
@@ -241,7 +241,7 @@ Status LlamaModel::check_every_tensor_read() const {
   std::vector<std::string> unread;
   int64_t vision = 0;
   for (size_t i = 0; i < file_.tensors().size(); ++i) {
-    if (i < bound_.size() && bound_[i]) continue;
+    if (bound_[i]) continue;
     const std::string& name = file_.tensors()[i].name;
     const bool starts_v = name.rfind("v.", 0) == 0 || name.rfind("mm.", 0) == 0;
     if (starts_v) {
@@ -419,7 +419,7 @@ Status LlamaModel::place_weights() {
   for (size_t i = 0; i < file_tensors_.size(); ++i) {
     // Tensors the graph does not read (check_every_tensor_read's leftovers:
     // a vision tower, an unused predictor) stay in the file.
-    if (i >= bound_.size() || !bound_[i]) continue;
+    if (!bound_[i]) continue;
     weights_bytes_ += file_.tensors()[i].nbytes;
     registry::Device* d = placed_on_[i];
     if (d == device_) {

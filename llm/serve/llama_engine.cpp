@@ -111,6 +111,7 @@ TokenLogprob token_logprob(const float* logits, int32_t n_vocab, TokenId id, int
   out.token = id;
   out.logprob = static_cast<float>(static_cast<double>(logits[id]) - log_z);
   const auto k = static_cast<size_t>(std::min(top, n_vocab));
+  if (k == 0) return out;
   std::vector<TokenId> ids(static_cast<size_t>(n_vocab));
   for (int32_t i = 0; i < n_vocab; ++i) ids[static_cast<size_t>(i)] = i;
   std::partial_sort(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(k), ids.end(), [&](TokenId a, TokenId b) {

@@ -141,10 +141,7 @@ TEST_F(ServeEngine, GreedyTextEqualsGenerate) {
 // session gives at that position (computed here in double), the greedy
 // token the most likely of its `top`, sorted, each <= 0.
 TEST_F(ServeEngine, LogprobsAreTheModelsLogSoftmax) {
-  EngineOptions o;
-  o.slots = 2;
-  o.n_ctx = 256;
-  auto e = engine(o);
+  auto e = engine(2, 256);
   ASSERT_NE(e, nullptr);
   CompletionRequest req = request(*e, "Once upon a time", 12);
   req.sampling.temperature = 0.0f;
