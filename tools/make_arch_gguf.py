@@ -24,6 +24,17 @@ Architectures (--arch):
   exaone    llama's layout (EXAONE 3 / 3.5; neox RoPE in loom's table)
   ernie4_5  llama's layout (ERNIE 4.5's dense models), tied output
   command-r LayerNorms, attention and FFN in parallel (no ffn_norm), logit_scale
+  gpt2      LayerNorms with biases, fused blk.N.attn_qkv with its bias, learned
+            positions (position_embd.weight, no RoPE), GELU FFN without a gate,
+            biases on every projection, tied output
+  gptneox   GPT-NeoX / Pythia: gpt2's layout with partial NEOX RoPE instead of
+            positions, parallel layers (use_parallel_residual), untied output
+  phi2      Phi-2: separate Q/K/V with biases, partial RoPE, one norm feeding
+            the attention and the FFN in parallel (no ffn_norm), output.bias
+  starcoder2  StarCoder 2: LayerNorms with biases, Q/K/V biases, GELU FFN with
+            biases, tied output
+  stablelm  StableLM 2: LayerNorms with biases, Q/K/V biases, partial RoPE,
+            a SwiGLU FFN
 
 loom runs every one of them.
 
@@ -45,7 +56,11 @@ from gguf_writer import TYPE_IDS, read_gguf_kv, write_gguf  # noqa: E402
 
 ARCHS = ('llama', 'mixtral', 'qwen2', 'qwen3', 'qwen3moe', 'phi3', 'gemma2', 'gemma3', 'gemma', 'smollm3', 'granite',
          'granitemoe', 'olmo2', 'qwen2vl', 'exaone', 'ernie4_5',
-         'command-r')
+         'command-r', 'gpt2', 'gptneox', 'phi2', 'starcoder2', 'stablelm')
+# The GPT family: LayerNorms with biases (and stablelm, whose FFN is gated).
+GPT = ('gpt2', 'gptneox', 'phi2', 'starcoder2', 'stablelm')
+# Their FFN without a gate: down(gelu(up x + b)) + b.
+FFN_SEQ = ('gpt2', 'gptneox', 'phi2', 'starcoder2')
 # The file's general.architecture (Mixtral files say llama).
 FILE_ARCH = {'mixtral': 'llama'}
 
@@ -94,11 +109,19 @@ def build(a, n_vocab):
     qd, kvd = hd * a.heads, hd * a.kv_heads
     moe = arch in ('mixtral', 'qwen3moe', 'granitemoe')
     post_norms = arch in ('gemma2', 'gemma3', 'olmo2')
-    tied = arch in ('qwen2', 'qwen2vl', 'ernie4_5', 'command-r', 'gemma', 'gemma2', 'gemma3', 'smollm3', 'granite', 'granitemoe')
+    tied = arch in ('qwen2', 'qwen2vl', 'ernie4_5', 'command-r', 'gemma', 'gemma2', 'gemma3', 'smollm3', 'granite',
+                    'granitemoe', 'gpt2', 'starcoder2')
+    gpt = arch in GPT
     m.matrix('token_embd.weight', n_vocab, d, scale=4.0)
+    if arch == 'gpt2':
+        m.matrix('position_embd.weight', a.ctx, d)
     m.vector('output_norm.weight', d)
+    if gpt:
+        m.bias('output_norm.bias', d)
     if not tied:
         m.matrix('output.weight', n_vocab, d)
+    if arch == 'phi2':
+        m.bias('output.bias', n_vocab)
     if arch == 'llama' and a.rope_freqs:
         m.tensors.append(('rope_freqs.weight', np.linspace(1.0, 8.0, hd // 2).astype(np.float32), 0))
     if arch == 'phi3' and a.longrope:
@@ -109,14 +132,20 @@ def build(a, n_vocab):
         p = f'blk.{il}.'
         if arch != 'olmo2':
             m.vector(p + 'attn_norm.weight', d)
-        if arch == 'phi3':
+        if gpt:
+            m.bias(p + 'attn_norm.bias', d)
+        if arch in ('phi3', 'gpt2', 'gptneox'):
             m.matrix(p + 'attn_qkv.weight', qd + 2 * kvd, d)
+            if arch != 'phi3':
+                m.bias(p + 'attn_qkv.bias', qd + 2 * kvd)
         else:
             m.matrix(p + 'attn_q.weight', qd, d)
             m.matrix(p + 'attn_k.weight', kvd, d)
             m.matrix(p + 'attn_v.weight', kvd, d)
         m.matrix(p + 'attn_output.weight', d, qd)
-        if arch in ('qwen2', 'qwen2vl'):
+        if arch in ('gpt2', 'gptneox', 'phi2', 'starcoder2'):
+            m.bias(p + 'attn_output.bias', d)
+        if arch in ('qwen2', 'qwen2vl', 'phi2', 'starcoder2', 'stablelm'):
             m.bias(p + 'attn_q.bias', qd)
             m.bias(p + 'attn_k.bias', kvd)
             m.bias(p + 'attn_v.bias', kvd)
@@ -128,8 +157,10 @@ def build(a, n_vocab):
             m.vector(p + 'attn_k_norm.weight', kvd)
         if post_norms:
             m.vector(p + 'post_attention_norm.weight', d)
-        if arch not in ('olmo2', 'command-r'):
+        if arch not in ('olmo2', 'command-r', 'phi2'):
             m.vector(p + 'ffn_norm.weight', d)
+            if gpt:
+                m.bias(p + 'ffn_norm.bias', d)
         if moe:
             n_ff = a.expert_ffn or a.ffn
             m.matrix(p + 'ffn_gate_inp.weight', a.experts, d)
@@ -139,6 +170,11 @@ def build(a, n_vocab):
         elif arch == 'phi3':
             m.matrix(p + 'ffn_up.weight', 2 * a.ffn, d)
             m.matrix(p + 'ffn_down.weight', d, a.ffn)
+        elif arch in FFN_SEQ:
+            m.matrix(p + 'ffn_up.weight', a.ffn, d)
+            m.bias(p + 'ffn_up.bias', a.ffn)
+            m.matrix(p + 'ffn_down.weight', d, a.ffn)
+            m.bias(p + 'ffn_down.bias', d)
         else:
             m.matrix(p + 'ffn_gate.weight', a.ffn, d)
             m.matrix(p + 'ffn_up.weight', a.ffn, d)
@@ -162,8 +198,11 @@ def metadata(a, tok):
     if a.head_dim:
         k('attention.key_length', hd)
         k('attention.value_length', hd)
-    k('rope.dimension_count', hd)
-    k('attention.layer_norm_epsilon' if a.arch == 'command-r' else 'attention.layer_norm_rms_epsilon', 1e-6 if a.arch.startswith(('qwen', 'gemma', 'smollm3', 'granite', 'olmo2')) else 1e-5)
+    # Pythia, Phi-2 and StableLM rotate a part of each head (a quarter here).
+    k('rope.dimension_count', max(2, hd // 8 * 2) if a.arch in ('gptneox', 'phi2', 'stablelm') else hd)
+    if a.arch == 'gptneox':
+        k('use_parallel_residual', True)
+    k('attention.layer_norm_epsilon' if a.arch == 'command-r' or a.arch in GPT else 'attention.layer_norm_rms_epsilon', 1e-6 if a.arch.startswith(('qwen', 'gemma', 'smollm3', 'granite', 'olmo2')) else 1e-5)
     k('rope.freq_base', {'llama': 500000.0 if a.rope_freqs else 10000.0, 'qwen2': 1000000.0,
                          'qwen2vl': 1000000.0, 'qwen3': 1000000.0, 'qwen3moe': 1000000.0, 'gemma3': 1000000.0}.get(a.arch, 10000.0))
     if a.arch == 'phi3' and a.longrope:

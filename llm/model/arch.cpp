@@ -5,6 +5,38 @@
 namespace loom::llm {
 namespace {
 
+// GPT-2 and its heirs: LayerNorms (with biases), neox RoPE over the first
+// rope.dimension_count dims of each head, a GELU FFN without a gate.
+constexpr ArchTraits gpt_family(const char* name) {
+  ArchTraits a{name, LOOM_ROPE_MODE_NEOX, false, false, false, false, false, false, 0, 0.0f, false, false};
+  a.layer_norm = true;
+  a.ffn_sequential = true;
+  return a;
+}
+constexpr ArchTraits gpt2() {
+  ArchTraits a = gpt_family("gpt2");
+  a.pos_embd = true;  // (no RoPE)
+  return a;
+}
+constexpr ArchTraits gptneox() {
+  ArchTraits a = gpt_family("gptneox");
+  a.parallel_residual_key = true;
+  return a;
+}
+constexpr ArchTraits phi2() {
+  ArchTraits a = gpt_family("phi2");
+  a.parallel_blocks = true;  // one norm feeds both blocks
+  return a;
+}
+// StableLM (2 1.6B, 3B, Zephyr; 2 12B with per-head Q/K LayerNorms and
+// parallel blocks): LayerNorms, partial neox RoPE, a SwiGLU FFN.
+constexpr ArchTraits stablelm() {
+  ArchTraits a{"stablelm", LOOM_ROPE_MODE_NEOX, false, false, false, false, false, false, 0, 0.0f, false, false};
+  a.layer_norm = true;
+  a.ffn_norm_optional = true;
+  return a;
+}
+
 // mistral files say "llama" (their sliding window key is ignored, see
 // llama_hparams.cpp): nothing of their own here.
 constexpr ArchTraits kArchs[] = {
@@ -52,6 +84,13 @@ constexpr ArchTraits kArchs[] = {
     // Q/K norms over the whole projection.
     {"olmo2", LOOM_ROPE_MODE_NEOX, false, false, true, false, false, false, 0, 0.0f, false, false, true, 0, false,
      false, true, true},
+    // GPT-2 (OpenAI's 124M-1.5B; learned positions), GPT-NeoX / Pythia,
+    // Phi-2 (and Phi-1.5), StarCoder 2.
+    gpt2(),
+    gptneox(),
+    phi2(),
+    gpt_family("starcoder2"),
+    stablelm(),
 };
 
 }  // namespace

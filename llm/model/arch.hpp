@@ -24,7 +24,9 @@ struct ArchTraits {
   // Q and K is RMS-normalised and scaled before RoPE (qwen3).
   bool qk_norm;
   // Fused projections (phi3): blk.N.attn_qkv.weight [n_embd, q_dim + 2 kv_dim]
-  // holds Q, K and V's rows in that order, blk.N.ffn_up.weight [n_embd, 2 n_ff]
+  // holds Q, K and V's rows in that order (required here; any other
+  // architecture's file may hold it instead of attn_q / _k / _v, with an
+  // optional attn_qkv.bias, as llama.cpp reads them), blk.N.ffn_up.weight [n_embd, 2 n_ff]
   // the gate's rows then the up projection's (no ffn_gate); one MUL_MAT each,
   // whose result is split by views (no weight is copied).
   bool fused_qkv;
@@ -93,6 +95,21 @@ struct ArchTraits {
   // <arch>.logit_scale is required and multiplies the logits (command-r;
   // granite's divides them).
   bool logit_multiplier = false;
+  // The FFN of GPT-2 and its heirs (gpt2, gptneox, phi2, starcoder2):
+  // down(gelu(up x + up bias)) + down bias, no gate (biases where the file
+  // has them).
+  bool ffn_sequential = false;
+  // Learned absolute positions (gpt2): rows of position_embd.weight
+  // [n_embd, context_length] added to the token embeddings, and no RoPE in
+  // any layer; a session's context is at most context_length positions.
+  bool pos_embd = false;
+  // <arch>.use_parallel_residual (default true) makes every layer
+  // parallel, its FFN reading its own norm (ffn_norm) of the layer's input
+  // (gptneox: Pythia, GPT-NeoX 20B).
+  bool parallel_residual_key = false;
+  // ffn_norm is optional: a layer without it is parallel, its FFN reading
+  // the attention's normed input (stablelm: StableLM 2 12B).
+  bool ffn_norm_optional = false;
 };
 
 // The traits of `name`; nullptr when loom does not run it.

@@ -120,10 +120,14 @@ StatusOr<Tensor*> layer_attention(Context& ctx, LlamaModel& model, int64_t il, c
 }
 
 // x [n_embd, T] times a norm weight after an RMS norm, or a LayerNorm
-// (layer: the mean removed first; ArchTraits::layer_norm).
-StatusOr<Tensor*> rms_norm_mul(Context& ctx, Tensor* x, Tensor* w, float eps, bool layer = false) {
+// (layer: the mean removed first; ArchTraits::layer_norm), plus the norm's
+// bias when it has one.
+StatusOr<Tensor*> rms_norm_mul(Context& ctx, Tensor* x, Tensor* w, float eps, bool layer = false,
+                               Tensor* bias = nullptr) {
   LOOM_ASSIGN_OR_RETURN(Tensor * t, layer ? op::norm(ctx, x, eps) : op::rms_norm(ctx, x, eps));
-  return op::mul(ctx, t, w);
+  LOOM_ASSIGN_OR_RETURN(t, op::mul(ctx, t, w));
+  if (bias == nullptr) return t;
+  return op::add(ctx, t, bias);
 }
 
 // x [n_embd, T] projected by w (plus bias b, when the architecture has one)
@@ -177,6 +181,9 @@ StatusOr<Tensor*> attention_block(Context& ctx, LlamaModel& model, const KvCache
   if (l.wqkv) {
     // Fused (phi3): one product [q_dim + 2 kv_dim, T]; the heads are views of it.
     LOOM_ASSIGN_OR_RETURN(Tensor * qkv, op::mul_mat(ctx, l.wqkv, cur));
+    if (l.bqkv) {
+      LOOM_ASSIGN_OR_RETURN(qkv, op::add(ctx, qkv, l.bqkv));
+    }
     const size_t es = qkv->nb[0];
     auto heads = [&](int64_t n_heads, int64_t first_row) {
       return ctx.view(qkv, {hd, n_heads, qkv->ne[1]}, {es * static_cast<size_t>(hd), qkv->nb[1]},
@@ -256,7 +263,7 @@ Status build_layers(LlamaModel& model, const KvCache& cache, bool all_logits, bo
   LOOM_ASSIGN_OR_RETURN(g.tokens, graph_input(ctx, LOOM_TYPE_I32, {n_tokens}, "inp_tokens"));
   bool rotates = false;  // (a model with RoPE off everywhere reads no positions)
   for (int64_t il = 0; il < h.n_layer; ++il) rotates = rotates || h.rotates(il);
-  if (rotates) {
+  if (rotates || model.pos_embd != nullptr) {
     LOOM_ASSIGN_OR_RETURN(g.pos, graph_input(ctx, LOOM_TYPE_I32, {n_tokens}, "inp_pos"));
   }
   // Local layers of a windowed cache: their rows, their attended length.
@@ -282,14 +289,18 @@ Status build_layers(LlamaModel& model, const KvCache& cache, bool all_logits, bo
   if (h.embd_scale > 0.0f) {
     LOOM_ASSIGN_OR_RETURN(x, op::scale(ctx, x, h.embd_scale));
   }
+  if (model.pos_embd != nullptr) {  // learned positions (gpt2)
+    LOOM_ASSIGN_OR_RETURN(Tensor * p, op::get_rows(ctx, model.pos_embd, g.pos));
+    LOOM_ASSIGN_OR_RETURN(x, op::add(ctx, x, p));
+  }
   const bool ln = model.arch_traits().layer_norm;
-  const bool parallel = model.arch_traits().parallel_blocks;
   for (int64_t il = 0; il < h.n_layer; ++il) {
     const LlamaLayer& l = model.layers[static_cast<size_t>(il)];
+    const bool parallel = l.parallel;
     const std::string sfx = "." + std::to_string(il);
     Tensor* cur = x;  // (no input norm: olmo2)
     if (l.attn_norm) {
-      LOOM_ASSIGN_OR_RETURN(cur, rms_norm_mul(ctx, x, l.attn_norm, h.rms_eps, ln));
+      LOOM_ASSIGN_OR_RETURN(cur, rms_norm_mul(ctx, x, l.attn_norm, h.rms_eps, ln, l.attn_norm_b));
       named(cur, "attn_norm" + sfx);
     }
     Tensor* const attn_in = cur;
@@ -302,9 +313,11 @@ Status build_layers(LlamaModel& model, const KvCache& cache, bool all_logits, bo
       named(x, "attn_out" + sfx);
     }
 
-    cur = parallel ? attn_in : x;  // (parallel blocks: the FFN reads the attention's input)
+    // Parallel blocks: the FFN reads the attention's input, or its own norm
+    // of the layer's input (x has no attention output added yet).
+    cur = parallel ? attn_in : x;
     if (l.ffn_norm) {
-      LOOM_ASSIGN_OR_RETURN(cur, rms_norm_mul(ctx, x, l.ffn_norm, h.rms_eps));
+      LOOM_ASSIGN_OR_RETURN(cur, rms_norm_mul(ctx, x, l.ffn_norm, h.rms_eps, ln, l.ffn_norm_b));
     }
     bool sparse = false;
     Tensor* gate = nullptr;
@@ -333,8 +346,11 @@ Status build_layers(LlamaModel& model, const KvCache& cache, bool all_logits, bo
     // Only the last token's logits are needed for generation.
     LOOM_ASSIGN_OR_RETURN(x, ctx.view(x, {h.n_embd, 1}, {x->nb[1]}, x->nb[1] * static_cast<size_t>(n_tokens - 1)));
   }
-  LOOM_ASSIGN_OR_RETURN(Tensor * cur, rms_norm_mul(ctx, x, model.output_norm, h.rms_eps, ln));
+  LOOM_ASSIGN_OR_RETURN(Tensor * cur, rms_norm_mul(ctx, x, model.output_norm, h.rms_eps, ln, model.output_norm_b));
   LOOM_ASSIGN_OR_RETURN(g.logits, op::mul_mat(ctx, model.output, cur));
+  if (model.output_b != nullptr) {
+    LOOM_ASSIGN_OR_RETURN(g.logits, op::add(ctx, g.logits, model.output_b));
+  }
   if (h.logit_factor > 0.0f) {
     LOOM_ASSIGN_OR_RETURN(g.logits, op::scale(ctx, g.logits, h.logit_factor));
   }

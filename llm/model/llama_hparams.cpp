@@ -311,7 +311,16 @@ Status read_llama_hparams(const GgufFile& file, const std::string& arch, LlamaHp
       h.attn_scale = 1.0f / std::sqrt(static_cast<float>(h.n_embd / h.n_head));
     }
   }
-  if (traits != nullptr) h.nope_period = traits->nope_period;
+  if (traits != nullptr) h.nope_period = traits->pos_embd ? 1 : traits->nope_period;
+  if (traits != nullptr && traits->parallel_residual_key) {
+    h.parallel_residual = true;  // (llama.cpp's and GPT-NeoX's default)
+    const std::string key = arch + ".use_parallel_residual";
+    if (file.has(key)) {
+      StatusOr<bool> v = file.get_bool(key);
+      if (!v.ok()) return r.fail(v.status().message());
+      h.parallel_residual = *v;
+    }
+  }
   if (traits != nullptr && traits->granite) LOOM_RETURN_IF_ERROR(read_granite(r, file, arch, &h));
   if (traits != nullptr && traits->mrope) LOOM_RETURN_IF_ERROR(read_mrope_sections(r, file, arch, h));
   if (traits != nullptr && traits->layer_norm) {

@@ -71,6 +71,9 @@ struct LlamaHparams {
   // Layers without RoPE: il with (il + 1) % nope_period == 0 (1: every
   // layer); 0: none.
   int nope_period = 0;
+  // <arch>.use_parallel_residual (gptneox; default true): every layer's
+  // attention and FFN side by side (LlamaLayer::parallel).
+  bool parallel_residual = false;
 
   int64_t head_dim() const { return n_embd_head; }
   // Whether layer il attends through the sliding window.
@@ -94,8 +97,8 @@ struct LlamaLimits {
   static constexpr int64_t kMaxVocab = int64_t{1} << 24;
   static constexpr int64_t kMaxExperts = 4096;
   // Tensors every layer needs at least (attention: norm, q, k, v, output;
-  // ffn: norm, gate, up, down: 9; phi3's fused qkv and gate-up: 6).
-  static constexpr int64_t kTensorsPerLayer = 6;
+  // ffn: norm, gate, up, down: 9; phi2's fused qkv, output, up and down: 4).
+  static constexpr int64_t kTensorsPerLayer = 4;
 };
 
 // Reads <arch>.{embedding_length, block_count, attention.head_count[_kv],
@@ -116,7 +119,8 @@ struct LlamaLimits {
 // attention.sliding_window (mistral) is ignored with a debug log: attention
 // always spans the whole context. Granite's files add embedding_scale,
 // residual_scale, attention.scale (optional) and logit_scale (required), each
-// > 0, and rope.scaling.finetuned (false: no RoPE in any layer).
+// > 0, and rope.scaling.finetuned (false: no RoPE in any layer). gpt2
+// (learned positions) rotates no layer; gptneox reads use_parallel_residual.
 Status read_llama_hparams(const GgufFile& file, const std::string& arch, LlamaHparams* out);
 
 // Sets out->n_vocab from the rows of token_embd.weight, bounded, and checks

@@ -178,7 +178,8 @@ Status LlamaModel::read_hparams() {
   }
   LOOM_RETURN_IF_ERROR(read_llama_hparams(file_, arch_, &hparams_));
   LOOM_RETURN_IF_ERROR(read_sparse_ffn_params(file_, arch_, &sparse_));
-  if (traits_->gemma) sparse_.activation = FfnActivation::kGelu;  // GELU-gated (tanh approximation)
+  // GELU (tanh approximation, as ggml's): gated (gemma), or alone (the GPT family).
+  if (traits_->gemma || traits_->ffn_sequential) sparse_.activation = FfnActivation::kGelu;
   return read_llama_vocab(file_, &hparams_);
 }
 
@@ -274,8 +275,13 @@ Status LlamaModel::bind_weights() {
   const LlamaHparams& h = hparams_;
   LOOM_RETURN_IF_ERROR(find_weight("token_embd.weight", {h.n_embd, h.n_vocab}, true, &tok_embd));
   LOOM_RETURN_IF_ERROR(find_weight("output_norm.weight", {h.n_embd}, true, &output_norm));
+  LOOM_RETURN_IF_ERROR(find_weight("output_norm.bias", {h.n_embd}, false, &output_norm_b));
   LOOM_RETURN_IF_ERROR(find_weight("output.weight", {h.n_embd, h.n_vocab}, false, &output));
   if (!output) output = tok_embd;  // tied embedding
+  LOOM_RETURN_IF_ERROR(find_weight("output.bias", {h.n_vocab}, false, &output_b));
+  if (traits_->pos_embd) {
+    LOOM_RETURN_IF_ERROR(find_weight("position_embd.weight", {h.n_embd, h.n_ctx_train}, true, &pos_embd));
+  }
   if (traits_->rope_freqs) {
     LOOM_RETURN_IF_ERROR(find_weight("rope_freqs.weight", {h.n_rot / 2}, false, &rope_freqs));
   }
@@ -296,17 +302,22 @@ Status LlamaModel::bind_layer(int64_t il) {
   const LlamaHparams& h = hparams_;
   LlamaLayer& l = layers[static_cast<size_t>(il)];
   const std::string p = "blk." + std::to_string(il) + ".";
-  if (traits_->pre_norms) LOOM_RETURN_IF_ERROR(find_weight(p + "attn_norm.weight", {h.n_embd}, true, &l.attn_norm));
-  if (traits_->fused_qkv) {
-    LOOM_RETURN_IF_ERROR(
-        find_weight(p + "attn_qkv.weight", {h.n_embd, h.q_dim() + 2 * h.kv_dim()}, true, &l.wqkv));
+  if (traits_->pre_norms) {
+    LOOM_RETURN_IF_ERROR(find_weight(p + "attn_norm.weight", {h.n_embd}, true, &l.attn_norm));
+    LOOM_RETURN_IF_ERROR(find_weight(p + "attn_norm.bias", {h.n_embd}, false, &l.attn_norm_b));
+  }
+  // Q, K and V fused when the architecture says so or the file holds them so.
+  const int64_t qkv_rows = h.q_dim() + 2 * h.kv_dim();
+  if (traits_->fused_qkv || file_.find_tensor(p + "attn_qkv.weight") != nullptr) {
+    LOOM_RETURN_IF_ERROR(find_weight(p + "attn_qkv.weight", {h.n_embd, qkv_rows}, true, &l.wqkv));
+    LOOM_RETURN_IF_ERROR(find_weight(p + "attn_qkv.bias", {qkv_rows}, false, &l.bqkv));
   } else {
     LOOM_RETURN_IF_ERROR(find_weight(p + "attn_q.weight", {h.n_embd, h.q_dim()}, true, &l.wq));
     LOOM_RETURN_IF_ERROR(find_weight(p + "attn_k.weight", {h.n_embd, h.kv_dim()}, true, &l.wk));
     LOOM_RETURN_IF_ERROR(find_weight(p + "attn_v.weight", {h.n_embd, h.kv_dim()}, true, &l.wv));
   }
   LOOM_RETURN_IF_ERROR(find_weight(p + "attn_output.weight", {h.q_dim(), h.n_embd}, true, &l.wo));
-  if (!traits_->fused_qkv) {
+  if (l.wqkv == nullptr) {
     LOOM_RETURN_IF_ERROR(find_weight(p + "attn_q.bias", {h.q_dim()}, traits_->qkv_bias, &l.bq));
     LOOM_RETURN_IF_ERROR(find_weight(p + "attn_k.bias", {h.kv_dim()}, traits_->qkv_bias, &l.bk));
     LOOM_RETURN_IF_ERROR(find_weight(p + "attn_v.bias", {h.kv_dim()}, traits_->qkv_bias, &l.bv));
@@ -323,8 +334,11 @@ Status LlamaModel::bind_layer(int64_t il) {
     LOOM_RETURN_IF_ERROR(find_weight(p + "attn_k_norm.weight", {whole ? h.kv_dim() : h.head_dim()}, true, &l.k_norm));
   }
   if (traits_->pre_norms && !traits_->parallel_blocks) {
-    LOOM_RETURN_IF_ERROR(find_weight(p + "ffn_norm.weight", {h.n_embd}, true, &l.ffn_norm));
+    LOOM_RETURN_IF_ERROR(find_weight(p + "ffn_norm.weight", {h.n_embd}, !traits_->ffn_norm_optional, &l.ffn_norm));
+    LOOM_RETURN_IF_ERROR(find_weight(p + "ffn_norm.bias", {h.n_embd}, false, &l.ffn_norm_b));
   }
+  l.parallel = traits_->parallel_blocks || hparams_.parallel_residual ||
+               (traits_->ffn_norm_optional && l.ffn_norm == nullptr);
   if (traits_->post_norms) {
     LOOM_RETURN_IF_ERROR(find_weight(p + "post_attention_norm.weight", {h.n_embd}, true, &l.post_attn_norm));
     LOOM_RETURN_IF_ERROR(find_weight(p + "post_ffw_norm.weight", {h.n_embd}, true, &l.post_ffw_norm));
@@ -342,12 +356,19 @@ Status LlamaModel::bind_layer(int64_t il) {
     return find_weight(p + "ffn_down_exps.weight", {f, h.n_embd, e}, true, &l.ffn_down_exps);
   }
   LOOM_RETURN_IF_ERROR(find_weight(p + "ffn_down.weight", {h.n_ff, h.n_embd}, true, &l.ffn_down));
+  LOOM_RETURN_IF_ERROR(find_weight(p + "ffn_down.bias", {h.n_embd}, false, &l.ffn_down_b));
+  if (traits_->ffn_sequential) {  // GELU(up x + b) only: no gate
+    LOOM_RETURN_IF_ERROR(find_weight(p + "ffn_up.weight", {h.n_embd, h.n_ff}, true, &l.ffn_up));
+    return find_weight(p + "ffn_up.bias", {h.n_ff}, false, &l.ffn_up_b);
+  }
   if (traits_->fused_gate_up) {
     // No sparse FFN over a fused gate (its predictor reads ffn_gate).
     return find_weight(p + "ffn_up.weight", {h.n_embd, 2 * h.n_ff}, true, &l.ffn_gate_up);
   }
   LOOM_RETURN_IF_ERROR(find_weight(p + "ffn_gate.weight", {h.n_embd, h.n_ff}, true, &l.ffn_gate));
   LOOM_RETURN_IF_ERROR(find_weight(p + "ffn_up.weight", {h.n_embd, h.n_ff}, true, &l.ffn_up));
+  LOOM_RETURN_IF_ERROR(find_weight(p + "ffn_gate.bias", {h.n_ff}, false, &l.ffn_gate_b));
+  LOOM_RETURN_IF_ERROR(find_weight(p + "ffn_up.bias", {h.n_ff}, false, &l.ffn_up_b));
   return bind_sparse(il);
 }
 
@@ -358,6 +379,10 @@ Status LlamaModel::bind_sparse(int64_t il) {
   const std::string p = "blk." + std::to_string(il) + ".";
   const GgufTensorInfo* in = file_.find_tensor(p + "ffn_pred_in.weight");
   if (in == nullptr) return Status();  // no predictor: a dense layer
+  if (l.ffn_gate_b || l.ffn_up_b || l.ffn_down_b) {
+    return unimplemented("[llm.load] " + file_.name() + ": layer " + std::to_string(il) +
+                         " has FFN biases and a sparse predictor: the sparse FFN runs without biases");
+  }
   const int64_t r = in->n_dims >= 2 ? in->ne[1] : 0;
   if (r < 1 || r > h.n_ff) {
     return invalid_argument("[llm.load] " + file_.name() + ": tensor '" + p + "ffn_pred_in.weight' has rank " +
@@ -387,9 +412,13 @@ int64_t LlamaModel::sparse_layers() const {
 Status LlamaModel::check_elementwise_types() const {
   const std::string who = "[llm.load] " + file_.name() + ": ";
   std::vector<const Tensor*> elementwise = {output_norm};
+  for (const Tensor* t : {output_norm_b, output_b}) {
+    if (t) elementwise.push_back(t);
+  }
   for (const LlamaLayer& l : layers) {
-    for (const Tensor* t : {l.attn_norm, l.ffn_norm, l.bq, l.bk, l.bv, l.bo, l.q_norm, l.k_norm, l.post_attn_norm,
-                            l.post_ffw_norm, l.ffn_pred_bias}) {
+    for (const Tensor* t : {l.attn_norm, l.attn_norm_b, l.ffn_norm, l.ffn_norm_b, l.bq, l.bk, l.bv, l.bqkv, l.bo,
+                            l.q_norm, l.k_norm, l.post_attn_norm, l.post_ffw_norm, l.ffn_pred_bias, l.ffn_gate_b,
+                            l.ffn_up_b, l.ffn_down_b}) {
       if (t) elementwise.push_back(t);
     }
   }
@@ -542,9 +571,10 @@ Status LlamaModel::relayout(registry::Device& device, std::vector<size_t>* which
                       l.ffn_gate_inp, l.ffn_gate_exps, l.ffn_up_exps, l.ffn_down_exps}) {
       if (t) matmul_only.push_back(t);
     }
-    if (l.ffn_pred_in == nullptr && l.ffn_gate) {
-      matmul_only.push_back(l.ffn_gate);
-      matmul_only.push_back(l.ffn_up);
+    if (l.ffn_pred_in == nullptr && (l.ffn_gate || l.ffn_up)) {
+      for (Tensor* t : {l.ffn_gate, l.ffn_up}) {
+        if (t) matmul_only.push_back(t);
+      }
     }
   }
   if (output != tok_embd) matmul_only.push_back(output);

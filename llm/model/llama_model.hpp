@@ -57,10 +57,14 @@ struct SparseShare {
 
 struct LlamaLayer {
   Tensor* attn_norm = nullptr;
+  Tensor* attn_norm_b = nullptr;  // a LayerNorm's bias [n_embd], when the file has one
   Tensor* wq = nullptr;  // nullptr when fused (wqkv)
   Tensor* wk = nullptr;
   Tensor* wv = nullptr;
-  Tensor* wqkv = nullptr;  // [n_embd, q_dim + 2 kv_dim]: Q, K, V rows (ArchTraits::fused_qkv)
+  // [n_embd, q_dim + 2 kv_dim]: Q, K, V rows (ArchTraits::fused_qkv, or any
+  // file holding attn_qkv.weight), and its optional bias [q_dim + 2 kv_dim].
+  Tensor* wqkv = nullptr;
+  Tensor* bqkv = nullptr;
   Tensor* wo = nullptr;
   // Biases added after the projections: required where the architecture
   // has them (qwen2's Q, K, V), read when present in any file (as llama.cpp
@@ -72,14 +76,26 @@ struct LlamaLayer {
   Tensor* q_norm = nullptr;  // [head_dim], per-head RMS norm of Q before RoPE (qwen3)
   Tensor* k_norm = nullptr;  // [head_dim]
   Tensor* ffn_norm = nullptr;
+  Tensor* ffn_norm_b = nullptr;  // [n_embd], when the file has one
+  // The attention and the FFN read the layer's input side by side and both
+  // outputs join the residual stream together (ArchTraits::parallel_blocks,
+  // gptneox's use_parallel_residual, a stablelm layer without ffn_norm):
+  // the FFN reads ffn_norm of the layer's input, or the attention's normed
+  // input when the layer has no ffn_norm.
+  bool parallel = false;
   // Gemma 2 and 3 (ArchTraits::post_norms): RMS norms of the attention's
   // and the FFN's outputs before their residual adds.
   Tensor* post_attn_norm = nullptr;
   Tensor* post_ffw_norm = nullptr;
-  Tensor* ffn_gate = nullptr;  // nullptr when fused (ffn_gate_up)
+  Tensor* ffn_gate = nullptr;  // nullptr when fused (ffn_gate_up) or absent (ArchTraits::ffn_sequential)
   Tensor* ffn_up = nullptr;
   Tensor* ffn_gate_up = nullptr;  // [n_embd, 2 n_ff]: gate rows, then up rows (ArchTraits::fused_gate_up)
   Tensor* ffn_down = nullptr;
+  // The dense FFN's optional biases (ffn_{gate,up,down}.bias: the GPT
+  // family's up and down), added after each product.
+  Tensor* ffn_gate_b = nullptr;
+  Tensor* ffn_up_b = nullptr;
+  Tensor* ffn_down_b = nullptr;
   // A mixture of experts (LlamaHparams::n_expert > 0; then no ffn_gate / up
   // / down): the router [n_embd, n_expert] and the experts stacked
   // [n_embd, n_ff_exp, n_expert] (gate, up) and [n_ff_exp, n_embd, n_expert].
@@ -215,6 +231,12 @@ class LlamaModel {
   Tensor* tok_embd = nullptr;
   Tensor* output_norm = nullptr;
   Tensor* output = nullptr;  // tok_embd when the embedding is tied (output.weight absent)
+  // Optional biases: the final LayerNorm's (output_norm.bias, [n_embd]) and
+  // the output head's (output.bias, [n_vocab]: phi2).
+  Tensor* output_norm_b = nullptr;
+  Tensor* output_b = nullptr;
+  // Learned absolute positions [n_embd, n_ctx_train] (ArchTraits::pos_embd: gpt2), else nullptr.
+  Tensor* pos_embd = nullptr;
   // F32 [n_rot / 2] frequency divisors every layer's RoPE uses (llama-3's
   // rope_freqs.weight); nullptr when the file has none.
   Tensor* rope_freqs = nullptr;

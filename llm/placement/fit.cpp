@@ -108,7 +108,7 @@ class Fitter {
       const int64_t il = layer_of(t.name);
       if (il >= 0 && il < h_.n_layer) {
         layer_bytes_[static_cast<size_t>(il)] += t.nbytes;
-      } else if ((t.name == "output.weight" && !tied) || t.name == "output_norm.weight") {
+      } else if (output_tensor(t.name, tied)) {
         output_bytes_ += t.nbytes;
       }
     }

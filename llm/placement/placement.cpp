@@ -49,6 +49,11 @@ Status split_layers(const std::string& who, const std::vector<registry::Device*>
 
 }  // namespace
 
+bool output_tensor(const std::string& name, bool tied) {
+  return (name == "output.weight" && !tied) || name == "output.bias" || name == "output_norm.weight" ||
+         name == "output_norm.bias";
+}
+
 int64_t layer_of(const std::string& name) {
   if (name.rfind("blk.", 0) != 0) return -1;
   const size_t dot = name.find('.', 4);
@@ -136,7 +141,7 @@ StatusOr<Placement> place_tensors(const std::string& who, const PlacementRequest
       const int64_t il = layer_of(t.name);
       if (il >= 0 && il < n_layer) {
         k = p.layer[static_cast<size_t>(il)];
-      } else if ((t.name == "output.weight" && !tied) || t.name == "output_norm.weight") {
+      } else if (output_tensor(t.name, tied)) {
         k = p.output;
       }
     }

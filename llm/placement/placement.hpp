@@ -61,6 +61,9 @@ struct Placement {
 
 // "blk.<i>." -> i; -1 for tensors outside the layers.
 int64_t layer_of(const std::string& name);
+// Whether the output head's device holds tensor `name`: the final norm (and
+// its bias), the head's bias, the head itself unless tied to the embedding.
+bool output_tensor(const std::string& name, bool tied);
 
 // The host device of the list (see above).
 size_t host_device(const std::vector<registry::Device*>& devices);

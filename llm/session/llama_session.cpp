@@ -119,6 +119,12 @@ StatusOr<std::unique_ptr<LlamaSession>> LlamaSession::create(LlamaModel* model, 
   if (!model) return invalid_argument("[llm.session] model is null");
   const LlamaHparams& h = model->hparams();
   int64_t n_ctx = options.n_ctx > 0 ? options.n_ctx : h.n_ctx_train;
+  if (model->pos_embd != nullptr && n_ctx > h.n_ctx_train) {
+    // Learned positions (gpt2): a row per position, none past the last.
+    return invalid_argument("[llm.session] context of " + std::to_string(n_ctx) + " positions exceeds the " +
+                            std::to_string(h.n_ctx_train) + " the model has learned (position_embd.weight); use -c " +
+                            std::to_string(h.n_ctx_train) + " or less");
+  }
   if (options.n_batch < 1) {
     return invalid_argument("[llm.session] batch size " + std::to_string(options.n_batch) + " must be >= 1");
   }

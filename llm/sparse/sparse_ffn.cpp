@@ -15,9 +15,29 @@ Tensor* named(Tensor* t, const std::string& name) {
 }
 
 // The dense FFN: h = act(gate x) * (up x), down h.
+// w x, plus b when the layer has that bias.
+StatusOr<Tensor*> product_bias(Context& ctx, Tensor* w, Tensor* b, Tensor* x) {
+  LOOM_ASSIGN_OR_RETURN(Tensor * y, op::mul_mat(ctx, w, x));
+  if (b == nullptr) return y;
+  return op::add(ctx, y, b);
+}
+
 StatusOr<Tensor*> dense_ffn(Context& ctx, const LlamaLayer& l, FfnActivation act, Tensor* x, Tensor** gate_out) {
   Tensor* gate = nullptr;
   Tensor* up = nullptr;
+  if (l.ffn_gate == nullptr && l.ffn_gate_up == nullptr) {
+    // No gate (the GPT family): down(act(up x + b)) + b.
+    LOOM_ASSIGN_OR_RETURN(up, product_bias(ctx, l.ffn_up, l.ffn_up_b, x));
+    Tensor* h = nullptr;
+    if (act == FfnActivation::kRelu) {
+      LOOM_ASSIGN_OR_RETURN(h, op::relu(ctx, up));
+    } else if (act == FfnActivation::kGelu) {
+      LOOM_ASSIGN_OR_RETURN(h, op::gelu(ctx, up));
+    } else {
+      LOOM_ASSIGN_OR_RETURN(h, op::silu(ctx, up));
+    }
+    return product_bias(ctx, l.ffn_down, l.ffn_down_b, h);
+  }
   if (l.ffn_gate_up) {
     // Fused (phi3): one product [2 n_ff, T], the gate's rows first; views split it.
     LOOM_ASSIGN_OR_RETURN(Tensor * gu, op::mul_mat(ctx, l.ffn_gate_up, x));
@@ -26,8 +46,8 @@ StatusOr<Tensor*> dense_ffn(Context& ctx, const LlamaLayer& l, FfnActivation act
     LOOM_ASSIGN_OR_RETURN(up, ctx.view(gu, {n_ff, gu->ne[1]}, {gu->nb[1]}, static_cast<size_t>(n_ff) * gu->nb[0]));
   } else {
     // A sparse layer's repacked copies when the device keeps them (prompt batches).
-    LOOM_ASSIGN_OR_RETURN(gate, op::mul_mat(ctx, l.ffn_gate_dense ? l.ffn_gate_dense : l.ffn_gate, x));
-    LOOM_ASSIGN_OR_RETURN(up, op::mul_mat(ctx, l.ffn_up_dense ? l.ffn_up_dense : l.ffn_up, x));
+    LOOM_ASSIGN_OR_RETURN(gate, product_bias(ctx, l.ffn_gate_dense ? l.ffn_gate_dense : l.ffn_gate, l.ffn_gate_b, x));
+    LOOM_ASSIGN_OR_RETURN(up, product_bias(ctx, l.ffn_up_dense ? l.ffn_up_dense : l.ffn_up, l.ffn_up_b, x));
   }
   if (gate_out) *gate_out = gate;
   Tensor* h = nullptr;
@@ -40,7 +60,7 @@ StatusOr<Tensor*> dense_ffn(Context& ctx, const LlamaLayer& l, FfnActivation act
   } else {
     LOOM_ASSIGN_OR_RETURN(h, op::swiglu(ctx, gate, up));
   }
-  return op::mul_mat(ctx, l.ffn_down, h);
+  return product_bias(ctx, l.ffn_down, l.ffn_down_b, h);
 }
 
 // The predictor's logits z [n_ff, T] = pred_out relu(pred_in x) (+ bias).

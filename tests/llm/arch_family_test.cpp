@@ -300,18 +300,19 @@ TEST_F(ArchFamilies, AttentionBiasesOfAnyFileAreAdded) {
              })}});
 }
 
-// A tensor loom would not read (an FFN bias, rope factors where the
-// architecture has none): UNIMPLEMENTED naming it, where the model used to
-// load and compute something else.
+// A tensor loom would not read (a post-norm where the architecture has
+// none, rope factors where it applies none): UNIMPLEMENTED naming it, where
+// the model used to load and compute something else.
 TEST_F(ArchFamilies, TensorsTheGraphWouldNotReadAreRefused) {
   ArchSpec s;
   s.seed = 36;
   TinyArchModel m(s);
-  m.tensors["blk.1.ffn_up.bias"] = test::TinyTensor{{static_cast<uint64_t>(s.n_ff)}, std::vector<float>(48, 0.5f)};
+  m.tensors["blk.1.post_ffw_norm.weight"] =
+      test::TinyTensor{{static_cast<uint64_t>(s.n_embd)}, std::vector<float>(static_cast<size_t>(s.n_embd), 0.5f)};
   auto model = load(m);
   ASSERT_FALSE(model.ok());
   EXPECT_EQ(model.status().code(), StatusCode::kUnimplemented);
-  EXPECT_NE(model.status().message().find("tensor 'blk.1.ffn_up.bias' is not part of loom's llama model"),
+  EXPECT_NE(model.status().message().find("tensor 'blk.1.post_ffw_norm.weight' is not part of loom's llama model"),
             std::string::npos)
       << model.status().message();
 

@@ -78,7 +78,7 @@ TEST_F(ModelValidation, HugeBlockCountIsAnErrorNamingKeyValueAndBound) {
 TEST_F(ModelValidation, BlockCountBeyondTheFileIsRefusedBeforeAllocating) {
   const size_t before = peak_rss_bytes();
   const std::string e = key_error("block_count", 4000);
-  EXPECT_TRUE(has(e, "llama.block_count = 4000: 4000 layers need 24000 tensors, the file has 11")) << e;
+  EXPECT_TRUE(has(e, "llama.block_count = 4000: 4000 layers need 16000 tensors, the file has 11")) << e;
   TinyLlama m;
   m.keys["block_count"] = uint64_t{1} << 24;
   auto r = load(m);

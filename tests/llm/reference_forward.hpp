@@ -8,8 +8,9 @@
 // post-FFN norms, GELU-gated FFN, and sliding window with its own RoPE base
 // on the local layers; gemma2's soft-capped scores and logits; a mixture of experts' routing and experts;
 // smollm3's unrotated (NoPE) layers; granite's embedding, residual, score and logit multipliers; olmo2's
-// blocks without input norms and Q/K norms over the whole projection. Every position of a sequence is computed from
-// scratch: logits(tokens)[p] are the logits after tokens [0, p].
+// blocks without input norms and Q/K norms over the whole projection; the GPT family's LayerNorm biases, ungated
+// GELU FFN with biases, learned positions, output bias and parallel layers. Every position of a sequence is computed
+// from scratch: logits(tokens)[p] are the logits after tokens [0, p].
 #pragma once
 
 #include <algorithm>
@@ -43,12 +44,14 @@ class ReferenceForward {
       if (s_.embedding_scale > 0.0f) {
         for (double& v : x[p]) v *= s_.embedding_scale;
       }
+      if (s_.pos_embd) x[p] = add(x[p], row(w("position_embd.weight"), s_.n_embd, static_cast<int64_t>(p)), 1.0);
     }
     for (int64_t il = 0; il < s_.n_layer; ++il) layer(il, &x);
     const std::vector<float>& out = m_.find("output.weight") ? w("output.weight") : w("token_embd.weight");
     std::vector<std::vector<double>> result(n);
     for (size_t p = 0; p < n; ++p) {
-      result[p] = matvec(out, s_.n_vocab, norm(x[p], w("output_norm.weight")));
+      result[p] = matvec(out, s_.n_vocab, norm(x[p], w("output_norm.weight"), 0, m_.find("output_norm.bias")));
+      add_to(&result[p], m_.find("output.bias"));
       if (s_.logit_scale > 0.0f) {
         for (double& v : result[p]) v = s_.logit_scale_multiplies ? v * s_.logit_scale : v / s_.logit_scale;
       }
@@ -76,8 +79,9 @@ class ReferenceForward {
     return y;
   }
   // x / sqrt(mean(x^2) + eps) * g; a LayerNorm (command-r): (x - mean) /
-  // sqrt(var + eps) * g. g from offset off (a head's weights in a per-head norm).
-  std::vector<double> norm(const std::vector<double>& x, const std::vector<float>& g, size_t off = 0) const {
+  // sqrt(var + eps) * g (+ its bias b). g from offset off (a head's weights in a per-head norm).
+  std::vector<double> norm(const std::vector<double>& x, const std::vector<float>& g, size_t off = 0,
+                           const std::vector<float>* b = nullptr) const {
     const auto n = static_cast<double>(x.size());
     double mean = 0.0;
     if (s_.layer_norm) {
@@ -88,7 +92,7 @@ class ReferenceForward {
     for (double v : x) ss += (v - mean) * (v - mean);
     const double inv = 1.0 / std::sqrt(ss / n + s_.eps);
     std::vector<double> y(x.size());
-    for (size_t i = 0; i < x.size(); ++i) y[i] = (x[i] - mean) * inv * g[off + i];
+    for (size_t i = 0; i < x.size(); ++i) y[i] = (x[i] - mean) * inv * g[off + i] + (b ? (*b)[i] : 0.0);
     return y;
   }
   // x + f * y
@@ -169,18 +173,29 @@ class ReferenceForward {
     }
   }
 
-  // The dense FFN: act(gate x) * (up x), then down.
+  // The dense FFN: act(gate x) * (up x), then down; without a gate (the
+  // GPT family) act(up x); biases after each product where present.
   std::vector<double> ffn(const std::string& pre, const std::vector<double>& xn) const {
-    const std::vector<double> gate = matvec(w(pre + "ffn_gate.weight"), s_.n_ff, xn);
-    const std::vector<double> up = matvec(w(pre + "ffn_up.weight"), s_.n_ff, xn);
-    return matvec(w(pre + "ffn_down.weight"), s_.n_embd, gated(gate, up));
+    std::vector<double> up = matvec(w(pre + "ffn_up.weight"), s_.n_ff, xn);
+    add_to(&up, m_.find(pre + "ffn_up.bias"));
+    std::vector<double> h;
+    if (has(pre + "ffn_gate.weight")) {
+      std::vector<double> gate = matvec(w(pre + "ffn_gate.weight"), s_.n_ff, xn);
+      add_to(&gate, m_.find(pre + "ffn_gate.bias"));
+      h = gated(gate, up);
+    } else {
+      h = gated(up, std::vector<double>(up.size(), 1.0));
+    }
+    std::vector<double> down = matvec(w(pre + "ffn_down.weight"), s_.n_embd, h);
+    add_to(&down, m_.find(pre + "ffn_down.bias"));
+    return down;
   }
   std::vector<double> gated(const std::vector<double>& gate, const std::vector<double>& up) const {
     std::vector<double> act(gate.size());
     for (size_t i = 0; i < gate.size(); ++i) {
       const double g = gate[i];
       // gemma: GELU, tanh approximation; else SiLU.
-      const double a = s_.gemma ? 0.5 * g * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (g + 0.044715 * g * g * g)))
+      const double a = s_.gemma || s_.gelu ? 0.5 * g * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (g + 0.044715 * g * g * g)))
                                 : g / (1.0 + std::exp(-g));
       act[i] = a * up[i];
     }
@@ -223,7 +238,8 @@ class ReferenceForward {
     const bool swa = s_.is_swa(il);
     std::vector<std::vector<double>> q(n), k(n), v(n);
     for (size_t p = 0; p < n; ++p) {
-      const std::vector<double> xn = s_.pre_norms ? norm((*xs)[p], w(pre + "attn_norm.weight")) : (*xs)[p];
+      const std::vector<double> xn =
+          s_.pre_norms ? norm((*xs)[p], w(pre + "attn_norm.weight"), 0, m_.find(pre + "attn_norm.bias")) : (*xs)[p];
       q[p] = matvec(w(pre + "attn_q.weight"), nh * hd, xn);
       k[p] = matvec(w(pre + "attn_k.weight"), nkv * hd, xn);
       v[p] = matvec(w(pre + "attn_v.weight"), nkv * hd, xn);
@@ -264,10 +280,16 @@ class ReferenceForward {
       add_to(&o, m_.find(pre + "attn_output.bias"));
       if (has(pre + "post_attention_norm.weight")) o = norm(o, w(pre + "post_attention_norm.weight"));
       const double rs = s_.residual_scale > 0.0f ? s_.residual_scale : 1.0;  // granite
-      // Parallel blocks (command-r): the FFN reads the attention's normed input.
-      const std::vector<double> xn = s_.parallel_blocks ? norm((*xs)[p], w(pre + "attn_norm.weight"))
-                                     : s_.pre_norms     ? norm(add(xs->at(p), o, rs), w(pre + "ffn_norm.weight"))
-                                                        : add(xs->at(p), o, rs);
+      // Parallel blocks (command-r, phi2): the FFN reads the attention's
+      // normed input; gptneox's parallel layers their own norm of the
+      // layer's input.
+      const std::vector<float>* ab = m_.find(pre + "attn_norm.bias");
+      const std::vector<float>* fb = m_.find(pre + "ffn_norm.bias");
+      const std::vector<double> xn =
+          s_.parallel_blocks     ? norm((*xs)[p], w(pre + "attn_norm.weight"), 0, ab)
+          : s_.parallel_residual ? norm((*xs)[p], w(pre + "ffn_norm.weight"), 0, fb)
+          : s_.pre_norms         ? norm(add(xs->at(p), o, rs), w(pre + "ffn_norm.weight"), 0, fb)
+                                 : add(xs->at(p), o, rs);
       for (int64_t i = 0; i < s_.n_embd; ++i) (*xs)[p][i] += rs * o[i];
       std::vector<double> down = s_.n_expert > 0 ? experts(pre, xn) : ffn(pre, xn);
       if (has(pre + "post_ffw_norm.weight")) down = norm(down, w(pre + "post_ffw_norm.weight"));

@@ -102,8 +102,23 @@ struct ArchSpec {
   bool layer_norm = false;
   bool parallel_blocks = false;
   bool logit_scale_multiplies = false;
+  // The GPT family (gpt2, gptneox, phi2, starcoder2, stablelm):
+  // LayerNorm biases (attn_norm, ffn_norm, output_norm .bias); an FFN
+  // without a gate, down(gelu(up x)), with ffn_up / ffn_down biases; GELU
+  // (tanh approximation) as the activation; learned positions
+  // (position_embd.weight [n_embd, n_ctx], no RoPE: gpt2); output.bias;
+  // gptneox's parallel layers, whose FFN reads its own ffn_norm of the
+  // layer's input (use_parallel_residual: -1 leaves the key out).
+  bool norm_bias = false;
+  bool ffn_sequential = false;
+  bool ffn_bias = false;
+  bool gelu = false;
+  bool pos_embd = false;
+  bool output_bias = false;
+  bool parallel_residual = false;
+  int use_parallel_residual = -1;
   bool rotates(int64_t il) const {
-    if (rope_finetuned == 0) return false;
+    if (rope_finetuned == 0 || pos_embd) return false;
     return nope_period <= 0 || (il + 1) % nope_period != 0;
   }
   bool is_swa(int64_t il) const { return sliding_window > 0 && swa_period > 0 && (il + 1) % swa_period != 0; }
@@ -177,7 +192,10 @@ struct TinyArchModel {
                hd = static_cast<uint64_t>(s.hd());
     add(rng, "token_embd.weight", {e, static_cast<uint64_t>(s.n_vocab)}, 0.0f, 4.0f);
     add(rng, "output_norm.weight", {e}, 1.0f, 0.2f);
+    if (s.norm_bias) add(rng, "output_norm.bias", {e}, 0.0f, 0.3f);
     if (!s.tied) add(rng, "output.weight", {e, static_cast<uint64_t>(s.n_vocab)}, 0.0f, 1.0f);
+    if (s.output_bias) add(rng, "output.bias", {static_cast<uint64_t>(s.n_vocab)}, 0.0f, 1.0f);
+    if (s.pos_embd) add(rng, "position_embd.weight", {e, static_cast<uint64_t>(s.n_ctx)}, 0.0f, 1.0f);
     if (s.rope_freqs) {
       // llama-3's divisors grow from 1 to about 8 along the frequencies.
       TinyTensor t{{static_cast<uint64_t>(s.rot() / 2)}, {}};
@@ -196,6 +214,7 @@ struct TinyArchModel {
     for (int64_t il = 0; il < s.n_layer; ++il) {
       const std::string p = "blk." + std::to_string(il) + ".";
       if (s.pre_norms) add(rng, p + "attn_norm.weight", {e}, 1.0f, 0.2f);
+      if (s.pre_norms && s.norm_bias) add(rng, p + "attn_norm.bias", {e}, 0.0f, 0.3f);
       add(rng, p + "attn_q.weight", {e, qd}, 0.0f, 1.5f);
       add(rng, p + "attn_k.weight", {e, kvd}, 0.0f, 1.5f);
       add(rng, p + "attn_v.weight", {e, kvd}, 0.0f, 1.0f);
@@ -218,6 +237,7 @@ struct TinyArchModel {
         add(rng, p + "post_ffw_norm.weight", {e}, 1.0f, 0.2f);
       }
       if (s.pre_norms && !s.parallel_blocks) add(rng, p + "ffn_norm.weight", {e}, 1.0f, 0.2f);
+      if (s.pre_norms && !s.parallel_blocks && s.norm_bias) add(rng, p + "ffn_norm.bias", {e}, 0.0f, 0.3f);
       if (s.n_expert > 0) {
         const auto ne = static_cast<uint64_t>(s.n_expert), fe = static_cast<uint64_t>(s.ff_exp());
         add(rng, p + "ffn_gate_inp.weight", {e, ne}, 0.0f, 2.0f);
@@ -226,9 +246,13 @@ struct TinyArchModel {
         add(rng, p + "ffn_down_exps.weight", {fe, e, ne}, 0.0f, 1.0f);
         continue;
       }
-      add(rng, p + "ffn_gate.weight", {e, ff}, 0.0f, 1.0f);
+      if (!s.ffn_sequential) add(rng, p + "ffn_gate.weight", {e, ff}, 0.0f, 1.0f);
       add(rng, p + "ffn_up.weight", {e, ff}, 0.0f, 1.0f);
       add(rng, p + "ffn_down.weight", {ff, e}, 0.0f, 1.0f);
+      if (s.ffn_bias) {
+        add(rng, p + "ffn_up.bias", {ff}, 0.0f, 0.5f);
+        add(rng, p + "ffn_down.bias", {e}, 0.0f, 0.5f);
+      }
     }
   }
 
@@ -300,6 +324,9 @@ struct TinyArchModel {
       b.kv_arr(a + ".rope.dimension_sections", loom::testing::kI32, spec.mrope_sections);
     }
     if (spec.rope_finetuned >= 0) b.kv(a + ".rope.scaling.finetuned", loom::testing::kBool, uint8_t(spec.rope_finetuned));
+    if (spec.use_parallel_residual >= 0 && !skip_keys.count("use_parallel_residual")) {
+      b.kv(a + ".use_parallel_residual", loom::testing::kBool, uint8_t(spec.use_parallel_residual));
+    }
     if (spec.tokenizer) {
       TinyLlama tok;
       tok.n_tokens = spec.n_vocab;
@@ -315,16 +342,19 @@ struct TinyArchModel {
   }
 
   // The tensors as the file holds them: `tensors`, or for a fused spec each
-  // layer's Q, K, V joined into attn_qkv and gate, up into ffn_up (rows
-  // appended: ne[0] stays, ne[1] adds up).
+  // layer's Q, K, V joined into attn_qkv (their biases into attn_qkv.bias)
+  // and gate, up into ffn_up where the FFN has a gate (rows appended: ne[0]
+  // stays, ne[1] adds up; a bias's values appended).
   std::map<std::string, TinyTensor> file_tensors() const {
     if (!spec.fused) return tensors;
     std::map<std::string, TinyTensor> out = tensors;
     auto join = [&](const std::string& into, const std::vector<std::string>& parts) {
-      TinyTensor j{{out.at(parts[0]).ne[0], 0}, {}};
+      if (!out.count(parts[0])) return;
+      const bool vec = out.at(parts[0]).ne.size() == 1;
+      TinyTensor j{vec ? std::vector<uint64_t>{0} : std::vector<uint64_t>{out.at(parts[0]).ne[0], 0}, {}};
       for (const std::string& p : parts) {
         const TinyTensor& t = out.at(p);
-        j.ne[1] += t.ne[1];
+        j.ne.back() += t.ne.back();
         j.v.insert(j.v.end(), t.v.begin(), t.v.end());
       }
       for (const std::string& p : parts) out.erase(p);
@@ -333,6 +363,7 @@ struct TinyArchModel {
     for (int64_t il = 0; il < spec.n_layer; ++il) {
       const std::string p = "blk." + std::to_string(il) + ".";
       join(p + "attn_qkv.weight", {p + "attn_q.weight", p + "attn_k.weight", p + "attn_v.weight"});
+      join(p + "attn_qkv.bias", {p + "attn_q.bias", p + "attn_k.bias", p + "attn_v.bias"});
       join(p + "ffn_up.weight", {p + "ffn_gate.weight", p + "ffn_up.weight"});
     }
     return out;

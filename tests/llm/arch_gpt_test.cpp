@@ -1,0 +1,269 @@
+// GPT-2 and its heirs on tiny random models against the double-precision
+// reference (reference_forward.hpp): GPT-2 (learned positions, no RoPE),
+// GPT-NeoX / Pythia (fused Q/K/V with a bias, partial RoPE, parallel layers
+// with their own FFN norm, or sequential ones by the file's key), Phi-2
+// (one norm feeding parallel blocks, an output bias), StarCoder 2 and
+// StableLM (LayerNorms with biases; StableLM 2 12B's per-head Q/K norms and
+// parallel layers without ffn_norm). Each family's distinctive features
+// have mutants (the reference without one feature) that are far off, so a
+// graph that skipped the feature would fail; then the loader's errors for
+// what these files need (a context past the learned positions, a missing
+// position table).
+#include <string>
+#include <vector>
+
+#include "arch_fixture.hpp"
+
+namespace loom::llm {
+namespace {
+
+class GptFamilies : public Architectures {};
+
+// What the GPT family shares: LayerNorms with biases, an ungated GELU FFN
+// with biases, attention biases, neox RoPE.
+ArchSpec gpt_base(const std::string& arch, uint32_t seed) {
+  ArchSpec s;
+  s.arch = arch;
+  s.layer_norm = true;
+  s.norm_bias = true;
+  s.ffn_sequential = true;
+  s.ffn_bias = true;
+  s.gelu = true;
+  s.qkv_bias = true;
+  s.out_bias = true;
+  s.neox = true;
+  s.seed = seed;
+  return s;
+}
+
+// GPT-2: Q, K and V fused, every head its own K/V head, positions from a
+// table, the head tied to the embedding.
+ArchSpec gpt2() {
+  ArchSpec s = gpt_base("gpt2", 51);
+  s.n_head_kv = s.n_head;
+  s.fused = true;
+  s.pos_embd = true;
+  s.tied = true;
+  return s;
+}
+
+// Pythia: fused Q/K/V, a quarter of each 16-wide head rotated, parallel
+// layers (use_parallel_residual), an untied head.
+ArchSpec gptneox(int use_parallel_residual) {
+  ArchSpec s = gpt_base("gptneox", 52);
+  s.n_head = 2;
+  s.n_head_kv = 2;
+  s.head_dim = 16;
+  s.n_rot = 4;
+  s.fused = true;
+  s.use_parallel_residual = use_parallel_residual;
+  s.parallel_residual = use_parallel_residual != 0;
+  return s;
+}
+
+// Phi-2: separate Q/K/V with biases, partial RoPE, one LayerNorm feeding
+// the attention and the FFN side by side, an output head with a bias.
+ArchSpec phi2() {
+  ArchSpec s = gpt_base("phi2", 53);
+  s.n_head_kv = s.n_head;
+  s.n_rot = 4;
+  s.parallel_blocks = true;
+  s.output_bias = true;
+  return s;
+}
+
+// StarCoder 2: grouped-query attention with biases, full neox RoPE.
+ArchSpec starcoder2() { return gpt_base("starcoder2", 54); }
+
+// StableLM 2 1.6B: Q/K/V biases, a quarter of the head rotated, a SwiGLU
+// FFN without biases, no attention output bias.
+ArchSpec stablelm() {
+  ArchSpec s = gpt_base("stablelm", 55);
+  s.ffn_sequential = false;
+  s.ffn_bias = false;
+  s.gelu = false;
+  s.out_bias = false;
+  s.n_rot = 2;
+  return s;
+}
+
+// StableLM 2 12B: per-head Q/K LayerNorms (a weight per head), no ffn_norm:
+// parallel blocks from the attention's norm.
+ArchSpec stablelm12b() {
+  ArchSpec s = stablelm();
+  s.qkv_bias = false;
+  s.qk_norm = true;
+  s.parallel_blocks = true;
+  s.seed = 56;
+  return s;
+}
+
+TEST_F(GptFamilies, Gpt2MatchesTheReference) {
+  const TinyArchModel m(gpt2());
+  check(gpt2(), {{"without the learned positions", mutate(m, [](TinyArchModel* c) {
+                   c->spec.pos_embd = false;
+                   c->spec.rope_finetuned = 0;  // (still no RoPE)
+                 })},
+                 {"without the norms' biases", mutate(m, [](TinyArchModel* c) { drop(c, "norm.bias"); })},
+                 {"without the FFN's biases", mutate(m, [](TinyArchModel* c) { drop(c, "ffn_up.bias"); })},
+                 {"with SiLU", mutate(m, [](TinyArchModel* c) { c->spec.gelu = false; })},
+                 // (K's bias moves every score of a query alike: the softmax ignores it.)
+                 {"without V's bias", mutate(m, [](TinyArchModel* c) { drop(c, "attn_v.bias"); })}});
+  auto model = load(m);
+  ASSERT_TRUE(model.ok()) << model.status().to_string();
+  EXPECT_NE((*model)->pos_embd, nullptr);
+  EXPECT_NE((*model)->layers[0].wqkv, nullptr);
+  EXPECT_NE((*model)->layers[0].bqkv, nullptr);
+  EXPECT_EQ((*model)->layers[0].ffn_gate, nullptr);
+  EXPECT_FALSE((*model)->layers[0].parallel);
+}
+
+TEST_F(GptFamilies, Gpt2ContextIsBoundedByItsLearnedPositions) {
+  const TinyArchModel m(gpt2());
+  auto model = load(m);
+  ASSERT_TRUE(model.ok()) << model.status().to_string();
+  SessionOptions so;
+  so.n_ctx = m.spec.n_ctx + 1;
+  auto s = LlamaSession::create(model->get(), so);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.status().message().find("context of 65 positions exceeds the 64 the model has learned"),
+            std::string::npos)
+      << s.status().message();
+  so.n_ctx = m.spec.n_ctx;
+  EXPECT_TRUE(LlamaSession::create(model->get(), so).ok());
+  // The table is required.
+  auto missing = load(m, m.gguf({"position_embd.weight"}));
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("missing tensor 'position_embd.weight'"), std::string::npos)
+      << missing.status().message();
+}
+
+TEST_F(GptFamilies, GptNeoxParallelAndSequentialLayersMatchTheReference) {
+  const TinyArchModel par(gptneox(1));
+  check(gptneox(1), {{"with sequential layers", mutate(par, [](TinyArchModel* c) { c->spec.parallel_residual = false; })},
+                     {"with normal RoPE", mutate(par, [](TinyArchModel* c) { c->spec.neox = false; })},
+                     {"rotating the whole head", mutate(par, [](TinyArchModel* c) { c->spec.n_rot = 16; })}});
+  const TinyArchModel seq(gptneox(0));
+  check(gptneox(0), {{"with parallel layers", mutate(seq, [](TinyArchModel* c) { c->spec.parallel_residual = true; })}});
+  // No key: parallel, GPT-NeoX's default.
+  auto model = load(par, par.gguf({}, {"use_parallel_residual"}));
+  ASSERT_TRUE(model.ok()) << model.status().to_string();
+  EXPECT_TRUE((*model)->layers[1].parallel);
+  EXPECT_NE((*model)->layers[1].ffn_norm, nullptr);
+  auto sequential = load(seq);
+  ASSERT_TRUE(sequential.ok()) << sequential.status().to_string();
+  EXPECT_FALSE((*sequential)->layers[1].parallel);
+}
+
+TEST_F(GptFamilies, Phi2MatchesTheReference) {
+  const TinyArchModel m(phi2());
+  check(phi2(), {{"without the output bias", mutate(m, [](TinyArchModel* c) { drop(c, "output.bias"); })},
+                 {"with sequential blocks", mutate(m, [](TinyArchModel* c) {
+                    c->spec.parallel_blocks = false;  // (the FFN norm takes the attention norm's weights)
+                    for (int64_t il = 0; il < c->spec.n_layer; ++il) {
+                      const std::string p = "blk." + std::to_string(il) + ".";
+                      c->tensors[p + "ffn_norm.weight"] = c->tensors[p + "attn_norm.weight"];
+                      c->tensors[p + "ffn_norm.bias"] = c->tensors[p + "attn_norm.bias"];
+                    }
+                  })}});
+  auto model = load(m);
+  ASSERT_TRUE(model.ok()) << model.status().to_string();
+  EXPECT_NE((*model)->output_b, nullptr);
+  EXPECT_TRUE((*model)->layers[0].parallel);
+  EXPECT_EQ((*model)->layers[0].ffn_norm, nullptr);
+  // The same model with Q, K, V and their biases fused: one product.
+  ArchSpec fused = phi2();
+  fused.fused = true;
+  check(fused, {});
+}
+
+TEST_F(GptFamilies, StarCoder2MatchesTheReference) {
+  const TinyArchModel m(starcoder2());
+  check(starcoder2(), {{"without the output projection's bias",
+                        mutate(m, [](TinyArchModel* c) { drop(c, "attn_output.bias"); })},
+                       {"with RMS norms", mutate(m, [](TinyArchModel* c) {
+                          c->spec.layer_norm = false;
+                          drop(c, "norm.bias");
+                        })}});
+}
+
+TEST_F(GptFamilies, StableLmMatchesTheReference) {
+  const TinyArchModel m(stablelm());
+  check(stablelm(), {{"rotating the whole head", mutate(m, [](TinyArchModel* c) { c->spec.n_rot = 8; })},
+                     {"with a GELU FFN", mutate(m, [](TinyArchModel* c) { c->spec.gelu = true; })}});
+  const TinyArchModel big(stablelm12b());
+  check(stablelm12b(), {{"without the Q/K norms", mutate(big, [](TinyArchModel* c) { drop(c, "attn_q_norm"); })},
+                        {"with sequential blocks", mutate(big, [](TinyArchModel* c) {
+                           c->spec.parallel_blocks = false;
+                           for (int64_t il = 0; il < c->spec.n_layer; ++il) {
+                             const std::string p = "blk." + std::to_string(il) + ".";
+                             c->tensors[p + "ffn_norm.weight"] = c->tensors[p + "attn_norm.weight"];
+                             c->tensors[p + "ffn_norm.bias"] = c->tensors[p + "attn_norm.bias"];
+                           }
+                         })}});
+  auto model = load(big);
+  ASSERT_TRUE(model.ok()) << model.status().to_string();
+  EXPECT_TRUE((*model)->layers[0].parallel);
+  EXPECT_NE((*model)->layers[0].q_norm, nullptr);
+}
+
+// Each tensor of each family left out: a bias, StableLM's ffn_norm and
+// the output head (then tied to the embedding) are optional; anything else is named as missing (a
+// fused Q/K/V as the separate Q it would otherwise read).
+TEST_F(GptFamilies, EveryRequiredTensorIsNamedWhenMissing) {
+  for (const ArchSpec& spec : {gpt2(), gptneox(1), phi2(), starcoder2(), stablelm()}) {
+    const TinyArchModel m(spec);
+    for (const auto& [name, t] : m.file_tensors()) {
+      SCOPED_TRACE(spec.arch + ": without " + name);
+      auto model = load(m, m.gguf({name}));
+      const bool optional = name.size() > 5 && name.compare(name.size() - 5, 5, ".bias") == 0;
+      if (optional || name == "output.weight" ||
+          (spec.arch == "stablelm" && name.find("ffn_norm") != std::string::npos)) {
+        EXPECT_TRUE(model.ok()) << model.status().to_string();
+        continue;
+      }
+      ASSERT_FALSE(model.ok());
+      EXPECT_EQ(model.status().code(), StatusCode::kNotFound) << model.status().to_string();
+      const size_t qkv = name.find("attn_qkv");
+      const std::string named = qkv == std::string::npos ? name : name.substr(0, qkv) + "attn_q.weight";
+      EXPECT_NE(model.status().message().find("missing tensor '" + named + "'"), std::string::npos)
+          << model.status().message();
+    }
+  }
+}
+
+// Biases of the FFN and the norms are read wherever a file has them (as
+// llama.cpp reads a llama's optional MLP biases): a llama with them.
+TEST_F(GptFamilies, FfnAndNormBiasesOfAnyFileAreAdded) {
+  ArchSpec s;
+  s.ffn_bias = true;
+  s.norm_bias = true;
+  s.seed = 57;
+  const TinyArchModel m(s);
+  check(s, {{"without the FFN's biases", mutate(m, [](TinyArchModel* c) { drop(c, "ffn_down.bias"); })},
+            {"without the norms' biases", mutate(m, [](TinyArchModel* c) { drop(c, "norm.bias"); })}});
+}
+
+// Two layers on vulkan0 (lavapipe; a looser bound) and the rest on the cpu,
+// then the layers shared with a simulated device.
+TEST_F(GptFamilies, OnVulkan0AndSplitTheFamiliesMatchTheReference) {
+  const std::vector<ArchSpec> specs = {gpt2(), gptneox(1), phi2(), starcoder2(), stablelm12b()};
+  if (registry::Device* vk = reg_->device("vulkan0")) {
+    LoadOptions where;
+    where.devices = {vk, dev_};
+    where.n_gpu_layers = 2;
+    for (const ArchSpec& spec : specs) check(spec, {}, &where, 2e-4);
+  } else {
+    std::cout << "[ arch ] no vulkan0 here: the families ran on the cpu and the simulated device only\n";
+  }
+  auto reg = sim_and_cpu();
+  if (reg == nullptr) GTEST_SKIP() << "sim plugin not loaded";
+  LoadOptions split;
+  split.devices = {reg->device("sim0"), reg->device("cpu")};
+  split.tensor_split = {1, 1};
+  for (const ArchSpec& spec : specs) check(spec, {}, &split);
+}
+
+}  // namespace
+}  // namespace loom::llm
