@@ -24,6 +24,8 @@ Architectures (--arch):
   exaone    llama's layout (EXAONE 3 / 3.5; neox RoPE in loom's table)
   ernie4_5  llama's layout (ERNIE 4.5's dense models), tied output
   command-r LayerNorms, attention and FFN in parallel (no ffn_norm), logit_scale
+  cohere2   Command R7B: command-r with a sliding window on 3 of every 4 layers,
+            RoPE on those only
   gpt2      LayerNorms with biases, fused blk.N.attn_qkv with its bias, learned
             positions (position_embd.weight, no RoPE), GELU FFN without a gate,
             biases on every projection, tied output
@@ -56,7 +58,7 @@ from gguf_writer import TYPE_IDS, read_gguf_kv, write_gguf  # noqa: E402
 
 ARCHS = ('llama', 'mixtral', 'qwen2', 'qwen3', 'qwen3moe', 'phi3', 'gemma2', 'gemma3', 'gemma', 'smollm3', 'granite',
          'granitemoe', 'olmo2', 'qwen2vl', 'exaone', 'ernie4_5',
-         'command-r', 'gpt2', 'gptneox', 'phi2', 'starcoder2', 'stablelm')
+         'command-r', 'cohere2', 'gpt2', 'gptneox', 'phi2', 'starcoder2', 'stablelm')
 # The GPT family: LayerNorms with biases (and stablelm, whose FFN is gated).
 GPT = ('gpt2', 'gptneox', 'phi2', 'starcoder2', 'stablelm')
 # Their FFN without a gate: down(gelu(up x + b)) + b.
@@ -109,7 +111,7 @@ def build(a, n_vocab):
     qd, kvd = hd * a.heads, hd * a.kv_heads
     moe = arch in ('mixtral', 'qwen3moe', 'granitemoe')
     post_norms = arch in ('gemma2', 'gemma3', 'olmo2')
-    tied = arch in ('qwen2', 'qwen2vl', 'ernie4_5', 'command-r', 'gemma', 'gemma2', 'gemma3', 'smollm3', 'granite',
+    tied = arch in ('qwen2', 'qwen2vl', 'ernie4_5', 'command-r', 'cohere2', 'gemma', 'gemma2', 'gemma3', 'smollm3', 'granite',
                     'granitemoe', 'gpt2', 'starcoder2')
     gpt = arch in GPT
     m.matrix('token_embd.weight', n_vocab, d, scale=4.0)
@@ -157,7 +159,7 @@ def build(a, n_vocab):
             m.vector(p + 'attn_k_norm.weight', kvd)
         if post_norms:
             m.vector(p + 'post_attention_norm.weight', d)
-        if arch not in ('olmo2', 'command-r', 'phi2'):
+        if arch not in ('olmo2', 'command-r', 'cohere2', 'phi2'):
             m.vector(p + 'ffn_norm.weight', d)
             if gpt:
                 m.bias(p + 'ffn_norm.bias', d)
@@ -202,7 +204,7 @@ def metadata(a, tok):
     k('rope.dimension_count', max(2, hd // 8 * 2) if a.arch in ('gptneox', 'phi2', 'stablelm') else hd)
     if a.arch == 'gptneox':
         k('use_parallel_residual', True)
-    k('attention.layer_norm_epsilon' if a.arch == 'command-r' or a.arch in GPT else 'attention.layer_norm_rms_epsilon', 1e-6 if a.arch.startswith(('qwen', 'gemma', 'smollm3', 'granite', 'olmo2')) else 1e-5)
+    k('attention.layer_norm_epsilon' if a.arch in ('command-r', 'cohere2') or a.arch in GPT else 'attention.layer_norm_rms_epsilon', 1e-6 if a.arch.startswith(('qwen', 'gemma', 'smollm3', 'granite', 'olmo2')) else 1e-5)
     k('rope.freq_base', {'llama': 500000.0 if a.rope_freqs else 10000.0, 'qwen2': 1000000.0,
                          'qwen2vl': 1000000.0, 'qwen3': 1000000.0, 'qwen3moe': 1000000.0, 'gemma3': 1000000.0}.get(a.arch, 10000.0))
     if a.arch == 'phi3' and a.longrope:
@@ -216,8 +218,10 @@ def metadata(a, tok):
         k('rope.scaling.factor', float(a.rope_factor))
         if a.rope_scaling == 'yarn':
             k('rope.scaling.original_context_length', a.rope_orig_ctx or max(1, a.ctx // 4))
-    if a.arch == 'command-r':
+    if a.arch in ('command-r', 'cohere2'):
         k('logit_scale', 0.0625)  # Command R's
+    if a.arch == 'cohere2':
+        k('attention.sliding_window', min(4096, a.ctx // 2))
     if a.arch == 'qwen2vl':
         # Qwen2-VL's split of the rotated pairs: a quarter temporal, the rest height and width.
         t = hd // 8

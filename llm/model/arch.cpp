@@ -37,6 +37,17 @@ constexpr ArchTraits stablelm() {
   return a;
 }
 
+// Command R7B (cohere2): command-r with three sliding-window layers to one
+// global, RoPE (the global base) on the local layers only.
+constexpr ArchTraits cohere2() {
+  ArchTraits a{"cohere2", LOOM_ROPE_MODE_NORMAL, false, false, false, false, false, false, 4, 0.0f, false, false};
+  a.nope_period = 4;
+  a.layer_norm = true;
+  a.parallel_blocks = true;
+  a.logit_multiplier = true;
+  return a;
+}
+
 // mistral files say "llama" (their sliding window key is ignored, see
 // llama_hparams.cpp): nothing of their own here.
 constexpr ArchTraits kArchs[] = {
@@ -91,6 +102,7 @@ constexpr ArchTraits kArchs[] = {
     phi2(),
     gpt_family("starcoder2"),
     stablelm(),
+    cohere2(),
 };
 
 }  // namespace

@@ -215,6 +215,36 @@ TEST_F(ArchFamilies, CommandRLayerNormsAndParallelBlocksMatchTheReference) {
       << no_scale.status().message();
 }
 
+// Command R7B: command-r whose layers 0-2 of every 4 attend through a
+// window with RoPE and layer 3 globally without it.
+ArchSpec cohere2() {
+  ArchSpec s = command_r(false);
+  s.arch = "cohere2";
+  s.n_layer = 4;
+  s.sliding_window = 3;
+  s.swa_period = 4;
+  s.swa_rope_base = 0.0f;
+  s.nope_period = 4;
+  s.seed = 45;
+  return s;
+}
+
+TEST_F(ArchFamilies, Cohere2WindowsAndNopeGlobalLayersMatchTheReference) {
+  const ArchSpec s = cohere2();
+  const TinyArchModel m(s);
+  check(s, {{"without the window", mutate(m, [](TinyArchModel* c) { c->spec.swa_period = 0; })},
+            {"rotating the global layer", mutate(m, [](TinyArchModel* c) { c->spec.nope_period = 0; })}});
+  auto model = load(m);
+  ASSERT_TRUE(model.ok()) << model.status().to_string();
+  EXPECT_TRUE((*model)->hparams().is_swa(2));
+  EXPECT_FALSE((*model)->hparams().is_swa(3));
+  EXPECT_FALSE((*model)->hparams().rotates(3));
+  auto no_window = load(m, m.gguf({}, {"attention.sliding_window"}));
+  ASSERT_FALSE(no_window.ok());
+  EXPECT_NE(no_window.status().message().find("cohere2.attention.sliding_window"), std::string::npos)
+      << no_window.status().message();
+}
+
 TEST_F(ArchFamilies, SmolLm3NopeLayersMatchTheReference) {
   const TinyArchModel m(smollm3());
   check(smollm3(), {{"with every layer rotated", mutate(m, [](TinyArchModel* c) { c->spec.nope_period = 0; })},
@@ -352,8 +382,8 @@ TEST_F(ArchFamilies, OnVulkan0AndSplitTheFamiliesMatchTheReference) {
   ArchSpec llama_biases;
   llama_biases.qkv_bias = true;
   llama_biases.out_bias = true;
-  const std::vector<ArchSpec> specs = {smollm3(),     granite(),       granitemoe(), gemma(), olmo2(), qwen2vl(),
-                                       command_r(true), llama_biases};
+  const std::vector<ArchSpec> specs = {smollm3(),       granite(),    granitemoe(), gemma(), olmo2(), qwen2vl(),
+                                       command_r(true), llama_biases, cohere2()};
   if (registry::Device* vk = reg_->device("vulkan0")) {
     LoadOptions where;
     where.devices = {vk, dev_};
