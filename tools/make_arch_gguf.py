@@ -11,6 +11,10 @@ Architectures (--arch):
   qwen2     Q/K/V biases, NEOX RoPE, tied output
   qwen3     per-head Q/K RMS norms, NEOX RoPE
   qwen3moe  qwen3 with experts (expert_feed_forward_length, top-k normalised)
+  qwen2moe  qwen2 with experts (top-k weights as they are) and a shared expert
+            (blk.N.ffn_*_shexp, expert_shared_feed_forward_length)
+  olmoe     OLMoE: experts (top-k weights as they are), Q/K norms over the
+            whole projection
   phi3      fused blk.N.attn_qkv and blk.N.ffn_up (gate rows, then up rows)
   gemma2    post-attention / post-FFN norms, GELU-gated FFN, soft-capping,
             sliding window on alternate layers, tied output
@@ -56,7 +60,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from gguf_writer import TYPE_IDS, read_gguf_kv, write_gguf  # noqa: E402
 
-ARCHS = ('llama', 'mixtral', 'qwen2', 'qwen3', 'qwen3moe', 'phi3', 'gemma2', 'gemma3', 'gemma', 'smollm3', 'granite',
+ARCHS = ('llama', 'mixtral', 'qwen2', 'qwen3', 'qwen3moe', 'qwen2moe', 'olmoe', 'phi3', 'gemma2', 'gemma3', 'gemma', 'smollm3', 'granite',
          'granitemoe', 'olmo2', 'qwen2vl', 'exaone', 'ernie4_5',
          'command-r', 'cohere2', 'gpt2', 'gptneox', 'phi2', 'starcoder2', 'stablelm')
 # The GPT family: LayerNorms with biases (and stablelm, whose FFN is gated).
@@ -109,7 +113,7 @@ def build(a, n_vocab):
     arch = a.arch
     d, hd = a.dim, a.head_dim or a.dim // a.heads
     qd, kvd = hd * a.heads, hd * a.kv_heads
-    moe = arch in ('mixtral', 'qwen3moe', 'granitemoe')
+    moe = arch in ('mixtral', 'qwen3moe', 'granitemoe', 'qwen2moe', 'olmoe')
     post_norms = arch in ('gemma2', 'gemma3', 'olmo2')
     tied = arch in ('qwen2', 'qwen2vl', 'ernie4_5', 'command-r', 'cohere2', 'gemma', 'gemma2', 'gemma3', 'smollm3', 'granite',
                     'granitemoe', 'gpt2', 'starcoder2')
@@ -147,14 +151,14 @@ def build(a, n_vocab):
         m.matrix(p + 'attn_output.weight', d, qd)
         if arch in ('gpt2', 'gptneox', 'phi2', 'starcoder2'):
             m.bias(p + 'attn_output.bias', d)
-        if arch in ('qwen2', 'qwen2vl', 'phi2', 'starcoder2', 'stablelm'):
+        if arch in ('qwen2', 'qwen2vl', 'qwen2moe', 'phi2', 'starcoder2', 'stablelm'):
             m.bias(p + 'attn_q.bias', qd)
             m.bias(p + 'attn_k.bias', kvd)
             m.bias(p + 'attn_v.bias', kvd)
         if arch in ('qwen3', 'qwen3moe', 'gemma3'):
             m.vector(p + 'attn_q_norm.weight', hd)
             m.vector(p + 'attn_k_norm.weight', hd)
-        if arch == 'olmo2':
+        if arch in ('olmo2', 'olmoe'):
             m.vector(p + 'attn_q_norm.weight', qd)
             m.vector(p + 'attn_k_norm.weight', kvd)
         if post_norms:
@@ -169,6 +173,12 @@ def build(a, n_vocab):
             m.experts(p + 'ffn_gate_exps.weight', a.experts, n_ff, d)
             m.experts(p + 'ffn_up_exps.weight', a.experts, n_ff, d)
             m.experts(p + 'ffn_down_exps.weight', a.experts, d, n_ff)
+            if arch == 'qwen2moe':
+                m.tensors.append((p + 'ffn_gate_inp_shexp.weight',
+                                  (m.rng.standard_normal(d) / np.sqrt(d)).astype(np.float32), 0))
+                m.matrix(p + 'ffn_gate_shexp.weight', a.ffn, d)
+                m.matrix(p + 'ffn_up_shexp.weight', a.ffn, d)
+                m.matrix(p + 'ffn_down_shexp.weight', d, a.ffn)
         elif arch == 'phi3':
             m.matrix(p + 'ffn_up.weight', 2 * a.ffn, d)
             m.matrix(p + 'ffn_down.weight', d, a.ffn)
@@ -205,7 +215,7 @@ def metadata(a, tok):
     if a.arch == 'gptneox':
         k('use_parallel_residual', True)
     k('attention.layer_norm_epsilon' if a.arch in ('command-r', 'cohere2') or a.arch in GPT else 'attention.layer_norm_rms_epsilon', 1e-6 if a.arch.startswith(('qwen', 'gemma', 'smollm3', 'granite', 'olmo2')) else 1e-5)
-    k('rope.freq_base', {'llama': 500000.0 if a.rope_freqs else 10000.0, 'qwen2': 1000000.0,
+    k('rope.freq_base', {'llama': 500000.0 if a.rope_freqs else 10000.0, 'qwen2': 1000000.0, 'qwen2moe': 1000000.0,
                          'qwen2vl': 1000000.0, 'qwen3': 1000000.0, 'qwen3moe': 1000000.0, 'gemma3': 1000000.0}.get(a.arch, 10000.0))
     if a.arch == 'phi3' and a.longrope:
         # Phi-3's converter writes no scaling type: the factor tensors, the
@@ -233,11 +243,13 @@ def metadata(a, tok):
         k('residual_scale', 0.22)
         k('attention.scale', 1.0 / hd)
         k('logit_scale', 8.0)
-    if a.arch in ('mixtral', 'qwen3moe', 'granitemoe'):
+    if a.arch in ('mixtral', 'qwen3moe', 'granitemoe', 'qwen2moe', 'olmoe'):
         k('expert_count', a.experts)
         k('expert_used_count', a.experts_used)
-    if a.arch == 'qwen3moe':
+    if a.arch in ('qwen3moe', 'qwen2moe'):
         k('expert_feed_forward_length', a.expert_ffn or a.ffn)
+    if a.arch == 'qwen2moe':
+        k('expert_shared_feed_forward_length', a.ffn)
     if a.arch == 'gemma2':
         k('attention.sliding_window', min(4096, a.ctx // 2))
         k('attn_logit_softcapping', 50.0)
@@ -264,9 +276,9 @@ def main():
     ap.add_argument('--head-dim', type=int, default=0, help='0: dim / heads (no key_length key)')
     ap.add_argument('--ffn', type=int, default=128)
     ap.add_argument('--ctx', type=int, default=512)
-    ap.add_argument('--experts', type=int, default=8, help='mixtral, qwen3moe')
-    ap.add_argument('--experts-used', type=int, default=2, help='mixtral, qwen3moe')
-    ap.add_argument('--expert-ffn', type=int, default=0, help='qwen3moe: each expert\'s FFN (0: --ffn)')
+    ap.add_argument('--experts', type=int, default=8, help='mixtral, qwen3moe, granitemoe, qwen2moe, olmoe')
+    ap.add_argument('--experts-used', type=int, default=2, help='mixtral, qwen3moe, granitemoe, qwen2moe, olmoe')
+    ap.add_argument('--expert-ffn', type=int, default=0, help='qwen3moe, qwen2moe: each expert\'s FFN (0: --ffn)')
     ap.add_argument('--rope-freqs', action='store_true', help='llama: llama-3\'s rope_freqs.weight')
     ap.add_argument('--rope-scaling', choices=('linear', 'yarn'), help='rope.scaling.type (default: no key)')
     ap.add_argument('--rope-factor', type=float, default=4.0, help='rope.scaling.factor with --rope-scaling')

@@ -48,6 +48,23 @@ constexpr ArchTraits cohere2() {
   return a;
 }
 
+// Qwen1.5-MoE / Qwen2-57B-A14B: qwen2 (biases, neox) whose FFN is 60-64
+// experts, their probabilities not renormalised, and a gated shared expert.
+constexpr ArchTraits qwen2moe() {
+  ArchTraits a{"qwen2moe", LOOM_ROPE_MODE_NEOX, false, false, false, false, false, false, 0, 0.0f, false, true};
+  a.expert_weights_raw = true;
+  a.shared_expert = true;
+  return a;
+}
+// OLMoE (AllenAI, 1B-7B): Q/K RMS norms over the whole projection, 64
+// experts, top-8, probabilities not renormalised.
+constexpr ArchTraits olmoe() {
+  ArchTraits a{"olmoe", LOOM_ROPE_MODE_NEOX, false, false, true, false, false, false, 0, 0.0f, false, true};
+  a.qk_norm_whole = true;
+  a.expert_weights_raw = true;
+  return a;
+}
+
 // mistral files say "llama" (their sliding window key is ignored, see
 // llama_hparams.cpp): nothing of their own here.
 constexpr ArchTraits kArchs[] = {
@@ -103,6 +120,8 @@ constexpr ArchTraits kArchs[] = {
     gpt_family("starcoder2"),
     stablelm(),
     cohere2(),
+    qwen2moe(),
+    olmoe(),
 };
 
 }  // namespace

@@ -110,6 +110,15 @@ struct ArchTraits {
   // ffn_norm is optional: a layer without it is parallel, its FFN reading
   // the attention's normed input (stablelm: StableLM 2 12B).
   bool ffn_norm_optional = false;
+  // A mixture of experts whose chosen experts weigh by their softmax
+  // probabilities as they are, not renormalised over the chosen (qwen2moe,
+  // olmoe).
+  bool expert_weights_raw = false;
+  // A shared expert beside the routed ones (qwen2moe): a SiLU-gated FFN
+  // (ffn_{gate,up,down}_shexp, width expert_shared_feed_forward_length,
+  // default feed_forward_length) every token runs, its output times
+  // sigmoid(ffn_gate_inp_shexp . x), added to the experts' sum.
+  bool shared_expert = false;
 };
 
 // The traits of `name`; nullptr when loom does not run it.

@@ -262,11 +262,17 @@ Status read_llama_hparams(const GgufFile& file, const std::string& arch, LlamaHp
   const ArchTraits* traits = find_arch(arch);
   LOOM_RETURN_IF_ERROR(read_experts(r, traits != nullptr && traits->experts, &h));
   if (h.n_expert > 0) {
+    h.expert_weights_raw = traits != nullptr && traits->expert_weights_raw;
     // Each expert's FFN: expert_feed_forward_length (qwen3moe), else the
     // dense key (Mixtral), which an expert file may then leave out.
     LOOM_RETURN_IF_ERROR(r.get("feed_forward_length", L::kMaxFf, "dims", &h.n_ff, 0));
     LOOM_RETURN_IF_ERROR(r.get("expert_feed_forward_length", L::kMaxFf, "dims", &h.n_ff_exp, h.n_ff));
     if (h.n_ff_exp == 0) return r.fail("missing metadata key " + arch + ".expert_feed_forward_length");
+    if (traits != nullptr && traits->shared_expert) {
+      LOOM_RETURN_IF_ERROR(
+          r.get("expert_shared_feed_forward_length", L::kMaxFf, "dims", &h.n_ff_shexp, h.n_ff));
+      if (h.n_ff_shexp == 0) return r.fail("missing metadata key " + arch + ".expert_shared_feed_forward_length");
+    }
   } else {
     LOOM_RETURN_IF_ERROR(r.get("feed_forward_length", L::kMaxFf, "dims", &h.n_ff));
   }

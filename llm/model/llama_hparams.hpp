@@ -28,7 +28,12 @@ struct LlamaHparams {
   // Mixtral, Qwen3-MoE), and each expert's FFN width.
   int64_t n_expert = 0;
   int64_t n_expert_used = 0;
+  // The chosen experts weigh by their probabilities as they are
+  // (ArchTraits::expert_weights_raw), else renormalised to sum to 1.
+  bool expert_weights_raw = false;
   int64_t n_ff_exp = 0;
+  // The shared expert's FFN width (ArchTraits::shared_expert; 0: none).
+  int64_t n_ff_shexp = 0;
   int64_t n_ctx_train = 0;
   // Dims per head of Q, K and V: attention.key_length (== value_length),
   // else n_embd / n_head. May differ from n_embd / n_head (qwen3).

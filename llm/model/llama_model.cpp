@@ -353,7 +353,13 @@ Status LlamaModel::bind_layer(int64_t il) {
     LOOM_RETURN_IF_ERROR(find_weight(p + "ffn_gate_inp.weight", {h.n_embd, e}, true, &l.ffn_gate_inp));
     LOOM_RETURN_IF_ERROR(find_weight(p + "ffn_gate_exps.weight", {h.n_embd, f, e}, true, &l.ffn_gate_exps));
     LOOM_RETURN_IF_ERROR(find_weight(p + "ffn_up_exps.weight", {h.n_embd, f, e}, true, &l.ffn_up_exps));
-    return find_weight(p + "ffn_down_exps.weight", {f, h.n_embd, e}, true, &l.ffn_down_exps);
+    LOOM_RETURN_IF_ERROR(find_weight(p + "ffn_down_exps.weight", {f, h.n_embd, e}, true, &l.ffn_down_exps));
+    if (!traits_->shared_expert) return Status();
+    const int64_t fs = h.n_ff_shexp;
+    LOOM_RETURN_IF_ERROR(find_weight(p + "ffn_gate_inp_shexp.weight", {h.n_embd}, true, &l.ffn_gate_inp_shexp));
+    LOOM_RETURN_IF_ERROR(find_weight(p + "ffn_gate_shexp.weight", {h.n_embd, fs}, true, &l.ffn_gate_shexp));
+    LOOM_RETURN_IF_ERROR(find_weight(p + "ffn_up_shexp.weight", {h.n_embd, fs}, true, &l.ffn_up_shexp));
+    return find_weight(p + "ffn_down_shexp.weight", {fs, h.n_embd}, true, &l.ffn_down_shexp);
   }
   LOOM_RETURN_IF_ERROR(find_weight(p + "ffn_down.weight", {h.n_ff, h.n_embd}, true, &l.ffn_down));
   LOOM_RETURN_IF_ERROR(find_weight(p + "ffn_down.bias", {h.n_embd}, false, &l.ffn_down_b));
@@ -568,7 +574,8 @@ Status LlamaModel::relayout(registry::Device& device, std::vector<size_t>* which
   std::vector<const Tensor*> matmul_only;
   for (const LlamaLayer& l : layers) {
     for (Tensor* t : {l.wq, l.wk, l.wv, l.wqkv, l.wo, l.ffn_down, l.ffn_gate_up, l.ffn_pred_in, l.ffn_pred_out,
-                      l.ffn_gate_inp, l.ffn_gate_exps, l.ffn_up_exps, l.ffn_down_exps}) {
+                      l.ffn_gate_inp, l.ffn_gate_exps, l.ffn_up_exps, l.ffn_down_exps, l.ffn_gate_shexp,
+                      l.ffn_up_shexp, l.ffn_down_shexp}) {
       if (t) matmul_only.push_back(t);
     }
     if (l.ffn_pred_in == nullptr && (l.ffn_gate || l.ffn_up)) {

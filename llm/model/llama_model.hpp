@@ -103,6 +103,13 @@ struct LlamaLayer {
   Tensor* ffn_gate_exps = nullptr;
   Tensor* ffn_up_exps = nullptr;
   Tensor* ffn_down_exps = nullptr;
+  // The shared expert (ArchTraits::shared_expert): its gate's weights
+  // [n_embd] (one logit a token) and its FFN [n_embd, n_ff_shexp] x 2,
+  // [n_ff_shexp, n_embd].
+  Tensor* ffn_gate_inp_shexp = nullptr;
+  Tensor* ffn_gate_shexp = nullptr;
+  Tensor* ffn_up_shexp = nullptr;
+  Tensor* ffn_down_shexp = nullptr;
   // The activation-sparse FFN's tensors (llm/sparse/sparse_ffn.hpp), bound only
   // when LoadOptions::sparse and the model's FFN is ReLU; else nullptr.
   Tensor* ffn_pred_in = nullptr;    // [n_embd, r]

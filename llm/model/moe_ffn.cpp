@@ -16,10 +16,12 @@ StatusOr<Tensor*> build_moe_ffn(Context& ctx, const LlamaHparams& h, const Llama
   ids->set_name("moe_ids" + sfx);
   LOOM_ASSIGN_OR_RETURN(Tensor * probs3, ctx.reshape(probs, {1, n_expert, n_tok}));
   LOOM_ASSIGN_OR_RETURN(Tensor * w, op::get_rows(ctx, probs3, ids));  // [1, U, T]
-  LOOM_ASSIGN_OR_RETURN(Tensor * w2, ctx.reshape(w, {n_used, n_tok}));
-  LOOM_ASSIGN_OR_RETURN(Tensor * w_sum, op::sum_rows(ctx, w2));  // [1, T]
-  LOOM_ASSIGN_OR_RETURN(w2, op::div(ctx, w2, w_sum));
-  LOOM_ASSIGN_OR_RETURN(w, ctx.reshape(w2, {1, n_used, n_tok}));
+  if (!h.expert_weights_raw) {  // renormalised over the chosen
+    LOOM_ASSIGN_OR_RETURN(Tensor * w2, ctx.reshape(w, {n_used, n_tok}));
+    LOOM_ASSIGN_OR_RETURN(Tensor * w_sum, op::sum_rows(ctx, w2));  // [1, T]
+    LOOM_ASSIGN_OR_RETURN(w2, op::div(ctx, w2, w_sum));
+    LOOM_ASSIGN_OR_RETURN(w, ctx.reshape(w2, {1, n_used, n_tok}));
+  }
   w->set_name("moe_weights" + sfx);
 
   // The chosen experts: [n_embd, 1, T] -> [n_ff_exp, U, T] -> [n_embd, U, T].
@@ -42,7 +44,19 @@ StatusOr<Tensor*> build_moe_ffn(Context& ctx, const LlamaHparams& h, const Llama
     LOOM_ASSIGN_OR_RETURN(out, op::add(ctx, out, s));
   }
   out->set_name("moe_out" + sfx);
-  return out;
+  if (l.ffn_gate_inp_shexp == nullptr) return out;
+  // The shared expert, weighted by sigmoid(g . x) = (1 + tanh(g . x / 2)) / 2.
+  LOOM_ASSIGN_OR_RETURN(Tensor * g, op::mul_mat(ctx, l.ffn_gate_inp_shexp, x));  // [1, T]
+  LOOM_ASSIGN_OR_RETURN(g, op::scale(ctx, g, 0.5f));
+  LOOM_ASSIGN_OR_RETURN(g, op::tanh(ctx, g));
+  LOOM_ASSIGN_OR_RETURN(g, op::scale(ctx, g, 0.5f, 0.5f));
+  LOOM_ASSIGN_OR_RETURN(Tensor * sg, op::mul_mat(ctx, l.ffn_gate_shexp, x));
+  LOOM_ASSIGN_OR_RETURN(Tensor * su, op::mul_mat(ctx, l.ffn_up_shexp, x));
+  LOOM_ASSIGN_OR_RETURN(Tensor * sh, op::swiglu(ctx, sg, su));
+  LOOM_ASSIGN_OR_RETURN(sh, op::mul_mat(ctx, l.ffn_down_shexp, sh));
+  LOOM_ASSIGN_OR_RETURN(sh, op::mul(ctx, sh, g));
+  sh->set_name("moe_shared" + sfx);
+  return op::add(ctx, out, sh);
 }
 
 }  // namespace loom::llm

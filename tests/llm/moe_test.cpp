@@ -6,7 +6,9 @@
 // so a graph that routed wrongly would fail. Then the experts kept on the
 // cpu by a name override while the rest of each layer runs on another
 // device (`-ot 'ffn_.*_exps=cpu'`) and the fit counting their bytes there, on
-// vulkan0 where there is one, and the loader's errors.
+// vulkan0 where there is one, and the loader's errors. qwen2moe (raw
+// weights, a shared expert behind a sigmoid gate) and olmoe (raw weights,
+// whole-projection Q/K norms) against the same reference.
 #include <string>
 #include <vector>
 
@@ -72,6 +74,69 @@ TEST_F(MixtureOfExperts, Qwen3MoeMatchesTheReference) {
   EXPECT_EQ((*model)->hparams().n_ff_exp, 16);
 }
 
+// Qwen1.5-MoE: qwen2's biases, 8 experts of 16, top-2 weighed by their
+// raw probabilities, and a shared expert of 24 behind its sigmoid gate.
+ArchSpec qwen2moe() {
+  ArchSpec s;
+  s.arch = "qwen2moe";
+  s.neox = true;
+  s.qkv_bias = true;
+  s.n_expert = 8;
+  s.n_expert_used = 2;
+  s.expert_ffn = 16;
+  s.expert_weights_raw = true;
+  s.shared_ffn = 24;
+  s.seed = 23;
+  return s;
+}
+
+// OLMoE: Q/K norms over the whole projection (no GQA), 8 experts, top-3, raw.
+ArchSpec olmoe() {
+  ArchSpec s;
+  s.arch = "olmoe";
+  s.neox = true;
+  s.qk_norm = true;
+  s.qk_norm_whole = true;
+  s.n_head_kv = s.n_head;
+  s.n_expert = 8;
+  s.n_expert_used = 3;
+  s.n_ff = 16;
+  s.expert_weights_raw = true;
+  s.seed = 24;
+  return s;
+}
+
+TEST_F(MixtureOfExperts, Qwen2MoeSharedExpertMatchesTheReference) {
+  const TinyArchModel m(qwen2moe());
+  check(qwen2moe(), {{"with renormalised weights", mutate(m, [](TinyArchModel* c) { c->spec.expert_weights_raw = false; })},
+                     {"without the shared expert", mutate(m, [](TinyArchModel* c) { drop(c, "_shexp"); })},
+                     {"with the shared expert's gate at 1/2", mutate(m, [](TinyArchModel* c) {
+                        for (auto& [name, t] : c->tensors) {
+                          if (name.find("ffn_gate_inp_shexp") != std::string::npos) std::fill(t.v.begin(), t.v.end(), 0.0f);
+                        }
+                      })}});
+  auto model = load(m);
+  ASSERT_TRUE(model.ok()) << model.status().to_string();
+  EXPECT_EQ((*model)->hparams().n_ff_shexp, 24);
+  EXPECT_TRUE((*model)->hparams().expert_weights_raw);
+  EXPECT_NE((*model)->layers[1].ffn_down_shexp, nullptr);
+  // Without the width key the shared expert is as wide as the dense FFN key says.
+  auto no_key = load(m, m.gguf({}, {"expert_shared_feed_forward_length"}));
+  ASSERT_FALSE(no_key.ok());
+  EXPECT_NE(no_key.status().message().find("ffn_gate_shexp.weight' has shape"), std::string::npos)
+      << no_key.status().message();
+  auto missing = load(m, m.gguf({"blk.0.ffn_up_shexp.weight"}));
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("missing tensor 'blk.0.ffn_up_shexp.weight'"), std::string::npos)
+      << missing.status().message();
+}
+
+TEST_F(MixtureOfExperts, OlmoeMatchesTheReference) {
+  const TinyArchModel m(olmoe());
+  check(olmoe(), {{"with renormalised weights", mutate(m, [](TinyArchModel* c) { c->spec.expert_weights_raw = false; })},
+                  {"with top-2 routing", with_top(m, 2)}});
+}
+
 TEST_F(MixtureOfExperts, EveryExpertRoutedAloneMatchesTheReference) {
   // Top-1 of 4: a token's FFN is one expert's, its weight exactly 1.
   ArchSpec s = mixtral();
@@ -125,7 +190,7 @@ TEST_F(MixtureOfExperts, OnVulkan0MatchesTheReference) {
   LoadOptions where;
   where.devices = {vk, dev_};
   where.n_gpu_layers = 2;
-  for (const ArchSpec& spec : {mixtral(), qwen3moe()}) check(spec, {}, &where, 2e-4);
+  for (const ArchSpec& spec : {mixtral(), qwen3moe(), qwen2moe(), olmoe()}) check(spec, {}, &where, 2e-4);
 }
 
 // ---------------------------------------------------------------- errors

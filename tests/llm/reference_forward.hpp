@@ -203,7 +203,8 @@ class ReferenceForward {
   }
   // A mixture of experts: softmax over the router's logits, the
   // n_expert_used most probable experts (ties: the lower index), their
-  // probabilities renormalised, each expert's SiLU-gated FFN weighted.
+  // probabilities renormalised (unless raw), each expert's SiLU-gated FFN
+  // weighted; plus the shared expert times the sigmoid of its gate's logit.
   std::vector<double> experts(const std::string& pre, const std::vector<double>& xn) const {
     const int64_t ne = s_.n_expert, fe = s_.ff_exp(), d = s_.n_embd;
     std::vector<double> prob = matvec(w(pre + "ffn_gate_inp.weight"), ne, xn);
@@ -216,6 +217,7 @@ class ReferenceForward {
     std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return prob[a] > prob[b]; });
     double chosen = 0.0;
     for (int64_t j = 0; j < s_.n_expert_used; ++j) chosen += prob[order[j]];
+    if (s_.expert_weights_raw) chosen = 1.0;
     std::vector<double> out(static_cast<size_t>(d), 0.0);
     auto slice = [&](const std::string& name, int64_t e, int64_t n) {
       const std::vector<float>& all = w(pre + name);
@@ -227,6 +229,14 @@ class ReferenceForward {
       const std::vector<double> up = matvec(slice("ffn_up_exps.weight", e, fe * d), fe, xn);
       const std::vector<double> y = matvec(slice("ffn_down_exps.weight", e, d * fe), d, gated(gate, up));
       for (int64_t i = 0; i < d; ++i) out[i] += prob[e] / chosen * y[i];
+    }
+    if (has(pre + "ffn_gate_inp_shexp.weight")) {
+      const int64_t fs = s_.shared_ffn;
+      const double z = matvec(w(pre + "ffn_gate_inp_shexp.weight"), 1, xn)[0];
+      const std::vector<double> gate = matvec(w(pre + "ffn_gate_shexp.weight"), fs, xn);
+      const std::vector<double> up = matvec(w(pre + "ffn_up_shexp.weight"), fs, xn);
+      const std::vector<double> y = matvec(w(pre + "ffn_down_shexp.weight"), d, gated(gate, up));
+      for (int64_t i = 0; i < d; ++i) out[i] += y[i] / (1.0 + std::exp(-z));
     }
     return out;
   }

@@ -77,6 +77,12 @@ struct ArchSpec {
   int64_t n_expert_used = 0;
   int64_t expert_ffn = 0;
   int64_t ff_exp() const { return expert_ffn > 0 ? expert_ffn : n_ff; }
+  // qwen2moe / olmoe: the chosen experts weigh by their probabilities as
+  // they are (not renormalised); qwen2moe's shared expert of width
+  // shared_ffn (> 0: blk.N.ffn_{gate_inp,gate,up,down}_shexp and the key
+  // expert_shared_feed_forward_length).
+  bool expert_weights_raw = false;
+  int64_t shared_ffn = 0;
   // NoPE layers (smollm3: 4): layer il is not rotated when (il + 1) % nope_period == 0.
   int nope_period = 0;
   // Granite's multipliers (0 leaves the key out; logit_scale is required by
@@ -244,6 +250,13 @@ struct TinyArchModel {
         add(rng, p + "ffn_gate_exps.weight", {e, fe, ne}, 0.0f, 1.0f);
         add(rng, p + "ffn_up_exps.weight", {e, fe, ne}, 0.0f, 1.0f);
         add(rng, p + "ffn_down_exps.weight", {fe, e, ne}, 0.0f, 1.0f);
+        if (s.shared_ffn > 0) {
+          const auto fs = static_cast<uint64_t>(s.shared_ffn);
+          add(rng, p + "ffn_gate_inp_shexp.weight", {e}, 0.0f, 0.5f);
+          add(rng, p + "ffn_gate_shexp.weight", {e, fs}, 0.0f, 1.0f);
+          add(rng, p + "ffn_up_shexp.weight", {e, fs}, 0.0f, 1.0f);
+          add(rng, p + "ffn_down_shexp.weight", {fs, e}, 0.0f, 1.0f);
+        }
         continue;
       }
       if (!s.ffn_sequential) add(rng, p + "ffn_gate.weight", {e, ff}, 0.0f, 1.0f);
@@ -276,6 +289,7 @@ struct TinyArchModel {
       k["expert_count"] = static_cast<uint32_t>(spec.n_expert);
       k["expert_used_count"] = static_cast<uint32_t>(spec.n_expert_used);
       if (spec.expert_ffn > 0) k["expert_feed_forward_length"] = static_cast<uint32_t>(spec.expert_ffn);
+      if (spec.shared_ffn > 0) k["expert_shared_feed_forward_length"] = static_cast<uint32_t>(spec.shared_ffn);
     }
     return k;
   }
