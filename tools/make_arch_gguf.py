@@ -30,6 +30,8 @@ Architectures (--arch):
   command-r LayerNorms, attention and FFN in parallel (no ffn_norm), logit_scale
   cohere2   Command R7B: command-r with a sliding window on 3 of every 4 layers,
             RoPE on those only
+  glm4      GLM-4 (0414): post-norms after both blocks, fused attn_qkv (with
+            its bias) and ffn_up (gate rows, then up rows), half of each head rotated
   gpt2      LayerNorms with biases, fused blk.N.attn_qkv with its bias, learned
             positions (position_embd.weight, no RoPE), GELU FFN without a gate,
             biases on every projection, tied output
@@ -62,7 +64,7 @@ from gguf_writer import TYPE_IDS, read_gguf_kv, write_gguf  # noqa: E402
 
 ARCHS = ('llama', 'mixtral', 'qwen2', 'qwen3', 'qwen3moe', 'qwen2moe', 'olmoe', 'phi3', 'gemma2', 'gemma3', 'gemma', 'smollm3', 'granite',
          'granitemoe', 'olmo2', 'qwen2vl', 'exaone', 'ernie4_5',
-         'command-r', 'cohere2', 'gpt2', 'gptneox', 'phi2', 'starcoder2', 'stablelm')
+         'command-r', 'cohere2', 'glm4', 'gpt2', 'gptneox', 'phi2', 'starcoder2', 'stablelm')
 # The GPT family: LayerNorms with biases (and stablelm, whose FFN is gated).
 GPT = ('gpt2', 'gptneox', 'phi2', 'starcoder2', 'stablelm')
 # Their FFN without a gate: down(gelu(up x + b)) + b.
@@ -114,7 +116,7 @@ def build(a, n_vocab):
     d, hd = a.dim, a.head_dim or a.dim // a.heads
     qd, kvd = hd * a.heads, hd * a.kv_heads
     moe = arch in ('mixtral', 'qwen3moe', 'granitemoe', 'qwen2moe', 'olmoe')
-    post_norms = arch in ('gemma2', 'gemma3', 'olmo2')
+    post_norms = arch in ('gemma2', 'gemma3', 'olmo2', 'glm4')
     tied = arch in ('qwen2', 'qwen2vl', 'ernie4_5', 'command-r', 'cohere2', 'gemma', 'gemma2', 'gemma3', 'smollm3', 'granite',
                     'granitemoe', 'gpt2', 'starcoder2')
     gpt = arch in GPT
@@ -140,7 +142,7 @@ def build(a, n_vocab):
             m.vector(p + 'attn_norm.weight', d)
         if gpt:
             m.bias(p + 'attn_norm.bias', d)
-        if arch in ('phi3', 'gpt2', 'gptneox'):
+        if arch in ('phi3', 'gpt2', 'gptneox', 'glm4'):
             m.matrix(p + 'attn_qkv.weight', qd + 2 * kvd, d)
             if arch != 'phi3':
                 m.bias(p + 'attn_qkv.bias', qd + 2 * kvd)
@@ -179,7 +181,7 @@ def build(a, n_vocab):
                 m.matrix(p + 'ffn_gate_shexp.weight', a.ffn, d)
                 m.matrix(p + 'ffn_up_shexp.weight', a.ffn, d)
                 m.matrix(p + 'ffn_down_shexp.weight', d, a.ffn)
-        elif arch == 'phi3':
+        elif arch in ('phi3', 'glm4'):
             m.matrix(p + 'ffn_up.weight', 2 * a.ffn, d)
             m.matrix(p + 'ffn_down.weight', d, a.ffn)
         elif arch in FFN_SEQ:
@@ -211,7 +213,8 @@ def metadata(a, tok):
         k('attention.key_length', hd)
         k('attention.value_length', hd)
     # Pythia, Phi-2 and StableLM rotate a part of each head (a quarter here).
-    k('rope.dimension_count', max(2, hd // 8 * 2) if a.arch in ('gptneox', 'phi2', 'stablelm') else hd)
+    k('rope.dimension_count', max(2, hd // 8 * 2) if a.arch in ('gptneox', 'phi2', 'stablelm')
+      else hd // 2 if a.arch == 'glm4' else hd)
     if a.arch == 'gptneox':
         k('use_parallel_residual', True)
     k('attention.layer_norm_epsilon' if a.arch in ('command-r', 'cohere2') or a.arch in GPT else 'attention.layer_norm_rms_epsilon', 1e-6 if a.arch.startswith(('qwen', 'gemma', 'smollm3', 'granite', 'olmo2')) else 1e-5)

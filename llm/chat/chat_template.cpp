@@ -15,7 +15,7 @@ constexpr Named kNames[] = {
     {ChatFormat::kGemma, "gemma"},   {ChatFormat::kZephyr, "zephyr"}, {ChatFormat::kPhi4, "phi4"},
     {ChatFormat::kDeepseek3, "deepseek3"}, {ChatFormat::kMistralV7, "mistral-v7"},
     {ChatFormat::kMistralV7Spaced, "mistral-v7-spaced"}, {ChatFormat::kGranite, "granite"},
-    {ChatFormat::kExaone3, "exaone3"}, {ChatFormat::kCommandR, "command-r"},
+    {ChatFormat::kExaone3, "exaone3"}, {ChatFormat::kCommandR, "command-r"}, {ChatFormat::kGlm4, "glm4"},
 };
 
 }  // namespace
@@ -51,6 +51,7 @@ bool chat_format_from_name(std::string_view name, ChatFormat* out) {
 ChatFormat detect_chat_format(std::string_view t) {
   if (t.empty()) return ChatFormat::kPlain;
   if (has(t, "<|start_of_role|>")) return ChatFormat::kGranite;
+  if (has(t, "[gMASK]<sop>")) return ChatFormat::kGlm4;  // (before zephyr: it writes <|user|> too)
   if (has(t, "[|system|]") && has(t, "[|endofturn|]")) return ChatFormat::kExaone3;
   if (has(t, "<|START_OF_TURN_TOKEN|>")) return ChatFormat::kCommandR;
   if (has(t, "<|im_sep|>")) return ChatFormat::kPhi4;
@@ -124,6 +125,10 @@ std::string ChatTemplate::user_turn(const std::string& sys, const std::string& m
       return (with_sys ? "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|>" + sys + "<|END_OF_TURN_TOKEN|>" : std::string()) +
              "<|START_OF_TURN_TOKEN|><|USER_TOKEN|>" + msg +
              "<|END_OF_TURN_TOKEN|><|START_OF_TURN_TOKEN|><|CHATBOT_TOKEN|>";
+    case ChatFormat::kGlm4:
+      // The reply ends with the model's <|user|> (an end-of-generation token); the next turn writes its own.
+      return (first ? "[gMASK]<sop>" : "") + (with_sys ? "<|system|>\n" + sys : std::string()) + "<|user|>\n" + msg +
+             "<|assistant|>\n";
     case ChatFormat::kPlain:
       break;
   }

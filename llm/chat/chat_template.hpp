@@ -26,6 +26,7 @@ enum class ChatFormat {
   kGranite,  // <|start_of_role|>role<|end_of_role|>...<|end_of_text|>\n (IBM Granite 3)
   kExaone3,  // [|system|]...[|endofturn|]\n[|user|]...\n[|assistant|] (LG EXAONE 3 / 3.5)
   kCommandR,  // <|START_OF_TURN_TOKEN|><|USER_TOKEN|>...<|END_OF_TURN_TOKEN|> (Cohere Command R, Aya)
+  kGlm4,      // [gMASK]<sop><|system|>\n...<|user|>\n...<|assistant|>\n (GLM-4)
 };
 
 const char* chat_format_name(ChatFormat f);

@@ -65,6 +65,15 @@ constexpr ArchTraits olmoe() {
   return a;
 }
 
+// GLM-4 (0414: 9B, 32B; GLM-Z1): pre- and post-norms around both blocks,
+// gate and up fused in ffn_up, normal RoPE over part of each head.
+constexpr ArchTraits glm4() {
+  ArchTraits a{"glm4", LOOM_ROPE_MODE_NORMAL, false, false, false, false, true, false, 0, 0.0f, false, false};
+  a.post_norms = true;
+  a.sections_refused = true;
+  return a;
+}
+
 // mistral files say "llama" (their sliding window key is ignored, see
 // llama_hparams.cpp): nothing of their own here.
 constexpr ArchTraits kArchs[] = {
@@ -122,6 +131,7 @@ constexpr ArchTraits kArchs[] = {
     cohere2(),
     qwen2moe(),
     olmoe(),
+    glm4(),
 };
 
 }  // namespace

@@ -119,6 +119,9 @@ struct ArchTraits {
   // default feed_forward_length) every token runs, its output times
   // sigmoid(ffn_gate_inp_shexp . x), added to the experts' sum.
   bool shared_expert = false;
+  // rope.dimension_sections (GLM-4V's M-RoPE) is UNIMPLEMENTED by name
+  // rather than ignored (glm4: its text model rotates differently then).
+  bool sections_refused = false;
 };
 
 // The traits of `name`; nullptr when loom does not run it.

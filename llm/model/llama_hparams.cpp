@@ -329,6 +329,10 @@ Status read_llama_hparams(const GgufFile& file, const std::string& arch, LlamaHp
   }
   if (traits != nullptr && traits->granite) LOOM_RETURN_IF_ERROR(read_granite(r, file, arch, &h));
   if (traits != nullptr && traits->mrope) LOOM_RETURN_IF_ERROR(read_mrope_sections(r, file, arch, h));
+  if (traits != nullptr && traits->sections_refused && r.has("rope.dimension_sections")) {
+    return r.not_implemented(arch + ".rope.dimension_sections: M-RoPE (a vision model's text part) is not "
+                             "implemented for " + arch);
+  }
   if (traits != nullptr && traits->layer_norm) {
     // LayerNorms read their own key (llama.cpp's default when absent: 1e-5).
     h.rms_eps = 1e-5f;

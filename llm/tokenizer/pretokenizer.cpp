@@ -103,6 +103,7 @@ struct NameEntry {
   Family family;
   bool ignore_merges;
   bool add_bos;
+  bool no_bos = false;  // the file's BOS id is ignored: no BOS at all (llama.cpp's for GLM-4)
 };
 
 // Names as converters write them (llama.cpp's convert_hf_to_gguf_update.py).
@@ -119,6 +120,10 @@ const NameEntry kNames[] = {
     // Same expression as llama 3, without its merge and BOS rules.
     {"dbrx", kLlama3, false, false},
     {"smaug-bpe", kLlama3, false, false},
+    // GLM-4 (chatglm-bpe; glm4: GLM-4-0414): no BOS whatever the file says;
+    // its chat template starts with [gMASK]<sop>.
+    {"chatglm-bpe", kLlama3, false, false, true},
+    {"glm4", kLlama3, false, false, true},
     {"qwen2", kQwen2, false, false},
     {"deepseek-r1-qwen", kQwen2, false, false},
     {"kormo", kQwen2, false, false},
@@ -175,6 +180,7 @@ StatusOr<PreTokenizer> PreTokenizer::from_name(std::string_view name) {
     p.name_ = e.name;
     p.ignore_merges_ = e.ignore_merges;
     p.add_bos_ = e.add_bos;
+    p.no_bos_ = e.no_bos;
     for (const char* pattern : family_patterns(e.family)) {
       LOOM_ASSIGN_OR_RETURN(UnicodeRegex re, UnicodeRegex::compile(pattern));
       p.regexes_.push_back(std::move(re));

@@ -32,12 +32,15 @@ class PreTokenizer {
   bool ignore_merges() const { return ignore_merges_; }
   // The add_bos default when the file has no tokenizer.ggml.add_bos_token.
   bool add_bos() const { return add_bos_; }
+  // The tokenizer has no BOS token, whatever tokenizer.ggml.bos_token_id says.
+  bool no_bos() const { return no_bos_; }
 
  private:
   std::string name_;
   std::vector<UnicodeRegex> regexes_;
   bool ignore_merges_ = false;
   bool add_bos_ = false;
+  bool no_bos_ = false;
 };
 
 }  // namespace loom::llm

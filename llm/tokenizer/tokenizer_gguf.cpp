@@ -68,6 +68,7 @@ StatusOr<Tokenizer> Tokenizer::from_gguf(const GgufFile& f) {
   p.model = std::string(model);
   p.source = f.name();
   SpecialTokens& sp = p.special;
+  bool no_bos = false;
   if (bpe) {
     // The pre-tokenizer decides the add_bos default; an unknown one fails here,
     // before anything else is read.
@@ -83,6 +84,7 @@ StatusOr<Tokenizer> Tokenizer::from_gguf(const GgufFile& f) {
     if (!pre.ok()) return Status(pre.status().code(), ctx + pre.status().message());
     sp.bos = sp.eos = sp.unk = kNoToken;
     sp.add_bos = pre->add_bos();
+    no_bos = pre->no_bos();
     sp.add_space_prefix = false;
     if (!f.has("tokenizer.ggml.merges")) {
       return invalid_argument(ctx + "a 'gpt2' tokenizer needs tokenizer.ggml.merges");
@@ -110,6 +112,7 @@ StatusOr<Tokenizer> Tokenizer::from_gguf(const GgufFile& f) {
     for (int64_t v : t) p.types.push_back(v < INT32_MIN || v > INT32_MAX ? 0 : static_cast<int32_t>(v));
   }
   LOOM_ASSIGN_OR_RETURN(sp.bos, special_id(f, "tokenizer.ggml.bos_token_id", sp.bos));
+  if (no_bos) sp.bos = kNoToken;
   LOOM_ASSIGN_OR_RETURN(sp.eos, special_id(f, "tokenizer.ggml.eos_token_id", sp.eos));
   LOOM_ASSIGN_OR_RETURN(sp.unk, special_id(f, "tokenizer.ggml.unknown_token_id", sp.unk));
   LOOM_ASSIGN_OR_RETURN(sp.eot, special_id(f, "tokenizer.ggml.eot_token_id", sp.eot));

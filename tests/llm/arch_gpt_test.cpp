@@ -4,7 +4,7 @@
 // with their own FFN norm, or sequential ones by the file's key), Phi-2
 // (one norm feeding parallel blocks, an output bias), StarCoder 2 and
 // StableLM (LayerNorms with biases; StableLM 2 12B's per-head Q/K norms and
-// parallel layers without ffn_norm). Each family's distinctive features
+// parallel layers without ffn_norm); GLM-4's fused layout with post-norms. Each family's distinctive features
 // have mutants (the reference without one feature) that are far off, so a
 // graph that skipped the feature would fail; then the loader's errors for
 // what these files need (a context past the learned positions, a missing
@@ -208,6 +208,41 @@ TEST_F(GptFamilies, StableLmMatchesTheReference) {
   EXPECT_NE((*model)->layers[0].q_norm, nullptr);
 }
 
+// GLM-4 (0414): RMS norms before and after both blocks, Q/K/V and gate/up
+// fused, Q/K/V biases, normal RoPE over half of each head. (Not of GPT-2's
+// line, but of its fused layout.)
+ArchSpec glm4() {
+  ArchSpec s;
+  s.arch = "glm4";
+  s.post_norms = true;
+  s.fused = true;
+  s.qkv_bias = true;
+  s.n_rot = 4;
+  s.seed = 58;
+  return s;
+}
+
+TEST_F(GptFamilies, Glm4MatchesTheReference) {
+  const TinyArchModel m(glm4());
+  check(glm4(), {{"without the post-norms", mutate(m, [](TinyArchModel* c) {
+                   drop(c, "post_attention_norm");
+                   drop(c, "post_ffw_norm");
+                 })},
+                 {"with neox RoPE", mutate(m, [](TinyArchModel* c) { c->spec.neox = true; })}});
+  auto model = load(m);
+  ASSERT_TRUE(model.ok()) << model.status().to_string();
+  EXPECT_NE((*model)->layers[0].ffn_gate_up, nullptr);
+  EXPECT_NE((*model)->layers[0].post_attn_norm, nullptr);
+  // GLM-4V's M-RoPE sections: refused by name, not ignored.
+  TinyArchModel v = m;
+  v.spec.mrope_sections = {1, 1, 0, 0};
+  auto vision = load(v);
+  ASSERT_FALSE(vision.ok());
+  EXPECT_EQ(vision.status().code(), StatusCode::kUnimplemented);
+  EXPECT_NE(vision.status().message().find("glm4.rope.dimension_sections"), std::string::npos)
+      << vision.status().message();
+}
+
 // Each tensor of each family left out: a bias, StableLM's ffn_norm and
 // the output head (then tied to the embedding) are optional; anything else is named as missing (a
 // fused Q/K/V as the separate Q it would otherwise read).
@@ -248,7 +283,7 @@ TEST_F(GptFamilies, FfnAndNormBiasesOfAnyFileAreAdded) {
 // Two layers on vulkan0 (lavapipe; a looser bound) and the rest on the cpu,
 // then the layers shared with a simulated device.
 TEST_F(GptFamilies, OnVulkan0AndSplitTheFamiliesMatchTheReference) {
-  const std::vector<ArchSpec> specs = {gpt2(), gptneox(1), phi2(), starcoder2(), stablelm12b()};
+  const std::vector<ArchSpec> specs = {gpt2(), gptneox(1), phi2(), starcoder2(), stablelm12b(), glm4()};
   if (registry::Device* vk = reg_->device("vulkan0")) {
     LoadOptions where;
     where.devices = {vk, dev_};

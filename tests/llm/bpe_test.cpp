@@ -217,6 +217,21 @@ TEST(BpeGguf, MissingPreMeansDefault) {
   EXPECT_EQ(t->pre_name(), "default");
 }
 
+TEST(BpeGguf, Glm4HasNoBosWhateverTheFileSays) {
+  // llama.cpp drops GLM-4's BOS id (its template writes [gMASK]<sop>).
+  ToyBpe v;
+  v.merge("a", "b").token("<|endoftext|>", 3);
+  const TokenId bos = v.id("<|endoftext|>");
+  for (const char* pre : {"glm4", "chatglm-bpe"}) {
+    auto t = load(toy_gguf(v, pre, [&](GgufBuilder& b) {
+      b.kv("tokenizer.ggml.bos_token_id", testing::kU32, static_cast<uint32_t>(bos));
+      b.kv("tokenizer.ggml.add_bos_token", testing::kBool, uint8_t(1));
+    }));
+    ASSERT_TRUE(t.ok()) << t.status().to_string();
+    EXPECT_EQ(t->encode_prompt("ab"), (std::vector<TokenId>{v.id("ab")})) << pre;
+  }
+}
+
 TEST(BpeGguf, LoadErrorsNameTheProblem) {
   auto unknown = load(toy_gguf(ToyBpe(), "frobnicate"));
   ASSERT_FALSE(unknown.ok());

@@ -52,8 +52,13 @@ TEST(ChatFormat, RecognisedFromTemplateMarkers) {
   // Cohere Command R / Aya.
   EXPECT_EQ(detect_chat_format("{{ '<|START_OF_TURN_TOKEN|><|USER_TOKEN|>' + message['content'] }}"),
             ChatFormat::kCommandR);
+  // GLM-4 (it writes zephyr's <|user|> too).
+  EXPECT_EQ(detect_chat_format("[gMASK]<sop>{% for item in messages %}{% if item['role'] == 'user' %}<|user|>\n"
+                               "{{ item['content'] }}{% endif %}{% endfor %}<|assistant|>"),
+            ChatFormat::kGlm4);
   for (const char* name : {"plain", "chatml", "llama3", "llama2", "mistral", "phi3", "gemma", "zephyr", "phi4",
-                           "deepseek3", "mistral-v7", "mistral-v7-spaced", "granite", "exaone3", "command-r"}) {
+                           "deepseek3", "mistral-v7", "mistral-v7-spaced", "granite", "exaone3", "command-r",
+                           "glm4"}) {
     ChatFormat f;
     ASSERT_TRUE(chat_format_from_name(name, &f)) << name;
     EXPECT_STREQ(chat_format_name(f), name);
@@ -112,6 +117,9 @@ TEST(ChatFormat, TurnsRenderEachLayout) {
             "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|>S<|END_OF_TURN_TOKEN|><|START_OF_TURN_TOKEN|><|USER_TOKEN|>Hi"
             "<|END_OF_TURN_TOKEN|><|START_OF_TURN_TOKEN|><|CHATBOT_TOKEN|>");
   EXPECT_EQ(ChatTemplate(ChatFormat::kCommandR).after_reply(), "");
+  EXPECT_EQ(ChatTemplate(ChatFormat::kGlm4).user_turn("S", "Hi", true), "[gMASK]<sop><|system|>\nS<|user|>\nHi<|assistant|>\n");
+  EXPECT_EQ(ChatTemplate(ChatFormat::kGlm4).user_turn("S", "Hi", false), "<|user|>\nHi<|assistant|>\n");
+  EXPECT_EQ(ChatTemplate(ChatFormat::kGlm4).after_reply(), "");
   EXPECT_EQ(ChatTemplate(ChatFormat::kLlama3).after_reply(), "");
 }
 

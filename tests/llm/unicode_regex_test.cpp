@@ -223,7 +223,8 @@ TEST(PreTokenizer, EveryNameCompiles) {
   // Aliases split as their family does (llama.cpp's table): exaone4 as gpt-2, kormo as qwen2.
   const std::string text = "Hello world's 12345 \xe4\xbd\xa0\xe5\xa5\xbd!!  \n\n x";
   for (const auto& [alias, family] : {std::pair<const char*, const char*>{"exaone4", "gpt-2"}, {"mellum", "gpt-2"},
-                                      {"a.x-4.0", "gpt-2"}, {"kormo", "qwen2"}}) {
+                                      {"a.x-4.0", "gpt-2"}, {"kormo", "qwen2"},
+                                      {"glm4", "llama-bpe"}, {"chatglm-bpe", "llama-bpe"}}) {
     auto a = PreTokenizer::from_name(alias);
     auto f = PreTokenizer::from_name(family);
     ASSERT_TRUE(a.ok() && f.ok()) << alias;
