@@ -23,10 +23,12 @@ Architectures (--arch):
   smollm3   llama with every 4th layer unrotated (NoPE; no key says so)
   granite   llama with granite.{embedding,residual,logit}_scale and attention.scale
   granitemoe  granite with experts (as mixtral's, granitemoe.expert_count)
+  minicpm   MiniCPM: granite's multipliers, keys left out (the defaults apply)
   olmo2     no input norms, post-norms, Q/K norms over the whole projection
   qwen2vl   Qwen2-VL's text model: qwen2 with rope.dimension_sections (M-RoPE)
   exaone    llama's layout (EXAONE 3 / 3.5; neox RoPE in loom's table)
   ernie4_5  llama's layout (ERNIE 4.5's dense models), tied output
+  internlm2 llama's layout (InternLM2 / 2.5)
   command-r LayerNorms, attention and FFN in parallel (no ffn_norm), logit_scale
   cohere2   Command R7B: command-r with a sliding window on 3 of every 4 layers,
             RoPE on those only
@@ -64,7 +66,7 @@ from gguf_writer import TYPE_IDS, read_gguf_kv, write_gguf  # noqa: E402
 
 ARCHS = ('llama', 'mixtral', 'qwen2', 'qwen3', 'qwen3moe', 'qwen2moe', 'olmoe', 'phi3', 'gemma2', 'gemma3', 'gemma', 'smollm3', 'granite',
          'granitemoe', 'olmo2', 'qwen2vl', 'exaone', 'ernie4_5',
-         'command-r', 'cohere2', 'glm4', 'gpt2', 'gptneox', 'phi2', 'starcoder2', 'stablelm')
+         'command-r', 'cohere2', 'glm4', 'minicpm', 'internlm2', 'gpt2', 'gptneox', 'phi2', 'starcoder2', 'stablelm')
 # The GPT family: LayerNorms with biases (and stablelm, whose FFN is gated).
 GPT = ('gpt2', 'gptneox', 'phi2', 'starcoder2', 'stablelm')
 # Their FFN without a gate: down(gelu(up x + b)) + b.
@@ -118,7 +120,7 @@ def build(a, n_vocab):
     moe = arch in ('mixtral', 'qwen3moe', 'granitemoe', 'qwen2moe', 'olmoe')
     post_norms = arch in ('gemma2', 'gemma3', 'olmo2', 'glm4')
     tied = arch in ('qwen2', 'qwen2vl', 'ernie4_5', 'command-r', 'cohere2', 'gemma', 'gemma2', 'gemma3', 'smollm3', 'granite',
-                    'granitemoe', 'gpt2', 'starcoder2')
+                    'granitemoe', 'minicpm', 'gpt2', 'starcoder2')
     gpt = arch in GPT
     m.matrix('token_embd.weight', n_vocab, d, scale=4.0)
     if arch == 'gpt2':

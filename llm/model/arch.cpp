@@ -74,6 +74,15 @@ constexpr ArchTraits glm4() {
   return a;
 }
 
+// MiniCPM (1B, 2B; OpenBMB): llama with Granite's multipliers, which older
+// files leave to their defaults.
+constexpr ArchTraits minicpm() {
+  ArchTraits a{"minicpm", LOOM_ROPE_MODE_NORMAL, false, false, false, false, false, false, 0, 0.0f, false, false};
+  a.granite = true;
+  a.granite_defaults = true;
+  return a;
+}
+
 // mistral files say "llama" (their sliding window key is ignored, see
 // llama_hparams.cpp): nothing of their own here.
 constexpr ArchTraits kArchs[] = {
@@ -113,6 +122,8 @@ constexpr ArchTraits kArchs[] = {
     {"exaone", LOOM_ROPE_MODE_NEOX, true, false, false, false, false, false, 0, 0.0f, false, false},
     // ERNIE 4.5's dense models (Baidu, 0.3B): llama's graph; biases where present.
     {"ernie4_5", LOOM_ROPE_MODE_NORMAL, false, false, false, false, false, false, 0, 0.0f, false, false},
+    // InternLM2 / 2.5 (Shanghai AI Lab): llama's graph (the converter splits its fused wqkv).
+    {"internlm2", LOOM_ROPE_MODE_NORMAL, false, false, false, false, false, false, 0, 0.0f, false, false},
     // Cohere's Command R (35B) and Aya 23 / Aya Expanse: LayerNorms, parallel
     // attention and FFN, logits times logit_scale, tied output.
     {"command-r", LOOM_ROPE_MODE_NORMAL, false, false, false, false, false, false, 0, 0.0f, false, false, false, 0,
@@ -132,6 +143,7 @@ constexpr ArchTraits kArchs[] = {
     qwen2moe(),
     olmoe(),
     glm4(),
+    minicpm(),
 };
 
 }  // namespace

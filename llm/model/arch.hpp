@@ -122,6 +122,10 @@ struct ArchTraits {
   // rope.dimension_sections (GLM-4V's M-RoPE) is UNIMPLEMENTED by name
   // rather than ignored (glm4: its text model rotates differently then).
   bool sections_refused = false;
+  // Granite's multipliers with MiniCPM's defaults when a key is absent
+  // (minicpm: embedding 12, residual 1.4 / sqrt(n_layer), logits times
+  // n_embd / 256), and RoPE in every layer whatever rope.scaling.finetuned says.
+  bool granite_defaults = false;
 };
 
 // The traits of `name`; nullptr when loom does not run it.

@@ -221,10 +221,20 @@ Status read_mrope_sections(const KeyReader& r, const GgufFile& file, const std::
 
 // Granite's multipliers (ArchTraits::granite): embedding_scale,
 // residual_scale and attention.scale when present, logit_scale required,
-// each > 0; rope.scaling.finetuned = false: no layer rotates.
-Status read_granite(const KeyReader& r, const GgufFile& file, const std::string& arch, LlamaHparams* h) {
-  if (!r.has("logit_scale")) return r.missing("logit_scale");
+// each > 0; rope.scaling.finetuned = false: no layer rotates. MiniCPM
+// (minicpm: defaults): every key optional, the defaults llama.cpp gives
+// older MiniCPM files (embedding 12, residual 1.4 / sqrt(n_layer), logit
+// scale 256 / n_embd), RoPE in every layer.
+Status read_granite(const KeyReader& r, const GgufFile& file, const std::string& arch, bool minicpm,
+                    LlamaHparams* h) {
   float logit_scale = 0.0f;
+  if (minicpm) {
+    h->embd_scale = 12.0f;
+    h->residual_scale = 1.4f / std::sqrt(static_cast<float>(h->n_layer));
+    logit_scale = 256.0f / static_cast<float>(h->n_embd);
+  } else if (!r.has("logit_scale")) {
+    return r.missing("logit_scale");
+  }
   for (const auto& [key, v] : {std::pair<const char*, float*>{"embedding_scale", &h->embd_scale},
                                {"residual_scale", &h->residual_scale},
                                {"attention.scale", &h->attn_scale},
@@ -235,7 +245,7 @@ Status read_granite(const KeyReader& r, const GgufFile& file, const std::string&
   }
   h->logit_factor = 1.0f / logit_scale;  // as llama.cpp scales them
   const std::string finetuned = arch + ".rope.scaling.finetuned";
-  if (file.has(finetuned)) {
+  if (!minicpm && file.has(finetuned)) {
     StatusOr<bool> rotate = file.get_bool(finetuned);
     if (!rotate.ok()) return r.fail(rotate.status().message());
     if (!*rotate) h->nope_period = 1;
@@ -327,7 +337,9 @@ Status read_llama_hparams(const GgufFile& file, const std::string& arch, LlamaHp
       h.parallel_residual = *v;
     }
   }
-  if (traits != nullptr && traits->granite) LOOM_RETURN_IF_ERROR(read_granite(r, file, arch, &h));
+  if (traits != nullptr && traits->granite) {
+    LOOM_RETURN_IF_ERROR(read_granite(r, file, arch, traits->granite_defaults, &h));
+  }
   if (traits != nullptr && traits->mrope) LOOM_RETURN_IF_ERROR(read_mrope_sections(r, file, arch, h));
   if (traits != nullptr && traits->sections_refused && r.has("rope.dimension_sections")) {
     return r.not_implemented(arch + ".rope.dimension_sections: M-RoPE (a vision model's text part) is not "

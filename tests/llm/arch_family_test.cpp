@@ -1,15 +1,17 @@
 // More of the llama family on tiny random models against the double-
 // precision reference (reference_forward.hpp): SmolLM3's unrotated (NoPE)
-// layers, Granite's four multipliers (dense and its mixture of experts),
-// the first Gemma (no post-norms), OLMo 2 (no input norms, Q/K norms over
-// the whole projection), Qwen2-VL's text model (M-RoPE sections), EXAONE
-// and ERNIE 4.5 (llama's graph, their own RoPE), Command R / Aya (LayerNorms,
-// parallel blocks); each with mutants (the reference without
+// layers, Granite's four multipliers (dense and its mixture of experts;
+// MiniCPM's with their defaults), the first Gemma (no post-norms), OLMo 2
+// (no input norms, Q/K norms over the whole projection), Qwen2-VL's text
+// model (M-RoPE sections), EXAONE, ERNIE 4.5 and InternLM2 (llama's graph,
+// their own RoPE), Command R / Aya (LayerNorms, parallel blocks) and Command
+// R7B (windowed RoPE layers, a global NoPE one); each with mutants (the reference without
 // one feature) that are far off, so a graph that skipped the feature would
 // fail. Then what every file gets: attention biases read wherever present
 // (as llama.cpp reads a llama's), and any tensor the graph would not read
 // refused by name, since running without it computes another model (a
 // vision tower's v.* and mm.* excepted: loom runs the text model).
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -149,7 +151,7 @@ TEST_F(ArchFamilies, Qwen2VlTextRotatesAsNeox) {
 
 // EXAONE (neox RoPE, llama-3 style factors) and ERNIE 4.5 (normal RoPE,
 // Q/K/V biases here): llama's graph, each with its own rotation.
-TEST_F(ArchFamilies, ExaoneAndErnieMatchTheReference) {
+TEST_F(ArchFamilies, ExaoneErnieAndInternLm2MatchTheReference) {
   ArchSpec exaone;
   exaone.arch = "exaone";
   exaone.neox = true;
@@ -165,6 +167,12 @@ TEST_F(ArchFamilies, ExaoneAndErnieMatchTheReference) {
   ernie.seed = 42;
   const TinyArchModel r(ernie);
   check(ernie, {{"with neox RoPE", mutate(r, [](TinyArchModel* c) { c->spec.neox = true; })}});
+  // InternLM2: llama's graph under its own name.
+  ArchSpec internlm2;
+  internlm2.arch = "internlm2";
+  internlm2.seed = 47;
+  const TinyArchModel i(internlm2);
+  check(internlm2, {{"with neox RoPE", mutate(i, [](TinyArchModel* c) { c->spec.neox = true; })}});
 }
 
 // Command R / Aya: LayerNorms, attention and FFN in parallel from one norm,
@@ -287,6 +295,36 @@ TEST_F(ArchFamilies, GraniteWithRopeOffRotatesNoLayer) {
   check(on, {});
 }
 
+// MiniCPM: Granite's multipliers (its graph in llama.cpp), each key
+// optional; a file without them gets llama.cpp's defaults for older MiniCPM
+// files (embedding 12, residual 1.4 / sqrt(n_layer), logit scale 256 /
+// n_embd), and RoPE whatever rope.scaling.finetuned says.
+TEST_F(ArchFamilies, MiniCpmMultipliersAndTheirDefaultsMatchTheReference) {
+  ArchSpec s = granite();
+  s.arch = "minicpm";
+  s.attention_scale = 0.0f;
+  s.seed = 46;
+  const TinyArchModel keyed(s);
+  check(s, {{"without the residual scale", mutate(keyed, [](TinyArchModel* c) { c->spec.residual_scale = 0; })}});
+
+  ArchSpec d = s;
+  d.embedding_scale = 12.0f;
+  d.residual_scale = 1.4f / std::sqrt(static_cast<float>(d.n_layer));
+  d.logit_scale = 256.0f / static_cast<float>(d.n_embd);
+  d.rope_finetuned = 0;  // (written, and ignored by minicpm; the reference below rotates)
+  const TinyArchModel m(d);
+  auto model = load(m, m.gguf({}, {"embedding_scale", "residual_scale", "logit_scale"}));
+  ASSERT_TRUE(model.ok()) << model.status().to_string();
+  EXPECT_FLOAT_EQ((*model)->hparams().embd_scale, 12.0f);
+  EXPECT_FLOAT_EQ((*model)->hparams().logit_factor, 32.0f / 256.0f);
+  EXPECT_TRUE((*model)->hparams().rotates(0));
+  d.rope_finetuned = -1;
+  const std::vector<std::vector<double>> ref = ReferenceForward(TinyArchModel(d)).logits(prompt());
+  const double err = max_abs_diff(loom_logits(model->get(), 5, true), ref);
+  EXPECT_LT(err, kTol * 10) << "defaults";
+  std::cout << "[ arch ] minicpm with the default multipliers: max |loom - reference| " << err << "\n";
+}
+
 TEST_F(ArchFamilies, GraniteMoeMatchesTheReference) {
   const TinyArchModel m(granitemoe());
   check(granitemoe(), {{"without the residual scale", mutate(m, [](TinyArchModel* c) { c->spec.residual_scale = 0; })},
@@ -382,22 +420,8 @@ TEST_F(ArchFamilies, OnVulkan0AndSplitTheFamiliesMatchTheReference) {
   ArchSpec llama_biases;
   llama_biases.qkv_bias = true;
   llama_biases.out_bias = true;
-  const std::vector<ArchSpec> specs = {smollm3(),       granite(),    granitemoe(), gemma(), olmo2(), qwen2vl(),
-                                       command_r(true), llama_biases, cohere2()};
-  if (registry::Device* vk = reg_->device("vulkan0")) {
-    LoadOptions where;
-    where.devices = {vk, dev_};
-    where.n_gpu_layers = 2;
-    for (const ArchSpec& spec : specs) check(spec, {}, &where, 2e-4);
-  } else {
-    std::cout << "[ arch ] no vulkan0 here: the families ran on the cpu and the simulated device only\n";
-  }
-  auto reg = sim_and_cpu();
-  if (reg == nullptr) GTEST_SKIP() << "sim plugin not loaded";
-  LoadOptions split;
-  split.devices = {reg->device("sim0"), reg->device("cpu")};
-  split.tensor_split = {1, 1};
-  for (const ArchSpec& spec : specs) check(spec, {}, &split);
+  check_on_vulkan0_and_split({smollm3(), granite(), granitemoe(), gemma(), olmo2(), qwen2vl(), command_r(true),
+                              llama_biases, cohere2()});
 }
 
 }  // namespace

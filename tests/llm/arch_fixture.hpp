@@ -134,6 +134,26 @@ class Architectures : public test::CpuFileTest {
     }
   }
 
+  // Each spec with two layers on vulkan0 (lavapipe counts; GPU sin/cos and
+  // sums: a looser bound) and the rest on the cpu, then with its layers
+  // shared with a simulated device (skipped, said, where either is missing).
+  void check_on_vulkan0_and_split(const std::vector<ArchSpec>& specs) {
+    if (registry::Device* vk = reg_->device("vulkan0")) {
+      LoadOptions where;
+      where.devices = {vk, dev_};
+      where.n_gpu_layers = 2;
+      for (const ArchSpec& spec : specs) check(spec, {}, &where, 2e-4);
+    } else {
+      std::cout << "[ arch ] no vulkan0 here: the families ran on the cpu and the simulated device only\n";
+    }
+    auto reg = sim_and_cpu();
+    if (reg == nullptr) GTEST_SKIP() << "sim plugin not loaded";
+    LoadOptions split;
+    split.devices = {reg->device("sim0"), reg->device("cpu")};
+    split.tensor_split = {1, 1};
+    for (const ArchSpec& spec : specs) check(spec, {}, &split);
+  }
+
   // A registry of one simulated device (tests/sim_plugin: the ops below,
   // its own memory) and the cpu, for splits across devices; nullptr (after
   // a skip) when the sim plugin is not built.

@@ -280,24 +280,9 @@ TEST_F(GptFamilies, FfnAndNormBiasesOfAnyFileAreAdded) {
             {"without the norms' biases", mutate(m, [](TinyArchModel* c) { drop(c, "norm.bias"); })}});
 }
 
-// Two layers on vulkan0 (lavapipe; a looser bound) and the rest on the cpu,
-// then the layers shared with a simulated device.
+// On vulkan0 beside the cpu, and split with a simulated device.
 TEST_F(GptFamilies, OnVulkan0AndSplitTheFamiliesMatchTheReference) {
-  const std::vector<ArchSpec> specs = {gpt2(), gptneox(1), phi2(), starcoder2(), stablelm12b(), glm4()};
-  if (registry::Device* vk = reg_->device("vulkan0")) {
-    LoadOptions where;
-    where.devices = {vk, dev_};
-    where.n_gpu_layers = 2;
-    for (const ArchSpec& spec : specs) check(spec, {}, &where, 2e-4);
-  } else {
-    std::cout << "[ arch ] no vulkan0 here: the families ran on the cpu and the simulated device only\n";
-  }
-  auto reg = sim_and_cpu();
-  if (reg == nullptr) GTEST_SKIP() << "sim plugin not loaded";
-  LoadOptions split;
-  split.devices = {reg->device("sim0"), reg->device("cpu")};
-  split.tensor_split = {1, 1};
-  for (const ArchSpec& spec : specs) check(spec, {}, &split);
+  check_on_vulkan0_and_split({gpt2(), gptneox(1), phi2(), starcoder2(), stablelm12b(), glm4()});
 }
 
 }  // namespace
