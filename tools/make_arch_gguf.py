@@ -27,6 +27,8 @@ Architectures (--arch):
   olmo2     no input norms, post-norms, Q/K norms over the whole projection
   qwen2vl   Qwen2-VL's text model: qwen2 with rope.dimension_sections (M-RoPE)
   exaone    llama's layout (EXAONE 3 / 3.5; neox RoPE in loom's table)
+  exaone4   EXAONE 4.0: no input norms, post-norms, per-head Q/K norms (a
+            64-layer file gets the 32B's sliding windows)
   ernie4_5  llama's layout (ERNIE 4.5's dense models), tied output
   internlm2 llama's layout (InternLM2 / 2.5)
   command-r LayerNorms, attention and FFN in parallel (no ffn_norm), logit_scale
@@ -66,7 +68,7 @@ from gguf_writer import TYPE_IDS, read_gguf_kv, write_gguf  # noqa: E402
 
 ARCHS = ('llama', 'mixtral', 'qwen2', 'qwen3', 'qwen3moe', 'qwen2moe', 'olmoe', 'phi3', 'gemma2', 'gemma3', 'gemma', 'smollm3', 'granite',
          'granitemoe', 'olmo2', 'qwen2vl', 'exaone', 'ernie4_5',
-         'command-r', 'cohere2', 'glm4', 'minicpm', 'internlm2', 'gpt2', 'gptneox', 'phi2', 'starcoder2', 'stablelm')
+         'command-r', 'cohere2', 'glm4', 'minicpm', 'internlm2', 'exaone4', 'gpt2', 'gptneox', 'phi2', 'starcoder2', 'stablelm')
 # The GPT family: LayerNorms with biases (and stablelm, whose FFN is gated).
 GPT = ('gpt2', 'gptneox', 'phi2', 'starcoder2', 'stablelm')
 # Their FFN without a gate: down(gelu(up x + b)) + b.
@@ -118,7 +120,7 @@ def build(a, n_vocab):
     d, hd = a.dim, a.head_dim or a.dim // a.heads
     qd, kvd = hd * a.heads, hd * a.kv_heads
     moe = arch in ('mixtral', 'qwen3moe', 'granitemoe', 'qwen2moe', 'olmoe')
-    post_norms = arch in ('gemma2', 'gemma3', 'olmo2', 'glm4')
+    post_norms = arch in ('gemma2', 'gemma3', 'olmo2', 'glm4', 'exaone4')
     tied = arch in ('qwen2', 'qwen2vl', 'ernie4_5', 'command-r', 'cohere2', 'gemma', 'gemma2', 'gemma3', 'smollm3', 'granite',
                     'granitemoe', 'minicpm', 'gpt2', 'starcoder2')
     gpt = arch in GPT
@@ -140,7 +142,7 @@ def build(a, n_vocab):
         m.tensors.append(('rope_factors_short.weight', np.linspace(1.0, 1.5, hd // 2).astype(np.float32), 0))
     for il in range(a.layers):
         p = f'blk.{il}.'
-        if arch != 'olmo2':
+        if arch not in ('olmo2', 'exaone4'):
             m.vector(p + 'attn_norm.weight', d)
         if gpt:
             m.bias(p + 'attn_norm.bias', d)
@@ -159,7 +161,7 @@ def build(a, n_vocab):
             m.bias(p + 'attn_q.bias', qd)
             m.bias(p + 'attn_k.bias', kvd)
             m.bias(p + 'attn_v.bias', kvd)
-        if arch in ('qwen3', 'qwen3moe', 'gemma3'):
+        if arch in ('qwen3', 'qwen3moe', 'gemma3', 'exaone4'):
             m.vector(p + 'attn_q_norm.weight', hd)
             m.vector(p + 'attn_k_norm.weight', hd)
         if arch in ('olmo2', 'olmoe'):
@@ -167,7 +169,7 @@ def build(a, n_vocab):
             m.vector(p + 'attn_k_norm.weight', kvd)
         if post_norms:
             m.vector(p + 'post_attention_norm.weight', d)
-        if arch not in ('olmo2', 'command-r', 'cohere2', 'phi2'):
+        if arch not in ('olmo2', 'exaone4', 'command-r', 'cohere2', 'phi2'):
             m.vector(p + 'ffn_norm.weight', d)
             if gpt:
                 m.bias(p + 'ffn_norm.bias', d)

@@ -83,6 +83,19 @@ constexpr ArchTraits minicpm() {
   return a;
 }
 
+// EXAONE 4.0 (1.2B; 32B): no input norms, post-norms (olmo2's layout) with
+// per-head Q/K norms; the 32B's three windowed RoPE layers to one global
+// NoPE layer (a window of 4096 unless the file says).
+constexpr ArchTraits exaone4() {
+  ArchTraits a{"exaone4", LOOM_ROPE_MODE_NEOX, true, false, true, false, false, false, 4, 0.0f, false, false};
+  a.post_norms = true;
+  a.pre_norms = false;
+  a.nope_period = 4;
+  a.swa_layer_count = 64;
+  a.swa_default = 4096;
+  return a;
+}
+
 // mistral files say "llama" (their sliding window key is ignored, see
 // llama_hparams.cpp): nothing of their own here.
 constexpr ArchTraits kArchs[] = {
@@ -144,6 +157,7 @@ constexpr ArchTraits kArchs[] = {
     olmoe(),
     glm4(),
     minicpm(),
+    exaone4(),
 };
 
 }  // namespace

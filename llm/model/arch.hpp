@@ -126,6 +126,12 @@ struct ArchTraits {
   // (minicpm: embedding 12, residual 1.4 / sqrt(n_layer), logits times
   // n_embd / 256), and RoPE in every layer whatever rope.scaling.finetuned says.
   bool granite_defaults = false;
+  // The sliding window (swa_period) applies only to a file of this many
+  // layers, with attention.sliding_window defaulting to swa_default; other
+  // files rotate every layer and attend globally (exaone4: its 32B's 64
+  // layers, llama.cpp's rule). 0: every file of the architecture.
+  int swa_layer_count = 0;
+  int swa_default = 0;
 };
 
 // The traits of `name`; nullptr when loom does not run it.

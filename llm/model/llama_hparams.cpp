@@ -293,12 +293,16 @@ Status read_llama_hparams(const GgufFile& file, const std::string& arch, LlamaHp
   if (!(h.rms_eps >= 0.0f)) {
     return r.fail(arch + ".attention.layer_norm_rms_epsilon = " + std::to_string(h.rms_eps) + ": must be >= 0");
   }
-  if (traits != nullptr && traits->swa_period > 0) {
+  // (exaone4: windows only in a file of swa_layer_count layers, as llama.cpp decides it.)
+  const bool windowed = traits != nullptr && traits->swa_period > 0 &&
+                        (traits->swa_layer_count == 0 || h.n_layer == traits->swa_layer_count);
+  if (windowed) {
     if (!h.rope_divisors.empty()) {
       return r.not_implemented(arch + ".rope.scaling.type = yarn: not implemented for " + arch +
                                " (its local layers' RoPE has a base of its own)");
     }
-    LOOM_RETURN_IF_ERROR(r.get("attention.sliding_window", L::kMaxContext, "tokens", &h.n_swa));
+    LOOM_RETURN_IF_ERROR(r.get("attention.sliding_window", L::kMaxContext, "tokens", &h.n_swa,
+                               traits->swa_layer_count > 0 ? traits->swa_default : -1));
     h.swa_period = traits->swa_period;
     if (traits->swa_rope_base > 0.0f) {
       h.rope_freq_base_swa = traits->swa_rope_base;
@@ -328,6 +332,7 @@ Status read_llama_hparams(const GgufFile& file, const std::string& arch, LlamaHp
     }
   }
   if (traits != nullptr) h.nope_period = traits->pos_embd ? 1 : traits->nope_period;
+  if (traits != nullptr && traits->swa_layer_count > 0 && !windowed) h.nope_period = 0;  // every layer global, rotated
   if (traits != nullptr && traits->parallel_residual_key) {
     h.parallel_residual = true;  // (llama.cpp's and GPT-NeoX's default)
     const std::string key = arch + ".use_parallel_residual";

@@ -3,7 +3,8 @@
 // layers, Granite's four multipliers (dense and its mixture of experts;
 // MiniCPM's with their defaults), the first Gemma (no post-norms), OLMo 2
 // (no input norms, Q/K norms over the whole projection), Qwen2-VL's text
-// model (M-RoPE sections), EXAONE, ERNIE 4.5 and InternLM2 (llama's graph,
+// model (M-RoPE sections), EXAONE 4.0 (olmo2's layout, per-head Q/K norms,
+// the 32B's windows), EXAONE, ERNIE 4.5 and InternLM2 (llama's graph,
 // their own RoPE), Command R / Aya (LayerNorms, parallel blocks) and Command
 // R7B (windowed RoPE layers, a global NoPE one); each with mutants (the reference without
 // one feature) that are far off, so a graph that skipped the feature would
@@ -235,6 +236,53 @@ ArchSpec cohere2() {
   s.nope_period = 4;
   s.seed = 45;
   return s;
+}
+
+// EXAONE 4.0: olmo2's layout (no input norms, post-norms) with per-head Q/K
+// norms; only a 64-layer file (the 32B) has windows: layers 0-2 of every 4
+// windowed with RoPE, layer 3 global without.
+ArchSpec exaone4(int64_t n_layer) {
+  ArchSpec s;
+  s.arch = "exaone4";
+  s.neox = true;
+  s.qk_norm = true;
+  s.pre_norms = false;
+  s.post_norms = true;
+  s.n_layer = n_layer;
+  if (n_layer == 64) {
+    s.sliding_window = 3;
+    s.swa_period = 4;
+    s.swa_rope_base = 0.0f;
+    s.nope_period = 4;
+  }
+  s.seed = 48;
+  return s;
+}
+
+TEST_F(ArchFamilies, Exaone4MatchesTheReference) {
+  const TinyArchModel small(exaone4(2));
+  check(exaone4(2), {{"with input norms (the post-norms' weights)", mutate(small, [](TinyArchModel* c) {
+                        c->spec.pre_norms = true;
+                        for (int64_t il = 0; il < c->spec.n_layer; ++il) {
+                          const std::string p = "blk." + std::to_string(il) + ".";
+                          c->tensors[p + "attn_norm.weight"] = c->tensors[p + "post_attention_norm.weight"];
+                          c->tensors[p + "ffn_norm.weight"] = c->tensors[p + "post_ffw_norm.weight"];
+                        }
+                      })}});
+  // A window key in a file of another size is not applied (llama.cpp's rule).
+  auto keyed = load(small, small.gguf({}, {}, {{"attention.sliding_window", 3}}));
+  ASSERT_TRUE(keyed.ok()) << keyed.status().to_string();
+  EXPECT_FALSE((*keyed)->hparams().is_swa(0));
+  EXPECT_TRUE((*keyed)->hparams().rotates(1));
+
+  const TinyArchModel big(exaone4(64));
+  check(exaone4(64), {{"without the window", mutate(big, [](TinyArchModel* c) { c->spec.swa_period = 0; })},
+                      {"rotating the global layers", mutate(big, [](TinyArchModel* c) { c->spec.nope_period = 0; })}});
+  auto no_key = load(big, big.gguf({}, {"attention.sliding_window"}));
+  ASSERT_TRUE(no_key.ok()) << no_key.status().to_string();
+  EXPECT_EQ((*no_key)->hparams().n_swa, 4096);
+  EXPECT_TRUE((*no_key)->hparams().is_swa(62));
+  EXPECT_FALSE((*no_key)->hparams().rotates(63));
 }
 
 TEST_F(ArchFamilies, Cohere2WindowsAndNopeGlobalLayersMatchTheReference) {
