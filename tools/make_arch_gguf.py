@@ -47,6 +47,9 @@ Architectures (--arch):
             biases, tied output
   stablelm  StableLM 2: LayerNorms with biases, Q/K/V biases, partial RoPE,
             a SwiGLU FFN
+  bloom     BLOOM: gpt2's layout with ALiBi instead of positions and a
+            LayerNorm of the embeddings (token_embd_norm)
+  mpt       MPT: fused Q/K/V, ALiBi (attention.max_alibi_bias), GELU FFN, no biases
 
 loom runs every one of them.
 
@@ -68,11 +71,11 @@ from gguf_writer import TYPE_IDS, read_gguf_kv, write_gguf  # noqa: E402
 
 ARCHS = ('llama', 'mixtral', 'qwen2', 'qwen3', 'qwen3moe', 'qwen2moe', 'olmoe', 'phi3', 'gemma2', 'gemma3', 'gemma', 'smollm3', 'granite',
          'granitemoe', 'olmo2', 'qwen2vl', 'exaone', 'ernie4_5',
-         'command-r', 'cohere2', 'glm4', 'minicpm', 'internlm2', 'exaone4', 'gpt2', 'gptneox', 'phi2', 'starcoder2', 'stablelm')
+         'command-r', 'cohere2', 'glm4', 'minicpm', 'internlm2', 'exaone4', 'gpt2', 'gptneox', 'phi2', 'starcoder2', 'stablelm', 'bloom', 'mpt')
 # The GPT family: LayerNorms with biases (and stablelm, whose FFN is gated).
-GPT = ('gpt2', 'gptneox', 'phi2', 'starcoder2', 'stablelm')
+GPT = ('gpt2', 'gptneox', 'phi2', 'starcoder2', 'stablelm', 'bloom', 'mpt')
 # Their FFN without a gate: down(gelu(up x + b)) + b.
-FFN_SEQ = ('gpt2', 'gptneox', 'phi2', 'starcoder2')
+FFN_SEQ = ('gpt2', 'gptneox', 'phi2', 'starcoder2', 'bloom', 'mpt')
 # The file's general.architecture (Mixtral files say llama).
 FILE_ARCH = {'mixtral': 'llama'}
 
@@ -122,13 +125,17 @@ def build(a, n_vocab):
     moe = arch in ('mixtral', 'qwen3moe', 'granitemoe', 'qwen2moe', 'olmoe')
     post_norms = arch in ('gemma2', 'gemma3', 'olmo2', 'glm4', 'exaone4')
     tied = arch in ('qwen2', 'qwen2vl', 'ernie4_5', 'command-r', 'cohere2', 'gemma', 'gemma2', 'gemma3', 'smollm3', 'granite',
-                    'granitemoe', 'minicpm', 'gpt2', 'starcoder2')
+                    'granitemoe', 'minicpm', 'gpt2', 'starcoder2', 'bloom', 'mpt')
     gpt = arch in GPT
+    bias = gpt and arch != 'mpt'  # (MPT has none)
     m.matrix('token_embd.weight', n_vocab, d, scale=4.0)
     if arch == 'gpt2':
         m.matrix('position_embd.weight', a.ctx, d)
+    if arch == 'bloom':
+        m.vector('token_embd_norm.weight', d)
+        m.bias('token_embd_norm.bias', d)
     m.vector('output_norm.weight', d)
-    if gpt:
+    if bias:
         m.bias('output_norm.bias', d)
     if not tied:
         m.matrix('output.weight', n_vocab, d)
@@ -144,18 +151,18 @@ def build(a, n_vocab):
         p = f'blk.{il}.'
         if arch not in ('olmo2', 'exaone4'):
             m.vector(p + 'attn_norm.weight', d)
-        if gpt:
+        if bias:
             m.bias(p + 'attn_norm.bias', d)
-        if arch in ('phi3', 'gpt2', 'gptneox', 'glm4'):
+        if arch in ('phi3', 'gpt2', 'gptneox', 'glm4', 'bloom', 'mpt'):
             m.matrix(p + 'attn_qkv.weight', qd + 2 * kvd, d)
-            if arch != 'phi3':
+            if arch not in ('phi3', 'mpt'):
                 m.bias(p + 'attn_qkv.bias', qd + 2 * kvd)
         else:
             m.matrix(p + 'attn_q.weight', qd, d)
             m.matrix(p + 'attn_k.weight', kvd, d)
             m.matrix(p + 'attn_v.weight', kvd, d)
         m.matrix(p + 'attn_output.weight', d, qd)
-        if arch in ('gpt2', 'gptneox', 'phi2', 'starcoder2'):
+        if arch in ('gpt2', 'gptneox', 'phi2', 'starcoder2', 'bloom'):
             m.bias(p + 'attn_output.bias', d)
         if arch in ('qwen2', 'qwen2vl', 'qwen2moe', 'phi2', 'starcoder2', 'stablelm'):
             m.bias(p + 'attn_q.bias', qd)
@@ -171,7 +178,7 @@ def build(a, n_vocab):
             m.vector(p + 'post_attention_norm.weight', d)
         if arch not in ('olmo2', 'exaone4', 'command-r', 'cohere2', 'phi2'):
             m.vector(p + 'ffn_norm.weight', d)
-            if gpt:
+            if bias:
                 m.bias(p + 'ffn_norm.bias', d)
         if moe:
             n_ff = a.expert_ffn or a.ffn
@@ -190,9 +197,10 @@ def build(a, n_vocab):
             m.matrix(p + 'ffn_down.weight', d, a.ffn)
         elif arch in FFN_SEQ:
             m.matrix(p + 'ffn_up.weight', a.ffn, d)
-            m.bias(p + 'ffn_up.bias', a.ffn)
             m.matrix(p + 'ffn_down.weight', d, a.ffn)
-            m.bias(p + 'ffn_down.bias', d)
+            if bias:
+                m.bias(p + 'ffn_up.bias', a.ffn)
+                m.bias(p + 'ffn_down.bias', d)
         else:
             m.matrix(p + 'ffn_gate.weight', a.ffn, d)
             m.matrix(p + 'ffn_up.weight', a.ffn, d)
@@ -221,6 +229,8 @@ def metadata(a, tok):
       else hd // 2 if a.arch == 'glm4' else hd)
     if a.arch == 'gptneox':
         k('use_parallel_residual', True)
+    if a.arch == 'mpt':
+        k('attention.max_alibi_bias', 8.0)
     k('attention.layer_norm_epsilon' if a.arch in ('command-r', 'cohere2') or a.arch in GPT else 'attention.layer_norm_rms_epsilon', 1e-6 if a.arch.startswith(('qwen', 'gemma', 'smollm3', 'granite', 'olmo2')) else 1e-5)
     k('rope.freq_base', {'llama': 500000.0 if a.rope_freqs else 10000.0, 'qwen2': 1000000.0, 'qwen2moe': 1000000.0,
                          'qwen2vl': 1000000.0, 'qwen3': 1000000.0, 'qwen3moe': 1000000.0, 'gemma3': 1000000.0}.get(a.arch, 10000.0))

@@ -96,6 +96,21 @@ constexpr ArchTraits exaone4() {
   return a;
 }
 
+// BLOOM (BigScience, 560m-7b1; BLOOMZ): LayerNorms with biases, a
+// normed embedding, fused Q/K/V, ALiBi with a max bias of 8, GELU FFN.
+constexpr ArchTraits bloom() {
+  ArchTraits a = gpt_family("bloom");
+  a.alibi_max_bias = 8.0f;
+  a.embd_norm = true;
+  return a;
+}
+// MPT (MosaicML 7B, 30B): the GPT layout with ALiBi (its max bias from the file).
+constexpr ArchTraits mpt() {
+  ArchTraits a = gpt_family("mpt");
+  a.alibi_key = true;
+  return a;
+}
+
 // mistral files say "llama" (their sliding window key is ignored, see
 // llama_hparams.cpp): nothing of their own here.
 constexpr ArchTraits kArchs[] = {
@@ -158,6 +173,8 @@ constexpr ArchTraits kArchs[] = {
     glm4(),
     minicpm(),
     exaone4(),
+    bloom(),
+    mpt(),
 };
 
 }  // namespace

@@ -132,6 +132,15 @@ struct ArchTraits {
   // layers, llama.cpp's rule). 0: every file of the architecture.
   int swa_layer_count = 0;
   int swa_default = 0;
+  // ALiBi instead of RoPE (bloom: a max bias of 8; mpt: its
+  // attention.max_alibi_bias key, required): head h's scores gain
+  // slope_h * -(distance to the key), ggml's slopes; the attention takes the
+  // unfused form. No layer rotates.
+  float alibi_max_bias = 0.0f;
+  bool alibi_key = false;
+  // token_embd_norm.weight / .bias, a LayerNorm of the token embeddings
+  // before the first layer, are required (bloom).
+  bool embd_norm = false;
 };
 
 // The traits of `name`; nullptr when loom does not run it.

@@ -50,7 +50,7 @@ StatusOr<Tensor*> attention_fused(Context& ctx, const LayerAttention& a, int64_t
 // V^T times the weights; scores soft-capped first when softcap > 0.
 // Result [hd, n_head, T] (contiguous).
 StatusOr<Tensor*> attention_unfused(Context& ctx, const LayerAttention& a, int64_t n_kv, Tensor* mask,
-                                    float scale, float softcap) {
+                                    float scale, float softcap, const LlamaBatchGraph& g) {
   // K as [hd, n_kv, n_head_kv]; V^T as [n_kv, hd, n_head_kv] (strided).
   // A Q8_0 cache's rows are copied to F32 first: a strided view of blocks
   // (V^T) is not a tensor.
@@ -73,7 +73,16 @@ StatusOr<Tensor*> attention_unfused(Context& ctx, const LayerAttention& a, int64
     LOOM_ASSIGN_OR_RETURN(kq, op::tanh(ctx, kq));
     scale = softcap;
   }
-  LOOM_ASSIGN_OR_RETURN(kq, op::soft_max(ctx, kq, mask, scale));
+  if (g.alibi_slopes != nullptr) {
+    // slope * (scale * kq / slope + mask): ALiBi's distances weighed per head.
+    LOOM_ASSIGN_OR_RETURN(kq, op::mul(ctx, kq, g.alibi_inv));
+    LOOM_ASSIGN_OR_RETURN(kq, op::scale(ctx, kq, scale));
+    LOOM_ASSIGN_OR_RETURN(kq, op::add(ctx, kq, mask));
+    LOOM_ASSIGN_OR_RETURN(kq, op::mul(ctx, kq, g.alibi_slopes));
+    LOOM_ASSIGN_OR_RETURN(kq, op::soft_max(ctx, kq, nullptr, 1.0f));
+  } else {
+    LOOM_ASSIGN_OR_RETURN(kq, op::soft_max(ctx, kq, mask, scale));
+  }
   named(kq, "kq_soft_max" + a.sfx);
   LOOM_ASSIGN_OR_RETURN(Tensor * kqv, op::mul_mat(ctx, kv_v, kq));  // [hd, T, n_head]
   LOOM_ASSIGN_OR_RETURN(kqv, ctx.permute(kqv, 0, 2, 1, 3));         // [hd, n_head, T]
@@ -94,7 +103,8 @@ StatusOr<Tensor*> layer_attention(Context& ctx, LlamaModel& model, int64_t il, c
                                   bool fused, float scale, LlamaBatchGraph* g) {
   const bool swa = model.hparams().is_swa(il);
   const int64_t n_kv = swa ? g->n_kv_swa : g->n_kv;
-  fused = fused && model.hparams().attn_softcap == 0.0f;  // ATTENTION has no soft-capping
+  // ATTENTION has no soft-capping and no ALiBi.
+  fused = fused && model.hparams().attn_softcap == 0.0f && g->alibi_slopes == nullptr;
   Tensor*& visible = swa ? g->visible_swa : g->visible;
   Tensor*& mask = swa ? g->mask_swa : g->mask;
   if (fused) {
@@ -116,7 +126,7 @@ StatusOr<Tensor*> layer_attention(Context& ctx, LlamaModel& model, int64_t il, c
   if (mask == nullptr) {
     LOOM_ASSIGN_OR_RETURN(mask, graph_input(ctx, LOOM_TYPE_F32, {n_kv, g->n_tokens}, swa ? "inp_mask_swa" : "inp_mask"));
   }
-  return attention_unfused(ctx, a, n_kv, mask, scale, model.hparams().attn_softcap);
+  return attention_unfused(ctx, a, n_kv, mask, scale, model.hparams().attn_softcap, *g);
 }
 
 // x [n_embd, T] times a norm weight after an RMS norm, or a LayerNorm
@@ -280,6 +290,15 @@ Status build_layers(LlamaModel& model, const KvCache& cache, bool all_logits, bo
     g.q_scale_values.assign(static_cast<size_t>(h.head_dim()), 1.0f);
     for (int64_t i = 0; i < h.n_rot; ++i) g.q_scale_values[static_cast<size_t>(i)] = h.rope_mscale * h.rope_mscale;
   }
+  if (h.alibi_max_bias > 0.0f) {
+    LOOM_ASSIGN_OR_RETURN(g.alibi_slopes, graph_input(ctx, LOOM_TYPE_F32, {1, 1, h.n_head}, "inp_alibi_slopes"));
+    LOOM_ASSIGN_OR_RETURN(g.alibi_inv, graph_input(ctx, LOOM_TYPE_F32, {1, 1, h.n_head}, "inp_alibi_inv"));
+    g.alibi_values.resize(static_cast<size_t>(2 * h.n_head));
+    for (int64_t hh = 0; hh < h.n_head; ++hh) {
+      g.alibi_values[static_cast<size_t>(hh)] = h.alibi_slope(hh);
+      g.alibi_values[static_cast<size_t>(h.n_head + hh)] = 1.0f / h.alibi_slope(hh);
+    }
+  }
   if (g.seq_batch && g.n_out != n_tokens) {
     LOOM_ASSIGN_OR_RETURN(g.out_ids, graph_input(ctx, LOOM_TYPE_I32, {g.n_out}, "inp_out_ids"));
   }
@@ -288,6 +307,10 @@ Status build_layers(LlamaModel& model, const KvCache& cache, bool all_logits, bo
   LOOM_ASSIGN_OR_RETURN(Tensor * x, op::get_rows(ctx, model.tok_embd, g.tokens));
   if (h.embd_scale > 0.0f) {
     LOOM_ASSIGN_OR_RETURN(x, op::scale(ctx, x, h.embd_scale));
+  }
+  if (model.tok_norm != nullptr) {  // (bloom)
+    LOOM_ASSIGN_OR_RETURN(x, rms_norm_mul(ctx, x, model.tok_norm, h.rms_eps, model.arch_traits().layer_norm,
+                                          model.tok_norm_b));
   }
   if (model.pos_embd != nullptr) {  // learned positions (gpt2)
     LOOM_ASSIGN_OR_RETURN(Tensor * p, op::get_rows(ctx, model.pos_embd, g.pos));
@@ -405,6 +428,16 @@ int64_t padded_n_kv(int64_t n_past, int64_t n_tokens, int64_t pad, int64_t n_ctx
   return n < n_ctx ? n : n_ctx;
 }
 
+namespace {
+
+// A visible mask entry: 0, or under ALiBi -(query row - key row) (rows of
+// one sequence are its positions, offset alike).
+float alibi_distance(const LlamaBatchGraph& g, size_t query_row, size_t key_row) {
+  return g.alibi_slopes == nullptr ? 0.0f : -static_cast<float>(query_row - key_row);
+}
+
+}  // namespace
+
 LlamaBatchInputs make_batch_inputs(const LlamaBatchGraph& g, const int32_t* tokens) {
   LlamaBatchInputs in;
   const auto n = static_cast<size_t>(g.n_tokens);
@@ -430,7 +463,7 @@ LlamaBatchInputs make_batch_inputs(const LlamaBatchGraph& g, const int32_t* toke
     in.mask.assign(n * static_cast<size_t>(g.n_kv), neg_inf);
     for (size_t i = 0; i < n; ++i) {
       const auto visible = static_cast<size_t>(g.n_past) + i + 1;
-      for (size_t j = 0; j < visible; ++j) in.mask[i * static_cast<size_t>(g.n_kv) + j] = 0.0f;
+      for (size_t j = 0; j < visible; ++j) in.mask[i * static_cast<size_t>(g.n_kv) + j] = alibi_distance(g, visible - 1, j);
     }
   }
   // Sliding-window layers: rows [end - n_swa, end) of those (their rows hold swa_base on).
@@ -481,7 +514,7 @@ LlamaSeqBatchInputs make_seq_batch_inputs(const LlamaBatchGraph& g, const SeqTok
     }
     if (g.mask != nullptr) {
       float* m = in.mask.data() + i * static_cast<size_t>(g.n_kv);
-      std::fill(m + first, m + row + 1, 0.0f);
+      for (int64_t j = first; j <= row; ++j) m[j] = alibi_distance(g, static_cast<size_t>(row), static_cast<size_t>(j));
     }
     // The local layers' rows: the slot's window rows (from its base) when windowed.
     const int64_t swa_first = g.kv_rows_swa != nullptr ? static_cast<int64_t>(b.seq) * g.swa_slot_rows : first;

@@ -333,6 +333,24 @@ Status read_llama_hparams(const GgufFile& file, const std::string& arch, LlamaHp
   }
   if (traits != nullptr) h.nope_period = traits->pos_embd ? 1 : traits->nope_period;
   if (traits != nullptr && traits->swa_layer_count > 0 && !windowed) h.nope_period = 0;  // every layer global, rotated
+  if (traits != nullptr && (traits->alibi_max_bias > 0.0f || traits->alibi_key)) {
+    h.alibi_max_bias = traits->alibi_max_bias;
+    if (traits->alibi_key) {
+      if (!r.has("attention.max_alibi_bias")) return r.missing("attention.max_alibi_bias");
+      LOOM_RETURN_IF_ERROR(r.get_f("attention.max_alibi_bias", &h.alibi_max_bias));
+      if (!(h.alibi_max_bias > 0.0f)) {
+        return r.not_implemented(arch + ".attention.max_alibi_bias = " + std::to_string(h.alibi_max_bias) +
+                                 ": a model without ALiBi has no positions in loom's " + arch);
+      }
+    }
+    h.nope_period = 1;  // (no RoPE)
+    float clamp = 0.0f;
+    LOOM_RETURN_IF_ERROR(r.get_f("attention.clamp_kqv", &clamp));
+    if (clamp > 0.0f) {
+      return r.not_implemented(arch + ".attention.clamp_kqv = " + std::to_string(clamp) +
+                               ": clamping Q/K/V is not implemented");
+    }
+  }
   if (traits != nullptr && traits->parallel_residual_key) {
     h.parallel_residual = true;  // (llama.cpp's and GPT-NeoX's default)
     const std::string key = arch + ".use_parallel_residual";
@@ -377,6 +395,14 @@ Status read_llama_hparams(const GgufFile& file, const std::string& arch, LlamaHp
   }
   *out = h;
   return Status();
+}
+
+float LlamaHparams::alibi_slope(int64_t h) const {
+  int64_t pow2 = 1;
+  while (pow2 * 2 <= n_head) pow2 *= 2;
+  const float m0 = std::pow(2.0f, -alibi_max_bias / static_cast<float>(pow2));
+  const float m1 = std::pow(2.0f, -alibi_max_bias / 2.0f / static_cast<float>(pow2));
+  return h < pow2 ? std::pow(m0, static_cast<float>(h + 1)) : std::pow(m1, static_cast<float>(2 * (h - pow2) + 1));
 }
 
 Status read_llama_vocab(const GgufFile& file, LlamaHparams* out) {

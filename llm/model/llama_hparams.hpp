@@ -79,6 +79,13 @@ struct LlamaHparams {
   // <arch>.use_parallel_residual (gptneox; default true): every layer's
   // attention and FFN side by side (LlamaLayer::parallel).
   bool parallel_residual = false;
+  // ALiBi's max bias (ArchTraits::alibi_*; 0: none): head h of n_head adds
+  // alibi_slope(h) times -(query position - key position) to its scores.
+  float alibi_max_bias = 0.0f;
+  // ggml's slope for head h: m0^(h+1) for the first 2^floor(log2 n_head)
+  // heads, m1^(2(h - that) + 1) after, m0 = 2^(-max_bias / that), m1 =
+  // 2^(-max_bias / 2 / that).
+  float alibi_slope(int64_t h) const;
 
   int64_t head_dim() const { return n_embd_head; }
   // Whether layer il attends through the sliding window.

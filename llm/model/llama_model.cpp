@@ -279,6 +279,10 @@ Status LlamaModel::bind_weights() {
   LOOM_RETURN_IF_ERROR(find_weight("output.weight", {h.n_embd, h.n_vocab}, false, &output));
   if (!output) output = tok_embd;  // tied embedding
   LOOM_RETURN_IF_ERROR(find_weight("output.bias", {h.n_vocab}, false, &output_b));
+  if (traits_->embd_norm) {
+    LOOM_RETURN_IF_ERROR(find_weight("token_embd_norm.weight", {h.n_embd}, true, &tok_norm));
+    LOOM_RETURN_IF_ERROR(find_weight("token_embd_norm.bias", {h.n_embd}, false, &tok_norm_b));
+  }
   if (traits_->pos_embd) {
     LOOM_RETURN_IF_ERROR(find_weight("position_embd.weight", {h.n_embd, h.n_ctx_train}, true, &pos_embd));
   }
@@ -418,7 +422,7 @@ int64_t LlamaModel::sparse_layers() const {
 Status LlamaModel::check_elementwise_types() const {
   const std::string who = "[llm.load] " + file_.name() + ": ";
   std::vector<const Tensor*> elementwise = {output_norm};
-  for (const Tensor* t : {output_norm_b, output_b}) {
+  for (const Tensor* t : {output_norm_b, output_b, tok_norm, tok_norm_b}) {
     if (t) elementwise.push_back(t);
   }
   for (const LlamaLayer& l : layers) {

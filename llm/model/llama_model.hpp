@@ -244,6 +244,9 @@ class LlamaModel {
   Tensor* output_b = nullptr;
   // Learned absolute positions [n_embd, n_ctx_train] (ArchTraits::pos_embd: gpt2), else nullptr.
   Tensor* pos_embd = nullptr;
+  // A LayerNorm of the token embeddings (ArchTraits::embd_norm: bloom), else nullptr.
+  Tensor* tok_norm = nullptr;
+  Tensor* tok_norm_b = nullptr;
   // F32 [n_rot / 2] frequency divisors every layer's RoPE uses (llama-3's
   // rope_freqs.weight); nullptr when the file has none.
   Tensor* rope_freqs = nullptr;

@@ -4,11 +4,14 @@
 // with their own FFN norm, or sequential ones by the file's key), Phi-2
 // (one norm feeding parallel blocks, an output bias), StarCoder 2 and
 // StableLM (LayerNorms with biases; StableLM 2 12B's per-head Q/K norms and
-// parallel layers without ffn_norm); GLM-4's fused layout with post-norms. Each family's distinctive features
+// parallel layers without ffn_norm), BLOOM and MPT (ALiBi; BLOOM's normed
+// embedding); GLM-4's fused layout with post-norms. Each family's distinctive features
 // have mutants (the reference without one feature) that are far off, so a
 // graph that skipped the feature would fail; then the loader's errors for
 // what these files need (a context past the learned positions, a missing
 // position table).
+#include <algorithm>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -208,6 +211,105 @@ TEST_F(GptFamilies, StableLmMatchesTheReference) {
   EXPECT_NE((*model)->layers[0].q_norm, nullptr);
 }
 
+// BLOOM: ALiBi (max bias 8; 6 heads, so the slopes' second series is
+// used), a LayerNorm of the embeddings, fused Q/K/V with a bias, tied.
+ArchSpec bloom() {
+  ArchSpec s = gpt_base("bloom", 59);
+  s.n_head = 6;
+  s.n_head_kv = 6;
+  s.n_embd = 48;
+  s.fused = true;
+  s.tied = true;
+  s.alibi_max_bias = 8.0f;
+  s.embd_norm = true;
+  return s;
+}
+
+// MPT: ALiBi with the file's max bias, no biases anywhere.
+ArchSpec mpt() {
+  ArchSpec s = gpt_base("mpt", 60);
+  s.n_head_kv = s.n_head;
+  s.fused = true;
+  s.tied = true;
+  s.norm_bias = false;
+  s.ffn_bias = false;
+  s.qkv_bias = false;
+  s.out_bias = false;
+  s.alibi_max_bias = 4.0f;
+  s.alibi_key = true;
+  return s;
+}
+
+TEST_F(GptFamilies, BloomAlibiAndEmbeddingNormMatchTheReference) {
+  const TinyArchModel m(bloom());
+  check(bloom(), {{"without ALiBi", mutate(m, [](TinyArchModel* c) {
+                    c->spec.alibi_max_bias = 0.0f;
+                    c->spec.rope_finetuned = 0;  // (and no RoPE)
+                  })},
+                  {"with half ALiBi's max bias", mutate(m, [](TinyArchModel* c) { c->spec.alibi_max_bias = 4.0f; })},
+                  {"without the embedding norm", mutate(m, [](TinyArchModel* c) { c->spec.embd_norm = false; })}});
+  auto model = load(m);
+  ASSERT_TRUE(model.ok()) << model.status().to_string();
+  EXPECT_FLOAT_EQ((*model)->hparams().alibi_max_bias, 8.0f);
+  // ggml's slopes for 6 heads: 2^-2, 2^-4, 2^-6, 2^-8, then 2^-1, 2^-3.
+  for (const auto& [h, slope] : {std::pair<int64_t, float>{0, 0.25f}, {3, 1.0f / 256}, {4, 0.5f}, {5, 0.125f}}) {
+    EXPECT_FLOAT_EQ((*model)->hparams().alibi_slope(h), slope) << h;
+  }
+  EXPECT_NE((*model)->tok_norm, nullptr);
+}
+
+// ALiBi in a sequence batch (loom serve's steps): each sequence's distances
+// are its own positions, in its own slot's rows.
+TEST_F(GptFamilies, BloomAlibiHoldsInSequenceBatches) {
+  const TinyArchModel m(bloom());
+  auto model = load(m);
+  ASSERT_TRUE(model.ok()) << model.status().to_string();
+  const std::vector<std::vector<double>> ref = ReferenceForward(m).logits(prompt());
+  const auto n_vocab = static_cast<size_t>((*model)->hparams().n_vocab);
+  SessionOptions so;
+  so.n_seq = 3;
+  so.n_ctx = 16;
+  so.kv_type = LOOM_TYPE_F32;
+  auto s = LlamaSession::create(model->get(), so);
+  ASSERT_TRUE(s.ok()) << s.status().to_string();
+  std::vector<SeqToken> batch;
+  for (int32_t p = 0; p < 6; ++p) batch.push_back({prompt()[static_cast<size_t>(p)], 2, p, p == 5});
+  for (int32_t p = 0; p < 3; ++p) batch.push_back({prompt()[static_cast<size_t>(p)], 1, p, p == 2});
+  std::vector<float> logits;
+  ASSERT_TRUE((*s)->eval_seqs(batch, &logits).ok());
+  auto expect_row = [&](size_t row, size_t pos) {
+    double err = 0, scale = 1;
+    for (size_t i = 0; i < n_vocab; ++i) {
+      err = std::max(err, std::fabs(logits[row * n_vocab + i] - ref[pos][i]));
+      scale = std::max(scale, std::fabs(ref[pos][i]));
+    }
+    EXPECT_LT(err, 2e-5 * scale) << "row " << row << " position " << pos;
+  };
+  expect_row(0, 5);
+  expect_row(1, 2);
+  for (int32_t step = 0; step < 3; ++step) {
+    batch = {{prompt()[static_cast<size_t>(6 + step)], 2, 6 + step, true},
+             {prompt()[static_cast<size_t>(3 + step)], 1, 3 + step, true}};
+    ASSERT_TRUE((*s)->eval_seqs(batch, &logits).ok());
+    expect_row(0, static_cast<size_t>(6 + step));
+    expect_row(1, static_cast<size_t>(3 + step));
+  }
+}
+
+TEST_F(GptFamilies, MptAlibiMatchesTheReference) {
+  const TinyArchModel m(mpt());
+  check(mpt(), {{"with bloom's max bias", mutate(m, [](TinyArchModel* c) { c->spec.alibi_max_bias = 8.0f; })}});
+  auto no_key = load(m, m.gguf({}, {"attention.max_alibi_bias"}));
+  ASSERT_FALSE(no_key.ok());
+  EXPECT_NE(no_key.status().message().find("missing metadata key mpt.attention.max_alibi_bias"), std::string::npos)
+      << no_key.status().message();
+  auto clamped = load(m, m.gguf({}, {}, {}, {{"attention.clamp_kqv", 8.0f}}));
+  ASSERT_FALSE(clamped.ok());
+  EXPECT_EQ(clamped.status().code(), StatusCode::kUnimplemented);
+  EXPECT_NE(clamped.status().message().find("mpt.attention.clamp_kqv = 8"), std::string::npos)
+      << clamped.status().message();
+}
+
 // GLM-4 (0414): RMS norms before and after both blocks, Q/K/V and gate/up
 // fused, Q/K/V biases, normal RoPE over half of each head. (Not of GPT-2's
 // line, but of its fused layout.)
@@ -247,7 +349,7 @@ TEST_F(GptFamilies, Glm4MatchesTheReference) {
 // the output head (then tied to the embedding) are optional; anything else is named as missing (a
 // fused Q/K/V as the separate Q it would otherwise read).
 TEST_F(GptFamilies, EveryRequiredTensorIsNamedWhenMissing) {
-  for (const ArchSpec& spec : {gpt2(), gptneox(1), phi2(), starcoder2(), stablelm()}) {
+  for (const ArchSpec& spec : {gpt2(), gptneox(1), phi2(), starcoder2(), stablelm(), bloom()}) {
     const TinyArchModel m(spec);
     for (const auto& [name, t] : m.file_tensors()) {
       SCOPED_TRACE(spec.arch + ": without " + name);
@@ -282,7 +384,7 @@ TEST_F(GptFamilies, FfnAndNormBiasesOfAnyFileAreAdded) {
 
 // On vulkan0 beside the cpu, and split with a simulated device.
 TEST_F(GptFamilies, OnVulkan0AndSplitTheFamiliesMatchTheReference) {
-  check_on_vulkan0_and_split({gpt2(), gptneox(1), phi2(), starcoder2(), stablelm12b(), glm4()});
+  check_on_vulkan0_and_split({gpt2(), gptneox(1), phi2(), starcoder2(), stablelm12b(), glm4(), bloom(), mpt()});
 }
 
 }  // namespace

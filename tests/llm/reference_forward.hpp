@@ -9,7 +9,8 @@
 // on the local layers; gemma2's soft-capped scores and logits; a mixture of experts' routing and experts;
 // smollm3's unrotated (NoPE) layers; granite's embedding, residual, score and logit multipliers; olmo2's
 // blocks without input norms and Q/K norms over the whole projection; the GPT family's LayerNorm biases, ungated
-// GELU FFN with biases, learned positions, output bias and parallel layers. Every position of a sequence is computed
+// GELU FFN with biases, learned positions, output bias and parallel layers; bloom's normed embedding; ALiBi
+// (bloom, mpt). Every position of a sequence is computed
 // from scratch: logits(tokens)[p] are the logits after tokens [0, p].
 #pragma once
 
@@ -45,6 +46,7 @@ class ReferenceForward {
         for (double& v : x[p]) v *= s_.embedding_scale;
       }
       if (s_.pos_embd) x[p] = add(x[p], row(w("position_embd.weight"), s_.n_embd, static_cast<int64_t>(p)), 1.0);
+      if (s_.embd_norm) x[p] = norm(x[p], w("token_embd_norm.weight"), 0, m_.find("token_embd_norm.bias"));
     }
     for (int64_t il = 0; il < s_.n_layer; ++il) layer(il, &x);
     const std::vector<float>& out = m_.find("output.weight") ? w("output.weight") : w("token_embd.weight");
@@ -278,6 +280,8 @@ class ReferenceForward {
           score[j] = d * (s_.attention_scale > 0.0f ? static_cast<double>(s_.attention_scale)
                                                      : 1.0 / std::sqrt(static_cast<double>(hd)));
           if (s_.attn_softcap > 0.0f) score[j] = s_.attn_softcap * std::tanh(score[j] / s_.attn_softcap);
+          // ALiBi: the key's distance behind the query, weighed by the head's slope.
+          if (s_.alibi_max_bias > 0.0f) score[j] -= s_.alibi_slope(h) * static_cast<double>(p - j);
           mx = std::max(mx, score[j]);
         }
         double sum = 0.0;

@@ -123,8 +123,22 @@ struct ArchSpec {
   bool output_bias = false;
   bool parallel_residual = false;
   int use_parallel_residual = -1;
+  // bloom / mpt: ALiBi with this max bias instead of RoPE (alibi_key writes
+  // attention.max_alibi_bias: mpt); bloom's LayerNorm of the token
+  // embeddings (token_embd_norm.weight / .bias).
+  float alibi_max_bias = 0.0f;
+  bool alibi_key = false;
+  bool embd_norm = false;
+  // ggml's ALiBi slope of head h.
+  double alibi_slope(int64_t h) const {
+    int64_t p2 = 1;
+    while (p2 * 2 <= n_head) p2 *= 2;
+    const double m0 = std::pow(2.0, -static_cast<double>(alibi_max_bias) / static_cast<double>(p2));
+    const double m1 = std::pow(2.0, -static_cast<double>(alibi_max_bias) / 2.0 / static_cast<double>(p2));
+    return h < p2 ? std::pow(m0, static_cast<double>(h + 1)) : std::pow(m1, static_cast<double>(2 * (h - p2) + 1));
+  }
   bool rotates(int64_t il) const {
-    if (rope_finetuned == 0 || pos_embd) return false;
+    if (rope_finetuned == 0 || pos_embd || alibi_max_bias > 0.0f) return false;
     return nope_period <= 0 || (il + 1) % nope_period != 0;
   }
   bool is_swa(int64_t il) const { return sliding_window > 0 && swa_period > 0 && (il + 1) % swa_period != 0; }
@@ -202,6 +216,10 @@ struct TinyArchModel {
     if (!s.tied) add(rng, "output.weight", {e, static_cast<uint64_t>(s.n_vocab)}, 0.0f, 1.0f);
     if (s.output_bias) add(rng, "output.bias", {static_cast<uint64_t>(s.n_vocab)}, 0.0f, 1.0f);
     if (s.pos_embd) add(rng, "position_embd.weight", {e, static_cast<uint64_t>(s.n_ctx)}, 0.0f, 1.0f);
+    if (s.embd_norm) {
+      add(rng, "token_embd_norm.weight", {e}, 1.0f, 0.2f);
+      add(rng, "token_embd_norm.bias", {e}, 0.0f, 0.3f);
+    }
     if (s.rope_freqs) {
       // llama-3's divisors grow from 1 to about 8 along the frequencies.
       TinyTensor t{{static_cast<uint64_t>(s.rot() / 2)}, {}};
@@ -338,6 +356,9 @@ struct TinyArchModel {
       b.kv_arr(a + ".rope.dimension_sections", loom::testing::kI32, spec.mrope_sections);
     }
     if (spec.rope_finetuned >= 0) b.kv(a + ".rope.scaling.finetuned", loom::testing::kBool, uint8_t(spec.rope_finetuned));
+    if (spec.alibi_key && !skip_keys.count("attention.max_alibi_bias")) {
+      b.kv(a + ".attention.max_alibi_bias", loom::testing::kF32, spec.alibi_max_bias);
+    }
     if (spec.use_parallel_residual >= 0 && !skip_keys.count("use_parallel_residual")) {
       b.kv(a + ".use_parallel_residual", loom::testing::kBool, uint8_t(spec.use_parallel_residual));
     }
