@@ -50,6 +50,8 @@ Architectures (--arch):
   bloom     BLOOM: gpt2's layout with ALiBi instead of positions and a
             LayerNorm of the embeddings (token_embd_norm)
   mpt       MPT: fused Q/K/V, ALiBi (attention.max_alibi_bias), GELU FFN, no biases
+  falcon    Falcon 40B: fused multi-query Q/K/V (one K/V head whatever --kv-heads
+            says), attention from attn_norm_2 and FFN from attn_norm side by side
 
 loom runs every one of them.
 
@@ -71,11 +73,11 @@ from gguf_writer import TYPE_IDS, read_gguf_kv, write_gguf  # noqa: E402
 
 ARCHS = ('llama', 'mixtral', 'qwen2', 'qwen3', 'qwen3moe', 'qwen2moe', 'olmoe', 'phi3', 'gemma2', 'gemma3', 'gemma', 'smollm3', 'granite',
          'granitemoe', 'olmo2', 'qwen2vl', 'exaone', 'ernie4_5',
-         'command-r', 'cohere2', 'glm4', 'minicpm', 'internlm2', 'exaone4', 'gpt2', 'gptneox', 'phi2', 'starcoder2', 'stablelm', 'bloom', 'mpt')
+         'command-r', 'cohere2', 'glm4', 'minicpm', 'internlm2', 'exaone4', 'gpt2', 'gptneox', 'phi2', 'starcoder2', 'stablelm', 'bloom', 'mpt', 'falcon')
 # The GPT family: LayerNorms with biases (and stablelm, whose FFN is gated).
-GPT = ('gpt2', 'gptneox', 'phi2', 'starcoder2', 'stablelm', 'bloom', 'mpt')
+GPT = ('gpt2', 'gptneox', 'phi2', 'starcoder2', 'stablelm', 'bloom', 'mpt', 'falcon')
 # Their FFN without a gate: down(gelu(up x + b)) + b.
-FFN_SEQ = ('gpt2', 'gptneox', 'phi2', 'starcoder2', 'bloom', 'mpt')
+FFN_SEQ = ('gpt2', 'gptneox', 'phi2', 'starcoder2', 'bloom', 'mpt', 'falcon')
 # The file's general.architecture (Mixtral files say llama).
 FILE_ARCH = {'mixtral': 'llama'}
 
@@ -117,17 +119,23 @@ class Maker:
         self.tensors.append((name, (0.1 * self.rng.standard_normal(n)).astype(np.float32), 0))
 
 
+def kv_heads(a):
+    """K/V heads as the file has them: Falcon's attention is multi-query."""
+    return 1 if a.arch == 'falcon' else a.kv_heads
+
+
 def build(a, n_vocab):
     m = Maker(a)
     arch = a.arch
     d, hd = a.dim, a.head_dim or a.dim // a.heads
-    qd, kvd = hd * a.heads, hd * a.kv_heads
+    qd, kvd = hd * a.heads, hd * kv_heads(a)
     moe = arch in ('mixtral', 'qwen3moe', 'granitemoe', 'qwen2moe', 'olmoe')
     post_norms = arch in ('gemma2', 'gemma3', 'olmo2', 'glm4', 'exaone4')
     tied = arch in ('qwen2', 'qwen2vl', 'ernie4_5', 'command-r', 'cohere2', 'gemma', 'gemma2', 'gemma3', 'smollm3', 'granite',
                     'granitemoe', 'minicpm', 'gpt2', 'starcoder2', 'bloom', 'mpt')
     gpt = arch in GPT
-    bias = gpt and arch != 'mpt'  # (MPT has none)
+    bias = gpt and arch != 'mpt'  # (MPT has none; Falcon only on its norms)
+    proj_bias = bias and arch != 'falcon'
     m.matrix('token_embd.weight', n_vocab, d, scale=4.0)
     if arch == 'gpt2':
         m.matrix('position_embd.weight', a.ctx, d)
@@ -153,9 +161,12 @@ def build(a, n_vocab):
             m.vector(p + 'attn_norm.weight', d)
         if bias:
             m.bias(p + 'attn_norm.bias', d)
-        if arch in ('phi3', 'gpt2', 'gptneox', 'glm4', 'bloom', 'mpt'):
+        if arch == 'falcon':
+            m.vector(p + 'attn_norm_2.weight', d)
+            m.bias(p + 'attn_norm_2.bias', d)
+        if arch in ('phi3', 'gpt2', 'gptneox', 'glm4', 'bloom', 'mpt', 'falcon'):
             m.matrix(p + 'attn_qkv.weight', qd + 2 * kvd, d)
-            if arch not in ('phi3', 'mpt'):
+            if arch not in ('phi3', 'mpt', 'falcon'):
                 m.bias(p + 'attn_qkv.bias', qd + 2 * kvd)
         else:
             m.matrix(p + 'attn_q.weight', qd, d)
@@ -176,7 +187,7 @@ def build(a, n_vocab):
             m.vector(p + 'attn_k_norm.weight', kvd)
         if post_norms:
             m.vector(p + 'post_attention_norm.weight', d)
-        if arch not in ('olmo2', 'exaone4', 'command-r', 'cohere2', 'phi2'):
+        if arch not in ('olmo2', 'exaone4', 'command-r', 'cohere2', 'phi2', 'falcon'):
             m.vector(p + 'ffn_norm.weight', d)
             if bias:
                 m.bias(p + 'ffn_norm.bias', d)
@@ -198,7 +209,7 @@ def build(a, n_vocab):
         elif arch in FFN_SEQ:
             m.matrix(p + 'ffn_up.weight', a.ffn, d)
             m.matrix(p + 'ffn_down.weight', d, a.ffn)
-            if bias:
+            if proj_bias:
                 m.bias(p + 'ffn_up.bias', a.ffn)
                 m.bias(p + 'ffn_down.bias', d)
         else:
@@ -220,7 +231,7 @@ def metadata(a, tok):
     k('block_count', a.layers)
     k('feed_forward_length', a.ffn)
     k('attention.head_count', a.heads)
-    k('attention.head_count_kv', a.kv_heads)
+    k('attention.head_count_kv', kv_heads(a))
     if a.head_dim:
         k('attention.key_length', hd)
         k('attention.value_length', hd)

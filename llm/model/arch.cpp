@@ -111,6 +111,15 @@ constexpr ArchTraits mpt() {
   return a;
 }
 
+// Falcon (7B, 40B, 180B; not Falcon 3, which is llama): the GPT layout,
+// multi-query attention, attention and FFN side by side from one norm
+// (40B and 180B: the attention from its own, attn_norm_2), no biases.
+constexpr ArchTraits falcon() {
+  ArchTraits a = gpt_family("falcon");
+  a.parallel_blocks = true;
+  return a;
+}
+
 // mistral files say "llama" (their sliding window key is ignored, see
 // llama_hparams.cpp): nothing of their own here.
 constexpr ArchTraits kArchs[] = {
@@ -175,6 +184,7 @@ constexpr ArchTraits kArchs[] = {
     exaone4(),
     bloom(),
     mpt(),
+    falcon(),
 };
 
 }  // namespace

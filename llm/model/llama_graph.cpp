@@ -327,6 +327,9 @@ Status build_layers(LlamaModel& model, const KvCache& cache, bool all_logits, bo
       named(cur, "attn_norm" + sfx);
     }
     Tensor* const attn_in = cur;
+    if (l.attn_norm_2) {  // (falcon 40B: the attention's own norm; attn_in feeds the FFN)
+      LOOM_ASSIGN_OR_RETURN(cur, rms_norm_mul(ctx, x, l.attn_norm_2, h.rms_eps, ln, l.attn_norm_2_b));
+    }
     LOOM_ASSIGN_OR_RETURN(Tensor * attn, attention_block(ctx, model, cache, il, cur, fused_attention, &g));
     if (l.post_attn_norm) {
       LOOM_ASSIGN_OR_RETURN(attn, rms_norm_mul(ctx, attn, l.post_attn_norm, h.rms_eps));

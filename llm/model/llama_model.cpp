@@ -309,6 +309,10 @@ Status LlamaModel::bind_layer(int64_t il) {
   if (traits_->pre_norms) {
     LOOM_RETURN_IF_ERROR(find_weight(p + "attn_norm.weight", {h.n_embd}, true, &l.attn_norm));
     LOOM_RETURN_IF_ERROR(find_weight(p + "attn_norm.bias", {h.n_embd}, false, &l.attn_norm_b));
+    if (traits_->parallel_blocks) {
+      LOOM_RETURN_IF_ERROR(find_weight(p + "attn_norm_2.weight", {h.n_embd}, false, &l.attn_norm_2));
+      LOOM_RETURN_IF_ERROR(find_weight(p + "attn_norm_2.bias", {h.n_embd}, false, &l.attn_norm_2_b));
+    }
   }
   // Q, K and V fused when the architecture says so or the file holds them so.
   const int64_t qkv_rows = h.q_dim() + 2 * h.kv_dim();
@@ -426,7 +430,7 @@ Status LlamaModel::check_elementwise_types() const {
     if (t) elementwise.push_back(t);
   }
   for (const LlamaLayer& l : layers) {
-    for (const Tensor* t : {l.attn_norm, l.attn_norm_b, l.ffn_norm, l.ffn_norm_b, l.bq, l.bk, l.bv, l.bqkv, l.bo,
+    for (const Tensor* t : {l.attn_norm, l.attn_norm_b, l.attn_norm_2, l.attn_norm_2_b, l.ffn_norm, l.ffn_norm_b, l.bq, l.bk, l.bv, l.bqkv, l.bo,
                             l.q_norm, l.k_norm, l.post_attn_norm, l.post_ffw_norm, l.ffn_pred_bias, l.ffn_gate_b,
                             l.ffn_up_b, l.ffn_down_b}) {
       if (t) elementwise.push_back(t);

@@ -58,6 +58,11 @@ struct SparseShare {
 struct LlamaLayer {
   Tensor* attn_norm = nullptr;
   Tensor* attn_norm_b = nullptr;  // a LayerNorm's bias [n_embd], when the file has one
+  // The attention's own norm of the layer's input (attn_norm_2 and its bias:
+  // Falcon 40B / 180B), when the file has one; attn_norm then feeds the
+  // parallel FFN only.
+  Tensor* attn_norm_2 = nullptr;
+  Tensor* attn_norm_2_b = nullptr;
   Tensor* wq = nullptr;  // nullptr when fused (wqkv)
   Tensor* wk = nullptr;
   Tensor* wv = nullptr;

@@ -5,7 +5,7 @@
 // (one norm feeding parallel blocks, an output bias), StarCoder 2 and
 // StableLM (LayerNorms with biases; StableLM 2 12B's per-head Q/K norms and
 // parallel layers without ffn_norm), BLOOM and MPT (ALiBi; BLOOM's normed
-// embedding); GLM-4's fused layout with post-norms. Each family's distinctive features
+// embedding), Falcon (multi-query, parallel blocks, 40B's second norm); GLM-4's fused layout with post-norms. Each family's distinctive features
 // have mutants (the reference without one feature) that are far off, so a
 // graph that skipped the feature would fail; then the loader's errors for
 // what these files need (a context past the learned positions, a missing
@@ -310,6 +310,38 @@ TEST_F(GptFamilies, MptAlibiMatchesTheReference) {
       << clamped.status().message();
 }
 
+// Falcon: multi-query attention (one K/V head), parallel blocks from one
+// LayerNorm, no biases but the norms'; 40B's attention reads its own norm.
+ArchSpec falcon(bool norm_2) {
+  ArchSpec s = gpt_base("falcon", norm_2 ? 62 : 61);
+  s.n_head_kv = 1;
+  s.fused = true;
+  s.parallel_blocks = true;
+  s.attn_norm_2 = norm_2;
+  s.ffn_bias = false;
+  s.qkv_bias = false;
+  s.out_bias = false;
+  return s;
+}
+
+TEST_F(GptFamilies, FalconParallelBlocksAndItsSecondNormMatchTheReference) {
+  const TinyArchModel m7(falcon(false));
+  check(falcon(false), {{"with sequential blocks", mutate(m7, [](TinyArchModel* c) {
+                           c->spec.parallel_blocks = false;
+                           for (int64_t il = 0; il < c->spec.n_layer; ++il) {
+                             const std::string p = "blk." + std::to_string(il) + ".";
+                             c->tensors[p + "ffn_norm.weight"] = c->tensors[p + "attn_norm.weight"];
+                             c->tensors[p + "ffn_norm.bias"] = c->tensors[p + "attn_norm.bias"];
+                           }
+                         })}});
+  const TinyArchModel m40(falcon(true));
+  check(falcon(true), {{"with one norm for both blocks", mutate(m40, [](TinyArchModel* c) { drop(c, "attn_norm_2"); })}});
+  auto model = load(m40);
+  ASSERT_TRUE(model.ok()) << model.status().to_string();
+  EXPECT_NE((*model)->layers[1].attn_norm_2, nullptr);
+  EXPECT_EQ((*model)->hparams().n_head_kv, 1);
+}
+
 // GLM-4 (0414): RMS norms before and after both blocks, Q/K/V and gate/up
 // fused, Q/K/V biases, normal RoPE over half of each head. (Not of GPT-2's
 // line, but of its fused layout.)
@@ -384,7 +416,7 @@ TEST_F(GptFamilies, FfnAndNormBiasesOfAnyFileAreAdded) {
 
 // On vulkan0 beside the cpu, and split with a simulated device.
 TEST_F(GptFamilies, OnVulkan0AndSplitTheFamiliesMatchTheReference) {
-  check_on_vulkan0_and_split({gpt2(), gptneox(1), phi2(), starcoder2(), stablelm12b(), glm4(), bloom(), mpt()});
+  check_on_vulkan0_and_split({gpt2(), gptneox(1), phi2(), starcoder2(), stablelm12b(), glm4(), bloom(), mpt(), falcon(true)});
 }
 
 }  // namespace

@@ -250,8 +250,10 @@ class ReferenceForward {
     const bool swa = s_.is_swa(il);
     std::vector<std::vector<double>> q(n), k(n), v(n);
     for (size_t p = 0; p < n; ++p) {
+      // (falcon 40B: the attention reads its own norm, attn_norm_2.)
+      const std::string an = has(pre + "attn_norm_2.weight") ? pre + "attn_norm_2" : pre + "attn_norm";
       const std::vector<double> xn =
-          s_.pre_norms ? norm((*xs)[p], w(pre + "attn_norm.weight"), 0, m_.find(pre + "attn_norm.bias")) : (*xs)[p];
+          s_.pre_norms ? norm((*xs)[p], w(an + ".weight"), 0, m_.find(an + ".bias")) : (*xs)[p];
       q[p] = matvec(w(pre + "attn_q.weight"), nh * hd, xn);
       k[p] = matvec(w(pre + "attn_k.weight"), nkv * hd, xn);
       v[p] = matvec(w(pre + "attn_v.weight"), nkv * hd, xn);

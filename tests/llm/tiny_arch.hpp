@@ -129,6 +129,7 @@ struct ArchSpec {
   float alibi_max_bias = 0.0f;
   bool alibi_key = false;
   bool embd_norm = false;
+  bool attn_norm_2 = false;  // falcon 40B: blk.N.attn_norm_2 (+ .bias with norm_bias), the attention's own norm
   // ggml's ALiBi slope of head h.
   double alibi_slope(int64_t h) const {
     int64_t p2 = 1;
@@ -239,6 +240,10 @@ struct TinyArchModel {
       const std::string p = "blk." + std::to_string(il) + ".";
       if (s.pre_norms) add(rng, p + "attn_norm.weight", {e}, 1.0f, 0.2f);
       if (s.pre_norms && s.norm_bias) add(rng, p + "attn_norm.bias", {e}, 0.0f, 0.3f);
+      if (s.attn_norm_2) {
+        add(rng, p + "attn_norm_2.weight", {e}, 1.0f, 0.2f);
+        if (s.norm_bias) add(rng, p + "attn_norm_2.bias", {e}, 0.0f, 0.3f);
+      }
       add(rng, p + "attn_q.weight", {e, qd}, 0.0f, 1.5f);
       add(rng, p + "attn_k.weight", {e, kvd}, 0.0f, 1.5f);
       add(rng, p + "attn_v.weight", {e, kvd}, 0.0f, 1.0f);
