@@ -50,6 +50,10 @@ Architectures (--arch):
   bloom     BLOOM: gpt2's layout with ALiBi instead of positions and a
             LayerNorm of the embeddings (token_embd_norm)
   mpt       MPT: fused Q/K/V, ALiBi (attention.max_alibi_bias), GELU FFN, no biases
+  starcoder StarCoder 1: gpt2's layout with multi-query attention (one K/V head)
+  olmo      OLMo 1: llama's layout with LayerNorms without weights (no norm tensors)
+  nemotron  Nemotron: LayerNorms with biases, partial RoPE, ReLU^2 FFN without a gate
+  arcee     Arcee AFM: llama's layout with a ReLU^2 FFN without a gate
   falcon    Falcon 40B: fused multi-query Q/K/V (one K/V head whatever --kv-heads
             says), attention from attn_norm_2 and FFN from attn_norm side by side
 
@@ -73,11 +77,12 @@ from gguf_writer import TYPE_IDS, read_gguf_kv, write_gguf  # noqa: E402
 
 ARCHS = ('llama', 'mixtral', 'qwen2', 'qwen3', 'qwen3moe', 'qwen2moe', 'olmoe', 'phi3', 'gemma2', 'gemma3', 'gemma', 'smollm3', 'granite',
          'granitemoe', 'olmo2', 'qwen2vl', 'exaone', 'ernie4_5',
-         'command-r', 'cohere2', 'glm4', 'minicpm', 'internlm2', 'exaone4', 'gpt2', 'gptneox', 'phi2', 'starcoder2', 'stablelm', 'bloom', 'mpt', 'falcon')
+         'command-r', 'cohere2', 'glm4', 'minicpm', 'internlm2', 'exaone4', 'gpt2', 'gptneox', 'phi2', 'starcoder2', 'stablelm', 'bloom', 'mpt', 'falcon', 'starcoder', 'olmo',
+         'nemotron', 'arcee')
 # The GPT family: LayerNorms with biases (and stablelm, whose FFN is gated).
-GPT = ('gpt2', 'gptneox', 'phi2', 'starcoder2', 'stablelm', 'bloom', 'mpt', 'falcon')
+GPT = ('gpt2', 'gptneox', 'phi2', 'starcoder2', 'stablelm', 'bloom', 'mpt', 'falcon', 'starcoder', 'nemotron')
 # Their FFN without a gate: down(gelu(up x + b)) + b.
-FFN_SEQ = ('gpt2', 'gptneox', 'phi2', 'starcoder2', 'bloom', 'mpt', 'falcon')
+FFN_SEQ = ('gpt2', 'gptneox', 'phi2', 'starcoder2', 'bloom', 'mpt', 'falcon', 'starcoder', 'nemotron', 'arcee')
 # The file's general.architecture (Mixtral files say llama).
 FILE_ARCH = {'mixtral': 'llama'}
 
@@ -121,7 +126,7 @@ class Maker:
 
 def kv_heads(a):
     """K/V heads as the file has them: Falcon's attention is multi-query."""
-    return 1 if a.arch == 'falcon' else a.kv_heads
+    return 1 if a.arch in ('falcon', 'starcoder') else a.kv_heads
 
 
 def build(a, n_vocab):
@@ -132,17 +137,19 @@ def build(a, n_vocab):
     moe = arch in ('mixtral', 'qwen3moe', 'granitemoe', 'qwen2moe', 'olmoe')
     post_norms = arch in ('gemma2', 'gemma3', 'olmo2', 'glm4', 'exaone4')
     tied = arch in ('qwen2', 'qwen2vl', 'ernie4_5', 'command-r', 'cohere2', 'gemma', 'gemma2', 'gemma3', 'smollm3', 'granite',
-                    'granitemoe', 'minicpm', 'gpt2', 'starcoder2', 'bloom', 'mpt')
+                    'granitemoe', 'minicpm', 'gpt2', 'starcoder2', 'bloom', 'mpt', 'starcoder')
     gpt = arch in GPT
-    bias = gpt and arch != 'mpt'  # (MPT has none; Falcon only on its norms)
-    proj_bias = bias and arch != 'falcon'
+    bias = gpt and arch != 'mpt'  # (MPT has none; Falcon and Nemotron only on their norms)
+    proj_bias = bias and arch not in ('falcon', 'nemotron')
+    norms = arch != 'olmo'  # (OLMo 1's LayerNorms have no weights)
     m.matrix('token_embd.weight', n_vocab, d, scale=4.0)
-    if arch == 'gpt2':
+    if arch in ('gpt2', 'starcoder'):
         m.matrix('position_embd.weight', a.ctx, d)
     if arch == 'bloom':
         m.vector('token_embd_norm.weight', d)
         m.bias('token_embd_norm.bias', d)
-    m.vector('output_norm.weight', d)
+    if norms:
+        m.vector('output_norm.weight', d)
     if bias:
         m.bias('output_norm.bias', d)
     if not tied:
@@ -157,14 +164,14 @@ def build(a, n_vocab):
         m.tensors.append(('rope_factors_short.weight', np.linspace(1.0, 1.5, hd // 2).astype(np.float32), 0))
     for il in range(a.layers):
         p = f'blk.{il}.'
-        if arch not in ('olmo2', 'exaone4'):
+        if arch not in ('olmo2', 'exaone4') and norms:
             m.vector(p + 'attn_norm.weight', d)
         if bias:
             m.bias(p + 'attn_norm.bias', d)
         if arch == 'falcon':
             m.vector(p + 'attn_norm_2.weight', d)
             m.bias(p + 'attn_norm_2.bias', d)
-        if arch in ('phi3', 'gpt2', 'gptneox', 'glm4', 'bloom', 'mpt', 'falcon'):
+        if arch in ('phi3', 'gpt2', 'gptneox', 'glm4', 'bloom', 'mpt', 'falcon', 'starcoder'):
             m.matrix(p + 'attn_qkv.weight', qd + 2 * kvd, d)
             if arch not in ('phi3', 'mpt', 'falcon'):
                 m.bias(p + 'attn_qkv.bias', qd + 2 * kvd)
@@ -173,7 +180,7 @@ def build(a, n_vocab):
             m.matrix(p + 'attn_k.weight', kvd, d)
             m.matrix(p + 'attn_v.weight', kvd, d)
         m.matrix(p + 'attn_output.weight', d, qd)
-        if arch in ('gpt2', 'gptneox', 'phi2', 'starcoder2', 'bloom'):
+        if arch in ('gpt2', 'gptneox', 'phi2', 'starcoder2', 'bloom', 'starcoder'):
             m.bias(p + 'attn_output.bias', d)
         if arch in ('qwen2', 'qwen2vl', 'qwen2moe', 'phi2', 'starcoder2', 'stablelm'):
             m.bias(p + 'attn_q.bias', qd)
@@ -187,7 +194,7 @@ def build(a, n_vocab):
             m.vector(p + 'attn_k_norm.weight', kvd)
         if post_norms:
             m.vector(p + 'post_attention_norm.weight', d)
-        if arch not in ('olmo2', 'exaone4', 'command-r', 'cohere2', 'phi2', 'falcon'):
+        if arch not in ('olmo2', 'exaone4', 'command-r', 'cohere2', 'phi2', 'falcon') and norms:
             m.vector(p + 'ffn_norm.weight', d)
             if bias:
                 m.bias(p + 'ffn_norm.bias', d)
@@ -236,7 +243,7 @@ def metadata(a, tok):
         k('attention.key_length', hd)
         k('attention.value_length', hd)
     # Pythia, Phi-2 and StableLM rotate a part of each head (a quarter here).
-    k('rope.dimension_count', max(2, hd // 8 * 2) if a.arch in ('gptneox', 'phi2', 'stablelm')
+    k('rope.dimension_count', max(2, hd // 8 * 2) if a.arch in ('gptneox', 'phi2', 'stablelm', 'nemotron')
       else hd // 2 if a.arch == 'glm4' else hd)
     if a.arch == 'gptneox':
         k('use_parallel_residual', True)

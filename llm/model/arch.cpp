@@ -13,8 +13,8 @@ constexpr ArchTraits gpt_family(const char* name) {
   a.ffn_sequential = true;
   return a;
 }
-constexpr ArchTraits gpt2() {
-  ArchTraits a = gpt_family("gpt2");
+constexpr ArchTraits gpt2(const char* name) {
+  ArchTraits a = gpt_family(name);
   a.pos_embd = true;  // (no RoPE)
   return a;
 }
@@ -120,6 +120,30 @@ constexpr ArchTraits falcon() {
   return a;
 }
 
+// OLMo 1 (AllenAI 1B, 7B): llama's layout with LayerNorms that have no
+// weights, Q/K/V clamped where the file says.
+constexpr ArchTraits olmo() {
+  ArchTraits a{"olmo", LOOM_ROPE_MODE_NORMAL, false, false, false, false, false, false, 0, 0.0f, false, false};
+  a.layer_norm = true;
+  a.weightless_norms = true;
+  return a;
+}
+// Nemotron (Minitron 4B / 8B, Nemotron-4): LayerNorms with biases (the
+// converter folds Nemotron's weight + 1), partial neox RoPE, a ReLU^2 FFN
+// without a gate.
+constexpr ArchTraits nemotron() {
+  ArchTraits a = gpt_family("nemotron");
+  a.relu_sqr = true;
+  return a;
+}
+// Arcee (AFM-4.5B): llama with a ReLU^2 FFN without a gate.
+constexpr ArchTraits arcee() {
+  ArchTraits a{"arcee", LOOM_ROPE_MODE_NORMAL, true, false, false, false, false, false, 0, 0.0f, false, false};
+  a.ffn_sequential = true;
+  a.relu_sqr = true;
+  return a;
+}
+
 // mistral files say "llama" (their sliding window key is ignored, see
 // llama_hparams.cpp): nothing of their own here.
 constexpr ArchTraits kArchs[] = {
@@ -171,7 +195,7 @@ constexpr ArchTraits kArchs[] = {
      false, true, true},
     // GPT-2 (OpenAI's 124M-1.5B; learned positions), GPT-NeoX / Pythia,
     // Phi-2 (and Phi-1.5), StarCoder 2.
-    gpt2(),
+    gpt2("gpt2"),
     gptneox(),
     phi2(),
     gpt_family("starcoder2"),
@@ -185,6 +209,12 @@ constexpr ArchTraits kArchs[] = {
     bloom(),
     mpt(),
     falcon(),
+    // StarCoder (1), SantaCoder, tiny_starcoder: GPT-2's layout with
+    // multi-query attention.
+    gpt2("starcoder"),
+    olmo(),
+    nemotron(),
+    arcee(),
 };
 
 }  // namespace

@@ -141,6 +141,12 @@ struct ArchTraits {
   // token_embd_norm.weight / .bias, a LayerNorm of the token embeddings
   // before the first layer, are required (bloom).
   bool embd_norm = false;
+  // The FFN's activation is ReLU squared (nemotron, arcee; with
+  // ffn_sequential: down(relu(up x)^2)).
+  bool relu_sqr = false;
+  // The norms are LayerNorms without weights or biases (olmo: OLMo 1):
+  // attn_norm, ffn_norm and output_norm are not in the file.
+  bool weightless_norms = false;
 };
 
 // The traits of `name`; nullptr when loom does not run it.

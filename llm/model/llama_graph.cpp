@@ -131,13 +131,25 @@ StatusOr<Tensor*> layer_attention(Context& ctx, LlamaModel& model, int64_t il, c
 
 // x [n_embd, T] times a norm weight after an RMS norm, or a LayerNorm
 // (layer: the mean removed first; ArchTraits::layer_norm), plus the norm's
-// bias when it has one.
+// bias when it has one; no weight (w nullptr): the norm alone.
 StatusOr<Tensor*> rms_norm_mul(Context& ctx, Tensor* x, Tensor* w, float eps, bool layer = false,
                                Tensor* bias = nullptr) {
   LOOM_ASSIGN_OR_RETURN(Tensor * t, layer ? op::norm(ctx, x, eps) : op::rms_norm(ctx, x, eps));
-  LOOM_ASSIGN_OR_RETURN(t, op::mul(ctx, t, w));
+  if (w != nullptr) {  // (a weightless LayerNorm: olmo)
+    LOOM_ASSIGN_OR_RETURN(t, op::mul(ctx, t, w));
+  }
   if (bias == nullptr) return t;
   return op::add(ctx, t, bias);
+}
+
+// min(max(x, -c), c) as relu(x + c) - relu(x - c) - c (clamp_kqv: olmo, mpt).
+StatusOr<Tensor*> clamp_symmetric(Context& ctx, Tensor* x, float c) {
+  LOOM_ASSIGN_OR_RETURN(Tensor * hi, op::scale(ctx, x, 1.0f, c));
+  LOOM_ASSIGN_OR_RETURN(hi, op::relu(ctx, hi));
+  LOOM_ASSIGN_OR_RETURN(Tensor * lo, op::scale(ctx, x, 1.0f, -c));
+  LOOM_ASSIGN_OR_RETURN(lo, op::relu(ctx, lo));
+  LOOM_ASSIGN_OR_RETURN(Tensor * d, op::sub(ctx, hi, lo));
+  return op::scale(ctx, d, 1.0f, -c);
 }
 
 // x [n_embd, T] projected by w (plus bias b, when the architecture has one)
@@ -145,10 +157,13 @@ StatusOr<Tensor*> rms_norm_mul(Context& ctx, Tensor* x, Tensor* w, float eps, bo
 // is RMS-normalised and scaled (qwen3's Q/K norms, before RoPE), or the
 // whole projection's row before the split when the weight spans it (olmo2).
 StatusOr<Tensor*> project_heads(Context& ctx, Tensor* x, Tensor* w, Tensor* b, Tensor* norm, int64_t hd,
-                                int64_t n_heads, float eps, bool layer) {
+                                int64_t n_heads, float eps, bool layer, float clamp) {
   LOOM_ASSIGN_OR_RETURN(Tensor * t, op::mul_mat(ctx, w, x));
   if (b) {
     LOOM_ASSIGN_OR_RETURN(t, op::add(ctx, t, b));
+  }
+  if (clamp > 0.0f) {
+    LOOM_ASSIGN_OR_RETURN(t, clamp_symmetric(ctx, t, clamp));
   }
   if (norm && n_heads > 1 && norm->ne[0] == hd * n_heads) {
     LOOM_ASSIGN_OR_RETURN(t, rms_norm_mul(ctx, t, norm, eps));
@@ -194,6 +209,9 @@ StatusOr<Tensor*> attention_block(Context& ctx, LlamaModel& model, const KvCache
     if (l.bqkv) {
       LOOM_ASSIGN_OR_RETURN(qkv, op::add(ctx, qkv, l.bqkv));
     }
+    if (h.clamp_kqv > 0.0f) {
+      LOOM_ASSIGN_OR_RETURN(qkv, clamp_symmetric(ctx, qkv, h.clamp_kqv));
+    }
     const size_t es = qkv->nb[0];
     auto heads = [&](int64_t n_heads, int64_t first_row) {
       return ctx.view(qkv, {hd, n_heads, qkv->ne[1]}, {es * static_cast<size_t>(hd), qkv->nb[1]},
@@ -204,9 +222,10 @@ StatusOr<Tensor*> attention_block(Context& ctx, LlamaModel& model, const KvCache
     LOOM_ASSIGN_OR_RETURN(v, heads(h.n_head_kv, h.q_dim() + h.kv_dim()));
   } else {
     const bool ln = model.arch_traits().layer_norm;
-    LOOM_ASSIGN_OR_RETURN(q, project_heads(ctx, cur, l.wq, l.bq, l.q_norm, hd, h.n_head, h.rms_eps, ln));
-    LOOM_ASSIGN_OR_RETURN(k, project_heads(ctx, cur, l.wk, l.bk, l.k_norm, hd, h.n_head_kv, h.rms_eps, ln));
-    LOOM_ASSIGN_OR_RETURN(v, project_heads(ctx, cur, l.wv, l.bv, nullptr, hd, h.n_head_kv, h.rms_eps, ln));
+    const float c = h.clamp_kqv;
+    LOOM_ASSIGN_OR_RETURN(q, project_heads(ctx, cur, l.wq, l.bq, l.q_norm, hd, h.n_head, h.rms_eps, ln, c));
+    LOOM_ASSIGN_OR_RETURN(k, project_heads(ctx, cur, l.wk, l.bk, l.k_norm, hd, h.n_head_kv, h.rms_eps, ln, c));
+    LOOM_ASSIGN_OR_RETURN(v, project_heads(ctx, cur, l.wv, l.bv, nullptr, hd, h.n_head_kv, h.rms_eps, ln, c));
   }
   const bool long_ctx = cache.n_ctx() / cache.n_seq() > h.n_ctx_orig;
   if (h.rotates(il)) {  // (a NoPE layer's Q and K go to the attention as projected)
@@ -317,12 +336,13 @@ Status build_layers(LlamaModel& model, const KvCache& cache, bool all_logits, bo
     LOOM_ASSIGN_OR_RETURN(x, op::add(ctx, x, p));
   }
   const bool ln = model.arch_traits().layer_norm;
+  const bool weightless = model.arch_traits().weightless_norms;  // (olmo: norms without weights)
   for (int64_t il = 0; il < h.n_layer; ++il) {
     const LlamaLayer& l = model.layers[static_cast<size_t>(il)];
     const bool parallel = l.parallel;
     const std::string sfx = "." + std::to_string(il);
     Tensor* cur = x;  // (no input norm: olmo2)
-    if (l.attn_norm) {
+    if (l.attn_norm || weightless) {
       LOOM_ASSIGN_OR_RETURN(cur, rms_norm_mul(ctx, x, l.attn_norm, h.rms_eps, ln, l.attn_norm_b));
       named(cur, "attn_norm" + sfx);
     }
@@ -342,7 +362,7 @@ Status build_layers(LlamaModel& model, const KvCache& cache, bool all_logits, bo
     // Parallel blocks: the FFN reads the attention's input, or its own norm
     // of the layer's input (x has no attention output added yet).
     cur = parallel ? attn_in : x;
-    if (l.ffn_norm) {
+    if (l.ffn_norm || weightless) {
       LOOM_ASSIGN_OR_RETURN(cur, rms_norm_mul(ctx, x, l.ffn_norm, h.rms_eps, ln, l.ffn_norm_b));
     }
     bool sparse = false;

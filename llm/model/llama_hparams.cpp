@@ -344,12 +344,10 @@ Status read_llama_hparams(const GgufFile& file, const std::string& arch, LlamaHp
       }
     }
     h.nope_period = 1;  // (no RoPE)
-    float clamp = 0.0f;
-    LOOM_RETURN_IF_ERROR(r.get_f("attention.clamp_kqv", &clamp));
-    if (clamp > 0.0f) {
-      return r.not_implemented(arch + ".attention.clamp_kqv = " + std::to_string(clamp) +
-                               ": clamping Q/K/V is not implemented");
-    }
+  }
+  LOOM_RETURN_IF_ERROR(r.get_f("attention.clamp_kqv", &h.clamp_kqv));
+  if (!(h.clamp_kqv >= 0.0f)) {
+    return r.fail(arch + ".attention.clamp_kqv = " + std::to_string(h.clamp_kqv) + ": must be >= 0");
   }
   if (traits != nullptr && traits->parallel_residual_key) {
     h.parallel_residual = true;  // (llama.cpp's and GPT-NeoX's default)

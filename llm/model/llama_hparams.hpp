@@ -82,6 +82,9 @@ struct LlamaHparams {
   // ALiBi's max bias (ArchTraits::alibi_*; 0: none): head h of n_head adds
   // alibi_slope(h) times -(query position - key position) to its scores.
   float alibi_max_bias = 0.0f;
+  // attention.clamp_kqv (olmo, mpt; 0: none): Q, K and V clamped to
+  // [-c, c] after their projections.
+  float clamp_kqv = 0.0f;
   // ggml's slope for head h: m0^(h+1) for the first 2^floor(log2 n_head)
   // heads, m1^(2(h - that) + 1) after, m0 = 2^(-max_bias / that), m1 =
   // 2^(-max_bias / 2 / that).

@@ -180,6 +180,7 @@ Status LlamaModel::read_hparams() {
   LOOM_RETURN_IF_ERROR(read_sparse_ffn_params(file_, arch_, &sparse_));
   // GELU (tanh approximation, as ggml's): gated (gemma), or alone (the GPT family).
   if (traits_->gemma || traits_->ffn_sequential) sparse_.activation = FfnActivation::kGelu;
+  if (traits_->relu_sqr) sparse_.activation = FfnActivation::kReluSqr;
   return read_llama_vocab(file_, &hparams_);
 }
 
@@ -274,7 +275,9 @@ Status LlamaModel::check_every_tensor_read() const {
 Status LlamaModel::bind_weights() {
   const LlamaHparams& h = hparams_;
   LOOM_RETURN_IF_ERROR(find_weight("token_embd.weight", {h.n_embd, h.n_vocab}, true, &tok_embd));
-  LOOM_RETURN_IF_ERROR(find_weight("output_norm.weight", {h.n_embd}, true, &output_norm));
+  if (!traits_->weightless_norms) {
+    LOOM_RETURN_IF_ERROR(find_weight("output_norm.weight", {h.n_embd}, true, &output_norm));
+  }
   LOOM_RETURN_IF_ERROR(find_weight("output_norm.bias", {h.n_embd}, false, &output_norm_b));
   LOOM_RETURN_IF_ERROR(find_weight("output.weight", {h.n_embd, h.n_vocab}, false, &output));
   if (!output) output = tok_embd;  // tied embedding
@@ -306,7 +309,7 @@ Status LlamaModel::bind_layer(int64_t il) {
   const LlamaHparams& h = hparams_;
   LlamaLayer& l = layers[static_cast<size_t>(il)];
   const std::string p = "blk." + std::to_string(il) + ".";
-  if (traits_->pre_norms) {
+  if (traits_->pre_norms && !traits_->weightless_norms) {
     LOOM_RETURN_IF_ERROR(find_weight(p + "attn_norm.weight", {h.n_embd}, true, &l.attn_norm));
     LOOM_RETURN_IF_ERROR(find_weight(p + "attn_norm.bias", {h.n_embd}, false, &l.attn_norm_b));
     if (traits_->parallel_blocks) {
@@ -341,7 +344,7 @@ Status LlamaModel::bind_layer(int64_t il) {
     LOOM_RETURN_IF_ERROR(find_weight(p + "attn_q_norm.weight", {whole ? h.q_dim() : h.head_dim()}, true, &l.q_norm));
     LOOM_RETURN_IF_ERROR(find_weight(p + "attn_k_norm.weight", {whole ? h.kv_dim() : h.head_dim()}, true, &l.k_norm));
   }
-  if (traits_->pre_norms && !traits_->parallel_blocks) {
+  if (traits_->pre_norms && !traits_->parallel_blocks && !traits_->weightless_norms) {
     LOOM_RETURN_IF_ERROR(find_weight(p + "ffn_norm.weight", {h.n_embd}, !traits_->ffn_norm_optional, &l.ffn_norm));
     LOOM_RETURN_IF_ERROR(find_weight(p + "ffn_norm.bias", {h.n_embd}, false, &l.ffn_norm_b));
   }
@@ -437,6 +440,7 @@ Status LlamaModel::check_elementwise_types() const {
     }
   }
   for (const Tensor* t : elementwise) {
+    if (t == nullptr) continue;  // (weightless norms: olmo)
     if (!type_is_float(t->type)) {
       return unimplemented(who + "tensor '" + std::string(t->name) + "' must be a float type, is " +
                            type_name(t->type));

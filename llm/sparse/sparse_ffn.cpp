@@ -29,8 +29,11 @@ StatusOr<Tensor*> dense_ffn(Context& ctx, const LlamaLayer& l, FfnActivation act
     // No gate (the GPT family): down(act(up x + b)) + b.
     LOOM_ASSIGN_OR_RETURN(up, product_bias(ctx, l.ffn_up, l.ffn_up_b, x));
     Tensor* h = nullptr;
-    if (act == FfnActivation::kRelu) {
+    if (act == FfnActivation::kRelu || act == FfnActivation::kReluSqr) {
       LOOM_ASSIGN_OR_RETURN(h, op::relu(ctx, up));
+      if (act == FfnActivation::kReluSqr) {
+        LOOM_ASSIGN_OR_RETURN(h, op::mul(ctx, h, h));
+      }
     } else if (act == FfnActivation::kGelu) {
       LOOM_ASSIGN_OR_RETURN(h, op::gelu(ctx, up));
     } else {

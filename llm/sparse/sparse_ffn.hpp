@@ -38,7 +38,7 @@ class LlamaModel;
 struct LlamaLayer;
 
 // The gate's activation: silu (SwiGLU), relu (sparse models), gelu (Gemma's GELU-gated FFN).
-enum class FfnActivation { kSilu, kRelu, kGelu };
+enum class FfnActivation { kSilu, kRelu, kGelu, kReluSqr };
 
 // A batch of more tokens than this runs a sparse layer dense (the union of
 // the tokens' active neurons covers most rows; the dense product streams

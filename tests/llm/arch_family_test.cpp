@@ -5,7 +5,8 @@
 // (no input norms, Q/K norms over the whole projection), Qwen2-VL's text
 // model (M-RoPE sections), EXAONE 4.0 (olmo2's layout, per-head Q/K norms,
 // the 32B's windows), EXAONE, ERNIE 4.5 and InternLM2 (llama's graph,
-// their own RoPE), Command R / Aya (LayerNorms, parallel blocks) and Command
+// their own RoPE), OLMo 1 (weightless LayerNorms, clamped Q/K/V), Arcee
+// (ReLU^2), Command R / Aya (LayerNorms, parallel blocks) and Command
 // R7B (windowed RoPE layers, a global NoPE one); each with mutants (the reference without
 // one feature) that are far off, so a graph that skipped the feature would
 // fail. Then what every file gets: attention biases read wherever present
@@ -373,6 +374,45 @@ TEST_F(ArchFamilies, MiniCpmMultipliersAndTheirDefaultsMatchTheReference) {
   std::cout << "[ arch ] minicpm with the default multipliers: max |loom - reference| " << err << "\n";
 }
 
+// OLMo 1: LayerNorms without weights (no norm tensors at all), Q/K/V
+// clamped where the file says (OLMo 1.7: 8; here a bound the weights cross).
+ArchSpec olmo() {
+  ArchSpec s;
+  s.arch = "olmo";
+  s.layer_norm = true;
+  s.weightless_norms = true;
+  s.clamp_kqv = 0.6f;
+  s.seed = 49;
+  return s;
+}
+
+TEST_F(ArchFamilies, OlmoWeightlessNormsAndClampMatchTheReference) {
+  const ArchSpec s = olmo();
+  const TinyArchModel m(s);
+  check(s, {{"unclamped", mutate(m, [](TinyArchModel* c) { c->spec.clamp_kqv = 0.0f; })},
+            {"with RMS norms", mutate(m, [](TinyArchModel* c) { c->spec.layer_norm = false; })}});
+  auto model = load(m);
+  ASSERT_TRUE(model.ok()) << model.status().to_string();
+  EXPECT_EQ((*model)->output_norm, nullptr);
+  EXPECT_FLOAT_EQ((*model)->hparams().clamp_kqv, 0.6f);
+}
+
+// Arcee (AFM-4.5B): llama with a ReLU^2 FFN without a gate.
+ArchSpec arcee() {
+  ArchSpec s;
+  s.arch = "arcee";
+  s.ffn_sequential = true;
+  s.relu_sqr = true;
+  s.seed = 50;
+  return s;
+}
+
+TEST_F(ArchFamilies, ArceeReluSquaredMatchesTheReference) {
+  const ArchSpec s = arcee();
+  const TinyArchModel m(s);
+  check(s, {{"with SiLU", mutate(m, [](TinyArchModel* c) { c->spec.relu_sqr = false; })}});
+}
+
 TEST_F(ArchFamilies, GraniteMoeMatchesTheReference) {
   const TinyArchModel m(granitemoe());
   check(granitemoe(), {{"without the residual scale", mutate(m, [](TinyArchModel* c) { c->spec.residual_scale = 0; })},
@@ -469,7 +509,7 @@ TEST_F(ArchFamilies, OnVulkan0AndSplitTheFamiliesMatchTheReference) {
   llama_biases.qkv_bias = true;
   llama_biases.out_bias = true;
   check_on_vulkan0_and_split({smollm3(), granite(), granitemoe(), gemma(), olmo2(), qwen2vl(), command_r(true),
-                              llama_biases, cohere2()});
+                              llama_biases, cohere2(), olmo(), arcee()});
 }
 
 }  // namespace

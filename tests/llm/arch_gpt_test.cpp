@@ -5,7 +5,8 @@
 // (one norm feeding parallel blocks, an output bias), StarCoder 2 and
 // StableLM (LayerNorms with biases; StableLM 2 12B's per-head Q/K norms and
 // parallel layers without ffn_norm), BLOOM and MPT (ALiBi; BLOOM's normed
-// embedding), Falcon (multi-query, parallel blocks, 40B's second norm); GLM-4's fused layout with post-norms. Each family's distinctive features
+// embedding; MPT's clamped Q/K/V), Falcon (multi-query, parallel blocks,
+// 40B's second norm), StarCoder 1 and Nemotron (ReLU^2); GLM-4's fused layout with post-norms. Each family's distinctive features
 // have mutants (the reference without one feature) that are far off, so a
 // graph that skipped the feature would fail; then the loader's errors for
 // what these files need (a context past the learned positions, a missing
@@ -303,11 +304,49 @@ TEST_F(GptFamilies, MptAlibiMatchesTheReference) {
   ASSERT_FALSE(no_key.ok());
   EXPECT_NE(no_key.status().message().find("missing metadata key mpt.attention.max_alibi_bias"), std::string::npos)
       << no_key.status().message();
-  auto clamped = load(m, m.gguf({}, {}, {}, {{"attention.clamp_kqv", 8.0f}}));
-  ASSERT_FALSE(clamped.ok());
-  EXPECT_EQ(clamped.status().code(), StatusCode::kUnimplemented);
-  EXPECT_NE(clamped.status().message().find("mpt.attention.clamp_kqv = 8"), std::string::npos)
-      << clamped.status().message();
+  // clamp_kqv: the fused projection clamped (at a bound these weights cross).
+  ArchSpec c = mpt();
+  c.clamp_kqv = 0.5f;
+  const TinyArchModel mc(c);
+  check(c, {{"unclamped", mutate(mc, [](TinyArchModel* x) { x->spec.clamp_kqv = 0.0f; })}});
+}
+
+// StarCoder (1): GPT-2's layout with multi-query attention.
+ArchSpec starcoder() {
+  ArchSpec s = gpt2();
+  s.arch = "starcoder";
+  s.n_head_kv = 1;
+  s.seed = 63;
+  return s;
+}
+
+TEST_F(GptFamilies, StarCoderMatchesTheReference) {
+  const ArchSpec s = starcoder();
+  const TinyArchModel m(s);
+  check(s, {{"without the learned positions", mutate(m, [](TinyArchModel* c) {
+              c->spec.pos_embd = false;
+              c->spec.rope_finetuned = 0;
+            })}});
+}
+
+// Nemotron: LayerNorms with biases, separate Q/K/V, half of each head
+// rotated (neox), a ReLU^2 FFN without a gate, an untied head.
+ArchSpec nemotron() {
+  ArchSpec s = gpt_base("nemotron", 64);
+  s.relu_sqr = true;
+  s.gelu = false;
+  s.qkv_bias = false;
+  s.n_rot = 4;
+  return s;
+}
+
+TEST_F(GptFamilies, NemotronReluSquaredMatchesTheReference) {
+  const ArchSpec s = nemotron();
+  const TinyArchModel m(s);
+  check(s, {{"with GELU", mutate(m, [](TinyArchModel* c) {
+              c->spec.relu_sqr = false;
+              c->spec.gelu = true;
+            })}});
 }
 
 // Falcon: multi-query attention (one K/V head), parallel blocks from one
@@ -416,7 +455,8 @@ TEST_F(GptFamilies, FfnAndNormBiasesOfAnyFileAreAdded) {
 
 // On vulkan0 beside the cpu, and split with a simulated device.
 TEST_F(GptFamilies, OnVulkan0AndSplitTheFamiliesMatchTheReference) {
-  check_on_vulkan0_and_split({gpt2(), gptneox(1), phi2(), starcoder2(), stablelm12b(), glm4(), bloom(), mpt(), falcon(true)});
+  check_on_vulkan0_and_split({gpt2(), gptneox(1), phi2(), starcoder2(), stablelm12b(), glm4(), bloom(), mpt(), falcon(true),
+                              starcoder(), nemotron()});
 }
 
 }  // namespace

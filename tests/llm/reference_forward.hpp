@@ -8,7 +8,8 @@
 // post-FFN norms, GELU-gated FFN, and sliding window with its own RoPE base
 // on the local layers; gemma2's soft-capped scores and logits; a mixture of experts' routing and experts;
 // smollm3's unrotated (NoPE) layers; granite's embedding, residual, score and logit multipliers; olmo2's
-// blocks without input norms and Q/K norms over the whole projection; the GPT family's LayerNorm biases, ungated
+// blocks without input norms and Q/K norms over the whole projection; olmo's weightless norms and clamped Q/K/V;
+// ReLU^2 FFNs; the GPT family's LayerNorm biases, ungated
 // GELU FFN with biases, learned positions, output bias and parallel layers; bloom's normed embedding; ALiBi
 // (bloom, mpt). Every position of a sequence is computed
 // from scratch: logits(tokens)[p] are the logits after tokens [0, p].
@@ -27,7 +28,8 @@ namespace loom::test {
 
 class ReferenceForward {
  public:
-  explicit ReferenceForward(const TinyArchModel& m) : m_(m), s_(m.spec) {}
+  explicit ReferenceForward(const TinyArchModel& m)
+      : m_(m), s_(m.spec), ones_(static_cast<size_t>(m.spec.n_embd), 1.0f) {}
 
   // Applied to each position's K and V (all kv heads, after RoPE) before
   // they are attended to: a cache's rounding (e.g. the 8-bit cache's).
@@ -65,7 +67,11 @@ class ReferenceForward {
   }
 
  private:
-  const std::vector<float>& w(const std::string& name) const { return *m_.find(name); }
+  // A weightless norm's (olmo) weights are ones.
+  const std::vector<float>& w(const std::string& name) const {
+    const std::vector<float>* t = m_.find(name);
+    return t == nullptr && s_.weightless_norms && name.find("norm.weight") != std::string::npos ? ones_ : *t;
+  }
   bool has(const std::string& name) const { return m_.find(name) != nullptr; }
 
   static std::vector<double> row(const std::vector<float>& t, int64_t width, int64_t r) {
@@ -197,7 +203,8 @@ class ReferenceForward {
     for (size_t i = 0; i < gate.size(); ++i) {
       const double g = gate[i];
       // gemma: GELU, tanh approximation; else SiLU.
-      const double a = s_.gemma || s_.gelu ? 0.5 * g * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (g + 0.044715 * g * g * g)))
+      const double a = s_.relu_sqr             ? std::max(0.0, g) * std::max(0.0, g)
+                       : s_.gemma || s_.gelu ? 0.5 * g * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (g + 0.044715 * g * g * g)))
                                 : g / (1.0 + std::exp(-g));
       act[i] = a * up[i];
     }
@@ -260,6 +267,11 @@ class ReferenceForward {
       add_to(&q[p], m_.find(pre + "attn_q.bias"));
       add_to(&k[p], m_.find(pre + "attn_k.bias"));
       add_to(&v[p], m_.find(pre + "attn_v.bias"));
+      if (s_.clamp_kqv > 0.0f) {
+        for (std::vector<double>* t : {&q[p], &k[p], &v[p]}) {
+          for (double& x : *t) x = std::clamp(x, -static_cast<double>(s_.clamp_kqv), static_cast<double>(s_.clamp_kqv));
+        }
+      }
       heads(&q[p], nh, pre + "attn_q_norm.weight", static_cast<int64_t>(p), swa, s_.rotates(il));
       heads(&k[p], nkv, pre + "attn_k_norm.weight", static_cast<int64_t>(p), swa, s_.rotates(il));
       if (kv_round) {
@@ -315,6 +327,7 @@ class ReferenceForward {
 
   const TinyArchModel& m_;
   const ArchSpec& s_;
+  const std::vector<float> ones_;
 };
 
 }  // namespace loom::test

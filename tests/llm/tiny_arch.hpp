@@ -130,6 +130,9 @@ struct ArchSpec {
   bool alibi_key = false;
   bool embd_norm = false;
   bool attn_norm_2 = false;  // falcon 40B: blk.N.attn_norm_2 (+ .bias with norm_bias), the attention's own norm
+  bool relu_sqr = false;          // nemotron, arcee: the FFN's activation is relu(x)^2
+  bool weightless_norms = false;  // olmo: LayerNorms without weights (no norm tensors in the file)
+  float clamp_kqv = 0.0f;         // attention.clamp_kqv (0 leaves the key out): Q, K, V clamped to [-c, c]
   // ggml's ALiBi slope of head h.
   double alibi_slope(int64_t h) const {
     int64_t p2 = 1;
@@ -212,7 +215,7 @@ struct TinyArchModel {
                kvd = static_cast<uint64_t>(s.hd() * s.n_head_kv), ff = static_cast<uint64_t>(s.n_ff),
                hd = static_cast<uint64_t>(s.hd());
     add(rng, "token_embd.weight", {e, static_cast<uint64_t>(s.n_vocab)}, 0.0f, 4.0f);
-    add(rng, "output_norm.weight", {e}, 1.0f, 0.2f);
+    if (!s.weightless_norms) add(rng, "output_norm.weight", {e}, 1.0f, 0.2f);
     if (s.norm_bias) add(rng, "output_norm.bias", {e}, 0.0f, 0.3f);
     if (!s.tied) add(rng, "output.weight", {e, static_cast<uint64_t>(s.n_vocab)}, 0.0f, 1.0f);
     if (s.output_bias) add(rng, "output.bias", {static_cast<uint64_t>(s.n_vocab)}, 0.0f, 1.0f);
@@ -238,7 +241,7 @@ struct TinyArchModel {
     }
     for (int64_t il = 0; il < s.n_layer; ++il) {
       const std::string p = "blk." + std::to_string(il) + ".";
-      if (s.pre_norms) add(rng, p + "attn_norm.weight", {e}, 1.0f, 0.2f);
+      if (s.pre_norms && !s.weightless_norms) add(rng, p + "attn_norm.weight", {e}, 1.0f, 0.2f);
       if (s.pre_norms && s.norm_bias) add(rng, p + "attn_norm.bias", {e}, 0.0f, 0.3f);
       if (s.attn_norm_2) {
         add(rng, p + "attn_norm_2.weight", {e}, 1.0f, 0.2f);
@@ -265,7 +268,7 @@ struct TinyArchModel {
         add(rng, p + "post_attention_norm.weight", {e}, 1.0f, 0.2f);
         add(rng, p + "post_ffw_norm.weight", {e}, 1.0f, 0.2f);
       }
-      if (s.pre_norms && !s.parallel_blocks) add(rng, p + "ffn_norm.weight", {e}, 1.0f, 0.2f);
+      if (s.pre_norms && !s.parallel_blocks && !s.weightless_norms) add(rng, p + "ffn_norm.weight", {e}, 1.0f, 0.2f);
       if (s.pre_norms && !s.parallel_blocks && s.norm_bias) add(rng, p + "ffn_norm.bias", {e}, 0.0f, 0.3f);
       if (s.n_expert > 0) {
         const auto ne = static_cast<uint64_t>(s.n_expert), fe = static_cast<uint64_t>(s.ff_exp());
@@ -361,6 +364,7 @@ struct TinyArchModel {
       b.kv_arr(a + ".rope.dimension_sections", loom::testing::kI32, spec.mrope_sections);
     }
     if (spec.rope_finetuned >= 0) b.kv(a + ".rope.scaling.finetuned", loom::testing::kBool, uint8_t(spec.rope_finetuned));
+    if (spec.clamp_kqv > 0.0f) b.kv(a + ".attention.clamp_kqv", loom::testing::kF32, spec.clamp_kqv);
     if (spec.alibi_key && !skip_keys.count("attention.max_alibi_bias")) {
       b.kv(a + ".attention.max_alibi_bias", loom::testing::kF32, spec.alibi_max_bias);
     }
