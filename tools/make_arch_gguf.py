@@ -54,6 +54,8 @@ Architectures (--arch):
   olmo      OLMo 1: llama's layout with LayerNorms without weights (no norm tensors)
   nemotron  Nemotron: LayerNorms with biases, partial RoPE, ReLU^2 FFN without a gate
   arcee     Arcee AFM: llama's layout with a ReLU^2 FFN without a gate
+  seed_oss  Seed-OSS: llama's layout with Q/K/V biases, the FFN norm named
+            post_attention_norm
   falcon    Falcon 40B: fused multi-query Q/K/V (one K/V head whatever --kv-heads
             says), attention from attn_norm_2 and FFN from attn_norm side by side
 
@@ -78,7 +80,7 @@ from gguf_writer import TYPE_IDS, read_gguf_kv, write_gguf  # noqa: E402
 ARCHS = ('llama', 'mixtral', 'qwen2', 'qwen3', 'qwen3moe', 'qwen2moe', 'olmoe', 'phi3', 'gemma2', 'gemma3', 'gemma', 'smollm3', 'granite',
          'granitemoe', 'olmo2', 'qwen2vl', 'exaone', 'ernie4_5',
          'command-r', 'cohere2', 'glm4', 'minicpm', 'internlm2', 'exaone4', 'gpt2', 'gptneox', 'phi2', 'starcoder2', 'stablelm', 'bloom', 'mpt', 'falcon', 'starcoder', 'olmo',
-         'nemotron', 'arcee')
+         'nemotron', 'arcee', 'seed_oss')
 # The GPT family: LayerNorms with biases (and stablelm, whose FFN is gated).
 GPT = ('gpt2', 'gptneox', 'phi2', 'starcoder2', 'stablelm', 'bloom', 'mpt', 'falcon', 'starcoder', 'nemotron')
 # Their FFN without a gate: down(gelu(up x + b)) + b.
@@ -182,7 +184,7 @@ def build(a, n_vocab):
         m.matrix(p + 'attn_output.weight', d, qd)
         if arch in ('gpt2', 'gptneox', 'phi2', 'starcoder2', 'bloom', 'starcoder'):
             m.bias(p + 'attn_output.bias', d)
-        if arch in ('qwen2', 'qwen2vl', 'qwen2moe', 'phi2', 'starcoder2', 'stablelm'):
+        if arch in ('qwen2', 'qwen2vl', 'qwen2moe', 'phi2', 'starcoder2', 'stablelm', 'seed_oss'):
             m.bias(p + 'attn_q.bias', qd)
             m.bias(p + 'attn_k.bias', kvd)
             m.bias(p + 'attn_v.bias', kvd)
@@ -195,7 +197,7 @@ def build(a, n_vocab):
         if post_norms:
             m.vector(p + 'post_attention_norm.weight', d)
         if arch not in ('olmo2', 'exaone4', 'command-r', 'cohere2', 'phi2', 'falcon') and norms:
-            m.vector(p + 'ffn_norm.weight', d)
+            m.vector(p + ('post_attention_norm.weight' if arch == 'seed_oss' else 'ffn_norm.weight'), d)
             if bias:
                 m.bias(p + 'ffn_norm.bias', d)
         if moe:

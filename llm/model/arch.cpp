@@ -144,6 +144,14 @@ constexpr ArchTraits arcee() {
   return a;
 }
 
+// Seed-OSS (ByteDance, 36B): llama with neox RoPE and Q/K/V biases, its
+// FFN norm stored as post_attention_norm.
+constexpr ArchTraits seed_oss() {
+  ArchTraits a{"seed_oss", LOOM_ROPE_MODE_NEOX, false, false, false, false, false, false, 0, 0.0f, false, false};
+  a.ffn_norm_post_attention_name = true;
+  return a;
+}
+
 // mistral files say "llama" (their sliding window key is ignored, see
 // llama_hparams.cpp): nothing of their own here.
 constexpr ArchTraits kArchs[] = {
@@ -215,6 +223,7 @@ constexpr ArchTraits kArchs[] = {
     olmo(),
     nemotron(),
     arcee(),
+    seed_oss(),
 };
 
 }  // namespace

@@ -147,6 +147,9 @@ struct ArchTraits {
   // The norms are LayerNorms without weights or biases (olmo: OLMo 1):
   // attn_norm, ffn_norm and output_norm are not in the file.
   bool weightless_norms = false;
+  // The FFN's input norm is stored as blk.N.post_attention_norm (seed_oss:
+  // Seed-OSS names it so; it is the pre-FFN norm all the same).
+  bool ffn_norm_post_attention_name = false;
 };
 
 // The traits of `name`; nullptr when loom does not run it.

@@ -345,7 +345,8 @@ Status LlamaModel::bind_layer(int64_t il) {
     LOOM_RETURN_IF_ERROR(find_weight(p + "attn_k_norm.weight", {whole ? h.kv_dim() : h.head_dim()}, true, &l.k_norm));
   }
   if (traits_->pre_norms && !traits_->parallel_blocks && !traits_->weightless_norms) {
-    LOOM_RETURN_IF_ERROR(find_weight(p + "ffn_norm.weight", {h.n_embd}, !traits_->ffn_norm_optional, &l.ffn_norm));
+    const std::string ffn_norm = traits_->ffn_norm_post_attention_name ? "post_attention_norm" : "ffn_norm";
+    LOOM_RETURN_IF_ERROR(find_weight(p + ffn_norm + ".weight", {h.n_embd}, !traits_->ffn_norm_optional, &l.ffn_norm));
     LOOM_RETURN_IF_ERROR(find_weight(p + "ffn_norm.bias", {h.n_embd}, false, &l.ffn_norm_b));
   }
   l.parallel = traits_->parallel_blocks || hparams_.parallel_residual ||

@@ -13,6 +13,7 @@
 // (as llama.cpp reads a llama's), and any tensor the graph would not read
 // refused by name, since running without it computes another model (a
 // vision tower's v.* and mm.* excepted: loom runs the text model).
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -411,6 +412,29 @@ TEST_F(ArchFamilies, ArceeReluSquaredMatchesTheReference) {
   const ArchSpec s = arcee();
   const TinyArchModel m(s);
   check(s, {{"with SiLU", mutate(m, [](TinyArchModel* c) { c->spec.relu_sqr = false; })}});
+}
+
+// Seed-OSS: llama with neox RoPE and Q/K/V biases whose FFN norm the file
+// names post_attention_norm (applied before the FFN, not after the attention).
+TEST_F(ArchFamilies, SeedOssFfnNormUnderItsOtherNameMatchesTheReference) {
+  ArchSpec s;
+  s.arch = "seed_oss";
+  s.neox = true;
+  s.qkv_bias = true;
+  s.ffn_norm_as_post_attention = true;
+  s.seed = 51;
+  const TinyArchModel m(s);
+  check(s, {{"with normal RoPE", mutate(m, [](TinyArchModel* c) { c->spec.neox = false; })},
+            {"without the FFN norm", mutate(m, [](TinyArchModel* c) {
+               for (auto& [name, t] : c->tensors) {
+                 if (name.find("ffn_norm") != std::string::npos) std::fill(t.v.begin(), t.v.end(), 1.0f);
+               }
+             })}});
+  // Read as the FFN's input norm, not as a post-norm of the attention.
+  auto model = load(m);
+  ASSERT_TRUE(model.ok()) << model.status().to_string();
+  EXPECT_NE((*model)->layers[0].ffn_norm, nullptr);
+  EXPECT_EQ((*model)->layers[0].post_attn_norm, nullptr);
 }
 
 TEST_F(ArchFamilies, GraniteMoeMatchesTheReference) {

@@ -133,6 +133,9 @@ struct ArchSpec {
   bool relu_sqr = false;          // nemotron, arcee: the FFN's activation is relu(x)^2
   bool weightless_norms = false;  // olmo: LayerNorms without weights (no norm tensors in the file)
   float clamp_kqv = 0.0f;         // attention.clamp_kqv (0 leaves the key out): Q, K, V clamped to [-c, c]
+  // seed_oss: the file stores each ffn_norm as post_attention_norm (the
+  // model in memory keeps the name ffn_norm).
+  bool ffn_norm_as_post_attention = false;
   // ggml's ALiBi slope of head h.
   double alibi_slope(int64_t h) const {
     int64_t p2 = 1;
@@ -390,8 +393,16 @@ struct TinyArchModel {
   // and gate, up into ffn_up where the FFN has a gate (rows appended: ne[0]
   // stays, ne[1] adds up; a bias's values appended).
   std::map<std::string, TinyTensor> file_tensors() const {
-    if (!spec.fused) return tensors;
     std::map<std::string, TinyTensor> out = tensors;
+    if (spec.ffn_norm_as_post_attention) {
+      for (int64_t il = 0; il < spec.n_layer; ++il) {
+        const std::string p = "blk." + std::to_string(il) + ".";
+        auto node = out.extract(p + "ffn_norm.weight");
+        node.key() = p + "post_attention_norm.weight";
+        out.insert(std::move(node));
+      }
+    }
+    if (!spec.fused) return out;
     auto join = [&](const std::string& into, const std::vector<std::string>& parts) {
       if (!out.count(parts[0])) return;
       const bool vec = out.at(parts[0]).ne.size() == 1;
