@@ -56,6 +56,7 @@ Architectures (--arch):
   arcee     Arcee AFM: llama's layout with a ReLU^2 FFN without a gate
   seed_oss  Seed-OSS: llama's layout with Q/K/V biases, the FFN norm named
             post_attention_norm
+  baichuan  llama's layout; --layers 32 (the 7B: RoPE) or 40 (the 13B: ALiBi)
   falcon    Falcon 40B: fused multi-query Q/K/V (one K/V head whatever --kv-heads
             says), attention from attn_norm_2 and FFN from attn_norm side by side
 
@@ -80,7 +81,7 @@ from gguf_writer import TYPE_IDS, read_gguf_kv, write_gguf  # noqa: E402
 ARCHS = ('llama', 'mixtral', 'qwen2', 'qwen3', 'qwen3moe', 'qwen2moe', 'olmoe', 'phi3', 'gemma2', 'gemma3', 'gemma', 'smollm3', 'granite',
          'granitemoe', 'olmo2', 'qwen2vl', 'exaone', 'ernie4_5',
          'command-r', 'cohere2', 'glm4', 'minicpm', 'internlm2', 'exaone4', 'gpt2', 'gptneox', 'phi2', 'starcoder2', 'stablelm', 'bloom', 'mpt', 'falcon', 'starcoder', 'olmo',
-         'nemotron', 'arcee', 'seed_oss')
+         'nemotron', 'arcee', 'seed_oss', 'baichuan')
 # The GPT family: LayerNorms with biases (and stablelm, whose FFN is gated).
 GPT = ('gpt2', 'gptneox', 'phi2', 'starcoder2', 'stablelm', 'bloom', 'mpt', 'falcon', 'starcoder', 'nemotron')
 # Their FFN without a gate: down(gelu(up x + b)) + b.
@@ -333,6 +334,8 @@ def main():
         ap.error('--dim must be a multiple of --heads (or give --head-dim)')
     if a.experts_used > a.experts:
         ap.error('--experts-used must be <= --experts')
+    if a.arch == 'baichuan' and a.layers not in (32, 40):
+        ap.error('baichuan: --layers 32 (the 7B, RoPE) or 40 (the 13B, ALiBi)')
     tok = tokenizer_keys(a.tokenizer_from)
     n_vocab = len(tok['tokenizer.ggml.tokens'])
     tensors = build(a, n_vocab)

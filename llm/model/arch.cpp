@@ -152,6 +152,16 @@ constexpr ArchTraits seed_oss() {
   return a;
 }
 
+// Baichuan / Baichuan 2 (7B: RoPE; 13B: ALiBi): llama's layout (the
+// converter splits W_pack into Q, K, V).
+constexpr ArchTraits baichuan() {
+  ArchTraits a{"baichuan", LOOM_ROPE_MODE_NORMAL, false, false, false, false, false, false, 0, 0.0f, false, false};
+  a.rope_layer_count = 32;
+  a.alibi_layer_count = 40;
+  a.alibi_max_bias = 8.0f;
+  return a;
+}
+
 // mistral files say "llama" (their sliding window key is ignored, see
 // llama_hparams.cpp): nothing of their own here.
 constexpr ArchTraits kArchs[] = {
@@ -224,6 +234,7 @@ constexpr ArchTraits kArchs[] = {
     nemotron(),
     arcee(),
     seed_oss(),
+    baichuan(),
 };
 
 }  // namespace

@@ -150,6 +150,12 @@ struct ArchTraits {
   // The FFN's input norm is stored as blk.N.post_attention_norm (seed_oss:
   // Seed-OSS names it so; it is the pre-FFN norm all the same).
   bool ffn_norm_post_attention_name = false;
+  // Positions by the file's size, as llama.cpp decides them (baichuan):
+  // RoPE for rope_layer_count layers (the 7B), ALiBi (alibi_max_bias) for
+  // alibi_layer_count layers (the 13B); any other layer count is
+  // UNIMPLEMENTED by name (llama.cpp would run it without positions).
+  int rope_layer_count = 0;
+  int alibi_layer_count = 0;
 };
 
 // The traits of `name`; nullptr when loom does not run it.

@@ -333,7 +333,16 @@ Status read_llama_hparams(const GgufFile& file, const std::string& arch, LlamaHp
   }
   if (traits != nullptr) h.nope_period = traits->pos_embd ? 1 : traits->nope_period;
   if (traits != nullptr && traits->swa_layer_count > 0 && !windowed) h.nope_period = 0;  // every layer global, rotated
-  if (traits != nullptr && (traits->alibi_max_bias > 0.0f || traits->alibi_key)) {
+  if (traits != nullptr && (traits->rope_layer_count > 0 || traits->alibi_layer_count > 0) &&
+      h.n_layer != traits->rope_layer_count && h.n_layer != traits->alibi_layer_count) {
+    return r.not_implemented(arch + ".block_count = " + std::to_string(h.n_layer) + ": " + arch + " runs with " +
+                             std::to_string(traits->rope_layer_count) + " layers (RoPE) or " +
+                             std::to_string(traits->alibi_layer_count) +
+                             " (ALiBi); another size has no positions loom knows of");
+  }
+  const bool alibi = traits != nullptr && (traits->alibi_max_bias > 0.0f || traits->alibi_key) &&
+                     (traits->alibi_layer_count == 0 || h.n_layer == traits->alibi_layer_count);
+  if (alibi) {
     h.alibi_max_bias = traits->alibi_max_bias;
     if (traits->alibi_key) {
       if (!r.has("attention.max_alibi_bias")) return r.missing("attention.max_alibi_bias");

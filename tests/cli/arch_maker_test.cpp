@@ -4,7 +4,7 @@
 // missing). `loom run` generates with every one of them (llama, mixtral,
 // qwen2, qwen3, qwen3moe, phi3, gemma2, gemma3, gemma, smollm3, granite,
 // granitemoe, olmo2, qwen2vl, exaone, ernie4_5, command-r, cohere2, gpt2, gptneox,
-// phi2, starcoder2, stablelm, qwen2moe, olmoe, glm4, minicpm, internlm2, exaone4, bloom, mpt, falcon, starcoder, olmo, nemotron, arcee, seed_oss) in every weight type the maker writes.
+// phi2, starcoder2, stablelm, qwen2moe, olmoe, glm4, minicpm, internlm2, exaone4, bloom, mpt, falcon, starcoder, olmo, nemotron, arcee, seed_oss, baichuan) in every weight type the maker writes.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -54,11 +54,15 @@ class ArchMaker : public ::testing::Test {
 TEST_F(ArchMaker, LoomRunsEveryArchitectureItKnowsInEveryType) {
   for (const char* arch : {"llama", "mixtral", "qwen2", "qwen3", "qwen3moe", "phi3", "gemma2", "gemma3", "gemma",
                            "smollm3", "granite", "granitemoe", "olmo2", "qwen2vl", "exaone", "ernie4_5",
-                           "command-r", "cohere2", "gpt2", "gptneox", "phi2", "starcoder2", "stablelm", "qwen2moe", "olmoe", "glm4", "minicpm", "internlm2", "exaone4", "bloom", "mpt", "falcon", "starcoder", "olmo", "nemotron", "arcee", "seed_oss"}) {
+                           "command-r", "cohere2", "gpt2", "gptneox", "phi2", "starcoder2", "stablelm", "qwen2moe", "olmoe", "glm4", "minicpm", "internlm2", "exaone4", "bloom", "mpt", "falcon", "starcoder", "olmo", "nemotron", "arcee", "seed_oss", "baichuan"}) {
     for (const char* type : {"f32", "f16", "q8_0", "q4_0"}) {
       SCOPED_TRACE(std::string(arch) + " " + type);
       const std::string a = arch;
-      const std::string f = make(arch, type, a == "llama" ? "--rope-freqs" : a == "qwen3moe" ? "--expert-ffn 64" : "");
+      const std::string f = make(arch, type,
+                                 a == "llama"      ? "--rope-freqs"
+                                 : a == "qwen3moe" ? "--expert-ffn 64"
+                                 : a == "baichuan" ? "--layers 40 --dim 32"
+                                                   : "");
       ASSERT_FALSE(f.empty());
       const auto r = run_loom("run -m " + f + " -p 'Once upon a time' -n 6 --device cpu --json", "", false, 120);
       EXPECT_EQ(r.exit_code, 0) << r.out;
@@ -124,7 +128,7 @@ TEST_F(ArchMaker, HelpListsTheArchitecturesAndBadSizesAreRefused) {
   EXPECT_EQ(pclose(p), 0);
   for (const char* arch : {"llama", "mixtral", "qwen2", "qwen3", "qwen3moe", "phi3", "gemma2", "gemma3", "gemma",
                            "smollm3", "granite", "granitemoe", "olmo2", "qwen2vl", "exaone", "ernie4_5",
-                           "command-r", "cohere2", "gpt2", "gptneox", "phi2", "starcoder2", "stablelm", "qwen2moe", "olmoe", "glm4", "minicpm", "internlm2", "exaone4", "bloom", "mpt", "falcon", "starcoder", "olmo", "nemotron", "arcee", "seed_oss"}) {
+                           "command-r", "cohere2", "gpt2", "gptneox", "phi2", "starcoder2", "stablelm", "qwen2moe", "olmoe", "glm4", "minicpm", "internlm2", "exaone4", "bloom", "mpt", "falcon", "starcoder", "olmo", "nemotron", "arcee", "seed_oss", "baichuan"}) {
     EXPECT_NE(out.find(arch), std::string::npos) << arch;
   }
   const std::string bad = std::string(kPython) +

@@ -437,6 +437,37 @@ TEST_F(ArchFamilies, SeedOssFfnNormUnderItsOtherNameMatchesTheReference) {
   EXPECT_EQ((*model)->layers[0].post_attn_norm, nullptr);
 }
 
+// Baichuan: llama's layout; positions by the file's size as llama.cpp has
+// them: RoPE with 32 layers (the 7B), ALiBi (max bias 8) with 40 (the 13B),
+// any other size refused by name.
+TEST_F(ArchFamilies, BaichuanRopeOrAlibiBySizeMatchesTheReference) {
+  ArchSpec r;
+  r.arch = "baichuan";
+  r.n_layer = 32;
+  r.n_embd = 16;
+  r.n_head = 2;
+  r.n_head_kv = 2;
+  r.n_ff = 16;
+  r.seed = 52;
+  const TinyArchModel m7(r);
+  check(r, {{"with neox RoPE", mutate(m7, [](TinyArchModel* c) { c->spec.neox = true; })}});
+  ArchSpec a = r;
+  a.n_layer = 40;
+  a.n_head = 4;
+  a.n_head_kv = 4;
+  a.alibi_max_bias = 8.0f;
+  a.seed = 53;
+  const TinyArchModel m13(a);
+  check(a, {{"with RoPE instead", mutate(m13, [](TinyArchModel* c) { c->spec.alibi_max_bias = 0.0f; })}});
+  ArchSpec other = r;
+  other.n_layer = 2;
+  auto refused = load(TinyArchModel(other));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kUnimplemented);
+  EXPECT_NE(refused.status().message().find("baichuan.block_count = 2"), std::string::npos)
+      << refused.status().message();
+}
+
 TEST_F(ArchFamilies, GraniteMoeMatchesTheReference) {
   const TinyArchModel m(granitemoe());
   check(granitemoe(), {{"without the residual scale", mutate(m, [](TinyArchModel* c) { c->spec.residual_scale = 0; })},
