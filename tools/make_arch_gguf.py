@@ -26,6 +26,8 @@ Architectures (--arch):
   minicpm   MiniCPM: granite's multipliers, keys left out (the defaults apply)
   olmo2     no input norms, post-norms, Q/K norms over the whole projection
   qwen2vl   Qwen2-VL's text model: qwen2 with rope.dimension_sections (M-RoPE)
+  qwen3vl, qwen3vlmoe  Qwen3-VL's text model: qwen3 / qwen3moe with interleaved
+            M-RoPE sections
   exaone    llama's layout (EXAONE 3 / 3.5; neox RoPE in loom's table)
   exaone4   EXAONE 4.0: no input norms, post-norms, per-head Q/K norms (a
             64-layer file gets the 32B's sliding windows)
@@ -81,7 +83,7 @@ from gguf_writer import TYPE_IDS, read_gguf_kv, write_gguf  # noqa: E402
 ARCHS = ('llama', 'mixtral', 'qwen2', 'qwen3', 'qwen3moe', 'qwen2moe', 'olmoe', 'phi3', 'gemma2', 'gemma3', 'gemma', 'smollm3', 'granite',
          'granitemoe', 'olmo2', 'qwen2vl', 'exaone', 'ernie4_5',
          'command-r', 'cohere2', 'glm4', 'minicpm', 'internlm2', 'exaone4', 'gpt2', 'gptneox', 'phi2', 'starcoder2', 'stablelm', 'bloom', 'mpt', 'falcon', 'starcoder', 'olmo',
-         'nemotron', 'arcee', 'seed_oss', 'baichuan')
+         'nemotron', 'arcee', 'seed_oss', 'baichuan', 'qwen3vl', 'qwen3vlmoe')
 # The GPT family: LayerNorms with biases (and stablelm, whose FFN is gated).
 GPT = ('gpt2', 'gptneox', 'phi2', 'starcoder2', 'stablelm', 'bloom', 'mpt', 'falcon', 'starcoder', 'nemotron')
 # Their FFN without a gate: down(gelu(up x + b)) + b.
@@ -137,7 +139,7 @@ def build(a, n_vocab):
     arch = a.arch
     d, hd = a.dim, a.head_dim or a.dim // a.heads
     qd, kvd = hd * a.heads, hd * kv_heads(a)
-    moe = arch in ('mixtral', 'qwen3moe', 'granitemoe', 'qwen2moe', 'olmoe')
+    moe = arch in ('mixtral', 'qwen3moe', 'granitemoe', 'qwen2moe', 'olmoe', 'qwen3vlmoe')
     post_norms = arch in ('gemma2', 'gemma3', 'olmo2', 'glm4', 'exaone4')
     tied = arch in ('qwen2', 'qwen2vl', 'ernie4_5', 'command-r', 'cohere2', 'gemma', 'gemma2', 'gemma3', 'smollm3', 'granite',
                     'granitemoe', 'minicpm', 'gpt2', 'starcoder2', 'bloom', 'mpt', 'starcoder')
@@ -189,7 +191,7 @@ def build(a, n_vocab):
             m.bias(p + 'attn_q.bias', qd)
             m.bias(p + 'attn_k.bias', kvd)
             m.bias(p + 'attn_v.bias', kvd)
-        if arch in ('qwen3', 'qwen3moe', 'gemma3', 'exaone4'):
+        if arch in ('qwen3', 'qwen3moe', 'gemma3', 'exaone4', 'qwen3vl', 'qwen3vlmoe'):
             m.vector(p + 'attn_q_norm.weight', hd)
             m.vector(p + 'attn_k_norm.weight', hd)
         if arch in ('olmo2', 'olmoe'):
@@ -270,6 +272,10 @@ def metadata(a, tok):
         k('logit_scale', 0.0625)  # Command R's
     if a.arch == 'cohere2':
         k('attention.sliding_window', min(4096, a.ctx // 2))
+    if a.arch in ('qwen3vl', 'qwen3vlmoe'):
+        # Qwen3-VL's proportions ([24, 20, 20, 0] of 64 pairs), interleaved.
+        hw = hd // 2 * 20 // 64
+        k('rope.dimension_sections', [hd // 2 - 2 * hw, hw, hw, 0])
     if a.arch == 'qwen2vl':
         # Qwen2-VL's split of the rotated pairs: a quarter temporal, the rest height and width.
         t = hd // 8
@@ -281,10 +287,10 @@ def metadata(a, tok):
         k('residual_scale', 0.22)
         k('attention.scale', 1.0 / hd)
         k('logit_scale', 8.0)
-    if a.arch in ('mixtral', 'qwen3moe', 'granitemoe', 'qwen2moe', 'olmoe'):
+    if a.arch in ('mixtral', 'qwen3moe', 'granitemoe', 'qwen2moe', 'olmoe', 'qwen3vlmoe'):
         k('expert_count', a.experts)
         k('expert_used_count', a.experts_used)
-    if a.arch in ('qwen3moe', 'qwen2moe'):
+    if a.arch in ('qwen3moe', 'qwen2moe', 'qwen3vlmoe'):
         k('expert_feed_forward_length', a.expert_ffn or a.ffn)
     if a.arch == 'qwen2moe':
         k('expert_shared_feed_forward_length', a.ffn)

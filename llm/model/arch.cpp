@@ -162,6 +162,16 @@ constexpr ArchTraits baichuan() {
   return a;
 }
 
+// Qwen3-VL's text model (dense and MoE): qwen3 / qwen3moe with interleaved
+// M-RoPE; deepstack features come from the vision tower only (none for
+// text, so nothing is added).
+constexpr ArchTraits qwen3vl(const char* name, bool experts) {
+  ArchTraits a{name, LOOM_ROPE_MODE_NEOX, false, false, true, false, false, false, 0, 0.0f, false, experts};
+  a.mrope = true;
+  a.mrope_interleaved = true;
+  return a;
+}
+
 // mistral files say "llama" (their sliding window key is ignored, see
 // llama_hparams.cpp): nothing of their own here.
 constexpr ArchTraits kArchs[] = {
@@ -235,6 +245,8 @@ constexpr ArchTraits kArchs[] = {
     arcee(),
     seed_oss(),
     baichuan(),
+    qwen3vl("qwen3vl", false),
+    qwen3vl("qwen3vlmoe", true),
 };
 
 }  // namespace

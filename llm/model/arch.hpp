@@ -80,9 +80,8 @@ struct ArchTraits {
   // M-RoPE (qwen2vl): <arch>.rope.dimension_sections, four counts of
   // rotated pairs taking the temporal, height, width and an extra position,
   // is required. A text token's first three positions are its own and the
-  // extra one 0 (llama.cpp's, Hugging Face's), so the rotation is neox's when
-  // the first three sections cover every rotated pair; other splits are
-  // UNIMPLEMENTED naming the key (loom runs the text model).
+  // extra one 0 (llama.cpp's), so pairs of the first three rotate as neox
+  // and pairs of the extra one not at all (their RoPE divisor is huge).
   bool mrope = false;
   // Norms are LayerNorms (the mean removed, then the weight; eps from
   // <arch>.attention.layer_norm_epsilon), not RMS norms; optional per-head Q/K
@@ -156,6 +155,10 @@ struct ArchTraits {
   // UNIMPLEMENTED by name (llama.cpp would run it without positions).
   int rope_layer_count = 0;
   int alibi_layer_count = 0;
+  // M-RoPE's sections interleave (qwen3vl's IMRoPE), as llama_hparams.cpp's
+  // read_mrope_sections assigns them. (New fields go last: the table's
+  // older rows set the first ones by position.)
+  bool mrope_interleaved = false;
 };
 
 // The traits of `name`; nullptr when loom does not run it.

@@ -195,26 +195,40 @@ Status read_rope(const KeyReader& r, const std::string& arch, LlamaHparams* h) {
   return Status();
 }
 
-// M-RoPE's sections (ArchTraits::mrope): required, four counts >= 0 whose
-// first three cover the rotated pairs (a text token's rotation is then
-// neox's); else UNIMPLEMENTED naming the key and the counts.
-Status read_mrope_sections(const KeyReader& r, const GgufFile& file, const std::string& arch, const LlamaHparams& h) {
+// M-RoPE's sections (ArchTraits::mrope): required, four counts >= 0 of
+// rotated pairs taking the temporal, height, width and extra position,
+// contiguous (qwen2vl) or interleaved (qwen3vl: pair k of sector k % sum
+// takes h when k % 3 == 1 and k < 3 s1, w when k % 3 == 2 and k < 3 s2, t
+// when k % 3 == 0 and k < 3 s0, else the extra one), as ggml assigns them.
+// A text token's first three positions are its own and the extra one 0
+// (llama.cpp's): pairs on the extra position do not rotate, which their
+// divisor (1e30, theta ~ 0) makes so; the rest rotate as neox.
+Status read_mrope_sections(const KeyReader& r, const GgufFile& file, const std::string& arch, bool interleaved,
+                           LlamaHparams* h) {
   const std::string key = arch + ".rope.dimension_sections";
   if (!file.has(key)) return not_found("[llm.load] " + file.name() + ": missing metadata key " + key);
   StatusOr<std::vector<int64_t>> v = file.get_arr_int(key);
   if (!v.ok()) return r.fail(v.status().message());
   std::string list;
-  int64_t covered = 0;
+  int64_t sum = 0;
   for (size_t i = 0; i < v->size(); ++i) {
     list += (i ? ", " : "") + std::to_string((*v)[i]);
     if ((*v)[i] < 0 || (*v)[i] > LlamaLimits::kMaxHeadDim) return r.fail(key + " = [" + list + "...]: a count out of range");
-    if (i < 3) covered += (*v)[i];
+    sum += (*v)[i];
   }
   if (v->size() != 4) return r.fail(key + " = [" + list + "]: 4 counts expected");
-  if (covered < h.n_rot / 2) {
-    return r.not_implemented(key + " = [" + list + "]: the first three cover " + std::to_string(covered) + " of " +
-                             std::to_string(h.n_rot / 2) + " rotated pairs; loom rotates text tokens as neox, which "
-                             "needs them all");
+  if (sum == 0) return r.fail(key + " = [" + list + "]: no pair in any section");
+  const int64_t s0 = (*v)[0], s1 = (*v)[1], s2 = (*v)[2];
+  auto extra = [&](int64_t k) {
+    const int64_t sector = k % sum;
+    if (!interleaved) return sector >= s0 + s1 + s2;
+    return !((sector % 3 == 1 && sector < 3 * s1) || (sector % 3 == 2 && sector < 3 * s2) ||
+             (sector % 3 == 0 && sector < 3 * s0));
+  };
+  for (int64_t k = 0; k < h->n_rot / 2; ++k) {
+    if (!extra(k)) continue;
+    if (h->rope_divisors.empty()) h->rope_divisors.assign(static_cast<size_t>(h->n_rot / 2), 1.0f);
+    h->rope_divisors[static_cast<size_t>(k)] *= 1e30f;  // (position 0: unrotated)
   }
   return Status();
 }
@@ -370,7 +384,9 @@ Status read_llama_hparams(const GgufFile& file, const std::string& arch, LlamaHp
   if (traits != nullptr && traits->granite) {
     LOOM_RETURN_IF_ERROR(read_granite(r, file, arch, traits->granite_defaults, &h));
   }
-  if (traits != nullptr && traits->mrope) LOOM_RETURN_IF_ERROR(read_mrope_sections(r, file, arch, h));
+  if (traits != nullptr && traits->mrope) {
+    LOOM_RETURN_IF_ERROR(read_mrope_sections(r, file, arch, traits->mrope_interleaved, &h));
+  }
   if (traits != nullptr && traits->sections_refused && r.has("rope.dimension_sections")) {
     return r.not_implemented(arch + ".rope.dimension_sections: M-RoPE (a vision model's text part) is not "
                              "implemented for " + arch);

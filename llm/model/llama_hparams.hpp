@@ -44,7 +44,9 @@ struct LlamaHparams {
   // and yarn, whose scaling rope_divisors carry).
   float rope_freq_scale = 1.0f;
   // YaRN (rope.scaling.type yarn; llm/model/rope_yarn.hpp): theta of rotated
-  // pair k divided by rope_divisors[k] (n_rot / 2 values; empty: no YaRN).
+  // pair k divided by rope_divisors[k] (n_rot / 2 values; empty: no YaRN);
+  // M-RoPE's pairs on the extra position (0 for text) divided by 1e30 more:
+  // unrotated.
   std::vector<float> rope_divisors;
   // The rotation's magnitude (YaRN's, or rope.scaling.attn_factor: Phi-3's
   // LongRoPE), whose square multiplies the attention's score scale.

@@ -1,10 +1,8 @@
 // tools/make_arch_gguf.py: a random-weight file of every architecture it
 // knows, made at test time (needs /usr/bin/python3 with numpy and
 // stories260K.gguf, whose vocabulary it borrows; skips naming what is
-// missing). `loom run` generates with every one of them (llama, mixtral,
-// qwen2, qwen3, qwen3moe, phi3, gemma2, gemma3, gemma, smollm3, granite,
-// granitemoe, olmo2, qwen2vl, exaone, ernie4_5, command-r, cohere2, gpt2, gptneox,
-// phi2, starcoder2, stablelm, qwen2moe, olmoe, glm4, minicpm, internlm2, exaone4, bloom, mpt, falcon, starcoder, olmo, nemotron, arcee, seed_oss, baichuan) in every weight type the maker writes.
+// missing). `loom run` generates with every one of them (kMakerArchs below) in
+// every weight type the maker writes.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -18,6 +16,14 @@
 namespace fs = std::filesystem;
 
 namespace {
+
+// Every --arch the maker knows (its ARCHS).
+const char* const kMakerArchs[] = {
+    "llama",     "mixtral",  "qwen2",   "qwen3",    "qwen3moe", "phi3",      "gemma2",     "gemma3",  "gemma",
+    "smollm3",   "granite",  "granitemoe", "olmo2", "qwen2vl",  "exaone",    "ernie4_5",   "command-r", "cohere2",
+    "gpt2",      "gptneox",  "phi2",    "starcoder2", "stablelm", "qwen2moe", "olmoe",     "glm4",    "minicpm",
+    "internlm2", "exaone4",  "bloom",   "mpt",      "falcon",   "starcoder", "olmo",       "nemotron", "arcee",
+    "seed_oss",  "baichuan", "qwen3vl", "qwen3vlmoe"};
 
 using loom::test::kPython;
 using loom::test::run_loom;
@@ -52,15 +58,13 @@ class ArchMaker : public ::testing::Test {
 };
 
 TEST_F(ArchMaker, LoomRunsEveryArchitectureItKnowsInEveryType) {
-  for (const char* arch : {"llama", "mixtral", "qwen2", "qwen3", "qwen3moe", "phi3", "gemma2", "gemma3", "gemma",
-                           "smollm3", "granite", "granitemoe", "olmo2", "qwen2vl", "exaone", "ernie4_5",
-                           "command-r", "cohere2", "gpt2", "gptneox", "phi2", "starcoder2", "stablelm", "qwen2moe", "olmoe", "glm4", "minicpm", "internlm2", "exaone4", "bloom", "mpt", "falcon", "starcoder", "olmo", "nemotron", "arcee", "seed_oss", "baichuan"}) {
+  for (const char* arch : kMakerArchs) {
     for (const char* type : {"f32", "f16", "q8_0", "q4_0"}) {
       SCOPED_TRACE(std::string(arch) + " " + type);
       const std::string a = arch;
       const std::string f = make(arch, type,
                                  a == "llama"      ? "--rope-freqs"
-                                 : a == "qwen3moe" ? "--expert-ffn 64"
+                                 : a == "qwen3moe" || a == "qwen3vlmoe" ? "--expert-ffn 64"
                                  : a == "baichuan" ? "--layers 40 --dim 32"
                                                    : "");
       ASSERT_FALSE(f.empty());
@@ -126,9 +130,7 @@ TEST_F(ArchMaker, HelpListsTheArchitecturesAndBadSizesAreRefused) {
   size_t n;
   while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
   EXPECT_EQ(pclose(p), 0);
-  for (const char* arch : {"llama", "mixtral", "qwen2", "qwen3", "qwen3moe", "phi3", "gemma2", "gemma3", "gemma",
-                           "smollm3", "granite", "granitemoe", "olmo2", "qwen2vl", "exaone", "ernie4_5",
-                           "command-r", "cohere2", "gpt2", "gptneox", "phi2", "starcoder2", "stablelm", "qwen2moe", "olmoe", "glm4", "minicpm", "internlm2", "exaone4", "bloom", "mpt", "falcon", "starcoder", "olmo", "nemotron", "arcee", "seed_oss", "baichuan"}) {
+  for (const char* arch : kMakerArchs) {
     EXPECT_NE(out.find(arch), std::string::npos) << arch;
   }
   const std::string bad = std::string(kPython) +

@@ -132,24 +132,54 @@ ArchSpec qwen2vl() {
   return s;
 }
 
-TEST_F(ArchFamilies, Qwen2VlTextRotatesAsNeox) {
+TEST_F(ArchFamilies, Qwen2VlTextRotatesAsNeoxButTheExtraPosition) {
   const TinyArchModel m(qwen2vl());
   check(qwen2vl(), {{"with normal RoPE", mutate(m, [](TinyArchModel* c) { c->spec.neox = false; })},
                     {"without biases", mutate(m, [](TinyArchModel* c) { drop(c, ".bias"); })}});
-  // Sections that leave a pair to the extra position (0 for text) are not run.
+  // Sections that leave a pair to the extra position (0 for text): that
+  // pair does not rotate (llama.cpp's text positions [p, p, p, 0]).
   ArchSpec partial = qwen2vl();
   partial.mrope_sections = {1, 1, 1, 1};
   const TinyArchModel p(partial);
-  auto refused = load(p);
-  ASSERT_FALSE(refused.ok());
-  EXPECT_EQ(refused.status().code(), StatusCode::kUnimplemented);
-  EXPECT_NE(refused.status().message().find("qwen2vl.rope.dimension_sections = [1, 1, 1, 1]: the first three cover 3 of 4"),
-            std::string::npos)
-      << refused.status().message();
+  check(partial, {{"rotating every pair", mutate(p, [](TinyArchModel* c) { c->spec.mrope_sections = {1, 2, 1, 0}; })}});
   auto missing = load(m, m.gguf({}, {"rope.dimension_sections"}));
   ASSERT_FALSE(missing.ok());
   EXPECT_NE(missing.status().message().find("missing metadata key qwen2vl.rope.dimension_sections"), std::string::npos)
       << missing.status().message();
+}
+
+// Qwen3-VL's text model: qwen3 with interleaved M-RoPE; with 16-wide heads
+// (8 pairs) and sections [4, 1, 2, 1], ggml's assignment leaves pairs 4 and
+// 7 (k % 3 == 1 but k >= 3 * 1) to the extra position, which does not
+// rotate for text (contiguous sections would leave pair 7 only); the MoE
+// variant likewise.
+ArchSpec qwen3vl(bool moe) {
+  ArchSpec s;
+  s.arch = moe ? "qwen3vlmoe" : "qwen3vl";
+  s.neox = true;
+  s.qk_norm = true;
+  s.head_dim = 16;
+  s.mrope_sections = {4, 1, 2, 1};
+  s.mrope_interleaved = true;
+  if (moe) {
+    s.n_expert = 4;
+    s.n_expert_used = 2;
+    s.expert_ffn = 16;
+  }
+  s.eps = 1e-6f;
+  s.seed = moe ? 55 : 54;
+  return s;
+}
+
+TEST_F(ArchFamilies, Qwen3VlInterleavedMropeMatchesTheReference) {
+  for (bool moe : {false, true}) {
+    const TinyArchModel m(qwen3vl(moe));
+    check(qwen3vl(moe), {{"with contiguous sections", mutate(m, [](TinyArchModel* c) { c->spec.mrope_interleaved = false; })},
+                         {"rotating every pair", mutate(m, [](TinyArchModel* c) { c->spec.mrope_sections = {4, 2, 2, 0}; })}});
+  }
+  EXPECT_TRUE(qwen3vl(false).mrope_extra_pair(4));
+  EXPECT_TRUE(qwen3vl(false).mrope_extra_pair(7));
+  EXPECT_FALSE(qwen3vl(false).mrope_extra_pair(6));
 }
 
 // EXAONE (neox RoPE, llama-3 style factors) and ERNIE 4.5 (normal RoPE,
@@ -564,7 +594,7 @@ TEST_F(ArchFamilies, OnVulkan0AndSplitTheFamiliesMatchTheReference) {
   llama_biases.qkv_bias = true;
   llama_biases.out_bias = true;
   check_on_vulkan0_and_split({smollm3(), granite(), granitemoe(), gemma(), olmo2(), qwen2vl(), command_r(true),
-                              llama_biases, cohere2(), olmo(), arcee()});
+                              llama_biases, cohere2(), olmo(), arcee(), qwen3vl(false)});
 }
 
 }  // namespace

@@ -131,6 +131,7 @@ class ReferenceForward {
     const double scale = own ? 1.0 : s_.freq_scale();
     const bool yarn = !own && s_.scaling_type == "yarn";
     for (int64_t i = 0; i < half; ++i) {
+      if (s_.mrope_extra_pair(i)) continue;  // (a text token's extra M-RoPE position is 0)
       const double extrap = static_cast<double>(p) * std::pow(base, -2.0 * static_cast<double>(i) / static_cast<double>(rot)) /
                             (ff ? static_cast<double>((*ff)[i]) : 1.0);
       double theta = extrap * scale;

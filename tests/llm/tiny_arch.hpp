@@ -99,8 +99,23 @@ struct ArchSpec {
   // is) and Q/K norms over the whole projection ([q_dim], [kv_dim]).
   bool pre_norms = true;
   bool qk_norm_whole = false;
-  // qwen2vl: rope.dimension_sections (empty leaves the key out).
+  // qwen2vl / qwen3vl: rope.dimension_sections (empty leaves the key out),
+  // contiguous or interleaved (qwen3vl); a text token's pairs on the extra
+  // (fourth) position do not rotate.
   std::vector<int32_t> mrope_sections;
+  bool mrope_interleaved = false;
+  // Whether rotated pair k takes the extra position (ggml's assignment).
+  bool mrope_extra_pair(int64_t k) const {
+    if (mrope_sections.size() != 4) return false;
+    const int64_t s0 = mrope_sections[0], s1 = mrope_sections[1], s2 = mrope_sections[2];
+    const int64_t sector = k % (s0 + s1 + s2 + mrope_sections[3]);
+    if (mrope_interleaved) {
+      const bool h = sector % 3 == 1 && sector < 3 * s1, w = sector % 3 == 2 && sector < 3 * s2,
+                 t = sector % 3 == 0 && sector < 3 * s0;
+      return !(h || w || t);
+    }
+    return sector >= s0 + s1 + s2;
+  }
   // command-r: LayerNorms (attention.layer_norm_epsilon written instead of
   // the RMS key), attention and FFN in parallel from one norm (no
   // ffn_norm), logit_scale multiplying the logits; with qk_norm, per-head
