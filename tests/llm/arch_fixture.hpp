@@ -134,6 +134,45 @@ class Architectures : public test::CpuFileTest {
     }
   }
 
+  // Two sequences in one session's batches (loom serve's steps): sequence 2
+  // reads prompt()[0, 6) and sequence 0 prompt()[0, 3) in one batch, then
+  // both decode `steps` tokens side by side; each row's logits must match
+  // the single-sequence reference of its position.
+  static void check_seq_batches(LlamaModel* model, const std::vector<std::vector<double>>& ref, bool fused,
+                                int64_t n_ctx, int32_t steps) {
+    SCOPED_TRACE(fused ? "fused" : "unfused");
+    const auto n_vocab = static_cast<size_t>(model->hparams().n_vocab);
+    SessionOptions so;
+    so.n_seq = 3;
+    so.n_ctx = n_ctx;
+    so.kv_type = LOOM_TYPE_F32;
+    so.fused_attention = fused;
+    auto s = LlamaSession::create(model, so);
+    ASSERT_TRUE(s.ok()) << s.status().to_string();
+    std::vector<SeqToken> batch;
+    for (int32_t p = 0; p < 6; ++p) batch.push_back({prompt()[static_cast<size_t>(p)], 2, p, p == 5});
+    for (int32_t p = 0; p < 3; ++p) batch.push_back({prompt()[static_cast<size_t>(p)], 0, p, p == 2});
+    std::vector<float> logits;
+    ASSERT_TRUE((*s)->eval_seqs(batch, &logits).ok());
+    auto expect_row = [&](size_t row, size_t pos) {
+      double err = 0, scale = 1;
+      for (size_t i = 0; i < n_vocab; ++i) {
+        err = std::max(err, std::fabs(logits[row * n_vocab + i] - ref[pos][i]));
+        scale = std::max(scale, std::fabs(ref[pos][i]));
+      }
+      EXPECT_LT(err, kTol * scale) << "row " << row << " position " << pos;
+    };
+    expect_row(0, 5);
+    expect_row(1, 2);
+    for (int32_t step = 0; step < steps; ++step) {
+      batch = {{prompt()[static_cast<size_t>(6 + step)], 2, 6 + step, true},
+               {prompt()[static_cast<size_t>(3 + step)], 0, 3 + step, true}};
+      ASSERT_TRUE((*s)->eval_seqs(batch, &logits).ok());
+      expect_row(0, static_cast<size_t>(6 + step));
+      expect_row(1, static_cast<size_t>(3 + step));
+    }
+  }
+
   // Each spec with two layers on vulkan0 (lavapipe counts; GPU sin/cos and
   // sums: a looser bound) and the rest on the cpu, then with its layers
   // shared with a simulated device (skipped, said, where either is missing).

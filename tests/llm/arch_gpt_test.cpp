@@ -40,6 +40,19 @@ ArchSpec gpt_base(const std::string& arch, uint32_t seed) {
   return s;
 }
 
+// A mutant of a parallel-block model made sequential: each layer's FFN
+// norm takes its attention norm's weights (and bias).
+TinyArchModel sequential(const TinyArchModel& m) {
+  return mutate(m, [](TinyArchModel* c) {
+    c->spec.parallel_blocks = false;
+    for (int64_t il = 0; il < c->spec.n_layer; ++il) {
+      const std::string p = "blk." + std::to_string(il) + ".";
+      c->tensors[p + "ffn_norm.weight"] = c->tensors[p + "attn_norm.weight"];
+      if (c->tensors.count(p + "attn_norm.bias")) c->tensors[p + "ffn_norm.bias"] = c->tensors[p + "attn_norm.bias"];
+    }
+  });
+}
+
 // GPT-2: Q, K and V fused, every head its own K/V head, positions from a
 // table, the head tied to the embedding.
 ArchSpec gpt2() {
@@ -163,14 +176,7 @@ TEST_F(GptFamilies, GptNeoxParallelAndSequentialLayersMatchTheReference) {
 TEST_F(GptFamilies, Phi2MatchesTheReference) {
   const TinyArchModel m(phi2());
   check(phi2(), {{"without the output bias", mutate(m, [](TinyArchModel* c) { drop(c, "output.bias"); })},
-                 {"with sequential blocks", mutate(m, [](TinyArchModel* c) {
-                    c->spec.parallel_blocks = false;  // (the FFN norm takes the attention norm's weights)
-                    for (int64_t il = 0; il < c->spec.n_layer; ++il) {
-                      const std::string p = "blk." + std::to_string(il) + ".";
-                      c->tensors[p + "ffn_norm.weight"] = c->tensors[p + "attn_norm.weight"];
-                      c->tensors[p + "ffn_norm.bias"] = c->tensors[p + "attn_norm.bias"];
-                    }
-                  })}});
+                 {"with sequential blocks", sequential(m)}});
   auto model = load(m);
   ASSERT_TRUE(model.ok()) << model.status().to_string();
   EXPECT_NE((*model)->output_b, nullptr);
@@ -198,14 +204,7 @@ TEST_F(GptFamilies, StableLmMatchesTheReference) {
                      {"with a GELU FFN", mutate(m, [](TinyArchModel* c) { c->spec.gelu = true; })}});
   const TinyArchModel big(stablelm12b());
   check(stablelm12b(), {{"without the Q/K norms", mutate(big, [](TinyArchModel* c) { drop(c, "attn_q_norm"); })},
-                        {"with sequential blocks", mutate(big, [](TinyArchModel* c) {
-                           c->spec.parallel_blocks = false;
-                           for (int64_t il = 0; il < c->spec.n_layer; ++il) {
-                             const std::string p = "blk." + std::to_string(il) + ".";
-                             c->tensors[p + "ffn_norm.weight"] = c->tensors[p + "attn_norm.weight"];
-                             c->tensors[p + "ffn_norm.bias"] = c->tensors[p + "attn_norm.bias"];
-                           }
-                         })}});
+                        {"with sequential blocks", sequential(big)}});
   auto model = load(big);
   ASSERT_TRUE(model.ok()) << model.status().to_string();
   EXPECT_TRUE((*model)->layers[0].parallel);
@@ -265,36 +264,7 @@ TEST_F(GptFamilies, BloomAlibiHoldsInSequenceBatches) {
   const TinyArchModel m(bloom());
   auto model = load(m);
   ASSERT_TRUE(model.ok()) << model.status().to_string();
-  const std::vector<std::vector<double>> ref = ReferenceForward(m).logits(prompt());
-  const auto n_vocab = static_cast<size_t>((*model)->hparams().n_vocab);
-  SessionOptions so;
-  so.n_seq = 3;
-  so.n_ctx = 16;
-  so.kv_type = LOOM_TYPE_F32;
-  auto s = LlamaSession::create(model->get(), so);
-  ASSERT_TRUE(s.ok()) << s.status().to_string();
-  std::vector<SeqToken> batch;
-  for (int32_t p = 0; p < 6; ++p) batch.push_back({prompt()[static_cast<size_t>(p)], 2, p, p == 5});
-  for (int32_t p = 0; p < 3; ++p) batch.push_back({prompt()[static_cast<size_t>(p)], 1, p, p == 2});
-  std::vector<float> logits;
-  ASSERT_TRUE((*s)->eval_seqs(batch, &logits).ok());
-  auto expect_row = [&](size_t row, size_t pos) {
-    double err = 0, scale = 1;
-    for (size_t i = 0; i < n_vocab; ++i) {
-      err = std::max(err, std::fabs(logits[row * n_vocab + i] - ref[pos][i]));
-      scale = std::max(scale, std::fabs(ref[pos][i]));
-    }
-    EXPECT_LT(err, 2e-5 * scale) << "row " << row << " position " << pos;
-  };
-  expect_row(0, 5);
-  expect_row(1, 2);
-  for (int32_t step = 0; step < 3; ++step) {
-    batch = {{prompt()[static_cast<size_t>(6 + step)], 2, 6 + step, true},
-             {prompt()[static_cast<size_t>(3 + step)], 1, 3 + step, true}};
-    ASSERT_TRUE((*s)->eval_seqs(batch, &logits).ok());
-    expect_row(0, static_cast<size_t>(6 + step));
-    expect_row(1, static_cast<size_t>(3 + step));
-  }
+  check_seq_batches(model->get(), ReferenceForward(m).logits(prompt()), false, 16, 3);
 }
 
 TEST_F(GptFamilies, MptAlibiMatchesTheReference) {
@@ -365,14 +335,7 @@ ArchSpec falcon(bool norm_2) {
 
 TEST_F(GptFamilies, FalconParallelBlocksAndItsSecondNormMatchTheReference) {
   const TinyArchModel m7(falcon(false));
-  check(falcon(false), {{"with sequential blocks", mutate(m7, [](TinyArchModel* c) {
-                           c->spec.parallel_blocks = false;
-                           for (int64_t il = 0; il < c->spec.n_layer; ++il) {
-                             const std::string p = "blk." + std::to_string(il) + ".";
-                             c->tensors[p + "ffn_norm.weight"] = c->tensors[p + "attn_norm.weight"];
-                             c->tensors[p + "ffn_norm.bias"] = c->tensors[p + "attn_norm.bias"];
-                           }
-                         })}});
+  check(falcon(false), {{"with sequential blocks", sequential(m7)}});
   const TinyArchModel m40(falcon(true));
   check(falcon(true), {{"with one norm for both blocks", mutate(m40, [](TinyArchModel* c) { drop(c, "attn_norm_2"); })}});
   auto model = load(m40);

@@ -242,39 +242,8 @@ TEST_F(Architectures, Gemma3WindowHoldsInSequenceBatches) {
   auto model = load(m);
   ASSERT_TRUE(model.ok()) << model.status().to_string();
   const std::vector<std::vector<double>> ref = ReferenceForward(m).logits(prompt());
-  const auto n_vocab = static_cast<size_t>((*model)->hparams().n_vocab);
-  for (bool fused : {true, false}) {
-    SessionOptions so;
-    so.n_seq = 3;
-    so.n_ctx = 32;
-    so.kv_type = LOOM_TYPE_F32;
-    so.fused_attention = fused;
-    auto s = LlamaSession::create(model->get(), so);
-    ASSERT_TRUE(s.ok()) << s.status().to_string();
-    std::vector<SeqToken> batch;
-    for (int32_t p = 0; p < 6; ++p) batch.push_back({prompt()[static_cast<size_t>(p)], 2, p, p == 5});
-    for (int32_t p = 0; p < 3; ++p) batch.push_back({prompt()[static_cast<size_t>(p)], 0, p, p == 2});
-    std::vector<float> logits;
-    ASSERT_TRUE((*s)->eval_seqs(batch, &logits).ok());
-    auto expect_row = [&](size_t row, size_t pos) {
-      double err = 0, scale = 1;
-      for (size_t i = 0; i < n_vocab; ++i) {
-        err = std::max(err, std::fabs(logits[row * n_vocab + i] - ref[pos][i]));
-        scale = std::max(scale, std::fabs(ref[pos][i]));
-      }
-      EXPECT_LT(err, kTol * scale) << (fused ? "fused" : "unfused") << " row " << row << " position " << pos;
-    };
-    expect_row(0, 5);
-    expect_row(1, 2);
-    // Decode both to position 9 and 6: past the window of 4.
-    for (int32_t step = 0; step < 4; ++step) {
-      batch = {{prompt()[static_cast<size_t>(6 + step)], 2, 6 + step, true},
-               {prompt()[static_cast<size_t>(3 + step)], 0, 3 + step, true}};
-      ASSERT_TRUE((*s)->eval_seqs(batch, &logits).ok());
-      expect_row(0, static_cast<size_t>(6 + step));
-      expect_row(1, static_cast<size_t>(3 + step));
-    }
-  }
+  // Both decode to positions 9 and 6: past the window of 4.
+  for (bool fused : {true, false}) check_seq_batches(model->get(), ref, fused, 32, 4);
 }
 
 TEST_F(Architectures, YarnMatchesTheReference) {
