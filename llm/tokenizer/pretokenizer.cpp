@@ -26,6 +26,8 @@ enum Family {
   kViking,
   kTekken,
   kGpt4o,
+  kSeedCoder,
+  kBailing,
   kFamilyCount
 };
 
@@ -92,6 +94,14 @@ const std::vector<const char*>& family_patterns(Family f) {
        R"re([^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*)re"
        R"re((?i:'s|'t|'re|'ve|'m|'ll|'d)?|)re"
        R"re(\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)re"},
+      // kSeedCoder (ByteDance Seed: Seed-Coder, Seed-OSS): qwen2's with
+      // punctuation runs that stop before newlines and take none after.
+      {R"re((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1}|)re"
+       R"re( ?[^\s\p{L}\p{N}\r\n]+|\s*[\r\n]+|\s+(?!\S)|\s+)re"},
+      // kBailing (Ling / Ring, LLaDA-MoE): contractions after an apostrophe,
+      // single digits, one newline at a time.
+      {R"re('(?:[sSdDmMtT]|[lL][lL]|[vV][eE]|[rR][eE])|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}|)re"
+       R"re( ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]|\s+(?!\S)|\s+)re"},
   };
   return kPatterns[f];
 }
@@ -120,6 +130,16 @@ const NameEntry kNames[] = {
     // Same expression as llama 3, without its merge and BOS rules.
     {"dbrx", kLlama3, false, false},
     {"smaug-bpe", kLlama3, false, false},
+    {"hunyuan", kQwen2, false, false},
+    {"grok-2", kQwen2, false, false},
+    {"hunyuan-dense", kDeepseekV3, false, false},
+    {"trillion", kGpt2, false, false},
+    {"granite-docling", kGpt2, false, false},
+    {"minimax-m2", kGpt4o, false, false},
+    {"seed-coder", kSeedCoder, false, false},
+    {"bailingmoe", kBailing, false, false},
+    {"bailingmoe2", kBailing, false, false},
+    {"llada-moe", kBailing, false, false},
     // GLM-4 (chatglm-bpe; glm4: GLM-4-0414): no BOS whatever the file says;
     // its chat template starts with [gMASK]<sop>.
     {"chatglm-bpe", kLlama3, false, false, true},
