@@ -10,12 +10,23 @@ struct Named {
   const char* name;
 };
 constexpr Named kNames[] = {
-    {ChatFormat::kPlain, "plain"},   {ChatFormat::kChatml, "chatml"}, {ChatFormat::kLlama3, "llama3"},
-    {ChatFormat::kLlama2, "llama2"}, {ChatFormat::kMistral, "mistral"}, {ChatFormat::kPhi3, "phi3"},
-    {ChatFormat::kGemma, "gemma"},   {ChatFormat::kZephyr, "zephyr"}, {ChatFormat::kPhi4, "phi4"},
-    {ChatFormat::kDeepseek3, "deepseek3"}, {ChatFormat::kMistralV7, "mistral-v7"},
-    {ChatFormat::kMistralV7Spaced, "mistral-v7-spaced"}, {ChatFormat::kGranite, "granite"},
-    {ChatFormat::kExaone3, "exaone3"}, {ChatFormat::kCommandR, "command-r"}, {ChatFormat::kGlm4, "glm4"},
+    {ChatFormat::kPlain, "plain"},
+    {ChatFormat::kChatml, "chatml"},
+    {ChatFormat::kLlama3, "llama3"},
+    {ChatFormat::kLlama2, "llama2"},
+    {ChatFormat::kMistral, "mistral"},
+    {ChatFormat::kPhi3, "phi3"},
+    {ChatFormat::kGemma, "gemma"},
+    {ChatFormat::kZephyr, "zephyr"},
+    {ChatFormat::kPhi4, "phi4"},
+    {ChatFormat::kDeepseek3, "deepseek3"},
+    {ChatFormat::kMistralV7, "mistral-v7"},
+    {ChatFormat::kMistralV7Spaced, "mistral-v7-spaced"},
+    {ChatFormat::kGranite, "granite"},
+    {ChatFormat::kExaone3, "exaone3"},
+    {ChatFormat::kCommandR, "command-r"},
+    {ChatFormat::kGlm4, "glm4"},
+    {ChatFormat::kSeedOss, "seed-oss"},
 };
 
 }  // namespace
@@ -51,7 +62,8 @@ bool chat_format_from_name(std::string_view name, ChatFormat* out) {
 ChatFormat detect_chat_format(std::string_view t) {
   if (t.empty()) return ChatFormat::kPlain;
   if (has(t, "<|start_of_role|>")) return ChatFormat::kGranite;
-  if (has(t, "[gMASK]<sop>")) return ChatFormat::kGlm4;  // (before zephyr: it writes <|user|> too)
+  if (has(t, "[gMASK]<sop>")) return ChatFormat::kGlm4;
+  if (has(t, "<seed:bos>")) return ChatFormat::kSeedOss;  // (before zephyr: it writes <|user|> too)
   if (has(t, "[|system|]") && has(t, "[|endofturn|]")) return ChatFormat::kExaone3;
   if (has(t, "<|START_OF_TURN_TOKEN|>")) return ChatFormat::kCommandR;
   if (has(t, "<|im_sep|>")) return ChatFormat::kPhi4;
@@ -129,6 +141,10 @@ std::string ChatTemplate::user_turn(const std::string& sys, const std::string& m
       // The reply ends with the model's <|user|> (an end-of-generation token); the next turn writes its own.
       return (first ? "[gMASK]<sop>" : "") + (with_sys ? "<|system|>\n" + sys : std::string()) + "<|user|>\n" + msg +
              "<|assistant|>\n";
+    case ChatFormat::kSeedOss:
+      // The reply ends with the model's <seed:eos>; nothing after it.
+      return (with_sys ? "<seed:bos>system\n" + sys + "<seed:eos>" : std::string()) + "<seed:bos>user\n" + msg +
+             "<seed:eos><seed:bos>assistant\n";
     case ChatFormat::kPlain:
       break;
   }

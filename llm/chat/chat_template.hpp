@@ -11,22 +11,23 @@
 namespace loom::llm {
 
 enum class ChatFormat {
-  kPlain,    // no or unrecognised template: "User: ...\nAssistant:"
-  kChatml,   // <|im_start|>role\n...<|im_end|> (Qwen, many others)
-  kLlama3,   // <|start_header_id|>role<|end_header_id|>\n\n...<|eot_id|>
-  kLlama2,   // <s>[INST] <<SYS>>\n...\n<</SYS>>\n\n... [/INST] (Mistral without <<SYS>>)
-  kMistral,  // [INST] ... [/INST] with the system text in the first user turn
-  kPhi3,     // <|system|>\n...<|end|>\n<|user|>\n...<|end|>\n<|assistant|>\n
-  kGemma,    // <start_of_turn>user\n...<end_of_turn>\n<start_of_turn>model\n
-  kZephyr,   // <|system|>\n...</s>\n<|user|>\n...</s>\n<|assistant|>\n
-  kPhi4,     // <|im_start|>role<|im_sep|>...<|im_end|> (no newlines)
-  kDeepseek3,  // system text, <｜User｜>...<｜Assistant｜> (DeepSeek-V3, R1 and its distills)
-  kMistralV7,  // [SYSTEM_PROMPT]...[/SYSTEM_PROMPT][INST]...[/INST] (Mistral Small 3 and later)
+  kPlain,            // no or unrecognised template: "User: ...\nAssistant:"
+  kChatml,           // <|im_start|>role\n...<|im_end|> (Qwen, many others)
+  kLlama3,           // <|start_header_id|>role<|end_header_id|>\n\n...<|eot_id|>
+  kLlama2,           // <s>[INST] <<SYS>>\n...\n<</SYS>>\n\n... [/INST] (Mistral without <<SYS>>)
+  kMistral,          // [INST] ... [/INST] with the system text in the first user turn
+  kPhi3,             // <|system|>\n...<|end|>\n<|user|>\n...<|end|>\n<|assistant|>\n
+  kGemma,            // <start_of_turn>user\n...<end_of_turn>\n<start_of_turn>model\n
+  kZephyr,           // <|system|>\n...</s>\n<|user|>\n...</s>\n<|assistant|>\n
+  kPhi4,             // <|im_start|>role<|im_sep|>...<|im_end|> (no newlines)
+  kDeepseek3,        // system text, <｜User｜>...<｜Assistant｜> (DeepSeek-V3, R1 and its distills)
+  kMistralV7,        // [SYSTEM_PROMPT]...[/SYSTEM_PROMPT][INST]...[/INST] (Mistral Small 3 and later)
   kMistralV7Spaced,  // the same with a space after each opening marker (older v7 templates)
-  kGranite,  // <|start_of_role|>role<|end_of_role|>...<|end_of_text|>\n (IBM Granite 3)
-  kExaone3,  // [|system|]...[|endofturn|]\n[|user|]...\n[|assistant|] (LG EXAONE 3 / 3.5)
-  kCommandR,  // <|START_OF_TURN_TOKEN|><|USER_TOKEN|>...<|END_OF_TURN_TOKEN|> (Cohere Command R, Aya)
-  kGlm4,      // [gMASK]<sop><|system|>\n...<|user|>\n...<|assistant|>\n (GLM-4)
+  kGranite,          // <|start_of_role|>role<|end_of_role|>...<|end_of_text|>\n (IBM Granite 3)
+  kExaone3,          // [|system|]...[|endofturn|]\n[|user|]...\n[|assistant|] (LG EXAONE 3 / 3.5)
+  kCommandR,         // <|START_OF_TURN_TOKEN|><|USER_TOKEN|>...<|END_OF_TURN_TOKEN|> (Cohere Command R, Aya)
+  kGlm4,             // [gMASK]<sop><|system|>\n...<|user|>\n...<|assistant|>\n (GLM-4)
+  kSeedOss,          // <seed:bos>role\n...<seed:eos> (ByteDance Seed-OSS)
 };
 
 const char* chat_format_name(ChatFormat f);

@@ -49,8 +49,8 @@ StatusOr<Tensor*> attention_fused(Context& ctx, const LayerAttention& a, int64_t
 // The unfused form: K Q, SOFT_MAX with the -inf mask over all n_kv rows,
 // V^T times the weights; scores soft-capped first when softcap > 0.
 // Result [hd, n_head, T] (contiguous).
-StatusOr<Tensor*> attention_unfused(Context& ctx, const LayerAttention& a, int64_t n_kv, Tensor* mask,
-                                    float scale, float softcap, const LlamaBatchGraph& g) {
+StatusOr<Tensor*> attention_unfused(Context& ctx, const LayerAttention& a, int64_t n_kv, Tensor* mask, float scale,
+                                    float softcap, const LlamaBatchGraph& g) {
   // K as [hd, n_kv, n_head_kv]; V^T as [n_kv, hd, n_head_kv] (strided).
   // A Q8_0 cache's rows are copied to F32 first: a strided view of blocks
   // (V^T) is not a tensor.
@@ -328,8 +328,8 @@ Status build_layers(LlamaModel& model, const KvCache& cache, bool all_logits, bo
     LOOM_ASSIGN_OR_RETURN(x, op::scale(ctx, x, h.embd_scale));
   }
   if (model.tok_norm != nullptr) {  // (bloom)
-    LOOM_ASSIGN_OR_RETURN(x, rms_norm_mul(ctx, x, model.tok_norm, h.rms_eps, model.arch_traits().layer_norm,
-                                          model.tok_norm_b));
+    LOOM_ASSIGN_OR_RETURN(
+        x, rms_norm_mul(ctx, x, model.tok_norm, h.rms_eps, model.arch_traits().layer_norm, model.tok_norm_b));
   }
   if (model.pos_embd != nullptr) {  // learned positions (gpt2)
     LOOM_ASSIGN_OR_RETURN(Tensor * p, op::get_rows(ctx, model.pos_embd, g.pos));
@@ -486,7 +486,8 @@ LlamaBatchInputs make_batch_inputs(const LlamaBatchGraph& g, const int32_t* toke
     in.mask.assign(n * static_cast<size_t>(g.n_kv), neg_inf);
     for (size_t i = 0; i < n; ++i) {
       const auto visible = static_cast<size_t>(g.n_past) + i + 1;
-      for (size_t j = 0; j < visible; ++j) in.mask[i * static_cast<size_t>(g.n_kv) + j] = alibi_distance(g, visible - 1, j);
+      for (size_t j = 0; j < visible; ++j)
+        in.mask[i * static_cast<size_t>(g.n_kv) + j] = alibi_distance(g, visible - 1, j);
     }
   }
   // Sliding-window layers: rows [end - n_swa, end) of those (their rows hold swa_base on).

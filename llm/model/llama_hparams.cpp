@@ -239,8 +239,7 @@ Status read_mrope_sections(const KeyReader& r, const GgufFile& file, const std::
 // (minicpm: defaults): every key optional, the defaults llama.cpp gives
 // older MiniCPM files (embedding 12, residual 1.4 / sqrt(n_layer), logit
 // scale 256 / n_embd), RoPE in every layer.
-Status read_granite(const KeyReader& r, const GgufFile& file, const std::string& arch, bool minicpm,
-                    LlamaHparams* h) {
+Status read_granite(const KeyReader& r, const GgufFile& file, const std::string& arch, bool minicpm, LlamaHparams* h) {
   float logit_scale = 0.0f;
   if (minicpm) {
     h->embd_scale = 12.0f;
@@ -293,8 +292,7 @@ Status read_llama_hparams(const GgufFile& file, const std::string& arch, LlamaHp
     LOOM_RETURN_IF_ERROR(r.get("expert_feed_forward_length", L::kMaxFf, "dims", &h.n_ff_exp, h.n_ff));
     if (h.n_ff_exp == 0) return r.fail("missing metadata key " + arch + ".expert_feed_forward_length");
     if (traits != nullptr && traits->shared_expert) {
-      LOOM_RETURN_IF_ERROR(
-          r.get("expert_shared_feed_forward_length", L::kMaxFf, "dims", &h.n_ff_shexp, h.n_ff));
+      LOOM_RETURN_IF_ERROR(r.get("expert_shared_feed_forward_length", L::kMaxFf, "dims", &h.n_ff_shexp, h.n_ff));
       if (h.n_ff_shexp == 0) return r.fail("missing metadata key " + arch + ".expert_shared_feed_forward_length");
     }
   } else {
@@ -388,8 +386,10 @@ Status read_llama_hparams(const GgufFile& file, const std::string& arch, LlamaHp
     LOOM_RETURN_IF_ERROR(read_mrope_sections(r, file, arch, traits->mrope_interleaved, &h));
   }
   if (traits != nullptr && traits->sections_refused && r.has("rope.dimension_sections")) {
-    return r.not_implemented(arch + ".rope.dimension_sections: M-RoPE (a vision model's text part) is not "
-                             "implemented for " + arch);
+    return r.not_implemented(arch +
+                             ".rope.dimension_sections: M-RoPE (a vision model's text part) is not "
+                             "implemented for " +
+                             arch);
   }
   if (traits != nullptr && traits->layer_norm) {
     // LayerNorms read their own key (llama.cpp's default when absent: 1e-5).

@@ -349,8 +349,8 @@ Status LlamaModel::bind_layer(int64_t il) {
     LOOM_RETURN_IF_ERROR(find_weight(p + ffn_norm + ".weight", {h.n_embd}, !traits_->ffn_norm_optional, &l.ffn_norm));
     LOOM_RETURN_IF_ERROR(find_weight(p + "ffn_norm.bias", {h.n_embd}, false, &l.ffn_norm_b));
   }
-  l.parallel = traits_->parallel_blocks || hparams_.parallel_residual ||
-               (traits_->ffn_norm_optional && l.ffn_norm == nullptr);
+  l.parallel =
+      traits_->parallel_blocks || hparams_.parallel_residual || (traits_->ffn_norm_optional && l.ffn_norm == nullptr);
   if (traits_->post_norms) {
     LOOM_RETURN_IF_ERROR(find_weight(p + "post_attention_norm.weight", {h.n_embd}, true, &l.post_attn_norm));
     LOOM_RETURN_IF_ERROR(find_weight(p + "post_ffw_norm.weight", {h.n_embd}, true, &l.post_ffw_norm));
@@ -434,9 +434,9 @@ Status LlamaModel::check_elementwise_types() const {
     if (t) elementwise.push_back(t);
   }
   for (const LlamaLayer& l : layers) {
-    for (const Tensor* t : {l.attn_norm, l.attn_norm_b, l.attn_norm_2, l.attn_norm_2_b, l.ffn_norm, l.ffn_norm_b, l.bq, l.bk, l.bv, l.bqkv, l.bo,
-                            l.q_norm, l.k_norm, l.post_attn_norm, l.post_ffw_norm, l.ffn_pred_bias, l.ffn_gate_b,
-                            l.ffn_up_b, l.ffn_down_b}) {
+    for (const Tensor* t : {l.attn_norm, l.attn_norm_b, l.attn_norm_2, l.attn_norm_2_b, l.ffn_norm, l.ffn_norm_b, l.bq,
+                            l.bk, l.bv, l.bqkv, l.bo, l.q_norm, l.k_norm, l.post_attn_norm, l.post_ffw_norm,
+                            l.ffn_pred_bias, l.ffn_gate_b, l.ffn_up_b, l.ffn_down_b}) {
       if (t) elementwise.push_back(t);
     }
   }
@@ -586,9 +586,9 @@ Status LlamaModel::relayout(registry::Device& device, std::vector<size_t>* which
   // the gate and up of a sparse layer, which MUL_MAT_SPARSE_ROWS reads).
   std::vector<const Tensor*> matmul_only;
   for (const LlamaLayer& l : layers) {
-    for (Tensor* t : {l.wq, l.wk, l.wv, l.wqkv, l.wo, l.ffn_down, l.ffn_gate_up, l.ffn_pred_in, l.ffn_pred_out,
-                      l.ffn_gate_inp, l.ffn_gate_exps, l.ffn_up_exps, l.ffn_down_exps, l.ffn_gate_shexp,
-                      l.ffn_up_shexp, l.ffn_down_shexp}) {
+    for (Tensor* t :
+         {l.wq, l.wk, l.wv, l.wqkv, l.wo, l.ffn_down, l.ffn_gate_up, l.ffn_pred_in, l.ffn_pred_out, l.ffn_gate_inp,
+          l.ffn_gate_exps, l.ffn_up_exps, l.ffn_down_exps, l.ffn_gate_shexp, l.ffn_up_shexp, l.ffn_down_shexp}) {
       if (t) matmul_only.push_back(t);
     }
     if (l.ffn_pred_in == nullptr && (l.ffn_gate || l.ffn_up)) {

@@ -16,7 +16,7 @@ StatusOr<Tensor*> build_moe_ffn(Context& ctx, const LlamaHparams& h, const Llama
   ids->set_name("moe_ids" + sfx);
   LOOM_ASSIGN_OR_RETURN(Tensor * probs3, ctx.reshape(probs, {1, n_expert, n_tok}));
   LOOM_ASSIGN_OR_RETURN(Tensor * w, op::get_rows(ctx, probs3, ids));  // [1, U, T]
-  if (!h.expert_weights_raw) {  // renormalised over the chosen
+  if (!h.expert_weights_raw) {                                        // renormalised over the chosen
     LOOM_ASSIGN_OR_RETURN(Tensor * w2, ctx.reshape(w, {n_used, n_tok}));
     LOOM_ASSIGN_OR_RETURN(Tensor * w_sum, op::sum_rows(ctx, w2));  // [1, T]
     LOOM_ASSIGN_OR_RETURN(w2, op::div(ctx, w2, w_sum));

@@ -19,11 +19,11 @@ namespace {
 
 // Every --arch the maker knows (its ARCHS).
 const char* const kMakerArchs[] = {
-    "llama",     "mixtral",  "qwen2",   "qwen3",    "qwen3moe", "phi3",      "gemma2",     "gemma3",  "gemma",
-    "smollm3",   "granite",  "granitemoe", "olmo2", "qwen2vl",  "exaone",    "ernie4_5",   "command-r", "cohere2",
-    "gpt2",      "gptneox",  "phi2",    "starcoder2", "stablelm", "qwen2moe", "olmoe",     "glm4",    "minicpm",
-    "internlm2", "exaone4",  "bloom",   "mpt",      "falcon",   "starcoder", "olmo",       "nemotron", "arcee",
-    "seed_oss",  "baichuan", "qwen3vl", "qwen3vlmoe"};
+    "llama",     "mixtral", "qwen2",    "qwen3",      "qwen3moe", "phi3",       "gemma2",   "gemma3",
+    "gemma",     "smollm3", "granite",  "granitemoe", "olmo2",    "qwen2vl",    "exaone",   "ernie4_5",
+    "command-r", "cohere2", "gpt2",     "gptneox",    "phi2",     "starcoder2", "stablelm", "qwen2moe",
+    "olmoe",     "glm4",    "minicpm",  "internlm2",  "exaone4",  "bloom",      "mpt",      "falcon",
+    "starcoder", "olmo",    "nemotron", "arcee",      "seed_oss", "baichuan",   "qwen3vl",  "qwen3vlmoe"};
 
 using loom::test::kPython;
 using loom::test::run_loom;
@@ -63,10 +63,10 @@ TEST_F(ArchMaker, LoomRunsEveryArchitectureItKnowsInEveryType) {
       SCOPED_TRACE(std::string(arch) + " " + type);
       const std::string a = arch;
       const std::string f = make(arch, type,
-                                 a == "llama"      ? "--rope-freqs"
+                                 a == "llama"                           ? "--rope-freqs"
                                  : a == "qwen3moe" || a == "qwen3vlmoe" ? "--expert-ffn 64"
-                                 : a == "baichuan" ? "--layers 40 --dim 32"
-                                                   : "");
+                                 : a == "baichuan"                      ? "--layers 40 --dim 32"
+                                                                        : "");
       ASSERT_FALSE(f.empty());
       const auto r = run_loom("run -m " + f + " -p 'Once upon a time' -n 6 --device cpu --json", "", false, 120);
       EXPECT_EQ(r.exit_code, 0) << r.out;

@@ -174,8 +174,11 @@ ArchSpec qwen3vl(bool moe) {
 TEST_F(ArchFamilies, Qwen3VlInterleavedMropeMatchesTheReference) {
   for (bool moe : {false, true}) {
     const TinyArchModel m(qwen3vl(moe));
-    check(qwen3vl(moe), {{"with contiguous sections", mutate(m, [](TinyArchModel* c) { c->spec.mrope_interleaved = false; })},
-                         {"rotating every pair", mutate(m, [](TinyArchModel* c) { c->spec.mrope_sections = {4, 2, 2, 0}; })}});
+    check(qwen3vl(moe),
+          {{"with contiguous sections", mutate(m, [](TinyArchModel* c) { c->spec.mrope_interleaved = false; })},
+           {"rotating every pair", mutate(m, [](TinyArchModel* c) {
+              c->spec.mrope_sections = {4, 2, 2, 0};
+            })}});
   }
   EXPECT_TRUE(qwen3vl(false).mrope_extra_pair(4));
   EXPECT_TRUE(qwen3vl(false).mrope_extra_pair(7));

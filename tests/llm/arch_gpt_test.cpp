@@ -6,11 +6,10 @@
 // StableLM (LayerNorms with biases; StableLM 2 12B's per-head Q/K norms and
 // parallel layers without ffn_norm), BLOOM and MPT (ALiBi; BLOOM's normed
 // embedding; MPT's clamped Q/K/V), Falcon (multi-query, parallel blocks,
-// 40B's second norm), StarCoder 1 and Nemotron (ReLU^2); GLM-4's fused layout with post-norms. Each family's distinctive features
-// have mutants (the reference without one feature) that are far off, so a
-// graph that skipped the feature would fail; then the loader's errors for
-// what these files need (a context past the learned positions, a missing
-// position table).
+// 40B's second norm), StarCoder 1 and Nemotron (ReLU^2); GLM-4's fused layout with post-norms. Each family's
+// distinctive features have mutants (the reference without one feature) that are far off, so a graph that skipped the
+// feature would fail; then the loader's errors for what these files need (a context past the learned positions, a
+// missing position table).
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -117,10 +116,11 @@ ArchSpec stablelm12b() {
 
 TEST_F(GptFamilies, Gpt2MatchesTheReference) {
   const TinyArchModel m(gpt2());
-  check(gpt2(), {{"without the learned positions", mutate(m, [](TinyArchModel* c) {
-                   c->spec.pos_embd = false;
-                   c->spec.rope_finetuned = 0;  // (still no RoPE)
-                 })},
+  check(gpt2(), {{"without the learned positions", mutate(m,
+                                                          [](TinyArchModel* c) {
+                                                            c->spec.pos_embd = false;
+                                                            c->spec.rope_finetuned = 0;  // (still no RoPE)
+                                                          })},
                  {"without the norms' biases", mutate(m, [](TinyArchModel* c) { drop(c, "norm.bias"); })},
                  {"without the FFN's biases", mutate(m, [](TinyArchModel* c) { drop(c, "ffn_up.bias"); })},
                  {"with SiLU", mutate(m, [](TinyArchModel* c) { c->spec.gelu = false; })},
@@ -158,11 +158,13 @@ TEST_F(GptFamilies, Gpt2ContextIsBoundedByItsLearnedPositions) {
 
 TEST_F(GptFamilies, GptNeoxParallelAndSequentialLayersMatchTheReference) {
   const TinyArchModel par(gptneox(1));
-  check(gptneox(1), {{"with sequential layers", mutate(par, [](TinyArchModel* c) { c->spec.parallel_residual = false; })},
-                     {"with normal RoPE", mutate(par, [](TinyArchModel* c) { c->spec.neox = false; })},
-                     {"rotating the whole head", mutate(par, [](TinyArchModel* c) { c->spec.n_rot = 16; })}});
+  check(gptneox(1),
+        {{"with sequential layers", mutate(par, [](TinyArchModel* c) { c->spec.parallel_residual = false; })},
+         {"with normal RoPE", mutate(par, [](TinyArchModel* c) { c->spec.neox = false; })},
+         {"rotating the whole head", mutate(par, [](TinyArchModel* c) { c->spec.n_rot = 16; })}});
   const TinyArchModel seq(gptneox(0));
-  check(gptneox(0), {{"with parallel layers", mutate(seq, [](TinyArchModel* c) { c->spec.parallel_residual = true; })}});
+  check(gptneox(0),
+        {{"with parallel layers", mutate(seq, [](TinyArchModel* c) { c->spec.parallel_residual = true; })}});
   // No key: parallel, GPT-NeoX's default.
   auto model = load(par, par.gguf({}, {"use_parallel_residual"}));
   ASSERT_TRUE(model.ok()) << model.status().to_string();
@@ -190,12 +192,12 @@ TEST_F(GptFamilies, Phi2MatchesTheReference) {
 
 TEST_F(GptFamilies, StarCoder2MatchesTheReference) {
   const TinyArchModel m(starcoder2());
-  check(starcoder2(), {{"without the output projection's bias",
-                        mutate(m, [](TinyArchModel* c) { drop(c, "attn_output.bias"); })},
-                       {"with RMS norms", mutate(m, [](TinyArchModel* c) {
-                          c->spec.layer_norm = false;
-                          drop(c, "norm.bias");
-                        })}});
+  check(starcoder2(),
+        {{"without the output projection's bias", mutate(m, [](TinyArchModel* c) { drop(c, "attn_output.bias"); })},
+         {"with RMS norms", mutate(m, [](TinyArchModel* c) {
+            c->spec.layer_norm = false;
+            drop(c, "norm.bias");
+          })}});
 }
 
 TEST_F(GptFamilies, StableLmMatchesTheReference) {
@@ -242,10 +244,11 @@ ArchSpec mpt() {
 
 TEST_F(GptFamilies, BloomAlibiAndEmbeddingNormMatchTheReference) {
   const TinyArchModel m(bloom());
-  check(bloom(), {{"without ALiBi", mutate(m, [](TinyArchModel* c) {
-                    c->spec.alibi_max_bias = 0.0f;
-                    c->spec.rope_finetuned = 0;  // (and no RoPE)
-                  })},
+  check(bloom(), {{"without ALiBi", mutate(m,
+                                           [](TinyArchModel* c) {
+                                             c->spec.alibi_max_bias = 0.0f;
+                                             c->spec.rope_finetuned = 0;  // (and no RoPE)
+                                           })},
                   {"with half ALiBi's max bias", mutate(m, [](TinyArchModel* c) { c->spec.alibi_max_bias = 4.0f; })},
                   {"without the embedding norm", mutate(m, [](TinyArchModel* c) { c->spec.embd_norm = false; })}});
   auto model = load(m);
@@ -294,9 +297,9 @@ TEST_F(GptFamilies, StarCoderMatchesTheReference) {
   const ArchSpec s = starcoder();
   const TinyArchModel m(s);
   check(s, {{"without the learned positions", mutate(m, [](TinyArchModel* c) {
-              c->spec.pos_embd = false;
-              c->spec.rope_finetuned = 0;
-            })}});
+               c->spec.pos_embd = false;
+               c->spec.rope_finetuned = 0;
+             })}});
 }
 
 // Nemotron: LayerNorms with biases, separate Q/K/V, half of each head
@@ -314,9 +317,9 @@ TEST_F(GptFamilies, NemotronReluSquaredMatchesTheReference) {
   const ArchSpec s = nemotron();
   const TinyArchModel m(s);
   check(s, {{"with GELU", mutate(m, [](TinyArchModel* c) {
-              c->spec.relu_sqr = false;
-              c->spec.gelu = true;
-            })}});
+               c->spec.relu_sqr = false;
+               c->spec.gelu = true;
+             })}});
 }
 
 // Falcon: multi-query attention (one K/V head), parallel blocks from one
@@ -337,7 +340,8 @@ TEST_F(GptFamilies, FalconParallelBlocksAndItsSecondNormMatchTheReference) {
   const TinyArchModel m7(falcon(false));
   check(falcon(false), {{"with sequential blocks", sequential(m7)}});
   const TinyArchModel m40(falcon(true));
-  check(falcon(true), {{"with one norm for both blocks", mutate(m40, [](TinyArchModel* c) { drop(c, "attn_norm_2"); })}});
+  check(falcon(true),
+        {{"with one norm for both blocks", mutate(m40, [](TinyArchModel* c) { drop(c, "attn_norm_2"); })}});
   auto model = load(m40);
   ASSERT_TRUE(model.ok()) << model.status().to_string();
   EXPECT_NE((*model)->layers[1].attn_norm_2, nullptr);
@@ -360,10 +364,11 @@ ArchSpec glm4() {
 
 TEST_F(GptFamilies, Glm4MatchesTheReference) {
   const TinyArchModel m(glm4());
-  check(glm4(), {{"without the post-norms", mutate(m, [](TinyArchModel* c) {
-                   drop(c, "post_attention_norm");
-                   drop(c, "post_ffw_norm");
-                 })},
+  check(glm4(), {{"without the post-norms", mutate(m,
+                                                   [](TinyArchModel* c) {
+                                                     drop(c, "post_attention_norm");
+                                                     drop(c, "post_ffw_norm");
+                                                   })},
                  {"with neox RoPE", mutate(m, [](TinyArchModel* c) { c->spec.neox = true; })}});
   auto model = load(m);
   ASSERT_TRUE(model.ok()) << model.status().to_string();
@@ -418,8 +423,8 @@ TEST_F(GptFamilies, FfnAndNormBiasesOfAnyFileAreAdded) {
 
 // On vulkan0 beside the cpu, and split with a simulated device.
 TEST_F(GptFamilies, OnVulkan0AndSplitTheFamiliesMatchTheReference) {
-  check_on_vulkan0_and_split({gpt2(), gptneox(1), phi2(), starcoder2(), stablelm12b(), glm4(), bloom(), mpt(), falcon(true),
-                              starcoder(), nemotron()});
+  check_on_vulkan0_and_split({gpt2(), gptneox(1), phi2(), starcoder2(), stablelm12b(), glm4(), bloom(), mpt(),
+                              falcon(true), starcoder(), nemotron()});
 }
 
 }  // namespace

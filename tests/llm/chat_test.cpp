@@ -56,9 +56,9 @@ TEST(ChatFormat, RecognisedFromTemplateMarkers) {
   EXPECT_EQ(detect_chat_format("[gMASK]<sop>{% for item in messages %}{% if item['role'] == 'user' %}<|user|>\n"
                                "{{ item['content'] }}{% endif %}{% endfor %}<|assistant|>"),
             ChatFormat::kGlm4);
-  for (const char* name : {"plain", "chatml", "llama3", "llama2", "mistral", "phi3", "gemma", "zephyr", "phi4",
-                           "deepseek3", "mistral-v7", "mistral-v7-spaced", "granite", "exaone3", "command-r",
-                           "glm4"}) {
+  for (const char* name :
+       {"plain", "chatml", "llama3", "llama2", "mistral", "phi3", "gemma", "zephyr", "phi4", "deepseek3", "mistral-v7",
+        "mistral-v7-spaced", "granite", "exaone3", "command-r", "glm4", "seed-oss"}) {
     ChatFormat f;
     ASSERT_TRUE(chat_format_from_name(name, &f)) << name;
     EXPECT_STREQ(chat_format_name(f), name);
@@ -117,9 +117,18 @@ TEST(ChatFormat, TurnsRenderEachLayout) {
             "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|>S<|END_OF_TURN_TOKEN|><|START_OF_TURN_TOKEN|><|USER_TOKEN|>Hi"
             "<|END_OF_TURN_TOKEN|><|START_OF_TURN_TOKEN|><|CHATBOT_TOKEN|>");
   EXPECT_EQ(ChatTemplate(ChatFormat::kCommandR).after_reply(), "");
-  EXPECT_EQ(ChatTemplate(ChatFormat::kGlm4).user_turn("S", "Hi", true), "[gMASK]<sop><|system|>\nS<|user|>\nHi<|assistant|>\n");
+  EXPECT_EQ(ChatTemplate(ChatFormat::kGlm4).user_turn("S", "Hi", true),
+            "[gMASK]<sop><|system|>\nS<|user|>\nHi<|assistant|>\n");
   EXPECT_EQ(ChatTemplate(ChatFormat::kGlm4).user_turn("S", "Hi", false), "<|user|>\nHi<|assistant|>\n");
   EXPECT_EQ(ChatTemplate(ChatFormat::kGlm4).after_reply(), "");
+  // ByteDance Seed-OSS.
+  EXPECT_EQ(detect_chat_format("{{ '<seed:bos>' + message['role'] + '\n' + message['content'] + '<seed:eos>' }}"),
+            ChatFormat::kSeedOss);
+  EXPECT_EQ(ChatTemplate(ChatFormat::kSeedOss).user_turn("S", "Hi", true),
+            "<seed:bos>system\nS<seed:eos><seed:bos>user\nHi<seed:eos><seed:bos>assistant\n");
+  EXPECT_EQ(ChatTemplate(ChatFormat::kSeedOss).user_turn("S", "Hi", false),
+            "<seed:bos>user\nHi<seed:eos><seed:bos>assistant\n");
+  EXPECT_EQ(ChatTemplate(ChatFormat::kSeedOss).after_reply(), "");
   EXPECT_EQ(ChatTemplate(ChatFormat::kLlama3).after_reply(), "");
 }
 

@@ -108,13 +108,14 @@ ArchSpec olmoe() {
 
 TEST_F(MixtureOfExperts, Qwen2MoeSharedExpertMatchesTheReference) {
   const TinyArchModel m(qwen2moe());
-  check(qwen2moe(), {{"with renormalised weights", mutate(m, [](TinyArchModel* c) { c->spec.expert_weights_raw = false; })},
-                     {"without the shared expert", mutate(m, [](TinyArchModel* c) { drop(c, "_shexp"); })},
-                     {"with the shared expert's gate at 1/2", mutate(m, [](TinyArchModel* c) {
-                        for (auto& [name, t] : c->tensors) {
-                          if (name.find("ffn_gate_inp_shexp") != std::string::npos) std::fill(t.v.begin(), t.v.end(), 0.0f);
-                        }
-                      })}});
+  check(qwen2moe(),
+        {{"with renormalised weights", mutate(m, [](TinyArchModel* c) { c->spec.expert_weights_raw = false; })},
+         {"without the shared expert", mutate(m, [](TinyArchModel* c) { drop(c, "_shexp"); })},
+         {"with the shared expert's gate at 1/2", mutate(m, [](TinyArchModel* c) {
+            for (auto& [name, t] : c->tensors) {
+              if (name.find("ffn_gate_inp_shexp") != std::string::npos) std::fill(t.v.begin(), t.v.end(), 0.0f);
+            }
+          })}});
   auto model = load(m);
   ASSERT_TRUE(model.ok()) << model.status().to_string();
   EXPECT_EQ((*model)->hparams().n_ff_shexp, 24);
@@ -133,8 +134,9 @@ TEST_F(MixtureOfExperts, Qwen2MoeSharedExpertMatchesTheReference) {
 
 TEST_F(MixtureOfExperts, OlmoeMatchesTheReference) {
   const TinyArchModel m(olmoe());
-  check(olmoe(), {{"with renormalised weights", mutate(m, [](TinyArchModel* c) { c->spec.expert_weights_raw = false; })},
-                  {"with top-2 routing", with_top(m, 2)}});
+  check(olmoe(),
+        {{"with renormalised weights", mutate(m, [](TinyArchModel* c) { c->spec.expert_weights_raw = false; })},
+         {"with top-2 routing", with_top(m, 2)}});
 }
 
 TEST_F(MixtureOfExperts, EveryExpertRoutedAloneMatchesTheReference) {

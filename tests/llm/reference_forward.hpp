@@ -204,9 +204,10 @@ class ReferenceForward {
     for (size_t i = 0; i < gate.size(); ++i) {
       const double g = gate[i];
       // gemma: GELU, tanh approximation; else SiLU.
-      const double a = s_.relu_sqr             ? std::max(0.0, g) * std::max(0.0, g)
-                       : s_.gemma || s_.gelu ? 0.5 * g * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (g + 0.044715 * g * g * g)))
-                                : g / (1.0 + std::exp(-g));
+      const double a = s_.relu_sqr ? std::max(0.0, g) * std::max(0.0, g)
+                       : s_.gemma || s_.gelu
+                           ? 0.5 * g * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (g + 0.044715 * g * g * g)))
+                           : g / (1.0 + std::exp(-g));
       act[i] = a * up[i];
     }
     return act;
@@ -314,11 +315,10 @@ class ReferenceForward {
       // layer's input.
       const std::vector<float>* ab = m_.find(pre + "attn_norm.bias");
       const std::vector<float>* fb = m_.find(pre + "ffn_norm.bias");
-      const std::vector<double> xn =
-          s_.parallel_blocks     ? norm((*xs)[p], w(pre + "attn_norm.weight"), 0, ab)
-          : s_.parallel_residual ? norm((*xs)[p], w(pre + "ffn_norm.weight"), 0, fb)
-          : s_.pre_norms         ? norm(add(xs->at(p), o, rs), w(pre + "ffn_norm.weight"), 0, fb)
-                                 : add(xs->at(p), o, rs);
+      const std::vector<double> xn = s_.parallel_blocks     ? norm((*xs)[p], w(pre + "attn_norm.weight"), 0, ab)
+                                     : s_.parallel_residual ? norm((*xs)[p], w(pre + "ffn_norm.weight"), 0, fb)
+                                     : s_.pre_norms ? norm(add(xs->at(p), o, rs), w(pre + "ffn_norm.weight"), 0, fb)
+                                                    : add(xs->at(p), o, rs);
       for (int64_t i = 0; i < s_.n_embd; ++i) (*xs)[p][i] += rs * o[i];
       std::vector<double> down = s_.n_expert > 0 ? experts(pre, xn) : ffn(pre, xn);
       if (has(pre + "post_ffw_norm.weight")) down = norm(down, w(pre + "post_ffw_norm.weight"));

@@ -144,7 +144,7 @@ struct ArchSpec {
   float alibi_max_bias = 0.0f;
   bool alibi_key = false;
   bool embd_norm = false;
-  bool attn_norm_2 = false;  // falcon 40B: blk.N.attn_norm_2 (+ .bias with norm_bias), the attention's own norm
+  bool attn_norm_2 = false;       // falcon 40B: blk.N.attn_norm_2 (+ .bias with norm_bias), the attention's own norm
   bool relu_sqr = false;          // nemotron, arcee: the FFN's activation is relu(x)^2
   bool weightless_norms = false;  // olmo: LayerNorms without weights (no norm tensors in the file)
   float clamp_kqv = 0.0f;         // attention.clamp_kqv (0 leaves the key out): Q, K, V clamped to [-c, c]

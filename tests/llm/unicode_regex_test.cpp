@@ -215,20 +215,28 @@ TEST(PreTokenizer, EveryNameCompiles) {
     auto p = PreTokenizer::from_name(name);
     EXPECT_TRUE(p.ok()) << name << ": " << p.status().to_string();
   }
-  for (const char* required : {"llama-bpe", "qwen2", "gpt-2", "deepseek-llm", "deepseek-coder", "falcon", "starcoder",
-                               "refact", "command-r", "mpt", "default", "llama3", "smaug-bpe", "dbrx", "olmo",
-                               "stablelm2", "jina-v2-code", "kormo", "a.x-4.0", "mellum", "exaone4", "seed-coder",
-                               "bailingmoe", "hunyuan", "trillion", "granite-docling"}) {
+  for (const char* required :
+       {"llama-bpe",  "qwen2",      "gpt-2",        "deepseek-llm", "deepseek-coder", "falcon",    "starcoder",
+        "refact",     "command-r",  "mpt",          "default",      "llama3",         "smaug-bpe", "dbrx",
+        "olmo",       "stablelm2",  "jina-v2-code", "kormo",        "a.x-4.0",        "mellum",    "exaone4",
+        "seed-coder", "bailingmoe", "hunyuan",      "trillion",     "granite-docling"}) {
     EXPECT_TRUE(PreTokenizer::from_name(required).ok()) << required;
   }
   // Aliases split as their family does (llama.cpp's table): exaone4 as gpt-2, kormo as qwen2.
   const std::string text = "Hello world's 12345 \xe4\xbd\xa0\xe5\xa5\xbd!!  \n\n x";
-  for (const auto& [alias, family] : {std::pair<const char*, const char*>{"exaone4", "gpt-2"}, {"mellum", "gpt-2"},
-                                      {"a.x-4.0", "gpt-2"}, {"kormo", "qwen2"},
-                                      {"glm4", "llama-bpe"}, {"chatglm-bpe", "llama-bpe"},
-                                      {"hunyuan", "qwen2"}, {"grok-2", "qwen2"}, {"hunyuan-dense", "deepseek-v3"},
-                                      {"trillion", "gpt-2"}, {"granite-docling", "gpt-2"},
-                                      {"minimax-m2", "gpt-4o"}, {"bailingmoe2", "bailingmoe"},
+  for (const auto& [alias, family] : {std::pair<const char*, const char*>{"exaone4", "gpt-2"},
+                                      {"mellum", "gpt-2"},
+                                      {"a.x-4.0", "gpt-2"},
+                                      {"kormo", "qwen2"},
+                                      {"glm4", "llama-bpe"},
+                                      {"chatglm-bpe", "llama-bpe"},
+                                      {"hunyuan", "qwen2"},
+                                      {"grok-2", "qwen2"},
+                                      {"hunyuan-dense", "deepseek-v3"},
+                                      {"trillion", "gpt-2"},
+                                      {"granite-docling", "gpt-2"},
+                                      {"minimax-m2", "gpt-4o"},
+                                      {"bailingmoe2", "bailingmoe"},
                                       {"llada-moe", "bailingmoe"}}) {
     auto a = PreTokenizer::from_name(alias);
     auto f = PreTokenizer::from_name(family);
@@ -256,12 +264,11 @@ TEST(PreTokenizer, SeedCoderAndBailingSplitAsTheirExpressionsSay) {
     return std::vector<std::string>(pieces.begin(), pieces.end());
   };
   const std::string text = "Hello world's 12 \xe4\xbd\xa0!!\nb";
-  EXPECT_EQ(split("seed-coder", text), (std::vector<std::string>{"Hello", " world", "'s", " ", "1", "2",
-                                                                 " \xe4\xbd\xa0", "!!", "\n", "b"}));
-  EXPECT_EQ(split("qwen2", text), (std::vector<std::string>{"Hello", " world", "'s", " ", "1", "2", " \xe4\xbd\xa0",
-                                                            "!!\n", "b"}));
-  EXPECT_EQ(split("bailingmoe", "It'LL 7\n\n x"),
-            (std::vector<std::string>{"It", "'LL", " ", "7", "\n\n", " x"}));
+  EXPECT_EQ(split("seed-coder", text),
+            (std::vector<std::string>{"Hello", " world", "'s", " ", "1", "2", " \xe4\xbd\xa0", "!!", "\n", "b"}));
+  EXPECT_EQ(split("qwen2", text),
+            (std::vector<std::string>{"Hello", " world", "'s", " ", "1", "2", " \xe4\xbd\xa0", "!!\n", "b"}));
+  EXPECT_EQ(split("bailingmoe", "It'LL 7\n\n x"), (std::vector<std::string>{"It", "'LL", " ", "7", "\n\n", " x"}));
 }
 
 TEST(PreTokenizer, UnknownNameListsTheSupportedOnes) {
