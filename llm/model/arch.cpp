@@ -5,10 +5,16 @@
 namespace loom::llm {
 namespace {
 
+// A row with every trait off but the name and the RoPE mode; the builders
+// below set the rest by name (the table's older rows set them by position).
+constexpr ArchTraits base(const char* name, int rope_mode) {
+  return ArchTraits{name, rope_mode, false, false, false, false, false, false, 0, 0.0f, false, false};
+}
+
 // GPT-2 and its heirs: LayerNorms (with biases), neox RoPE over the first
 // rope.dimension_count dims of each head, a GELU FFN without a gate.
 constexpr ArchTraits gpt_family(const char* name) {
-  ArchTraits a{name, LOOM_ROPE_MODE_NEOX, false, false, false, false, false, false, 0, 0.0f, false, false};
+  ArchTraits a = base(name, LOOM_ROPE_MODE_NEOX);
   a.layer_norm = true;
   a.ffn_sequential = true;
   return a;
@@ -31,7 +37,7 @@ constexpr ArchTraits phi2() {
 // StableLM (2 1.6B, 3B, Zephyr; 2 12B with per-head Q/K LayerNorms and
 // parallel blocks): LayerNorms, partial neox RoPE, a SwiGLU FFN.
 constexpr ArchTraits stablelm() {
-  ArchTraits a{"stablelm", LOOM_ROPE_MODE_NEOX, false, false, false, false, false, false, 0, 0.0f, false, false};
+  ArchTraits a = base("stablelm", LOOM_ROPE_MODE_NEOX);
   a.layer_norm = true;
   a.ffn_norm_optional = true;
   return a;
@@ -40,7 +46,8 @@ constexpr ArchTraits stablelm() {
 // Command R7B (cohere2): command-r with three sliding-window layers to one
 // global, RoPE (the global base) on the local layers only.
 constexpr ArchTraits cohere2() {
-  ArchTraits a{"cohere2", LOOM_ROPE_MODE_NORMAL, false, false, false, false, false, false, 4, 0.0f, false, false};
+  ArchTraits a = base("cohere2", LOOM_ROPE_MODE_NORMAL);
+  a.swa_period = 4;
   a.nope_period = 4;
   a.layer_norm = true;
   a.parallel_blocks = true;
@@ -51,7 +58,8 @@ constexpr ArchTraits cohere2() {
 // Qwen1.5-MoE / Qwen2-57B-A14B: qwen2 (biases, neox) whose FFN is 60-64
 // experts, their probabilities not renormalised, and a gated shared expert.
 constexpr ArchTraits qwen2moe() {
-  ArchTraits a{"qwen2moe", LOOM_ROPE_MODE_NEOX, false, false, false, false, false, false, 0, 0.0f, false, true};
+  ArchTraits a = base("qwen2moe", LOOM_ROPE_MODE_NEOX);
+  a.experts = true;
   a.expert_weights_raw = true;
   a.shared_expert = true;
   return a;
@@ -59,7 +67,9 @@ constexpr ArchTraits qwen2moe() {
 // OLMoE (AllenAI, 1B-7B): Q/K RMS norms over the whole projection, 64
 // experts, top-8, probabilities not renormalised.
 constexpr ArchTraits olmoe() {
-  ArchTraits a{"olmoe", LOOM_ROPE_MODE_NEOX, false, false, true, false, false, false, 0, 0.0f, false, true};
+  ArchTraits a = base("olmoe", LOOM_ROPE_MODE_NEOX);
+  a.qk_norm = true;
+  a.experts = true;
   a.qk_norm_whole = true;
   a.expert_weights_raw = true;
   return a;
@@ -68,7 +78,8 @@ constexpr ArchTraits olmoe() {
 // GLM-4 (0414: 9B, 32B; GLM-Z1): pre- and post-norms around both blocks,
 // gate and up fused in ffn_up, normal RoPE over part of each head.
 constexpr ArchTraits glm4() {
-  ArchTraits a{"glm4", LOOM_ROPE_MODE_NORMAL, false, false, false, false, true, false, 0, 0.0f, false, false};
+  ArchTraits a = base("glm4", LOOM_ROPE_MODE_NORMAL);
+  a.fused_gate_up = true;
   a.post_norms = true;
   a.sections_refused = true;
   return a;
@@ -77,7 +88,7 @@ constexpr ArchTraits glm4() {
 // MiniCPM (1B, 2B; OpenBMB): llama with Granite's multipliers, which older
 // files leave to their defaults.
 constexpr ArchTraits minicpm() {
-  ArchTraits a{"minicpm", LOOM_ROPE_MODE_NORMAL, false, false, false, false, false, false, 0, 0.0f, false, false};
+  ArchTraits a = base("minicpm", LOOM_ROPE_MODE_NORMAL);
   a.granite = true;
   a.granite_defaults = true;
   return a;
@@ -87,7 +98,10 @@ constexpr ArchTraits minicpm() {
 // per-head Q/K norms; the 32B's three windowed RoPE layers to one global
 // NoPE layer (a window of 4096 unless the file says).
 constexpr ArchTraits exaone4() {
-  ArchTraits a{"exaone4", LOOM_ROPE_MODE_NEOX, true, false, true, false, false, false, 4, 0.0f, false, false};
+  ArchTraits a = base("exaone4", LOOM_ROPE_MODE_NEOX);
+  a.rope_freqs = true;
+  a.qk_norm = true;
+  a.swa_period = 4;
   a.post_norms = true;
   a.pre_norms = false;
   a.nope_period = 4;
@@ -123,7 +137,7 @@ constexpr ArchTraits falcon() {
 // OLMo 1 (AllenAI 1B, 7B): llama's layout with LayerNorms that have no
 // weights, Q/K/V clamped where the file says.
 constexpr ArchTraits olmo() {
-  ArchTraits a{"olmo", LOOM_ROPE_MODE_NORMAL, false, false, false, false, false, false, 0, 0.0f, false, false};
+  ArchTraits a = base("olmo", LOOM_ROPE_MODE_NORMAL);
   a.layer_norm = true;
   a.weightless_norms = true;
   return a;
@@ -138,7 +152,8 @@ constexpr ArchTraits nemotron() {
 }
 // Arcee (AFM-4.5B): llama with a ReLU^2 FFN without a gate.
 constexpr ArchTraits arcee() {
-  ArchTraits a{"arcee", LOOM_ROPE_MODE_NORMAL, true, false, false, false, false, false, 0, 0.0f, false, false};
+  ArchTraits a = base("arcee", LOOM_ROPE_MODE_NORMAL);
+  a.rope_freqs = true;
   a.ffn_sequential = true;
   a.relu_sqr = true;
   return a;
@@ -147,7 +162,7 @@ constexpr ArchTraits arcee() {
 // Seed-OSS (ByteDance, 36B): llama with neox RoPE and Q/K/V biases, its
 // FFN norm stored as post_attention_norm.
 constexpr ArchTraits seed_oss() {
-  ArchTraits a{"seed_oss", LOOM_ROPE_MODE_NEOX, false, false, false, false, false, false, 0, 0.0f, false, false};
+  ArchTraits a = base("seed_oss", LOOM_ROPE_MODE_NEOX);
   a.ffn_norm_post_attention_name = true;
   return a;
 }
@@ -155,7 +170,7 @@ constexpr ArchTraits seed_oss() {
 // Baichuan / Baichuan 2 (7B: RoPE; 13B: ALiBi): llama's layout (the
 // converter splits W_pack into Q, K, V).
 constexpr ArchTraits baichuan() {
-  ArchTraits a{"baichuan", LOOM_ROPE_MODE_NORMAL, false, false, false, false, false, false, 0, 0.0f, false, false};
+  ArchTraits a = base("baichuan", LOOM_ROPE_MODE_NORMAL);
   a.rope_layer_count = 32;
   a.alibi_layer_count = 40;
   a.alibi_max_bias = 8.0f;
@@ -166,7 +181,9 @@ constexpr ArchTraits baichuan() {
 // M-RoPE; deepstack features come from the vision tower only (none for
 // text, so nothing is added).
 constexpr ArchTraits qwen3vl(const char* name, bool experts) {
-  ArchTraits a{name, LOOM_ROPE_MODE_NEOX, false, false, true, false, false, false, 0, 0.0f, false, experts};
+  ArchTraits a = base(name, LOOM_ROPE_MODE_NEOX);
+  a.qk_norm = true;
+  a.experts = experts;
   a.mrope = true;
   a.mrope_interleaved = true;
   return a;

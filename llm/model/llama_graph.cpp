@@ -312,10 +312,9 @@ Status build_layers(LlamaModel& model, const KvCache& cache, bool all_logits, bo
   if (h.alibi_max_bias > 0.0f) {
     LOOM_ASSIGN_OR_RETURN(g.alibi_slopes, graph_input(ctx, LOOM_TYPE_F32, {1, 1, h.n_head}, "inp_alibi_slopes"));
     LOOM_ASSIGN_OR_RETURN(g.alibi_inv, graph_input(ctx, LOOM_TYPE_F32, {1, 1, h.n_head}, "inp_alibi_inv"));
-    g.alibi_values.resize(static_cast<size_t>(2 * h.n_head));
     for (int64_t hh = 0; hh < h.n_head; ++hh) {
-      g.alibi_values[static_cast<size_t>(hh)] = h.alibi_slope(hh);
-      g.alibi_values[static_cast<size_t>(h.n_head + hh)] = 1.0f / h.alibi_slope(hh);
+      g.alibi_slope_values.push_back(h.alibi_slope(hh));
+      g.alibi_inv_values.push_back(1.0f / g.alibi_slope_values.back());
     }
   }
   if (g.seq_batch && g.n_out != n_tokens) {

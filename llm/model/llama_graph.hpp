@@ -63,12 +63,13 @@ struct LlamaBatchGraph {
   std::vector<float> q_scale_values;
   // ALiBi (LlamaHparams::alibi_max_bias > 0): every layer unfused, the mask
   // holding -(query position - key position) where visible, and F32
-  // [1, 1, n_head] inputs of each head's slope and its inverse (values in
-  // alibi_values: the slopes, then the inverses): scores become
-  // slope * (scale * kq / slope + mask), ggml's scale * kq + slope * mask.
+  // [1, 1, n_head] inputs of each head's slope and its inverse (their
+  // values beside them): scores become slope * (scale * kq / slope + mask),
+  // ggml's scale * kq + slope * mask.
   Tensor* alibi_slopes = nullptr;
   Tensor* alibi_inv = nullptr;
-  std::vector<float> alibi_values;
+  std::vector<float> alibi_slope_values;
+  std::vector<float> alibi_inv_values;
   // A sequence batch: I32 [n_out], the batch rows whose logits are output
   // (nullptr when every row's are, in batch order).
   Tensor* out_ids = nullptr;

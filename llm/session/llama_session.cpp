@@ -110,11 +110,8 @@ Status write_inputs(const LlamaBatchGraph& g, const LlamaBatchInputs& in, const 
   LOOM_RETURN_IF_ERROR(put(g.mask_swa, in.mask_swa));
   LOOM_RETURN_IF_ERROR(put(g.visible_swa, in.visible_swa));
   LOOM_RETURN_IF_ERROR(put(g.q_scale, g.q_scale_values));
-  if (g.alibi_slopes != nullptr) {
-    const auto n = g.alibi_values.size() / 2;
-    LOOM_RETURN_IF_ERROR(put(g.alibi_slopes, std::vector<float>(g.alibi_values.begin(), g.alibi_values.begin() + n)));
-    LOOM_RETURN_IF_ERROR(put(g.alibi_inv, std::vector<float>(g.alibi_values.begin() + n, g.alibi_values.end())));
-  }
+  LOOM_RETURN_IF_ERROR(put(g.alibi_slopes, g.alibi_slope_values));
+  LOOM_RETURN_IF_ERROR(put(g.alibi_inv, g.alibi_inv_values));
   return put(g.out_ids, out_ids);
 }
 
