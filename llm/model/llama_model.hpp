@@ -23,6 +23,7 @@
 // buffer; the device must outlive the model. Not thread-safe.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -231,6 +232,15 @@ class LlamaModel {
   std::string placement() const;
   // The context holding the weights; graphs are built in it.
   Context& context() { return ctx_; }
+  // The live LlamaSessions of this model, oldest first. Each builds its
+  // graphs in context() above its own mark, so only the newest may build
+  // or roll back (an older one's rollback would destroy a newer one's
+  // cache and graphs): LlamaSession refuses to run while a newer one lives.
+  const std::vector<const void*>& sessions() const { return sessions_; }
+  void add_session(const void* s) { sessions_.push_back(s); }
+  void remove_session(const void* s) {
+    sessions_.erase(std::remove(sessions_.begin(), sessions_.end(), s), sessions_.end());
+  }
   // Whether every weight is the file mapping itself (no copy was made).
   bool zero_copy() const { return zero_copy_; }
   size_t weights_bytes() const { return weights_bytes_; }
@@ -360,6 +370,7 @@ class LlamaModel {
   Buffer sparse_dense_;  // sparse layers' gate and up in the device's repacked layout for dense batches (relayout)
   size_t relaid_bytes_ = 0;
   bool zero_copy_ = false;
+  std::vector<const void*> sessions_;
   size_t weights_bytes_ = 0;
   std::function<void(size_t, size_t, const std::string&)> progress_;
   bool want_sparse_ = true;

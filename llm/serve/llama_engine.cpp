@@ -415,16 +415,21 @@ class LlamaEngine : public Engine {
       row_slot.push_back(nullptr);
     }
     const auto t0 = Clock::now();
-    std::vector<float> logits;
+    // The engine's own time since the last step's graph ended (sampling,
+    // admitting, waiting for the lock): what the streams wait besides steps.
+    const double between = last_end_ ? std::chrono::duration<double>(t0 - *last_end_).count() : 0.0;
+    std::vector<float>& logits = logits_;  // kept: no allocation per step
     const size_t built_before = session_->steps_built();
     Status st = session_->eval_seqs(batch, &logits);
-    const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+    const auto t1 = Clock::now();
+    const double secs = std::chrono::duration<double>(t1 - t0).count();
     // A step that built its graph (a new shape) says nothing about the
     // next ones: it is not learned from.
     const bool built = session_->steps_built() != built_before;
     LOOM_LOG_DEBUG("serve", "step: " + std::to_string(batch.size() - static_cast<size_t>(n_prompt)) + " decodes + " +
                                 std::to_string(n_prompt) + " prompt tokens of " + std::to_string(read.size()) +
-                                " prompts, " + std::to_string(secs * 1e3) + " ms" + (built ? " (graph built)" : ""));
+                                " prompts, " + std::to_string(secs * 1e3) + " ms" + (built ? " (graph built)" : "") +
+                                ", " + std::to_string(between * 1e3) + " ms since the last");
     if (st.ok() && !built) step_time_.add(static_cast<int64_t>(batch.size()), secs);
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -472,6 +477,7 @@ class LlamaEngine : public Engine {
       if (s == nullptr || !s->r || !s->decoding()) continue;
       sample(*s, logits.data() + row * static_cast<size_t>(n_vocab), n_vocab);
     }
+    last_end_ = any_active() ? std::optional<Clock::time_point>(t1) : std::nullopt;
   }
 
   // The next token of s from its logits: ends the request at an
@@ -510,6 +516,8 @@ class LlamaEngine : public Engine {
 
   static constexpr size_t kMinCopy = 16;  // shorter shared prefixes are recomputed, not copied
   StepTimeModel step_time_;  // engine thread
+  std::vector<float> logits_;  // the last step's logits rows (engine thread)
+  std::optional<Clock::time_point> last_end_;  // when the last step's graph ended, while slots were busy
 
   std::unique_ptr<LlamaModel> model_;
   Tokenizer tok_;

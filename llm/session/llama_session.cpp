@@ -221,6 +221,7 @@ StatusOr<std::unique_ptr<LlamaSession>> LlamaSession::create(LlamaModel* model, 
   }
   std::unique_ptr<LlamaSession> session(
       new LlamaSession(model, std::move(cache), std::move(kv_devices), std::move(sched), o, mark));
+  model->add_session(session.get());
   LOOM_RETURN_IF_ERROR(session->reserve_worst_case());
   return session;
 }
@@ -256,7 +257,25 @@ Status LlamaSession::reserve_worst_case() {
   return Status();
 }
 
-LlamaSession::~LlamaSession() { drop_step(); }
+LlamaSession::~LlamaSession() {
+  if (newest()) {
+    drop_step();
+  } else {
+    // A newer session's tensors sit above mark_: leave the context as it is.
+    cached_.reset();
+    seq_steps_.clear();
+  }
+  model_->remove_session(this);
+}
+
+bool LlamaSession::newest() const { return !model_->sessions().empty() && model_->sessions().back() == this; }
+
+Status LlamaSession::check_newest() const {
+  if (newest()) return Status();
+  return unavailable("[llm.session] a newer session of this model is alive: sessions build their graphs in the "
+                     "model's context, so only the newest runs (free the newer one first, or use one session's "
+                     "sequence slots, n_seq)");
+}
 
 size_t LlamaSession::compute_buffer_size() const {
   size_t n = 0;
@@ -265,6 +284,7 @@ size_t LlamaSession::compute_buffer_size() const {
 }
 
 Status LlamaSession::eval(const std::vector<TokenId>& tokens, bool all_logits, std::vector<float>* logits) {
+  LOOM_RETURN_IF_ERROR(check_newest());
   const int64_t n = static_cast<int64_t>(tokens.size());
   const int64_t n_vocab = model_->hparams().n_vocab;
   if (n == 0) return invalid_argument("[llm.eval] no tokens to evaluate");
@@ -328,6 +348,7 @@ StatusOr<LlamaSession::Step> LlamaSession::build_step(int64_t n, bool all_logits
 }
 
 StatusOr<std::string> LlamaSession::plan(int64_t n_tokens, PlanDetail detail, PlanFormat format) {
+  LOOM_RETURN_IF_ERROR(check_newest());
   if (n_tokens < 1 || n_past_ + n_tokens > n_ctx()) {
     return invalid_argument("[llm.plan] batch of " + std::to_string(n_tokens) + " tokens does not fit the context of " +
                             std::to_string(n_ctx()));
@@ -506,6 +527,7 @@ Status LlamaSession::run_step(const TokenId* tokens, int64_t n, bool all_logits,
 }
 
 Status LlamaSession::eval_seqs(const std::vector<SeqToken>& batch, std::vector<float>* logits) {
+  LOOM_RETURN_IF_ERROR(check_newest());
   const auto n = static_cast<int64_t>(batch.size());
   const int64_t n_vocab = model_->hparams().n_vocab;
   if (n == 0) return invalid_argument("[llm.eval] no tokens to evaluate");
@@ -540,7 +562,9 @@ Status LlamaSession::eval_seqs(const std::vector<SeqToken>& batch, std::vector<f
   // A windowed cache: each slot's positions in the batch must fit its rows
   // (moved first where they would pass them); checked before anything runs.
   if (cache_.windowed()) LOOM_RETURN_IF_ERROR(make_seq_room(batch));
-  logits->assign(static_cast<size_t>(n_out * n_vocab), 0.0f);
+  // Every row is written by the step (a caller reusing one vector pays no
+  // allocation or fill: a server's 16 rows of a 128k vocabulary are 8 MB).
+  logits->resize(static_cast<size_t>(n_out * n_vocab));
   Status st = run_seq_step(batch, n_out, logits->data());
   if (!st.ok()) drop_step();
   return st;
@@ -588,6 +612,7 @@ Status LlamaSession::run_seq_step(const std::vector<SeqToken>& batch, int64_t n_
 }
 
 Status LlamaSession::copy_seq(int32_t src, int32_t dst, int64_t n) {
+  LOOM_RETURN_IF_ERROR(check_newest());
   if (src < 0 || src >= n_seq_ || dst < 0 || dst >= n_seq_ || n < 0 || n > n_ctx()) {
     return invalid_argument("[llm.session] copy of " + std::to_string(n) + " positions from slot " +
                             std::to_string(src) + " to slot " + std::to_string(dst) + " outside " +

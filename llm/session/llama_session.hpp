@@ -119,6 +119,10 @@ class LlamaSession {
   // local rows of that slot moved past the window before n (recompute).
   int64_t reusable_prefix(int32_t seq, int64_t n) const;
   int32_t n_seq() const { return n_seq_; }
+  // A model may have several live sessions, but only the newest runs: an
+  // older one's eval, eval_seqs, copy_seq and plan are UNAVAILABLE until
+  // the newer ones are freed (every session builds its graphs in the
+  // model's context above its own mark).
   // Plan (without computing) the graph of a batch of n_tokens at the current
   // position and return the scheduler's plan rendered at that detail, in
   // that format (Scheduler::render); plan_dot: every node, as DOT.
@@ -209,6 +213,10 @@ class LlamaSession {
   Status reserve_worst_case();
   // Forget the kept step graph and roll its tensors out of the model's context.
   void drop_step();
+  // Whether this is the model's newest live session; else an UNAVAILABLE
+  // status saying why it may not run (LlamaModel::sessions).
+  bool newest() const;
+  Status check_newest() const;
   // Drops the per-step tensors from the model's context when it goes.
   struct StepRollback {
     Context& c;

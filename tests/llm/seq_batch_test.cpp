@@ -234,6 +234,52 @@ TEST_P(SeqBatch, BadBatchesAreRefusedAndNothingRuns) {
   EXPECT_TRUE(s->eval_seqs({{1, 1, 0, true}}, &logits).ok());
 }
 
+// Two live sessions of one model: only the newest runs (an older one's
+// rollback would destroy the newer one's cache), the older one's calls are
+// UNAVAILABLE by name and touch nothing; freed newest first or oldest
+// first, what is left decodes as before. (The guard's regression: an older
+// session run beside a newer one failed with an unrelated node error.)
+TEST_P(SeqBatch, OnlyTheNewestLiveSessionRuns) {
+  const std::vector<TokenId> prompt = tok_->encode_prompt(kPrompts[0]);
+  std::vector<float> want, got;
+  {
+    auto solo = session(1);
+    ASSERT_NE(solo, nullptr);
+    ASSERT_TRUE(solo->eval(prompt, false, &want).ok());
+  }
+  for (bool newer_freed_first : {true, false}) {
+    SCOPED_TRACE(newer_freed_first ? "newer freed first" : "older freed first");
+    auto older = session(1);
+    ASSERT_NE(older, nullptr);
+    ASSERT_TRUE(older->eval({prompt[0]}, false, &got).ok());
+    auto newer = session(2);
+    ASSERT_NE(newer, nullptr);
+    for (const Status& st : {older->eval(prompt, false, &got), older->eval_seqs({{1, 0, 1, true}}, &got),
+                             older->copy_seq(0, 0, 0), older->plan(1, PlanDetail::kNodes, PlanFormat::kDot).status()}) {
+      EXPECT_EQ(st.code(), StatusCode::kUnavailable) << st.to_string();
+      EXPECT_NE(st.message().find("a newer session of this model is alive"), std::string::npos) << st.to_string();
+    }
+    ASSERT_TRUE(newer->eval(prompt, false, &got).ok());
+    EXPECT_LT(rel_diff(got.data(), want.data(), n_vocab_), 1e-4);
+    if (newer_freed_first) {
+      newer.reset();
+      // The older one goes on from its one token.
+      ASSERT_TRUE(older->eval(std::vector<TokenId>(prompt.begin() + 1, prompt.end()), false, &got).ok());
+      EXPECT_LT(rel_diff(got.data(), want.data(), n_vocab_), 1e-4);
+    } else {
+      older.reset();
+      newer->reset();
+      ASSERT_TRUE(newer->eval(prompt, false, &got).ok());
+      EXPECT_LT(rel_diff(got.data(), want.data(), n_vocab_), 1e-4);
+      newer.reset();
+      auto again = session(1);
+      ASSERT_NE(again, nullptr);
+      ASSERT_TRUE(again->eval(prompt, false, &got).ok());
+      EXPECT_LT(rel_diff(got.data(), want.data(), n_vocab_), 1e-4);
+    }
+  }
+}
+
 std::string name(const ::testing::TestParamInfo<std::tuple<const char*, bool>>& i) {
   return std::string(std::get<0>(i.param)) + (std::get<1>(i.param) ? "_fused" : "_unfused");
 }
