@@ -16,7 +16,10 @@ Starts `loom serve -m MODEL --port 0 --parallel P`, then, in one run:
      once for all sequences).
 Prints a markdown table and the ratios; --json writes them too.
 
-Only the Python standard library (http.client, threading): run with
+The clients run on one thread (sse_clients.py: every stream's socket in one
+selector); --client threads runs each on a thread of its own with
+http.client, as this benchmark did before (on a 2-core machine those threads
+take CPU the server lacks). Only the Python standard library: run with
 /usr/bin/python3. The generated text is not checked here (tests/serve does).
 """
 import argparse
@@ -29,6 +32,8 @@ import subprocess
 import sys
 import threading
 import time
+
+import sse_clients
 
 WORDS = ("once upon a time there was a little girl named lily she loved to play outside in the park "
          "one day she saw a big red ball and wanted to play with it but it was too high").split()
@@ -96,8 +101,7 @@ class Server:
 
     def stream(self, prompt, max_tokens):
         """One streamed completion: (ttft, [gaps between tokens], completion tokens)."""
-        body = {"prompt": prompt, "max_tokens": max_tokens, "temperature": 0, "stream": True,
-                "stream_options": {"include_usage": True}, "ignore_eos": True}
+        body = sse_clients.stream_body(prompt, max_tokens)
         t0 = time.perf_counter()
         c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=600)
         c.request("POST", "/v1/completions", json.dumps(body), {"Content-Type": "application/json"})
@@ -148,7 +152,7 @@ def prompt_of(server, n_tokens, seed):
     return text
 
 
-def run_clients(server, clients, requests, max_tokens, prompt_tokens):
+def run_clients(server, clients, requests, max_tokens, prompt_tokens, threaded):
     results, lock = [], threading.Lock()
     prompts = [prompt_of(server, prompt_tokens, i) for i in range(clients)]
 
@@ -158,22 +162,26 @@ def run_clients(server, clients, requests, max_tokens, prompt_tokens):
             with lock:
                 results.append(r)
 
-    t0 = time.perf_counter()
-    threads = [threading.Thread(target=client, args=(i,)) for i in range(clients)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    t0, cpu0 = time.perf_counter(), time.process_time()
+    if threaded:
+        threads = [threading.Thread(target=client, args=(i,)) for i in range(clients)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    else:
+        results = sse_clients.run_clients(server.port, prompts, requests, max_tokens)
     wall = time.perf_counter() - t0
+    client_cpu = (time.process_time() - cpu0) / wall  # this process's CPU: the clients' cost to the machine
     tokens = sum(r[2] for r in results)
     gaps = [g for r in results for g in r[1]]
     ttfts = [r[0] for r in results]
     return {"clients": clients, "requests": clients * requests, "tokens": tokens, "seconds": wall,
             "tokens_per_s": tokens / wall, "ttft_p50": pct(ttfts, 50), "ttft_p99": pct(ttfts, 99),
-            "tbt_p50": pct(gaps, 50), "tbt_p99": pct(gaps, 99)}
+            "tbt_p50": pct(gaps, 50), "tbt_p99": pct(gaps, 99), "client_cpu": client_cpu}
 
 
-def run_arrivals(server, streams, max_tokens, prompt_tokens, arrival_tokens, arriving_prompts=True):
+def run_arrivals(server, streams, max_tokens, prompt_tokens, arrival_tokens, threaded, arriving_prompts=True):
     """TBT of `streams` running streams while 256-token prompts keep arriving
     (or, arriving_prompts=False, of the same streams alone: the control)."""
     stop = threading.Event()
@@ -183,6 +191,10 @@ def run_arrivals(server, streams, max_tokens, prompt_tokens, arrival_tokens, arr
     # Prompts sized before the clock starts (sizing them asks the server).
     mine = [prompt_of(server, prompt_tokens, 100 + i) for i in range(streams)]
     arriving = [prompt_of(server, arrival_tokens, 200 + k) for k in range(16)] if arriving_prompts else []
+    if not threaded:
+        results, n = sse_clients.run_arrivals(server.port, mine, max_tokens, arriving, WORDS)
+        gaps = [g for r in results for g in r[1]]
+        return {"streams": streams, "arrivals": n, "tbt_p50": pct(gaps, 50), "tbt_p99": pct(gaps, 99)}
 
     def runner(i):
         r = server.stream(mine[i], max_tokens)
@@ -244,25 +256,30 @@ def main():
     ap.add_argument("--prompt-tokens", type=int, default=16)
     ap.add_argument("--ctx", type=int, default=1024, help="context per slot")
     ap.add_argument("--serve-arg", action="append", default=[], help="extra argument for loom serve (repeatable)")
+    ap.add_argument("--client", choices=["loop", "threads"], default="loop",
+                    help="the clients on one thread (default) or each on a thread of its own")
     ap.add_argument("--json", help="write the results here")
     ap.add_argument("--server-log", help="write the server's stderr here (e.g. with LOOM_LOG=serve:debug,sched:debug)")
     a = ap.parse_args()
     parallel = max(a.clients)
     server = Server(a.loom, a.model, parallel, a.ctx, a.serve_arg, a.server_log)
-    out = {"model": os.path.basename(a.model), "load": [], "streams_alone": None, "arrivals": None, "prefix": None}
+    threaded = a.client == "threads"
+    out = {"model": os.path.basename(a.model), "client": a.client, "load": [], "streams_alone": None,
+           "arrivals": None, "prefix": None}
     try:
         server.stream(prompt_of(server, a.prompt_tokens, 0), 4)  # warm up
         for c in a.clients:
-            r = run_clients(server, c, a.requests, a.max_tokens, a.prompt_tokens)
+            r = run_clients(server, c, a.requests, a.max_tokens, a.prompt_tokens, threaded)
             out["load"].append(r)
-            print("clients %2d: %7.1f tokens/s  TTFT p50 %6.1f ms p99 %6.1f ms  TBT p50 %6.1f ms p99 %6.1f ms" %
+            print("clients %2d: %7.1f tokens/s  TTFT p50 %6.1f ms p99 %6.1f ms  TBT p50 %6.1f ms p99 %6.1f ms  "
+                  "(client CPU %.0f%% of a core)" %
                   (c, r["tokens_per_s"], 1e3 * r["ttft_p50"], 1e3 * r["ttft_p99"], 1e3 * r["tbt_p50"],
-                   1e3 * r["tbt_p99"]), flush=True)
+                   1e3 * r["tbt_p99"], 100 * r["client_cpu"]), flush=True)
         streams = min(4, parallel - 1)
-        out["streams_alone"] = run_arrivals(server, streams, a.max_tokens * 2, a.prompt_tokens, 256, False)
+        out["streams_alone"] = run_arrivals(server, streams, a.max_tokens * 2, a.prompt_tokens, 256, threaded, False)
         print("%d running streams alone (the control): TBT p50 %.1f ms p99 %.1f ms" %
               (streams, 1e3 * out["streams_alone"]["tbt_p50"], 1e3 * out["streams_alone"]["tbt_p99"]), flush=True)
-        out["arrivals"] = run_arrivals(server, streams, a.max_tokens * 2, a.prompt_tokens, 256)
+        out["arrivals"] = run_arrivals(server, streams, a.max_tokens * 2, a.prompt_tokens, 256, threaded)
         print("the same streams with 256-token prompts arriving (%d arrived): TBT p50 %.1f ms p99 %.1f ms" %
               (out["arrivals"]["arrivals"], 1e3 * out["arrivals"]["tbt_p50"], 1e3 * out["arrivals"]["tbt_p99"]),
               flush=True)

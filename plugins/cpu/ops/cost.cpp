@@ -3,7 +3,7 @@
 //  - int8 path (Q8_0 / Q4_0 weights, LOOM_CPU_INT8_DOT builds): ~50k
 //    multiply-adds/us with many columns; with at most 4 columns (decode)
 //    bound by reading the weights, ~15 GB/s per thread from memory; on AMX
-//    tiles (16+ columns, matmul_amx.cpp) ~100k (loom_ops_bench, 2-core
+//    tiles (32+ columns, matmul_amx.cpp) ~100k (loom_ops_bench, 2-core
 //    Xeon VM with AMX, 2026-11-29: a 1024-cube Q4_0 product in 5.2-5.6 ms
 //    on 2 threads, 10.3-14.3 ms on the AVX-512 kernels);
 //  - the ABI 1.2 weight types (K-quants, Q4_1, Q5_0, Q5_1, IQ4_NL) and IQ4_XS on

@@ -1,6 +1,7 @@
 // MUL_MAT with repacked Q8_0 / Q4_0 A (groups of 8 rows, weight_layout.h)
 // on AMX tiles (Intel Sapphire Rapids and later: TDPBSSD, signed int8 x
-// signed int8 into int32), for 16 columns of B at a time. Per block of 32
+// signed int8 into int32), for 16 columns of B at a time, in products
+// over 32 or more columns (kMinCols). Per block of 32
 // elements, one tile product gives the exact integer dots of 16 columns x 8
 // rows:
 //   A tile: the 16 columns' 8-bit activations (ActBlock.qs), 16 rows x 32 bytes,
@@ -37,6 +38,15 @@ namespace {
 constexpr int kBlock = 32;
 constexpr int kTileCols = 16;  // columns of B per tile product
 constexpr int kPairRows = 2 * kWeightGroupRows;
+// Products over fewer columns stay on the AVX-512 kernels: per block of 32
+// a tile product here pays a tile store and 16 rescales, so at 16 columns
+// it only ties the VNNI kernels on hot weights (loom_ops_bench q4_0_serve
+// K 768 x M 2048: 76.5 against 76.2 us) and loses inside a model, where
+// it also slows the ops around it (2-core Sapphire Rapids VM,
+// loom_seq_step_bench s768-q4_0, 16 sequences: step 7.8-8.7 ms against
+// 7.3-7.7 without AMX; 32 sequences 12.1-12.3 against 12.4-13.3, 64
+// sequences 23.7-25.3 against 27.7-27.8).
+constexpr int64_t kMinCols = 32;
 
 // The tile configuration (palette 1), two sets for two blocks in flight:
 // tiles 0 / 3 C (16 columns x 16 rows, int32), 1 / 4 A (16 x 32 bytes),
@@ -99,13 +109,17 @@ struct PairTiles {
 };
 
 template <bool kQ8>
-void make_pair(const uint8_t* ga, const uint8_t* gb, int64_t nblk, size_t sb_bytes, PairTiles* t) {
+void make_pair(const uint8_t* ga, const uint8_t* gb, int64_t nblk, PairTiles* t) {
+  constexpr size_t sb_bytes = 8 * (kQ8 ? sizeof(loom_block_q8_0_t) : sizeof(loom_block_q4_0_t));
   // Every byte is written below (no zero fill first: at 16 columns the
   // pair's tiles are rebuilt for little arithmetic, so each pass counts).
   t->b.resize(static_cast<size_t>(nblk) * 512);
   t->d.resize(static_cast<size_t>(nblk) * 16);
   for (int64_t i = 0; i < nblk; ++i) {
     const size_t off = static_cast<size_t>(i) * sb_bytes;
+    // Two interleaved streams (and the next pair's): the hardware
+    // prefetcher alone does not follow them (x8_groups.h).
+    prefetch_pair<sb_bytes>(ga, ga + static_cast<size_t>(nblk) * sb_bytes, i, nblk);
     b_half<kQ8>(ga + off, t->b.data() + i * 512);
     _mm256_storeu_ps(t->d.data() + i * 16, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(ga + off))));
     if (gb == nullptr) {  // no second group: its rows are zeros
@@ -199,7 +213,7 @@ bool amx_usable() {
 }
 
 bool amx_takes(int32_t type, int64_t n_len) {
-  return n_len >= kTileCols && (type == LOOM_TYPE_Q8_0 || type == LOOM_TYPE_Q4_0) && amx_usable();
+  return n_len >= kMinCols && (type == LOOM_TYPE_Q8_0 || type == LOOM_TYPE_Q4_0) && amx_usable();
 }
 
 int64_t amx_columns(const loom_tensor_t* dst, const uint8_t* ga, const uint8_t* gb, int64_t nblk, const ActBlock* act,
@@ -208,17 +222,16 @@ int64_t amx_columns(const loom_tensor_t* dst, const uint8_t* ga, const uint8_t* 
   if (!amx_takes(type, n_len)) return 0;
   static const TileConfig config = make_config();
   static const bool logged = [] {
-    common::plugin_log(LOOM_LOG_LEVEL_INFO, "cpu", "MUL_MAT of Q8_0 / Q4_0 weights over 16+ columns on AMX tiles (LOOM_CPU_AMX=0: off)");
+    common::plugin_log(LOOM_LOG_LEVEL_INFO, "cpu", "MUL_MAT of Q8_0 / Q4_0 weights over 32+ columns on AMX tiles (LOOM_CPU_AMX=0: off)");
     return true;
   }();
   (void)logged;
   const bool q8 = type == LOOM_TYPE_Q8_0;
-  const size_t sb_bytes = 8 * (q8 ? sizeof(loom_block_q8_0_t) : sizeof(loom_block_q4_0_t));
   thread_local PairTiles tiles;
   if (q8) {
-    make_pair<true>(ga, gb, nblk, sb_bytes, &tiles);
+    make_pair<true>(ga, gb, nblk, &tiles);
   } else {
-    make_pair<false>(ga, gb, nblk, sb_bytes, &tiles);
+    make_pair<false>(ga, gb, nblk, &tiles);
   }
   tiles_on(config);
   int64_t n = 0;
