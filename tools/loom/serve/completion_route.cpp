@@ -57,7 +57,9 @@ class Job {
   Job(const Job&) = delete;
   Job& operator=(const Job&) = delete;
 
-  // One step of a server-sent-event answer; false ends the response.
+  // One step of a server-sent-event answer; false ends the response. Every
+  // event waiting goes out in one write (a writer that fell behind catches
+  // up with one wake-up and one send, not one per token).
   bool pump_events(httplib::DataSink& sink) {
     std::string out;
     if (!started_) {
@@ -66,12 +68,19 @@ class Job {
     }
     CompletionEvent ev;
     if (!stream_->next(&ev, kSlice)) return out.empty() ? still_there(sink) : write(sink, out);
-    // The event's tokens' logprobs ride with its text, or with the finish
-    // chunk when they made none.
-    Json lp = logprobs_ ? logprobs_json(meta_.endpoint, ev.logprobs, engine_->tokenizer(), &text_offset_) : Json();
-    const bool lp_left = logprobs_ && ev.text.empty() && !ev.logprobs.empty();
-    if (!ev.text.empty()) out += sse_event(chunk_json(meta_, ev.text, false, nullptr, std::move(lp)));
+    Json lp;
+    for (;;) {
+      // The event's tokens' logprobs ride with its text, or with the
+      // finish chunk when they made none.
+      lp = logprobs_ ? logprobs_json(meta_.endpoint, ev.logprobs, engine_->tokenizer(), &text_offset_) : Json();
+      if (!ev.text.empty()) {
+        out += sse_event(chunk_json(meta_, ev.text, false, nullptr, std::move(lp)));
+        lp = Json();
+      }
+      if (ev.done || !stream_->next(&ev, std::chrono::milliseconds(0))) break;
+    }
     if (!ev.done) return out.empty() || write(sink, out);
+    const bool lp_left = logprobs_ && ev.text.empty() && !ev.logprobs.empty();
     done_ = true;
     if (const char* finish = openai_finish_reason(ev.finish)) {
       out += sse_event(chunk_json(meta_, "", false, finish, lp_left ? std::move(lp) : Json()));
