@@ -130,13 +130,17 @@ void mul_mat_x8(const loom_tensor_t* dst, const ActBlock* act, Exec& ex, int ith
 // AMX tiles (matmul_amx.cpp, AVX-512 builds on Linux): whether CPUID
 // reports AMX-TILE and AMX-INT8 and the kernel granted the tile state
 // (LOOM_CPU_AMX=0: never); whether a repacked MUL_MAT of A's `type` over
-// n_len columns runs there (Q8_0 / Q4_0, at least 16 columns); and the
+// n_len columns runs there (Q8_0 / Q4_0, at least 32 columns); and the
 // columns of a pair of groups of 8 rows (ga at row m0, gb the next group
 // or nullptr) it computed, whole tiles of 16 from column 0 (0: none; the
-// caller runs the rest).
+// caller runs the rest). The first amx_columns of a thread configures its
+// tiles; amx_release() gives them back once its share of a node is done
+// (configuring and releasing them per pair cost as much as the pair's
+// tile products at 16 columns).
 bool amx_usable();
 bool amx_takes(int32_t type, int64_t n_len);
 int64_t amx_columns(const loom_tensor_t* dst, const uint8_t* ga, const uint8_t* gb, int64_t nblk, const ActBlock* act,
                     int64_t n_len, int64_t m0);
+void amx_release();
 
 }  // namespace loom::cpu

@@ -205,6 +205,8 @@ __attribute__((target("amx-tile,amx-int8"))) void tile_cols(const loom_tensor_t*
 __attribute__((target("amx-tile"))) void tiles_on(const TileConfig& c) { _tile_loadconfig(&c); }
 __attribute__((target("amx-tile"))) void tiles_off() { _tile_release(); }
 
+thread_local bool t_tiles_on = false;  // this thread's tiles are configured
+
 }  // namespace
 
 bool amx_usable() {
@@ -233,11 +235,19 @@ int64_t amx_columns(const loom_tensor_t* dst, const uint8_t* ga, const uint8_t* 
   } else {
     make_pair<false>(ga, gb, nblk, &tiles);
   }
-  tiles_on(config);
+  if (!t_tiles_on) {
+    tiles_on(config);
+    t_tiles_on = true;
+  }
   int64_t n = 0;
   for (; n + kTileCols <= n_len; n += kTileCols) tile_cols(dst, tiles, gb != nullptr, nblk, act, n, m0);
-  tiles_off();
   return n;
+}
+
+void amx_release() {
+  if (!t_tiles_on) return;
+  tiles_off();
+  t_tiles_on = false;
 }
 
 }  // namespace loom::cpu
@@ -250,6 +260,7 @@ bool amx_takes(int32_t, int64_t) { return false; }
 int64_t amx_columns(const loom_tensor_t*, const uint8_t*, const uint8_t*, int64_t, const ActBlock*, int64_t, int64_t) {
   return 0;
 }
+void amx_release() {}
 }  // namespace loom::cpu
 
 #endif

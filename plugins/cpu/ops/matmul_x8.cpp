@@ -612,6 +612,7 @@ void mul_mat_type(const loom_tensor_t* dst, const ActBlock* act, Exec& ex, int i
       rest(g, n);
       if (g + 1 < groups) rest(g + 1, n);
     });
+    amx_release();
     return;
   }
   if constexpr (kPairs) {
