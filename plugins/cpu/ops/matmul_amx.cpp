@@ -45,7 +45,9 @@ constexpr int kPairRows = 2 * kWeightGroupRows;
 // it also slows the ops around it (2-core Sapphire Rapids VM,
 // loom_seq_step_bench s768-q4_0, 16 sequences: step 7.8-8.7 ms against
 // 7.3-7.7 without AMX; 32 sequences 12.1-12.3 against 12.4-13.3, 64
-// sequences 23.7-25.3 against 27.7-27.8).
+// sequences 23.7-25.3 against 27.7-27.8). With the tiles configured once
+// per node, 16 sequences still ran slower on tiles: 7.0-8.1 ms against
+// 6.8-7.2 (three alternations).
 constexpr int64_t kMinCols = 32;
 
 // The tile configuration (palette 1), two sets for two blocks in flight:
