@@ -252,7 +252,8 @@ LOOM_CASE(MatMulTest, LargerProductStaysAccurate) {
 }
 
 // Weights in the device's own layout (loom.weight_layout; the cpu plugin's
-// repacked Q8_0 / Q4_0 / Q4_1 / IQ4_NL / Q4_K / Q5_K / Q6_K): MUL_MAT over them computes what it computes over
+// repacked Q8_0 / Q4_0 / Q4_1 / IQ4_NL / Q4_K / Q5_K / Q6_K, the cuda
+// plugin's split Q8_0 / Q4_0): MUL_MAT over them computes what it computes over
 // the canonical bytes, get_tensor gives those bytes back, and ops other
 // than MUL_MAT's A do not read them in place.
 class WeightLayoutTest : public MatMulTest {
@@ -287,7 +288,10 @@ LOOM_CASE(WeightLayoutTest, MatMulMatchesCanonicalAndBytesRoundTrip) {
     loom_type_t type;
     int64_t k, m;
   };
+  // Q8_0 / Q4_0 at K 1056 (33 blocks): the cuda plugin's split GEMV gives a
+  // lane whole blocks, so a row of more blocks than lanes and a rest.
   const Shape2 shapes[] = {{LOOM_TYPE_Q8_0, 96, 24},   {LOOM_TYPE_Q4_0, 96, 24},  {LOOM_TYPE_Q4_0, 128, 16},
+                           {LOOM_TYPE_Q8_0, 1056, 16}, {LOOM_TYPE_Q4_0, 1056, 16},
                            {LOOM_TYPE_IQ4_NL, 96, 24},
                            {LOOM_TYPE_Q4_1, 96, 24},  {LOOM_TYPE_Q5_0, 96, 24},  {LOOM_TYPE_Q5_1, 96, 24},
                            {LOOM_TYPE_Q4_K, 256, 8},
@@ -349,7 +353,7 @@ LOOM_CASE(WeightLayoutTest, MatMulMatchesCanonicalAndBytesRoundTrip) {
   if (ran == 0) LOOM_SKIP() << dev_->name() << " offers no weight layout for quantized matrices (baseline build or another plugin)";
   if (reference_device()) {
     LOOM_EXPECT_EQ(offered_k, 6 * per_type) << "the cpu plugin repacks Q4_K, Q5_K and Q6_K where it repacks Q8_0 / Q4_0";
-    LOOM_EXPECT_EQ(offered_32, 7 * per_type) << "the cpu plugin repacks Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 and IQ4_NL";
+    LOOM_EXPECT_EQ(offered_32, 9 * per_type) << "the cpu plugin repacks Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 and IQ4_NL";
   }
 }
 

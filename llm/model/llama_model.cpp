@@ -679,7 +679,11 @@ Status LlamaModel::relayout(registry::Device& device, std::vector<size_t>* which
   for (size_t i : relaid) tensors.push_back(file_tensors_[i]);
   LOOM_ASSIGN_OR_RETURN(relaid_, allocate_tensors(device, tensors, buft));
   LOOM_RETURN_IF_ERROR(copy_weights(relaid, device));
-  for (size_t i : relaid) relaid_bytes_ += file_.tensors()[i].nbytes;
+  size_t bytes = 0;
+  for (size_t i : relaid) bytes += file_.tensors()[i].nbytes;
+  relaid_bytes_ += bytes;
+  LOOM_LOG_DEBUG("llm", std::to_string(relaid.size()) + " weights (" + std::to_string(bytes >> 20) + " MiB) in " +
+                            buft->iface->name(buft) + ", " + device.name() + "'s own layout");
   *which = std::move(rest);
   return Status();
 }

@@ -4,10 +4,12 @@
 
 #include <cstring>
 #include <new>
+#include <vector>
 
 #include "common/glue.h"
 #include "common/type_traits.h"
 #include "device.h"
+#include "weight_layout.h"
 
 namespace loom::cuda {
 namespace {
@@ -139,6 +141,87 @@ const loom_buffer_iface_t kBufferIface = {
     /*init_tensor=*/nullptr, buffer_copy_tensor,
 };
 
+// The weights type's buffers (weight_layout.h): canonical blocks
+// [offset, offset + size) of a whole matrix move as two copies, the quants
+// and the scales, each contiguous in the split layout.
+struct SplitRange {
+  SplitShape shape;
+  size_t first, count, total;  // blocks
+};
+
+loom_status_t* split_range(loom_buffer_t* b, const loom_tensor_t* t, size_t offset, size_t size, const char* op,
+                           SplitRange* r) {
+  BufferCtx* c = ctx_of(b);
+  if (const char* why = weight_layout_unsupported(t)) {
+    return make_status(LOOM_STATUS_INVALID_ARGUMENT,
+                       where(c->type, op) + "tensor '" + t->name + "' cannot live in this buffer type: " + why);
+  }
+  split_shape(t->type, &r->shape);
+  const size_t bb = static_cast<size_t>(r->shape.block_bytes);
+  if (offset % bb != 0 || size % bb != 0) {
+    return make_status(LOOM_STATUS_INVALID_ARGUMENT, where(c->type, op) + "tensor '" + t->name + "' range [" +
+                                                         std::to_string(offset) + ", " + std::to_string(offset + size) +
+                                                         ") is not whole blocks of " + std::to_string(bb) + " bytes");
+  }
+  r->first = offset / bb;
+  r->count = size / bb;
+  r->total = split_block_count(t, r->shape);
+  return nullptr;
+}
+
+loom_status_t* weights_set_tensor(loom_buffer_t* b, loom_tensor_t* t, const void* data, size_t offset, size_t size) {
+  return guarded("cuda.set_tensor", [&]() -> loom_status_t* {
+    if (size == 0) return nullptr;
+    if (loom_status_t* st = check_range(b, t, offset, size, "set_tensor")) return st;
+    SplitRange r{};
+    if (loom_status_t* st = split_range(b, t, offset, size, "set_tensor", &r)) return st;
+    const size_t q = static_cast<size_t>(r.shape.quant_bytes);
+    std::vector<uint8_t> quants(r.count * q), scales(r.count * 2);
+    split_blocks(r.shape, static_cast<const uint8_t*>(data), r.count, quants.data(), scales.data());
+    BufferCtx* c = ctx_of(b);
+    c->type->device()->make_current();
+    uint8_t* base = static_cast<uint8_t*>(t->data);
+    cudaError_t e = cudaMemcpy(base + r.first * q, quants.data(), quants.size(), cudaMemcpyHostToDevice);
+    if (e == cudaSuccess) {
+      e = cudaMemcpy(base + r.total * q + 2 * r.first, scales.data(), scales.size(), cudaMemcpyHostToDevice);
+    }
+    return e == cudaSuccess ? nullptr : cuda_error(c->type, "set_tensor", e);
+  });
+}
+
+loom_status_t* weights_get_tensor(loom_buffer_t* b, const loom_tensor_t* t, void* data, size_t offset, size_t size) {
+  return guarded("cuda.get_tensor", [&]() -> loom_status_t* {
+    if (size == 0) return nullptr;
+    if (loom_status_t* st = check_range(b, t, offset, size, "get_tensor")) return st;
+    SplitRange r{};
+    if (loom_status_t* st = split_range(b, t, offset, size, "get_tensor", &r)) return st;
+    const size_t q = static_cast<size_t>(r.shape.quant_bytes);
+    std::vector<uint8_t> quants(r.count * q), scales(r.count * 2);
+    BufferCtx* c = ctx_of(b);
+    c->type->device()->make_current();
+    const uint8_t* base = static_cast<const uint8_t*>(t->data);
+    cudaError_t e = cudaMemcpy(quants.data(), base + r.first * q, quants.size(), cudaMemcpyDeviceToHost);
+    if (e == cudaSuccess) {
+      e = cudaMemcpy(scales.data(), base + r.total * q + 2 * r.first, scales.size(), cudaMemcpyDeviceToHost);
+    }
+    if (e != cudaSuccess) return cuda_error(c->type, "get_tensor", e);
+    join_blocks(r.shape, quants.data(), scales.data(), r.count, static_cast<uint8_t*>(data));
+    return nullptr;
+  });
+}
+
+// Nothing is copied into the layout in place: the host falls back to
+// get_tensor + set_tensor (canonical bytes both ways).
+loom_status_t* weights_copy_tensor(loom_buffer_t* b, const loom_tensor_t*, loom_tensor_t*) {
+  return make_status(LOOM_STATUS_UNIMPLEMENTED,
+                     where(ctx_of(b)->type, "copy_tensor") + "the split weight layout takes its bytes through set_tensor");
+}
+
+const loom_buffer_iface_t kWeightsBufferIface = {
+    sizeof(loom_buffer_iface_t), buffer_free, buffer_base, weights_set_tensor, weights_get_tensor, buffer_clear,
+    /*init_tensor=*/nullptr, weights_copy_tensor,
+};
+
 const char* bt_name(loom_buffer_type_t* bt) { return BufferType::from(bt)->name().c_str(); }
 loom_status_t* bt_alloc(loom_buffer_type_t* bt, size_t size, loom_buffer_t** out) {
   return guarded("cuda.alloc", [&] { return BufferType::from(bt)->alloc(size, out); });
@@ -150,17 +233,30 @@ const loom_buffer_type_iface_t kBufferTypeIface = {
     sizeof(loom_buffer_type_iface_t), bt_name, bt_alloc, bt_alignment, /*max_size=*/nullptr, /*alloc_size=*/nullptr,
     bt_is_host,
 };
+// The weights type: its own table, so is_ours (whose buffers hold
+// canonical bytes) never matches it.
+const loom_buffer_type_iface_t kWeightsTypeIface = {
+    sizeof(loom_buffer_type_iface_t), bt_name, bt_alloc, bt_alignment, /*max_size=*/nullptr, /*alloc_size=*/nullptr,
+    bt_is_host,
+};
+
+const char* kind_suffix(BufferType::Kind k) {
+  return k == BufferType::Kind::kPinned ? "_host" : k == BufferType::Kind::kWeights ? "_weights" : "";
+}
 
 size_t round_up(size_t n) { return (n + kAlignment - 1) / kAlignment * kAlignment; }
 
 }  // namespace
 
-BufferType::BufferType(Device* device, bool pinned)
+BufferType::BufferType(Device* device, Kind kind)
     : device_(device),
-      pinned_(pinned),
-      name_(device->name() + (pinned ? "_host" : "")),
-      handle_{sizeof(loom_buffer_type_t), &kBufferTypeIface, device->handle(), this},
-      cap_(pinned ? 0 : device->memory_total() / 8) {}
+      kind_(kind),
+      name_(device->name() + kind_suffix(kind)),
+      handle_{sizeof(loom_buffer_type_t), kind == Kind::kWeights ? &kWeightsTypeIface : &kBufferTypeIface,
+              device->handle(), this},
+      cap_(kind == Kind::kPinned ? 0 : device->memory_total() / 8) {
+  if (kind == Kind::kWeights) set_weights_type_iface(&kWeightsTypeIface);
+}
 
 BufferType::~BufferType() { trim(); }
 
@@ -169,7 +265,7 @@ bool BufferType::is_ours(const loom_buffer_type_t* bt) { return bt != nullptr &&
 void* BufferType::raw_alloc(size_t size) {
   device_->make_current();
   void* p = nullptr;
-  const cudaError_t e = pinned_ ? cudaHostAlloc(&p, size, cudaHostAllocPortable | cudaHostAllocMapped) : cudaMalloc(&p, size);
+  const cudaError_t e = pinned() ? cudaHostAlloc(&p, size, cudaHostAllocPortable | cudaHostAllocMapped) : cudaMalloc(&p, size);
   if (e != cudaSuccess) {
     cudaGetLastError();  // clear the sticky-free error so the device stays usable
     return nullptr;
@@ -179,7 +275,7 @@ void* BufferType::raw_alloc(size_t size) {
 
 void BufferType::raw_free(void* p) {
   device_->make_current();
-  if (pinned_) {
+  if (pinned()) {
     cudaFreeHost(p);
   } else {
     cudaFree(p);
@@ -212,12 +308,12 @@ loom_status_t* BufferType::alloc(size_t size, loom_buffer_t** out) {
     device_->make_current();
     if (cudaMemGetInfo(&free_b, &total_b) != cudaSuccess) cudaGetLastError();
     return make_status(LOOM_STATUS_RESOURCE_EXHAUSTED,
-                       where(this, "alloc") + "out of " + (pinned_ ? "pinned host" : "device") + " memory: requested " +
+                       where(this, "alloc") + "out of " + (pinned() ? "pinned host" : "device") + " memory: requested " +
                            std::to_string(size) + " bytes, " + std::to_string(free_b) + " bytes free of " +
                            std::to_string(total_b) + " on the device");
   }
   auto* ctx = new BufferCtx{this, p, size, got};
-  *out = new loom_buffer_t{sizeof(loom_buffer_t), &kBufferIface, &handle_, size, ctx};
+  *out = new loom_buffer_t{sizeof(loom_buffer_t), weights() ? &kWeightsBufferIface : &kBufferIface, &handle_, size, ctx};
   return nullptr;
 }
 

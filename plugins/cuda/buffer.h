@@ -1,9 +1,13 @@
-// The CUDA device's two buffer types. DeviceBufferType: device memory
+// The CUDA device's three buffer types. kDevice: device memory
 // (cudaMalloc) behind a caching pool — freed buffers are kept for reuse up
 // to a cap, and given back to the driver before an allocation would fail.
-// PinnedBufferType: page-locked host memory (cudaHostAlloc, portable and
+// kPinned: page-locked host memory (cudaHostAlloc, portable and
 // mapped) that copies to and from the GPU asynchronously at full link
-// speed; is_host, so CPU-like devices read it in place. Out of memory is a
+// speed; is_host, so CPU-like devices read it in place. kWeights
+// ("cuda<N>_weights", loom.weight_layout): device memory whose Q8_0 / Q4_0
+// matrices are in the split layout (weight_layout.h); set_tensor and
+// get_tensor convert, copy_tensor declines (the host then copies through
+// get_tensor). Out of memory is a
 // RESOURCE_EXHAUSTED status naming the requested and free bytes; the device
 // stays usable. Both types are thread-safe; a buffer is not (the host
 // serialises calls per buffer).
@@ -23,7 +27,8 @@ class Device;
 
 class BufferType {
  public:
-  BufferType(Device* device, bool pinned);
+  enum class Kind { kDevice, kPinned, kWeights };
+  BufferType(Device* device, Kind kind);
   ~BufferType();  // frees the pool
   BufferType(const BufferType&) = delete;
   BufferType& operator=(const BufferType&) = delete;
@@ -32,7 +37,8 @@ class BufferType {
   static BufferType* from(loom_buffer_type_t* bt) { return static_cast<BufferType*>(bt->context); }
   // Whether bt is a buffer type of this plugin (any CUDA device).
   static bool is_ours(const loom_buffer_type_t* bt);
-  bool pinned() const { return pinned_; }
+  bool pinned() const { return kind_ == Kind::kPinned; }
+  bool weights() const { return kind_ == Kind::kWeights; }
   Device* device() const { return device_; }
   const std::string& name() const { return name_; }
 
@@ -48,7 +54,7 @@ class BufferType {
   void raw_free(void* ptr);
 
   Device* device_;
-  bool pinned_;
+  Kind kind_;
   std::string name_;
   loom_buffer_type_t handle_;
   std::mutex mutex_;

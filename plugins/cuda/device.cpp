@@ -10,6 +10,7 @@
 #include "ops/ops.h"
 #include "ops/support.h"
 #include "stream.h"
+#include "weight_layout.h"
 
 namespace loom::cuda {
 namespace {
@@ -43,6 +44,24 @@ loom_status_t* device_event_create(loom_device_t* d, loom_event_t** out) {
   });
 }
 
+// loom.weight_layout: Q8_0 / Q4_0 matrices in the split layout
+// (weight_layout.h) unless LOOM_CUDA_REPACK=0.
+loom_buffer_type_t* weight_buffer_type(loom_device_t* d, const loom_tensor_t* t) {
+  try {
+    if (!weight_layout_enabled() || weight_layout_unsupported(t) != nullptr) return nullptr;
+    return Device::from(d)->weights_buffer_type().handle();
+  } catch (...) {
+    return nullptr;
+  }
+}
+const loom_ext_weight_layout_t kWeightExt = {sizeof(loom_ext_weight_layout_t), weight_buffer_type};
+
+const void* device_get_extension(loom_device_t*, const char* id, uint32_t version) {
+  if (id == nullptr) return nullptr;
+  if (std::strcmp(id, LOOM_EXT_WEIGHT_LAYOUT) == 0 && version == LOOM_EXT_WEIGHT_LAYOUT_VERSION) return &kWeightExt;
+  return nullptr;
+}
+
 const loom_device_iface_t kDeviceIface = {
     sizeof(loom_device_iface_t),
     device_get_props,
@@ -52,7 +71,7 @@ const loom_device_iface_t kDeviceIface = {
     device_supports_buffer_type,
     device_stream_create,
     device_event_create,
-    /*get_extension=*/nullptr,
+    device_get_extension,  // loom.weight_layout
     /*buffer_from_host_ptr=*/nullptr,
 };
 
@@ -93,12 +112,14 @@ std::unique_ptr<Device> Device::create(int ordinal, const Cublas* cublas, std::s
                     std::to_string(prop.totalGlobalMem >> 20) + " MiB, PCI " + d->pci_bus_id_ +
                     (d->f16_gemm_ ? ", prefill on tensor cores (F16 inputs)" : "") + ")";
   d->raw_ = {sizeof(loom_device_t), &kDeviceIface, d.get()};
-  d->buffer_type_ = std::make_unique<BufferType>(d.get(), false);
-  d->host_type_ = std::make_unique<BufferType>(d.get(), true);
+  d->buffer_type_ = std::make_unique<BufferType>(d.get(), BufferType::Kind::kDevice);
+  d->host_type_ = std::make_unique<BufferType>(d.get(), BufferType::Kind::kPinned);
+  d->weights_type_ = std::make_unique<BufferType>(d.get(), BufferType::Kind::kWeights);
   return d;
 }
 
 Device::~Device() {
+  weights_type_.reset();
   host_type_.reset();
   buffer_type_.reset();
 }
@@ -117,7 +138,7 @@ loom_status_t* Device::get_props(loom_device_props_t* out) {
   make_current();
   if (cudaMemGetInfo(&free_b, &total_b) == cudaSuccess) {
     // Cached pool blocks are free for loom's purposes.
-    p.memory_free = free_b + buffer_type_->cached_bytes();
+    p.memory_free = free_b + buffer_type_->cached_bytes() + weights_type_->cached_bytes();
   } else {
     cudaGetLastError();
   }

@@ -1,6 +1,7 @@
 // One CUDA GPU as a loom device "cuda<ordinal>": properties for the
 // registry (name, memory, compute capability, PCI bus id and UUID as the
-// identity), its device and pinned host buffer types, streams and events.
+// identity), its device, pinned host and weights buffer types, streams and
+// events.
 // Owned by the plugin context; lives until plugin shutdown. Thread-safe:
 // every entry sets the calling thread's current device first.
 #pragma once
@@ -42,7 +43,10 @@ class Device {
 
   BufferType& buffer_type() { return *buffer_type_; }
   BufferType& host_buffer_type() { return *host_type_; }
-  bool supports_buffer_type(const loom_buffer_type_t* t) const { return t == buffer_type_->handle(); }
+  BufferType& weights_buffer_type() { return *weights_type_; }
+  bool supports_buffer_type(const loom_buffer_type_t* t) const {
+    return t == buffer_type_->handle() || t == weights_type_->handle();
+  }
   loom_status_t* get_props(loom_device_props_t* out);
 
  private:
@@ -60,6 +64,7 @@ class Device {
   const Cublas* cublas_ = nullptr;
   std::unique_ptr<BufferType> buffer_type_;
   std::unique_ptr<BufferType> host_type_;
+  std::unique_ptr<BufferType> weights_type_;
 };
 
 }  // namespace loom::cuda

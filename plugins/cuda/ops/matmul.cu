@@ -12,7 +12,10 @@
 // docs/plugin-abi.md (MUL_MAT), which the conformance suite accepts for B
 // of more than 8 columns. A layout the GEMVs do not
 // read (strided float A, misaligned blocks, B with strided elements) runs
-// the exact per-block kernel below (gemv.cuh: a lane per block).
+// the exact per-block kernel below (gemv.cuh: a lane per block). A in the
+// split layout (plugins/cuda/weight_layout.h, the weights buffer type) takes
+// the same paths through gemv_split.h: its own GEMV, its own
+// dequantization, and the exact kernel over rebuilt blocks.
 #include <cuda_fp16.h>
 
 #include <algorithm>
@@ -22,11 +25,14 @@
 #include "dequant.cuh"
 #include "gemv.cuh"
 #include "gemv.h"
+#include "gemv_split.cuh"
+#include "gemv_split.h"
 #include "weight_types.h"
 #include "launch.cuh"
 #include "ops.h"
 #include "tensor.cuh"
 
+#include "../weight_layout.h"
 #include "common/glue.h"
 #include "common/op_info.h"
 
@@ -36,7 +42,8 @@ namespace {
 // x: B's column n of batch (i2, i3), contiguous along K.
 // Columns n0 + blockIdx.y and batch matrices z0 + blockIdx.z (launches are
 // split where B exceeds the grid's y / z limits).
-__global__ void gemv_exact_kernel(TArg dst, TArg a, TArg b, int64_t n0, int64_t z0) {
+// split: A in the split layout (one 2-D matrix; its blocks rebuilt).
+__global__ void gemv_exact_kernel(TArg dst, TArg a, TArg b, int64_t n0, int64_t z0, bool split) {
   const int lane = threadIdx.x % kWarp;
   const int64_t m = blockIdx.x * static_cast<int64_t>(kGemvWarps) + threadIdx.x / kWarp;
   const int64_t n = n0 + blockIdx.y;
@@ -46,7 +53,9 @@ __global__ void gemv_exact_kernel(TArg dst, TArg a, TArg b, int64_t n0, int64_t 
   const int64_t a2 = i2 / (b.ne[2] / a.ne[2]), a3 = i3 / (b.ne[3] / a.ne[3]);
   const uint8_t* arow = a.data + m * a.nb[1] + a2 * a.nb[2] + a3 * a.nb[3];
   const float* x = reinterpret_cast<const float*>(b.data + n * b.nb[1] + i2 * b.nb[2] + i3 * b.nb[3]);
-  float acc = gemv_lane_sum(a.type, arow, a.nb[0], a.ne[0], x, lane);
+  const int64_t nblk = a.ne[0] / 32;
+  float acc = split ? split_exact_lane_sum(a.type, a.data, a.nelements() / 32, m * nblk, nblk, x, lane)
+                    : gemv_lane_sum(a.type, arow, a.nb[0], a.ne[0], x, lane);
   for (int s = kWarp / 2; s > 0; s /= 2) acc += __shfl_down_sync(0xFFFFFFFFu, acc, s);
   if (lane == 0) *reinterpret_cast<float*>(dst.data + m * dst.nb[0] + n * dst.nb[1] + i2 * dst.nb[2] + i3 * dst.nb[3]) = acc;
 }
@@ -117,8 +126,13 @@ loom_status_t* gemm(const LaunchContext& ctx, const loom_tensor_t* node) {
   int64_t lda = a.nb[1] / 4, sa2 = a.nb[2] / 4, sa3 = a.nb[3] / 4;
   const float* A = reinterpret_cast<const float*>(a.data);
   if (!a_direct) {
-    dequant_kernel<<<grid_for(a.nelements()), kElemThreads, 0, ctx.stream>>>(reinterpret_cast<float*>(scratch), a);
-    if ((st = launch_status(node, "dequantize A")) != nullptr) return st;
+    if (is_split(node->src[0])) {
+      st = split_to_f32(ctx, node, reinterpret_cast<float*>(scratch));
+    } else {
+      dequant_kernel<<<grid_for(a.nelements()), kElemThreads, 0, ctx.stream>>>(reinterpret_cast<float*>(scratch), a);
+      st = launch_status(node, "dequantize A");
+    }
+    if (st != nullptr) return st;
     A = reinterpret_cast<const float*>(scratch);
     lda = K;
     sa2 = K * M;
@@ -177,8 +191,13 @@ loom_status_t* gemm_f16(const LaunchContext& ctx, const loom_tensor_t* node) {
   int64_t lda = a.nb[1] / 2, sa2 = a.nb[2] / 2, sa3 = a.nb[3] / 2;
   const __half* A = reinterpret_cast<const __half*>(a.data);
   if (!a_direct) {
-    to_half_kernel<<<grid_for(a.nelements()), kElemThreads, 0, ctx.stream>>>(reinterpret_cast<__half*>(scratch), a);
-    if ((st = launch_status(node, "A to f16")) != nullptr) return st;
+    if (is_split(node->src[0])) {
+      st = split_to_half(ctx, node, reinterpret_cast<__half*>(scratch));
+    } else {
+      to_half_kernel<<<grid_for(a.nelements()), kElemThreads, 0, ctx.stream>>>(reinterpret_cast<__half*>(scratch), a);
+      st = launch_status(node, "A to f16");
+    }
+    if (st != nullptr) return st;
     A = reinterpret_cast<const __half*>(scratch);
     lda = K;
     sa2 = K * M;
@@ -230,7 +249,8 @@ loom_status_t* gemv_exact(const LaunchContext& ctx, const loom_tensor_t* node) {
     for (int64_t n0 = 0; n0 < b.ne[1]; n0 += kMaxGridYZ) {
       const dim3 grid(static_cast<unsigned>(rows), static_cast<unsigned>(std::min(kMaxGridYZ, b.ne[1] - n0)),
                       static_cast<unsigned>(std::min(kMaxGridYZ, mats - z0)));
-      gemv_exact_kernel<<<grid, kGemvWarps * kWarp, 0, ctx.stream>>>(targ(node), targ(node->src[0]), bx, n0, z0);
+      gemv_exact_kernel<<<grid, kGemvWarps * kWarp, 0, ctx.stream>>>(targ(node), targ(node->src[0]), bx, n0, z0,
+                                                                      is_split(node->src[0]));
       if (loom_status_t* st = launch_status(node, "gemv kernel")) return st;
     }
   }
@@ -273,10 +293,11 @@ loom_status_t* launch_mul_mat(const LaunchContext& ctx, const loom_tensor_t* nod
                         node->src[0]->ne[0] <= 0x7FFFFFFF && node->src[0]->ne[1] <= 0x7FFFFFFF;
   if (use_blas) return f16_gemm_applies(ctx, node) ? gemm_f16(ctx, node) : gemm(ctx, node);
   const loom_tensor_t* a = node->src[0];
-  if (rounds_b(node) && gemv_quant_fits(a)) {
+  const bool split = is_split(a);
+  if (rounds_b(node) && (split || gemv_quant_fits(a))) {
     ActQ8 act{};
     if (loom_status_t* st = quantized_b(ctx, node, &act)) return st;
-    return gemv_typed(ctx, node, &act);
+    return split ? launch_gemv_split(ctx, node, act) : gemv_typed(ctx, node, &act);
   }
   if (!quantized(a->type) && gemv_float_fits(node)) return gemv_typed(ctx, node, nullptr);
   return gemv_exact(ctx, node);

@@ -4,6 +4,7 @@
 #include "common/op_info.h"
 #include "attention.cuh"
 #include "weight_types.h"
+#include "../weight_layout.h"
 
 namespace loom::cuda {
 namespace {
@@ -109,6 +110,14 @@ const OpSupport* op_support(int32_t op) {
 const char* unsupported_reason(const loom_tensor_t* node) {
   if (node == nullptr) return "null node";
   if (const char* why = common::check_node(node)) return why;
+  // Split weights (weight_layout.h) are read only as a whole MUL_MAT src0.
+  for (int i = 0; i < LOOM_MAX_SRC; ++i) {
+    const loom_tensor_t* s = node->src[i];
+    if (s == nullptr || !is_split(s)) continue;
+    if (node->op != LOOM_OP_MUL_MAT || i != 0 || weight_layout_unsupported(s) != nullptr) {
+      return "reads a cuda weights tensor (the split layout) other than as a whole MUL_MAT src0";
+    }
+  }
   const OpSupport* row = op_support(node->op);
   if (row == nullptr) return "op not run by the cuda kernels";
   if ((row->dst_types & type_bit(node->type)) == 0) return "result type not run by the cuda kernels";
