@@ -683,7 +683,7 @@ Status LlamaModel::relayout(registry::Device& device, std::vector<size_t>* which
   for (size_t i : relaid) bytes += file_.tensors()[i].nbytes;
   relaid_bytes_ += bytes;
   LOOM_LOG_DEBUG("llm", std::to_string(relaid.size()) + " weights (" + std::to_string(bytes >> 20) + " MiB) in " +
-                            buft->iface->name(buft) + ", " + device.name() + "'s own layout");
+                            registry::buffer_type_name(buft) + ", " + device.name() + "'s own layout");
   *which = std::move(rest);
   return Status();
 }

@@ -7,16 +7,27 @@
 // "Device" memory is host memory (calloc), copies and memsets are done,
 // kernels are counted and not run, a stream capture records the launches it
 // sees and a graph launch counts once. At exit the counts are appended as one
-// line "key=value ..." to the file LOOM_FAKE_CUDART_LOG names. One device:
-// compute capability 9.0, 132 SMs, 80 GiB. Test only.
+// line "key=value ..." to the file LOOM_FAKE_CUDART_LOG names, and, when
+// LOOM_FAKE_CUDART_KERNELS names a file, every kernel launched or captured
+// with its count ("count name", names demangled, most launched first): the
+// census of a decode step. One device: compute capability 9.0, 132 SMs,
+// 80 GiB. Test only.
 #include <cuda_runtime_api.h>
 
+#include <cxxabi.h>
+
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <mutex>
+#include <string>
+#include <unordered_map>
 #include <unordered_set>
+#include <utility>
+#include <vector>
 
 namespace {
 
@@ -38,12 +49,37 @@ Counts g;
 
 std::mutex mu;
 std::unordered_set<const void*> capturing;  // streams in capture
+std::unordered_map<const void*, std::string> kernel_names;  // host stub -> device function (mangled)
+std::map<std::string, long> kernel_counts;                   // under mu
+
+std::string demangled(const std::string& mangled) {
+  int status = 0;
+  char* d = abi::__cxa_demangle(mangled.c_str(), nullptr, nullptr, &status);
+  std::string out = status == 0 && d != nullptr ? d : mangled;
+  std::free(d);
+  return out;
+}
+
+void count_kernel(const void* fn) {
+  std::lock_guard<std::mutex> lock(mu);
+  const auto it = kernel_names.find(fn);
+  ++kernel_counts[it == kernel_names.end() ? std::string("?") : it->second];
+}
 thread_local dim3 cfg_grid, cfg_block;
 thread_local size_t cfg_shared = 0;
 thread_local void* cfg_stream = nullptr;
 
 struct Report {
   ~Report() {
+    if (const char* kpath = std::getenv("LOOM_FAKE_CUDART_KERNELS"); kpath != nullptr && *kpath != '\0') {
+      if (FILE* k = std::fopen(kpath, "w")) {
+        std::vector<std::pair<long, std::string>> rows;
+        for (const auto& [name, n] : kernel_counts) rows.emplace_back(n, demangled(name));
+        std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+        for (const auto& [n, name] : rows) std::fprintf(k, "%ld %s\n", n, name.c_str());
+        std::fclose(k);
+      }
+    }
     const char* path = std::getenv("LOOM_FAKE_CUDART_LOG");
     if (path == nullptr || *path == '\0') return;
     FILE* f = std::fopen(path, "a");
@@ -93,7 +129,11 @@ void** __cudaRegisterFatBinary(void* fat_cubin) {
 }
 void __cudaRegisterFatBinaryEnd(void**) {}
 void __cudaUnregisterFatBinary(void**) {}
-void __cudaRegisterFunction(void**, const char*, char*, const char*, int, uint3*, uint3*, dim3*, dim3*, int*) {}
+void __cudaRegisterFunction(void**, const char* host_fn, char* device_fn, const char*, int, uint3*, uint3*, dim3*,
+                            dim3*, int*) {
+  std::lock_guard<std::mutex> lock(mu);
+  kernel_names[host_fn] = device_fn != nullptr ? device_fn : "?";
+}
 unsigned __cudaPushCallConfiguration(dim3 grid, dim3 block, size_t shared, struct CUstream_st* stream) {
   cfg_grid = grid;
   cfg_block = block;
@@ -112,7 +152,8 @@ cudaError_t __cudaGetKernel(cudaKernel_t* kernel, const void* fn) {
   *kernel = reinterpret_cast<cudaKernel_t>(const_cast<void*>(fn));
   return cudaSuccess;
 }
-cudaError_t __cudaLaunchKernel(cudaKernel_t, dim3, dim3, void**, size_t, cudaStream_t stream) {
+cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3, dim3, void**, size_t, cudaStream_t stream) {
+  count_kernel(reinterpret_cast<const void*>(kernel));
   if (in_capture(stream)) {
     ++g.captured;
   } else {
