@@ -173,6 +173,52 @@ LOOM_CASE(MatMulTest, EveryLayoutPair) {
   }
 }
 
+// A decode product and a residual added to it (the llama graph's attention
+// output and FFN down projection): the cuda plugin runs the ADD in the
+// GEMV's store. Both orders of the ADD's sources, product and sum read.
+LOOM_CASE(MatMulTest, ResidualAddAfterADecodeProduct) {
+  seed(409);
+  for (loom_type_t ta : {LOOM_TYPE_F32, LOOM_TYPE_F16, LOOM_TYPE_Q8_0, LOOM_TYPE_Q4_0, LOOM_TYPE_Q4_K}) {
+    const int64_t k = block_elems(ta) == 256 ? 512 : 96, m = 40;
+    for (int64_t n : {1, 3, 8}) {
+      for (bool residual_first : {false, true}) {
+        LOOM_TRACE(type_str(ta) + " N " + std::to_string(n) + (residual_first ? " r + A^T B" : " A^T B + r"));
+        Operand a = make(ta, {k, m, 1, 1}, Layout::kDense);
+        Operand b = make(LOOM_TYPE_F32, {k, n, 1, 1}, Layout::kDense);
+        Operand r = make(LOOM_TYPE_F32, {m, n, 1, 1}, Layout::kDense);
+        Tensor* prod = unwrap(op::mul_mat(ctx_, a.t, b.t), "mul_mat");
+        Tensor* sum = unwrap(residual_first ? op::add(ctx_, r.t, prod) : op::add(ctx_, prod, r.t), "add");
+        LOOM_ASSERT_OK(run_threads({sum, prod}));
+        const std::vector<double> got_prod = read(prod), got_sum = read(sum);
+        auto reference = [&](MatRounding mode, std::vector<double>* ref, std::vector<double>* tol) {
+          ref->clear();
+          tol->clear();
+          for_each_index({m, n, 1, 1}, [&](int64_t mi, int64_t ni, int64_t, int64_t) {
+            const std::vector<double> bc = b_column(b.h, ni, 0, 0, mode, act_block(ta));
+            double s = 0.0, mag = 0.0;
+            for (int64_t kk = 0; kk < k; ++kk) {
+              const double p = a_value(a.h.at(kk, mi), mode) * bc[static_cast<size_t>(kk)];
+              s += p;
+              mag += std::fabs(p);
+            }
+            ref->push_back(s);
+            tol->push_back(tol_for(LOOM_TYPE_F32, s, mag, k));
+          });
+        };
+        std::vector<double> ref, tol;
+        pick_reference(mat_roundings(act_q8_, may_round_b(ta, b.t), n), got_prod, reference, &ref, &tol);
+        expect_close(got_prod, ref, tol, {m, n, 1, 1}, "the product");
+        // The sum is the product the device computed plus r, rounded once.
+        std::vector<double> want(got_prod.size()), exact_tol(got_prod.size(), 0.0);
+        for (size_t i = 0; i < want.size(); ++i) {
+          want[i] = static_cast<double>(static_cast<float>(got_prod[i]) + static_cast<float>(r.h.at(static_cast<int64_t>(i) % m, static_cast<int64_t>(i) / m)));
+        }
+        expect_close(got_sum, want, exact_tol, {m, n, 1, 1}, "the sum (product + r)");
+      }
+    }
+  }
+}
+
 LOOM_CASE(MatMulTest, DecodeShapesEveryTypeAndLayout) {
   // Rows of 128 and more with up to 8 columns: the decode kernels of GPU
   // plugins (a workgroup per row; one column with contiguous B has its own

@@ -169,6 +169,15 @@ loom_status_t* Stream::launch_all(const LaunchContext& ctx, const loom_graph_t* 
       i = j;
       continue;
     }
+    const loom_tensor_t* add = ctx.fuse && j < graph->n_nodes ? fused_mul_mat_add(node, graph->nodes[j]) : nullptr;
+    if (add != nullptr && gemv_takes(ctx, node)) {
+      LaunchContext with_add = ctx;
+      with_add.fused_add = add;
+      if (loom_status_t* st = launch_node(with_add, node)) return st;
+      if (ctx.act_cache != nullptr) ctx.act_cache->note_write(node), ctx.act_cache->note_write(add);
+      i = j;
+      continue;
+    }
     if (loom_status_t* st = launch_node(ctx, node)) return st;
     if (ctx.act_cache != nullptr) ctx.act_cache->note_write(node);
   }

@@ -1,5 +1,6 @@
 // The CUDA plugin's fusion rules (plugins/cuda/ops/fusion.h) on a machine
-// without a GPU: which norm + MUL pairs run as one kernel, and the rounding
+// without a GPU: which norm + MUL pairs and which MUL_MAT + ADD pairs (the
+// ADD in the GEMV's store) run as one kernel, and the rounding
 // the fused kernel applies to the norm's value (round_to, dequant.cuh)
 // against a store and load through the type. The fused kernel's launches
 // per decode step are counted through the fake runtime
@@ -111,6 +112,88 @@ TEST(CudaFusionHost, InPlaceProductSkipsTheNormsWrite) {
   h.mul.data = h.x.data;  // the product over the norm's input, same layout
   EXPECT_EQ(fused_norm_mul(&h.norm, &h.mul), &h.mul);
   EXPECT_TRUE(fused_writes_norm(&h.norm, &h.mul));
+}
+
+// A decode product and the residual added to it: [4, 3] = A [8, 4]^T B [8, 3].
+struct MulMatAdd {
+  alignas(16) std::vector<float> mem = std::vector<float>(1024);
+  loom_tensor_t a{}, b{}, mm{}, r{}, add{};
+  MulMatAdd() {
+    Graph::dense(&a, &mem[0], 8, 4, LOOM_OP_NONE);
+    Graph::dense(&b, &mem[100], 8, 3, LOOM_OP_NONE);
+    Graph::dense(&mm, &mem[200], 4, 3, LOOM_OP_MUL_MAT);
+    mm.src[0] = &a;
+    mm.src[1] = &b;
+    Graph::dense(&r, &mem[300], 4, 3, LOOM_OP_NONE);
+    Graph::dense(&add, &mem[400], 4, 3, LOOM_OP_ADD);
+    add.src[0] = &mm;
+    add.src[1] = &r;
+  }
+};
+
+TEST(CudaFusionHost, ResidualAddRunsInTheProductsStore) {
+  MulMatAdd g;
+  EXPECT_EQ(fused_mul_mat_add(&g.mm, &g.add), &g.add);
+  EXPECT_EQ(fused_residual(&g.mm, &g.add), &g.r);
+  // The residual first, and the sum written over the residual or over the
+  // product (the same tensor, in place).
+  g.add.src[0] = &g.r;
+  g.add.src[1] = &g.mm;
+  EXPECT_EQ(fused_mul_mat_add(&g.mm, &g.add), &g.add);
+  EXPECT_EQ(fused_residual(&g.mm, &g.add), &g.r);
+  g.add.data = g.r.data;
+  EXPECT_EQ(fused_mul_mat_add(&g.mm, &g.add), &g.add) << "sum over the residual";
+  g.add.data = g.mm.data;
+  EXPECT_EQ(fused_mul_mat_add(&g.mm, &g.add), &g.add) << "sum over the product";
+}
+
+TEST(CudaFusionHost, OtherProductsAndAddsRunAsTwoKernels) {
+  {
+    MulMatAdd g;
+    g.add.op = LOOM_OP_MUL;
+    EXPECT_EQ(fused_mul_mat_add(&g.mm, &g.add), nullptr) << "not an ADD";
+  }
+  {
+    MulMatAdd g;
+    g.mm.op = LOOM_OP_MUL;
+    EXPECT_EQ(fused_mul_mat_add(&g.mm, &g.add), nullptr) << "not a MUL_MAT";
+  }
+  {
+    MulMatAdd g;
+    g.add.src[1] = &g.mm;
+    EXPECT_EQ(fused_mul_mat_add(&g.mm, &g.add), nullptr) << "mm + mm";
+  }
+  {
+    MulMatAdd g;
+    g.add.src[0] = &g.b;
+    EXPECT_EQ(fused_mul_mat_add(&g.mm, &g.add), nullptr) << "an ADD of something else";
+  }
+  {
+    MulMatAdd g;
+    Graph::dense(&g.r, &g.mem[300], 4, 1, LOOM_OP_NONE);
+    EXPECT_EQ(fused_mul_mat_add(&g.mm, &g.add), nullptr) << "a broadcast residual";
+  }
+  {
+    MulMatAdd g;
+    g.r.type = LOOM_TYPE_F16;
+    EXPECT_EQ(fused_mul_mat_add(&g.mm, &g.add), nullptr) << "an F16 residual";
+  }
+  {
+    MulMatAdd g;
+    g.r.data = &g.mem[204];  // inside the product
+    EXPECT_EQ(fused_mul_mat_add(&g.mm, &g.add), nullptr) << "the residual overlaps the product";
+  }
+  {
+    MulMatAdd g;
+    g.add.data = &g.mem[302];  // half over the residual
+    EXPECT_EQ(fused_mul_mat_add(&g.mm, &g.add), nullptr) << "the sum half over the residual";
+  }
+  {
+    MulMatAdd g;
+    g.add.data = &g.mem[201];
+    EXPECT_EQ(fused_mul_mat_add(&g.mm, &g.add), nullptr) << "the sum half over the product";
+  }
+  EXPECT_EQ(fused_mul_mat_add(nullptr, nullptr), nullptr);
 }
 
 TEST(CudaFusionHost, RoundToIsAStoreAndLoadThroughTheType) {

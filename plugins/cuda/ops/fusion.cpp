@@ -38,4 +38,23 @@ const loom_tensor_t* fused_norm_mul(const loom_tensor_t* norm, const loom_tensor
 
 bool fused_writes_norm(const loom_tensor_t* norm, const loom_tensor_t* mul) { return !same_layout(norm, mul); }
 
+const loom_tensor_t* fused_residual(const loom_tensor_t* mm, const loom_tensor_t* add) {
+  return add->src[0] == mm ? add->src[1] : add->src[0];
+}
+
+const loom_tensor_t* fused_mul_mat_add(const loom_tensor_t* mm, const loom_tensor_t* next) {
+  if (mm == nullptr || next == nullptr || mm->op != LOOM_OP_MUL_MAT) return nullptr;
+  if (next->op != LOOM_OP_ADD || next->src[0] == nullptr || next->src[1] == nullptr) return nullptr;
+  if ((next->src[0] == mm) == (next->src[1] == mm)) return nullptr;  // neither, or mm + mm
+  const loom_tensor_t* r = fused_residual(mm, next);
+  if (mm->type != LOOM_TYPE_F32 || r->type != LOOM_TYPE_F32 || next->type != LOOM_TYPE_F32) return nullptr;
+  for (int d = 0; d < 4; ++d) {
+    if (r->ne[d] != mm->ne[d] || next->ne[d] != mm->ne[d]) return nullptr;
+  }
+  if (spans_overlap(tensor_span(r), tensor_span(mm))) return nullptr;
+  if (spans_overlap(tensor_span(next), tensor_span(mm)) && !same_layout(next, mm)) return nullptr;
+  if (spans_overlap(tensor_span(next), tensor_span(r)) && !same_layout(next, r)) return nullptr;
+  return next;
+}
+
 }  // namespace loom::cuda

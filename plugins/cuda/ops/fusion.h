@@ -7,6 +7,13 @@
 // llama graph's norm × gamma): one row kernel computes the norm, writes it
 // (other nodes may read it) and writes the product, rounding the norm to
 // its type first, so both results equal the two kernels' bit for bit.
+//
+// A decode MUL_MAT followed by an ADD of its result and another tensor of
+// the same shape (the residual after the attention output and the FFN's
+// down projection): the GEMV's store writes the product and, beside it,
+// the sum (float addition is commutative, so the sum equals the ADD
+// kernel's bit for bit). The stream pairs them only when the MUL_MAT takes
+// a GEMV (gemv_takes).
 #pragma once
 
 #include "loom/plugin.h"
@@ -27,5 +34,15 @@ bool fused_writes_norm(const loom_tensor_t* norm, const loom_tensor_t* mul);
 
 // The MUL's other source (the weight) of a fused pair.
 const loom_tensor_t* fused_weight(const loom_tensor_t* norm, const loom_tensor_t* mul);
+
+// The ADD node `next` when it can run in the store of the MUL_MAT `mm`'s
+// GEMV, else nullptr: `next` adds `mm`'s result (either source, not both)
+// and a tensor r of the same shape, all three f32; r does not overlap mm's
+// result; the sum overlaps neither mm's result nor r unless it is that
+// same tensor (in place).
+const loom_tensor_t* fused_mul_mat_add(const loom_tensor_t* mm, const loom_tensor_t* next);
+
+// The ADD's other source (the residual) of a fused MUL_MAT + ADD.
+const loom_tensor_t* fused_residual(const loom_tensor_t* mm, const loom_tensor_t* add);
 
 }  // namespace loom::cuda

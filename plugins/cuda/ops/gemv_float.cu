@@ -11,7 +11,7 @@ namespace {
 
 template <int T, int NC>
 __global__ void __launch_bounds__(kGemvWarps * 32) gemv_float_kernel(TArg dst, TArg a, TArg b, int64_t b2, int64_t b3,
-                                                                     int64_t n0, int64_t z0) {
+                                                                     int64_t n0, int64_t z0, AddEpilogue epi) {
   constexpr int kSize = T == LOOM_TYPE_F32 ? 4 : 2;
   GemvPos p;
   if (!gemv_pos<NC>(a, b.ne[1], b2, b3, n0, z0, &p)) return;
@@ -42,20 +42,21 @@ __global__ void __launch_bounds__(kGemvWarps * 32) gemv_float_kernel(TArg dst, T
       acc[c] += s;
     }
   }
-  gemv_store<NC>(acc, dst, p.m, p.c0, p.ncols, p.i2, p.i3);
+  gemv_store<NC>(acc, dst, p.m, p.c0, p.ncols, p.i2, p.i3, epi);
 }
 
 template <int T>
 loom_status_t* launch_float(const LaunchContext& ctx, const loom_tensor_t* node) {
   const TArg dst = targ(node), a = targ(node->src[0]), b = targ(node->src[1]);
   const int64_t n = b.ne[1];
+  const AddEpilogue epi = add_epilogue(ctx, node);
   return for_gemv_grids(node, [&](dim3 grid, int64_t n0, int64_t z0) {
     const int threads = kGemvWarps * kWarp;
     switch (gemv_nc(n)) {
-      case 1: gemv_float_kernel<T, 1><<<grid, threads, 0, ctx.stream>>>(dst, a, b, b.ne[2], b.ne[3], n0, z0); break;
-      case 2: gemv_float_kernel<T, 2><<<grid, threads, 0, ctx.stream>>>(dst, a, b, b.ne[2], b.ne[3], n0, z0); break;
-      case 4: gemv_float_kernel<T, 4><<<grid, threads, 0, ctx.stream>>>(dst, a, b, b.ne[2], b.ne[3], n0, z0); break;
-      default: gemv_float_kernel<T, 8><<<grid, threads, 0, ctx.stream>>>(dst, a, b, b.ne[2], b.ne[3], n0, z0); break;
+      case 1: gemv_float_kernel<T, 1><<<grid, threads, 0, ctx.stream>>>(dst, a, b, b.ne[2], b.ne[3], n0, z0, epi); break;
+      case 2: gemv_float_kernel<T, 2><<<grid, threads, 0, ctx.stream>>>(dst, a, b, b.ne[2], b.ne[3], n0, z0, epi); break;
+      case 4: gemv_float_kernel<T, 4><<<grid, threads, 0, ctx.stream>>>(dst, a, b, b.ne[2], b.ne[3], n0, z0, epi); break;
+      default: gemv_float_kernel<T, 8><<<grid, threads, 0, ctx.stream>>>(dst, a, b, b.ne[2], b.ne[3], n0, z0, epi); break;
     }
     return launch_status(node, "gemv kernel");
   });

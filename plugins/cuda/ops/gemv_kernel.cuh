@@ -39,17 +39,44 @@ __device__ __forceinline__ void load8(const uint8_t* p, float (&v)[8]) {
   }
 }
 
-// The group's results: the 32 lanes' sums in the halving tree, lane 0 writes.
+// An ADD fused into a GEMV's store (fusion.h's MUL_MAT + ADD): sum = the
+// product + res, element by element (on = 0: none).
+struct AddEpilogue {
+  TArg res, sum;
+  int on;
+};
+
+// The launch's epilogue: the ADD ctx.fused_add names, or none.
+inline AddEpilogue add_epilogue(const LaunchContext& ctx, const loom_tensor_t* mm) {
+  AddEpilogue e{};
+  if (ctx.fused_add != nullptr) {
+    e.res = targ(ctx.fused_add->src[0] == mm ? ctx.fused_add->src[1] : ctx.fused_add->src[0]);
+    e.sum = targ(ctx.fused_add);
+    e.on = 1;
+  }
+  return e;
+}
+
+LOOM_HD int64_t elem_offset(const TArg& t, int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
+  return i0 * t.nb[0] + i1 * t.nb[1] + i2 * t.nb[2] + i3 * t.nb[3];
+}
+
+// The group's results: the 32 lanes' sums in the halving tree, lane 0
+// writes (and, with an epilogue, the sum beside the product).
 template <int NC>
 __device__ __forceinline__ void gemv_store(float (&acc)[NC], const TArg& dst, int64_t m, int64_t c0, int ncols,
-                                           int64_t i2, int64_t i3) {
+                                           int64_t i2, int64_t i3, const AddEpilogue& epi = AddEpilogue{}) {
   const int lane = threadIdx.x % kWarp;
 #pragma unroll
   for (int c = 0; c < NC; ++c) {
     float v = acc[c];
     for (int s = kWarp / 2; s > 0; s /= 2) v += __shfl_down_sync(0xFFFFFFFFu, v, s);
     if (lane == 0 && c < ncols) {
-      *reinterpret_cast<float*>(dst.data + m * dst.nb[0] + (c0 + c) * dst.nb[1] + i2 * dst.nb[2] + i3 * dst.nb[3]) = v;
+      *reinterpret_cast<float*>(dst.data + elem_offset(dst, m, c0 + c, i2, i3)) = v;
+      if (epi.on) {
+        const float r = *reinterpret_cast<const float*>(epi.res.data + elem_offset(epi.res, m, c0 + c, i2, i3));
+        *reinterpret_cast<float*>(epi.sum.data + elem_offset(epi.sum, m, c0 + c, i2, i3)) = v + r;
+      }
     }
   }
 }
@@ -75,7 +102,8 @@ __device__ __forceinline__ bool gemv_pos(const TArg& a, int64_t n_cols, int64_t 
 // act.qs + col * K and act.d + col * K / kElems).
 template <int T, int NC>
 __global__ void __launch_bounds__(kGemvWarps * 32) gemv_quant_kernel(TArg dst, TArg a, ActQ8 act, int64_t n_cols,
-                                                                     int64_t b2, int64_t b3, int64_t n0, int64_t z0) {
+                                                                     int64_t b2, int64_t b3, int64_t n0, int64_t z0,
+                                                                     AddEpilogue epi) {
   using L = Lane<T>;
   constexpr int kUnits = L::kElems / 32;
   GemvPos p;
@@ -103,7 +131,7 @@ __global__ void __launch_bounds__(kGemvWarps * 32) gemv_quant_kernel(TArg dst, T
 #pragma unroll
     for (int c = 0; c < NC; ++c) acc[c] += lane_dot<L::kMin>(w, xq[c] + b * L::kElems, xd[c][b]);
   }
-  gemv_store<NC>(acc, dst, p.m, p.c0, p.ncols, p.i2, p.i3);
+  gemv_store<NC>(acc, dst, p.m, p.c0, p.ncols, p.i2, p.i3, epi);
 }
 
 // The launches of gemv_quant_kernel<T, NC>, NC = gemv_nc(N).
@@ -112,13 +140,15 @@ loom_status_t* launch_quant_kernels(const LaunchContext& ctx, const loom_tensor_
   const TArg dst = targ(node), a = targ(node->src[0]);
   const loom_tensor_t* b = node->src[1];
   const int64_t n = b->ne[1];
+  const AddEpilogue epi = add_epilogue(ctx, node);
   return for_gemv_grids(node, [&](dim3 grid, int64_t n0, int64_t z0) {
     const int threads = kGemvWarps * kWarp;
+    const int64_t b2 = b->ne[2], b3 = b->ne[3];
     switch (gemv_nc(n)) {
-      case 1: gemv_quant_kernel<T, 1><<<grid, threads, 0, ctx.stream>>>(dst, a, act, n, b->ne[2], b->ne[3], n0, z0); break;
-      case 2: gemv_quant_kernel<T, 2><<<grid, threads, 0, ctx.stream>>>(dst, a, act, n, b->ne[2], b->ne[3], n0, z0); break;
-      case 4: gemv_quant_kernel<T, 4><<<grid, threads, 0, ctx.stream>>>(dst, a, act, n, b->ne[2], b->ne[3], n0, z0); break;
-      default: gemv_quant_kernel<T, 8><<<grid, threads, 0, ctx.stream>>>(dst, a, act, n, b->ne[2], b->ne[3], n0, z0); break;
+      case 1: gemv_quant_kernel<T, 1><<<grid, threads, 0, ctx.stream>>>(dst, a, act, n, b2, b3, n0, z0, epi); break;
+      case 2: gemv_quant_kernel<T, 2><<<grid, threads, 0, ctx.stream>>>(dst, a, act, n, b2, b3, n0, z0, epi); break;
+      case 4: gemv_quant_kernel<T, 4><<<grid, threads, 0, ctx.stream>>>(dst, a, act, n, b2, b3, n0, z0, epi); break;
+      default: gemv_quant_kernel<T, 8><<<grid, threads, 0, ctx.stream>>>(dst, a, act, n, b2, b3, n0, z0, epi); break;
     }
     return launch_status(node, "gemv kernel");
   });

@@ -14,7 +14,8 @@ namespace {
 
 template <int T, int NC>
 __global__ void __launch_bounds__(kGemvWarps * 32) gemv_split_kernel(TArg dst, TArg a, ActQ8 act, int64_t n_cols,
-                                                                     int64_t b2, int64_t b3, int64_t n0, int64_t z0) {
+                                                                     int64_t b2, int64_t b3, int64_t n0, int64_t z0,
+                                                                     AddEpilogue epi) {
   GemvPos p;
   if (!gemv_pos<NC>(a, n_cols, b2, b3, n0, z0, &p)) return;
   constexpr int kQuant = T == LOOM_TYPE_Q4_0 ? 16 : 32;
@@ -42,7 +43,7 @@ __global__ void __launch_bounds__(kGemvWarps * 32) gemv_split_kernel(TArg dst, T
 #pragma unroll
     for (int c = 0; c < NC; ++c) acc[c] += split_dot(blk, xq[c] + 32 * b, xd[c][b]);
   }
-  gemv_store<NC>(acc, dst, p.m, p.c0, p.ncols, p.i2, p.i3);
+  gemv_store<NC>(acc, dst, p.m, p.c0, p.ncols, p.i2, p.i3, epi);
 }
 
 template <int T>
@@ -50,13 +51,15 @@ loom_status_t* launch_split_kernels(const LaunchContext& ctx, const loom_tensor_
   const TArg dst = targ(node), a = targ(node->src[0]);
   const loom_tensor_t* b = node->src[1];
   const int64_t n = b->ne[1];
+  const AddEpilogue epi = add_epilogue(ctx, node);
   return for_gemv_grids(node, [&](dim3 grid, int64_t n0, int64_t z0) {
     const int threads = kGemvWarps * kWarp;
+    const int64_t b2 = b->ne[2], b3 = b->ne[3];
     switch (gemv_nc(n)) {
-      case 1: gemv_split_kernel<T, 1><<<grid, threads, 0, ctx.stream>>>(dst, a, act, n, b->ne[2], b->ne[3], n0, z0); break;
-      case 2: gemv_split_kernel<T, 2><<<grid, threads, 0, ctx.stream>>>(dst, a, act, n, b->ne[2], b->ne[3], n0, z0); break;
-      case 4: gemv_split_kernel<T, 4><<<grid, threads, 0, ctx.stream>>>(dst, a, act, n, b->ne[2], b->ne[3], n0, z0); break;
-      default: gemv_split_kernel<T, 8><<<grid, threads, 0, ctx.stream>>>(dst, a, act, n, b->ne[2], b->ne[3], n0, z0); break;
+      case 1: gemv_split_kernel<T, 1><<<grid, threads, 0, ctx.stream>>>(dst, a, act, n, b2, b3, n0, z0, epi); break;
+      case 2: gemv_split_kernel<T, 2><<<grid, threads, 0, ctx.stream>>>(dst, a, act, n, b2, b3, n0, z0, epi); break;
+      case 4: gemv_split_kernel<T, 4><<<grid, threads, 0, ctx.stream>>>(dst, a, act, n, b2, b3, n0, z0, epi); break;
+      default: gemv_split_kernel<T, 8><<<grid, threads, 0, ctx.stream>>>(dst, a, act, n, b2, b3, n0, z0, epi); break;
     }
     return launch_status(node, "split gemv kernel");
   });

@@ -286,20 +286,44 @@ loom_status_t* gemv_typed(const LaunchContext& ctx, const loom_tensor_t* node, c
 
 }  // namespace
 
-loom_status_t* launch_mul_mat(const LaunchContext& ctx, const loom_tensor_t* node) {
-  const TArg b = targ(node->src[1]);
-  if (targ(node).nelements() == 0) return nullptr;
-  const bool use_blas = ctx.cublas != nullptr && ctx.cublas->ok() && ctx.blas != nullptr && b.ne[1] > kGemvMaxCols &&
-                        node->src[0]->ne[0] <= 0x7FFFFFFF && node->src[0]->ne[1] <= 0x7FFFFFFF;
-  if (use_blas) return f16_gemm_applies(ctx, node) ? gemm_f16(ctx, node) : gemm(ctx, node);
+namespace {
+
+enum class MulMatPath { kBlas, kGemvQuant, kGemvFloat, kExact };
+
+MulMatPath mul_mat_path(const LaunchContext& ctx, const loom_tensor_t* node) {
   const loom_tensor_t* a = node->src[0];
-  const bool split = is_split(a);
-  if (rounds_b(node) && (split || gemv_quant_fits(a))) {
-    ActQ8 act{};
-    if (loom_status_t* st = quantized_b(ctx, node, &act)) return st;
-    return split ? launch_gemv_split(ctx, node, act) : gemv_typed(ctx, node, &act);
+  const bool use_blas = ctx.cublas != nullptr && ctx.cublas->ok() && ctx.blas != nullptr &&
+                        node->src[1]->ne[1] > kGemvMaxCols && a->ne[0] <= 0x7FFFFFFF && a->ne[1] <= 0x7FFFFFFF;
+  if (use_blas) return MulMatPath::kBlas;
+  if (rounds_b(node) && (is_split(a) || gemv_quant_fits(a))) return MulMatPath::kGemvQuant;
+  if (!quantized(a->type) && gemv_float_fits(node)) return MulMatPath::kGemvFloat;
+  return MulMatPath::kExact;
+}
+
+}  // namespace
+
+bool gemv_takes(const LaunchContext& ctx, const loom_tensor_t* node) {
+  const MulMatPath p = mul_mat_path(ctx, node);
+  return p == MulMatPath::kGemvQuant || p == MulMatPath::kGemvFloat;
+}
+
+loom_status_t* launch_mul_mat(const LaunchContext& ctx, const loom_tensor_t* node) {
+  if (targ(node).nelements() == 0) return nullptr;
+  const MulMatPath path = mul_mat_path(ctx, node);
+  if (ctx.fused_add != nullptr && path != MulMatPath::kGemvQuant && path != MulMatPath::kGemvFloat) {
+    return common::make_status(LOOM_STATUS_INTERNAL, "[cuda.compute] " + common::describe_node(node) +
+                                                         ": an ADD fused into a product that runs no GEMV");
   }
-  if (!quantized(a->type) && gemv_float_fits(node)) return gemv_typed(ctx, node, nullptr);
+  switch (path) {
+    case MulMatPath::kBlas: return f16_gemm_applies(ctx, node) ? gemm_f16(ctx, node) : gemm(ctx, node);
+    case MulMatPath::kGemvQuant: {
+      ActQ8 act{};
+      if (loom_status_t* st = quantized_b(ctx, node, &act)) return st;
+      return is_split(node->src[0]) ? launch_gemv_split(ctx, node, act) : gemv_typed(ctx, node, &act);
+    }
+    case MulMatPath::kGemvFloat: return gemv_typed(ctx, node, nullptr);
+    case MulMatPath::kExact: break;
+  }
   return gemv_exact(ctx, node);
 }
 

@@ -44,6 +44,8 @@ struct LaunchContext {
   int sm_count = 1;
   bool f16_gemm = false;  // prefill GEMMs may round A and B to F16 (Device::f16_gemm)
   bool fuse = true;       // pairs of nodes as one kernel (fusion.h; LOOM_CUDA_FUSE=0: off)
+  // A MUL_MAT's launch only: the ADD fused into its GEMV's store (fusion.h).
+  const loom_tensor_t* fused_add = nullptr;
 };
 
 // Enqueue one node that passed unsupported_reason (support.h); NULL or a
@@ -59,6 +61,9 @@ loom_status_t* launch_rope(const LaunchContext& ctx, const loom_tensor_t* node);
 loom_status_t* launch_rows(const LaunchContext& ctx, const loom_tensor_t* node);  // get_rows, set_rows
 loom_status_t* launch_copy(const LaunchContext& ctx, const loom_tensor_t* node);  // cpy, cont
 loom_status_t* launch_mul_mat(const LaunchContext& ctx, const loom_tensor_t* node);
+// Whether launch_mul_mat runs the node on a GEMV (gemv_kernel.cuh's store,
+// where a fused ADD can go).
+bool gemv_takes(const LaunchContext& ctx, const loom_tensor_t* node);
 loom_status_t* launch_attention(const LaunchContext& ctx, const loom_tensor_t* node);
 loom_status_t* launch_attention_split(const LaunchContext& ctx, const loom_tensor_t* node);  // decode
 loom_status_t* launch_mul_mat_id(const LaunchContext& ctx, const loom_tensor_t* node);        // ABI 1.5
