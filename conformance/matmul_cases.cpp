@@ -219,6 +219,55 @@ LOOM_CASE(MatMulTest, ResidualAddAfterADecodeProduct) {
   }
 }
 
+// Decode products whose B another kernel just wrote (the norm x weight
+// before Q, K and V, SWIGLU before the down projection): the cuda plugin
+// rounds B to 8-bit blocks in that kernel instead of a kernel of its own.
+// Each product against its B as the device computed it.
+LOOM_CASE(MatMulTest, ProductsOfANormAndOfASwiglu) {
+  seed(410);
+  for (loom_type_t ta : {LOOM_TYPE_Q8_0, LOOM_TYPE_Q4_0, LOOM_TYPE_Q4_K, LOOM_TYPE_F16}) {
+    const int64_t k = 256, m = 24;
+    for (int64_t n : {1, 5}) {
+      LOOM_TRACE(type_str(ta) + " N " + std::to_string(n));
+      Operand x = make(LOOM_TYPE_F32, {k, n, 1, 1}, Layout::kDense, -2.0f, 2.0f);
+      Operand w = make(LOOM_TYPE_F32, {k, 1, 1, 1}, Layout::kDense, 0.5f, 1.5f);
+      Operand g = make(LOOM_TYPE_F32, {k, n, 1, 1}, Layout::kDense, -3.0f, 3.0f);
+      Operand u = make(LOOM_TYPE_F32, {k, n, 1, 1}, Layout::kDense);
+      Operand a1 = make(ta, {k, m, 1, 1}, Layout::kDense);
+      Operand a2 = make(ta, {k, m, 1, 1}, Layout::kDense);
+      Tensor* normed = unwrap(op::mul(ctx_, unwrap(op::rms_norm(ctx_, x.t, 1e-5f), "rms_norm"), w.t), "mul");
+      Tensor* act = unwrap(op::swiglu(ctx_, g.t, u.t), "swiglu");
+      Tensor* p1 = unwrap(op::mul_mat(ctx_, a1.t, normed), "mul_mat");
+      Tensor* p2 = unwrap(op::mul_mat(ctx_, a2.t, act), "mul_mat");
+      LOOM_ASSERT_OK(run_threads({p1, p2, normed, act}));
+      for (int which = 0; which < 2; ++which) {
+        const Operand& a = which == 0 ? a1 : a2;
+        const std::vector<double> bv = read(which == 0 ? normed : act);
+        Operand b = input_values(LOOM_TYPE_F32, {k, n, 1, 1}, std::vector<float>(bv.begin(), bv.end()));
+        auto reference = [&](MatRounding mode, std::vector<double>* ref, std::vector<double>* tol) {
+          ref->clear();
+          tol->clear();
+          for_each_index({m, n, 1, 1}, [&](int64_t mi, int64_t ni, int64_t, int64_t) {
+            const std::vector<double> bc = b_column(b.h, ni, 0, 0, mode, act_block(ta));
+            double s = 0.0, mag = 0.0;
+            for (int64_t kk = 0; kk < k; ++kk) {
+              const double p = a_value(a.h.at(kk, mi), mode) * bc[static_cast<size_t>(kk)];
+              s += p;
+              mag += std::fabs(p);
+            }
+            ref->push_back(s);
+            tol->push_back(tol_for(LOOM_TYPE_F32, s, mag, k));
+          });
+        };
+        std::vector<double> ref, tol;
+        const std::vector<double> got = read(which == 0 ? p1 : p2);
+        pick_reference(mat_roundings(act_q8_, may_round_b(ta, b.t), n), got, reference, &ref, &tol);
+        expect_close(got, ref, tol, {m, n, 1, 1}, which == 0 ? "the product of the norm" : "the product of SWIGLU");
+      }
+    }
+  }
+}
+
 LOOM_CASE(MatMulTest, DecodeShapesEveryTypeAndLayout) {
   // Rows of 128 and more with up to 8 columns: the decode kernels of GPU
   // plugins (a workgroup per row; one column with contiguous B has its own

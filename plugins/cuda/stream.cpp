@@ -8,7 +8,9 @@
 #include "common/glue.h"
 #include "common/op_check.h"
 #include "common/op_info.h"
+#include "common/type_traits.h"
 #include "device.h"
+#include "ops/act_quant.cuh"
 #include "ops/fusion.h"
 #include "ops/gemv.h"
 #include "ops/support.h"
@@ -139,6 +141,31 @@ loom_status_t* Stream::compute(const loom_graph_t* graph) {
 
 namespace {
 bool is_compute(const loom_tensor_t* n) { return n != nullptr && n->op != LOOM_OP_NONE && !common::is_view_op(n->op); }
+
+// Whether the kernel writing `mul` (node `at`: the fused norm x weight, or
+// a SWIGLU) should also round it to 8-bit blocks of 32: the first MUL_MAT
+// after it that reads `mul` as B runs a GEMV over a quantized A of
+// 32-element blocks (a Q8_0 / Q4_0 model's Q, K and V projections after the
+// norm, its down projection after SWIGLU), which then finds them in the act
+// cache instead of launching quantize_b.
+bool rounds_for_next(const LaunchContext& ctx, const loom_graph_t* graph, int32_t at, const loom_tensor_t* mul) {
+  if (ctx.act_cache == nullptr || ctx.act_scratch == nullptr || mul->type != LOOM_TYPE_F32 || mul->ne[0] % 32 != 0) {
+    return false;
+  }
+  // Dense (the elementwise kernels' element e is quant e).
+  if (mul->nb[0] != 4 || mul->nb[1] != 4 * static_cast<size_t>(mul->ne[0]) ||
+      mul->nb[2] != mul->nb[1] * static_cast<size_t>(mul->ne[1]) ||
+      mul->nb[3] != mul->nb[2] * static_cast<size_t>(mul->ne[2])) {
+    return false;
+  }
+  for (int32_t i = at + 1; i < graph->n_nodes; ++i) {
+    const loom_tensor_t* n = graph->nodes[i];
+    if (n == nullptr || n->op != LOOM_OP_MUL_MAT || n->src[1] != mul) continue;
+    const int32_t ta = n->src[0]->type;
+    return common::type_traits(ta).is_quantized && act_block_elems(ta) == 32 && gemv_takes(ctx, n);
+  }
+  return false;
+}
 }  // namespace
 
 loom_status_t* Stream::check_graph(const loom_graph_t* graph) {
@@ -164,8 +191,11 @@ loom_status_t* Stream::launch_all(const LaunchContext& ctx, const loom_graph_t* 
     while (j < graph->n_nodes && !is_compute(graph->nodes[j])) ++j;
     const loom_tensor_t* mul = ctx.fuse && j < graph->n_nodes ? fused_norm_mul(node, graph->nodes[j]) : nullptr;
     if (mul != nullptr) {
-      if (loom_status_t* st = launch_norm_mul(ctx, node, mul)) return st;
+      ActQ8 q8{};
+      const bool round = rounds_for_next(ctx, graph, j, mul);
+      if (loom_status_t* st = launch_norm_mul(ctx, node, mul, round ? &q8 : nullptr)) return st;
       if (ctx.act_cache != nullptr) ctx.act_cache->note_write(node), ctx.act_cache->note_write(mul);
+      if (round) ctx.act_cache->store(mul, 32, ctx.act_scratch->generation(), q8);
       i = j;
       continue;
     }
@@ -176,6 +206,13 @@ loom_status_t* Stream::launch_all(const LaunchContext& ctx, const loom_graph_t* 
       if (loom_status_t* st = launch_node(with_add, node)) return st;
       if (ctx.act_cache != nullptr) ctx.act_cache->note_write(node), ctx.act_cache->note_write(add);
       i = j;
+      continue;
+    }
+    if (node->op == LOOM_OP_SWIGLU && ctx.fuse && rounds_for_next(ctx, graph, i, node)) {
+      ActQ8 q8{};
+      if (loom_status_t* st = launch_elementwise(ctx, node, &q8)) return st;
+      ctx.act_cache->note_write(node);
+      ctx.act_cache->store(node, 32, ctx.act_scratch->generation(), q8);
       continue;
     }
     if (loom_status_t* st = launch_node(ctx, node)) return st;

@@ -32,6 +32,7 @@ class Scratch {
 };
 
 class ActCache;
+struct ActQ8;
 
 struct LaunchContext {
   cudaStream_t stream = nullptr;
@@ -53,10 +54,16 @@ struct LaunchContext {
 loom_status_t* launch_node(const LaunchContext& ctx, const loom_tensor_t* node);
 
 // Per family (ops/<family>.cu).
-loom_status_t* launch_elementwise(const LaunchContext& ctx, const loom_tensor_t* node);
+// q8 (binary ops only): the result also rounded to B's 8-bit blocks of 32,
+// as launch_norm_mul's.
+loom_status_t* launch_elementwise(const LaunchContext& ctx, const loom_tensor_t* node, ActQ8* q8 = nullptr);
 loom_status_t* launch_rows_reduce(const LaunchContext& ctx, const loom_tensor_t* node);  // norms, softmax, sum, argmax
 // A norm and the MUL fusion.h pairs with it, as one kernel (reduce.cu).
-loom_status_t* launch_norm_mul(const LaunchContext& ctx, const loom_tensor_t* norm, const loom_tensor_t* mul);
+// q8 != nullptr: the kernel also rounds the product to B's 8-bit blocks of
+// 32 (act_quant.cuh, quantize_b's layout) in the stream's act scratch, for
+// the MUL_MAT that reads it next (the stream keeps them in its ActCache).
+loom_status_t* launch_norm_mul(const LaunchContext& ctx, const loom_tensor_t* norm, const loom_tensor_t* mul,
+                               ActQ8* q8 = nullptr);
 loom_status_t* launch_rope(const LaunchContext& ctx, const loom_tensor_t* node);
 loom_status_t* launch_rows(const LaunchContext& ctx, const loom_tensor_t* node);  // get_rows, set_rows
 loom_status_t* launch_copy(const LaunchContext& ctx, const loom_tensor_t* node);  // cpy, cont

@@ -4,8 +4,10 @@
 // halving tree of launch.cuh (the host test replays the same order).
 #include <cstring>
 
+#include "act_quant.cuh"
 #include "dequant.cuh"
 #include "elementwise.cuh"
+#include "gemv.h"
 #include "fusion.h"
 #include "launch.cuh"
 #include "ops.h"
@@ -71,8 +73,11 @@ __global__ void norm_kernel(TArg dst, TArg a, float eps, bool center) {
 // norm_kernel followed by MUL with w (broadcast over rows): the norm's
 // value rounded to its type (written unless the product overwrites it),
 // times w's element, in the product's type (fusion.h).
+// qs / qd: the product's 8-bit blocks of 32 (nullptr: none). A warp's 32
+// threads hold 32 consecutive elements of the row at each step (ne[0] % 32
+// == 0), one block: its max by shuffles, then quantize_b_kernel's rounding.
 __global__ void norm_mul_kernel(TArg nout, TArg mout, TArg a, TArg w, float eps, bool center, bool write_norm,
-                                bool w_first) {
+                                bool w_first, int8_t* qs, float* qd) {
   __shared__ float sh[kRowThreads];
   const int64_t r = blockIdx.x;
   const uint8_t* x = a.row(r);
@@ -88,7 +93,15 @@ __global__ void norm_mul_kernel(TArg nout, TArg mout, TArg a, TArg w, float eps,
     const float v = round_to(nout.type, (at(a, x, i) - mean) * scale);
     if (write_norm) store_elem(nout.type, yn + i * nout.nb[0], v);
     const float g = load_elem(w.type, wrow + broadcast_index(i, w.ne[0]) * w.nb[0]);
-    store_elem(mout.type, ym + i * mout.nb[0], w_first ? binary_op(LOOM_OP_MUL, g, v) : binary_op(LOOM_OP_MUL, v, g));
+    const float p = w_first ? binary_op(LOOM_OP_MUL, g, v) : binary_op(LOOM_OP_MUL, v, g);
+    store_elem(mout.type, ym + i * mout.nb[0], p);
+    if (qs != nullptr) {
+      float amax = fabsf(p);
+      for (int s = kWarp / 2; s > 0; s /= 2) amax = fmaxf(amax, __shfl_xor_sync(0xFFFFFFFFu, amax, s));
+      const bool nan = __any_sync(0xFFFFFFFFu, p != p);
+      qs[r * n + i] = act_quant(p, act_inverse(amax / 127.0f));
+      if (threadIdx.x % kWarp == 0) qd[r * (n / 32) + i / 32] = act_scale(amax, nan);
+    }
   }
 }
 
@@ -160,16 +173,31 @@ loom_status_t* launch_rows_reduce(const LaunchContext& ctx, const loom_tensor_t*
   }
 }
 
-loom_status_t* launch_norm_mul(const LaunchContext& ctx, const loom_tensor_t* norm, const loom_tensor_t* mul) {
+loom_status_t* launch_norm_mul(const LaunchContext& ctx, const loom_tensor_t* norm, const loom_tensor_t* mul,
+                               ActQ8* q8) {
   const TArg a = targ(norm->src[0]);
   const int64_t rows = a.nrows();
   if (rows == 0 || a.ne[0] == 0) return nullptr;
   if (rows > 0x7FFFFFFF) return launch_status(mul, "too many rows");
   float eps = 0.0f;
   std::memcpy(&eps, norm->op_params, sizeof eps);
+  int8_t* qs = nullptr;
+  float* qd = nullptr;
+  if (q8 != nullptr) {
+    // quantize_b's layout (gemv_quant.cu): K quants per column, 16-byte
+    // aligned, then the scales.
+    const size_t quants = static_cast<size_t>(rows * a.ne[0]);
+    loom_status_t* st = nullptr;
+    auto* mem = static_cast<uint8_t*>(ctx.act_scratch->get(act_q8_bytes(LOOM_TYPE_Q8_0, mul), &st));
+    if (st != nullptr) return st;
+    qs = reinterpret_cast<int8_t*>(mem);
+    qd = reinterpret_cast<float*>(mem + (quants + 15) / 16 * 16);
+    q8->qs = qs;
+    q8->d = qd;
+  }
   norm_mul_kernel<<<static_cast<unsigned>(rows), kRowThreads, 0, ctx.stream>>>(
       targ(norm), targ(mul), a, targ(fused_weight(norm, mul)), eps, norm->op == LOOM_OP_NORM,
-      fused_writes_norm(norm, mul), mul->src[0] != norm);
+      fused_writes_norm(norm, mul), mul->src[0] != norm, qs, qd);
   return launch_status(mul, "norm_mul kernel");
 }
 
