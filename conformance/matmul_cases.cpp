@@ -131,6 +131,31 @@ class MatMulTest : public OpTest {
     pick_reference(mat_roundings(act_q8_, may_round_b(ta, b.t), c.n), got, reference, &ref, &tol);
     expect_close(got, ref, tol, so, "mul_mat result");
   }
+
+  // `got` (a [m, n] product A^T B of 2-D dense operands) against the
+  // reference under the rounding rules the suite accepts for it.
+  void expect_product(loom_type_t ta, const Operand& a, const Operand& b, const std::vector<double>& got,
+                      const std::string& what) {
+    const int64_t k = a.t->ne[0], m = a.t->ne[1], n = b.t->ne[1];
+    auto reference = [&](MatRounding mode, std::vector<double>* ref, std::vector<double>* tol) {
+      ref->clear();
+      tol->clear();
+      for_each_index({m, n, 1, 1}, [&](int64_t mi, int64_t ni, int64_t, int64_t) {
+        const std::vector<double> bc = b_column(b.h, ni, 0, 0, mode, act_block(ta));
+        double s = 0.0, mag = 0.0;
+        for (int64_t kk = 0; kk < k; ++kk) {
+          const double p = a_value(a.h.at(kk, mi), mode) * bc[static_cast<size_t>(kk)];
+          s += p;
+          mag += std::fabs(p);
+        }
+        ref->push_back(s);
+        tol->push_back(tol_for(LOOM_TYPE_F32, s, mag, k));
+      });
+    };
+    std::vector<double> ref, tol;
+    pick_reference(mat_roundings(act_q8_, may_round_b(ta, b.t), n), got, reference, &ref, &tol);
+    expect_close(got, ref, tol, {m, n, 1, 1}, what);
+  }
 };
 
 LOOM_CASE(MatMulTest, FloatTypesOddSizes) {
@@ -190,24 +215,7 @@ LOOM_CASE(MatMulTest, ResidualAddAfterADecodeProduct) {
         Tensor* sum = unwrap(residual_first ? op::add(ctx_, r.t, prod) : op::add(ctx_, prod, r.t), "add");
         LOOM_ASSERT_OK(run_threads({sum, prod}));
         const std::vector<double> got_prod = read(prod), got_sum = read(sum);
-        auto reference = [&](MatRounding mode, std::vector<double>* ref, std::vector<double>* tol) {
-          ref->clear();
-          tol->clear();
-          for_each_index({m, n, 1, 1}, [&](int64_t mi, int64_t ni, int64_t, int64_t) {
-            const std::vector<double> bc = b_column(b.h, ni, 0, 0, mode, act_block(ta));
-            double s = 0.0, mag = 0.0;
-            for (int64_t kk = 0; kk < k; ++kk) {
-              const double p = a_value(a.h.at(kk, mi), mode) * bc[static_cast<size_t>(kk)];
-              s += p;
-              mag += std::fabs(p);
-            }
-            ref->push_back(s);
-            tol->push_back(tol_for(LOOM_TYPE_F32, s, mag, k));
-          });
-        };
-        std::vector<double> ref, tol;
-        pick_reference(mat_roundings(act_q8_, may_round_b(ta, b.t), n), got_prod, reference, &ref, &tol);
-        expect_close(got_prod, ref, tol, {m, n, 1, 1}, "the product");
+        expect_product(ta, a, b, got_prod, "the product");
         // The sum is the product the device computed plus r, rounded once.
         std::vector<double> want(got_prod.size()), exact_tol(got_prod.size(), 0.0);
         for (size_t i = 0; i < want.size(); ++i) {
@@ -244,25 +252,32 @@ LOOM_CASE(MatMulTest, ProductsOfANormAndOfASwiglu) {
         const Operand& a = which == 0 ? a1 : a2;
         const std::vector<double> bv = read(which == 0 ? normed : act);
         Operand b = input_values(LOOM_TYPE_F32, {k, n, 1, 1}, std::vector<float>(bv.begin(), bv.end()));
-        auto reference = [&](MatRounding mode, std::vector<double>* ref, std::vector<double>* tol) {
-          ref->clear();
-          tol->clear();
-          for_each_index({m, n, 1, 1}, [&](int64_t mi, int64_t ni, int64_t, int64_t) {
-            const std::vector<double> bc = b_column(b.h, ni, 0, 0, mode, act_block(ta));
-            double s = 0.0, mag = 0.0;
-            for (int64_t kk = 0; kk < k; ++kk) {
-              const double p = a_value(a.h.at(kk, mi), mode) * bc[static_cast<size_t>(kk)];
-              s += p;
-              mag += std::fabs(p);
-            }
-            ref->push_back(s);
-            tol->push_back(tol_for(LOOM_TYPE_F32, s, mag, k));
-          });
-        };
-        std::vector<double> ref, tol;
-        const std::vector<double> got = read(which == 0 ? p1 : p2);
-        pick_reference(mat_roundings(act_q8_, may_round_b(ta, b.t), n), got, reference, &ref, &tol);
-        expect_close(got, ref, tol, {m, n, 1, 1}, which == 0 ? "the product of the norm" : "the product of SWIGLU");
+        expect_product(ta, a, b, read(which == 0 ? p1 : p2), which == 0 ? "the product of the norm" : "the product of SWIGLU");
+      }
+    }
+  }
+}
+
+// Decode products over one B back to back (gate and up): the cuda plugin
+// runs up to three in one GEMV grid. Members of different row counts, each
+// against its own reference.
+LOOM_CASE(MatMulTest, ProductsOfOneB) {
+  seed(411);
+  for (loom_type_t ta : {LOOM_TYPE_F32, LOOM_TYPE_F16, LOOM_TYPE_Q8_0, LOOM_TYPE_Q4_0, LOOM_TYPE_Q6_K}) {
+    const int64_t k = 256;
+    for (int64_t n : {1, 3}) {
+      LOOM_TRACE(type_str(ta) + " N " + std::to_string(n));
+      Operand b = make(LOOM_TYPE_F32, {k, n, 1, 1}, Layout::kDense);
+      const int64_t rows[] = {40, 7, 24};
+      std::vector<Operand> as;
+      std::vector<Tensor*> outs;
+      for (int64_t m : rows) {
+        as.push_back(make(ta, {k, m, 1, 1}, Layout::kDense));
+        outs.push_back(unwrap(op::mul_mat(ctx_, as.back().t, b.t), "mul_mat"));
+      }
+      LOOM_ASSERT_OK(run_threads(outs));
+      for (size_t i = 0; i < outs.size(); ++i) {
+        expect_product(ta, as[i], b, read(outs[i]), "product " + std::to_string(i) + " of one B");
       }
     }
   }

@@ -14,6 +14,7 @@
 #include "ops/fusion.h"
 #include "ops/gemv.h"
 #include "ops/support.h"
+#include "weight_layout.h"
 
 namespace loom::cuda {
 namespace {
@@ -142,6 +143,12 @@ loom_status_t* Stream::compute(const loom_graph_t* graph) {
 namespace {
 bool is_compute(const loom_tensor_t* n) { return n != nullptr && n->op != LOOM_OP_NONE && !common::is_view_op(n->op); }
 
+// How many compute nodes after a MUL_MAT the stream looks for products over
+// the same B to run in its grid (gate and up, back to back in the llama
+// graph; Q, K and V lie between RoPEs whose memory K's and V's results
+// reuse, so gemv_peer keeps them apart).
+constexpr int kPeerWindow = 6;
+
 // Whether the kernel writing `mul` (node `at`: the fused norm x weight, or
 // a SWIGLU) should also round it to 8-bit blocks of 32: the first MUL_MAT
 // after it that reads `mul` as B runs a GEMV over a quantized A of
@@ -183,9 +190,12 @@ loom_status_t* Stream::check_graph(const loom_graph_t* graph) {
 }
 
 loom_status_t* Stream::launch_all(const LaunchContext& ctx, const loom_graph_t* graph) {
+  // MUL_MATs already run beside an earlier one (gemv_peer).
+  std::vector<char>& ran = ran_early_;
+  ran.assign(static_cast<size_t>(graph->n_nodes), 0);
   for (int32_t i = 0; i < graph->n_nodes; ++i) {
     const loom_tensor_t* node = graph->nodes[i];
-    if (!is_compute(node)) continue;
+    if (!is_compute(node) || ran[static_cast<size_t>(i)]) continue;
     // The next compute node, when fusion.h runs the pair as one kernel.
     int32_t j = i + 1;
     while (j < graph->n_nodes && !is_compute(graph->nodes[j])) ++j;
@@ -207,6 +217,27 @@ loom_status_t* Stream::launch_all(const LaunchContext& ctx, const loom_graph_t* 
       if (ctx.act_cache != nullptr) ctx.act_cache->note_write(node), ctx.act_cache->note_write(add);
       i = j;
       continue;
+    }
+    if (node->op == LOOM_OP_MUL_MAT && ctx.fuse && gemv_takes(ctx, node)) {
+      LaunchContext group = ctx;
+      int peers = 0;
+      for (int32_t k = i + 1, seen = 0; k < graph->n_nodes && seen < kPeerWindow && peers < 2; ++k) {
+        const loom_tensor_t* n = graph->nodes[k];
+        if (!is_compute(n)) continue;
+        ++seen;
+        if (gemv_peer(graph, i, k) && gemv_takes(ctx, n) && is_split(n->src[0]) == is_split(node->src[0])) {
+          group.gemv_peers[peers++] = n;
+          ran[static_cast<size_t>(k)] = 1;
+        }
+      }
+      if (peers > 0) {
+        if (loom_status_t* st = launch_node(group, node)) return st;
+        if (ctx.act_cache != nullptr) {
+          ctx.act_cache->note_write(node);
+          for (int p = 0; p < peers; ++p) ctx.act_cache->note_write(group.gemv_peers[p]);
+        }
+        continue;
+      }
     }
     if (node->op == LOOM_OP_SWIGLU && ctx.fuse && rounds_for_next(ctx, graph, i, node)) {
       ActQ8 q8{};

@@ -15,6 +15,8 @@
 
 #include <cuda_runtime_api.h>
 
+#include <vector>
+
 #include "loom/plugin.h"
 #include "ops/act_cache.h"
 #include "ops/ops.h"
@@ -65,6 +67,7 @@ class Stream final {
   bool fuse_ = true;        // LOOM_CUDA_FUSE
   uint64_t graph_key_ = 0;
   bool graph_failed_ = false;  // capture of graph_key_ failed: stay eager
+  std::vector<char> ran_early_;  // launch_all: nodes launched beside an earlier one
   cudaGraphExec_t graph_exec_ = nullptr;
 };
 

@@ -48,8 +48,10 @@ bool is_split(const loom_tensor_t* t);
 
 // Canonical blocks (count of them) to their quants (count * quant_bytes)
 // and scales (count * 2), and back.
-void split_blocks(const SplitShape& s, const uint8_t* canonical, size_t count, uint8_t* quants, uint8_t* scales);
-void join_blocks(const SplitShape& s, const uint8_t* quants, const uint8_t* scales, size_t count, uint8_t* canonical);
+void split_blocks(const SplitShape& s, const uint8_t* canonical, size_t count, uint8_t* quants,
+                  uint8_t* scales);
+void join_blocks(const SplitShape& s, const uint8_t* quants, const uint8_t* scales, size_t count,
+                 uint8_t* canonical);
 
 // Blocks of a tensor in the layout (its elements / elems).
 size_t split_block_count(const loom_tensor_t* t, const SplitShape& s);

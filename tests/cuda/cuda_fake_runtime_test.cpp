@@ -79,8 +79,10 @@ TEST_F(CudaOnFakeRuntime, WeightsTypeHoldsQ8AndQ4MatricesSplitAndGivesGgufBytesB
     // The fake device's memory is host memory: the split layout in place.
     const auto* raw = static_cast<const uint8_t*>(w->data);
     for (int64_t i = 0; i < nblk; ++i) {
-      ASSERT_EQ(std::memcmp(raw + i * q, canonical.data() + i * bb + 2, q), 0) << "quants of block " << i;
-      ASSERT_EQ(std::memcmp(raw + nblk * q + 2 * i, canonical.data() + i * bb, 2), 0) << "scale of block " << i;
+      ASSERT_EQ(std::memcmp(raw + i * q, canonical.data() + i * bb + 2, q), 0)
+          << "quants of block " << i;
+      ASSERT_EQ(std::memcmp(raw + nblk * q + 2 * i, canonical.data() + i * bb, 2), 0)
+          << "scale of block " << i;
     }
     std::vector<uint8_t> back(canonical.size());
     ASSERT_TRUE(tensor_get(w, back.data(), back.size()).ok());

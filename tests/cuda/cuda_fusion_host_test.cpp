@@ -196,6 +196,82 @@ TEST(CudaFusionHost, OtherProductsAndAddsRunAsTwoKernels) {
   EXPECT_EQ(fused_mul_mat_add(nullptr, nullptr), nullptr);
 }
 
+// Three decode products over one B, with one node between the first two
+// (as a RoPE lies between Q and K): [rows, 2] = A [8, rows]^T B [8, 2].
+struct OneB {
+  alignas(16) std::vector<float> mem = std::vector<float>(2048);
+  loom_tensor_t b{}, a1{}, a2{}, a3{}, p1{}, mid{}, p2{}, p3{};
+  std::vector<loom_tensor_t*> order;
+  loom_graph_t graph{};
+  OneB() {
+    Graph::dense(&b, &mem[0], 8, 2, LOOM_OP_NONE);
+    Graph::dense(&a1, &mem[100], 8, 6, LOOM_OP_NONE);
+    Graph::dense(&a2, &mem[200], 8, 4, LOOM_OP_NONE);
+    Graph::dense(&a3, &mem[300], 8, 5, LOOM_OP_NONE);
+    Graph::dense(&p1, &mem[400], 6, 2, LOOM_OP_MUL_MAT);
+    p1.src[0] = &a1, p1.src[1] = &b;
+    Graph::dense(&mid, &mem[500], 6, 2, LOOM_OP_SILU);
+    mid.src[0] = &p1;
+    Graph::dense(&p2, &mem[600], 4, 2, LOOM_OP_MUL_MAT);
+    p2.src[0] = &a2, p2.src[1] = &b;
+    Graph::dense(&p3, &mem[700], 5, 2, LOOM_OP_MUL_MAT);
+    p3.src[0] = &a3, p3.src[1] = &b;
+    order = {&p1, &mid, &p2, &p3};
+    graph.struct_size = sizeof graph;
+    graph.n_nodes = static_cast<int32_t>(order.size());
+    graph.nodes = order.data();
+  }
+};
+
+TEST(CudaFusionHost, ProductsOfOneBRunInOneGrid) {
+  OneB g;
+  EXPECT_TRUE(gemv_peer(&g.graph, 0, 2)) << "past a node that touches neither";
+  EXPECT_TRUE(gemv_peer(&g.graph, 0, 3));
+  EXPECT_TRUE(gemv_peer(&g.graph, 2, 3)) << "back to back";
+  EXPECT_FALSE(gemv_peer(&g.graph, 0, 1)) << "not a MUL_MAT";
+  EXPECT_FALSE(gemv_peer(&g.graph, 2, 0)) << "backwards";
+  EXPECT_FALSE(gemv_peer(&g.graph, 0, 4)) << "past the end";
+}
+
+TEST(CudaFusionHost, ProductsOfOneBKeepTheirPlacesWhenTheyMust) {
+  {
+    // The second product's result reuses the memory the node between
+    // still reads (the first product's result, read by the SILU).
+    OneB g;
+    g.p2.data = g.p1.data;
+    EXPECT_FALSE(gemv_peer(&g.graph, 0, 2)) << "would overwrite what the node between reads";
+  }
+  {
+    OneB g;
+    g.p2.data = g.mid.data;  // where the node between writes
+    EXPECT_FALSE(gemv_peer(&g.graph, 0, 2));
+  }
+  {
+    OneB g;
+    g.mid.data = g.b.data;  // the node between writes B
+    g.mid.src[0] = &g.a1;
+    EXPECT_FALSE(gemv_peer(&g.graph, 0, 2));
+  }
+  {
+    OneB g;
+    g.a2.type = LOOM_TYPE_F16;
+    EXPECT_FALSE(gemv_peer(&g.graph, 0, 2)) << "another A type";
+  }
+  {
+    OneB g;
+    loom_tensor_t other{};
+    Graph::dense(&other, &g.mem[800], 8, 2, LOOM_OP_NONE);
+    g.p2.src[1] = &other;
+    EXPECT_FALSE(gemv_peer(&g.graph, 0, 2)) << "another B";
+  }
+  {
+    OneB g;
+    g.a2.ne[2] = 2;  // a stack of matrices
+    EXPECT_FALSE(gemv_peer(&g.graph, 0, 2));
+  }
+  EXPECT_FALSE(gemv_peer(nullptr, 0, 1));
+}
+
 TEST(CudaFusionHost, RoundToIsAStoreAndLoadThroughTheType) {
   std::mt19937 rng(2803);
   std::uniform_real_distribution<float> u(-70000.0f, 70000.0f);

@@ -153,6 +153,32 @@ TEST(CudaGemv, GridWritesEveryResultOnce) {
 // B's 8-bit blocks are reused only for the same B (memory, shape, strides,
 // block size) in an unchanged buffer, and forgotten when a node writes any
 // byte of that B.
+// A grid of products over one B (gemv_grid.cuh's group): each member's rows
+// in their own x blocks, every (member, row) owned by exactly one warp.
+TEST(CudaGemv, GroupGridsGiveEveryMembersRowsOnce) {
+  const int64_t rows[cu::kGemvGroupMax] = {40, 7, 24};
+  for (int count = 1; count <= cu::kGemvGroupMax; ++count) {
+    int64_t first[cu::kGemvGroupMax + 1];
+    cu::gemv_group_first(rows, count, first);
+    std::vector<std::vector<int>> seen(static_cast<size_t>(count));
+    for (int g = 0; g < count; ++g) seen[static_cast<size_t>(g)].assign(static_cast<size_t>(rows[g]), 0);
+    for (int64_t bx = 0; bx < first[count]; ++bx) {
+      int64_t local = -1;
+      const int g = cu::gemv_member(first, count, bx, &local);
+      ASSERT_GE(g, 0);
+      ASSERT_LT(g, count);
+      for (int w = 0; w < cu::kGemvWarps; ++w) {
+        cu::GemvCell c{};
+        if (!cu::gemv_cell(local, 0, 0, w, rows[g], 1, 1, 0, 0, 1, &c)) continue;
+        ++seen[static_cast<size_t>(g)][static_cast<size_t>(c.m)];
+      }
+    }
+    for (int g = 0; g < count; ++g) {
+      for (int64_t m = 0; m < rows[g]; ++m) EXPECT_EQ(seen[static_cast<size_t>(g)][static_cast<size_t>(m)], 1) << g << " " << m;
+    }
+  }
+}
+
 TEST(CudaGemv, ActivationCacheKeepsBlocksOnlyWhileBIsUnchanged) {
   alignas(16) static float mem[4096];
   loom_tensor_t b{};

@@ -31,20 +31,23 @@ namespace loom::optest {
 namespace {
 
 namespace cu = loom::cuda;
-using namespace conformance;  // NOLINT(google-build-using-namespace): the harness's fixture vocabulary
+using namespace conformance;  // NOLINT(google-build-using-namespace): the harness's fixture
+                              // vocabulary
 
 // Random canonical blocks: a finite f16 scale, random quant bytes.
 std::vector<uint8_t> random_blocks(const cu::SplitShape& s, size_t count, std::mt19937& rng) {
   std::vector<uint8_t> out(count * static_cast<size_t>(s.block_bytes));
   std::uniform_int_distribution<int> byte(0, 255);
   for (uint8_t& b : out) b = static_cast<uint8_t>(byte(rng));
-  for (size_t i = 0; i < count; ++i) out[i * static_cast<size_t>(s.block_bytes) + 1] &= 0x3B;  // |d| < 1, finite
+  for (size_t i = 0; i < count; ++i)
+    out[i * static_cast<size_t>(s.block_bytes) + 1] &= 0x3B;  // |d| < 1, finite
   return out;
 }
 
 // The whole tensor's split image: quants, then scales.
 std::vector<uint8_t> split_image(const cu::SplitShape& s, const std::vector<uint8_t>& canonical) {
-  const size_t n = canonical.size() / static_cast<size_t>(s.block_bytes), q = static_cast<size_t>(s.quant_bytes);
+  const size_t n = canonical.size() / static_cast<size_t>(s.block_bytes),
+               q = static_cast<size_t>(s.quant_bytes);
   std::vector<uint8_t> img(canonical.size());
   cu::split_blocks(s, canonical.data(), n, img.data(), img.data() + n * q);
   return img;
@@ -150,16 +153,19 @@ void check_split_product(CudaSplitOnHost* f, int64_t k, int64_t m) {
   std::vector<double> got, ref, tol;
   for (int64_t j = 0; j < n; ++j) {
     std::vector<float> col(static_cast<size_t>(k));
-    for (int64_t kk = 0; kk < k; ++kk) col[static_cast<size_t>(kk)] = static_cast<float>(b.h.at(kk, j));
+    for (int64_t kk = 0; kk < k; ++kk)
+      col[static_cast<size_t>(kk)] = static_cast<float>(b.h.at(kk, j));
     // B's 8-bit blocks as quantize_b writes them (16-byte aligned quants).
     std::vector<int8_t> xq(static_cast<size_t>(k) + 16);
     int8_t* xqa = xq.data() + (16 - reinterpret_cast<uintptr_t>(xq.data()) % 16) % 16;
     std::vector<float> xd(static_cast<size_t>(nblk));
-    for (int64_t k0 = 0; k0 < k; k0 += 32) xd[static_cast<size_t>(k0 / 32)] = cu::quantize_act_block(col.data() + k0, 32, xqa + k0);
+    for (int64_t k0 = 0; k0 < k; k0 += 32)
+      xd[static_cast<size_t>(k0 / 32)] = cu::quantize_act_block(col.data() + k0, 32, xqa + k0);
     const std::vector<double> bq = q8_column(b.h, j, 0, 0, 32);
     for (int64_t i = 0; i < m; ++i) {
-      got.push_back(warp_sum(
-          [&](int lane) { return cu::split_lane_sum<T>(q, sc, i * nblk, nblk, xqa, xd.data(), lane); }));
+      got.push_back(warp_sum([&](int lane) {
+        return cu::split_lane_sum<T>(q, sc, i * nblk, nblk, xqa, xd.data(), lane);
+      }));
       double sum = 0.0, mag = 0.0;
       for (int64_t kk = 0; kk < k; ++kk) {
         const double p = av[static_cast<size_t>(i * k + kk)] * bq[static_cast<size_t>(kk)];
@@ -175,7 +181,8 @@ void check_split_product(CudaSplitOnHost* f, int64_t k, int64_t m) {
         return cu::split_exact_lane_sum(T, img.data(), total, i * nblk, nblk, col.data(), lane);
       });
       const float canon = warp_sum([&](int lane) {
-        return cu::gemv_lane_sum(T, canonical.data() + static_cast<size_t>(i) * rb, s.block_bytes, k, col.data(), lane);
+        return cu::gemv_lane_sum(T, canonical.data() + static_cast<size_t>(i) * rb, s.block_bytes,
+                                 k, col.data(), lane);
       });
       ASSERT_EQ(std::memcmp(&exact, &canon, 4), 0) << "exact kernel row " << i << " column " << j;
     }

@@ -1,6 +1,7 @@
 #include "fusion.h"
 
 #include "act_cache.h"
+#include "common/op_info.h"
 
 namespace loom::cuda {
 namespace {
@@ -37,6 +38,35 @@ const loom_tensor_t* fused_norm_mul(const loom_tensor_t* norm, const loom_tensor
 }
 
 bool fused_writes_norm(const loom_tensor_t* norm, const loom_tensor_t* mul) { return !same_layout(norm, mul); }
+
+bool gemv_peer(const loom_graph_t* graph, int32_t at, int32_t later) {
+  if (graph == nullptr || at < 0 || later <= at || later >= graph->n_nodes) return false;
+  const loom_tensor_t* first = graph->nodes[at];
+  const loom_tensor_t* mm = graph->nodes[later];
+  if (first == nullptr || mm == nullptr || first->op != LOOM_OP_MUL_MAT || mm->op != LOOM_OP_MUL_MAT) return false;
+  const loom_tensor_t* b = first->src[1];
+  if (mm->src[1] != b || b->ne[2] != 1 || b->ne[3] != 1) return false;
+  const loom_tensor_t* a0 = first->src[0];
+  const loom_tensor_t* a1 = mm->src[0];
+  if (a0->type != a1->type || a0->ne[0] != a1->ne[0] || a1->ne[2] != 1 || a1->ne[3] != 1 || a0->ne[2] != 1 ||
+      a0->ne[3] != 1) {
+    return false;
+  }
+  const ByteSpan out = tensor_span(mm), in_a = tensor_span(a1), in_b = tensor_span(b);
+  if (spans_overlap(out, in_b) || spans_overlap(out, tensor_span(first))) return false;
+  for (int32_t i = at + 1; i < later; ++i) {
+    const loom_tensor_t* n = graph->nodes[i];
+    if (n == nullptr || n->op == LOOM_OP_NONE) continue;
+    const ByteSpan w = tensor_span(n);
+    // Views write nothing, but a view's bytes are what later nodes read.
+    if (spans_overlap(w, out)) return false;
+    if (!common::is_view_op(n->op) && (spans_overlap(w, in_a) || spans_overlap(w, in_b))) return false;
+    for (const loom_tensor_t* s : n->src) {
+      if (s != nullptr && spans_overlap(tensor_span(s), out)) return false;
+    }
+  }
+  return true;
+}
 
 const loom_tensor_t* fused_residual(const loom_tensor_t* mm, const loom_tensor_t* add) {
   return add->src[0] == mm ? add->src[1] : add->src[0];

@@ -45,4 +45,13 @@ const loom_tensor_t* fused_mul_mat_add(const loom_tensor_t* mm, const loom_tenso
 // The ADD's other source (the residual) of a fused MUL_MAT + ADD.
 const loom_tensor_t* fused_residual(const loom_tensor_t* mm, const loom_tensor_t* add);
 
+// Products over one B in one GEMV grid (the Q, K and V projections, gate
+// and up; gemv_grid.cuh's group): whether the MUL_MAT at graph position
+// `later` can run at position `at`, beside the MUL_MAT there: the same B
+// (one 2-D matrix of columns), A of the same type, 2-D and of the same K,
+// and no compute node between them writes what `later` reads or reads or
+// writes what `later` writes (its result may reuse memory those nodes
+// still use). The stream also asks that both run the same GEMV.
+bool gemv_peer(const loom_graph_t* graph, int32_t at, int32_t later);
+
 }  // namespace loom::cuda

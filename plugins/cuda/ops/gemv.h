@@ -54,14 +54,4 @@ loom_status_t* launch_gemv_typed(const LaunchContext& ctx, const loom_tensor_t* 
 LOOM_CUDA_WEIGHT_TYPES(LOOM_CUDA_DECLARE_GEMV)
 #undef LOOM_CUDA_DECLARE_GEMV
 
-// The GEMV's launches (gemv_grid.cuh) with their grids: fn(grid, n0, z0).
-template <typename Fn>
-loom_status_t* for_gemv_grids(const loom_tensor_t* node, Fn fn) {
-  const loom_tensor_t* b = node->src[1];
-  if ((node->src[0]->ne[1] + kGemvWarps - 1) / kGemvWarps > 0x7FFFFFFF) return launch_status(node, "gemv: too many rows");
-  return for_gemv_launches<loom_status_t*>(node->src[0]->ne[1], b->ne[1], b->ne[2] * b->ne[3], [&](const GemvLaunch& l) {
-    return fn(dim3(static_cast<unsigned>(l.gx), static_cast<unsigned>(l.gy), static_cast<unsigned>(l.gz)), l.n0, l.z0);
-  });
-}
-
 }  // namespace loom::cuda

@@ -10,11 +10,14 @@ namespace loom::cuda {
 namespace {
 
 template <int T, int NC>
-__global__ void __launch_bounds__(kGemvWarps * 32) gemv_float_kernel(TArg dst, TArg a, TArg b, int64_t b2, int64_t b3,
+__global__ void __launch_bounds__(kGemvWarps * 32) gemv_float_kernel(GemvGroup grp, TArg b, int64_t b2, int64_t b3,
                                                                      int64_t n0, int64_t z0, AddEpilogue epi) {
   constexpr int kSize = T == LOOM_TYPE_F32 ? 4 : 2;
+  TArg a, dst;
+  int64_t bx;
+  gemv_member_args(grp, &a, &dst, &bx);
   GemvPos p;
-  if (!gemv_pos<NC>(a, b.ne[1], b2, b3, n0, z0, &p)) return;
+  if (!gemv_pos<NC>(a, b.ne[1], b2, b3, n0, z0, bx, &p)) return;
   const int lane = threadIdx.x % kWarp;
   const int64_t k = a.ne[0];
   // Columns past the group's last (c >= ncols) read the last one and are
@@ -47,16 +50,17 @@ __global__ void __launch_bounds__(kGemvWarps * 32) gemv_float_kernel(TArg dst, T
 
 template <int T>
 loom_status_t* launch_float(const LaunchContext& ctx, const loom_tensor_t* node) {
-  const TArg dst = targ(node), a = targ(node->src[0]), b = targ(node->src[1]);
+  const GemvGroup grp = gemv_group(ctx, node);
+  const TArg b = targ(node->src[1]);
   const int64_t n = b.ne[1];
   const AddEpilogue epi = add_epilogue(ctx, node);
-  return for_gemv_grids(node, [&](dim3 grid, int64_t n0, int64_t z0) {
+  return for_group_grids(node, grp, [&](dim3 grid, int64_t n0, int64_t z0) {
     const int threads = kGemvWarps * kWarp;
     switch (gemv_nc(n)) {
-      case 1: gemv_float_kernel<T, 1><<<grid, threads, 0, ctx.stream>>>(dst, a, b, b.ne[2], b.ne[3], n0, z0, epi); break;
-      case 2: gemv_float_kernel<T, 2><<<grid, threads, 0, ctx.stream>>>(dst, a, b, b.ne[2], b.ne[3], n0, z0, epi); break;
-      case 4: gemv_float_kernel<T, 4><<<grid, threads, 0, ctx.stream>>>(dst, a, b, b.ne[2], b.ne[3], n0, z0, epi); break;
-      default: gemv_float_kernel<T, 8><<<grid, threads, 0, ctx.stream>>>(dst, a, b, b.ne[2], b.ne[3], n0, z0, epi); break;
+      case 1: gemv_float_kernel<T, 1><<<grid, threads, 0, ctx.stream>>>(grp, b, b.ne[2], b.ne[3], n0, z0, epi); break;
+      case 2: gemv_float_kernel<T, 2><<<grid, threads, 0, ctx.stream>>>(grp, b, b.ne[2], b.ne[3], n0, z0, epi); break;
+      case 4: gemv_float_kernel<T, 4><<<grid, threads, 0, ctx.stream>>>(grp, b, b.ne[2], b.ne[3], n0, z0, epi); break;
+      default: gemv_float_kernel<T, 8><<<grid, threads, 0, ctx.stream>>>(grp, b, b.ne[2], b.ne[3], n0, z0, epi); break;
     }
     return launch_status(node, "gemv kernel");
   });

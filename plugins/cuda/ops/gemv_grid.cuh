@@ -53,6 +53,25 @@ LOOM_HD bool gemv_cell(int64_t bx, int64_t by, int64_t bz, int warp, int64_t m_r
   return true;
 }
 
+// Products that share B launched as one grid (the Q, K and V projections,
+// gate and up): member g owns the x blocks [first[g], first[g + 1]), each
+// block its kGemvWarps rows of that member's A.
+constexpr int kGemvGroupMax = 3;
+
+// first[0 .. count] from each member's row count.
+LOOM_HD void gemv_group_first(const int64_t* rows, int count, int64_t* first) {
+  first[0] = 0;
+  for (int g = 0; g < count; ++g) first[g + 1] = first[g] + (rows[g] + kGemvWarps - 1) / kGemvWarps;
+}
+
+// The member owning x block bx, and bx within it.
+LOOM_HD int gemv_member(const int64_t* first, int count, int64_t bx, int64_t* local) {
+  int g = 0;
+  while (g + 1 < count && bx >= first[g + 1]) ++g;
+  *local = bx - first[g];
+  return g;
+}
+
 // The kernels' column count for N columns: the smallest of 1, 2, 4, 8
 // holding min(N, kGemvMaxCols).
 LOOM_HD int gemv_nc(int64_t n) { return n == 1 ? 1 : n == 2 ? 2 : n <= 4 ? 4 : 8; }

@@ -81,16 +81,68 @@ __device__ __forceinline__ void gemv_store(float (&acc)[NC], const TArg& dst, in
   }
 }
 
-// Where a warp works (gemv_grid.cuh's gemv_cell) and its row of A (batch
-// a2, a3). false: past the last row.
+// The products of one launch (gemv_grid.cuh's group; count 1: one node):
+// each member's A and result.
+struct GemvGroup {
+  TArg a[kGemvGroupMax], dst[kGemvGroupMax];
+  int64_t first[kGemvGroupMax + 1];
+  int count;
+};
+
+// The launch's group: the node, then ctx.gemv_peers (the MUL_MATs the
+// stream runs with it, same B).
+inline GemvGroup gemv_group(const LaunchContext& ctx, const loom_tensor_t* node) {
+  GemvGroup g{};
+  const loom_tensor_t* members[kGemvGroupMax] = {node, ctx.gemv_peers[0], ctx.gemv_peers[1]};
+  int64_t rows[kGemvGroupMax] = {};
+  for (const loom_tensor_t* m : members) {
+    if (m == nullptr) break;
+    g.a[g.count] = targ(m->src[0]);
+    g.dst[g.count] = targ(m);
+    rows[g.count] = m->src[0]->ne[1];
+    ++g.count;
+  }
+  gemv_group_first(rows, g.count, g.first);
+  return g;
+}
+
+// The launches of a group's grid (for_gemv_grids over all members' rows).
+template <typename Fn>
+loom_status_t* for_group_grids(const loom_tensor_t* node, const GemvGroup& g, Fn fn) {
+  const loom_tensor_t* b = node->src[1];
+  if (g.first[g.count] > 0x7FFFFFFF) return launch_status(node, "gemv: too many rows");
+  return for_gemv_launches<loom_status_t*>(g.first[g.count] * kGemvWarps, b->ne[1], b->ne[2] * b->ne[3],
+                                           [&](const GemvLaunch& l) {
+                                             return fn(dim3(static_cast<unsigned>(l.gx), static_cast<unsigned>(l.gy),
+                                                            static_cast<unsigned>(l.gz)),
+                                                       l.n0, l.z0);
+                                           });
+}
+
+// This block's member: its A, its result and the block's x within it
+// (constant indices only: no dynamic indexing into the parameters).
+__device__ __forceinline__ void gemv_member_args(const GemvGroup& g, TArg* a, TArg* dst, int64_t* bx) {
+  int64_t local = 0;
+  const int m = gemv_member(g.first, g.count, blockIdx.x, &local);
+  *a = g.a[0];
+  *dst = g.dst[0];
+#pragma unroll
+  for (int i = 1; i < kGemvGroupMax; ++i) {
+    if (i == m) *a = g.a[i], *dst = g.dst[i];
+  }
+  *bx = local;
+}
+
+// Where a warp works (gemv_grid.cuh's gemv_cell; bx: the block's x within
+// its member) and its row of A (batch a2, a3). false: past the last row.
 struct GemvPos : GemvCell {
   const uint8_t* arow;
 };
 template <int NC>
 __device__ __forceinline__ bool gemv_pos(const TArg& a, int64_t n_cols, int64_t b2, int64_t b3, int64_t n0, int64_t z0,
-                                         GemvPos* p) {
-  if (!gemv_cell(blockIdx.x, blockIdx.y, blockIdx.z, static_cast<int>(threadIdx.x / kWarp), a.ne[1], n_cols, b2, n0, z0,
-                 NC, p)) {
+                                         int64_t bx, GemvPos* p) {
+  if (!gemv_cell(bx, blockIdx.y, blockIdx.z, static_cast<int>(threadIdx.x / kWarp), a.ne[1], n_cols, b2, n0, z0, NC,
+                 p)) {
     return false;
   }
   const int64_t a2 = p->i2 / (b2 / a.ne[2]), a3 = p->i3 / (b3 / a.ne[3]);
@@ -101,13 +153,16 @@ __device__ __forceinline__ bool gemv_pos(const TArg& a, int64_t n_cols, int64_t 
 // Quantized A against B's 8-bit blocks (column col = n + N * z at
 // act.qs + col * K and act.d + col * K / kElems).
 template <int T, int NC>
-__global__ void __launch_bounds__(kGemvWarps * 32) gemv_quant_kernel(TArg dst, TArg a, ActQ8 act, int64_t n_cols,
+__global__ void __launch_bounds__(kGemvWarps * 32) gemv_quant_kernel(GemvGroup grp, ActQ8 act, int64_t n_cols,
                                                                      int64_t b2, int64_t b3, int64_t n0, int64_t z0,
                                                                      AddEpilogue epi) {
   using L = Lane<T>;
   constexpr int kUnits = L::kElems / 32;
+  TArg a, dst;
+  int64_t bx;
+  gemv_member_args(grp, &a, &dst, &bx);
   GemvPos p;
-  if (!gemv_pos<NC>(a, n_cols, b2, b3, n0, z0, &p)) return;
+  if (!gemv_pos<NC>(a, n_cols, b2, b3, n0, z0, bx, &p)) return;
   const int lane = threadIdx.x % kWarp;
   const int64_t k = a.ne[0], nblk = k / L::kElems, units = k / 32;
   // Columns past the group's last (c >= ncols) read the last one and are
@@ -137,18 +192,18 @@ __global__ void __launch_bounds__(kGemvWarps * 32) gemv_quant_kernel(TArg dst, T
 // The launches of gemv_quant_kernel<T, NC>, NC = gemv_nc(N).
 template <int T>
 loom_status_t* launch_quant_kernels(const LaunchContext& ctx, const loom_tensor_t* node, const ActQ8& act) {
-  const TArg dst = targ(node), a = targ(node->src[0]);
+  const GemvGroup grp = gemv_group(ctx, node);
   const loom_tensor_t* b = node->src[1];
   const int64_t n = b->ne[1];
   const AddEpilogue epi = add_epilogue(ctx, node);
-  return for_gemv_grids(node, [&](dim3 grid, int64_t n0, int64_t z0) {
+  return for_group_grids(node, grp, [&](dim3 grid, int64_t n0, int64_t z0) {
     const int threads = kGemvWarps * kWarp;
     const int64_t b2 = b->ne[2], b3 = b->ne[3];
     switch (gemv_nc(n)) {
-      case 1: gemv_quant_kernel<T, 1><<<grid, threads, 0, ctx.stream>>>(dst, a, act, n, b2, b3, n0, z0, epi); break;
-      case 2: gemv_quant_kernel<T, 2><<<grid, threads, 0, ctx.stream>>>(dst, a, act, n, b2, b3, n0, z0, epi); break;
-      case 4: gemv_quant_kernel<T, 4><<<grid, threads, 0, ctx.stream>>>(dst, a, act, n, b2, b3, n0, z0, epi); break;
-      default: gemv_quant_kernel<T, 8><<<grid, threads, 0, ctx.stream>>>(dst, a, act, n, b2, b3, n0, z0, epi); break;
+      case 1: gemv_quant_kernel<T, 1><<<grid, threads, 0, ctx.stream>>>(grp, act, n, b2, b3, n0, z0, epi); break;
+      case 2: gemv_quant_kernel<T, 2><<<grid, threads, 0, ctx.stream>>>(grp, act, n, b2, b3, n0, z0, epi); break;
+      case 4: gemv_quant_kernel<T, 4><<<grid, threads, 0, ctx.stream>>>(grp, act, n, b2, b3, n0, z0, epi); break;
+      default: gemv_quant_kernel<T, 8><<<grid, threads, 0, ctx.stream>>>(grp, act, n, b2, b3, n0, z0, epi); break;
     }
     return launch_status(node, "gemv kernel");
   });

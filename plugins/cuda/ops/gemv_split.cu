@@ -13,11 +13,14 @@ namespace loom::cuda {
 namespace {
 
 template <int T, int NC>
-__global__ void __launch_bounds__(kGemvWarps * 32) gemv_split_kernel(TArg dst, TArg a, ActQ8 act, int64_t n_cols,
-                                                                     int64_t b2, int64_t b3, int64_t n0, int64_t z0,
-                                                                     AddEpilogue epi) {
+__global__ void __launch_bounds__(kGemvWarps * 32)
+    gemv_split_kernel(GemvGroup grp, ActQ8 act, int64_t n_cols, int64_t b2, int64_t b3, int64_t n0,
+                      int64_t z0, AddEpilogue epi) {
+  TArg a, dst;
+  int64_t bx;
+  gemv_member_args(grp, &a, &dst, &bx);
   GemvPos p;
-  if (!gemv_pos<NC>(a, n_cols, b2, b3, n0, z0, &p)) return;
+  if (!gemv_pos<NC>(a, n_cols, b2, b3, n0, z0, bx, &p)) return;
   constexpr int kQuant = T == LOOM_TYPE_Q4_0 ? 16 : 32;
   const int lane = threadIdx.x % kWarp;
   const int64_t k = a.ne[0], nblk = k / 32, total = a.nelements() / 32;
@@ -47,19 +50,28 @@ __global__ void __launch_bounds__(kGemvWarps * 32) gemv_split_kernel(TArg dst, T
 }
 
 template <int T>
-loom_status_t* launch_split_kernels(const LaunchContext& ctx, const loom_tensor_t* node, const ActQ8& act) {
-  const TArg dst = targ(node), a = targ(node->src[0]);
+loom_status_t* launch_split_kernels(const LaunchContext& ctx, const loom_tensor_t* node,
+                                    const ActQ8& act) {
+  const GemvGroup grp = gemv_group(ctx, node);
   const loom_tensor_t* b = node->src[1];
   const int64_t n = b->ne[1];
   const AddEpilogue epi = add_epilogue(ctx, node);
-  return for_gemv_grids(node, [&](dim3 grid, int64_t n0, int64_t z0) {
+  return for_group_grids(node, grp, [&](dim3 grid, int64_t n0, int64_t z0) {
     const int threads = kGemvWarps * kWarp;
     const int64_t b2 = b->ne[2], b3 = b->ne[3];
     switch (gemv_nc(n)) {
-      case 1: gemv_split_kernel<T, 1><<<grid, threads, 0, ctx.stream>>>(dst, a, act, n, b2, b3, n0, z0, epi); break;
-      case 2: gemv_split_kernel<T, 2><<<grid, threads, 0, ctx.stream>>>(dst, a, act, n, b2, b3, n0, z0, epi); break;
-      case 4: gemv_split_kernel<T, 4><<<grid, threads, 0, ctx.stream>>>(dst, a, act, n, b2, b3, n0, z0, epi); break;
-      default: gemv_split_kernel<T, 8><<<grid, threads, 0, ctx.stream>>>(dst, a, act, n, b2, b3, n0, z0, epi); break;
+      case 1:
+        gemv_split_kernel<T, 1><<<grid, threads, 0, ctx.stream>>>(grp, act, n, b2, b3, n0, z0, epi);
+        break;
+      case 2:
+        gemv_split_kernel<T, 2><<<grid, threads, 0, ctx.stream>>>(grp, act, n, b2, b3, n0, z0, epi);
+        break;
+      case 4:
+        gemv_split_kernel<T, 4><<<grid, threads, 0, ctx.stream>>>(grp, act, n, b2, b3, n0, z0, epi);
+        break;
+      default:
+        gemv_split_kernel<T, 8><<<grid, threads, 0, ctx.stream>>>(grp, act, n, b2, b3, n0, z0, epi);
+        break;
     }
     return launch_status(node, "split gemv kernel");
   });
@@ -89,9 +101,11 @@ loom_status_t* split_dense(const LaunchContext& ctx, const loom_tensor_t* node, 
 
 }  // namespace
 
-loom_status_t* launch_gemv_split(const LaunchContext& ctx, const loom_tensor_t* node, const ActQ8& act) {
-  return node->src[0]->type == LOOM_TYPE_Q4_0 ? launch_split_kernels<LOOM_TYPE_Q4_0>(ctx, node, act)
-                                              : launch_split_kernels<LOOM_TYPE_Q8_0>(ctx, node, act);
+loom_status_t* launch_gemv_split(const LaunchContext& ctx, const loom_tensor_t* node,
+                                 const ActQ8& act) {
+  return node->src[0]->type == LOOM_TYPE_Q4_0
+             ? launch_split_kernels<LOOM_TYPE_Q4_0>(ctx, node, act)
+             : launch_split_kernels<LOOM_TYPE_Q8_0>(ctx, node, act);
 }
 
 loom_status_t* split_to_f32(const LaunchContext& ctx, const loom_tensor_t* node, float* out) {

@@ -21,7 +21,9 @@
 namespace loom::cuda {
 
 // Quant bytes of a split block; 0 for other types.
-LOOM_HD int split_quant_bytes(int type) { return type == LOOM_TYPE_Q4_0 ? 16 : type == LOOM_TYPE_Q8_0 ? 32 : 0; }
+LOOM_HD int split_quant_bytes(int type) {
+  return type == LOOM_TYPE_Q4_0 ? 16 : type == LOOM_TYPE_Q8_0 ? 32 : 0;
+}
 
 // 16 bytes at a 16-byte aligned address as four words.
 LOOM_HD void ld_words4(const uint8_t* p, uint32_t* w) {
@@ -76,16 +78,18 @@ LOOM_HD float split_dot(const SplitBlock& b, const int8_t* xq, float db) {
 // quants, xd: its K / 32 scales), in the kernel's order: blocks lane, lane
 // + 32, ...; the 32 lane sums then combine in the halving tree.
 template <int T>
-LOOM_HD float split_lane_sum(const uint8_t* q, const uint8_t* s, int64_t first, int64_t nblk, const int8_t* xq,
-                             const float* xd, int lane) {
+LOOM_HD float split_lane_sum(const uint8_t* q, const uint8_t* s, int64_t first, int64_t nblk,
+                             const int8_t* xq, const float* xd, int lane) {
   float acc = 0.0f;
-  for (int64_t b = lane; b < nblk; b += 32) acc += split_dot(split_load<T>(q, s, first + b), xq + 32 * b, xd[b]);
+  for (int64_t b = lane; b < nblk; b += 32)
+    acc += split_dot(split_load<T>(q, s, first + b), xq + 32 * b, xd[b]);
   return acc;
 }
 
 // Block `blk` as GGUF stores it (out: the canonical block's bytes, 2-byte
 // aligned): d, then the quants.
-LOOM_HD void split_canonical(int type, const uint8_t* q, const uint8_t* s, int64_t blk, uint8_t* out) {
+LOOM_HD void split_canonical(int type, const uint8_t* q, const uint8_t* s, int64_t blk,
+                             uint8_t* out) {
   const int qb = split_quant_bytes(type);
   out[0] = s[2 * blk];
   out[1] = s[2 * blk + 1];
@@ -106,8 +110,8 @@ LOOM_HD float split_elem(int type, const uint8_t* data, int64_t total, int64_t e
 
 // The exact kernel's lane sum (gemv.cuh's gemv_lane_sum over the rebuilt
 // blocks): blocks lane, lane + 32, ... of the row against x.
-LOOM_HD float split_exact_lane_sum(int type, const uint8_t* data, int64_t total, int64_t first, int64_t nblk,
-                                   const float* x, int lane) {
+LOOM_HD float split_exact_lane_sum(int type, const uint8_t* data, int64_t total, int64_t first,
+                                   int64_t nblk, const float* x, int lane) {
   const int qb = split_quant_bytes(type);
   float acc = 0.0f;
   for (int64_t b = lane; b < nblk; b += 32) {

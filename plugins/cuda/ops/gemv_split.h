@@ -14,7 +14,8 @@ namespace loom::cuda {
 
 // The GEMV of a node whose A is split, B's 8-bit blocks in act (every
 // column count: groups of up to kGemvMaxCols, as the other GEMVs).
-loom_status_t* launch_gemv_split(const LaunchContext& ctx, const loom_tensor_t* node, const ActQ8& act);
+loom_status_t* launch_gemv_split(const LaunchContext& ctx, const loom_tensor_t* node,
+                                 const ActQ8& act);
 // A (split) to dense f32 / F16 [K, M] in out.
 loom_status_t* split_to_f32(const LaunchContext& ctx, const loom_tensor_t* node, float* out);
 loom_status_t* split_to_half(const LaunchContext& ctx, const loom_tensor_t* node, __half* out);

@@ -310,9 +310,10 @@ bool gemv_takes(const LaunchContext& ctx, const loom_tensor_t* node) {
 loom_status_t* launch_mul_mat(const LaunchContext& ctx, const loom_tensor_t* node) {
   if (targ(node).nelements() == 0) return nullptr;
   const MulMatPath path = mul_mat_path(ctx, node);
-  if (ctx.fused_add != nullptr && path != MulMatPath::kGemvQuant && path != MulMatPath::kGemvFloat) {
+  if ((ctx.fused_add != nullptr || ctx.gemv_peers[0] != nullptr) && path != MulMatPath::kGemvQuant &&
+      path != MulMatPath::kGemvFloat) {
     return common::make_status(LOOM_STATUS_INTERNAL, "[cuda.compute] " + common::describe_node(node) +
-                                                         ": an ADD fused into a product that runs no GEMV");
+                                                         ": a fused ADD or product beside a product that runs no GEMV");
   }
   switch (path) {
     case MulMatPath::kBlas: return f16_gemm_applies(ctx, node) ? gemm_f16(ctx, node) : gemm(ctx, node);

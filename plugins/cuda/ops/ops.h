@@ -47,6 +47,9 @@ struct LaunchContext {
   bool fuse = true;       // pairs of nodes as one kernel (fusion.h; LOOM_CUDA_FUSE=0: off)
   // A MUL_MAT's launch only: the ADD fused into its GEMV's store (fusion.h).
   const loom_tensor_t* fused_add = nullptr;
+  // A MUL_MAT's launch only: up to two more MUL_MATs over the same B run in
+  // the same GEMV grid (fusion.h's gemv_peer), nullptr-terminated.
+  const loom_tensor_t* gemv_peers[2] = {nullptr, nullptr};
 };
 
 // Enqueue one node that passed unsupported_reason (support.h); NULL or a
