@@ -433,27 +433,8 @@ LOOM_CASE(WeightLayoutTest, MatMulMatchesCanonicalAndBytesRoundTrip) {
       Tensor* out = unwrap(op::mul_mat(ctx_, ar, b.t), "mul_mat");
       Tensor* twin = unwrap(op::mul_mat(ctx_, a.t, b.t), "mul_mat");
       LOOM_ASSERT_OK(run_threads({out, twin}));
-      auto reference = [&](MatRounding r, std::vector<double>* ref, std::vector<double>* tol) {
-        ref->clear();
-        tol->clear();
-        for_each_index({m, n, 1, 1}, [&](int64_t mi, int64_t ni, int64_t, int64_t) {
-          const std::vector<double> bc = b_column(b.h, ni, 0, 0, r, act_block(ta));
-          double sum = 0.0, mag = 0.0;
-          for (int64_t kk = 0; kk < k; ++kk) {
-            const double p = a_value(a.h.at(kk, mi), r) * bc[static_cast<size_t>(kk)];
-            sum += p;
-            mag += std::fabs(p);
-          }
-          ref->push_back(sum);
-          tol->push_back(tol_for(LOOM_TYPE_F32, sum, mag, k));
-        });
-      };
-      std::vector<double> ref, tol;
-      const std::vector<MatRounding> modes = mat_roundings(act_q8_, may_round_b(ta, b.t), n);
-      pick_reference(modes, read(out), reference, &ref, &tol);
-      expect_close(read(out), ref, tol, {m, n, 1, 1}, "mul_mat over relaid A");
-      pick_reference(modes, read(twin), reference, &ref, &tol);
-      expect_close(read(twin), ref, tol, {m, n, 1, 1}, "mul_mat over canonical A");
+      expect_product(ta, a, b, read(out), "mul_mat over relaid A");
+      expect_product(ta, a, b, read(twin), "mul_mat over canonical A");
       // Other readers (here GET_ROWS) are declined, not fed the relaid bytes.
       Operand idx = input_ints(LOOM_TYPE_I32, {2, 1, 1, 1}, {0, 5});
       Tensor* rows = unwrap(op::get_rows(ctx_, ar, idx.t), "get_rows");

@@ -169,23 +169,33 @@ loom_status_t* split_range(loom_buffer_t* b, const loom_tensor_t* t, size_t offs
   return nullptr;
 }
 
+// The range's quants and scales between the host (quants, scales) and the
+// tensor's two regions, one direction.
+cudaError_t split_copy(BufferCtx* c, const loom_tensor_t* t, const SplitRange& r, uint8_t* quants, uint8_t* scales,
+                       bool to_device) {
+  c->type->device()->make_current();
+  const size_t q = static_cast<size_t>(r.shape.quant_bytes);
+  auto* base = static_cast<uint8_t*>(t->data);
+  uint8_t* dq = base + r.first * q;
+  uint8_t* ds = base + r.total * q + 2 * r.first;
+  if (to_device) {
+    const cudaError_t e = cudaMemcpy(dq, quants, r.count * q, cudaMemcpyHostToDevice);
+    return e != cudaSuccess ? e : cudaMemcpy(ds, scales, r.count * 2, cudaMemcpyHostToDevice);
+  }
+  const cudaError_t e = cudaMemcpy(quants, dq, r.count * q, cudaMemcpyDeviceToHost);
+  return e != cudaSuccess ? e : cudaMemcpy(scales, ds, r.count * 2, cudaMemcpyDeviceToHost);
+}
+
 loom_status_t* weights_set_tensor(loom_buffer_t* b, loom_tensor_t* t, const void* data, size_t offset, size_t size) {
   return guarded("cuda.set_tensor", [&]() -> loom_status_t* {
     if (size == 0) return nullptr;
     if (loom_status_t* st = check_range(b, t, offset, size, "set_tensor")) return st;
     SplitRange r{};
     if (loom_status_t* st = split_range(b, t, offset, size, "set_tensor", &r)) return st;
-    const size_t q = static_cast<size_t>(r.shape.quant_bytes);
-    std::vector<uint8_t> quants(r.count * q), scales(r.count * 2);
+    std::vector<uint8_t> quants(r.count * static_cast<size_t>(r.shape.quant_bytes)), scales(r.count * 2);
     split_blocks(r.shape, static_cast<const uint8_t*>(data), r.count, quants.data(), scales.data());
-    BufferCtx* c = ctx_of(b);
-    c->type->device()->make_current();
-    uint8_t* base = static_cast<uint8_t*>(t->data);
-    cudaError_t e = cudaMemcpy(base + r.first * q, quants.data(), quants.size(), cudaMemcpyHostToDevice);
-    if (e == cudaSuccess) {
-      e = cudaMemcpy(base + r.total * q + 2 * r.first, scales.data(), scales.size(), cudaMemcpyHostToDevice);
-    }
-    return e == cudaSuccess ? nullptr : cuda_error(c->type, "set_tensor", e);
+    const cudaError_t e = split_copy(ctx_of(b), t, r, quants.data(), scales.data(), true);
+    return e == cudaSuccess ? nullptr : cuda_error(ctx_of(b)->type, "set_tensor", e);
   });
 }
 
@@ -195,16 +205,9 @@ loom_status_t* weights_get_tensor(loom_buffer_t* b, const loom_tensor_t* t, void
     if (loom_status_t* st = check_range(b, t, offset, size, "get_tensor")) return st;
     SplitRange r{};
     if (loom_status_t* st = split_range(b, t, offset, size, "get_tensor", &r)) return st;
-    const size_t q = static_cast<size_t>(r.shape.quant_bytes);
-    std::vector<uint8_t> quants(r.count * q), scales(r.count * 2);
-    BufferCtx* c = ctx_of(b);
-    c->type->device()->make_current();
-    const uint8_t* base = static_cast<const uint8_t*>(t->data);
-    cudaError_t e = cudaMemcpy(quants.data(), base + r.first * q, quants.size(), cudaMemcpyDeviceToHost);
-    if (e == cudaSuccess) {
-      e = cudaMemcpy(scales.data(), base + r.total * q + 2 * r.first, scales.size(), cudaMemcpyDeviceToHost);
-    }
-    if (e != cudaSuccess) return cuda_error(c->type, "get_tensor", e);
+    std::vector<uint8_t> quants(r.count * static_cast<size_t>(r.shape.quant_bytes)), scales(r.count * 2);
+    const cudaError_t e = split_copy(ctx_of(b), t, r, quants.data(), scales.data(), false);
+    if (e != cudaSuccess) return cuda_error(ctx_of(b)->type, "get_tensor", e);
     join_blocks(r.shape, quants.data(), scales.data(), r.count, static_cast<uint8_t*>(data));
     return nullptr;
   });

@@ -217,20 +217,19 @@ TEST(CudaWeightLayout, SplitTensorsAreReadOnlyAsAWholeMulMatSrc0) {
   loom_buffer_t pbuf{};
   pbuf.buffer_type = &pbt;
   alignas(256) static uint8_t mem[1 << 16];
-  loom_tensor_t w = matrix(LOOM_TYPE_Q4_0, 256, 8);
-  w.buffer = &wbuf;
-  w.data = mem;
-  loom_tensor_t plain = matrix(LOOM_TYPE_Q4_0, 256, 8);
-  plain.buffer = &pbuf;
-  plain.data = mem;
+  // A matrix in buffer buf (every tensor at mem: only the layout matters here).
+  auto placed = [&](int32_t type, int64_t k, int64_t m, loom_buffer_t* buf) {
+    loom_tensor_t t = matrix(type, k, m);
+    t.buffer = buf;
+    t.data = mem;
+    return t;
+  };
+  loom_tensor_t w = placed(LOOM_TYPE_Q4_0, 256, 8, &wbuf);
+  loom_tensor_t plain = placed(LOOM_TYPE_Q4_0, 256, 8, &pbuf);
   EXPECT_TRUE(cu::is_split(&w));
   EXPECT_FALSE(cu::is_split(&plain));
-  loom_tensor_t x = matrix(LOOM_TYPE_F32, 256, 2);
-  x.buffer = &pbuf;
-  x.data = mem;
-  loom_tensor_t out = matrix(LOOM_TYPE_F32, 8, 2);
-  out.buffer = &pbuf;
-  out.data = mem;
+  loom_tensor_t x = placed(LOOM_TYPE_F32, 256, 2, &pbuf);
+  loom_tensor_t out = placed(LOOM_TYPE_F32, 8, 2, &pbuf);
   out.op = LOOM_OP_MUL_MAT;
   out.src[0] = &w;
   out.src[1] = &x;
@@ -238,12 +237,8 @@ TEST(CudaWeightLayout, SplitTensorsAreReadOnlyAsAWholeMulMatSrc0) {
   out.src[0] = &plain;
   EXPECT_EQ(cu::unsupported_reason(&out), nullptr);
   // GET_ROWS of a split table is declined (it would read quants as blocks).
-  loom_tensor_t idx = matrix(LOOM_TYPE_I32, 2, 1);
-  idx.buffer = &pbuf;
-  idx.data = mem;
-  loom_tensor_t rows = matrix(LOOM_TYPE_F32, 256, 2);
-  rows.buffer = &pbuf;
-  rows.data = mem;
+  loom_tensor_t idx = placed(LOOM_TYPE_I32, 2, 1, &pbuf);
+  loom_tensor_t rows = placed(LOOM_TYPE_F32, 256, 2, &pbuf);
   rows.op = LOOM_OP_GET_ROWS;
   rows.src[0] = &w;
   rows.src[1] = &idx;

@@ -50,20 +50,12 @@ __global__ void __launch_bounds__(kGemvWarps * 32) gemv_float_kernel(GemvGroup g
 
 template <int T>
 loom_status_t* launch_float(const LaunchContext& ctx, const loom_tensor_t* node) {
-  const GemvGroup grp = gemv_group(ctx, node);
   const TArg b = targ(node->src[1]);
-  const int64_t n = b.ne[1];
-  const AddEpilogue epi = add_epilogue(ctx, node);
-  return for_group_grids(node, grp, [&](dim3 grid, int64_t n0, int64_t z0) {
-    const int threads = kGemvWarps * kWarp;
-    switch (gemv_nc(n)) {
-      case 1: gemv_float_kernel<T, 1><<<grid, threads, 0, ctx.stream>>>(grp, b, b.ne[2], b.ne[3], n0, z0, epi); break;
-      case 2: gemv_float_kernel<T, 2><<<grid, threads, 0, ctx.stream>>>(grp, b, b.ne[2], b.ne[3], n0, z0, epi); break;
-      case 4: gemv_float_kernel<T, 4><<<grid, threads, 0, ctx.stream>>>(grp, b, b.ne[2], b.ne[3], n0, z0, epi); break;
-      default: gemv_float_kernel<T, 8><<<grid, threads, 0, ctx.stream>>>(grp, b, b.ne[2], b.ne[3], n0, z0, epi); break;
-    }
-    return launch_status(node, "gemv kernel");
-  });
+  return launch_gemv_grids(ctx, node, "gemv kernel",
+                           [&](auto nc, dim3 grid, const GemvGroup& grp, int64_t n0, int64_t z0, const AddEpilogue& epi) {
+                             gemv_float_kernel<T, decltype(nc)::value>
+                                 <<<grid, kGemvWarps * kWarp, 0, ctx.stream>>>(grp, b, b.ne[2], b.ne[3], n0, z0, epi);
+                           });
 }
 
 bool aligned16(const loom_tensor_t* t) {

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cuda_bf16.h>
+#include <type_traits>
 #include <cuda_fp16.h>
 
 #include "gemv.h"
@@ -150,8 +151,35 @@ __device__ __forceinline__ bool gemv_pos(const TArg& a, int64_t n_cols, int64_t 
   return true;
 }
 
-// Quantized A against B's 8-bit blocks (column col = n + N * z at
-// act.qs + col * K and act.d + col * K / kElems).
+// Each of the NC columns' 8-bit blocks (column col = n + N * z at act.qs +
+// col * k and act.d + col * nblk). Columns past the group's last (c >=
+// ncols) read the last one and are never stored: the kernels' loops have no
+// branch, so the unrolled steps' loads of A and B are all in flight before
+// the first product needs them.
+template <int NC>
+__device__ __forceinline__ void act_columns(const ActQ8& act, const GemvPos& p, int64_t n_cols, int64_t k,
+                                            int64_t nblk, const int8_t* (&xq)[NC], const float* (&xd)[NC]) {
+#pragma unroll
+  for (int c = 0; c < NC; ++c) {
+    const int64_t col = p.c0 + n_cols * p.z + (c < p.ncols ? c : p.ncols - 1);
+    xq[c] = act.qs + col * k;
+    xd[c] = act.d + col * nblk;
+  }
+}
+
+// fn(std::integral_constant<int, NC>{}) for the kernels' column count of N
+// columns (gemv_nc).
+template <typename Fn>
+void with_gemv_nc(int64_t n, Fn fn) {
+  switch (gemv_nc(n)) {
+    case 1: fn(std::integral_constant<int, 1>{}); break;
+    case 2: fn(std::integral_constant<int, 2>{}); break;
+    case 4: fn(std::integral_constant<int, 4>{}); break;
+    default: fn(std::integral_constant<int, 8>{}); break;
+  }
+}
+
+// Quantized A against B's 8-bit blocks (act_columns).
 template <int T, int NC>
 __global__ void __launch_bounds__(kGemvWarps * 32) gemv_quant_kernel(GemvGroup grp, ActQ8 act, int64_t n_cols,
                                                                      int64_t b2, int64_t b3, int64_t n0, int64_t z0,
@@ -165,17 +193,9 @@ __global__ void __launch_bounds__(kGemvWarps * 32) gemv_quant_kernel(GemvGroup g
   if (!gemv_pos<NC>(a, n_cols, b2, b3, n0, z0, bx, &p)) return;
   const int lane = threadIdx.x % kWarp;
   const int64_t k = a.ne[0], nblk = k / L::kElems, units = k / 32;
-  // Columns past the group's last (c >= ncols) read the last one and are
-  // never stored: the loop has no branch, so the unrolled steps' loads of A
-  // and B are all in flight before the first product needs them.
   const int8_t* xq[NC];
   const float* xd[NC];
-#pragma unroll
-  for (int c = 0; c < NC; ++c) {
-    const int64_t col = p.c0 + n_cols * p.z + (c < p.ncols ? c : p.ncols - 1);
-    xq[c] = act.qs + col * k;
-    xd[c] = act.d + col * nblk;
-  }
+  act_columns<NC>(act, p, n_cols, k, nblk, xq, xd);
   float acc[NC];
 #pragma unroll
   for (int c = 0; c < NC; ++c) acc[c] = 0.0f;
@@ -189,24 +209,29 @@ __global__ void __launch_bounds__(kGemvWarps * 32) gemv_quant_kernel(GemvGroup g
   gemv_store<NC>(acc, dst, p.m, p.c0, p.ncols, p.i2, p.i3, epi);
 }
 
+// A GEMV kernel's launches over the node's group (gemv_group) and epilogue:
+// kernel(nc, grid, group, n0, z0, epilogue) per grid, nc an
+// std::integral_constant of gemv_nc(N).
+template <typename Kernel>
+loom_status_t* launch_gemv_grids(const LaunchContext& ctx, const loom_tensor_t* node, const char* what,
+                                 Kernel kernel) {
+  const GemvGroup grp = gemv_group(ctx, node);
+  const AddEpilogue epi = add_epilogue(ctx, node);
+  return for_group_grids(node, grp, [&](dim3 grid, int64_t n0, int64_t z0) {
+    with_gemv_nc(node->src[1]->ne[1], [&](auto nc) { kernel(nc, grid, grp, n0, z0, epi); });
+    return launch_status(node, what);
+  });
+}
+
 // The launches of gemv_quant_kernel<T, NC>, NC = gemv_nc(N).
 template <int T>
 loom_status_t* launch_quant_kernels(const LaunchContext& ctx, const loom_tensor_t* node, const ActQ8& act) {
-  const GemvGroup grp = gemv_group(ctx, node);
   const loom_tensor_t* b = node->src[1];
-  const int64_t n = b->ne[1];
-  const AddEpilogue epi = add_epilogue(ctx, node);
-  return for_group_grids(node, grp, [&](dim3 grid, int64_t n0, int64_t z0) {
-    const int threads = kGemvWarps * kWarp;
-    const int64_t b2 = b->ne[2], b3 = b->ne[3];
-    switch (gemv_nc(n)) {
-      case 1: gemv_quant_kernel<T, 1><<<grid, threads, 0, ctx.stream>>>(grp, act, n, b2, b3, n0, z0, epi); break;
-      case 2: gemv_quant_kernel<T, 2><<<grid, threads, 0, ctx.stream>>>(grp, act, n, b2, b3, n0, z0, epi); break;
-      case 4: gemv_quant_kernel<T, 4><<<grid, threads, 0, ctx.stream>>>(grp, act, n, b2, b3, n0, z0, epi); break;
-      default: gemv_quant_kernel<T, 8><<<grid, threads, 0, ctx.stream>>>(grp, act, n, b2, b3, n0, z0, epi); break;
-    }
-    return launch_status(node, "gemv kernel");
-  });
+  return launch_gemv_grids(ctx, node, "gemv kernel",
+                           [&](auto nc, dim3 grid, const GemvGroup& grp, int64_t n0, int64_t z0, const AddEpilogue& epi) {
+                             gemv_quant_kernel<T, decltype(nc)::value><<<grid, kGemvWarps * kWarp, 0, ctx.stream>>>(
+                                 grp, act, b->ne[1], b->ne[2], b->ne[3], n0, z0, epi);
+                           });
 }
 
 }  // namespace loom::cuda

@@ -30,13 +30,7 @@ __global__ void __launch_bounds__(kGemvWarps * 32)
   const uint8_t* s = a.data + total * kQuant;
   const int8_t* xq[NC];
   const float* xd[NC];
-#pragma unroll
-  for (int c = 0; c < NC; ++c) {
-    // Columns past the group's last read the last one and are not stored.
-    const int64_t col = p.c0 + n_cols * p.z + (c < p.ncols ? c : p.ncols - 1);
-    xq[c] = act.qs + col * k;
-    xd[c] = act.d + col * nblk;
-  }
+  act_columns<NC>(act, p, n_cols, k, nblk, xq, xd);
   float acc[NC];
 #pragma unroll
   for (int c = 0; c < NC; ++c) acc[c] = 0.0f;
@@ -50,31 +44,13 @@ __global__ void __launch_bounds__(kGemvWarps * 32)
 }
 
 template <int T>
-loom_status_t* launch_split_kernels(const LaunchContext& ctx, const loom_tensor_t* node,
-                                    const ActQ8& act) {
-  const GemvGroup grp = gemv_group(ctx, node);
+loom_status_t* launch_split_kernels(const LaunchContext& ctx, const loom_tensor_t* node, const ActQ8& act) {
   const loom_tensor_t* b = node->src[1];
-  const int64_t n = b->ne[1];
-  const AddEpilogue epi = add_epilogue(ctx, node);
-  return for_group_grids(node, grp, [&](dim3 grid, int64_t n0, int64_t z0) {
-    const int threads = kGemvWarps * kWarp;
-    const int64_t b2 = b->ne[2], b3 = b->ne[3];
-    switch (gemv_nc(n)) {
-      case 1:
-        gemv_split_kernel<T, 1><<<grid, threads, 0, ctx.stream>>>(grp, act, n, b2, b3, n0, z0, epi);
-        break;
-      case 2:
-        gemv_split_kernel<T, 2><<<grid, threads, 0, ctx.stream>>>(grp, act, n, b2, b3, n0, z0, epi);
-        break;
-      case 4:
-        gemv_split_kernel<T, 4><<<grid, threads, 0, ctx.stream>>>(grp, act, n, b2, b3, n0, z0, epi);
-        break;
-      default:
-        gemv_split_kernel<T, 8><<<grid, threads, 0, ctx.stream>>>(grp, act, n, b2, b3, n0, z0, epi);
-        break;
-    }
-    return launch_status(node, "split gemv kernel");
-  });
+  return launch_gemv_grids(ctx, node, "split gemv kernel",
+                           [&](auto nc, dim3 grid, const GemvGroup& grp, int64_t n0, int64_t z0, const AddEpilogue& epi) {
+                             gemv_split_kernel<T, decltype(nc)::value><<<grid, kGemvWarps * kWarp, 0, ctx.stream>>>(
+                                 grp, act, b->ne[1], b->ne[2], b->ne[3], n0, z0, epi);
+                           });
 }
 
 template <typename OutT>
