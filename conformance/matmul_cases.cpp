@@ -258,6 +258,33 @@ LOOM_CASE(MatMulTest, ProductsOfANormAndOfASwiglu) {
   }
 }
 
+// A decode product of an ATTENTION's result (the attention output
+// projection): the cuda plugin rounds B to 8-bit blocks in the attention's
+// last kernel. The product against the attention result the device gave.
+LOOM_CASE(MatMulTest, ProductOfAnAttention) {
+  seed(412);
+  const int64_t d = 64, heads = 4, n_kv = 40, m = 24;
+  for (loom_type_t ta : {LOOM_TYPE_Q8_0, LOOM_TYPE_Q4_0, LOOM_TYPE_F16}) {
+    for (int64_t t : {1, 3}) {
+      LOOM_TRACE(type_str(ta) + " T " + std::to_string(t));
+      Operand q = make(LOOM_TYPE_F32, {d, heads, t, 1}, Layout::kDense);
+      Operand k = make(LOOM_TYPE_F16, {d, n_kv, heads, 1}, Layout::kDense);
+      Operand v = make(LOOM_TYPE_F16, {d, n_kv, heads, 1}, Layout::kDense);
+      std::vector<int64_t> vis;
+      for (int64_t i = 0; i < t; ++i) vis.push_back(n_kv - 2 * i);
+      Operand visible = input_ints(LOOM_TYPE_I32, {t, 1, 1, 1}, vis);
+      Tensor* att = unwrap(op::attention(ctx_, q.t, k.t, v.t, visible.t, 0.125f), "attention");
+      Tensor* flat = unwrap(ctx_.reshape(att, {d * heads, t}), "reshape");
+      Operand a = make(ta, {d * heads, m, 1, 1}, Layout::kDense);
+      Tensor* out = unwrap(op::mul_mat(ctx_, a.t, flat), "mul_mat");
+      LOOM_ASSERT_OK(run_threads({out, att}));
+      const std::vector<double> bv = read(att);
+      Operand b = input_values(LOOM_TYPE_F32, {d * heads, t, 1, 1}, std::vector<float>(bv.begin(), bv.end()));
+      expect_product(ta, a, b, read(out), "the product of the attention");
+    }
+  }
+}
+
 // Decode products over one B back to back (gate and up): the cuda plugin
 // runs up to three in one GEMV grid. Members of different row counts, each
 // against its own reference.

@@ -155,23 +155,36 @@ constexpr int kPeerWindow = 6;
 // 32-element blocks (a Q8_0 / Q4_0 model's Q, K and V projections after the
 // norm, its down projection after SWIGLU), which then finds them in the act
 // cache instead of launching quantize_b.
-bool rounds_for_next(const LaunchContext& ctx, const loom_graph_t* graph, int32_t at, const loom_tensor_t* mul) {
-  if (ctx.act_cache == nullptr || ctx.act_scratch == nullptr || mul->type != LOOM_TYPE_F32 || mul->ne[0] % 32 != 0) {
-    return false;
-  }
-  // Dense (the elementwise kernels' element e is quant e).
-  if (mul->nb[0] != 4 || mul->nb[1] != 4 * static_cast<size_t>(mul->ne[0]) ||
-      mul->nb[2] != mul->nb[1] * static_cast<size_t>(mul->ne[1]) ||
-      mul->nb[3] != mul->nb[2] * static_cast<size_t>(mul->ne[2])) {
-    return false;
+bool dense_f32(const loom_tensor_t* t) {
+  return t->type == LOOM_TYPE_F32 && t->nb[0] == 4 && t->nb[1] == 4 * static_cast<size_t>(t->ne[0]) &&
+         t->nb[2] == t->nb[1] * static_cast<size_t>(t->ne[1]) && t->nb[3] == t->nb[2] * static_cast<size_t>(t->ne[2]);
+}
+
+// The B through which the product after node `at` reads `mul`, when the
+// kernel writing `mul` (the fused norm x weight, SWIGLU, the split
+// ATTENTION's combine) should also round it to 8-bit blocks of 32: the
+// first MUL_MAT after it that reads `mul` (or a reshape of it) as B runs a
+// GEMV over a quantized A of 32-element blocks (a Q8_0 / Q4_0 model's Q, K
+// and V projections after the norm, the attention output's after the
+// attention, the down projection after SWIGLU), which then finds them in
+// the act cache instead of launching quantize_b. nullptr: no such product.
+const loom_tensor_t* rounds_for_next(const LaunchContext& ctx, const loom_graph_t* graph, int32_t at,
+                                     const loom_tensor_t* mul) {
+  // Dense, whole blocks (the kernels' element e of the result is quant e).
+  if (ctx.act_cache == nullptr || ctx.act_scratch == nullptr || !dense_f32(mul) || mul->ne[0] % 32 != 0) {
+    return nullptr;
   }
   for (int32_t i = at + 1; i < graph->n_nodes; ++i) {
     const loom_tensor_t* n = graph->nodes[i];
-    if (n == nullptr || n->op != LOOM_OP_MUL_MAT || n->src[1] != mul) continue;
+    if (n == nullptr || n->op != LOOM_OP_MUL_MAT) continue;
+    const loom_tensor_t* b = n->src[1];
+    const bool reshaped = b->view_src == mul && b->data == mul->data && dense_f32(b) && b->ne[0] % 32 == 0 &&
+                          b->ne[0] * b->ne[1] * b->ne[2] * b->ne[3] == mul->ne[0] * mul->ne[1] * mul->ne[2] * mul->ne[3];
+    if (b != mul && !reshaped) continue;
     const int32_t ta = n->src[0]->type;
-    return common::type_traits(ta).is_quantized && act_block_elems(ta) == 32 && gemv_takes(ctx, n);
+    return common::type_traits(ta).is_quantized && act_block_elems(ta) == 32 && gemv_takes(ctx, n) ? b : nullptr;
   }
-  return false;
+  return nullptr;
 }
 }  // namespace
 
@@ -202,10 +215,10 @@ loom_status_t* Stream::launch_all(const LaunchContext& ctx, const loom_graph_t* 
     const loom_tensor_t* mul = ctx.fuse && j < graph->n_nodes ? fused_norm_mul(node, graph->nodes[j]) : nullptr;
     if (mul != nullptr) {
       ActQ8 q8{};
-      const bool round = rounds_for_next(ctx, graph, j, mul);
-      if (loom_status_t* st = launch_norm_mul(ctx, node, mul, round ? &q8 : nullptr)) return st;
+      const loom_tensor_t* b = rounds_for_next(ctx, graph, j, mul);
+      if (loom_status_t* st = launch_norm_mul(ctx, node, mul, b ? &q8 : nullptr)) return st;
       if (ctx.act_cache != nullptr) ctx.act_cache->note_write(node), ctx.act_cache->note_write(mul);
-      if (round) ctx.act_cache->store(mul, 32, ctx.act_scratch->generation(), q8);
+      if (b) ctx.act_cache->store(b, 32, ctx.act_scratch->generation(), q8);
       i = j;
       continue;
     }
@@ -239,11 +252,18 @@ loom_status_t* Stream::launch_all(const LaunchContext& ctx, const loom_graph_t* 
         continue;
       }
     }
-    if (node->op == LOOM_OP_SWIGLU && ctx.fuse && rounds_for_next(ctx, graph, i, node)) {
+    // SWIGLU, and the split ATTENTION (heads of whole blocks), rounding
+    // their result for the product after them.
+    const bool rounds = (node->op == LOOM_OP_SWIGLU ||
+                         (node->op == LOOM_OP_ATTENTION && node_path(node) == Path::kAttentionSplit)) &&
+                        ctx.fuse;
+    if (const loom_tensor_t* b = rounds ? rounds_for_next(ctx, graph, i, node) : nullptr) {
       ActQ8 q8{};
-      if (loom_status_t* st = launch_elementwise(ctx, node, &q8)) return st;
+      loom_status_t* st = node->op == LOOM_OP_SWIGLU ? launch_elementwise(ctx, node, &q8)
+                                                     : launch_attention_split(ctx, node, &q8);
+      if (st != nullptr) return st;
       ctx.act_cache->note_write(node);
-      ctx.act_cache->store(node, 32, ctx.act_scratch->generation(), q8);
+      ctx.act_cache->store(b, 32, ctx.act_scratch->generation(), q8);
       continue;
     }
     if (loom_status_t* st = launch_node(ctx, node)) return st;

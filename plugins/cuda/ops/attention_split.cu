@@ -7,6 +7,8 @@
 // value fills the fault word (split 0 reports it) and leaves a zero row.
 #include <cstring>
 
+#include "act_cache.h"
+#include "act_quant.cuh"
 #include "attention.cuh"
 #include "dequant.cuh"
 #include "fault.cuh"
@@ -92,8 +94,10 @@ __global__ void __launch_bounds__(kSplitWarps * 32)
 }
 
 // One block per (head, token): thread d merges the partials' element d in
-// order and writes acc / l.
-__global__ void attention_combine_kernel(TArg dst, const float* part, int64_t parts) {
+// order and writes acc / l. qs / qd (nullptr: none): the result, as the
+// product after it reads it ([Dv * H, T], Dv % 32 == 0), rounded to 8-bit
+// blocks of 32 as quantize_b_kernel rounds them; a warp holds one block.
+__global__ void attention_combine_kernel(TArg dst, const float* part, int64_t parts, int8_t* qs, float* qd) {
   const int64_t h = blockIdx.x, t = blockIdx.y, H = dst.ne[1], Dv = dst.ne[0];
   const float* p = part + (t * H + h) * parts * (2 + Dv);
   for (int64_t d = threadIdx.x; d < Dv; d += blockDim.x) {
@@ -106,13 +110,22 @@ __global__ void attention_combine_kernel(TArg dst, const float* part, int64_t pa
       acc = online_merge_acc(acc, pi[2 + d], f);
       st = online_merge(st, ps, f);
     }
-    *reinterpret_cast<float*>(dst.data + d * dst.nb[0] + h * dst.nb[1] + t * dst.nb[2]) = online_finish(st, acc);
+    const float v = online_finish(st, acc);
+    *reinterpret_cast<float*>(dst.data + d * dst.nb[0] + h * dst.nb[1] + t * dst.nb[2]) = v;
+    if (qs != nullptr) {
+      float amax = fabsf(v);
+      for (int s = kWarp / 2; s > 0; s /= 2) amax = fmaxf(amax, __shfl_xor_sync(0xFFFFFFFFu, amax, s));
+      const bool nan = __any_sync(0xFFFFFFFFu, v != v);
+      const int64_t k = t * H * Dv + h * Dv + d;  // quant k of the product's B
+      qs[k] = act_quant(v, act_inverse(amax / 127.0f));
+      if (threadIdx.x % kWarp == 0) qd[k / 32] = act_scale(amax, nan);
+    }
   }
 }
 
 }  // namespace
 
-loom_status_t* launch_attention_split(const LaunchContext& ctx, const loom_tensor_t* node) {
+loom_status_t* launch_attention_split(const LaunchContext& ctx, const loom_tensor_t* node, ActQ8* q8) {
   const loom_tensor_t* q = node->src[0];
   const loom_tensor_t* k = node->src[1];
   const int64_t H = q->ne[1], T = q->ne[2], Dv = node->ne[0];
@@ -131,8 +144,21 @@ loom_status_t* launch_attention_split(const LaunchContext& ctx, const loom_tenso
       static_cast<int64_t>(node->src[3]->nb[0]), ranges_stride(node), scale, part, ctx.error);
   if ((st = launch_status(node, "attention split kernel")) != nullptr) return st;
   const int threads = Dv >= 256 ? 256 : static_cast<int>((Dv + kWarp - 1) / kWarp * kWarp);
+  int8_t* qs = nullptr;
+  float* qd = nullptr;
+  if (q8 != nullptr) {
+    // quantize_b's layout for B = the result as [Dv * H, T].
+    const size_t quants = static_cast<size_t>(T * H * Dv);
+    auto* mem = static_cast<uint8_t*>(
+        ctx.act_scratch->get((quants + 15) / 16 * 16 + quants / 32 * sizeof(float), &st));
+    if (st != nullptr) return st;
+    qs = reinterpret_cast<int8_t*>(mem);
+    qd = reinterpret_cast<float*>(mem + (quants + 15) / 16 * 16);
+    q8->qs = qs;
+    q8->d = qd;
+  }
   attention_combine_kernel<<<dim3(static_cast<unsigned>(H), static_cast<unsigned>(T)), threads, 0, ctx.stream>>>(
-      targ(node), part, parts);
+      targ(node), part, parts, qs, qd);
   return launch_status(node, "attention combine kernel");
 }
 

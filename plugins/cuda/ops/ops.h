@@ -75,7 +75,9 @@ loom_status_t* launch_mul_mat(const LaunchContext& ctx, const loom_tensor_t* nod
 // where a fused ADD can go).
 bool gemv_takes(const LaunchContext& ctx, const loom_tensor_t* node);
 loom_status_t* launch_attention(const LaunchContext& ctx, const loom_tensor_t* node);
-loom_status_t* launch_attention_split(const LaunchContext& ctx, const loom_tensor_t* node);  // decode
+// Decode; q8: the result also rounded to B's 8-bit blocks of 32 for the
+// product after it (as launch_norm_mul's), the node's Dv a multiple of 32.
+loom_status_t* launch_attention_split(const LaunchContext& ctx, const loom_tensor_t* node, ActQ8* q8 = nullptr);
 loom_status_t* launch_mul_mat_id(const LaunchContext& ctx, const loom_tensor_t* node);        // ABI 1.5
 // MUL_MAT_ID's prefill grouped by expert (mul_mat_id_grouped.cu): whether
 // it takes the node, and the launch (round: B rounded to 8-bit blocks).
