@@ -13,6 +13,7 @@
 #include "loom/runtime/log.hpp"
 #include "loom/registry/plugin_calls.hpp"
 #include "loom/runtime/types.hpp"
+#include "runtime/env.hpp"
 
 namespace loom::llm {
 namespace {
@@ -127,7 +128,7 @@ std::string LlamaModel::placement() const {
     flush(static_cast<int64_t>(layer_dev_.size()));
     size_t moved = 0;
     for (size_t i = 0; i < placed_on_.size(); ++i) {
-      const int64_t il = layer_of(file_.tensors()[i].name);
+      const int64_t il = i < file_.tensors().size() ? layer_of(file_.tensors()[i].name) : -1;
       if (placed_on_[i] == d && il >= 0 && layer_device(il) != d) ++moved;
     }
     if (moved) what += (what.empty() ? "" : ", ") + std::to_string(moved) + " overridden tensors";
@@ -158,6 +159,7 @@ StatusOr<std::unique_ptr<LlamaModel>> LlamaModel::load(const std::string& path, 
   LOOM_RETURN_IF_ERROR(m->make_tensors());
   LOOM_RETURN_IF_ERROR(m->bind_weights());
   LOOM_RETURN_IF_ERROR(m->assign_devices(options));
+  LOOM_RETURN_IF_ERROR(m->plan_joined_qkv());
   LOOM_RETURN_IF_ERROR(m->place_weights());
   if (options.sparse_budget < 0 && !options.sparse_profile.empty()) {
     return invalid_argument("[llm.load] a sparse profile (" + options.sparse_profile + ") is used only with a sparse budget");
@@ -455,6 +457,62 @@ Status LlamaModel::check_elementwise_types() const {
   return Status();
 }
 
+Status LlamaModel::plan_joined_qkv() {
+  if (!env_flag("LOOM_QKV_JOIN", true)) return Status();
+  auto index_of = [this](const Tensor* t) {
+    return static_cast<size_t>(std::find(file_tensors_.begin(), file_tensors_.end(), t) - file_tensors_.begin());
+  };
+  for (size_t il = 0; il < layers.size(); ++il) {
+    LlamaLayer& l = layers[il];
+    if (l.wqkv || !l.wq || !l.wk || !l.wv || l.bq || l.bk || l.bv || l.q_norm || l.k_norm) continue;
+    const Tensor* parts[3] = {l.wq, l.wk, l.wv};
+    bool same = true;
+    for (const Tensor* t : parts) {
+      same = same && t->type == l.wq->type && t->ne[0] == l.wq->ne[0] && t->ne[2] == 1 && t->ne[3] == 1;
+    }
+    const size_t iq = index_of(l.wq), ik = index_of(l.wk), iv = index_of(l.wv);
+    if (!same || iv >= placed_on_.size() || placed_on_[iq] != placed_on_[ik] || placed_on_[iq] != placed_on_[iv]) {
+      continue;
+    }
+    registry::Device* d = placed_on_[iq];
+    LOOM_ASSIGN_OR_RETURN(Tensor * t, ctx_.new_tensor(static_cast<loom_type_t>(l.wq->type),
+                                                      {l.wq->ne[0], l.wq->ne[1] + l.wk->ne[1] + l.wv->ne[1]},
+                                                      "blk." + std::to_string(il) + ".attn_qkv.weight (joined)"));
+    // Only where the three are copied anyway: a device whose memory is not
+    // the host's, or the host device's own weight layout (relayout). Where
+    // the kernels read the file's mapping in place, a joined copy would
+    // cost memory the separate products do not.
+    if (reads_host(d) && !(d == device_ && d->weight_buffer_type(t) != nullptr)) continue;
+    t->flags |= LOOM_TENSOR_FLAG_PARAM;
+    // A weight of its own after the file's: its bytes are the three slices
+    // (weight_nbytes, copy_weights), its device the layer's.
+    joined_.push_back({t, {iq, ik, iv}, d});
+    file_tensors_.push_back(t);
+    bound_.push_back(true);
+    placed_on_.push_back(d);
+    for (size_t i : {iq, ik, iv}) bound_[i] = false;  // read through the joined copy only
+    l.wqkv = t;
+    l.wq = l.wk = l.wv = nullptr;
+  }
+  if (!joined_.empty()) {
+    LOOM_LOG_DEBUG("llm", std::to_string(joined_.size()) + " layers' Q, K and V joined into one product each");
+  }
+  return Status();
+}
+
+const LlamaModel::JoinedQkv* LlamaModel::joined_at(size_t i) const {
+  const size_t n = file_.tensors().size();
+  return i >= n && i - n < joined_.size() ? &joined_[i - n] : nullptr;
+}
+
+size_t LlamaModel::weight_nbytes(size_t i) const {
+  const JoinedQkv* j = joined_at(i);
+  if (j == nullptr) return file_.tensors()[i].nbytes;
+  size_t n = 0;
+  for (size_t p : j->parts) n += file_.tensors()[p].nbytes;
+  return n;
+}
+
 Status LlamaModel::place_weights() {
   // Divisors not (only) in the file: every layer's device reads a tensor
   // made here.
@@ -468,7 +526,7 @@ Status LlamaModel::place_weights() {
     // Tensors the graph does not read (check_every_tensor_read's leftovers:
     // a vision tower, an unused predictor) stay in the file.
     if (!bound_[i]) continue;
-    weights_bytes_ += file_.tensors()[i].nbytes;
+    weights_bytes_ += weight_nbytes(i);
     registry::Device* d = placed_on_[i];
     if (d == device_) {
       local.push_back(i);
@@ -482,7 +540,7 @@ Status LlamaModel::place_weights() {
   for (auto& [d, which] : groups) {
     if (which.empty()) continue;
     size_t bytes = 0;
-    for (size_t i : which) bytes += file_.tensors()[i].nbytes;
+    for (size_t i : which) bytes += weight_nbytes(i);
     offloaded_bytes_ += bytes;
     Buffer buf;
     Status st = place_on(*d, which, &buf, &copied);
@@ -560,13 +618,24 @@ Status LlamaModel::place_on(registry::Device& device, const std::vector<size_t>&
       *out = std::move(b).value();
       char* base = static_cast<char*>(out->base());
       loom_buffer_t* raw = out->raw();
+      std::vector<size_t> joined;  // not in the file as they are: copied
       for (size_t i : which) {
+        if (joined_at(i) != nullptr) {
+          joined.push_back(i);
+          continue;
+        }
         Tensor* t = file_tensors_[i];
         t->data = base + file_.tensors()[i].offset;
         t->buffer = raw;
         LOOM_RETURN_IF_ERROR(registry::buffer_init_tensor(raw, t));
       }
-      return Status();
+      if (joined.empty()) return Status();
+      std::vector<Tensor*> tensors;
+      for (size_t i : joined) tensors.push_back(file_tensors_[i]);
+      LOOM_ASSIGN_OR_RETURN(Buffer jb, allocate_tensors(device, tensors));
+      joined_bufs_.push_back(std::move(jb));
+      *copied = true;
+      return copy_weights(joined, device, /*plain_slices=*/false);
     }
     if (!b.ok()) LOOM_LOG_DEBUG("llm", "weights copied to " + device.name() + ": " + b.status().message());
   }
@@ -633,7 +702,7 @@ Status LlamaModel::relayout(registry::Device& device, std::vector<size_t>* which
       for (size_t i : copy) ts.push_back(file_tensors_[i]);
       LOOM_ASSIGN_OR_RETURN(sparse_copy_, allocate_tensors(device, ts));
       LOOM_RETURN_IF_ERROR(copy_weights(copy, device));
-      for (size_t i : copy) relaid_bytes_ += file_.tensors()[i].nbytes;
+      for (size_t i : copy) relaid_bytes_ += weight_nbytes(i);
       rest = std::move(keep);
     }
   }
@@ -680,7 +749,7 @@ Status LlamaModel::relayout(registry::Device& device, std::vector<size_t>* which
   LOOM_ASSIGN_OR_RETURN(relaid_, allocate_tensors(device, tensors, buft));
   LOOM_RETURN_IF_ERROR(copy_weights(relaid, device));
   size_t bytes = 0;
-  for (size_t i : relaid) bytes += file_.tensors()[i].nbytes;
+  for (size_t i : relaid) bytes += weight_nbytes(i);
   relaid_bytes_ += bytes;
   LOOM_LOG_DEBUG("llm", std::to_string(relaid.size()) + " weights (" + std::to_string(bytes >> 20) + " MiB) in " +
                             registry::buffer_type_name(buft) + ", " + device.name() + "'s own layout");
@@ -691,10 +760,23 @@ Status LlamaModel::relayout(registry::Device& device, std::vector<size_t>* which
 Status LlamaModel::copy_weights(const std::vector<size_t>& which, const registry::Device& device, bool plain_slices) {
   const std::string who = "[llm.load] " + file_.name() + ": ";
   size_t total = 0, done = 0;
-  for (size_t i : which) total += file_.tensors()[i].nbytes;
+  for (size_t i : which) total += weight_nbytes(i);
   std::optional<WeightFileLoad> from_file;
   if (plain_slices) from_file.emplace(file_, device);
   for (size_t i : which) {
+    if (const JoinedQkv* j = joined_at(i)) {
+      // Q's rows, then K's, then V's: three whole-row slices of the file.
+      size_t offset = 0;
+      for (size_t p : j->parts) {
+        const GgufTensorInfo& info = file_.tensors()[p];
+        Status st = tensor_set(j->t, info.data, info.nbytes, offset);
+        if (!st.ok()) return Status(st.code(), who + "tensor '" + info.name + "' into " + j->t->name + ": " + st.message());
+        offset += info.nbytes;
+      }
+      done += offset;
+      if (progress_) progress_(done, total, device.name());
+      continue;
+    }
     const GgufTensorInfo& info = file_.tensors()[i];
     if (!from_file || !from_file->load(file_tensors_[i], info)) {
       Status st = tensor_set(file_tensors_[i], info.data, info.nbytes);

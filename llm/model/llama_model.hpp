@@ -318,6 +318,19 @@ class LlamaModel {
   // Weights used elementwise (norms, biases) must be float; rope_freqs F32.
   Status check_elementwise_types() const;
   Status place_weights();
+  // Q, K and V of a layer as one product (a joined wqkv, as files with
+  // attn_qkv hold them): picks the layers (the three of one type and K,
+  // 2-D, on one device, without biases or Q/K norms, where they would be
+  // copied anyway; not with LOOM_QKV_JOIN=0), makes their wqkv as a weight
+  // after the file's (its own index in file_tensors_, bound_ and
+  // placed_on_) and unbinds the three, so place_weights allocates and
+  // copies the joined one instead.
+  Status plan_joined_qkv();
+  struct JoinedQkv;
+  // The joined weight at index i (past the file's tensors), or nullptr.
+  const JoinedQkv* joined_at(size_t i) const;
+  // Bytes of weight i: the file tensor's, or a joined weight's three.
+  size_t weight_nbytes(size_t i) const;
   // Put tensors `which` on `device`: wrap the file mapping when the device
   // reads host memory and can (no copy), else allocate and copy (*copied).
   Status place_on(registry::Device& device, const std::vector<size_t>& which, Buffer* out, bool* copied);
@@ -368,6 +381,13 @@ class LlamaModel {
   Buffer relaid_;  // weights in the device's own layout (relayout)
   Buffer sparse_copy_;  // sparse layers' gate, up, down_t copied into the host device's own buffer (relayout)
   Buffer sparse_dense_;  // sparse layers' gate and up in the device's repacked layout for dense batches (relayout)
+  struct JoinedQkv {
+    Tensor* t;
+    size_t parts[3];  // file tensor indices of Q, K and V
+    registry::Device* device;
+  };
+  std::vector<JoinedQkv> joined_;  // index i - file tensors: file_tensors_[i]
+  std::vector<Buffer> joined_bufs_;  // joined weights beside a device's lent file mapping
   size_t relaid_bytes_ = 0;
   bool zero_copy_ = false;
   std::vector<const void*> sessions_;

@@ -270,7 +270,7 @@ TEST_F(Fit, ReportAndLoadPlaceEveryLayerAlike) {
   auto o = LlamaModel::load(stories_path(), cases[3].second);
   ASSERT_TRUE(o.ok()) << o.status().to_string();
   EXPECT_EQ((*o)->weight_device((*o)->layers[0].ffn_up), reg_->device("cpu"));
-  EXPECT_EQ((*o)->weight_device((*o)->layers[0].wq), reg_->device("sim0"));
+  EXPECT_EQ((*o)->weight_device(test::q_weight((*o)->layers[0])), reg_->device("sim0"));
 }
 
 // LoadOptions::n_gpu_layers < 0 is the automatic fit inside the load: what

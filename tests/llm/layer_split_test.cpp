@@ -97,7 +97,7 @@ TEST_F(LayerSplit, ThreeDevicesGiveTheCpuTokens) {
   const registry::Device* want_dev[] = {s0, s0, s1, s1, cpu};
   for (int64_t il = 0; il < 5; ++il) {
     EXPECT_EQ(model_->layer_device(il), want_dev[il]) << "layer " << il;
-    EXPECT_EQ(model_->weight_device(model_->layers[static_cast<size_t>(il)].wq), want_dev[il]) << "layer " << il;
+    EXPECT_EQ(model_->weight_device(test::q_weight(model_->layers[static_cast<size_t>(il)])), want_dev[il]) << "layer " << il;
     // Each device's weights live in its own memory.
     EXPECT_TRUE(want_dev[il]->supports_buffer_type(model_->layers[static_cast<size_t>(il)].ffn_down->buffer->buffer_type));
   }
@@ -164,7 +164,7 @@ TEST_F(LayerSplit, OverridesPinTensorsByName) {
     const LlamaLayer& l = model_->layers[il];
     EXPECT_EQ(model_->weight_device(l.ffn_up), cpu) << il;
     EXPECT_EQ(model_->weight_device(l.ffn_down), cpu) << il;
-    EXPECT_EQ(model_->weight_device(l.wq), il == 1 ? cpu : sim) << il;
+    EXPECT_EQ(model_->weight_device(test::q_weight(l)), il == 1 ? cpu : sim) << il;
   }
   EXPECT_EQ(model_->placement(), "sim0: layers 0-4, output; cpu: 21 overridden tensors");
 }

@@ -28,4 +28,11 @@ inline std::string models_dir() {
 
 inline std::string stories_path() { return models_dir() + "/stories260K.gguf"; }
 
+// A layer's Q weight: wq, or the wqkv holding Q's rows (a file's, or the
+// loader's join of Q, K and V: LlamaModel::plan_joined_qkv).
+template <typename Layer>
+const auto* q_weight(const Layer& l) {
+  return l.wq ? l.wq : l.wqkv;
+}
+
 }  // namespace loom::test

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "arch_fixture.hpp"
+#include "llm_test_util.hpp"
 #include "llm/placement/fit.hpp"
 
 namespace loom::llm {
@@ -168,7 +169,7 @@ TEST_F(MixtureOfExperts, ExpertsOverriddenToTheCpuBesideAnotherDevice) {
     EXPECT_EQ((*model)->weight_device(l.ffn_up_exps), cpu);
     EXPECT_EQ((*model)->weight_device(l.ffn_down_exps), cpu);
     EXPECT_EQ((*model)->weight_device(l.ffn_gate_inp), sim);
-    EXPECT_EQ((*model)->weight_device(l.wq), sim);
+    EXPECT_EQ((*model)->weight_device(test::q_weight(l)), sim);
   }
   EXPECT_EQ((*model)->placement(), "sim0: layers 0-1, output; cpu: 6 overridden tensors");
   // The fit counts the experts' bytes where they are: 2 layers x 3 stacked

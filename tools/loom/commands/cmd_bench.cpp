@@ -109,7 +109,10 @@ std::string base_name(const std::string& path) {
 // The type of the layer weights ("q4_0"), or of the embedding for a model
 // without layers.
 std::string weight_type(const llm::LlamaModel& m) {
-  const Tensor* t = !m.layers.empty() && m.layers[0].wq ? m.layers[0].wq : m.tok_embd;
+  const Tensor* t = m.layers.empty() ? m.tok_embd
+                  : m.layers[0].wq  ? m.layers[0].wq
+                  : m.layers[0].wqkv ? m.layers[0].wqkv
+                                     : m.tok_embd;
   return t ? type_name(t->type) : "?";
 }
 
