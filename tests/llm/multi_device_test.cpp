@@ -179,9 +179,9 @@ TEST_F(MultiDevice, LayersSpreadOverSimAndCpuGiveTheCpuTokens) {
   EXPECT_EQ(m->n_gpu_layers(), 3);
   EXPECT_EQ(m->layer_device(2), sim);
   EXPECT_EQ(m->layer_device(3), reg_->device("cpu"));
-  EXPECT_TRUE(sim->supports_buffer_type(m->layers[0].wq->buffer->buffer_type));
-  EXPECT_FALSE(reg_->device("cpu")->supports_buffer_type(m->layers[0].wq->buffer->buffer_type));
-  EXPECT_TRUE(reg_->device("cpu")->supports_buffer_type(m->layers[3].wq->buffer->buffer_type));
+  EXPECT_TRUE(sim->supports_buffer_type(test::q_weight(m->layers[0])->buffer->buffer_type));
+  EXPECT_FALSE(reg_->device("cpu")->supports_buffer_type(test::q_weight(m->layers[0])->buffer->buffer_type));
+  EXPECT_TRUE(reg_->device("cpu")->supports_buffer_type(test::q_weight(m->layers[3])->buffer->buffer_type));
   EXPECT_GT(m->offloaded_bytes(), 0u);
 }
 
