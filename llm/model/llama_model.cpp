@@ -543,7 +543,12 @@ Status LlamaModel::place_weights() {
     for (size_t i : which) bytes += weight_nbytes(i);
     offloaded_bytes_ += bytes;
     Buffer buf;
-    Status st = place_on(*d, which, &buf, &copied);
+    // A device with memory of its own takes its matrices in its own weight
+    // layout too (the cuda plugin's split Q8_0 / Q4_0), not only the host
+    // device (where the file mapping may be lent as is).
+    Status st = reads_host(d) ? Status() : relayout(*d, &which);
+    if (st.ok()) st = which.empty() ? Status() : place_on(*d, which, &buf, &copied);
+    if (st.ok() && relaid_bytes_ > 0) copied = true;
     if (!st.ok()) {
       std::string avail;
       if (StatusOr<registry::Device::Memory> m = d->memory(); m.ok() && m->total > 0) {
@@ -711,7 +716,7 @@ Status LlamaModel::relayout(registry::Device& device, std::vector<size_t>* which
   // copy in the device's repacked layout for that dense product (memory for
   // prefill speed: without it, prefill reads them through the slower
   // unrepacked path).
-  if (buft != nullptr) {
+  if (buft != nullptr && &device == device_) {  // (sparse layers' dense copies: the host device's)
     std::vector<Tensor*> dense;
     std::vector<size_t> dense_src;
     for (LlamaLayer& l : layers) {
@@ -746,7 +751,8 @@ Status LlamaModel::relayout(registry::Device& device, std::vector<size_t>* which
   }
   std::vector<Tensor*> tensors;
   for (size_t i : relaid) tensors.push_back(file_tensors_[i]);
-  LOOM_ASSIGN_OR_RETURN(relaid_, allocate_tensors(device, tensors, buft));
+  LOOM_ASSIGN_OR_RETURN(Buffer relaid_buf, allocate_tensors(device, tensors, buft));
+  relaid_.push_back(std::move(relaid_buf));
   LOOM_RETURN_IF_ERROR(copy_weights(relaid, device));
   size_t bytes = 0;
   for (size_t i : relaid) bytes += weight_nbytes(i);

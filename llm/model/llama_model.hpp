@@ -378,7 +378,7 @@ class LlamaModel {
   std::vector<Tensor*> file_tensors_;  // one per GGUF tensor, in file order
   std::vector<bool> bound_;             // per file tensor: found by find_weight
   Buffer weights_;
-  Buffer relaid_;  // weights in the device's own layout (relayout)
+  std::vector<Buffer> relaid_;  // weights in a device's own layout (relayout), a buffer per device
   Buffer sparse_copy_;  // sparse layers' gate, up, down_t copied into the host device's own buffer (relayout)
   Buffer sparse_dense_;  // sparse layers' gate and up in the device's repacked layout for dense batches (relayout)
   struct JoinedQkv {

@@ -101,4 +101,30 @@ f=$(counts 8 LOOM_CUDA_GRAPHS=0 LOOM_CUDA_FUSE=0)
 g=$(counts 24 LOOM_CUDA_GRAPHS=0 LOOM_CUDA_FUSE=0)
 unfused=$(( $(get launches "$g") - $(get launches "$f") ))
 check "kernels saved by fusion (21 per step)" "$(( unfused - launches ))" $(( 16 * 21 ))
+
+# Where the weights go (the llama loader with the plugin's loom.weight_layout
+# and the joined Q, K and V), on cuda0 alone and with a cpu host
+# (every layer offloaded): a random-weight Q4_0 llama from
+# tools/make_arch_gguf.py, its Q4_0 matrices in cuda0_weights either way.
+maker="$(cd "$(dirname "$0")/../../.." && pwd)/tools/make_arch_gguf.py"
+if /usr/bin/python3 -c 'import numpy' 2>/dev/null; then
+  q4="$work/tiny-q4_0.gguf"
+  /usr/bin/python3 "$maker" --arch llama --tokenizer-from "$model" --type q4_0 --dim 64 --layers 2 --heads 4 \
+    --ffn 128 "$q4" > /dev/null
+  for devices in cuda0 cuda0,cpu; do
+    out=$(env LOOM_PLUGIN_PATH="$plugin_dir" LOOM_PLUGINS_SELECT='cuda,cpu*' LOOM_CUDA_DRIVER="$libcuda" \
+      LOOM_FAKE_CUDA_INIT=0 LOOM_FAKE_CUDA_DEVICES=1 LOOM_CUDA_CUBLAS=off LOOM_CACHE_DIR="$work/cache" \
+      LOOM_LOG=llm:debug "$loom" run -m "$q4" --device "$devices" -p "Once" -n 2 2>&1) || { echo "$out"; fail=1; }
+    # 2 joined Q, K, V + 2 x (output, gate, up, down) + the output head.
+    if grep -q "11 weights (.*) in cuda0_weights, cuda0's own layout" <<< "$out" &&
+       grep -q "2 layers' Q, K and V joined" <<< "$out"; then
+      echo "ok: --device $devices: Q4_0 matrices in cuda0_weights, Q, K and V joined"
+    else
+      echo "$out" | grep "llm" ; echo "FAIL: --device $devices: weights not in cuda0's own layout or not joined"
+      fail=1
+    fi
+  done
+else
+  echo "skipped: where the weights go (python3-numpy missing for tools/make_arch_gguf.py)"
+fi
 exit $fail
