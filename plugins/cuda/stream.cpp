@@ -222,8 +222,10 @@ loom_status_t* Stream::launch_all(const LaunchContext& ctx, const loom_graph_t* 
       i = j;
       continue;
     }
-    const loom_tensor_t* add = ctx.fuse && j < graph->n_nodes ? fused_mul_mat_add(node, graph->nodes[j]) : nullptr;
-    if (add != nullptr && gemv_takes(ctx, node)) {
+    const loom_tensor_t* add = ctx.fuse && j < graph->n_nodes && node->op == LOOM_OP_MUL_MAT && gemv_takes(ctx, node)
+                                   ? fused_mul_mat_add(node, graph->nodes[j], gemv_reads_b(ctx, node))
+                                   : nullptr;
+    if (add != nullptr) {
       LaunchContext with_add = ctx;
       with_add.fused_add = add;
       if (loom_status_t* st = launch_node(with_add, node)) return st;

@@ -100,6 +100,11 @@ TEST(CudaFusionHost, OtherPairsRunAsTwoKernels) {
     g.mul.data = &g.mem[4];
     EXPECT_EQ(fused_norm_mul(&g.norm, &g.mul), nullptr) << "the product overlaps the norm's input, shifted";
   }
+  {
+    Graph g;
+    g.mul.data = g.w.data;  // w dies at the MUL: its memory may hold the product
+    EXPECT_EQ(fused_norm_mul(&g.norm, &g.mul), nullptr) << "the product over w";
+  }
   EXPECT_EQ(fused_norm_mul(nullptr, nullptr), nullptr);
 }
 
@@ -193,6 +198,22 @@ TEST(CudaFusionHost, OtherProductsAndAddsRunAsTwoKernels) {
     g.add.data = &g.mem[201];
     EXPECT_EQ(fused_mul_mat_add(&g.mm, &g.add), nullptr) << "the sum half over the product";
   }
+  // The allocator gives the sum memory A or B held (both die at the
+  // product): fused, blocks would write the sum while others still read
+  // them (found by the emulated plugin: MatMulTest.ResidualAddAfterADecodeProduct).
+  {
+    MulMatAdd g;
+    g.add.data = g.a.data;
+    EXPECT_EQ(fused_mul_mat_add(&g.mm, &g.add), nullptr) << "the sum over A";
+  }
+  {
+    MulMatAdd g;
+    g.add.data = &g.mem[104];
+    EXPECT_EQ(fused_mul_mat_add(&g.mm, &g.add), nullptr) << "the sum over B, read by the kernel";
+    EXPECT_EQ(fused_mul_mat_add(&g.mm, &g.add, false), &g.add) << "the sum over B, read before the kernel";
+    g.add.data = g.a.data;
+    EXPECT_EQ(fused_mul_mat_add(&g.mm, &g.add, false), nullptr) << "the sum over A, B read before";
+  }
   EXPECT_EQ(fused_mul_mat_add(nullptr, nullptr), nullptr);
 }
 
@@ -251,6 +272,11 @@ TEST(CudaFusionHost, ProductsOfOneBKeepTheirPlacesWhenTheyMust) {
     g.mid.data = g.b.data;  // the node between writes B
     g.mid.src[0] = &g.a1;
     EXPECT_FALSE(gemv_peer(&g.graph, 0, 2));
+  }
+  {
+    OneB g;
+    g.p2.data = g.a1.data;  // the first product's A, dead after it
+    EXPECT_FALSE(gemv_peer(&g.graph, 0, 2)) << "the result over the first product's A";
   }
   {
     OneB g;

@@ -14,6 +14,12 @@ registry::Registry* test_registry() {
     // Testing the CPU plugin: load just it (no GPU driver start-up per test).
     opts.paths = {testing_reference_device() ? std::string(LOOM_TEST_PLUGIN_DIR) + "/" + cpu_plugin_file()
                                              : std::string(LOOM_TEST_PLUGIN_DIR)};
+    // LOOM_TEST_DEVICE_PLUGIN_DIR: the device under test from that folder
+    // instead (the emulated cuda plugin of tests/cuda/emu), beside the cpu.
+    const char* dir = std::getenv("LOOM_TEST_DEVICE_PLUGIN_DIR");
+    if (!testing_reference_device() && dir != nullptr && *dir != '\0') {
+      opts.paths = {dir, std::string(LOOM_TEST_PLUGIN_DIR) + "/" + cpu_plugin_file()};
+    }
     opts.use_env = false;
     opts.search_library_dir = false;
     opts.search_install_dir = false;

@@ -43,7 +43,7 @@ struct AddF {
 // Shared memory: q [D], acc [Dv], p [kAttnChunk], reduce [kAttnChunk].
 __global__ void attention_kernel(TArg dst, TArg q, TArg k, TArg v, const uint8_t* vis, int64_t vis_stride,
                                  int64_t vis_nb1, float scale, KernelFault* err) {
-  extern __shared__ float sh[];
+  LOOM_DYNAMIC_SHARED(float, sh);
   const int64_t D = q.ne[0], Dv = v.ne[0], n_kv = k.ne[1];
   const int64_t h = blockIdx.x, t = blockIdx.y;
   const int64_t g = h / (q.ne[1] / k.ne[2]);
@@ -91,7 +91,7 @@ loom_status_t* launch_attention(const LaunchContext& ctx, const loom_tensor_t* n
   std::memcpy(&scale, node->op_params, sizeof scale);
   const size_t shmem = static_cast<size_t>(q->ne[0] + node->src[2]->ne[0] + 2 * kAttnChunk) * sizeof(float);
   const dim3 grid(static_cast<unsigned>(q->ne[1]), static_cast<unsigned>(q->ne[2]));
-  attention_kernel<<<grid, kAttnChunk, shmem, ctx.stream>>>(targ(node), targ(q), targ(node->src[1]), targ(node->src[2]),
+  LOOM_LAUNCH(grid, kAttnChunk, shmem, ctx.stream, attention_kernel)(targ(node), targ(q), targ(node->src[1]), targ(node->src[2]),
                                                            static_cast<const uint8_t*>(node->src[3]->data),
                                                            static_cast<int64_t>(node->src[3]->nb[0]),
                                                            ranges_stride(node), scale, ctx.error);

@@ -139,7 +139,7 @@ loom_status_t* launch_attention_split(const LaunchContext& ctx, const loom_tenso
   if (st != nullptr) return st;
   const int64_t groups = k->ne[2] * split_head_chunks(H / k->ne[2]);
   const dim3 grid(static_cast<unsigned>(groups), static_cast<unsigned>(T), static_cast<unsigned>(splits));
-  attention_split_kernel<<<grid, kSplitWarps * kWarp, 0, ctx.stream>>>(
+  LOOM_LAUNCH(grid, kSplitWarps * kWarp, 0, ctx.stream, attention_split_kernel)(
       targ(q), targ(k), targ(node->src[2]), static_cast<const uint8_t*>(node->src[3]->data),
       static_cast<int64_t>(node->src[3]->nb[0]), ranges_stride(node), scale, part, ctx.error);
   if ((st = launch_status(node, "attention split kernel")) != nullptr) return st;
@@ -157,7 +157,7 @@ loom_status_t* launch_attention_split(const LaunchContext& ctx, const loom_tenso
     q8->qs = qs;
     q8->d = qd;
   }
-  attention_combine_kernel<<<dim3(static_cast<unsigned>(H), static_cast<unsigned>(T)), threads, 0, ctx.stream>>>(
+  LOOM_LAUNCH(dim3(static_cast<unsigned>(H), static_cast<unsigned>(T)), threads, 0, ctx.stream, attention_combine_kernel)(
       targ(node), part, parts, qs, qd);
   return launch_status(node, "attention combine kernel");
 }

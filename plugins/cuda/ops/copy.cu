@@ -77,17 +77,17 @@ loom_status_t* launch_copy(const LaunchContext& ctx, const loom_tensor_t* node) 
   switch (node_path(node)) {  // support.h: the path supports_op checked
     case Path::kCopyBlocks: {
       const int64_t rb = dst.ne[0] / ds.elems * ds.bytes;
-      block_copy_kernel<<<grid_for(rb * dst.nrows()), kElemThreads, 0, ctx.stream>>>(dst, a, rb);
+      LOOM_LAUNCH(grid_for(rb * dst.nrows()), kElemThreads, 0, ctx.stream, block_copy_kernel)(dst, a, rb);
       break;
     }
     case Path::kCopyQuantize:
-      quant_copy_kernel<<<grid_for(n / ds.elems), kElemThreads, 0, ctx.stream>>>(dst, a);
+      LOOM_LAUNCH(grid_for(n / ds.elems), kElemThreads, 0, ctx.stream, quant_copy_kernel)(dst, a);
       break;
     case Path::kCopyDequantize:
-      dequant_copy_kernel<<<grid_for(n), kElemThreads, 0, ctx.stream>>>(dst, a);
+      LOOM_LAUNCH(grid_for(n), kElemThreads, 0, ctx.stream, dequant_copy_kernel)(dst, a);
       break;
     case Path::kCopyPlain:
-      copy_plain_kernel<<<grid_for(n), kElemThreads, 0, ctx.stream>>>(dst, a);
+      LOOM_LAUNCH(grid_for(n), kElemThreads, 0, ctx.stream, copy_plain_kernel)(dst, a);
       break;
     default:
       return common::make_status(LOOM_STATUS_INTERNAL, refusal_message(node, "no copy kernel"));

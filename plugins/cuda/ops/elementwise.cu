@@ -59,7 +59,7 @@ loom_status_t* launch_elementwise(const LaunchContext& ctx, const loom_tensor_t*
     case LOOM_OP_SCALE: {
       float p[2] = {1.0f, 0.0f};
       if (node->op == LOOM_OP_SCALE) std::memcpy(p, node->op_params, sizeof p);
-      unary_kernel<<<blocks, kElemThreads, 0, ctx.stream>>>(dst, targ(node->src[0]), node->op, p[0], p[1]);
+      LOOM_LAUNCH(blocks, kElemThreads, 0, ctx.stream, unary_kernel)(dst, targ(node->src[0]), node->op, p[0], p[1]);
       return launch_status(node, "unary kernel");
     }
     default: {
@@ -75,7 +75,7 @@ loom_status_t* launch_elementwise(const LaunchContext& ctx, const loom_tensor_t*
         q8->qs = qs;
         q8->d = qd;
       }
-      binary_kernel<<<blocks, kElemThreads, 0, ctx.stream>>>(dst, targ(node->src[0]), targ(node->src[1]), node->op,
+      LOOM_LAUNCH(blocks, kElemThreads, 0, ctx.stream, binary_kernel)(dst, targ(node->src[0]), targ(node->src[1]), node->op,
                                                              qs, qd);
       return launch_status(node, "binary kernel");
     }

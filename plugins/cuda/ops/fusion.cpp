@@ -31,6 +31,10 @@ const loom_tensor_t* fused_norm_mul(const loom_tensor_t* norm, const loom_tensor
     if (w->ne[d] != 1 && w->ne[d] != norm->ne[d]) return nullptr;
   }
   if (spans_overlap(tensor_span(w), tensor_span(norm))) return nullptr;
+  // Every block reads all of w while others write their rows of the
+  // product: the allocator may give the product memory w held when w dies
+  // at this MUL (two kernels in order), never one kernel.
+  if (spans_overlap(tensor_span(next), tensor_span(w))) return nullptr;
   const loom_tensor_t* x = norm->src[0];
   if (spans_overlap(tensor_span(next), tensor_span(x)) && !same_layout(next, x)) return nullptr;
   if (spans_overlap(tensor_span(next), tensor_span(norm)) && !same_layout(next, norm)) return nullptr;
@@ -54,6 +58,9 @@ bool gemv_peer(const loom_graph_t* graph, int32_t at, int32_t later) {
   }
   const ByteSpan out = tensor_span(mm), in_a = tensor_span(a1), in_b = tensor_span(b);
   if (spans_overlap(out, in_b) || spans_overlap(out, tensor_span(first))) return false;
+  // In one grid the first product's A is still read while this one's
+  // result is written (in order, A may be dead by then and its memory reused).
+  if (spans_overlap(out, tensor_span(a0))) return false;
   for (int32_t i = at + 1; i < later; ++i) {
     const loom_tensor_t* n = graph->nodes[i];
     if (n == nullptr || n->op == LOOM_OP_NONE) continue;
@@ -72,7 +79,7 @@ const loom_tensor_t* fused_residual(const loom_tensor_t* mm, const loom_tensor_t
   return add->src[0] == mm ? add->src[1] : add->src[0];
 }
 
-const loom_tensor_t* fused_mul_mat_add(const loom_tensor_t* mm, const loom_tensor_t* next) {
+const loom_tensor_t* fused_mul_mat_add(const loom_tensor_t* mm, const loom_tensor_t* next, bool reads_b) {
   if (mm == nullptr || next == nullptr || mm->op != LOOM_OP_MUL_MAT) return nullptr;
   if (next->op != LOOM_OP_ADD || next->src[0] == nullptr || next->src[1] == nullptr) return nullptr;
   if ((next->src[0] == mm) == (next->src[1] == mm)) return nullptr;  // neither, or mm + mm
@@ -82,6 +89,15 @@ const loom_tensor_t* fused_mul_mat_add(const loom_tensor_t* mm, const loom_tenso
     if (r->ne[d] != mm->ne[d] || next->ne[d] != mm->ne[d]) return nullptr;
   }
   if (spans_overlap(tensor_span(r), tensor_span(mm))) return nullptr;
+  // The sum is written while other blocks still read A (and B, when the
+  // kernel reads it): the allocator may place the sum where they lay once
+  // the product is done (they die at the MUL_MAT; the llama graph's residual
+  // after the down projection lands on SWIGLU's result), which is safe for
+  // two kernels, not for one.
+  if (spans_overlap(tensor_span(next), tensor_span(mm->src[0])) ||
+      (reads_b && spans_overlap(tensor_span(next), tensor_span(mm->src[1])))) {
+    return nullptr;
+  }
   if (spans_overlap(tensor_span(next), tensor_span(mm)) && !same_layout(next, mm)) return nullptr;
   if (spans_overlap(tensor_span(next), tensor_span(r)) && !same_layout(next, r)) return nullptr;
   return next;

@@ -39,8 +39,11 @@ const loom_tensor_t* fused_weight(const loom_tensor_t* norm, const loom_tensor_t
 // GEMV, else nullptr: `next` adds `mm`'s result (either source, not both)
 // and a tensor r of the same shape, all three f32; r does not overlap mm's
 // result; the sum overlaps neither mm's result nor r unless it is that
-// same tensor (in place).
-const loom_tensor_t* fused_mul_mat_add(const loom_tensor_t* mm, const loom_tensor_t* next);
+// same tensor (in place); and the sum overlaps neither A nor, when the
+// GEMV kernel reads B itself (`reads_b`: float A; a quantized A's GEMV reads
+// B's 8-bit copy, made before it), B: blocks write the sum while others
+// still read them.
+const loom_tensor_t* fused_mul_mat_add(const loom_tensor_t* mm, const loom_tensor_t* next, bool reads_b = true);
 
 // The ADD's other source (the residual) of a fused MUL_MAT + ADD.
 const loom_tensor_t* fused_residual(const loom_tensor_t* mm, const loom_tensor_t* add);

@@ -53,8 +53,7 @@ loom_status_t* launch_float(const LaunchContext& ctx, const loom_tensor_t* node)
   const TArg b = targ(node->src[1]);
   return launch_gemv_grids(ctx, node, "gemv kernel",
                            [&](auto nc, dim3 grid, const GemvGroup& grp, int64_t n0, int64_t z0, const AddEpilogue& epi) {
-                             gemv_float_kernel<T, decltype(nc)::value>
-                                 <<<grid, kGemvWarps * kWarp, 0, ctx.stream>>>(grp, b, b.ne[2], b.ne[3], n0, z0, epi);
+                             LOOM_LAUNCH(grid, kGemvWarps * kWarp, 0, ctx.stream, gemv_float_kernel<T, decltype(nc)::value>)(grp, b, b.ne[2], b.ne[3], n0, z0, epi);
                            });
 }
 

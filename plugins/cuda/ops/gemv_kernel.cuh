@@ -229,7 +229,7 @@ loom_status_t* launch_quant_kernels(const LaunchContext& ctx, const loom_tensor_
   const loom_tensor_t* b = node->src[1];
   return launch_gemv_grids(ctx, node, "gemv kernel",
                            [&](auto nc, dim3 grid, const GemvGroup& grp, int64_t n0, int64_t z0, const AddEpilogue& epi) {
-                             gemv_quant_kernel<T, decltype(nc)::value><<<grid, kGemvWarps * kWarp, 0, ctx.stream>>>(
+                             LOOM_LAUNCH(grid, kGemvWarps * kWarp, 0, ctx.stream, gemv_quant_kernel<T, decltype(nc)::value>)(
                                  grp, act, b->ne[1], b->ne[2], b->ne[3], n0, z0, epi);
                            });
 }

@@ -55,7 +55,7 @@ loom_status_t* run_quantize(const LaunchContext& ctx, const loom_tensor_t* node,
   const int64_t total = b_columns(b) * (b->ne[0] / block);
   if (total == 0) return nullptr;
   const unsigned grid = static_cast<unsigned>((total + kQuantWarps - 1) / kQuantWarps);
-  quantize_b_kernel<kToF32><<<grid, kQuantWarps * kWarp, 0, ctx.stream>>>(targ(b), block, total, qs, ds, f32);
+  LOOM_LAUNCH(grid, kQuantWarps * kWarp, 0, ctx.stream, quantize_b_kernel<kToF32>)(targ(b), block, total, qs, ds, f32);
   return launch_status(node, "quantize B");
 }
 

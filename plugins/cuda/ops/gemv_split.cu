@@ -48,7 +48,7 @@ loom_status_t* launch_split_kernels(const LaunchContext& ctx, const loom_tensor_
   const loom_tensor_t* b = node->src[1];
   return launch_gemv_grids(ctx, node, "split gemv kernel",
                            [&](auto nc, dim3 grid, const GemvGroup& grp, int64_t n0, int64_t z0, const AddEpilogue& epi) {
-                             gemv_split_kernel<T, decltype(nc)::value><<<grid, kGemvWarps * kWarp, 0, ctx.stream>>>(
+                             LOOM_LAUNCH(grid, kGemvWarps * kWarp, 0, ctx.stream, gemv_split_kernel<T, decltype(nc)::value>)(
                                  grp, act, b->ne[1], b->ne[2], b->ne[3], n0, z0, epi);
                            });
 }
@@ -71,7 +71,7 @@ loom_status_t* split_dense(const LaunchContext& ctx, const loom_tensor_t* node, 
   const int64_t n = a.nelements();
   if (n == 0) return nullptr;
   const unsigned grid = static_cast<unsigned>((n + kElemThreads - 1) / kElemThreads);
-  split_dense_kernel<OutT><<<grid, kElemThreads, 0, ctx.stream>>>(out, a, n / 32);
+  LOOM_LAUNCH(grid, kElemThreads, 0, ctx.stream, split_dense_kernel<OutT>)(out, a, n / 32);
   return launch_status(node, "dequantize split A");
 }
 

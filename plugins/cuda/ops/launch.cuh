@@ -7,6 +7,21 @@
 
 #include "hd.cuh"
 
+// A kernel launch: LOOM_LAUNCH(grid, block, shared bytes, stream, kernel)(args)
+// is kernel<<<grid, block, shared, stream>>>(args) under nvcc. Compiled as
+// host C++ with tests/cuda/emu/emu.h force-included (LOOM_CUDA_EMU), the
+// grid runs on the host instead (the emulated plugin the CPU-only tests
+// run). The kernel comes last: a template-id's commas stay in __VA_ARGS__.
+// LOOM_DYNAMIC_SHARED(T, name): the launch's dynamic shared memory as T*.
+#if defined(LOOM_CUDA_EMU)
+#define LOOM_LAUNCH(grid, block, shared, stream, ...) \
+  ::loom::cuda::emu::launcher(grid, block, shared, stream, #__VA_ARGS__, __VA_ARGS__)
+#define LOOM_DYNAMIC_SHARED(T, name) T* name = static_cast<T*>(::loom::cuda::emu::dynamic_shared())
+#else
+#define LOOM_LAUNCH(grid, block, shared, stream, ...) __VA_ARGS__<<<grid, block, shared, stream>>>
+#define LOOM_DYNAMIC_SHARED(T, name) extern __shared__ T name[]
+#endif
+
 namespace loom::cuda {
 
 constexpr int kRowThreads = 256;

@@ -104,7 +104,7 @@ bool rounds_b(const loom_tensor_t* node) {
 loom_status_t* dense_b(const LaunchContext& ctx, const loom_tensor_t* node, float* out) {
   if (rounds_b(node)) return round_b_f32(ctx, node, out);
   const TArg b = targ(node->src[1]);
-  dense_kernel<<<grid_for(b.nelements()), kElemThreads, 0, ctx.stream>>>(out, b);
+  LOOM_LAUNCH(grid_for(b.nelements()), kElemThreads, 0, ctx.stream, dense_kernel)(out, b);
   return launch_status(node, "densify B");
 }
 
@@ -129,7 +129,7 @@ loom_status_t* gemm(const LaunchContext& ctx, const loom_tensor_t* node) {
     if (is_split(node->src[0])) {
       st = split_to_f32(ctx, node, reinterpret_cast<float*>(scratch));
     } else {
-      dequant_kernel<<<grid_for(a.nelements()), kElemThreads, 0, ctx.stream>>>(reinterpret_cast<float*>(scratch), a);
+      LOOM_LAUNCH(grid_for(a.nelements()), kElemThreads, 0, ctx.stream, dequant_kernel)(reinterpret_cast<float*>(scratch), a);
       st = launch_status(node, "dequantize A");
     }
     if (st != nullptr) return st;
@@ -194,7 +194,7 @@ loom_status_t* gemm_f16(const LaunchContext& ctx, const loom_tensor_t* node) {
     if (is_split(node->src[0])) {
       st = split_to_half(ctx, node, reinterpret_cast<__half*>(scratch));
     } else {
-      to_half_kernel<<<grid_for(a.nelements()), kElemThreads, 0, ctx.stream>>>(reinterpret_cast<__half*>(scratch), a);
+      LOOM_LAUNCH(grid_for(a.nelements()), kElemThreads, 0, ctx.stream, to_half_kernel)(reinterpret_cast<__half*>(scratch), a);
       st = launch_status(node, "A to f16");
     }
     if (st != nullptr) return st;
@@ -204,7 +204,7 @@ loom_status_t* gemm_f16(const LaunchContext& ctx, const loom_tensor_t* node) {
     sa3 = K * M * a.ne[2];
   }
   __half* B = reinterpret_cast<__half*>(scratch + a_bytes);
-  to_half_kernel<<<grid_for(b.nelements()), kElemThreads, 0, ctx.stream>>>(B, b);
+  LOOM_LAUNCH(grid_for(b.nelements()), kElemThreads, 0, ctx.stream, to_half_kernel)(B, b);
   if ((st = launch_status(node, "B to f16")) != nullptr) return st;
   const int64_t ldb = K, sb2 = K * N, sb3 = K * N * b.ne[2];
   const float one = 1.0f, zero = 0.0f;
@@ -249,7 +249,7 @@ loom_status_t* gemv_exact(const LaunchContext& ctx, const loom_tensor_t* node) {
     for (int64_t n0 = 0; n0 < b.ne[1]; n0 += kMaxGridYZ) {
       const dim3 grid(static_cast<unsigned>(rows), static_cast<unsigned>(std::min(kMaxGridYZ, b.ne[1] - n0)),
                       static_cast<unsigned>(std::min(kMaxGridYZ, mats - z0)));
-      gemv_exact_kernel<<<grid, kGemvWarps * kWarp, 0, ctx.stream>>>(targ(node), targ(node->src[0]), bx, n0, z0,
+      LOOM_LAUNCH(grid, kGemvWarps * kWarp, 0, ctx.stream, gemv_exact_kernel)(targ(node), targ(node->src[0]), bx, n0, z0,
                                                                       is_split(node->src[0]));
       if (loom_status_t* st = launch_status(node, "gemv kernel")) return st;
     }
@@ -305,6 +305,10 @@ MulMatPath mul_mat_path(const LaunchContext& ctx, const loom_tensor_t* node) {
 bool gemv_takes(const LaunchContext& ctx, const loom_tensor_t* node) {
   const MulMatPath p = mul_mat_path(ctx, node);
   return p == MulMatPath::kGemvQuant || p == MulMatPath::kGemvFloat;
+}
+
+bool gemv_reads_b(const LaunchContext& ctx, const loom_tensor_t* node) {
+  return mul_mat_path(ctx, node) != MulMatPath::kGemvQuant;
 }
 
 loom_status_t* launch_mul_mat(const LaunchContext& ctx, const loom_tensor_t* node) {

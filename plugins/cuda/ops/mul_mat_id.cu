@@ -133,9 +133,9 @@ loom_status_t* launch_id_typed(const LaunchContext& ctx, const loom_tensor_t* no
   return for_id_grids(node, [&](dim3 grid, int64_t p0) {
     const int threads = kGemvWarps * kWarp;
     if constexpr (T == LOOM_TYPE_F32 || T == LOOM_TYPE_F16 || T == LOOM_TYPE_BF16) {
-      id_float_kernel<T><<<grid, threads, 0, ctx.stream>>>(dst, a, b, ids, p0, ctx.error);
+      LOOM_LAUNCH(grid, threads, 0, ctx.stream, id_float_kernel<T>)(dst, a, b, ids, p0, ctx.error);
     } else {
-      id_quant_kernel<T><<<grid, threads, 0, ctx.stream>>>(dst, a, b, ids, *act, p0, ctx.error);
+      LOOM_LAUNCH(grid, threads, 0, ctx.stream, id_quant_kernel<T>)(dst, a, b, ids, *act, p0, ctx.error);
     }
     return launch_status(node, "mul_mat_id kernel");
   });
@@ -161,7 +161,7 @@ loom_status_t* exact(const LaunchContext& ctx, const loom_tensor_t* node, bool r
   }
   const TArg dst = targ(node), a = targ(node->src[0]), ids = targ(node->src[2]);
   return for_id_grids(node, [&](dim3 grid, int64_t p0) {
-    id_exact_kernel<<<grid, kGemvWarps * kWarp, 0, ctx.stream>>>(dst, a, bx, ids, p0, ctx.error);
+    LOOM_LAUNCH(grid, kGemvWarps * kWarp, 0, ctx.stream, id_exact_kernel)(dst, a, bx, ids, p0, ctx.error);
     return launch_status(node, "mul_mat_id kernel");
   });
 }

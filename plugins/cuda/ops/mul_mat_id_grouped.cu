@@ -16,6 +16,7 @@
 #include "dequant.cuh"
 #include "fault.cuh"
 #include "gemv.h"
+#include "launch.cuh"
 #include "ops.h"
 #include "tensor.cuh"
 
@@ -161,11 +162,11 @@ loom_status_t* launch_mul_mat_id_grouped(const LaunchContext& ctx, const loom_te
     bx.nb[3] = bx.nb[2] * bx.ne[2];
   }
   int32_t* list = reinterpret_cast<int32_t*>(mem + b_bytes);
-  moe_group_kernel<<<1, kGroupThreads, 0, ctx.stream>>>(targ(ids), a->ne[2], list, ctx.error);
+  LOOM_LAUNCH(1, kGroupThreads, 0, ctx.stream, moe_group_kernel)(targ(ids), a->ne[2], list, ctx.error);
   if ((st = launch_status(node, "mul_mat_id grouping kernel")) != nullptr) return st;
   const dim3 grid(static_cast<unsigned>((a->ne[1] + kTile - 1) / kTile),
                   static_cast<unsigned>((ids->ne[1] + kTile - 1) / kTile), static_cast<unsigned>(a->ne[2]));
-  moe_tiled_kernel<<<grid, 256, 0, ctx.stream>>>(targ(node), targ(a), bx, ids->ne[0], list);
+  LOOM_LAUNCH(grid, 256, 0, ctx.stream, moe_tiled_kernel)(targ(node), targ(a), bx, ids->ne[0], list);
   return launch_status(node, "mul_mat_id tiled kernel");
 }
 

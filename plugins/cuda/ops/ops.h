@@ -74,6 +74,9 @@ loom_status_t* launch_mul_mat(const LaunchContext& ctx, const loom_tensor_t* nod
 // Whether launch_mul_mat runs the node on a GEMV (gemv_kernel.cuh's store,
 // where a fused ADD can go).
 bool gemv_takes(const LaunchContext& ctx, const loom_tensor_t* node);
+// Whether the GEMV kernel of a MUL_MAT gemv_takes reads B itself (float A)
+// rather than B's 8-bit blocks made before it (quantized A).
+bool gemv_reads_b(const LaunchContext& ctx, const loom_tensor_t* node);
 loom_status_t* launch_attention(const LaunchContext& ctx, const loom_tensor_t* node);
 // Decode; q8: the result also rounded to B's 8-bit blocks of 32 for the
 // product after it (as launch_norm_mul's), the node's Dv a multiple of 32.

@@ -156,19 +156,19 @@ loom_status_t* launch_rows_reduce(const LaunchContext& ctx, const loom_tensor_t*
   switch (node->op) {
     case LOOM_OP_RMS_NORM:
     case LOOM_OP_NORM:
-      norm_kernel<<<grid, kRowThreads, 0, ctx.stream>>>(targ(node), a, p0, node->op == LOOM_OP_NORM);
+      LOOM_LAUNCH(grid, kRowThreads, 0, ctx.stream, norm_kernel)(targ(node), a, p0, node->op == LOOM_OP_NORM);
       return launch_status(node, "norm kernel");
     case LOOM_OP_SOFT_MAX: {
       const loom_tensor_t* m = node->src[1];
       const TArg mask = m ? targ(m) : a;
-      softmax_kernel<<<grid, kRowThreads, 0, ctx.stream>>>(targ(node), a, mask, m != nullptr, p0);
+      LOOM_LAUNCH(grid, kRowThreads, 0, ctx.stream, softmax_kernel)(targ(node), a, mask, m != nullptr, p0);
       return launch_status(node, "soft_max kernel");
     }
     case LOOM_OP_SUM_ROWS:
-      sum_rows_kernel<<<grid, kRowThreads, 0, ctx.stream>>>(targ(node), a);
+      LOOM_LAUNCH(grid, kRowThreads, 0, ctx.stream, sum_rows_kernel)(targ(node), a);
       return launch_status(node, "sum_rows kernel");
     default:
-      argmax_kernel<<<grid, kRowThreads, 0, ctx.stream>>>(targ(node), a);
+      LOOM_LAUNCH(grid, kRowThreads, 0, ctx.stream, argmax_kernel)(targ(node), a);
       return launch_status(node, "argmax kernel");
   }
 }
@@ -195,7 +195,7 @@ loom_status_t* launch_norm_mul(const LaunchContext& ctx, const loom_tensor_t* no
     q8->qs = qs;
     q8->d = qd;
   }
-  norm_mul_kernel<<<static_cast<unsigned>(rows), kRowThreads, 0, ctx.stream>>>(
+  LOOM_LAUNCH(static_cast<unsigned>(rows), kRowThreads, 0, ctx.stream, norm_mul_kernel)(
       targ(norm), targ(mul), a, targ(fused_weight(norm, mul)), eps, norm->op == LOOM_OP_NORM,
       fused_writes_norm(norm, mul), mul->src[0] != norm, qs, qd);
   return launch_status(mul, "norm_mul kernel");

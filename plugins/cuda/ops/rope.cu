@@ -53,7 +53,7 @@ loom_status_t* launch_rope(const LaunchContext& ctx, const loom_tensor_t* node) 
   std::memcpy(&scale, &node->op_params[3], sizeof scale);
   const loom_tensor_t* ff = node->src[2];
   const unsigned blocks = static_cast<unsigned>((n + kElemThreads - 1) / kElemThreads);
-  rope_kernel<<<blocks, kElemThreads, 0, ctx.stream>>>(
+  LOOM_LAUNCH(blocks, kElemThreads, 0, ctx.stream, rope_kernel)(
       dst, targ(node->src[0]), static_cast<const int32_t*>(node->src[1]->data), static_cast<int64_t>(node->src[1]->nb[0]),
       ff ? static_cast<const uint8_t*>(ff->data) : nullptr, ff ? static_cast<int64_t>(ff->nb[0]) : 0, node->op_params[0],
       node->op_params[1], base, scale);

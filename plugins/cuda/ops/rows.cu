@@ -62,14 +62,14 @@ loom_status_t* launch_rows(const LaunchContext& ctx, const loom_tensor_t* node) 
     const TArg dst = targ(node);
     const int64_t n = dst.nelements();
     if (n == 0) return nullptr;
-    get_rows_kernel<<<static_cast<unsigned>((n + kElemThreads - 1) / kElemThreads), kElemThreads, 0, ctx.stream>>>(
+    LOOM_LAUNCH(static_cast<unsigned>((n + kElemThreads - 1) / kElemThreads), kElemThreads, 0, ctx.stream, get_rows_kernel)(
         dst, targ(node->src[0]), targ(node->src[1]), ctx.error);
     return launch_status(node, "get_rows kernel");
   }
   const TArg rows = targ(node->src[1]);
   const int64_t n = rows.ne[0] / block_shape(node->type).elems * rows.nrows();
   if (n == 0) return nullptr;
-  set_rows_kernel<<<static_cast<unsigned>((n + kElemThreads - 1) / kElemThreads), kElemThreads, 0, ctx.stream>>>(
+  LOOM_LAUNCH(static_cast<unsigned>((n + kElemThreads - 1) / kElemThreads), kElemThreads, 0, ctx.stream, set_rows_kernel)(
       targ(node), rows, targ(node->src[2]), ctx.error);
   return launch_status(node, "set_rows kernel");
 }

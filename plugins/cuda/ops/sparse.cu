@@ -141,9 +141,9 @@ loom_status_t* launch_rows_typed(const LaunchContext& ctx, const loom_tensor_t* 
   const int64_t blocks = (a.ne[1] + kGemvWarps - 1) / kGemvWarps;
   return for_column_grids(node, blocks, [&](dim3 grid, int64_t n0) {
     if constexpr (T == LOOM_TYPE_F32 || T == LOOM_TYPE_F16 || T == LOOM_TYPE_BF16) {
-      rows_float_kernel<T><<<grid, kGemvWarps * kWarp, 0, ctx.stream>>>(dst, a, b, s, t, n0);
+      LOOM_LAUNCH(grid, kGemvWarps * kWarp, 0, ctx.stream, rows_float_kernel<T>)(dst, a, b, s, t, n0);
     } else {
-      rows_quant_kernel<T><<<grid, kGemvWarps * kWarp, 0, ctx.stream>>>(dst, a, s, t, *act, n0);
+      LOOM_LAUNCH(grid, kGemvWarps * kWarp, 0, ctx.stream, rows_quant_kernel<T>)(dst, a, s, t, *act, n0);
     }
     return launch_status(node, "sparse rows kernel");
   });
@@ -155,7 +155,7 @@ loom_status_t* launch_cols_typed(const LaunchContext& ctx, const loom_tensor_t* 
   const float t = threshold(node);
   const int64_t blocks = (w.ne[0] + kColsTile - 1) / kColsTile;
   return for_column_grids(node, blocks, [&](dim3 grid, int64_t n0) {
-    cols_kernel<T><<<grid, dim3(kColsTile, kColsGroups), 0, ctx.stream>>>(dst, w, h, s, t, n0);
+    LOOM_LAUNCH(grid, dim3(kColsTile, kColsGroups), 0, ctx.stream, cols_kernel<T>)(dst, w, h, s, t, n0);
     return launch_status(node, "sparse cols kernel");
   });
 }
@@ -186,7 +186,7 @@ loom_status_t* rows_exact(const LaunchContext& ctx, const loom_tensor_t* node, b
   const float t = threshold(node);
   const int64_t blocks = (a.ne[1] + kGemvWarps - 1) / kGemvWarps;
   return for_column_grids(node, blocks, [&](dim3 grid, int64_t n0) {
-    rows_exact_kernel<<<grid, kGemvWarps * kWarp, 0, ctx.stream>>>(dst, a, bx, s, t, n0);
+    LOOM_LAUNCH(grid, kGemvWarps * kWarp, 0, ctx.stream, rows_exact_kernel)(dst, a, bx, s, t, n0);
     return launch_status(node, "sparse rows kernel");
   });
 }

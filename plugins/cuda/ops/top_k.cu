@@ -40,7 +40,7 @@ loom_status_t* launch_top_k(const LaunchContext& ctx, const loom_tensor_t* node)
   const int64_t rows = a.nrows();
   if (rows == 0 || a.ne[0] == 0) return nullptr;
   if (rows > 0x7FFFFFFF) return launch_status(node, "too many rows");
-  top_k_kernel<<<static_cast<unsigned>(rows), kRowThreads, 0, ctx.stream>>>(targ(node), a, node->op_params[0]);
+  LOOM_LAUNCH(static_cast<unsigned>(rows), kRowThreads, 0, ctx.stream, top_k_kernel)(targ(node), a, node->op_params[0]);
   return launch_status(node, "top_k kernel");
 }
 

@@ -6,7 +6,11 @@
 //
 // "Device" memory is host memory (calloc), copies and memsets are done,
 // kernels are counted and not run, a stream capture records the launches it
-// sees and a graph launch counts once. At exit the counts are appended as one
+// sees and a graph launch counts once. The emulated plugin (tests/cuda/emu)
+// runs its kernels on the host through loom::fake_cudart::submit: work on a
+// stream runs at once, or, while the stream captures, is recorded (with the
+// stream's async copies and memsets) and replayed in order by every launch
+// of the instantiated graph. At exit the counts are appended as one
 // line "key=value ..." to the file LOOM_FAKE_CUDART_LOG names, and, when
 // LOOM_FAKE_CUDART_KERNELS names a file, every kernel launched or captured
 // with its count ("count name", names demangled, most launched first): the
@@ -18,6 +22,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <functional>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -114,10 +119,40 @@ void count_copy(cudaMemcpyKind kind) {
 }
 
 struct FakeGraph {
-  long kernels = 0;
+  std::vector<std::function<void()>> work;  // the emulated plugin's kernels, copies, memsets
 };
 
+std::unordered_map<const void*, FakeGraph> captures;  // under mu: what each capturing stream recorded
+thread_local cudaError_t last_error = cudaSuccess;
+
+// Runs work now, or appends it to the stream's capture.
+void run_or_record(const void* stream, std::function<void()> work) {
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = captures.find(stream);
+    if (it != captures.end()) {
+      it->second.work.push_back(std::move(work));
+      return;
+    }
+  }
+  work();
+}
+
 }  // namespace
+
+namespace loom::fake_cudart {
+void submit(cudaStream_t stream, std::function<void()> work, bool kernel) {
+  if (kernel) {
+    if (in_capture(stream)) {
+      ++g.captured;
+    } else {
+      ++g.launches;
+    }
+  }
+  run_or_record(stream, std::move(work));
+}
+void set_error(cudaError_t e) { last_error = e; }
+}  // namespace loom::fake_cudart
 
 extern "C" {
 
@@ -163,7 +198,11 @@ cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3, dim3, void**, size_t, 
 }
 
 // ---------------------------------------------------------------- errors, devices
-cudaError_t cudaGetLastError(void) { return cudaSuccess; }
+cudaError_t cudaGetLastError(void) {
+  const cudaError_t e = last_error;
+  last_error = cudaSuccess;
+  return e;
+}
 const char* cudaGetErrorName(cudaError_t) { return "cudaErrorFake"; }
 const char* cudaGetErrorString(cudaError_t) { return "fake CUDA runtime error"; }
 cudaError_t cudaGetDeviceCount(int* count) {
@@ -224,16 +263,19 @@ cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, enum cudaMemcpy
   if (bytes != 0) std::memmove(dst, src, bytes);
   return cudaSuccess;
 }
-cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, enum cudaMemcpyKind kind, cudaStream_t) {
+cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, enum cudaMemcpyKind kind, cudaStream_t s) {
   count_copy(kind);
-  if (bytes != 0) std::memmove(dst, src, bytes);
+  if (bytes != 0) run_or_record(s, [dst, src, bytes] { std::memmove(dst, src, bytes); });
   return cudaSuccess;
 }
 cudaError_t cudaMemset(void* p, int v, size_t bytes) {
   std::memset(p, v, bytes);
   return cudaSuccess;
 }
-cudaError_t cudaMemsetAsync(void* p, int v, size_t bytes, cudaStream_t) { return cudaMemset(p, v, bytes); }
+cudaError_t cudaMemsetAsync(void* p, int v, size_t bytes, cudaStream_t s) {
+  run_or_record(s, [p, v, bytes] { std::memset(p, v, bytes); });
+  return cudaSuccess;
+}
 
 // ---------------------------------------------------------------- streams, events
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t* s, unsigned int) {
@@ -267,14 +309,21 @@ cudaError_t cudaEventSynchronize(cudaEvent_t) {
 cudaError_t cudaStreamBeginCapture(cudaStream_t s, enum cudaStreamCaptureMode) {
   std::lock_guard<std::mutex> lock(mu);
   capturing.insert(s);
+  captures[s] = FakeGraph{};
   return cudaSuccess;
 }
 cudaError_t cudaStreamEndCapture(cudaStream_t s, cudaGraph_t* graph) {
+  auto* fg = new FakeGraph();
   {
     std::lock_guard<std::mutex> lock(mu);
     capturing.erase(s);
+    auto it = captures.find(s);
+    if (it != captures.end()) {
+      fg->work = std::move(it->second.work);
+      captures.erase(it);
+    }
   }
-  *graph = reinterpret_cast<cudaGraph_t>(new FakeGraph());
+  *graph = reinterpret_cast<cudaGraph_t>(fg);
   return cudaSuccess;
 }
 cudaError_t cudaGraphInstantiate(cudaGraphExec_t* exec, cudaGraph_t graph, unsigned long long) {
@@ -290,8 +339,9 @@ cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec) {
   delete reinterpret_cast<FakeGraph*>(exec);
   return cudaSuccess;
 }
-cudaError_t cudaGraphLaunch(cudaGraphExec_t, cudaStream_t) {
+cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t) {
   ++g.graph_launches;
+  for (const auto& work : reinterpret_cast<FakeGraph*>(exec)->work) work();
   return cudaSuccess;
 }
 

@@ -29,6 +29,10 @@ namespace {
 std::unique_ptr<registry::Registry> load_registry() {
   registry::Options o;
   o.paths = {LOOM_TEST_PLUGIN_DIR};
+  // The emulated plugin (tests/cuda/emu: ctest's cuda_emu.* run these
+  // cases on its cuda0 without a GPU).
+  const char* dir = std::getenv("LOOM_TEST_DEVICE_PLUGIN_DIR");
+  if (dir != nullptr && *dir != '\0') o.paths = {dir};
   o.use_env = false;
   o.search_library_dir = false;
   o.search_install_dir = false;
@@ -116,14 +120,20 @@ class CudaStories : public CudaDevice {
     ASSERT_NE(cpu_.out.find("Once upon a time, there was a little girl named Lily."), std::string::npos) << cpu_.out;
   }
   static test::LoomResult generate(const std::string& devices, const std::string& env = "") {
-    return test::run_loom("run -m " + model_path() + " -n 48 --device " + devices, env, false);
+    return test::run_loom("run -m " + model_path() + " -n 48 --device " + devices, plugin_env() + env, false);
+  }
+  // run_loom clears the plugin path: the emulated plugin's folder again.
+  static std::string plugin_env() {
+    const char* dir = std::getenv("LOOM_TEST_DEVICE_PLUGIN_DIR");
+    if (dir == nullptr || *dir == '\0') return "";
+    return std::string("LOOM_PLUGIN_PATH=") + dir + " LOOM_PLUGINS_SELECT='cuda,cpu*' ";
   }
   test::LoomResult cpu_;
 };
 
 TEST_F(CudaStories, Cuda0AloneMatchesCpu) {
   test::LoomResult r = generate("cuda0");
-  EXPECT_EQ(r.exit_code, 0) << test::run_loom("run -m " + model_path() + " -n 4 --device cuda0").out;
+  EXPECT_EQ(r.exit_code, 0) << test::run_loom("run -m " + model_path() + " -n 4 --device cuda0", plugin_env()).out;
   EXPECT_EQ(r.out, cpu_.out);
 }
 
