@@ -246,6 +246,7 @@ cudaError_t cudaDeviceSynchronize(void) {
 // ---------------------------------------------------------------- memory
 cudaError_t cudaMalloc(void** p, size_t bytes) {
   ++g.allocs;
+  if (bytes > (size_t{80} << 30)) return cudaErrorMemoryAllocation;  // more than the fake device has
   *p = zeroed(bytes);
   return *p != nullptr ? cudaSuccess : cudaErrorMemoryAllocation;
 }
