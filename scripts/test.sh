@@ -104,7 +104,11 @@ if [ "$asan" = 1 ]; then
   # CPU-seconds of a 870 s pass (CI's 30 minutes). So does
   # ConformanceIsolation.ChildrenReportWhatOneProcessReports (the cpu op
   # suite again, case by case in children: 24 s under ASan); the isolation
-  # cases that crash, hang or lose a context run here.
+  # cases that crash, hang or lose a context run here. The emulated cuda
+  # plugin's op suite and stories260K on its cuda0 run here (the kernels'
+  # memory accesses under ASan); its other model runs (cuda_emu.models, two
+  # of cuda_emu.CudaStories.: ~140 CPU-seconds under ASan) in the release
+  # pass only.
   ctest --preset asan -j "$jobs"
 fi
 if [ "$tsan" = 1 ]; then

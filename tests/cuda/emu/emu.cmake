@@ -29,7 +29,7 @@ target_include_directories(loom-cuda-emu PRIVATE ${CMAKE_SOURCE_DIR}/plugins/cud
 target_compile_definitions(loom-cuda-emu PRIVATE LOOM_CUDA_EMU=1 LOOM_CUDA_VERSION="${PROJECT_VERSION}"
   LOOM_CUDA_ARCH_LIST="host emulation" LOOM_CUDA_TOOLKIT_LIB_DIR="${LOOM_CUDA_LIBRARY_DIR}")
 set_source_files_properties(${_loom_cuda_emu_cu} PROPERTIES
-  COMPILE_OPTIONS "-include;${CMAKE_CURRENT_SOURCE_DIR}/cuda/emu/emu.h;-Wno-unknown-pragmas;-Wno-sign-compare;-Wno-class-memaccess")
+  COMPILE_OPTIONS "-include;${CMAKE_CURRENT_SOURCE_DIR}/cuda/emu/emu.h;-Wno-unknown-pragmas;-Wno-sign-compare;$<$<CXX_COMPILER_ID:GNU>:-Wno-class-memaccess>")
 
 # The emulation itself (barriers, shuffles, votes, indices, bad launches).
 loom_add_test(test_cuda_emu DIR cuda/emu LABELS cuda)

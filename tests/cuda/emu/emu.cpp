@@ -30,6 +30,7 @@
 #endif
 #endif
 #if defined(LOOM_EMU_ASAN)
+#include <sanitizer/asan_interface.h>
 #include <sanitizer/common_interface_defs.h>
 #endif
 
@@ -319,6 +320,11 @@ void run_block(Block& b, const uint3& block_idx, const dim3& grid, const dim3& b
     f.ts.block_dim = block;
     f.ts.grid_dim = grid;
     f.stack = pool + static_cast<size_t>(i) * kStack;
+#if defined(LOOM_EMU_ASAN)
+    // A fiber that finished left its frames' redzones poisoned (it never
+    // returned through them): clean before the stack is used again.
+    ASAN_UNPOISON_MEMORY_REGION(f.stack, kStack);
+#endif
 #if defined(__x86_64__)
     // The first switch pops MXCSR / control word, r15..r12, rbx (the
     // fiber), rbp, then returns into loom_emu_entry with a 16-byte aligned
