@@ -1,6 +1,9 @@
 // ROPE: normal and neox modes, n_dims < head_dim pass-through, freq_base and
 // freq_scale, frequency factors (src2, dense and strided), every float type,
 // strided views, in place, 1 vs 3 threads.
+#include <algorithm>
+#include <cstring>
+
 #include "loom/runtime/ops.hpp"
 #include "conformance/suite.hpp"
 
@@ -191,6 +194,80 @@ LOOM_CASE(RopeTest, PositionZeroIsIdentityAndRunsInPlace) {
   LOOM_ASSERT_OK(run_threads({out}));
   LOOM_EXPECT_EQ(out->data, a.t->data) << "expected the allocator to run in place";
   expect_equal(read(out), a.h.values(), a.h.ne, "rope at position 0");
+}
+
+// The llama graph's K and V: K rotated, permuted to the cache's [head_dim,
+// tokens, kv heads] order and stored at the batch's rows, then V's rows
+// stored at the same rows (the cuda plugin runs the three nodes as one
+// kernel). ROPE's result against the reference; each written cache row
+// holds that result (or V's row) converted once to the cache's type; the
+// other rows keep their bytes. Partial rotation (n_dims < head_dim) and
+// I32 / I64 indices too.
+LOOM_CASE(RopeTest, RotatedRowsStoredInACache) {
+  seed(507);
+  const int64_t hd = 16, heads = 3, tokens = 5, n_ctx = 11;
+  int k = 0;
+  for (loom_type_t ct : {LOOM_TYPE_F16, LOOM_TYPE_F32, LOOM_TYPE_BF16}) {
+    for (int mode : {LOOM_ROPE_MODE_NORMAL, LOOM_ROPE_MODE_NEOX}) {
+      const RopeCase c{{hd, heads, tokens, 1}, k % 2 == 0 ? 16 : 12, mode, 10000.0f, 1.0f};
+      const loom_type_t index_type = k % 3 == 0 ? LOOM_TYPE_I32 : LOOM_TYPE_I64;
+      ++k;
+      LOOM_TRACE("cache " + type_str(ct) + " mode " + std::to_string(mode) + " n_dims " + std::to_string(c.n_dims) +
+                 " idx " + type_str(index_type));
+      Operand a = make(LOOM_TYPE_F32, c.ne, Layout::kDense);
+      Operand v = make(LOOM_TYPE_F32, c.ne, Layout::kDense);
+      std::vector<int64_t> pos;
+      for (int64_t i = 0; i < tokens; ++i) pos.push_back(rand_int(0, 300));
+      Operand p = input_ints(LOOM_TYPE_I32, {tokens, 1, 1, 1}, pos);
+      // Distinct rows per head: tokens of n_ctx.
+      std::vector<int64_t> rows;
+      for (int64_t h = 0; h < heads; ++h) {
+        std::vector<int64_t> perm(static_cast<size_t>(n_ctx));
+        for (int64_t i = 0; i < n_ctx; ++i) perm[static_cast<size_t>(i)] = i;
+        std::shuffle(perm.begin(), perm.end(), rng_);
+        rows.insert(rows.end(), perm.begin(), perm.begin() + tokens);
+      }
+      Operand idx = input_ints(index_type, {tokens, heads, 1, 1}, rows);
+      Operand kc = input(ct, {hd, n_ctx, heads, 1});
+      Operand vc = input(ct, {hd, n_ctx, heads, 1});
+      Tensor* roped = unwrap(op::rope(ctx_, a.t, p.t, c.n_dims, c.mode, c.base, c.scale), "rope");
+      Tensor* kp = unwrap(ctx_.permute(roped, 0, 2, 1, 3), "permute");
+      Tensor* vp = unwrap(ctx_.permute(v.t, 0, 2, 1, 3), "permute");
+      Tensor* ks = unwrap(op::set_rows(ctx_, kc.t, kp, idx.t), "set_rows");
+      Tensor* vs = unwrap(op::set_rows(ctx_, vc.t, vp, idx.t), "set_rows");
+      LOOM_ASSERT_OK(run_threads({ks, vs, roped}));
+      const std::vector<double> got_rope = read(roped);
+      expect_rope(roped, LOOM_TYPE_F32, a, pos, c, Operand{});
+      // Cache row r of head h: token t's row where idx[t, h] = r.
+      for (int which = 0; which < 2; ++which) {
+        const Operand& cache = which == 0 ? kc : vc;
+        const std::vector<uint8_t> got = read_bytes(cache.t);
+        const size_t rb = row_bytes(ct, hd);
+        int64_t bad = 0;
+        for (int64_t h = 0; h < heads; ++h)
+          for (int64_t r = 0; r < n_ctx; ++r) {
+            const size_t off = static_cast<size_t>(h * n_ctx + r) * rb;
+            int64_t t = -1;
+            for (int64_t i = 0; i < tokens; ++i) {
+              if (rows[static_cast<size_t>(h * tokens + i)] == r) t = i;
+            }
+            std::string err;
+            if (t < 0) {
+              if (std::memcmp(got.data() + off, cache.h.base->bytes.data() + off, rb) != 0) err = "untouched row changed";
+            } else {
+              const std::vector<double> row = decode(ct, got.data() + off, hd);
+              for (int64_t i0 = 0; i0 < hd && err.empty(); ++i0) {
+                const double want = which == 0 ? got_rope[static_cast<size_t>(flat(c.ne, i0, h, t, 0))] : v.h.at(i0, h, t);
+                if (std::fabs(row[static_cast<size_t>(i0)] - want) > conv_tol(ct, want)) err = "value " + std::to_string(i0);
+              }
+            }
+            if (!err.empty() && bad++ < 5) {
+              LOOM_ADD_FAILURE() << (which == 0 ? "K" : "V") << " cache row " << r << " head " << h << ": " << err;
+            }
+          }
+      }
+    }
+  }
 }
 
 }  // namespace

@@ -222,6 +222,22 @@ loom_status_t* Stream::launch_all(const LaunchContext& ctx, const loom_graph_t* 
       i = j;
       continue;
     }
+    // ROPE and the SET_ROWS of its result into a cache (and V's after it).
+    RopeRows rr;
+    if (ctx.fuse && node->op == LOOM_OP_ROPE && j < graph->n_nodes && fused_rope_set_rows(node, graph->nodes[j], rr.perm)) {
+      rr.set_k = graph->nodes[j];
+      int32_t k = j + 1;
+      while (k < graph->n_nodes && !is_compute(graph->nodes[k])) ++k;
+      if (k < graph->n_nodes && fused_second_set_rows(node, rr.set_k, graph->nodes[k])) rr.set_v = graph->nodes[k];
+      if (loom_status_t* st = launch_rope_rows(ctx, node, rr)) return st;
+      if (ctx.act_cache != nullptr) {
+        ctx.act_cache->note_write(node);
+        ctx.act_cache->note_write(rr.set_k);
+        if (rr.set_v != nullptr) ctx.act_cache->note_write(rr.set_v);
+      }
+      i = rr.set_v != nullptr ? k : j;
+      continue;
+    }
     const loom_tensor_t* add = ctx.fuse && j < graph->n_nodes && node->op == LOOM_OP_MUL_MAT && gemv_takes(ctx, node)
                                    ? fused_mul_mat_add(node, graph->nodes[j], gemv_reads_b(ctx, node))
                                    : nullptr;

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <utility>
 #include <random>
 #include <vector>
 
@@ -296,6 +297,130 @@ TEST(CudaFusionHost, ProductsOfOneBKeepTheirPlacesWhenTheyMust) {
     EXPECT_FALSE(gemv_peer(&g.graph, 0, 2));
   }
   EXPECT_FALSE(gemv_peer(nullptr, 0, 1));
+}
+
+// The llama graph's K and V stores: ROPE [8, 2 heads, 3 tokens] permuted to
+// [8, 3, 2] and stored into an F16 cache [8, 5 rows, 2 heads] at idx [3, 2];
+// V [8, 2, 3] permuted likewise into its own cache.
+struct RopeStore {
+  alignas(16) std::vector<float> mem = std::vector<float>(2048);
+  loom_tensor_t a{}, pos{}, rope{}, kview{}, idx{}, kcache{}, setk{}, v{}, vview{}, vcache{}, setv{};
+  static void permuted(loom_tensor_t* view, const loom_tensor_t& t) {  // dims 1 and 2 swapped
+    *view = t;
+    view->op = LOOM_OP_PERMUTE;
+    std::swap(view->ne[1], view->ne[2]);
+    std::swap(view->nb[1], view->nb[2]);
+  }
+  static void cache(loom_tensor_t* c, void* data) {
+    c->struct_size = sizeof *c;
+    c->type = LOOM_TYPE_F16;
+    c->data = data;
+    c->ne[0] = 8, c->ne[1] = 5, c->ne[2] = 2, c->ne[3] = 1;
+    c->nb[0] = 2, c->nb[1] = 16, c->nb[2] = 80, c->nb[3] = 160;
+  }
+  RopeStore() {
+    Graph::dense(&a, &mem[0], 8, 2, LOOM_OP_NONE);
+    a.ne[1] = 2, a.ne[2] = 3, a.nb[2] = a.nb[1] * 2, a.nb[3] = a.nb[2] * 3;
+    Graph::dense(&pos, &mem[100], 3, 1, LOOM_OP_NONE);
+    pos.type = LOOM_TYPE_I32;
+    rope = a;
+    rope.data = &mem[200];
+    rope.op = LOOM_OP_ROPE;
+    rope.src[0] = &a, rope.src[1] = &pos;
+    permuted(&kview, rope);
+    kview.src[0] = &rope;
+    Graph::dense(&idx, &mem[300], 3, 2, LOOM_OP_NONE);
+    idx.type = LOOM_TYPE_I64, idx.nb[0] = 8, idx.nb[1] = 24, idx.nb[2] = idx.nb[3] = 48;
+    cache(&kcache, &mem[400]);
+    setk = kcache;
+    setk.op = LOOM_OP_SET_ROWS;
+    setk.src[0] = &kcache, setk.src[1] = &kview, setk.src[2] = &idx;
+    v = a;
+    v.data = &mem[600];
+    permuted(&vview, v);
+    vview.src[0] = &v;
+    cache(&vcache, &mem[800]);
+    setv = vcache;
+    setv.op = LOOM_OP_SET_ROWS;
+    setv.src[0] = &vcache, setv.src[1] = &vview, setv.src[2] = &idx;
+  }
+};
+
+TEST(CudaFusionHost, RopeAndTheCacheStoresRunAsOneKernel) {
+  RopeStore g;
+  int perm[4];
+  ASSERT_TRUE(fused_rope_set_rows(&g.rope, &g.setk, perm));
+  EXPECT_EQ(perm[0], 0);
+  EXPECT_EQ(perm[1], 2) << "the rows' dim 1 (tokens) is ROPE's dim 2";
+  EXPECT_EQ(perm[2], 1);
+  EXPECT_TRUE(fused_second_set_rows(&g.rope, &g.setk, &g.setv));
+  g.setk.src[1] = &g.rope;  // ROPE's result itself as the rows
+  g.kcache.ne[2] = 3, g.setk.ne[2] = 3;
+  EXPECT_TRUE(fused_rope_set_rows(&g.rope, &g.setk, perm));
+  EXPECT_EQ(perm[1], 1);
+}
+
+TEST(CudaFusionHost, RopeAndCacheStoresStayApartWhenTheyMust) {
+  int perm[4];
+  {
+    RopeStore g;
+    g.setk.type = LOOM_TYPE_Q8_0;
+    EXPECT_FALSE(fused_rope_set_rows(&g.rope, &g.setk, perm)) << "a block cache";
+  }
+  {
+    RopeStore g;
+    g.kview.ne[1] = 2;  // part of ROPE's result
+    EXPECT_FALSE(fused_rope_set_rows(&g.rope, &g.setk, perm));
+  }
+  {
+    RopeStore g;
+    g.kview.data = &g.mem[0];  // rows of another tensor
+    EXPECT_FALSE(fused_rope_set_rows(&g.rope, &g.setk, perm));
+  }
+  {
+    RopeStore g;
+    std::swap(g.kview.ne[0], g.kview.ne[1]);  // rows across ROPE's pairs
+    std::swap(g.kview.nb[0], g.kview.nb[1]);
+    g.kview.ne[1] = 8, g.kview.ne[0] = 3;
+    EXPECT_FALSE(fused_rope_set_rows(&g.rope, &g.setk, perm));
+  }
+  {
+    RopeStore g;
+    g.rope.type = LOOM_TYPE_F16;
+    EXPECT_FALSE(fused_rope_set_rows(&g.rope, &g.setk, perm)) << "an F16 ROPE result";
+  }
+  {
+    RopeStore g;
+    g.setk.data = g.a.data;  // the cache over ROPE's input
+    EXPECT_FALSE(fused_rope_set_rows(&g.rope, &g.setk, perm));
+  }
+  {
+    RopeStore g;
+    g.setk.op = LOOM_OP_GET_ROWS;
+    EXPECT_FALSE(fused_rope_set_rows(&g.rope, &g.setk, perm));
+  }
+  {
+    RopeStore g;
+    loom_tensor_t other = g.idx;
+    other.data = &g.mem[320];
+    g.setv.src[2] = &other;
+    EXPECT_FALSE(fused_second_set_rows(&g.rope, &g.setk, &g.setv)) << "other indices";
+  }
+  {
+    RopeStore g;
+    g.vview.data = g.rope.data;  // V's rows where ROPE writes
+    EXPECT_FALSE(fused_second_set_rows(&g.rope, &g.setk, &g.setv));
+  }
+  {
+    RopeStore g;
+    g.setv.data = &g.mem[420];  // V's cache inside K's
+    EXPECT_FALSE(fused_second_set_rows(&g.rope, &g.setk, &g.setv));
+  }
+  {
+    RopeStore g;
+    g.setv.data = g.a.data;  // V's cache over ROPE's input
+    EXPECT_FALSE(fused_second_set_rows(&g.rope, &g.setk, &g.setv));
+  }
 }
 
 TEST(CudaFusionHost, RoundToIsAStoreAndLoadThroughTheType) {

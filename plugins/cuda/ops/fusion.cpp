@@ -3,6 +3,8 @@
 #include "act_cache.h"
 #include "common/op_info.h"
 
+#include <initializer_list>
+
 namespace loom::cuda {
 namespace {
 
@@ -101,6 +103,74 @@ const loom_tensor_t* fused_mul_mat_add(const loom_tensor_t* mm, const loom_tenso
   if (spans_overlap(tensor_span(next), tensor_span(mm)) && !same_layout(next, mm)) return nullptr;
   if (spans_overlap(tensor_span(next), tensor_span(r)) && !same_layout(next, r)) return nullptr;
   return next;
+}
+
+namespace {
+
+bool float_cache(int32_t type) { return type == LOOM_TYPE_F32 || type == LOOM_TYPE_F16 || type == LOOM_TYPE_BF16; }
+
+bool dense_f32(const loom_tensor_t* t) {
+  if (t->type != LOOM_TYPE_F32 || t->nb[0] != 4) return false;
+  int64_t stride = 4;
+  for (int d = 0; d < 4; ++d) {
+    if (t->ne[d] != 1 && t->nb[d] != stride) return false;
+    stride *= t->ne[d];
+  }
+  return true;
+}
+
+int64_t elements(const loom_tensor_t* t) { return t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3]; }
+
+}  // namespace
+
+bool fused_rope_set_rows(const loom_tensor_t* rope, const loom_tensor_t* set, int perm[4]) {
+  if (rope == nullptr || set == nullptr || rope->op != LOOM_OP_ROPE || set->op != LOOM_OP_SET_ROWS) return false;
+  const loom_tensor_t* rows = set->src[1];
+  const loom_tensor_t* idx = set->src[2];
+  if (rows == nullptr || idx == nullptr || !dense_f32(rope) || !float_cache(set->type)) return false;
+  if (rope->src[0] == nullptr || rows->data != rope->data || rows->type != LOOM_TYPE_F32 ||
+      elements(rows) != elements(rope)) {
+    return false;
+  }
+  // Each of the rows' dims is one of ROPE's (same extent and stride); a
+  // dim of extent 1 matches any unused one of extent 1.
+  bool used[4] = {false, false, false, false};
+  for (int d = 0; d < 4; ++d) {
+    perm[d] = -1;
+    for (int k = 0; k < 4 && perm[d] < 0; ++k) {
+      if (used[k] || rope->ne[k] != rows->ne[d]) continue;
+      if (rows->ne[d] != 1 && rope->nb[k] != rows->nb[d]) continue;
+      perm[d] = k;
+      used[k] = true;
+    }
+    if (perm[d] < 0) return false;
+  }
+  if (perm[0] != 0 || rope->ne[0] != rows->ne[0]) return false;
+  const ByteSpan out = tensor_span(set);
+  for (const loom_tensor_t* t : std::initializer_list<const loom_tensor_t*>{rope, rope->src[0], rope->src[1], rope->src[2], idx}) {
+    if (t != nullptr && spans_overlap(out, tensor_span(t))) return false;
+  }
+  return true;
+}
+
+bool fused_second_set_rows(const loom_tensor_t* rope, const loom_tensor_t* first, const loom_tensor_t* second) {
+  if (rope == nullptr || first == nullptr || second == nullptr || second->op != LOOM_OP_SET_ROWS) return false;
+  const loom_tensor_t* rows = second->src[1];
+  if (rows == nullptr || second->src[2] != first->src[2] || !float_cache(second->type) ||
+      rows->type != LOOM_TYPE_F32) {
+    return false;
+  }
+  // What the kernel writes (ROPE's result, both caches) against what it
+  // reads (ROPE's input, positions, indices, the second rows).
+  const ByteSpan out_v = tensor_span(second), in_v = tensor_span(rows);
+  for (const loom_tensor_t* t :
+       std::initializer_list<const loom_tensor_t*>{rope, first, rope->src[0], rope->src[1], rope->src[2], first->src[2]}) {
+    if (t != nullptr && spans_overlap(out_v, tensor_span(t))) return false;
+  }
+  for (const loom_tensor_t* t : {rope, first}) {
+    if (spans_overlap(in_v, tensor_span(t))) return false;
+  }
+  return true;
 }
 
 }  // namespace loom::cuda

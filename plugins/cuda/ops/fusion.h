@@ -57,4 +57,30 @@ const loom_tensor_t* fused_residual(const loom_tensor_t* mm, const loom_tensor_t
 // still use). The stream also asks that both run the same GEMV.
 bool gemv_peer(const loom_graph_t* graph, int32_t at, int32_t later);
 
+// A ROPE followed by the SET_ROWS that stores its result into a cache (the
+// llama graph's K: rotated, permuted to the cache's [head_dim, tokens,
+// kv heads] order, written at the rows the batch's positions take), and
+// optionally by a second SET_ROWS with the same row indices (V into its
+// cache): one kernel rotates each pair, writes ROPE's result and the
+// cache's elements, and copies the second SET_ROWS's elements.
+struct RopeRows {
+  const loom_tensor_t* set_k = nullptr;  // the SET_ROWS of ROPE's result
+  const loom_tensor_t* set_v = nullptr;  // the second SET_ROWS, or nullptr
+  int perm[4] = {0, 1, 2, 3};            // SET_ROWS source dim d is ROPE's dim perm[d]
+};
+
+// Whether `set` stores `rope`'s result: ROPE's result f32 and dense; `set`'s
+// rows are ROPE's result or a view of all of it whose dims are ROPE's in
+// another order (rows along ROPE's dim 0, which the rotation pairs live
+// in), into an F32 / F16 / BF16 destination that overlaps neither ROPE's
+// input nor its result. Fills perm.
+bool fused_rope_set_rows(const loom_tensor_t* rope, const loom_tensor_t* set, int perm[4]);
+
+// Whether `second` (a SET_ROWS after `first`, the fused one) can run in the
+// same kernel: the same index tensor, one element per row element (F32 /
+// F16 / BF16 destination), F32 rows that nothing the kernel writes
+// overlaps, a destination apart from every tensor the kernel reads or
+// writes.
+bool fused_second_set_rows(const loom_tensor_t* rope, const loom_tensor_t* first, const loom_tensor_t* second);
+
 }  // namespace loom::cuda

@@ -68,6 +68,9 @@ loom_status_t* launch_rows_reduce(const LaunchContext& ctx, const loom_tensor_t*
 loom_status_t* launch_norm_mul(const LaunchContext& ctx, const loom_tensor_t* norm, const loom_tensor_t* mul,
                                ActQ8* q8 = nullptr);
 loom_status_t* launch_rope(const LaunchContext& ctx, const loom_tensor_t* node);
+// ROPE and the SET_ROWS after it (and V's, when rr.set_v) as one kernel.
+struct RopeRows;
+loom_status_t* launch_rope_rows(const LaunchContext& ctx, const loom_tensor_t* node, const RopeRows& rr);
 loom_status_t* launch_rows(const LaunchContext& ctx, const loom_tensor_t* node);  // get_rows, set_rows
 loom_status_t* launch_copy(const LaunchContext& ctx, const loom_tensor_t* node);  // cpy, cont
 loom_status_t* launch_mul_mat(const LaunchContext& ctx, const loom_tensor_t* node);

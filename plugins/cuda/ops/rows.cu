@@ -12,17 +12,12 @@
 namespace loom::cuda {
 namespace {
 
-__device__ int64_t load_index(const TArg& idx, int64_t i0, int64_t i1, int64_t i2) {
-  const uint8_t* p = idx.data + idx.offset(i0, i1, i2, 0);
-  return idx.type == LOOM_TYPE_I64 ? *reinterpret_cast<const int64_t*>(p) : *reinterpret_cast<const int32_t*>(p);
-}
-
 __global__ void get_rows_kernel(TArg dst, TArg a, TArg idx, KernelFault* err) {
   const int64_t e = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
   if (e >= dst.nelements()) return;
   int64_t i[4];
   dst.index(e, i);
-  const int64_t r = load_index(idx, i[1], i[2], i[3]);
+  const int64_t r = load_row_index(idx, i[1], i[2], i[3]);
   if (r < 0 || r >= a.ne[1]) {
     report_fault(err, kErrRowIndex, LOOM_OP_GET_ROWS, i[1], r, a.ne[1]);
     return;
@@ -39,7 +34,7 @@ __global__ void set_rows_kernel(TArg dst, TArg rows, TArg idx, KernelFault* err)
   if (e >= per_row * rows.nrows()) return;
   const int64_t b = e % per_row, rr = e / per_row;
   const int64_t i1 = rr % rows.ne[1], i2 = (rr / rows.ne[1]) % rows.ne[2], i3 = rr / (rows.ne[1] * rows.ne[2]);
-  const int64_t r = load_index(idx, i1, i2, i3);
+  const int64_t r = load_row_index(idx, i1, i2, i3);
   if (r < 0 || r >= dst.ne[1]) {
     report_fault(err, kErrRowIndex, LOOM_OP_SET_ROWS, i1, r, dst.ne[1]);
     return;

@@ -35,6 +35,12 @@ struct TArg {
   }
 };
 
+// Element (i0, i1, i2) of an I32 / I64 index tensor (GET_ROWS, SET_ROWS).
+LOOM_HD int64_t load_row_index(const TArg& idx, int64_t i0, int64_t i1, int64_t i2) {
+  const uint8_t* p = idx.data + idx.offset(i0, i1, i2, 0);
+  return idx.type == LOOM_TYPE_I64 ? *reinterpret_cast<const int64_t*>(p) : *reinterpret_cast<const int32_t*>(p);
+}
+
 inline TArg targ(const loom_tensor_t* t) {
   TArg a;
   a.data = static_cast<uint8_t*>(t->data);
