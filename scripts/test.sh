@@ -106,9 +106,9 @@ if [ "$asan" = 1 ]; then
   # suite again, case by case in children: 24 s under ASan); the isolation
   # cases that crash, hang or lose a context run here. The emulated cuda
   # plugin's op suite and stories260K on its cuda0 run here (the kernels'
-  # memory accesses under ASan); its other model runs (cuda_emu.models, two
-  # of cuda_emu.CudaStories.: ~140 CPU-seconds under ASan) in the release
-  # pass only.
+  # memory accesses under ASan); its other model runs (cuda_emu.models,
+  # cuda_emu.serve, two of cuda_emu.CudaStories.: ~170 CPU-seconds under
+  # ASan) in the release pass only.
   ctest --preset asan -j "$jobs"
 fi
 if [ "$tsan" = 1 ]; then

@@ -58,3 +58,8 @@ add_test(NAME cuda_emu.models COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cuda/emu/
   ${LOOM_MODELS_DIR_DEFAULT})
 set_tests_properties(cuda_emu.models PROPERTIES LABELS cuda SKIP_RETURN_CODE 77)
 add_dependencies(loom-cuda-emu loom_fake_libcuda)
+# loom serve on the emulated cuda0: four completions at once (batched decode
+# steps, ATTENTION's ranges form), each equal to the cpu's `loom run`.
+add_test(NAME cuda_emu.serve COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/cuda/emu/emu_serve_test.py
+  $<TARGET_FILE:loom_cli> ${LOOM_MODELS_DIR_DEFAULT})
+set_tests_properties(cuda_emu.serve PROPERTIES LABELS cuda SKIP_RETURN_CODE 77 ENVIRONMENT "${_loom_cuda_emu_env}")

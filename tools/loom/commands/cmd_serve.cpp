@@ -102,8 +102,10 @@ void load(const ServeOptions& o, const ModelCommand& mc, serve::HttpServer* serv
   if (result.ok()) {
     out->engine = std::move(result).value();
     const llm::serve::Engine& e = *out->engine;
-    std::fprintf(stderr, "loom serve: %s ready: %d slots of %lld tokens, chat format %s\n", e.model_id().c_str(),
-                 o.engine.slots, static_cast<long long>(e.n_ctx_per_slot()), e.chat_format().c_str());
+    std::string on;
+    for (const registry::Device* d : mc.devices) on += (on.empty() ? "" : ",") + d->name();
+    std::fprintf(stderr, "loom serve: %s ready on %s: %d slots of %lld tokens, chat format %s\n", e.model_id().c_str(),
+                 on.c_str(), o.engine.slots, static_cast<long long>(e.n_ctx_per_slot()), e.chat_format().c_str());
     server->set_engine(out->engine);
   } else {
     out->status = result.status();
