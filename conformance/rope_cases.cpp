@@ -196,10 +196,10 @@ LOOM_CASE(RopeTest, PositionZeroIsIdentityAndRunsInPlace) {
   expect_equal(read(out), a.h.values(), a.h.ne, "rope at position 0");
 }
 
-// The llama graph's K and V: K rotated, permuted to the cache's [head_dim,
-// tokens, kv heads] order and stored at the batch's rows, then V's rows
-// stored at the same rows (the cuda plugin runs the three nodes as one
-// kernel). ROPE's result against the reference; each written cache row
+// The llama graph's Q, K and V: Q rotated, K rotated, permuted to the
+// cache's [head_dim, tokens, kv heads] order and stored at the batch's rows,
+// then V's rows stored at the same rows (the cuda plugin runs the four nodes
+// as one kernel). ROPE's result against the reference; each written cache row
 // holds that result (or V's row) converted once to the cache's type; the
 // other rows keep their bytes. Partial rotation (n_dims < head_dim) and
 // I32 / I64 indices too.
@@ -230,14 +230,19 @@ LOOM_CASE(RopeTest, RotatedRowsStoredInACache) {
       Operand idx = input_ints(index_type, {tokens, heads, 1, 1}, rows);
       Operand kc = input(ct, {hd, n_ctx, heads, 1});
       Operand vc = input(ct, {hd, n_ctx, heads, 1});
+      // Q (twice the heads) rotated just before K, as the llama graph does.
+      const RopeCase cq{{hd, 2 * heads, tokens, 1}, c.n_dims, c.mode, c.base, c.scale};
+      Operand qa = make(LOOM_TYPE_F32, cq.ne, Layout::kDense);
+      Tensor* q_roped = unwrap(op::rope(ctx_, qa.t, p.t, cq.n_dims, cq.mode, cq.base, cq.scale), "rope");
       Tensor* roped = unwrap(op::rope(ctx_, a.t, p.t, c.n_dims, c.mode, c.base, c.scale), "rope");
       Tensor* kp = unwrap(ctx_.permute(roped, 0, 2, 1, 3), "permute");
       Tensor* vp = unwrap(ctx_.permute(v.t, 0, 2, 1, 3), "permute");
       Tensor* ks = unwrap(op::set_rows(ctx_, kc.t, kp, idx.t), "set_rows");
       Tensor* vs = unwrap(op::set_rows(ctx_, vc.t, vp, idx.t), "set_rows");
-      LOOM_ASSERT_OK(run_threads({ks, vs, roped}));
+      LOOM_ASSERT_OK(run_threads({q_roped, ks, vs, roped}));
       const std::vector<double> got_rope = read(roped);
       expect_rope(roped, LOOM_TYPE_F32, a, pos, c, Operand{});
+      expect_rope(q_roped, LOOM_TYPE_F32, qa, pos, cq, Operand{});
       // Cache row r of head h: token t's row where idx[t, h] = r.
       for (int which = 0; which < 2; ++which) {
         const Operand& cache = which == 0 ? kc : vc;

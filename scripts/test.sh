@@ -105,10 +105,11 @@ if [ "$asan" = 1 ]; then
   # ConformanceIsolation.ChildrenReportWhatOneProcessReports (the cpu op
   # suite again, case by case in children: 24 s under ASan); the isolation
   # cases that crash, hang or lose a context run here. The emulated cuda
-  # plugin's op suite and stories260K on its cuda0 run here (the kernels'
-  # memory accesses under ASan); its other model runs (cuda_emu.models,
-  # cuda_emu.serve, two of cuda_emu.CudaStories.: ~170 CPU-seconds under
-  # ASan) in the release pass only.
+  # plugin's op suite runs here (the kernels' memory accesses under ASan:
+  # ~120 CPU-seconds); its model runs (cuda_emu.models, cuda_emu.serve,
+  # cuda_emu.CudaStories.: ~200 CPU-seconds under ASan) and its two longest
+  # op cases (LongRowsOfWeightTypes, DecodeOverLongRows: ~60) in the
+  # release pass only.
   ctest --preset asan -j "$jobs"
 fi
 if [ "$tsan" = 1 ]; then

@@ -222,21 +222,46 @@ loom_status_t* Stream::launch_all(const LaunchContext& ctx, const loom_graph_t* 
       i = j;
       continue;
     }
-    // ROPE and the SET_ROWS of its result into a cache (and V's after it).
-    RopeRows rr;
-    if (ctx.fuse && node->op == LOOM_OP_ROPE && j < graph->n_nodes && fused_rope_set_rows(node, graph->nodes[j], rr.perm)) {
-      rr.set_k = graph->nodes[j];
-      int32_t k = j + 1;
-      while (k < graph->n_nodes && !is_compute(graph->nodes[k])) ++k;
-      if (k < graph->n_nodes && fused_second_set_rows(node, rr.set_k, graph->nodes[k])) rr.set_v = graph->nodes[k];
-      if (loom_status_t* st = launch_rope_rows(ctx, node, rr)) return st;
-      if (ctx.act_cache != nullptr) {
-        ctx.act_cache->note_write(node);
-        ctx.act_cache->note_write(rr.set_k);
-        if (rr.set_v != nullptr) ctx.act_cache->note_write(rr.set_v);
+    // ROPE (Q) with the ROPE right after it (K), and K's ROPE with the
+    // SET_ROWS of its result into a cache (and V's after it): one kernel.
+    if (ctx.fuse && node->op == LOOM_OP_ROPE) {
+      auto next_compute = [&](int32_t from) {
+        while (from < graph->n_nodes && !is_compute(graph->nodes[from])) ++from;
+        return from;
+      };
+      RopeRows rr;
+      const loom_tensor_t* rope = node;
+      int32_t last = i;
+      if (j < graph->n_nodes && graph->nodes[j]->op == LOOM_OP_ROPE) {
+        rr.q = node;
+        rope = graph->nodes[j];
+        last = j;
       }
-      i = rr.set_v != nullptr ? k : j;
-      continue;
+      int32_t end = last;  // the last node the kernel runs
+      const int32_t s = next_compute(last + 1);
+      if (s < graph->n_nodes && fused_rope_set_rows(rope, graph->nodes[s], rr.perm)) {
+        rr.set_k = graph->nodes[s];
+        end = s;
+        const int32_t v = next_compute(s + 1);
+        if (v < graph->n_nodes && fused_second_set_rows(rope, rr.set_k, graph->nodes[v])) {
+          rr.set_v = graph->nodes[v];
+          end = v;
+        }
+      }
+      if (rr.q != nullptr && !fused_rope_beside(rr.q, rope, rr)) {
+        // Q and K apart: K's ROPE (and its stores) at its own turn.
+        rr = RopeRows{};
+        rope = node;
+        end = i;
+      }
+      if (rr.q != nullptr || rr.set_k != nullptr) {
+        if (loom_status_t* st = launch_rope_rows(ctx, rope, rr)) return st;
+        for (const loom_tensor_t* w : {rr.q, rope, rr.set_k, rr.set_v}) {
+          if (w != nullptr && ctx.act_cache != nullptr) ctx.act_cache->note_write(w);
+        }
+        i = end;
+        continue;
+      }
     }
     const loom_tensor_t* add = ctx.fuse && j < graph->n_nodes && node->op == LOOM_OP_MUL_MAT && gemv_takes(ctx, node)
                                    ? fused_mul_mat_add(node, graph->nodes[j], gemv_reads_b(ctx, node))

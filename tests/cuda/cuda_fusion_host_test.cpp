@@ -423,6 +423,41 @@ TEST(CudaFusionHost, RopeAndCacheStoresStayApartWhenTheyMust) {
   }
 }
 
+// Q's ROPE [8, 4 heads, 3 tokens] beside K's and its stores.
+TEST(CudaFusionHost, QsRopeRunsBesideKsWhenNothingOverlaps) {
+  RopeStore g;
+  loom_tensor_t qa = g.a, q = g.rope;
+  qa.data = &g.mem[1000];
+  qa.ne[1] = 4, qa.nb[2] = qa.nb[1] * 4, qa.nb[3] = qa.nb[2] * 3;
+  q.ne[1] = 4, q.nb[2] = qa.nb[2], q.nb[3] = qa.nb[3];
+  q.data = &g.mem[1200];
+  q.src[0] = &qa;
+  RopeRows rr;
+  ASSERT_TRUE(fused_rope_set_rows(&g.rope, &g.setk, rr.perm));
+  rr.set_k = &g.setk;
+  rr.set_v = &g.setv;
+  EXPECT_TRUE(fused_rope_beside(&q, &g.rope, rr));
+  EXPECT_TRUE(fused_rope_beside(&q, &g.rope, RopeRows{})) << "the two ROPEs alone";
+  loom_tensor_t q2 = q;
+  q2.data = g.a.data;  // Q's result over K's input
+  EXPECT_FALSE(fused_rope_beside(&q2, &g.rope, rr));
+  q2 = q;
+  q2.data = g.vview.data;  // Q's result over V's rows
+  EXPECT_FALSE(fused_rope_beside(&q2, &g.rope, rr));
+  q2 = q;
+  q2.src[0] = &g.rope;  // Q reads what K's ROPE writes
+  EXPECT_FALSE(fused_rope_beside(&q2, &g.rope, rr));
+  loom_tensor_t qa2 = qa;
+  qa2.data = g.setk.data;  // Q's input in K's cache
+  q2 = q;
+  q2.src[0] = &qa2;
+  EXPECT_FALSE(fused_rope_beside(&q2, &g.rope, rr));
+  EXPECT_FALSE(fused_rope_beside(&g.rope, &g.rope, rr)) << "one node twice";
+  q2 = q;
+  q2.op = LOOM_OP_MUL;
+  EXPECT_FALSE(fused_rope_beside(&q2, &g.rope, rr));
+}
+
 TEST(CudaFusionHost, RoundToIsAStoreAndLoadThroughTheType) {
   std::mt19937 rng(2803);
   std::uniform_real_distribution<float> u(-70000.0f, 70000.0f);

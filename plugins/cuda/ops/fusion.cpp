@@ -173,4 +173,25 @@ bool fused_second_set_rows(const loom_tensor_t* rope, const loom_tensor_t* first
   return true;
 }
 
+bool fused_rope_beside(const loom_tensor_t* q, const loom_tensor_t* rope, const RopeRows& rr) {
+  if (q == nullptr || rope == nullptr || q->op != LOOM_OP_ROPE || rope->op != LOOM_OP_ROPE || q == rope) return false;
+  const loom_tensor_t* set_v_rows = rr.set_v != nullptr ? rr.set_v->src[1] : nullptr;
+  const loom_tensor_t* idx = rr.set_k != nullptr ? rr.set_k->src[2] : nullptr;
+  const std::initializer_list<const loom_tensor_t*> k_reads = {rope->src[0], rope->src[1], rope->src[2], idx, set_v_rows};
+  const std::initializer_list<const loom_tensor_t*> k_writes = {rope, rr.set_k, rr.set_v};
+  const ByteSpan q_out = tensor_span(q);
+  for (const loom_tensor_t* t : k_reads) {
+    if (t != nullptr && spans_overlap(q_out, tensor_span(t))) return false;
+  }
+  for (const loom_tensor_t* t : k_writes) {
+    if (t == nullptr) continue;
+    const ByteSpan w = tensor_span(t);
+    if (spans_overlap(q_out, w)) return false;
+    for (const loom_tensor_t* r : {q->src[0], q->src[1], q->src[2]}) {
+      if (r != nullptr && spans_overlap(w, tensor_span(r))) return false;
+    }
+  }
+  return true;
+}
+
 }  // namespace loom::cuda

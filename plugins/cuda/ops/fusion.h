@@ -64,7 +64,8 @@ bool gemv_peer(const loom_graph_t* graph, int32_t at, int32_t later);
 // cache): one kernel rotates each pair, writes ROPE's result and the
 // cache's elements, and copies the second SET_ROWS's elements.
 struct RopeRows {
-  const loom_tensor_t* set_k = nullptr;  // the SET_ROWS of ROPE's result
+  const loom_tensor_t* q = nullptr;      // a ROPE run beside it (Q), or nullptr
+  const loom_tensor_t* set_k = nullptr;  // the SET_ROWS of ROPE's result, or nullptr
   const loom_tensor_t* set_v = nullptr;  // the second SET_ROWS, or nullptr
   int perm[4] = {0, 1, 2, 3};            // SET_ROWS source dim d is ROPE's dim perm[d]
 };
@@ -82,5 +83,12 @@ bool fused_rope_set_rows(const loom_tensor_t* rope, const loom_tensor_t* set, in
 // overlaps, a destination apart from every tensor the kernel reads or
 // writes.
 bool fused_second_set_rows(const loom_tensor_t* rope, const loom_tensor_t* first, const loom_tensor_t* second);
+
+// Whether the ROPE `q` (before `rope` in the graph: the llama graph's Q, then
+// K) can run in the same kernel as `rope` and the stores rr names: nothing
+// one of them writes (q's result, rope's result, the caches) overlaps what
+// another reads (q's and rope's inputs, positions and factors, the
+// indices, V's rows) or writes, unless a ROPE runs in place.
+bool fused_rope_beside(const loom_tensor_t* q, const loom_tensor_t* rope, const RopeRows& rr);
 
 }  // namespace loom::cuda
