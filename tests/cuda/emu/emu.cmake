@@ -63,3 +63,10 @@ add_dependencies(loom-cuda-emu loom_fake_libcuda)
 add_test(NAME cuda_emu.serve COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/cuda/emu/emu_serve_test.py
   $<TARGET_FILE:loom_cli> ${LOOM_MODELS_DIR_DEFAULT})
 set_tests_properties(cuda_emu.serve PROPERTIES LABELS cuda SKIP_RETURN_CODE 77 ENVIRONMENT "${_loom_cuda_emu_env}")
+# The op suite again with every grid's blocks run last to first
+# (LOOM_CUDA_EMU_ORDER=reverse): a GPU runs blocks in any order, so no
+# result may depend on it. Through `loom conformance` (each case family in
+# its own child).
+add_test(NAME cuda_emu.conformance_reverse_blocks COMMAND $<TARGET_FILE:loom_cli> conformance --device cuda0)
+set_tests_properties(cuda_emu.conformance_reverse_blocks PROPERTIES LABELS cuda
+  ENVIRONMENT "${_loom_cuda_emu_env};LOOM_CUDA_EMU_ORDER=reverse")

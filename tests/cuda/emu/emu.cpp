@@ -383,10 +383,18 @@ void run_grid(dim3 grid, dim3 block, size_t shared, const std::function<void()>&
   b.shared.assign(shared, 0);
   Block* outer = t_block;
   t_block = &b;
-  for (unsigned z = 0; z < grid.z; ++z) {
-    for (unsigned y = 0; y < grid.y; ++y) {
-      for (unsigned x = 0; x < grid.x; ++x) run_block(b, uint3{x, y, z}, grid, block);
-    }
+  // LOOM_CUDA_EMU_ORDER=reverse: the last block first (a GPU runs blocks
+  // in any order; a kernel whose blocks depend on each other's order shows).
+  static const bool reverse = [] {
+    const char* e = std::getenv("LOOM_CUDA_EMU_ORDER");
+    return e != nullptr && std::strcmp(e, "reverse") == 0;
+  }();
+  const unsigned long long blocks = 1ull * grid.x * grid.y * grid.z;
+  for (unsigned long long k = 0; k < blocks; ++k) {
+    const unsigned long long l = reverse ? blocks - 1 - k : k;
+    const unsigned x = static_cast<unsigned>(l % grid.x), y = static_cast<unsigned>(l / grid.x % grid.y),
+                   z = static_cast<unsigned>(l / (1ull * grid.x * grid.y));
+    run_block(b, uint3{x, y, z}, grid, block);
   }
   t_block = outer;
 }
