@@ -237,6 +237,30 @@ LOOM_CASE(AttentionTest, LargeScoresOverLongRows) {
   expect_close(read(out), ref, tol, {c.dv, c.n_head, c.n_tok, 1}, "attention result");
 }
 
+// Two decode attentions over long rows in one graph (a GPU plugin that
+// counts the blocks of a split attention in device memory must leave the
+// counts as it found them for the next node; the suite computes the graph
+// at two thread counts).
+LOOM_CASE(AttentionTest, DecodeAttentionsInOneGraph) {
+  seed(1114);
+  const AttnCase c{64, 64, 4, 2, 1, 1500, LOOM_TYPE_F16, false};
+  Operand q1 = input(LOOM_TYPE_F32, {c.d, c.n_head, c.n_tok, 1});
+  Operand q2 = input(LOOM_TYPE_F32, {c.d, c.n_head, c.n_tok, 1});
+  Operand k = cache_view(c.kv_type, c.d, c.n_kv, c.n_head_kv);
+  Operand v = cache_view(c.kv_type, c.dv, c.n_kv, c.n_head_kv);
+  const std::vector<int64_t> vis1 = {1400}, vis2 = {1500};
+  Operand visible1 = input_ints(LOOM_TYPE_I32, {c.n_tok, 1, 1, 1}, vis1);
+  Operand visible2 = input_ints(LOOM_TYPE_I32, {c.n_tok, 1, 1, 1}, vis2);
+  Tensor* out1 = unwrap(op::attention(ctx_, q1.t, k.t, v.t, visible1.t, 0.125f), "attention");
+  Tensor* out2 = unwrap(op::attention(ctx_, q2.t, k.t, v.t, visible2.t, 0.125f), "attention");
+  LOOM_ASSERT_OK(run_threads({out1, out2}));
+  std::vector<double> ref, tol;
+  reference(c, q1, k, v, vis1, 0.125f, &ref, &tol);
+  expect_close(read(out1), ref, tol, {c.dv, c.n_head, c.n_tok, 1}, "first attention");
+  reference(c, q2, k, v, vis2, 0.125f, &ref, &tol);
+  expect_close(read(out2), ref, tol, {c.dv, c.n_head, c.n_tok, 1}, "second attention");
+}
+
 LOOM_CASE(AttentionTest, NonContiguousQuery) {
   seed(1104);
   check({64, 64, 8, 2, 7, 100, LOOM_TYPE_F32, true}, causal(40, 7));

@@ -91,6 +91,9 @@ loom_status_t* Stream::init() {
   if ((e = cudaMemset(error_, 0, sizeof(KernelFault))) != cudaSuccess) return cuda_status(device_, "stream_create", e);
   if ((e = cudaMallocHost(reinterpret_cast<void**>(&error_host_), sizeof(KernelFault))) != cudaSuccess) return cuda_status(device_, "stream_create", e);
   *error_host_ = KernelFault{};
+  const size_t counter_bytes = static_cast<size_t>(kCounterSlots) * sizeof(int32_t);
+  if ((e = cudaMalloc(reinterpret_cast<void**>(&counters_), counter_bytes)) != cudaSuccess) return cuda_status(device_, "stream_create", e);
+  if ((e = cudaMemset(counters_, 0, counter_bytes)) != cudaSuccess) return cuda_status(device_, "stream_create", e);
   graphs_ = common::plugin_env_flag("LOOM_CUDA_GRAPHS", true);
   fuse_ = common::plugin_env_flag("LOOM_CUDA_FUSE", true);
   const Cublas* cb = device_->cublas();
@@ -112,6 +115,7 @@ Stream::~Stream() {
   drop_cuda_graph();
   if (blas_) device_->cublas()->destroy(blas_);
   if (error_) cudaFree(error_);
+  if (counters_) cudaFree(counters_);
   if (error_host_) cudaFreeHost(error_host_);
   if (stream_) cudaStreamDestroy(stream_);
   cudaGetLastError();
@@ -129,6 +133,7 @@ loom_status_t* Stream::compute(const loom_graph_t* graph) {
   ctx.act_cache = &act_cache_;
   act_cache_.clear();  // B's blocks are kept within one graph only
   ctx.error = error_;
+  ctx.counters = counters_;
   ctx.sm_count = device_->sm_count();
   ctx.f16_gemm = device_->f16_gemm();
   ctx.fuse = fuse_;

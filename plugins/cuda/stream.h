@@ -59,6 +59,7 @@ class Stream final {
   cublasHandle_t blas_ = nullptr;
   KernelFault* error_ = nullptr;       // device word (ops/fault.h)
   KernelFault* error_host_ = nullptr;  // pinned mirror
+  int32_t* counters_ = nullptr;        // ops.h kCounterSlots, zero between kernels
   bool capturing_ = false;  // the scratches must not grow while capturing
   DeviceScratch scratch_;      // per node
   DeviceScratch act_scratch_;  // B's 8-bit blocks, kept across nodes (act_cache_)

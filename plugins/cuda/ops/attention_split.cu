@@ -1,8 +1,11 @@
 // ATTENTION for decode (a few query tokens): flash-decoding over the KV
 // length (attention.cuh's split path). Many blocks per kv head read
 // disjoint stretches of the cache once for up to kSplitHeads query heads,
-// each warp scoring whole rows with coalesced loads; a combine kernel merges the partials in a fixed order,
-// so results do not depend on timing. Query t's rows are [0, visible[t])
+// each warp scoring whole rows with coalesced loads; the last of a
+// (heads, token)'s blocks to finish merges the partials in a fixed order
+// (split, then warp), so results do not depend on timing, and decode
+// attention is one launch (a combine kernel of its own where the stream's
+// counters do not reach). Query t's rows are [0, visible[t])
 // or, the ranges form, its pair's; splits outside them add nothing. A bad
 // value fills the fault word (split 0 reports it) and leaves a zero row.
 #include <cstring>
@@ -26,11 +29,59 @@ __device__ __forceinline__ float warp_tree_sum(float v) {
   return __shfl_sync(0xFFFFFFFFu, v, 0);
 }
 
+// Head h of token t from its partials: thread d (of the block's threads)
+// merges element d's partials in order and writes acc / l. qs / qd (nullptr:
+// none): the result, as the product after it reads it ([Dv * H, T], Dv % 32
+// == 0), rounded to 8-bit blocks of 32 as quantize_b_kernel rounds them; a
+// warp holds one block.
+__device__ void combine_head(const TArg& dst, const float* part, int64_t parts, int64_t h, int64_t t, int8_t* qs,
+                             float* qd) {
+  const int64_t H = dst.ne[1], Dv = dst.ne[0];
+  const float* p = part + (t * H + h) * parts * (2 + Dv);
+  for (int64_t d = threadIdx.x; d < Dv; d += blockDim.x) {
+    OnlineState st = online_init();
+    float acc = 0.0f;
+    for (int64_t i = 0; i < parts; ++i) {
+      const float* pi = p + i * (2 + Dv);
+      const OnlineState ps{pi[0], pi[1]};
+      const MergeFactors f = online_factors(st, ps);
+      acc = online_merge_acc(acc, pi[2 + d], f);
+      st = online_merge(st, ps, f);
+    }
+    const float v = online_finish(st, acc);
+    *reinterpret_cast<float*>(dst.data + d * dst.nb[0] + h * dst.nb[1] + t * dst.nb[2]) = v;
+    if (qs != nullptr) {
+      float amax = fabsf(v);
+      for (int s = kWarp / 2; s > 0; s /= 2) amax = fmaxf(amax, __shfl_xor_sync(0xFFFFFFFFu, amax, s));
+      const bool nan = __any_sync(0xFFFFFFFFu, v != v);
+      const int64_t k = t * H * Dv + h * Dv + d;  // quant k of the product's B
+      qs[k] = act_quant(v, act_inverse(amax / 127.0f));
+      if (threadIdx.x % kWarp == 0) qd[k / 32] = act_scale(amax, nan);
+    }
+  }
+}
+
+// One block per (head, token) (the two-kernel form, when the counters do not
+// reach).
+__global__ void attention_combine_kernel(TArg dst, const float* part, int64_t parts, int8_t* qs, float* qd) {
+  combine_head(dst, part, parts, blockIdx.x, blockIdx.y, qs, qd);
+}
+
+// Where the split kernel combines (counters != nullptr: the last of a (kv
+// head chunk, token)'s split blocks to finish merges their partials, so
+// decode attention is one launch; otherwise attention_combine_kernel does).
+struct SplitCombine {
+  TArg dst;
+  int32_t* counters;
+  int8_t* qs;
+  float* qd;
+};
+
 // part: [T][H][splits * kSplitWarps][2 + Dv] floats (m, l, acc). Block x:
 // kv head g and its chunk of up to kSplitHeads query heads.
 __global__ void __launch_bounds__(kSplitWarps * 32)
     attention_split_kernel(TArg q, TArg k, TArg v, const uint8_t* vis, int64_t vis_stride, int64_t vis_nb1,
-                           float scale, float* part, KernelFault* err) {
+                           float scale, float* part, KernelFault* err, SplitCombine comb) {
   __shared__ float qs[kSplitHeads * kSplitMaxDim];
   const int64_t D = q.ne[0], Dv = v.ne[0], n_kv = k.ne[1], H = q.ne[1], ratio = H / k.ne[2];
   const SplitHeads heads = split_block_heads(blockIdx.x, ratio);
@@ -91,36 +142,20 @@ __global__ void __launch_bounds__(kSplitWarps * 32)
       if (d < Dv) out[2 + d] = acc[i][e];
     }
   }
-}
-
-// One block per (head, token): thread d merges the partials' element d in
-// order and writes acc / l. qs / qd (nullptr: none): the result, as the
-// product after it reads it ([Dv * H, T], Dv % 32 == 0), rounded to 8-bit
-// blocks of 32 as quantize_b_kernel rounds them; a warp holds one block.
-__global__ void attention_combine_kernel(TArg dst, const float* part, int64_t parts, int8_t* qs, float* qd) {
-  const int64_t h = blockIdx.x, t = blockIdx.y, H = dst.ne[1], Dv = dst.ne[0];
-  const float* p = part + (t * H + h) * parts * (2 + Dv);
-  for (int64_t d = threadIdx.x; d < Dv; d += blockDim.x) {
-    OnlineState st = online_init();
-    float acc = 0.0f;
-    for (int64_t i = 0; i < parts; ++i) {
-      const float* pi = p + i * (2 + Dv);
-      const OnlineState ps{pi[0], pi[1]};
-      const MergeFactors f = online_factors(st, ps);
-      acc = online_merge_acc(acc, pi[2 + d], f);
-      st = online_merge(st, ps, f);
-    }
-    const float v = online_finish(st, acc);
-    *reinterpret_cast<float*>(dst.data + d * dst.nb[0] + h * dst.nb[1] + t * dst.nb[2]) = v;
-    if (qs != nullptr) {
-      float amax = fabsf(v);
-      for (int s = kWarp / 2; s > 0; s /= 2) amax = fmaxf(amax, __shfl_xor_sync(0xFFFFFFFFu, amax, s));
-      const bool nan = __any_sync(0xFFFFFFFFu, v != v);
-      const int64_t k = t * H * Dv + h * Dv + d;  // quant k of the product's B
-      qs[k] = act_quant(v, act_inverse(amax / 127.0f));
-      if (threadIdx.x % kWarp == 0) qd[k / 32] = act_scale(amax, nan);
-    }
-  }
+  if (comb.counters == nullptr) return;
+  // The last block of this (heads, token) to finish combines: its partials
+  // written and fenced before the count, the others' seen after it (the
+  // threadFenceReduction pattern); the count goes back to zero.
+  __shared__ int last;
+  __threadfence();
+  __syncthreads();
+  int32_t* count = comb.counters + blockIdx.y * static_cast<int64_t>(gridDim.x) + blockIdx.x;
+  if (threadIdx.x == 0) last = atomicAdd(count, 1) == static_cast<int>(gridDim.z) - 1;
+  __syncthreads();
+  if (!last) return;
+  __threadfence();
+  for (int i = 0; i < nh; ++i) combine_head(comb.dst, part, parts, h0 + i, t, comb.qs, comb.qd);
+  if (threadIdx.x == 0) *count = 0;
 }
 
 }  // namespace
@@ -138,11 +173,6 @@ loom_status_t* launch_attention_split(const LaunchContext& ctx, const loom_tenso
       ctx.scratch->get(static_cast<size_t>(T * H * parts * (2 + Dv)) * sizeof(float), &st));
   if (st != nullptr) return st;
   const int64_t groups = k->ne[2] * split_head_chunks(H / k->ne[2]);
-  const dim3 grid(static_cast<unsigned>(groups), static_cast<unsigned>(T), static_cast<unsigned>(splits));
-  LOOM_LAUNCH(grid, kSplitWarps * kWarp, 0, ctx.stream, attention_split_kernel)(
-      targ(q), targ(k), targ(node->src[2]), static_cast<const uint8_t*>(node->src[3]->data),
-      static_cast<int64_t>(node->src[3]->nb[0]), ranges_stride(node), scale, part, ctx.error);
-  if ((st = launch_status(node, "attention split kernel")) != nullptr) return st;
   const int threads = Dv >= 256 ? 256 : static_cast<int>((Dv + kWarp - 1) / kWarp * kWarp);
   int8_t* qs = nullptr;
   float* qd = nullptr;
@@ -157,6 +187,16 @@ loom_status_t* launch_attention_split(const LaunchContext& ctx, const loom_tenso
     q8->qs = qs;
     q8->d = qd;
   }
+  // One launch when every (heads, token) gets a counter and the split
+  // kernel's threads cover a row's warps for the rounding (whole warps).
+  const bool one = ctx.fuse && ctx.counters != nullptr && groups * T <= kCounterSlots;
+  const SplitCombine comb{targ(node), one ? ctx.counters : nullptr, qs, qd};
+  const dim3 grid(static_cast<unsigned>(groups), static_cast<unsigned>(T), static_cast<unsigned>(splits));
+  LOOM_LAUNCH(grid, kSplitWarps * kWarp, 0, ctx.stream, attention_split_kernel)(
+      targ(q), targ(k), targ(node->src[2]), static_cast<const uint8_t*>(node->src[3]->data),
+      static_cast<int64_t>(node->src[3]->nb[0]), ranges_stride(node), scale, part, ctx.error, comb);
+  if ((st = launch_status(node, "attention split kernel")) != nullptr) return st;
+  if (one) return nullptr;
   LOOM_LAUNCH(dim3(static_cast<unsigned>(H), static_cast<unsigned>(T)), threads, 0, ctx.stream, attention_combine_kernel)(
       targ(node), part, parts, qs, qd);
   return launch_status(node, "attention combine kernel");

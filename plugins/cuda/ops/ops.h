@@ -34,6 +34,8 @@ class Scratch {
 class ActCache;
 struct ActQ8;
 
+constexpr int64_t kCounterSlots = 65536;
+
 struct LaunchContext {
   cudaStream_t stream = nullptr;
   const Cublas* cublas = nullptr;  // nullptr or !ok(): no cuBLAS
@@ -42,6 +44,9 @@ struct LaunchContext {
   Scratch* act_scratch = nullptr;  // B's 8-bit blocks (kept across nodes: act_cache)
   ActCache* act_cache = nullptr;   // nullptr: quantize B at every MUL_MAT
   KernelFault* error = nullptr;    // device word, code 0 = fine
+  // kCounterSlots device ints, zero between kernels: a kernel that counts
+  // its blocks in some sets them back to zero (attention_split.cu).
+  int32_t* counters = nullptr;
   int sm_count = 1;
   bool f16_gemm = false;  // prefill GEMMs may round A and B to F16 (Device::f16_gemm)
   bool fuse = true;       // pairs of nodes as one kernel (fusion.h; LOOM_CUDA_FUSE=0: off)

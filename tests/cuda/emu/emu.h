@@ -111,6 +111,7 @@ T shuffle(unsigned mask, T v, int src, int mode, int width) {
 #define warpSize 32
 
 inline void __syncthreads() { ::loom::cuda::emu::syncthreads(); }
+inline void __threadfence() {}  // blocks run one after another: every write is seen
 inline void __syncwarp(unsigned mask = 0xFFFFFFFFu) { (void)::loom::cuda::emu::vote(mask, 0, false); }
 
 template <typename T>
