@@ -2,6 +2,7 @@
 
 #include "act_cache.h"
 #include "common/op_info.h"
+#include "common/tensor_layout.h"
 
 #include <initializer_list>
 
@@ -109,17 +110,15 @@ namespace {
 
 bool float_cache(int32_t type) { return type == LOOM_TYPE_F32 || type == LOOM_TYPE_F16 || type == LOOM_TYPE_BF16; }
 
-bool dense_f32(const loom_tensor_t* t) {
-  if (t->type != LOOM_TYPE_F32 || t->nb[0] != 4) return false;
-  int64_t stride = 4;
-  for (int d = 0; d < 4; ++d) {
-    if (t->ne[d] != 1 && t->nb[d] != stride) return false;
-    stride *= t->ne[d];
-  }
-  return true;
-}
-
 int64_t elements(const loom_tensor_t* t) { return t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3]; }
+
+// Whether `span` overlaps any of `ts` (nullptr entries skipped).
+bool overlaps_any(ByteSpan span, std::initializer_list<const loom_tensor_t*> ts) {
+  for (const loom_tensor_t* t : ts) {
+    if (t != nullptr && spans_overlap(span, tensor_span(t))) return true;
+  }
+  return false;
+}
 
 }  // namespace
 
@@ -127,7 +126,10 @@ bool fused_rope_set_rows(const loom_tensor_t* rope, const loom_tensor_t* set, in
   if (rope == nullptr || set == nullptr || rope->op != LOOM_OP_ROPE || set->op != LOOM_OP_SET_ROWS) return false;
   const loom_tensor_t* rows = set->src[1];
   const loom_tensor_t* idx = set->src[2];
-  if (rows == nullptr || idx == nullptr || !dense_f32(rope) || !float_cache(set->type)) return false;
+  if (rows == nullptr || idx == nullptr || rope->type != LOOM_TYPE_F32 || !common::tensor_is_dense(rope) ||
+      !float_cache(set->type)) {
+    return false;
+  }
   if (rope->src[0] == nullptr || rows->data != rope->data || rows->type != LOOM_TYPE_F32 ||
       elements(rows) != elements(rope)) {
     return false;
@@ -146,11 +148,7 @@ bool fused_rope_set_rows(const loom_tensor_t* rope, const loom_tensor_t* set, in
     if (perm[d] < 0) return false;
   }
   if (perm[0] != 0 || rope->ne[0] != rows->ne[0]) return false;
-  const ByteSpan out = tensor_span(set);
-  for (const loom_tensor_t* t : std::initializer_list<const loom_tensor_t*>{rope, rope->src[0], rope->src[1], rope->src[2], idx}) {
-    if (t != nullptr && spans_overlap(out, tensor_span(t))) return false;
-  }
-  return true;
+  return !overlaps_any(tensor_span(set), {rope, rope->src[0], rope->src[1], rope->src[2], idx});
 }
 
 bool fused_second_set_rows(const loom_tensor_t* rope, const loom_tensor_t* first, const loom_tensor_t* second) {
@@ -162,34 +160,21 @@ bool fused_second_set_rows(const loom_tensor_t* rope, const loom_tensor_t* first
   }
   // What the kernel writes (ROPE's result, both caches) against what it
   // reads (ROPE's input, positions, indices, the second rows).
-  const ByteSpan out_v = tensor_span(second), in_v = tensor_span(rows);
-  for (const loom_tensor_t* t :
-       std::initializer_list<const loom_tensor_t*>{rope, first, rope->src[0], rope->src[1], rope->src[2], first->src[2]}) {
-    if (t != nullptr && spans_overlap(out_v, tensor_span(t))) return false;
-  }
-  for (const loom_tensor_t* t : {rope, first}) {
-    if (spans_overlap(in_v, tensor_span(t))) return false;
-  }
-  return true;
+  return !overlaps_any(tensor_span(second), {rope, first, rope->src[0], rope->src[1], rope->src[2], first->src[2]}) &&
+         !overlaps_any(tensor_span(rows), {rope, first});
 }
 
 bool fused_rope_beside(const loom_tensor_t* q, const loom_tensor_t* rope, const RopeRows& rr) {
   if (q == nullptr || rope == nullptr || q->op != LOOM_OP_ROPE || rope->op != LOOM_OP_ROPE || q == rope) return false;
   const loom_tensor_t* set_v_rows = rr.set_v != nullptr ? rr.set_v->src[1] : nullptr;
   const loom_tensor_t* idx = rr.set_k != nullptr ? rr.set_k->src[2] : nullptr;
-  const std::initializer_list<const loom_tensor_t*> k_reads = {rope->src[0], rope->src[1], rope->src[2], idx, set_v_rows};
-  const std::initializer_list<const loom_tensor_t*> k_writes = {rope, rr.set_k, rr.set_v};
-  const ByteSpan q_out = tensor_span(q);
-  for (const loom_tensor_t* t : k_reads) {
-    if (t != nullptr && spans_overlap(q_out, tensor_span(t))) return false;
+  // Q's result against everything the rest reads or writes; what the rest
+  // writes against what Q reads.
+  if (overlaps_any(tensor_span(q), {rope->src[0], rope->src[1], rope->src[2], idx, set_v_rows, rope, rr.set_k, rr.set_v})) {
+    return false;
   }
-  for (const loom_tensor_t* t : k_writes) {
-    if (t == nullptr) continue;
-    const ByteSpan w = tensor_span(t);
-    if (spans_overlap(q_out, w)) return false;
-    for (const loom_tensor_t* r : {q->src[0], q->src[1], q->src[2]}) {
-      if (r != nullptr && spans_overlap(w, tensor_span(r))) return false;
-    }
+  for (const loom_tensor_t* w : {rope, rr.set_k, rr.set_v}) {
+    if (w != nullptr && overlaps_any(tensor_span(w), {q->src[0], q->src[1], q->src[2]})) return false;
   }
   return true;
 }

@@ -16,14 +16,16 @@ maker="$(cd "$(dirname "$0")/../../.." && pwd)/tools/make_arch_gguf.py"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
+# The emulated plugin's environment.
+emu_env=(env LOOM_PLUGIN_PATH="$plugin_dir" LOOM_PLUGINS_SELECT='cuda,cpu*' LOOM_CUDA_DRIVER="$libcuda"
+  LOOM_FAKE_CUDA_INIT=0 LOOM_FAKE_CUDA_DEVICES=1 LOOM_CUDA_CUBLAS=off LOOM_CACHE_DIR="$work/cache")
+
 # gen FILE DEVICES [ENV=VALUE...]: the greedy text.
 gen() {
   local file=$1 devices=$2
   shift 2
-  env LOOM_PLUGIN_PATH="$plugin_dir" LOOM_PLUGINS_SELECT='cuda,cpu*' LOOM_CUDA_DRIVER="$libcuda" \
-    LOOM_FAKE_CUDA_INIT=0 LOOM_FAKE_CUDA_DEVICES=1 LOOM_CUDA_CUBLAS=off LOOM_CACHE_DIR="$work/cache" "$@" \
-    "$loom" run -m "$file" --device "$devices" -p "Once upon a time" --temp 0 -n 12 2>"$work/err" ||
-    { cat "$work/err" >&2; echo "(loom run failed)"; }
+  "${emu_env[@]}" "$@" "$loom" run -m "$file" --device "$devices" -p "Once upon a time" --temp 0 -n 12 \
+    2>"$work/err" || { cat "$work/err" >&2; echo "(loom run failed)"; }
   grep -q "device $devices" "$work/err" || echo "(not run on $devices: $(tail -n 1 "$work/err"))"
 }
 
@@ -57,9 +59,8 @@ for e in LOOM_CUDA_FUSE=0 LOOM_CUDA_REPACK=0 LOOM_QKV_JOIN=0 LOOM_CUDA_GRAPHS=0;
   got=$(gen "$q4" cuda0 "$e")
   if [ "$got" == "$want" ]; then echo "ok: llama-q4_0 on cuda0 with $e"; else echo "FAIL: llama-q4_0 with $e: $got"; fail=1; fi
 done
-got=$(env LOOM_PLUGIN_PATH="$plugin_dir" LOOM_PLUGINS_SELECT='cuda,cpu*' LOOM_CUDA_DRIVER="$libcuda" \
-  LOOM_FAKE_CUDA_INIT=0 LOOM_FAKE_CUDA_DEVICES=1 LOOM_CUDA_CUBLAS=off LOOM_CACHE_DIR="$work/cache" \
-  "$loom" run -m "$q4" --device cuda0,cpu --n-gpu-layers 1 -p "Once upon a time" --temp 0 -n 12 2>"$work/err" || true)
+got=$("${emu_env[@]}" "$loom" run -m "$q4" --device cuda0,cpu --n-gpu-layers 1 -p "Once upon a time" --temp 0 -n 12 \
+  2>"$work/err" || true)
 grep -q "devices cuda0,cpu; 1/2 layers on cuda0" "$work/err" || got="(not run on cuda0,cpu)"
 if [ "$got" == "$want" ]; then echo "ok: llama-q4_0 on cuda0,cpu (1 layer on cuda0)"; else echo "FAIL: llama-q4_0 on cuda0,cpu: $got"; fail=1; fi
 exit $fail
