@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "loom/runtime/ops.hpp"
+#include "conformance/matmul_ref.hpp"
 #include "conformance/suite.hpp"
 
 namespace loom::conformance {
@@ -74,10 +75,16 @@ class AttentionTest : public OpTest {
   // The reference and its tolerance. In f32 a score s_j is off by about
   // u * sqrt(D) * |scale| * sum|q k_j|, exp(s_j - m) by u * |s_j - m| more,
   // and the sums over j by u * sqrt(n); each relative error of p_j carries
-  // p_j |v_j| into the output.
+  // p_j |v_j| into the output. f16: the F16-inputs rule (docs/plugin-abi.md,
+  // more than 8 queries in the node): Q, K and V rounded to the nearest F16
+  // before the products, and each weight exp(s_j - m) rounded to F16 in the
+  // product with V (relative error 2^-11, or 2^-25 absolute below F16's
+  // normal range) while the divisor sums them unrounded.
   void reference(const AttnCase& c, const Operand& q, const Operand& k, const Operand& v,
                  const std::vector<int64_t>& vis, float scale, std::vector<double>* ref,
-                 std::vector<double>* tol, const std::vector<int64_t>& first = {}) {
+                 std::vector<double>* tol, const std::vector<int64_t>& first = {}, bool f16 = false) {
+    auto in = [f16](double x) { return f16 ? f16_rounded(x) : x; };
+    const double u32 = std::ldexp(1.0, -24);
     const int64_t group = c.n_head / c.n_head_kv;
     ref->assign(static_cast<size_t>(c.dv * c.n_head * c.n_tok), 0.0);
     tol->assign(ref->size(), 0.0);
@@ -92,7 +99,7 @@ class AttentionTest : public OpTest {
         for (int64_t j = 0; j < n; ++j) {
           double dot = 0.0, absdot = 0.0;
           for (int64_t i = 0; i < c.d; ++i) {
-            const double x = q.h.at(i, h, t) * k.h.at(i, j0 + j, g);
+            const double x = in(q.h.at(i, h, t)) * in(k.h.at(i, j0 + j, g));
             dot += x;
             absdot += std::fabs(x);
           }
@@ -105,9 +112,11 @@ class AttentionTest : public OpTest {
         for (int64_t i = 0; i < c.dv; ++i) {
           double o = 0.0, mag = 0.0;
           for (int64_t j = 0; j < n; ++j) {
-            const double p = std::exp(s[j] - m) / sum;
-            o += p * v.h.at(i, j0 + j, g);
-            mag += p * std::fabs(v.h.at(i, j0 + j, g)) * (2.0 + err[j] + std::fabs(s[j] - m) + std::sqrt(double(n)));
+            const double p = std::exp(s[j] - m) / sum, vj = in(v.h.at(i, j0 + j, g));
+            o += p * vj;
+            mag += p * std::fabs(vj) * (2.0 + err[j] + std::fabs(s[j] - m) + std::sqrt(double(n)));
+            // The F16 weight's rounding, in units of the f32 terms.
+            if (f16) mag += std::fabs(vj) * (p * std::ldexp(1.0, -11) + std::ldexp(1.0, -25) / sum) / u32;
           }
           const size_t at = static_cast<size_t>(flat({c.dv, c.n_head, c.n_tok, 1}, i, h, t, 0));
           (*ref)[at] = o;
@@ -115,6 +124,23 @@ class AttentionTest : public OpTest {
         }
       }
     }
+  }
+
+  // Compares out with the reference: the exact one, or (a device's
+  // result under `loom conformance`, more than 8 queries) the F16-inputs
+  // rule's, whichever it matches (conformance/matmul_ref.hpp's rule for
+  // products, here for ATTENTION).
+  void expect_attention(const AttnCase& c, const Operand& q, const Operand& k, const Operand& v,
+                        const std::vector<int64_t>& vis, float scale, Tensor* out, const std::string& what,
+                        const std::vector<int64_t>& first = {}) {
+    const std::vector<double> got = read(out);
+    std::vector<MatRounding> modes{MatRounding::kNone};
+    if (act_q8_ == ActQ8::kEither && c.n_tok > 8) modes.push_back(MatRounding::kF16);
+    std::vector<double> ref, tol;
+    pick_reference(modes, got, [&](MatRounding r, std::vector<double>* rf, std::vector<double>* tl) {
+      reference(c, q, k, v, vis, scale, rf, tl, first, r == MatRounding::kF16);
+    }, &ref, &tol);
+    expect_close(got, ref, tol, {c.dv, c.n_head, c.n_tok, 1}, what);
   }
 
   // v_type: V's type when it differs from K's (LOOM_TYPE_COUNT: c.kv_type).
@@ -131,9 +157,7 @@ class AttentionTest : public OpTest {
     const float scale = 1.0f / std::sqrt(static_cast<float>(c.d));
     Tensor* out = unwrap(op::attention(ctx_, q.t, k.t, v.t, visible.t, scale), "attention");
     LOOM_ASSERT_OK(run_threads({out}));
-    std::vector<double> ref, tol;
-    reference(c, q, k, v, vis, scale, &ref, &tol);
-    expect_close(read(out), ref, tol, {c.dv, c.n_head, c.n_tok, 1}, "attention result");
+    expect_attention(c, q, k, v, vis, scale, out, "attention result");
   }
 
   // Causal lengths of a batch at position n_past: n_past + t + 1.
@@ -232,9 +256,7 @@ LOOM_CASE(AttentionTest, LargeScoresOverLongRows) {
   Operand visible = input_ints(LOOM_TYPE_I32, {c.n_tok, 1, 1, 1}, vis);
   Tensor* out = unwrap(op::attention(ctx_, q.t, k.t, v.t, visible.t, 4.0f), "attention");
   LOOM_ASSERT_OK(run_threads({out}));
-  std::vector<double> ref, tol;
-  reference(c, q, k, v, vis, 4.0f, &ref, &tol);
-  expect_close(read(out), ref, tol, {c.dv, c.n_head, c.n_tok, 1}, "attention result");
+  expect_attention(c, q, k, v, vis, 4.0f, out, "attention result");
 }
 
 // Two decode attentions over long rows in one graph (a GPU plugin that
@@ -254,11 +276,8 @@ LOOM_CASE(AttentionTest, DecodeAttentionsInOneGraph) {
   Tensor* out1 = unwrap(op::attention(ctx_, q1.t, k.t, v.t, visible1.t, 0.125f), "attention");
   Tensor* out2 = unwrap(op::attention(ctx_, q2.t, k.t, v.t, visible2.t, 0.125f), "attention");
   LOOM_ASSERT_OK(run_threads({out1, out2}));
-  std::vector<double> ref, tol;
-  reference(c, q1, k, v, vis1, 0.125f, &ref, &tol);
-  expect_close(read(out1), ref, tol, {c.dv, c.n_head, c.n_tok, 1}, "first attention");
-  reference(c, q2, k, v, vis2, 0.125f, &ref, &tol);
-  expect_close(read(out2), ref, tol, {c.dv, c.n_head, c.n_tok, 1}, "second attention");
+  expect_attention(c, q1, k, v, vis1, 0.125f, out1, "first attention");
+  expect_attention(c, q2, k, v, vis2, 0.125f, out2, "second attention");
 }
 
 LOOM_CASE(AttentionTest, NonContiguousQuery) {
@@ -282,6 +301,30 @@ LOOM_CASE(AttentionTest, PrefillBlocksOfQueries) {
   check({64, 40, 8, 8, 11, 70, LOOM_TYPE_F16, false}, {70, 3, 17, 64, 65, 1, 2, 69, 70, 33, 20}, LOOM_TYPE_F32);
 }
 
+// Prefill over F16 caches in the shapes a tensor-core kernel tiles (16
+// queries by 16 elements, chunks of keys): head sizes off the tile (80, 40)
+// and Dv != D, MQA and GQA, blocks of queries over several chunks, a
+// partly filled last block, ragged and zero lengths with a permuted Q, and
+// scores far apart (a kernel taking each row's max over only some chunks
+// overflows or loses the row). A device may round to F16 here (the
+// F16-inputs rule, docs/plugin-abi.md).
+LOOM_CASE(AttentionTest, PrefillOverHalfCaches) {
+  seed(1115);
+  check({80, 96, 4, 1, 45, 300, LOOM_TYPE_F16, false}, causal(250, 45));
+  check({128, 128, 8, 2, 130, 200, LOOM_TYPE_F16, false}, causal(70, 130));
+  check({40, 40, 2, 2, 20, 90, LOOM_TYPE_F16, true},
+        {0, 90, 5, 33, 1, 64, 65, 2, 0, 17, 31, 32, 33, 89, 90, 40, 41, 7, 8, 9});
+  const AttnCase c{64, 64, 4, 2, 20, 150, LOOM_TYPE_F16, false};
+  Operand q = input(LOOM_TYPE_F32, {c.d, c.n_head, c.n_tok, 1}, -30.0f, 30.0f);
+  Operand k = cache_view(c.kv_type, c.d, c.n_kv, c.n_head_kv);
+  Operand v = cache_view(c.kv_type, c.dv, c.n_kv, c.n_head_kv);
+  const std::vector<int64_t> vis = causal(130, 20);
+  Operand visible = input_ints(LOOM_TYPE_I32, {c.n_tok, 1, 1, 1}, vis);
+  Tensor* out = unwrap(op::attention(ctx_, q.t, k.t, v.t, visible.t, 4.0f), "attention");
+  LOOM_ASSERT_OK(run_threads({out}));
+  expect_attention(c, q, k, v, vis, 4.0f, out, "attention result (large scores)");
+}
+
 LOOM_CASE(AttentionTest, ZeroLengthRowIsZero) {
   seed(1105);
   check({16, 16, 4, 2, 3, 20, LOOM_TYPE_F32, false}, {0, 7, 20});
@@ -298,9 +341,7 @@ LOOM_CASE(AttentionTest, LargeScoresStayFinite) {
   Operand visible = input_ints(LOOM_TYPE_I32, {c.n_tok, 1, 1, 1}, vis);
   Tensor* out = unwrap(op::attention(ctx_, q.t, k.t, v.t, visible.t, 4.0f), "attention");
   LOOM_ASSERT_OK(run_threads({out}));
-  std::vector<double> ref, tol;
-  reference(c, q, k, v, vis, 4.0f, &ref, &tol);
-  expect_close(read(out), ref, tol, {c.dv, c.n_head, c.n_tok, 1}, "attention result");
+  expect_attention(c, q, k, v, vis, 4.0f, out, "attention result");
 }
 
 LOOM_CASE(AttentionTest, OutOfRangeLengthIsAnError) {
@@ -315,15 +356,18 @@ LOOM_CASE(AttentionTest, OutOfRangeLengthIsAnError) {
     LOOM_EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << st.to_string();
     LOOM_EXPECT_NE(st.message().find("visible[1] = " + std::to_string(bad)), std::string::npos) << st.to_string();
   }
-  // The same inside a prefill batch (query 10 of 12).
-  Operand q = input(LOOM_TYPE_F32, {8, 2, 12, 1});
-  Operand k = cache_view(LOOM_TYPE_F32, 8, 20, 2);
-  Operand v = cache_view(LOOM_TYPE_F32, 8, 20, 2);
-  Operand visible = input_ints(LOOM_TYPE_I32, {12, 1, 1, 1}, {9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 21, 20});
-  Tensor* out = unwrap(op::attention(ctx_, q.t, k.t, v.t, visible.t, 1.0f), "attention");
-  const Status st = run({out});
-  LOOM_EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << st.to_string();
-  LOOM_EXPECT_NE(st.message().find("visible[10] = 21"), std::string::npos) << st.to_string();
+  // The same inside a prefill batch (query 10 of 12), over F32 and F16
+  // caches (GPU plugins may take another kernel for each).
+  for (loom_type_t t : {LOOM_TYPE_F32, LOOM_TYPE_F16}) {
+    Operand q = input(LOOM_TYPE_F32, {8, 2, 12, 1});
+    Operand k = cache_view(t, 8, 20, 2);
+    Operand v = cache_view(t, 8, 20, 2);
+    Operand visible = input_ints(LOOM_TYPE_I32, {12, 1, 1, 1}, {9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 21, 20});
+    Tensor* out = unwrap(op::attention(ctx_, q.t, k.t, v.t, visible.t, 1.0f), "attention");
+    const Status st = run({out});
+    LOOM_EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << type_str(t) << ": " << st.to_string();
+    LOOM_EXPECT_NE(st.message().find("visible[10] = 21"), std::string::npos) << type_str(t) << ": " << st.to_string();
+  }
 }
 
 // The ranges form (ABI 1.4): visible I32 [2, T], query t over rows
@@ -350,9 +394,7 @@ class AttentionRangesTest : public AttentionTest {
     const float scale = 1.0f / std::sqrt(static_cast<float>(c.d));
     Tensor* out = unwrap(op::attention(ctx_, q.t, k.t, v.t, ranges.t, scale), "attention");
     LOOM_ASSERT_OK(run_threads({out}));
-    std::vector<double> ref, tol;
-    reference(c, q, k, v, end, scale, &ref, &tol, first);
-    expect_close(read(out), ref, tol, {c.dv, c.n_head, c.n_tok, 1}, "attention result");
+    expect_attention(c, q, k, v, end, scale, out, "attention result", first);
   }
 };
 

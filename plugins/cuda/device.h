@@ -38,6 +38,9 @@ class Device {
   // Prefill GEMMs with F16 inputs on tensor cores (compute capability >= 7,
   // cublasGemmEx present, LOOM_CUDA_F16_GEMM not 0).
   bool f16_gemm() const { return f16_gemm_; }
+  // Prefill ATTENTION over F16 caches on tensor cores (compute capability
+  // 7.0+; LOOM_CUDA_F16_ATTENTION=0 keeps the f32 kernel).
+  bool f16_attention() const { return f16_attention_; }
   // cudaSetDevice(ordinal) for the calling thread.
   void make_current() const;
 
@@ -61,6 +64,7 @@ class Device {
   uint64_t memory_total_ = 0;
   int sm_count_ = 1;
   bool f16_gemm_ = false;
+  bool f16_attention_ = false;
   const Cublas* cublas_ = nullptr;
   std::unique_ptr<BufferType> buffer_type_;
   std::unique_ptr<BufferType> host_type_;

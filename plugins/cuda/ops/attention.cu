@@ -1,5 +1,7 @@
 // ATTENTION: a block of kAttnChunk threads per (query head, token) for
-// prefill (decode goes to attention_split.cu, support.h picks). The
+// prefill (decode goes to attention_split.cu, support.h picks; prefill over
+// F16 caches on tensor cores to attention_tc.cu, unless
+// LOOM_CUDA_F16_ATTENTION=0 or the GPU predates them). The
 // block scores kAttnChunk KV rows at a time (a thread per row), takes the
 // chunk's exact softmax (max and sum through the shared-memory tree), sums
 // the chunk's weighted V rows per output element, and merges the chunk
@@ -87,6 +89,7 @@ loom_status_t* launch_attention(const LaunchContext& ctx, const loom_tensor_t* n
   if (node_path(node) == Path::kAttentionSplit) return launch_attention_split(ctx, node);
   const loom_tensor_t* q = node->src[0];
   if (node->ne[0] * node->ne[1] * node->ne[2] == 0) return nullptr;
+  if (ctx.f16_attention && attention_tc_fits(node)) return launch_attention_tc(ctx, node);
   float scale;
   std::memcpy(&scale, node->op_params, sizeof scale);
   const size_t shmem = static_cast<size_t>(q->ne[0] + node->src[2]->ne[0] + 2 * kAttnChunk) * sizeof(float);

@@ -134,4 +134,43 @@ LOOM_HD SplitHeads split_block_heads(int64_t bx, int64_t ratio) {
   return {g, h0, static_cast<int>(left < kSplitHeads ? left : kSplitHeads)};
 }
 
+// Prefill on tensor cores (attention_tc.cu, compute capability 7.0+, F16
+// K and V, head sizes up to kTcMaxDim, more than kSplitMaxTokens queries):
+// a block of kTcWarps warps takes kTcRows queries per warp of one head; K
+// and V go through shared memory kTcKeys rows at a time, zero-padded to
+// whole 16 x 16 tiles. Shared memory (bytes from the window's start, every
+// tile on 32 bytes): K's chunk, V's chunk, then per warp a staging area
+// (Q's rows as halves at the start, then the chunk's scores as floats, then
+// 16 x 16 result tiles) and the chunk's weights as halves; last, the warps'
+// KV row ranges.
+constexpr int kTcWarps = 4;
+constexpr int kTcRows = 16;
+constexpr int kTcKeys = 32;
+constexpr int kTcMaxDim = 128;
+constexpr int kTcPad = 8;                // halves after each staged row (bank spread)
+constexpr int kTcLds = kTcKeys + 8;      // floats per score row
+constexpr int kTcLdp = kTcKeys + 8;      // halves per weight row
+
+struct TcLayout {
+  int dp, dvp;    // D and Dv rounded up to 16
+  int ldk, ldv;   // halves per staged K (and Q) row, V row
+  size_t v_off, warp_off, stage_bytes, warp_bytes, ranges_off, total;
+};
+
+LOOM_HD TcLayout tc_layout(int64_t d, int64_t dv) {
+  TcLayout l;
+  l.dp = static_cast<int>((d + 15) / 16 * 16);
+  l.dvp = static_cast<int>((dv + 15) / 16 * 16);
+  l.ldk = l.dp + kTcPad;
+  l.ldv = l.dvp + kTcPad;
+  const size_t q_bytes = static_cast<size_t>(kTcRows) * l.ldk * 2, s_bytes = static_cast<size_t>(kTcRows) * kTcLds * 4;
+  l.stage_bytes = ((q_bytes > s_bytes ? q_bytes : s_bytes) + 31) / 32 * 32;
+  l.warp_bytes = l.stage_bytes + static_cast<size_t>(kTcRows) * kTcLdp * 2;
+  l.v_off = static_cast<size_t>(kTcKeys) * l.ldk * 2;
+  l.warp_off = l.v_off + static_cast<size_t>(kTcKeys) * l.ldv * 2;
+  l.ranges_off = l.warp_off + kTcWarps * l.warp_bytes;
+  l.total = l.ranges_off + 2 * kTcWarps * sizeof(int64_t);
+  return l;
+}
+
 }  // namespace loom::cuda

@@ -49,6 +49,7 @@ struct LaunchContext {
   int32_t* counters = nullptr;
   int sm_count = 1;
   bool f16_gemm = false;  // prefill GEMMs may round A and B to F16 (Device::f16_gemm)
+  bool f16_attention = false;  // prefill ATTENTION on tensor cores (Device::f16_attention)
   bool fuse = true;       // pairs of nodes as one kernel (fusion.h; LOOM_CUDA_FUSE=0: off)
   // A MUL_MAT's launch only: the ADD fused into its GEMV's store (fusion.h).
   const loom_tensor_t* fused_add = nullptr;
@@ -88,6 +89,10 @@ bool gemv_reads_b(const LaunchContext& ctx, const loom_tensor_t* node);
 loom_status_t* launch_attention(const LaunchContext& ctx, const loom_tensor_t* node);
 // Decode; q8: the result also rounded to B's 8-bit blocks of 32 for the
 // product after it (as launch_norm_mul's), the node's Dv a multiple of 32.
+// Prefill ATTENTION on tensor cores (attention_tc.cu): F16 K and V, head
+// sizes up to kTcMaxDim, more than kSplitMaxTokens queries.
+bool attention_tc_fits(const loom_tensor_t* node);
+loom_status_t* launch_attention_tc(const LaunchContext& ctx, const loom_tensor_t* node);
 loom_status_t* launch_attention_split(const LaunchContext& ctx, const loom_tensor_t* node, ActQ8* q8 = nullptr);
 loom_status_t* launch_mul_mat_id(const LaunchContext& ctx, const loom_tensor_t* node);        // ABI 1.5
 // MUL_MAT_ID's prefill grouped by expert (mul_mat_id_grouped.cu): whether

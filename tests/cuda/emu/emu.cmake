@@ -70,3 +70,15 @@ set_tests_properties(cuda_emu.serve PROPERTIES LABELS cuda SKIP_RETURN_CODE 77 E
 add_test(NAME cuda_emu.conformance_reverse_blocks COMMAND $<TARGET_FILE:loom_cli> conformance --device cuda0)
 set_tests_properties(cuda_emu.conformance_reverse_blocks PROPERTIES LABELS cuda
   ENVIRONMENT "${_loom_cuda_emu_env};LOOM_CUDA_EMU_ORDER=reverse")
+# Prefill ATTENTION over F16 caches runs on the tensor-core kernel
+# (attention_tc.cu, wmma emulated in emu.h) in the cuda_emu. run above;
+# here: that kernel is the one that ran, and the f32 kernel it replaces
+# still passes the prefill cases with LOOM_CUDA_F16_ATTENTION=0.
+add_test(NAME cuda_emu.attention_tc_kernel_ran COMMAND sh -c
+  "out=$(LOOM_CUDA_EMU_TRACE=1 \"$1\" --gtest_filter=AttentionTest.PrefillOverHalfCaches 2>&1) || { echo \"$out\"; exit 1; }; echo \"$out\" | grep -q 'attention_tc_kernel grid' || { echo 'attention_tc_kernel never launched'; exit 1; }"
+  sh $<TARGET_FILE:test_ops>)
+add_test(NAME cuda_emu.f32_prefill_attention COMMAND $<TARGET_FILE:test_ops>
+  --gtest_filter=AttentionTest.Prefill*:AttentionRangesTest.PrefillChunkBesideDecodes:AttentionTest.OutOfRangeLengthIsAnError)
+set_tests_properties(cuda_emu.attention_tc_kernel_ran PROPERTIES LABELS cuda ENVIRONMENT "${_loom_cuda_emu_env}")
+set_tests_properties(cuda_emu.f32_prefill_attention PROPERTIES LABELS cuda
+  ENVIRONMENT "${_loom_cuda_emu_env};LOOM_CUDA_F16_ATTENTION=0")

@@ -297,7 +297,11 @@ int vote(unsigned mask, int pred, bool all) {
   return r;
 }
 
-void* dynamic_shared() { return t_block->shared.data(); }
+// Aligned as on a GPU (wmma tiles need 32 bytes; the window starts on 128).
+void* dynamic_shared() {
+  const auto p = reinterpret_cast<uintptr_t>(t_block->shared.data());
+  return reinterpret_cast<void*>((p + 127) & ~static_cast<uintptr_t>(127));
+}
 
 namespace {
 
@@ -380,7 +384,7 @@ void run_grid(dim3 grid, dim3 block, size_t shared, const std::function<void()>&
   b.fibers.resize(static_cast<size_t>(n));
   b.warps.resize(static_cast<size_t>((n + 31) / 32));
   b.body = &body;
-  b.shared.assign(shared, 0);
+  b.shared.assign(shared + 128, 0);
   Block* outer = t_block;
   t_block = &b;
   // LOOM_CUDA_EMU_ORDER=reverse: the last block first (a GPU runs blocks
@@ -410,10 +414,12 @@ void launch(dim3 grid, dim3 block, size_t shared, cudaStream_t stream, const cha
     std::fprintf(stderr, "cuda emu: %s grid (%u, %u, %u) block (%u, %u, %u) shared %zu\n", name, grid.x, grid.y,
                  grid.z, block.x, block.y, block.z, shared);
   }
-  // The limits of compute capability 9.0 that a launch can break.
+  // The limits of compute capability 9.0 that a launch can break. Dynamic
+  // shared memory past 48 KiB needs cudaFuncSetAttribute's opt-in, which
+  // the plugin never makes: 48 KiB is its limit.
   const unsigned long long threads = 1ull * block.x * block.y * block.z;
   if (threads == 0 || threads > kMaxThreads || block.z > 64 || grid.x == 0 || grid.y == 0 || grid.z == 0 ||
-      grid.y > 65535 || grid.z > 65535 || shared > 227 * 1024) {
+      grid.y > 65535 || grid.z > 65535 || shared > 48 * 1024) {
     std::fprintf(stderr, "cuda emu: invalid launch of %s: grid (%u, %u, %u), block (%u, %u, %u), %zu bytes shared\n",
                  name, grid.x, grid.y, grid.z, block.x, block.y, block.z, shared);
     loom::fake_cudart::set_error(cudaErrorInvalidConfiguration);

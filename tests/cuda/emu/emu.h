@@ -3,7 +3,8 @@
 // host compiler as C++ (tests/CMakeLists.txt, the emulated plugin in
 // emu_cuda_plugin/). It gives the CUDA kernel language what the kernels use:
 // the qualifiers, threadIdx / blockIdx / blockDim / gridDim, __syncthreads,
-// the warp shuffles and votes, atomics, __dp4a, and LOOM_LAUNCH (launch.cuh)
+// the warp shuffles and votes, atomics, __dp4a, nvcuda::wmma (below), and
+// LOOM_LAUNCH (launch.cuh)
 // running a grid here (emu.cpp): blocks one after another, each block's
 // threads as fibers on the calling thread, switched at every barrier, so
 // block barriers and warp-wide exchanges behave as on a GPU (a warp's lanes
@@ -19,6 +20,8 @@
 #include <stdint.h>
 
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <tuple>
@@ -176,3 +179,88 @@ inline int __float2int_rn(float x) { return static_cast<int>(std::nearbyint(x));
 inline float __expf(float x) { return std::exp(x); }
 inline float __fdividef(float a, float b) { return a / b; }
 inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }
+
+// nvcuda::wmma (mma.h) for the kernels that use tensor cores. A fragment's
+// element-to-lane mapping is unspecified in CUDA, so the kernels only load,
+// fill, multiply and store whole fragments; here every lane holds the whole
+// tile (in float) and does the whole product itself, so no lane waits for
+// another. As on a GPU, a kernel must __syncwarp() between lanes writing
+// shared memory and a load_matrix_sync that reads it (and between a
+// store_matrix_sync and lanes reading or rewriting what it stored): every
+// lane's store writes the whole tile, so a missing barrier shows here as a
+// lane's later write overwritten or a tile loaded before it was written.
+// Elements convert to float with static_cast (the kernel's half type says
+// how); products and sums are f32, in k order.
+namespace nvcuda::wmma {
+
+struct matrix_a {};
+struct matrix_b {};
+struct accumulator {};
+struct row_major {};
+struct col_major {};
+enum layout_t { mem_row_major, mem_col_major };
+
+template <typename Use, int M, int N, int K, typename T, typename Layout = void>
+struct fragment {
+  static constexpr int kRows = std::is_same_v<Use, matrix_b> ? K : M;
+  static constexpr int kCols = std::is_same_v<Use, matrix_a> ? K : N;
+  static constexpr int num_elements = kRows * kCols;
+  float x[kRows * kCols];  // row-major tile
+};
+
+// mma.h's rule for the pointer and the leading dimension: a tile starts
+// on 32 bytes and ldm is a multiple of 16 bytes. A GPU faults or misreads
+// otherwise; here the process stops with the reason.
+inline void check_tile(const void* p, unsigned ldm, size_t elem) {
+  if (reinterpret_cast<uintptr_t>(p) % 32 != 0 || (ldm * elem) % 16 != 0) {
+    std::fprintf(stderr, "cuda emu: wmma tile at %p with ldm %u (%zu-byte elements): needs 32-byte alignment and ldm a multiple of 16 bytes\n",
+                 p, ldm, elem);
+    std::abort();
+  }
+}
+
+template <typename Use, int M, int N, int K, typename T, typename L>
+void fill_fragment(fragment<Use, M, N, K, T, L>& f, float v) {
+  for (float& e : f.x) e = v;
+}
+
+// matrix_a / matrix_b: the layout is the fragment's.
+template <typename Use, int M, int N, int K, typename T, typename L, typename P>
+void load_matrix_sync(fragment<Use, M, N, K, T, L>& f, const P* p, unsigned ldm) {
+  using Fr = fragment<Use, M, N, K, T, L>;
+  static_assert(!std::is_void_v<L>, "a matrix_a / matrix_b fragment has a layout");
+  check_tile(p, ldm, sizeof(P));
+  for (int r = 0; r < Fr::kRows; ++r)
+    for (int c = 0; c < Fr::kCols; ++c)
+      f.x[r * Fr::kCols + c] = static_cast<float>(std::is_same_v<L, row_major> ? p[r * ldm + c] : p[c * ldm + r]);
+}
+
+// The accumulator: the layout is the call's.
+template <int M, int N, int K, typename T>
+void load_matrix_sync(fragment<accumulator, M, N, K, T>& f, const T* p, unsigned ldm, layout_t l) {
+  check_tile(p, ldm, sizeof(T));
+  for (int r = 0; r < M; ++r)
+    for (int c = 0; c < N; ++c) f.x[r * N + c] = static_cast<float>(l == mem_row_major ? p[r * ldm + c] : p[c * ldm + r]);
+}
+
+template <int M, int N, int K, typename T>
+void store_matrix_sync(T* p, const fragment<accumulator, M, N, K, T>& f, unsigned ldm, layout_t l) {
+  check_tile(p, ldm, sizeof(T));
+  for (int r = 0; r < M; ++r)
+    for (int c = 0; c < N; ++c) (l == mem_row_major ? p[r * ldm + c] : p[c * ldm + r]) = static_cast<T>(f.x[r * N + c]);
+}
+
+template <int M, int N, int K, typename TA, typename LA, typename TB, typename LB, typename TC>
+void mma_sync(fragment<accumulator, M, N, K, TC>& d, const fragment<matrix_a, M, N, K, TA, LA>& a,
+              const fragment<matrix_b, M, N, K, TB, LB>& b, const fragment<accumulator, M, N, K, TC>& c) {
+  float out[M * N];
+  for (int r = 0; r < M; ++r)
+    for (int n = 0; n < N; ++n) {
+      float s = c.x[r * N + n];
+      for (int k = 0; k < K; ++k) s += a.x[r * K + k] * b.x[k * N + n];
+      out[r * N + n] = s;
+    }
+  std::memcpy(d.x, out, sizeof out);
+}
+
+}  // namespace nvcuda::wmma

@@ -1,0 +1,245 @@
+// ATTENTION for prefill on tensor cores (wmma: 16 x 16 x 16 tiles of F16
+// inputs with F32 sums, compute capability 7.0+). A block of kTcWarps warps
+// takes kTcRows consecutive queries per warp of one head (attention.cuh's
+// TcLayout says where everything sits in shared memory). Q is rounded to
+// F16 once into fragments; K and V (F16 caches, read as they are) are
+// staged kTcKeys rows at a time for the whole block. Two passes over the
+// block's KV rows: the first takes each query's largest score, the second
+// its weights p = exp(s - max) (F16 in the product with V, summed
+// unrounded for the divisor) and accumulates P . V in fragments, so the
+// accumulators never need a rescale (a fragment's element-to-lane mapping
+// is unspecified). The score products run twice; on tensor cores that is
+// cheaper than staging the result through shared memory at every chunk.
+// docs/plugin-abi.md states the rounding rule the conformance suite
+// accepts (Q and the weights as F16 above 8 queries per node).
+#include <cstring>
+
+#include "attention.cuh"
+#include "dequant.cuh"
+#include "fault.cuh"
+#include "launch.cuh"
+#include "ops.h"
+#include "tensor.cuh"
+
+#if !defined(LOOM_CUDA_EMU)
+#include <cuda_fp16.h>
+#include <mma.h>
+#endif
+
+namespace loom::cuda {
+namespace {
+
+#if defined(LOOM_CUDA_EMU)
+// The emulation's wmma converts elements with static_cast<float>.
+struct TcHalf {
+  uint16_t bits;
+  explicit operator float() const { return f16_to_f32(bits); }
+};
+inline TcHalf tc_half(float x) { return {f32_to_f16(x)}; }
+inline TcHalf tc_half_bits(uint16_t b) { return {b}; }
+#else
+using TcHalf = __half;
+__device__ __forceinline__ TcHalf tc_half(float x) { return __float2half_rn(x); }
+__device__ __forceinline__ TcHalf tc_half_bits(uint16_t b) { return __ushort_as_half(b); }
+#endif
+
+namespace wmma = nvcuda::wmma;
+using FragQ = wmma::fragment<wmma::matrix_a, 16, 16, 16, TcHalf, wmma::row_major>;   // Q or P rows
+using FragKt = wmma::fragment<wmma::matrix_b, 16, 16, 16, TcHalf, wmma::col_major>;  // K's rows as columns
+using FragV = wmma::fragment<wmma::matrix_b, 16, 16, 16, TcHalf, wmma::row_major>;
+using FragS = wmma::fragment<wmma::accumulator, 16, 16, 16, float>;
+constexpr int kTcMaxTiles = kTcMaxDim / 16;
+
+// Rows [j0, j0 + kTcKeys) of kv head g of an F16 cache as halves at s (ld
+// halves a row); rows past n_kv and columns past dim are zeros.
+__device__ void stage_rows(TcHalf* s, int ld, const TArg& x, int64_t j0, int64_t g, int dim, int dimp) {
+  const int64_t n_kv = x.ne[1];
+  for (int i = threadIdx.x; i < kTcKeys * dimp; i += kTcWarps * kWarp) {
+    const int r = i / dimp, c = i % dimp;
+    const int64_t j = j0 + r;
+    uint16_t bits = 0;
+    if (j < n_kv && c < dim) bits = *reinterpret_cast<const uint16_t*>(x.data + c * x.nb[0] + j * x.nb[1] + g * x.nb[2]);
+    s[r * ld + c] = tc_half_bits(bits);
+  }
+}
+
+// The warp's 16 x kTcKeys scores (unscaled) against the staged chunk, at ss.
+__device__ void chunk_scores(const FragQ* qf, int nd, const TcHalf* ks, int ldk, float* ss) {
+  for (int n = 0; n < kTcKeys / 16; ++n) {
+    FragS c;
+    wmma::fill_fragment(c, 0.0f);
+#pragma unroll
+    for (int i = 0; i < kTcMaxTiles; ++i) {
+      if (i < nd) {
+        FragKt b;
+        wmma::load_matrix_sync(b, ks + n * 16 * ldk + i * 16, ldk);
+        wmma::mma_sync(c, qf[i], b, c);
+      }
+    }
+    wmma::store_matrix_sync(ss + n * 16, c, kTcLds, wmma::mem_row_major);
+  }
+}
+
+__global__ void __launch_bounds__(kTcWarps * kWarp)
+    attention_tc_kernel(TArg dst, TArg q, TArg k, TArg v, const uint8_t* vis, int64_t vis_stride, int64_t vis_nb1,
+                        float scale, KernelFault* err) {
+  LOOM_DYNAMIC_SHARED(float, sh_f);
+  uint8_t* sh = reinterpret_cast<uint8_t*>(sh_f);
+  const int D = static_cast<int>(q.ne[0]), Dv = static_cast<int>(v.ne[0]);
+  const int64_t n_kv = k.ne[1], T = q.ne[2];
+  const TcLayout L = tc_layout(D, Dv);
+  const int nd = L.dp / 16, nv = L.dvp / 16;
+  const int64_t h = blockIdx.y, g = h / (q.ne[1] / k.ne[2]);
+  const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
+  TcHalf* ks = reinterpret_cast<TcHalf*>(sh);
+  TcHalf* vs = reinterpret_cast<TcHalf*>(sh + L.v_off);
+  uint8_t* wb = sh + L.warp_off + warp * L.warp_bytes;
+  TcHalf* qs = reinterpret_cast<TcHalf*>(wb);
+  float* ss = reinterpret_cast<float*>(wb);
+  TcHalf* ps = reinterpret_cast<TcHalf*>(wb + L.stage_bytes);
+  int64_t* lo_w = reinterpret_cast<int64_t*>(sh + L.ranges_off);
+  int64_t* hi_w = lo_w + kTcWarps;
+
+  // Lane pair (2r, 2r + 1) owns query row r of the warp, each half of a
+  // chunk's columns.
+  const int64_t tw = static_cast<int64_t>(blockIdx.x) * kTcWarps * kTcRows + warp * kTcRows;
+  const int r = lane / 2, part = lane % 2;
+  const int64_t t = tw + r;
+  KvRows rows{0, 0, kErrNone, 0};
+  if (t < T) rows = query_rows(vis, vis_stride, vis_nb1, t, n_kv);
+  if (rows.fault != kErrNone && part == 0 && h == 0) report_fault(err, rows.fault, LOOM_OP_ATTENTION, t, rows.value, n_kv);
+
+  for (int i = lane; i < kTcRows * L.dp; i += kWarp) {
+    const int rr = i / L.dp, c = i % L.dp;
+    const int64_t tt = tw + rr;
+    const float x = tt < T && c < D ? load_elem(q.type, q.data + q.offset(c, h, tt, 0)) : 0.0f;
+    qs[rr * L.ldk + c] = tc_half(x);
+  }
+  __syncwarp();
+  FragQ qf[kTcMaxTiles];
+#pragma unroll
+  for (int i = 0; i < kTcMaxTiles; ++i) {
+    if (i < nd) wmma::load_matrix_sync(qf[i], qs + i * 16, L.ldk);
+  }
+  __syncwarp();  // the staging area holds scores from here on
+
+  // The warp's rows (union of its queries' ranges), then the block's.
+  int64_t lo = rows.end > rows.first ? rows.first : n_kv, hi = rows.end > rows.first ? rows.end : 0;
+  for (int s = 16; s > 0; s /= 2) {
+    const int64_t olo = __shfl_xor_sync(0xFFFFFFFFu, lo, s), ohi = __shfl_xor_sync(0xFFFFFFFFu, hi, s);
+    lo = olo < lo ? olo : lo;
+    hi = ohi > hi ? ohi : hi;
+  }
+  if (lane == 0) {
+    lo_w[warp] = lo;
+    hi_w[warp] = hi;
+  }
+  __syncthreads();
+  int64_t blo = n_kv, bhi = 0;
+  for (int w = 0; w < kTcWarps; ++w) {
+    blo = lo_w[w] < blo ? lo_w[w] : blo;
+    bhi = hi_w[w] > bhi ? hi_w[w] : bhi;
+  }
+
+  // Pass 1: each query's largest scaled score.
+  float m = -INFINITY;
+  for (int64_t j0 = blo; j0 < bhi; j0 += kTcKeys) {
+    __syncthreads();  // every warp is done with the last chunk
+    stage_rows(ks, L.ldk, k, j0, g, D, L.dp);
+    __syncthreads();
+    if (hi > j0 && lo < j0 + kTcKeys) {
+      chunk_scores(qf, nd, ks, L.ldk, ss);
+      __syncwarp();
+      for (int c = part * (kTcKeys / 2); c < (part + 1) * (kTcKeys / 2); ++c) {
+        const int64_t j = j0 + c;
+        if (j >= rows.first && j < rows.end) m = fmaxf(m, ss[r * kTcLds + c] * scale);
+      }
+      __syncwarp();
+    }
+  }
+  m = fmaxf(m, __shfl_xor_sync(0xFFFFFFFFu, m, 1));
+
+  // Pass 2: weights and P . V.
+  FragS of[kTcMaxTiles];
+#pragma unroll
+  for (int i = 0; i < kTcMaxTiles; ++i) {
+    if (i < nv) wmma::fill_fragment(of[i], 0.0f);
+  }
+  float l = 0.0f;
+  for (int64_t j0 = blo; j0 < bhi; j0 += kTcKeys) {
+    __syncthreads();
+    stage_rows(ks, L.ldk, k, j0, g, D, L.dp);
+    stage_rows(vs, L.ldv, v, j0, g, Dv, L.dvp);
+    __syncthreads();
+    if (hi > j0 && lo < j0 + kTcKeys) {
+      chunk_scores(qf, nd, ks, L.ldk, ss);
+      __syncwarp();
+      for (int c = part * (kTcKeys / 2); c < (part + 1) * (kTcKeys / 2); ++c) {
+        const int64_t j = j0 + c;
+        float p = 0.0f;
+        if (j >= rows.first && j < rows.end) p = expf(ss[r * kTcLds + c] * scale - m);
+        l += p;
+        ps[r * kTcLdp + c] = tc_half(p);
+      }
+      __syncwarp();
+      for (int kk = 0; kk < kTcKeys / 16; ++kk) {
+        FragQ pa;
+        wmma::load_matrix_sync(pa, ps + kk * 16, kTcLdp);
+#pragma unroll
+        for (int i = 0; i < kTcMaxTiles; ++i) {
+          if (i < nv) {
+            FragV vb;
+            wmma::load_matrix_sync(vb, vs + kk * 16 * L.ldv + i * 16, L.ldv);
+            wmma::mma_sync(of[i], pa, vb, of[i]);
+          }
+        }
+      }
+      __syncwarp();  // the next chunk rewrites the scores and weights
+    }
+  }
+  l += __shfl_xor_sync(0xFFFFFFFFu, l, 1);
+
+  // The result, a 16 x 16 tile at a time through the staging area, each
+  // row divided by its sum (0 where no row was visible).
+#pragma unroll
+  for (int i = 0; i < kTcMaxTiles; ++i) {
+    if (i >= nv) continue;
+    wmma::store_matrix_sync(ss, of[i], kTcLds, wmma::mem_row_major);
+    __syncwarp();
+    if (t < T) {
+      for (int c = part * 8; c < part * 8 + 8; ++c) {
+        const int col = i * 16 + c;
+        if (col < Dv) {
+          *reinterpret_cast<float*>(dst.data + col * dst.nb[0] + h * dst.nb[1] + t * dst.nb[2]) =
+              online_finish({m, l}, ss[r * kTcLds + c]);
+        }
+      }
+    }
+    __syncwarp();
+  }
+}
+
+}  // namespace
+
+bool attention_tc_fits(const loom_tensor_t* node) {
+  const loom_tensor_t* q = node->src[0];
+  const loom_tensor_t* k = node->src[1];
+  const loom_tensor_t* v = node->src[2];
+  return k->type == LOOM_TYPE_F16 && v->type == LOOM_TYPE_F16 && q->ne[0] <= kTcMaxDim && v->ne[0] <= kTcMaxDim &&
+         q->ne[2] > kSplitMaxTokens && q->ne[1] <= 65535;
+}
+
+loom_status_t* launch_attention_tc(const LaunchContext& ctx, const loom_tensor_t* node) {
+  const loom_tensor_t* q = node->src[0];
+  float scale;
+  std::memcpy(&scale, node->op_params, sizeof scale);
+  const TcLayout L = tc_layout(q->ne[0], node->src[2]->ne[0]);
+  const int64_t per_block = kTcWarps * kTcRows;
+  const dim3 grid(static_cast<unsigned>((q->ne[2] + per_block - 1) / per_block), static_cast<unsigned>(q->ne[1]));
+  LOOM_LAUNCH(grid, kTcWarps * kWarp, L.total, ctx.stream, attention_tc_kernel)(
+      targ(node), targ(q), targ(node->src[1]), targ(node->src[2]), static_cast<const uint8_t*>(node->src[3]->data),
+      static_cast<int64_t>(node->src[3]->nb[0]), ranges_stride(node), scale, ctx.error);
+  return launch_status(node, "attention_tc kernel");
+}
+
+}  // namespace loom::cuda
