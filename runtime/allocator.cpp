@@ -210,6 +210,27 @@ Status GraphAllocator::apply(const Graph& graph, const AllocPlan& plan, loom_buf
   return Status();
 }
 
+void forget_gone_placements(const Graph& graph) {
+  const std::weak_ptr<const void> none;
+  auto forget = [&none](Tensor* t) {
+    // Set once (not an empty weak_ptr) and expired since.
+    const bool set = t->placed_by.owner_before(none) || none.owner_before(t->placed_by);
+    if (!set || !t->placed_by.expired()) return;
+    t->data = nullptr;
+    t->buffer = nullptr;
+    t->placed_by.reset();
+  };
+  for (Tensor* t : graph.leafs()) forget(t);
+  for (Tensor* t : graph.nodes()) forget(t);
+  // Views follow their bases (update_view places them again).
+  for (Tensor* t : graph.nodes()) {
+    if (t->view_src != nullptr && t->base()->data == nullptr) {
+      t->data = nullptr;
+      t->buffer = nullptr;
+    }
+  }
+}
+
 Status update_view(Tensor* view) {
   if (!view) return invalid_argument("[allocator.update_view] tensor is null");
   if (!view->view_src) {

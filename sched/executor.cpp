@@ -38,6 +38,7 @@ StatusOr<std::unique_ptr<Executor>> Executor::create(registry::Device* device) {
 }
 
 Status Executor::allocate(Graph& graph) {
+  forget_gone_placements(graph);
   for (Tensor* leaf : graph.leafs()) {
     if (!leaf->data) continue;
     if (leaf->buffer) {
@@ -56,19 +57,24 @@ Status Executor::allocate(Graph& graph) {
   LOOM_ASSIGN_OR_RETURN(AllocPlan plan, GraphAllocator::plan(graph, alignment));
   if (!buffer_ || buffer_.size() < plan.buffer_size) {
     buffer_.reset();
+    placement_ = std::make_shared<const int>(0);  // what the old buffer held is gone
     LOOM_ASSIGN_OR_RETURN(buffer_, device_->alloc_buffer(plan.buffer_size));
     LOOM_LOG_DEBUG("executor", "compute buffer on " + device_->name() + ": " +
                                    std::to_string(plan.buffer_size) + " bytes");
   }
   loom_buffer_t* raw = buffer_.raw();
-  LOOM_RETURN_IF_ERROR(GraphAllocator::apply(graph, plan, raw, buffer_.base(),
-                                             [raw](Tensor* t) { return registry::buffer_init_tensor(raw, t); }));
+  const std::shared_ptr<const int>& token = placement_;
+  LOOM_RETURN_IF_ERROR(GraphAllocator::apply(graph, plan, raw, buffer_.base(), [raw, &token](Tensor* t) {
+    t->placed_by = token;
+    return registry::buffer_init_tensor(raw, t);
+  }));
   allocated_fingerprint_ = graph.fingerprint();
   allocated_ = true;
   return Status();
 }
 
 Status Executor::compute(Graph& graph) {
+  forget_gone_placements(graph);
   bool placed = allocated_;
   for (Tensor* t : graph.nodes()) placed = placed && t->data != nullptr;
   for (Tensor* t : graph.leafs()) placed = placed && t->data != nullptr;

@@ -204,6 +204,7 @@ Status Scheduler::apply(Graph& graph) {
     if (t->data == data && t->buffer == b) return Status();
     t->data = data;
     t->buffer = b;
+    t->placed_by = placement_;
     Status st = registry::buffer_init_tensor(b, t);
     return st.ok() ? st : st.with_context("sched.apply");
   };
@@ -224,11 +225,13 @@ Status Scheduler::apply(Graph& graph) {
 }
 
 Status Scheduler::reserve(Graph& graph) {
+  forget_gone_placements(graph);
   LOOM_ASSIGN_OR_RETURN(sched::Plan * plan, plan_for(graph));
   return ensure_buffers(*plan);
 }
 
 Status Scheduler::allocate(Graph& graph) {
+  forget_gone_placements(graph);
   LOOM_ASSIGN_OR_RETURN(sched::Plan * plan, plan_for(graph));
   LOOM_RETURN_IF_ERROR(ensure_buffers(*plan));
   return apply(graph);

@@ -421,5 +421,49 @@ TEST(SchedulerExecution, ReuseSkipsPlanningOnALargeGraph) {
       kNodes, sched->splits().size(), fresh_us / kRounds, reuse_us / kRounds, kRounds);
 }
 
+// A graph whose tensors one executor (or scheduler) placed in its compute
+// buffer, computed again by a second one after the first is gone: the first
+// placement is forgotten and the graph placed anew (before, the second
+// allocate read the dead buffer through the input's pointer: a crash in
+// the cpu device's buffer-type check, or ASan's use after free).
+TEST(SchedulerExecution, ASecondRunnerAfterTheFirstIsGonePlacesTheGraphAgain) {
+  SimSetup env(1, {std::nullopt});
+  SCHED_REQUIRE_DEVICES(env);
+  registry::Device* cpu = env.dev("cpu");
+  Context ctx;
+  SCHED_ASSIGN(Tensor * x, ctx.new_tensor(LOOM_TYPE_F32, {kDim, kTok}, "x"));
+  SCHED_ASSIGN(Tensor * y, op::scale(ctx, x, 2.0f, 1.0f));
+  SCHED_ASSIGN(Tensor * z, op::add(ctx, y, x));
+  SCHED_ASSIGN(Graph g, Graph::build({z}));
+  std::vector<float> in(static_cast<size_t>(kDim * kTok)), want(in.size());
+  for (size_t i = 0; i < in.size(); ++i) {
+    in[i] = static_cast<float>(i) * 0.25f - 3.0f;
+    want[i] = 3.0f * in[i] + 1.0f;
+  }
+  for (int round = 0; round < 3; ++round) {
+    SCHED_ASSIGN(auto ex, Executor::create(cpu));
+    SCHED_OK(ex->allocate(g));
+    ASSERT_NE(x->data, nullptr);
+    SCHED_OK(set_f32(x, in));
+    SCHED_OK(ex->compute(g));
+    expect_close(get_f32(z), want, "executor round " + std::to_string(round));
+  }
+  // The same graph through a scheduler, twice, then an executor again.
+  for (int round = 0; round < 2; ++round) {
+    SCHED_ASSIGN(auto sched, Scheduler::create({env.dev("sim0"), cpu}));
+    SCHED_OK(sched->allocate(g));
+    SCHED_OK(sched->set_input(x, in.data(), in.size() * sizeof(float)));
+    SCHED_OK(sched->compute(g));
+    std::vector<float> got(in.size());
+    SCHED_OK(tensor_get(z, got.data(), got.size() * sizeof(float)));
+    expect_close(got, want, "scheduler round " + std::to_string(round));
+  }
+  SCHED_ASSIGN(auto ex, Executor::create(cpu));
+  SCHED_OK(ex->compute(g));  // places the graph itself
+  SCHED_OK(set_f32(x, in));
+  SCHED_OK(ex->compute(g));
+  expect_close(get_f32(z), want, "executor after the schedulers");
+}
+
 }  // namespace
 }  // namespace loom::schedtest

@@ -49,4 +49,11 @@ class GraphAllocator {
 // Recompute data pointers of views from their bases (after bases moved).
 Status update_view(Tensor* view);
 
+// Clears data and buffer of every leaf and node of the graph whose
+// placement's owner has gone (Tensor::placed_by expired): a graph computed
+// by one executor or scheduler, then handed to another after the first was
+// destroyed, is placed anew instead of read through dead memory. Never
+// dereferences the old buffer.
+void forget_gone_placements(const Graph& graph);
+
 }  // namespace loom

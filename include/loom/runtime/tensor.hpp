@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <deque>
 #include <initializer_list>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -22,6 +23,11 @@ class Context;
 
 struct Tensor : loom_tensor_t {
   Context* ctx = nullptr;  // owner; set by Context
+  // Who placed the tensor in a compute buffer (an Executor, a Scheduler):
+  // expired once that owner or that buffer is gone, and data / buffer
+  // dangle; forget_gone_placements (allocator.hpp) then clears them, so the
+  // next runner places the tensor again. Empty for memory the caller gave.
+  std::weak_ptr<const void> placed_by;
 
   int64_t nelements() const { return ne[0] * ne[1] * ne[2] * ne[3]; }
   int64_t nrows() const { return ne[1] * ne[2] * ne[3]; }

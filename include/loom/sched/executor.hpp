@@ -4,9 +4,10 @@
 // thread-safe.
 //
 // Lifetime: the tensors an executor places point into its compute buffer
-// until the executor is destroyed; after that their data pointers dangle.
-// Run a graph's tensors on one executor only, or rebuild the graph (a new
-// Context, or Context::rollback) before handing it to another.
+// until the executor is destroyed (or the buffer grows); they carry a token
+// of it (Tensor::placed_by), so another executor or scheduler given the
+// same graph later forgets those placements and places the graph anew
+// (forget_gone_placements). Tensor values in the dead buffer are lost.
 #pragma once
 
 #include <vector>
@@ -36,6 +37,8 @@ class Executor {
   explicit Executor(registry::Device* device) : device_(device) {}
   registry::Device* device_;
   Buffer buffer_;
+  // Lives as long as buffer_: the placements' token (Tensor::placed_by).
+  std::shared_ptr<const int> placement_ = std::make_shared<const int>(0);
   Stream stream_;
   uint64_t allocated_fingerprint_ = 0;
   uint64_t checked_fingerprint_ = 0;  // every node of this structure is supported

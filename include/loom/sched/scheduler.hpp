@@ -234,6 +234,9 @@ class Scheduler {
   // application buffer. Growth is geometric, so they total less than the
   // current buffers.
   std::vector<Buffer> retired_;
+  // Lives as long as the scheduler (and so every buffer above): the token
+  // of the tensors it places (Tensor::placed_by).
+  std::shared_ptr<const int> placement_ = std::make_shared<const int>(0);
   std::vector<unsigned char> staging_;  // host staging for synchronous copies and poison
   // Per device: whether its stream takes queued copies (CAP_ASYNC and
   // set_tensor_async) and whether it has events (CAP_EVENTS and record/wait).

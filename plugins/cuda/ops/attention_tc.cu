@@ -141,15 +141,23 @@ __global__ void __launch_bounds__(kTcWarps * kWarp)
     bhi = hi_w[w] > bhi ? hi_w[w] : bhi;
   }
 
+  // Stages rows [j0, j0 + kTcKeys) of K (and of V) for the block; when the
+  // warp's rows meet them, writes the warp's scores at ss and says so.
+  auto scores = [&](int64_t j0, bool with_v) {
+    __syncthreads();  // every warp is done with the last chunk
+    stage_rows(ks, L.ldk, k, j0, g, D, L.dp);
+    if (with_v) stage_rows(vs, L.ldv, v, j0, g, Dv, L.dvp);
+    __syncthreads();
+    if (hi <= j0 || lo >= j0 + kTcKeys) return false;
+    chunk_scores(qf, nd, ks, L.ldk, ss);
+    __syncwarp();
+    return true;
+  };
+
   // Pass 1: each query's largest scaled score.
   float m = -INFINITY;
   for (int64_t j0 = blo; j0 < bhi; j0 += kTcKeys) {
-    __syncthreads();  // every warp is done with the last chunk
-    stage_rows(ks, L.ldk, k, j0, g, D, L.dp);
-    __syncthreads();
-    if (hi > j0 && lo < j0 + kTcKeys) {
-      chunk_scores(qf, nd, ks, L.ldk, ss);
-      __syncwarp();
+    if (scores(j0, false)) {
       for (int c = part * (kTcKeys / 2); c < (part + 1) * (kTcKeys / 2); ++c) {
         const int64_t j = j0 + c;
         if (j >= rows.first && j < rows.end) m = fmaxf(m, ss[r * kTcLds + c] * scale);
@@ -167,13 +175,7 @@ __global__ void __launch_bounds__(kTcWarps * kWarp)
   }
   float l = 0.0f;
   for (int64_t j0 = blo; j0 < bhi; j0 += kTcKeys) {
-    __syncthreads();
-    stage_rows(ks, L.ldk, k, j0, g, D, L.dp);
-    stage_rows(vs, L.ldv, v, j0, g, Dv, L.dvp);
-    __syncthreads();
-    if (hi > j0 && lo < j0 + kTcKeys) {
-      chunk_scores(qf, nd, ks, L.ldk, ss);
-      __syncwarp();
+    if (scores(j0, true)) {
       for (int c = part * (kTcKeys / 2); c < (part + 1) * (kTcKeys / 2); ++c) {
         const int64_t j = j0 + c;
         float p = 0.0f;
