@@ -302,8 +302,8 @@ LOOM_CASE(AttentionTest, PrefillBlocksOfQueries) {
 }
 
 // Prefill over F16 caches in the shapes a tensor-core kernel tiles (16
-// queries by 16 elements, chunks of keys): head sizes off the tile (80, 40)
-// and Dv != D, MQA and GQA, blocks of queries over several chunks, a
+// queries by 16 elements, chunks of keys): head sizes off the tile (80, 40,
+// 20) and Dv != D, rows of 16-byte multiples and not, MQA and GQA, blocks of queries over several chunks, a
 // partly filled last block, ragged and zero lengths with a permuted Q, and
 // scores far apart (a kernel taking each row's max over only some chunks
 // overflows or loses the row). A device may round to F16 here (the
@@ -314,6 +314,7 @@ LOOM_CASE(AttentionTest, PrefillOverHalfCaches) {
   check({128, 128, 8, 2, 130, 200, LOOM_TYPE_F16, false}, causal(70, 130));
   check({40, 40, 2, 2, 20, 90, LOOM_TYPE_F16, true},
         {0, 90, 5, 33, 1, 64, 65, 2, 0, 17, 31, 32, 33, 89, 90, 40, 41, 7, 8, 9});
+  check({20, 12, 4, 2, 12, 50, LOOM_TYPE_F16, false}, causal(38, 12));  // rows of 40 and 24 bytes
   const AttnCase c{64, 64, 4, 2, 20, 150, LOOM_TYPE_F16, false};
   Operand q = input(LOOM_TYPE_F32, {c.d, c.n_head, c.n_tok, 1}, -30.0f, 30.0f);
   Operand k = cache_view(c.kv_type, c.d, c.n_kv, c.n_head_kv);

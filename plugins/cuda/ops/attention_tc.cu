@@ -51,9 +51,22 @@ using FragS = wmma::fragment<wmma::accumulator, 16, 16, 16, float>;
 constexpr int kTcMaxTiles = kTcMaxDim / 16;
 
 // Rows [j0, j0 + kTcKeys) of kv head g of an F16 cache as halves at s (ld
-// halves a row); rows past n_kv and columns past dim are zeros.
-__device__ void stage_rows(TcHalf* s, int ld, const TArg& x, int64_t j0, int64_t g, int dim, int dimp) {
+// halves a row); rows past n_kv and columns past dim are zeros. wide: the
+// rows are dense, dim is a multiple of 8 and every row starts on 16 bytes
+// (tc_wide_rows), so a thread copies 8 halves in one 16-byte load.
+__device__ void stage_rows(TcHalf* s, int ld, const TArg& x, int64_t j0, int64_t g, int dim, int dimp, bool wide) {
   const int64_t n_kv = x.ne[1];
+  if (wide) {
+    const int units = dimp / 8;
+    for (int i = threadIdx.x; i < kTcKeys * units; i += kTcWarps * kWarp) {
+      const int r = i / units, c = (i % units) * 8;
+      const int64_t j = j0 + r;
+      uint4 w = make_uint4(0, 0, 0, 0);
+      if (j < n_kv && c < dim) w = *reinterpret_cast<const uint4*>(x.data + c * 2 + j * x.nb[1] + g * x.nb[2]);
+      *reinterpret_cast<uint4*>(s + r * ld + c) = w;
+    }
+    return;
+  }
   for (int i = threadIdx.x; i < kTcKeys * dimp; i += kTcWarps * kWarp) {
     const int r = i / dimp, c = i % dimp;
     const int64_t j = j0 + r;
@@ -82,7 +95,7 @@ __device__ void chunk_scores(const FragQ* qf, int nd, const TcHalf* ks, int ldk,
 
 __global__ void __launch_bounds__(kTcWarps * kWarp)
     attention_tc_kernel(TArg dst, TArg q, TArg k, TArg v, const uint8_t* vis, int64_t vis_stride, int64_t vis_nb1,
-                        float scale, KernelFault* err) {
+                        float scale, bool wide_k, bool wide_v, KernelFault* err) {
   LOOM_DYNAMIC_SHARED(float, sh_f);
   uint8_t* sh = reinterpret_cast<uint8_t*>(sh_f);
   const int D = static_cast<int>(q.ne[0]), Dv = static_cast<int>(v.ne[0]);
@@ -145,8 +158,8 @@ __global__ void __launch_bounds__(kTcWarps * kWarp)
   // warp's rows meet them, writes the warp's scores at ss and says so.
   auto scores = [&](int64_t j0, bool with_v) {
     __syncthreads();  // every warp is done with the last chunk
-    stage_rows(ks, L.ldk, k, j0, g, D, L.dp);
-    if (with_v) stage_rows(vs, L.ldv, v, j0, g, Dv, L.dvp);
+    stage_rows(ks, L.ldk, k, j0, g, D, L.dp, wide_k);
+    if (with_v) stage_rows(vs, L.ldv, v, j0, g, Dv, L.dvp, wide_v);
     __syncthreads();
     if (hi <= j0 || lo >= j0 + kTcKeys) return false;
     chunk_scores(qf, nd, ks, L.ldk, ss);
@@ -221,6 +234,12 @@ __global__ void __launch_bounds__(kTcWarps * kWarp)
   }
 }
 
+// K or V rows a thread can stage 16 bytes at a time (stage_rows' wide).
+bool tc_wide_rows(const loom_tensor_t* x) {
+  return x->nb[0] == 2 && x->ne[0] % 8 == 0 && x->nb[1] % 16 == 0 && x->nb[2] % 16 == 0 &&
+         reinterpret_cast<uintptr_t>(x->data) % 16 == 0;
+}
+
 }  // namespace
 
 bool attention_tc_fits(const loom_tensor_t* node) {
@@ -240,7 +259,8 @@ loom_status_t* launch_attention_tc(const LaunchContext& ctx, const loom_tensor_t
   const dim3 grid(static_cast<unsigned>((q->ne[2] + per_block - 1) / per_block), static_cast<unsigned>(q->ne[1]));
   LOOM_LAUNCH(grid, kTcWarps * kWarp, L.total, ctx.stream, attention_tc_kernel)(
       targ(node), targ(q), targ(node->src[1]), targ(node->src[2]), static_cast<const uint8_t*>(node->src[3]->data),
-      static_cast<int64_t>(node->src[3]->nb[0]), ranges_stride(node), scale, ctx.error);
+      static_cast<int64_t>(node->src[3]->nb[0]), ranges_stride(node), scale, tc_wide_rows(node->src[1]),
+      tc_wide_rows(node->src[2]), ctx.error);
   return launch_status(node, "attention_tc kernel");
 }
 
