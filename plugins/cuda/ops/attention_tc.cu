@@ -96,8 +96,7 @@ __device__ void chunk_scores(const FragQ* qf, int nd, const TcHalf* ks, int ldk,
 __global__ void __launch_bounds__(kTcWarps * kWarp)
     attention_tc_kernel(TArg dst, TArg q, TArg k, TArg v, const uint8_t* vis, int64_t vis_stride, int64_t vis_nb1,
                         float scale, bool wide_k, bool wide_v, KernelFault* err) {
-  LOOM_DYNAMIC_SHARED(float, sh_f);
-  uint8_t* sh = reinterpret_cast<uint8_t*>(sh_f);
+  LOOM_DYNAMIC_SHARED_ALIGNED(uint8_t, sh, 128);
   const int D = static_cast<int>(q.ne[0]), Dv = static_cast<int>(v.ne[0]);
   const int64_t n_kv = k.ne[1], T = q.ne[2];
   const TcLayout L = tc_layout(D, Dv);

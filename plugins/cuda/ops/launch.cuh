@@ -12,14 +12,18 @@
 // host C++ with tests/cuda/emu/emu.h force-included (LOOM_CUDA_EMU), the
 // grid runs on the host instead (the emulated plugin the CPU-only tests
 // run). The kernel comes last: a template-id's commas stay in __VA_ARGS__.
-// LOOM_DYNAMIC_SHARED(T, name): the launch's dynamic shared memory as T*.
+// LOOM_DYNAMIC_SHARED(T, name): the launch's dynamic shared memory as T*;
+// LOOM_DYNAMIC_SHARED_ALIGNED(T, name, A) on A bytes (wmma tiles need 32;
+// CUDA promises only T's own alignment otherwise).
 #if defined(LOOM_CUDA_EMU)
 #define LOOM_LAUNCH(grid, block, shared, stream, ...) \
   ::loom::cuda::emu::launcher(grid, block, shared, stream, #__VA_ARGS__, __VA_ARGS__)
 #define LOOM_DYNAMIC_SHARED(T, name) T* name = static_cast<T*>(::loom::cuda::emu::dynamic_shared())
+#define LOOM_DYNAMIC_SHARED_ALIGNED(T, name, A) LOOM_DYNAMIC_SHARED(T, name)
 #else
 #define LOOM_LAUNCH(grid, block, shared, stream, ...) __VA_ARGS__<<<grid, block, shared, stream>>>
 #define LOOM_DYNAMIC_SHARED(T, name) extern __shared__ T name[]
+#define LOOM_DYNAMIC_SHARED_ALIGNED(T, name, A) extern __shared__ __align__(A) T name[]
 #endif
 
 namespace loom::cuda {
