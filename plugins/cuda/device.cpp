@@ -108,10 +108,12 @@ std::unique_ptr<Device> Device::create(int ordinal, const Cublas* cublas, std::s
   d->f16_gemm_ = prop.major >= 7 && cublas != nullptr && cublas->gemm_ex != nullptr &&
                  common::plugin_env_flag("LOOM_CUDA_F16_GEMM", true);
   d->f16_attention_ = prop.major >= 7 && common::plugin_env_flag("LOOM_CUDA_F16_ATTENTION", true);
+  d->tc_gemm_ = prop.major >= 7 && common::plugin_env_flag("LOOM_CUDA_F16_GEMM", true);
   d->description_ = std::string(prop.name) + " (compute capability " + std::to_string(prop.major) + "." +
                     std::to_string(prop.minor) + ", " + std::to_string(prop.multiProcessorCount) + " SMs, " +
                     std::to_string(prop.totalGlobalMem >> 20) + " MiB, PCI " + d->pci_bus_id_ +
                     (d->f16_gemm_ ? ", prefill on tensor cores (F16 inputs)" : "") +
+                    (!d->f16_gemm_ && d->tc_gemm_ ? ", prefill on tensor cores (F16 inputs, without cuBLAS)" : "") +
                     (d->f16_attention_ ? ", prefill attention on tensor cores" : "") + ")";
   d->raw_ = {sizeof(loom_device_t), &kDeviceIface, d.get()};
   d->buffer_type_ = std::make_unique<BufferType>(d.get(), BufferType::Kind::kDevice);

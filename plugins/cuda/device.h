@@ -41,6 +41,9 @@ class Device {
   // Prefill ATTENTION over F16 caches on tensor cores (compute capability
   // 7.0+; LOOM_CUDA_F16_ATTENTION=0 keeps the f32 kernel).
   bool f16_attention() const { return f16_attention_; }
+  // Prefill MUL_MAT on the plugin's own wmma GEMM when cuBLAS is absent
+  // (compute capability 7.0+; LOOM_CUDA_F16_GEMM=0 keeps the GEMVs).
+  bool tc_gemm() const { return tc_gemm_; }
   // cudaSetDevice(ordinal) for the calling thread.
   void make_current() const;
 
@@ -65,6 +68,7 @@ class Device {
   int sm_count_ = 1;
   bool f16_gemm_ = false;
   bool f16_attention_ = false;
+  bool tc_gemm_ = false;
   const Cublas* cublas_ = nullptr;
   std::unique_ptr<BufferType> buffer_type_;
   std::unique_ptr<BufferType> host_type_;

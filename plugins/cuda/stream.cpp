@@ -137,6 +137,7 @@ loom_status_t* Stream::compute(const loom_graph_t* graph) {
   ctx.sm_count = device_->sm_count();
   ctx.f16_gemm = device_->f16_gemm();
   ctx.f16_attention = device_->f16_attention();
+  ctx.tc_gemm = device_->tc_gemm();
   ctx.fuse = fuse_;
   loom_status_t* st = nullptr;
   // A replay skips check_graph: its key (fingerprint and addresses) is the

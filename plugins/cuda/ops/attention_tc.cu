@@ -19,35 +19,16 @@
 #include "fault.cuh"
 #include "launch.cuh"
 #include "ops.h"
+#include "tc.cuh"
 #include "tensor.cuh"
-
-#if !defined(LOOM_CUDA_EMU)
-#include <cuda_fp16.h>
-#include <mma.h>
-#endif
 
 namespace loom::cuda {
 namespace {
 
-#if defined(LOOM_CUDA_EMU)
-// The emulation's wmma converts elements with static_cast<float>.
-struct TcHalf {
-  uint16_t bits;
-  explicit operator float() const { return f16_to_f32(bits); }
-};
-inline TcHalf tc_half(float x) { return {f32_to_f16(x)}; }
-inline TcHalf tc_half_bits(uint16_t b) { return {b}; }
-#else
-using TcHalf = __half;
-__device__ __forceinline__ TcHalf tc_half(float x) { return __float2half_rn(x); }
-__device__ __forceinline__ TcHalf tc_half_bits(uint16_t b) { return __ushort_as_half(b); }
-#endif
-
-namespace wmma = nvcuda::wmma;
-using FragQ = wmma::fragment<wmma::matrix_a, 16, 16, 16, TcHalf, wmma::row_major>;   // Q or P rows
-using FragKt = wmma::fragment<wmma::matrix_b, 16, 16, 16, TcHalf, wmma::col_major>;  // K's rows as columns
-using FragV = wmma::fragment<wmma::matrix_b, 16, 16, 16, TcHalf, wmma::row_major>;
-using FragS = wmma::fragment<wmma::accumulator, 16, 16, 16, float>;
+using FragQ = TcFragA;     // Q or P rows
+using FragKt = TcFragBCol;  // K's rows as columns
+using FragV = TcFragBRow;
+using FragS = TcFragC;
 constexpr int kTcMaxTiles = kTcMaxDim / 16;
 
 // Rows [j0, j0 + kTcKeys) of kv head g of an F16 cache as halves at s (ld

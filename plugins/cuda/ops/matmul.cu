@@ -10,7 +10,8 @@
 // (round to nearest even; dense F16 A used in place) and one cublasGemmEx
 // per matrix with f32 accumulation: the F16-inputs rule of
 // docs/plugin-abi.md (MUL_MAT), which the conformance suite accepts for B
-// of more than 8 columns. A layout the GEMVs do not
+// of more than 8 columns. Without cuBLAS, those batches run the plugin's own
+// tensor-core GEMM (gemm_tc.cu, same rule). A layout the GEMVs do not
 // read (strided float A, misaligned blocks, B with strided elements) runs
 // the exact per-block kernel below (gemv.cuh: a lane per block). A in the
 // split layout (plugins/cuda/weight_layout.h, the weights buffer type) takes
@@ -288,13 +289,14 @@ loom_status_t* gemv_typed(const LaunchContext& ctx, const loom_tensor_t* node, c
 
 namespace {
 
-enum class MulMatPath { kBlas, kGemvQuant, kGemvFloat, kExact };
+enum class MulMatPath { kBlas, kTensorCore, kGemvQuant, kGemvFloat, kExact };
 
 MulMatPath mul_mat_path(const LaunchContext& ctx, const loom_tensor_t* node) {
   const loom_tensor_t* a = node->src[0];
   const bool use_blas = ctx.cublas != nullptr && ctx.cublas->ok() && ctx.blas != nullptr &&
                         node->src[1]->ne[1] > kGemvMaxCols && a->ne[0] <= 0x7FFFFFFF && a->ne[1] <= 0x7FFFFFFF;
   if (use_blas) return MulMatPath::kBlas;
+  if (ctx.tc_gemm && gemm_tc_fits(node)) return MulMatPath::kTensorCore;
   if (rounds_b(node) && (is_split(a) || gemv_quant_fits(a))) return MulMatPath::kGemvQuant;
   if (!quantized(a->type) && gemv_float_fits(node)) return MulMatPath::kGemvFloat;
   return MulMatPath::kExact;
@@ -321,6 +323,7 @@ loom_status_t* launch_mul_mat(const LaunchContext& ctx, const loom_tensor_t* nod
   }
   switch (path) {
     case MulMatPath::kBlas: return f16_gemm_applies(ctx, node) ? gemm_f16(ctx, node) : gemm(ctx, node);
+    case MulMatPath::kTensorCore: return launch_gemm_tc(ctx, node);
     case MulMatPath::kGemvQuant: {
       ActQ8 act{};
       if (loom_status_t* st = quantized_b(ctx, node, &act)) return st;

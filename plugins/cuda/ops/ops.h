@@ -50,6 +50,7 @@ struct LaunchContext {
   int sm_count = 1;
   bool f16_gemm = false;  // prefill GEMMs may round A and B to F16 (Device::f16_gemm)
   bool f16_attention = false;  // prefill ATTENTION on tensor cores (Device::f16_attention)
+  bool tc_gemm = false;        // prefill MUL_MAT on wmma when cuBLAS is absent (Device::tc_gemm)
   bool fuse = true;       // pairs of nodes as one kernel (fusion.h; LOOM_CUDA_FUSE=0: off)
   // A MUL_MAT's launch only: the ADD fused into its GEMV's store (fusion.h).
   const loom_tensor_t* fused_add = nullptr;
@@ -89,6 +90,10 @@ bool gemv_reads_b(const LaunchContext& ctx, const loom_tensor_t* node);
 loom_status_t* launch_attention(const LaunchContext& ctx, const loom_tensor_t* node);
 // Decode; q8: the result also rounded to B's 8-bit blocks of 32 for the
 // product after it (as launch_norm_mul's), the node's Dv a multiple of 32.
+// Prefill MUL_MAT on tensor cores without cuBLAS (gemm_tc.cu): F16 or
+// quantized A, f32 B of more than kGemvMaxCols columns.
+bool gemm_tc_fits(const loom_tensor_t* node);
+loom_status_t* launch_gemm_tc(const LaunchContext& ctx, const loom_tensor_t* node);
 // Prefill ATTENTION on tensor cores (attention_tc.cu): F16 K and V, head
 // sizes up to kTcMaxDim, more than kSplitMaxTokens queries.
 bool attention_tc_fits(const loom_tensor_t* node);
