@@ -480,11 +480,12 @@ LOOM_CASE(WeightLayoutTest, MatMulMatchesCanonicalAndBytesRoundTrip) {
 // quants unpacked once, tiles of 4 (Q4_K: 2) columns and a rest) through
 // different kernels whose integer sums and f32 steps are the same, so
 // there the columns must agree to the bit; elsewhere within the f32
-// tolerance of each other.
+// tolerance of each other, among decode-sized products (at most 8 columns:
+// from 9 on a device may round A and B to F16, the F16-inputs rule).
 LOOM_CASE(WeightLayoutTest, ColumnsDoNotDependOnTheColumnCount) {
   seed(406);
   const int64_t k = 256, m = 24;
-  const int64_t kCounts[] = {1, 2, 3, 6, 9};
+  const int64_t kCounts[] = {1, 2, 3, 6, 8, 9};
   int ran = 0;
   for (loom_type_t ta : {LOOM_TYPE_Q4_0, LOOM_TYPE_Q4_1, LOOM_TYPE_Q5_0, LOOM_TYPE_Q5_1, LOOM_TYPE_Q8_0,
                          LOOM_TYPE_IQ4_NL, LOOM_TYPE_Q4_K, LOOM_TYPE_Q5_K, LOOM_TYPE_Q6_K}) {
@@ -503,16 +504,19 @@ LOOM_CASE(WeightLayoutTest, ColumnsDoNotDependOnTheColumnCount) {
       outs.push_back(unwrap(op::mul_mat(ctx_, ar, input_values(LOOM_TYPE_F32, {k, n, 1, 1}, prefix).t), "mul_mat"));
     }
     LOOM_ASSERT_OK(run_threads(outs));
-    const std::vector<double> widest = read(outs.back());
-    for (size_t o = 0; o + 1 < outs.size(); ++o) {
+    // The reference device against 9 columns, others against 8.
+    const size_t against = reference_device() ? outs.size() - 1 : outs.size() - 2;
+    const std::vector<double> widest = read(outs[against]);
+    for (size_t o = 0; o < against; ++o) {
       const std::vector<double> got = read(outs[o]);
       for (size_t i = 0; i < got.size(); ++i) {
         const double w = widest[i];
         if (reference_device()) {
-          LOOM_EXPECT_EQ(got[i], w) << kCounts[o] << " columns against 9, element " << i;
+          LOOM_EXPECT_EQ(got[i], w) << kCounts[o] << " columns against " << kCounts[against] << ", element " << i;
         } else {
           LOOM_EXPECT_TRUE(std::fabs(got[i] - w) <= 1e-5 * (std::fabs(w) + 1.0))
-              << kCounts[o] << " columns against 9, element " << i << ": " << got[i] << " vs " << w;
+              << kCounts[o] << " columns against " << kCounts[against] << ", element " << i << ": " << got[i]
+              << " vs " << w;
         }
       }
     }
