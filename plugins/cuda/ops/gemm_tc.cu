@@ -24,29 +24,17 @@
 namespace loom::cuda {
 namespace {
 
-constexpr int kGemmTile = 64;  // rows of A and columns of B per block
-constexpr int kGemmK = 32;     // K per staging step
-constexpr int kGemmLd = kGemmK + 8;  // halves per staged row (bank spread)
-constexpr int kGemmThreads = 4 * kWarp;
-
-struct GemmSmem {
-  static constexpr size_t a_off = 0;
-  static constexpr size_t b_off = a_off + kGemmTile * kGemmLd * 2;
-  static constexpr size_t c_off = b_off + kGemmTile * kGemmLd * 2;
-  static constexpr size_t total = c_off + 4 * 16 * 16 * 4;
-};
-
 // z0 + blockIdx.z: the batch matrix (i2, i3) of B and the result.
 // split: A in the split layout (one 2-D matrix of `blocks` blocks).
-__global__ void __launch_bounds__(kGemmThreads)
+__global__ void __launch_bounds__(kTcGemmThreads)
     gemm_tc_kernel(TArg dst, TArg a, TArg b, int64_t z0, bool split, int64_t blocks) {
   LOOM_DYNAMIC_SHARED_ALIGNED(uint8_t, sh, 128);
-  TcHalf* as = reinterpret_cast<TcHalf*>(sh + GemmSmem::a_off);
-  TcHalf* bs = reinterpret_cast<TcHalf*>(sh + GemmSmem::b_off);
+  TcHalf* as = reinterpret_cast<TcHalf*>(sh);
+  TcHalf* bs = as + kTcGemmTile * kTcGemmLd;
   const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
-  float* cs = reinterpret_cast<float*>(sh + GemmSmem::c_off) + warp * 256;
+  float* cs = reinterpret_cast<float*>(bs + kTcGemmTile * kTcGemmLd) + warp * 256;
   const int64_t K = a.ne[0], M = a.ne[1], N = b.ne[1];
-  const int64_t m0 = static_cast<int64_t>(blockIdx.x) * kGemmTile, n0 = static_cast<int64_t>(blockIdx.y) * kGemmTile;
+  const int64_t m0 = static_cast<int64_t>(blockIdx.x) * kTcGemmTile, n0 = static_cast<int64_t>(blockIdx.y) * kTcGemmTile;
   const int64_t z = z0 + blockIdx.z, i2 = z % b.ne[2], i3 = z / b.ne[2];
   const int64_t a2 = i2 / (b.ne[2] / a.ne[2]), a3 = i3 / (b.ne[3] / a.ne[3]);
   const uint8_t* abase = a.data + a2 * a.nb[2] + a3 * a.nb[3];
@@ -57,48 +45,26 @@ __global__ void __launch_bounds__(kGemmThreads)
   for (int i = 0; i < 2; ++i)
     for (int j = 0; j < 2; ++j) wmma::fill_fragment(acc[i][j], 0.0f);
 
-  for (int64_t k0 = 0; k0 < K; k0 += kGemmK) {
+  for (int64_t k0 = 0; k0 < K; k0 += kTcGemmK) {
     __syncthreads();  // every warp is done with the last step's tiles
-    for (int i = threadIdx.x; i < kGemmTile * kGemmK; i += kGemmThreads) {
-      const int r = i / kGemmK, c = i % kGemmK;
+    for (int i = threadIdx.x; i < kTcGemmTile * kTcGemmK; i += kTcGemmThreads) {
+      const int r = i / kTcGemmK, c = i % kTcGemmK;
       const int64_t m = m0 + r, n = n0 + r, k = k0 + c;
       float av = 0.0f, bv = 0.0f;
       if (m < M && k < K) {
         av = split ? split_elem(a.type, a.data, blocks, m * K + k) : row_elem(a.type, abase + m * a.nb[1], k, a.nb[0]);
       }
       if (n < N && k < K) bv = *reinterpret_cast<const float*>(bbase + k * b.nb[0] + n * b.nb[1]);
-      as[r * kGemmLd + c] = tc_half(av);
-      bs[r * kGemmLd + c] = tc_half(bv);
+      as[r * kTcGemmLd + c] = tc_half(av);
+      bs[r * kTcGemmLd + c] = tc_half(bv);
     }
     __syncthreads();
-    for (int kk = 0; kk < kGemmK; kk += 16) {
-      TcFragA fa[2];
-      TcFragBCol fb[2];
-      for (int i = 0; i < 2; ++i) wmma::load_matrix_sync(fa[i], as + (wm * 32 + i * 16) * kGemmLd + kk, kGemmLd);
-      for (int j = 0; j < 2; ++j) wmma::load_matrix_sync(fb[j], bs + (wn * 32 + j * 16) * kGemmLd + kk, kGemmLd);
-      for (int i = 0; i < 2; ++i)
-        for (int j = 0; j < 2; ++j) wmma::mma_sync(acc[i][j], fa[i], fb[j], acc[i][j]);
-    }
+    tc_gemm_step(acc, as, bs, wm, wn);
   }
-
-  // Lane l writes rows l % 16 of each tile, columns 8 (l / 16) .. + 8: the
-  // lanes of a column write consecutive results (dst's dim 0).
-  const int r = lane % 16, c0 = (lane / 16) * 8;
-  for (int i = 0; i < 2; ++i) {
-    for (int j = 0; j < 2; ++j) {
-      wmma::store_matrix_sync(cs, acc[i][j], 16, wmma::mem_row_major);
-      __syncwarp();
-      const int64_t m = m0 + wm * 32 + i * 16 + r;
-      for (int c = c0; c < c0 + 8; ++c) {
-        const int64_t n = n0 + wn * 32 + j * 16 + c;
-        if (m < M && n < N) {
-          *reinterpret_cast<float*>(dst.data + m * dst.nb[0] + n * dst.nb[1] + i2 * dst.nb[2] + i3 * dst.nb[3]) =
-              cs[r * 16 + c];
-        }
-      }
-      __syncwarp();
-    }
-  }
+  tc_gemm_out(acc, cs, wm, wn, lane, [&](int r, int c, float v) {
+    const int64_t m = m0 + r, n = n0 + c;
+    if (m < M && n < N) *reinterpret_cast<float*>(dst.data + m * dst.nb[0] + n * dst.nb[1] + i2 * dst.nb[2] + i3 * dst.nb[3]) = v;
+  });
 }
 
 constexpr int64_t kMaxGridYZ = 65535;
@@ -109,8 +75,8 @@ bool gemm_tc_fits(const loom_tensor_t* node) {
   const int32_t ta = node->src[0]->type;
   const bool f16_or_blocks = ta == LOOM_TYPE_F16 || block_shape(ta).elems > 1;
   return f16_or_blocks && node->src[1]->type == LOOM_TYPE_F32 && node->nb[0] == 4 &&
-         node->src[1]->ne[1] > kGemvMaxCols && (node->src[0]->ne[1] + kGemmTile - 1) / kGemmTile <= 0x7FFFFFFF &&
-         (node->src[1]->ne[1] + kGemmTile - 1) / kGemmTile <= kMaxGridYZ;
+         node->src[1]->ne[1] > kGemvMaxCols && (node->src[0]->ne[1] + kTcGemmTile - 1) / kTcGemmTile <= 0x7FFFFFFF &&
+         (node->src[1]->ne[1] + kTcGemmTile - 1) / kTcGemmTile <= kMaxGridYZ;
 }
 
 loom_status_t* launch_gemm_tc(const LaunchContext& ctx, const loom_tensor_t* node) {
@@ -118,11 +84,11 @@ loom_status_t* launch_gemm_tc(const LaunchContext& ctx, const loom_tensor_t* nod
   const TArg b = targ(node->src[1]);
   const bool split = is_split(node->src[0]);
   const int64_t mats = b.ne[2] * b.ne[3];
-  const int64_t gx = (a.ne[1] + kGemmTile - 1) / kGemmTile, gy = (b.ne[1] + kGemmTile - 1) / kGemmTile;
+  const int64_t gx = (a.ne[1] + kTcGemmTile - 1) / kTcGemmTile, gy = (b.ne[1] + kTcGemmTile - 1) / kTcGemmTile;
   for (int64_t z0 = 0; z0 < mats; z0 += kMaxGridYZ) {
     const dim3 grid(static_cast<unsigned>(gx), static_cast<unsigned>(gy),
                     static_cast<unsigned>(mats - z0 < kMaxGridYZ ? mats - z0 : kMaxGridYZ));
-    LOOM_LAUNCH(grid, kGemmThreads, GemmSmem::total, ctx.stream, gemm_tc_kernel)(targ(node), a, b, z0, split,
+    LOOM_LAUNCH(grid, kTcGemmThreads, kTcGemmSmem, ctx.stream, gemm_tc_kernel)(targ(node), a, b, z0, split,
                                                                                 a.nelements() / 32);
     if (loom_status_t* st = launch_status(node, "gemm_tc kernel")) return st;
   }

@@ -146,22 +146,17 @@ __device__ PairCol pair_col(const int32_t* list, int64_t n_expert, int64_t first
   return {p % n_used, p / n_used};
 }
 
-constexpr int kTcK = 32;               // K per staging step
-constexpr int kTcLd = kTcK + 8;        // halves per staged row
-constexpr int kTcThreads = 4 * kWarp;  // 4 warps, each a 32 x 32 quarter of the 64 x 64 tile
-constexpr size_t kTcSmem = 2 * kTile * kTcLd * 2 + 4 * 16 * 16 * 4;
-
 // moe_tiled_kernel's grid on tensor cores: per step of 32 along K, the
 // tile's 64 rows of A (dequantized) and its 64 gathered columns of B as
 // halves; each warp 2 x 2 accumulators; results out through a 16 x 16
 // staging tile per warp to their (slot, token) columns.
-__global__ void __launch_bounds__(kTcThreads) moe_tc_kernel(TArg dst, TArg a, TArg b, int64_t n_used,
+__global__ void __launch_bounds__(kTcGemmThreads) moe_tc_kernel(TArg dst, TArg a, TArg b, int64_t n_used,
                                                               const int32_t* list) {
   LOOM_DYNAMIC_SHARED_ALIGNED(uint8_t, sh, 128);
   TcHalf* as = reinterpret_cast<TcHalf*>(sh);
-  TcHalf* bs = as + kTile * kTcLd;
+  TcHalf* bs = as + kTcGemmTile * kTcGemmLd;
   const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp, wm = warp / 2, wn = warp % 2;
-  float* cs = reinterpret_cast<float*>(sh + 2 * kTile * kTcLd * 2) + warp * 256;
+  float* cs = reinterpret_cast<float*>(bs + kTcGemmTile * kTcGemmLd) + warp * 256;
   const int64_t e = blockIdx.z, n_expert = a.ne[2];
   const int64_t k_len = a.ne[0], m_len = a.ne[1];
   const int64_t n_len = list[e], first = list[n_expert + e];
@@ -171,10 +166,10 @@ __global__ void __launch_bounds__(kTcThreads) moe_tc_kernel(TArg dst, TArg a, TA
     TcFragC acc[2][2];
     for (int i = 0; i < 2; ++i)
       for (int j = 0; j < 2; ++j) wmma::fill_fragment(acc[i][j], 0.0f);
-    for (int64_t k0 = 0; k0 < k_len; k0 += kTcK) {
+    for (int64_t k0 = 0; k0 < k_len; k0 += kTcGemmK) {
       __syncthreads();  // every warp is done with the last step's tiles
-      for (int i = threadIdx.x; i < kTile * kTcK; i += kTcThreads) {
-        const int r = i / kTcK, c = i % kTcK;
+      for (int i = threadIdx.x; i < kTcGemmTile * kTcGemmK; i += kTcGemmThreads) {
+        const int r = i / kTcGemmK, c = i % kTcGemmK;
         const int64_t m = m0 + r, n = n0 + r, k = k0 + c;
         float av = 0.0f, bv = 0.0f;
         if (m < m_len && k < k_len) av = row_elem(a.type, abase + m * a.nb[1], k, a.nb[0]);
@@ -182,35 +177,18 @@ __global__ void __launch_bounds__(kTcThreads) moe_tc_kernel(TArg dst, TArg a, TA
           const PairCol pc = pair_col(list, n_expert, first, n, n_used);
           bv = *reinterpret_cast<const float*>(b.data + k * b.nb[0] + (b.ne[1] == 1 ? 0 : pc.u) * b.nb[1] + pc.t * b.nb[2]);
         }
-        as[r * kTcLd + c] = tc_half(av);
-        bs[r * kTcLd + c] = tc_half(bv);
+        as[r * kTcGemmLd + c] = tc_half(av);
+        bs[r * kTcGemmLd + c] = tc_half(bv);
       }
       __syncthreads();
-      for (int kk = 0; kk < kTcK; kk += 16) {
-        TcFragA fa[2];
-        TcFragBCol fb[2];
-        for (int i = 0; i < 2; ++i) wmma::load_matrix_sync(fa[i], as + (wm * 32 + i * 16) * kTcLd + kk, kTcLd);
-        for (int j = 0; j < 2; ++j) wmma::load_matrix_sync(fb[j], bs + (wn * 32 + j * 16) * kTcLd + kk, kTcLd);
-        for (int i = 0; i < 2; ++i)
-          for (int j = 0; j < 2; ++j) wmma::mma_sync(acc[i][j], fa[i], fb[j], acc[i][j]);
-      }
+      tc_gemm_step(acc, as, bs, wm, wn);
     }
-    const int r = lane % 16, c0 = (lane / 16) * 8;
-    for (int i = 0; i < 2; ++i) {
-      for (int j = 0; j < 2; ++j) {
-        wmma::store_matrix_sync(cs, acc[i][j], 16, wmma::mem_row_major);
-        __syncwarp();
-        const int64_t m = m0 + wm * 32 + i * 16 + r;
-        for (int c = c0; c < c0 + 8; ++c) {
-          const int64_t n = n0 + wn * 32 + j * 16 + c;
-          if (m < m_len && n < n_len) {
-            const PairCol pc = pair_col(list, n_expert, first, n, n_used);
-            *reinterpret_cast<float*>(dst.data + m * dst.nb[0] + pc.u * dst.nb[1] + pc.t * dst.nb[2]) = cs[r * 16 + c];
-          }
-        }
-        __syncwarp();
-      }
-    }
+    tc_gemm_out(acc, cs, wm, wn, lane, [&](int r, int c, float v) {
+      const int64_t m = m0 + r, n = n0 + c;
+      if (m >= m_len || n >= n_len) return;
+      const PairCol pc = pair_col(list, n_expert, first, n, n_used);
+      *reinterpret_cast<float*>(dst.data + m * dst.nb[0] + pc.u * dst.nb[1] + pc.t * dst.nb[2]) = v;
+    });
   }
 }
 
@@ -252,7 +230,7 @@ loom_status_t* launch_mul_mat_id_grouped(const LaunchContext& ctx, const loom_te
   const dim3 grid(static_cast<unsigned>((a->ne[1] + kTile - 1) / kTile),
                   static_cast<unsigned>((ids->ne[1] + kTile - 1) / kTile), static_cast<unsigned>(a->ne[2]));
   if (tc) {
-    LOOM_LAUNCH(grid, kTcThreads, kTcSmem, ctx.stream, moe_tc_kernel)(targ(node), targ(a), bx, ids->ne[0], list);
+    LOOM_LAUNCH(grid, kTcGemmThreads, kTcGemmSmem, ctx.stream, moe_tc_kernel)(targ(node), targ(a), bx, ids->ne[0], list);
     return launch_status(node, "mul_mat_id tensor-core kernel");
   }
   LOOM_LAUNCH(grid, 256, 0, ctx.stream, moe_tiled_kernel)(targ(node), targ(a), bx, ids->ne[0], list);

@@ -37,4 +37,46 @@ using TcFragBCol = wmma::fragment<wmma::matrix_b, 16, 16, 16, TcHalf, wmma::col_
 using TcFragBRow = wmma::fragment<wmma::matrix_b, 16, 16, 16, TcHalf, wmma::row_major>;
 using TcFragC = wmma::fragment<wmma::accumulator, 16, 16, 16, float>;
 
+// The GEMM tiles of gemm_tc.cu and mul_mat_id_grouped.cu's moe_tc_kernel:
+// a block of 4 warps computes a 64 x 64 result tile (rows of A by columns
+// of B), warp w the 32 x 32 quarter (w / 2, w % 2) as 2 x 2 accumulators;
+// per step of kTcGemmK along K the block stages A's 64 rows and B's 64
+// columns as halves, row-major at kTcGemmLd halves a row.
+constexpr int kTcGemmTile = 64;
+constexpr int kTcGemmK = 32;
+constexpr int kTcGemmLd = kTcGemmK + 8;  // bank spread
+constexpr int kTcGemmThreads = 128;
+// Shared memory: A's and B's staged rows, then a 16 x 16 f32 staging tile
+// per warp.
+constexpr size_t kTcGemmSmem = 2 * kTcGemmTile * kTcGemmLd * 2 + 4 * 16 * 16 * 4;
+
+// One staged step: the warp's quarter of as (A's rows) times bs (B's
+// columns) added to acc.
+__device__ inline void tc_gemm_step(TcFragC (&acc)[2][2], const TcHalf* as, const TcHalf* bs, int wm, int wn) {
+  for (int kk = 0; kk < kTcGemmK; kk += 16) {
+    TcFragA fa[2];
+    TcFragBCol fb[2];
+    for (int i = 0; i < 2; ++i) wmma::load_matrix_sync(fa[i], as + (wm * 32 + i * 16) * kTcGemmLd + kk, kTcGemmLd);
+    for (int j = 0; j < 2; ++j) wmma::load_matrix_sync(fb[j], bs + (wn * 32 + j * 16) * kTcGemmLd + kk, kTcGemmLd);
+    for (int i = 0; i < 2; ++i)
+      for (int j = 0; j < 2; ++j) wmma::mma_sync(acc[i][j], fa[i], fb[j], acc[i][j]);
+  }
+}
+
+// The warp's quarter out through its staging tile cs: put(r, c, v) for
+// every element (r, c) of the 64 x 64 tile, lane l taking rows l % 16 of
+// each 16 x 16 piece (the lanes of a column write consecutive rows).
+template <typename Put>
+__device__ void tc_gemm_out(const TcFragC (&acc)[2][2], float* cs, int wm, int wn, int lane, Put put) {
+  const int r = lane % 16, c0 = (lane / 16) * 8;
+  for (int i = 0; i < 2; ++i) {
+    for (int j = 0; j < 2; ++j) {
+      wmma::store_matrix_sync(cs, acc[i][j], 16, wmma::mem_row_major);
+      __syncwarp();
+      for (int c = c0; c < c0 + 8; ++c) put(wm * 32 + i * 16 + r, wn * 32 + j * 16 + c, cs[r * 16 + c]);
+      __syncwarp();
+    }
+  }
+}
+
 }  // namespace loom::cuda
