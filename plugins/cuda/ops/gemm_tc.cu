@@ -42,25 +42,17 @@ __global__ void __launch_bounds__(kTcGemmThreads)
   const int wm = warp / 2, wn = warp % 2;  // the warp's 32 x 32 quarter
 
   TcFragC acc[2][2];
-  for (int i = 0; i < 2; ++i)
-    for (int j = 0; j < 2; ++j) wmma::fill_fragment(acc[i][j], 0.0f);
-
-  for (int64_t k0 = 0; k0 < K; k0 += kTcGemmK) {
-    __syncthreads();  // every warp is done with the last step's tiles
-    for (int i = threadIdx.x; i < kTcGemmTile * kTcGemmK; i += kTcGemmThreads) {
-      const int r = i / kTcGemmK, c = i % kTcGemmK;
-      const int64_t m = m0 + r, n = n0 + r, k = k0 + c;
-      float av = 0.0f, bv = 0.0f;
-      if (m < M && k < K) {
-        av = split ? split_elem(a.type, a.data, blocks, m * K + k) : row_elem(a.type, abase + m * a.nb[1], k, a.nb[0]);
-      }
-      if (n < N && k < K) bv = *reinterpret_cast<const float*>(bbase + k * b.nb[0] + n * b.nb[1]);
-      as[r * kTcGemmLd + c] = tc_half(av);
-      bs[r * kTcGemmLd + c] = tc_half(bv);
-    }
-    __syncthreads();
-    tc_gemm_step(acc, as, bs, wm, wn);
-  }
+  tc_gemm_tile(
+      acc, as, bs, wm, wn, K,
+      [&](int r, int64_t k) {
+        const int64_t m = m0 + r;
+        if (m >= M || k >= K) return 0.0f;
+        return split ? split_elem(a.type, a.data, blocks, m * K + k) : row_elem(a.type, abase + m * a.nb[1], k, a.nb[0]);
+      },
+      [&](int r, int64_t k) {
+        const int64_t n = n0 + r;
+        return n < N && k < K ? *reinterpret_cast<const float*>(bbase + k * b.nb[0] + n * b.nb[1]) : 0.0f;
+      });
   tc_gemm_out(acc, cs, wm, wn, lane, [&](int r, int c, float v) {
     const int64_t m = m0 + r, n = n0 + c;
     if (m < M && n < N) *reinterpret_cast<float*>(dst.data + m * dst.nb[0] + n * dst.nb[1] + i2 * dst.nb[2] + i3 * dst.nb[3]) = v;

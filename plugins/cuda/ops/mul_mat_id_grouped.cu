@@ -164,25 +164,19 @@ __global__ void __launch_bounds__(kTcGemmThreads) moe_tc_kernel(TArg dst, TArg a
   const uint8_t* abase = a.data + e * a.nb[2];
   for (int64_t n0 = static_cast<int64_t>(blockIdx.y) * kTile; n0 < n_len; n0 += static_cast<int64_t>(gridDim.y) * kTile) {
     TcFragC acc[2][2];
-    for (int i = 0; i < 2; ++i)
-      for (int j = 0; j < 2; ++j) wmma::fill_fragment(acc[i][j], 0.0f);
-    for (int64_t k0 = 0; k0 < k_len; k0 += kTcGemmK) {
-      __syncthreads();  // every warp is done with the last step's tiles
-      for (int i = threadIdx.x; i < kTcGemmTile * kTcGemmK; i += kTcGemmThreads) {
-        const int r = i / kTcGemmK, c = i % kTcGemmK;
-        const int64_t m = m0 + r, n = n0 + r, k = k0 + c;
-        float av = 0.0f, bv = 0.0f;
-        if (m < m_len && k < k_len) av = row_elem(a.type, abase + m * a.nb[1], k, a.nb[0]);
-        if (n < n_len && k < k_len) {
+    tc_gemm_tile(
+        acc, as, bs, wm, wn, k_len,
+        [&](int r, int64_t k) {
+          const int64_t m = m0 + r;
+          return m < m_len && k < k_len ? row_elem(a.type, abase + m * a.nb[1], k, a.nb[0]) : 0.0f;
+        },
+        [&](int r, int64_t k) {
+          const int64_t n = n0 + r;
+          if (n >= n_len || k >= k_len) return 0.0f;
           const PairCol pc = pair_col(list, n_expert, first, n, n_used);
-          bv = *reinterpret_cast<const float*>(b.data + k * b.nb[0] + (b.ne[1] == 1 ? 0 : pc.u) * b.nb[1] + pc.t * b.nb[2]);
-        }
-        as[r * kTcGemmLd + c] = tc_half(av);
-        bs[r * kTcGemmLd + c] = tc_half(bv);
-      }
-      __syncthreads();
-      tc_gemm_step(acc, as, bs, wm, wn);
-    }
+          return *reinterpret_cast<const float*>(b.data + k * b.nb[0] + (b.ne[1] == 1 ? 0 : pc.u) * b.nb[1] +
+                                                 pc.t * b.nb[2]);
+        });
     tc_gemm_out(acc, cs, wm, wn, lane, [&](int r, int c, float v) {
       const int64_t m = m0 + r, n = n0 + c;
       if (m >= m_len || n >= n_len) return;

@@ -63,6 +63,26 @@ __device__ inline void tc_gemm_step(TcFragC (&acc)[2][2], const TcHalf* as, cons
   }
 }
 
+// The warp's quarter of the tile over K elements: acc = A's rows times B's
+// columns, where a_at(r, k) and b_at(r, k) give element k of the tile's A
+// row r and B column r (0 past the edges), staged kTcGemmK at a time.
+template <typename AAt, typename BAt>
+__device__ void tc_gemm_tile(TcFragC (&acc)[2][2], TcHalf* as, TcHalf* bs, int wm, int wn, int64_t K, AAt a_at,
+                             BAt b_at) {
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 2; ++j) wmma::fill_fragment(acc[i][j], 0.0f);
+  for (int64_t k0 = 0; k0 < K; k0 += kTcGemmK) {
+    __syncthreads();  // every warp is done with the last step's tiles
+    for (int i = threadIdx.x; i < kTcGemmTile * kTcGemmK; i += kTcGemmThreads) {
+      const int r = i / kTcGemmK, c = i % kTcGemmK;
+      as[r * kTcGemmLd + c] = tc_half(a_at(r, k0 + c));
+      bs[r * kTcGemmLd + c] = tc_half(b_at(r, k0 + c));
+    }
+    __syncthreads();
+    tc_gemm_step(acc, as, bs, wm, wn);
+  }
+}
+
 // The warp's quarter out through its staging tile cs: put(r, c, v) for
 // every element (r, c) of the 64 x 64 tile, lane l taking rows l % 16 of
 // each 16 x 16 piece (the lanes of a column write consecutive rows).
