@@ -122,6 +122,7 @@ StatusOr<Buffer> allocate_tensors(registry::Device& device, const std::vector<Te
   for (size_t i = 0; i < tensors.size(); ++i) {
     tensors[i]->data = base + offsets[i];
     tensors[i]->buffer = buffer.raw();
+    tensors[i]->placed_by.reset();  // the caller's buffer: no runner's placement to forget
     LOOM_RETURN_IF_ERROR(registry::buffer_init_tensor(buffer.raw(), tensors[i]));
   }
   return buffer;

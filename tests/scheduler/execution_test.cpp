@@ -463,6 +463,18 @@ TEST(SchedulerExecution, ASecondRunnerAfterTheFirstIsGonePlacesTheGraphAgain) {
   SCHED_OK(set_f32(x, in));
   SCHED_OK(ex->compute(g));
   expect_close(get_f32(z), want, "executor after the schedulers");
+  // Memory the caller then gives a tensor a runner had placed is the
+  // caller's: never forgotten when that runner is gone.
+  ex.reset();
+  x->data = nullptr;
+  x->buffer = nullptr;
+  SCHED_ASSIGN(Buffer mine, allocate_tensors(*cpu, {x}));
+  void* given = x->data;
+  SCHED_OK(set_f32(x, in));
+  SCHED_ASSIGN(auto last, Executor::create(cpu));
+  SCHED_OK(last->compute(g));
+  EXPECT_EQ(x->data, given);
+  expect_close(get_f32(z), want, "executor over the caller's input buffer");
 }
 
 }  // namespace
