@@ -84,7 +84,7 @@ class AttentionTest : public OpTest {
                  const std::vector<int64_t>& vis, float scale, std::vector<double>* ref,
                  std::vector<double>* tol, const std::vector<int64_t>& first = {}, bool f16 = false) {
     auto in = [f16](double x) { return f16 ? f16_rounded(x) : x; };
-    const double u32 = std::ldexp(1.0, -24);
+    const double u32 = unit_roundoff(LOOM_TYPE_F32), u16 = unit_roundoff(LOOM_TYPE_F16), floor16 = abs_floor(LOOM_TYPE_F16);
     const int64_t group = c.n_head / c.n_head_kv;
     ref->assign(static_cast<size_t>(c.dv * c.n_head * c.n_tok), 0.0);
     tol->assign(ref->size(), 0.0);
@@ -116,7 +116,7 @@ class AttentionTest : public OpTest {
             o += p * vj;
             mag += p * std::fabs(vj) * (2.0 + err[j] + std::fabs(s[j] - m) + std::sqrt(double(n)));
             // The F16 weight's rounding, in units of the f32 terms.
-            if (f16) mag += std::fabs(vj) * (p * std::ldexp(1.0, -11) + std::ldexp(1.0, -25) / sum) / u32;
+            if (f16) mag += std::fabs(vj) * (p * u16 + floor16 / sum) / u32;
           }
           const size_t at = static_cast<size_t>(flat({c.dv, c.n_head, c.n_tok, 1}, i, h, t, 0));
           (*ref)[at] = o;
