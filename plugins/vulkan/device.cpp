@@ -8,6 +8,7 @@
 #include "common/glue.h"
 #include "common/op_info.h"
 #include "event.h"
+#include "switches.h"
 #include "pipeline_cache.h"
 #include "stream.h"
 
@@ -19,30 +20,6 @@ using common::guarded;
 using common::make_status;
 
 constexpr uint64_t kStagingBytes = uint64_t{16} << 20;
-
-// LOOM_VULKAN_DISABLE=f64,subgroup,map,import,async,rows,int8,int8dot,split,tiled,grouped,op:<OP>:
-// pretend a feature is absent
-// (tests run the fallback paths on a device that has everything) or refuse
-// an op (tests make the scheduler split a graph between devices).
-bool disabled(const char* feature) {
-  const char* env = std::getenv("LOOM_VULKAN_DISABLE");
-  if (env == nullptr) return false;
-  std::string list = std::string(",") + env + ",";
-  return list.find(std::string(",") + feature + ",") != std::string::npos;
-}
-
-bool has_extension(const Loader& l, VkPhysicalDevice phys, const char* name) {
-  uint32_t n = 0;
-  if (l.vkEnumerateDeviceExtensionProperties(phys, nullptr, &n, nullptr) != VK_SUCCESS)
-    return false;
-  std::vector<VkExtensionProperties> exts(n);
-  if (l.vkEnumerateDeviceExtensionProperties(phys, nullptr, &n, exts.data()) != VK_SUCCESS)
-    return false;
-  for (const VkExtensionProperties& e : exts) {
-    if (std::strcmp(e.extensionName, name) == 0) return true;
-  }
-  return false;
-}
 
 // ------------------------------------------------------------ device table
 
@@ -198,7 +175,7 @@ std::string Device::init(const Loader& l, VkPhysicalDevice phys, size_t index) {
       type_ = LOOM_DEVICE_TYPE_GPU;
       emulated_ = true;
       caps_.speed = OpCaps::Speed::kEmulated;
-      caps_.rows_kernels = !disabled("rows");
+      caps_.rows_kernels = !feature_disabled("rows");
       caps_.loop_budget = 60000;  // lavapipe's 65535, with a margin
       kind = "CPU implementation, emulated";
       break;
@@ -251,23 +228,25 @@ std::string Device::init(const Loader& l, VkPhysicalDevice phys, size_t index) {
   const bool core12 =
       props.apiVersion >= VK_API_VERSION_1_2 && l.api_version() >= VK_API_VERSION_1_2;
   const bool tl_ext = !core12 && has_extension(l, phys, VK_KHR_TIMELINE_SEMAPHORE_EXTENSION_NAME);
-  const bool want_timeline = tl.timelineSemaphore && (core12 || tl_ext) && !disabled("async");
+  const bool want_timeline = tl.timelineSemaphore && (core12 || tl_ext) && !feature_disabled("async");
   VkPhysicalDeviceFeatures enable{};
-  caps_.f64 = feats.shaderFloat64 && !disabled("f64");
+  caps_.f64 = feats.shaderFloat64 && !feature_disabled("f64");
   for (int32_t op = 0; op < LOOM_OP_COUNT; ++op) {
-    disabled_ops_[op] = disabled((std::string("op:") + common::op_name(op)).c_str());
+    disabled_ops_[op] = feature_disabled((std::string("op:") + common::op_name(op)).c_str());
   }
   enable.shaderFloat64 = caps_.f64 ? VK_TRUE : VK_FALSE;
   caps_.subgroup_add = (sg.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
                        (sg.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT) &&
                        (sg.supportedOperations & VK_SUBGROUP_FEATURE_BASIC_BIT) &&
-                       !disabled("subgroup");
+                       !feature_disabled("subgroup");
   caps_.subgroup_size = std::max<uint32_t>(1, sg.subgroupSize);
-  caps_.int8 = caps_.subgroup_add && !disabled("int8");
-  caps_.int8dot = caps_.int8 && dotf.shaderIntegerDotProduct && !disabled("int8dot");
-  caps_.split_kv = !disabled("split");
-  caps_.tiled_attention = !disabled("tiled");
-  caps_.grouped_moe = !disabled("grouped");
+  caps_.int8 = caps_.subgroup_add && !feature_disabled("int8");
+  caps_.int8dot = caps_.int8 && dotf.shaderIntegerDotProduct && !feature_disabled("int8dot");
+  caps_.split_kv = !feature_disabled("split");
+  caps_.tiled_attention = !feature_disabled("tiled");
+  caps_.grouped_moe = !feature_disabled("grouped");
+  coopmat_.probe(l, phys, sg, core12);
+  caps_.coopmat_shader = coopmat_.shader();
   for (int i = 0; i < 3; ++i)
     caps_.max_groups[i] = std::min<uint32_t>(props.limits.maxComputeWorkGroupCount[i], 65535);
   // The row shaders run workgroups of up to 256 invocations in x.
@@ -304,7 +283,7 @@ std::string Device::init(const Loader& l, VkPhysicalDevice phys, size_t index) {
   // (resizable BAR) would be slow for the host to read, so it stays a
   // device type there.
   uma_ = (df & host_flags) == host_flags &&
-         (type_ == LOOM_DEVICE_TYPE_IGPU || emulated_) && !disabled("map");
+         (type_ == LOOM_DEVICE_TYPE_IGPU || emulated_) && !feature_disabled("map");
   if (uma_ && (df & VK_MEMORY_PROPERTY_HOST_CACHED_BIT) == 0 &&
       (mp.memoryTypes[staging_mem_type_].propertyFlags & VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT)) {
     device_mem_type_ = staging_mem_type_;  // the cached view of the same memory reads faster
@@ -321,7 +300,7 @@ std::string Device::init(const Loader& l, VkPhysicalDevice phys, size_t index) {
   caps_.range_align = std::max<uint64_t>(256, props.limits.minStorageBufferOffsetAlignment);
   // Importing host memory (buffer_from_host_ptr), e.g. a model's mapping.
   const bool has_import = has_extension(l, phys, VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME) &&
-                          !disabled("import");
+                          !feature_disabled("import");
   if (has_import) {
     VkPhysicalDeviceExternalMemoryHostPropertiesEXT hp{};
     hp.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_EXTERNAL_MEMORY_HOST_PROPERTIES_EXT;
@@ -365,6 +344,7 @@ std::string Device::init(const Loader& l, VkPhysicalDevice phys, size_t index) {
     exts.push_back(VK_KHR_EXTERNAL_MEMORY_EXTENSION_NAME);  // core in 1.1; harmless
     exts.push_back(VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME);
   }
+  coopmat_.enable(&dci.pNext, &exts);
   dci.enabledExtensionCount = static_cast<uint32_t>(exts.size());
   dci.ppEnabledExtensionNames = exts.empty() ? nullptr : exts.data();
   VkResult r = l.vkCreateDevice(phys, &dci, nullptr, &device_);
@@ -510,6 +490,7 @@ std::string Device::details() {
                      : "float") +
        (caps_.rows_kernels ? "" : caps_.subgroup_add ? "; float A: a row per subgroup" : "; float A: a row per workgroup") +
        ", subgroup size " + std::to_string(caps_.subgroup_size) + "\n";
+  s += "prefill GEMM: " + coopmat_.describe() + "\n";
   s += "queue submissions: " + std::to_string(submissions_.load()) + "\n";
   s += "pipelines created: " + std::to_string(st.created) + " in " + ms + " ms";
   s += st.feedback ? " (" + std::to_string(st.driver_hits) + " found in the cache by the driver)\n"

@@ -15,6 +15,7 @@
 #include <string>
 
 #include "buffer.h"
+#include "coopmat.h"
 #include "loader.h"
 #include "loom/plugin.h"
 #include "ops/ops.h"
@@ -165,6 +166,7 @@ class Device {
   VkSemaphore timeline_ = VK_NULL_HANDLE;
   uint64_t timeline_value_ = 0;  // last value a submission signals (queue_mutex_)
   OpCaps caps_;
+  Coopmat coopmat_;  // the prefill GEMM's cooperative matrices
   bool disabled_ops_[LOOM_OP_COUNT] = {};
 
   uint32_t device_mem_type_ = 0;

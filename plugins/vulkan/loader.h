@@ -103,6 +103,11 @@ class Loader {
 
   VkInstance instance() const { return instance_; }
   uint32_t api_version() const { return api_version_; }
+  // An instance-level entry point outside the table above (an extension's),
+  // or nullptr.
+  PFN_vkVoidFunction instance_proc(const char* name) const {
+    return get_instance_proc_ ? get_instance_proc_(instance_, name) : nullptr;
+  }
   // The device table of `device`; "" or the name of the missing entry.
   std::string load_device(VkDevice device, DeviceFuncs* out) const;
 

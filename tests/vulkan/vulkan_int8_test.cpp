@@ -113,12 +113,6 @@ Status run_gemv(registry::Device* dev, loom_type_t t, int64_t k, int64_t m, int6
   return Status();
 }
 
-int mismatches(const std::vector<double>& got, const std::vector<double>& ref, const std::vector<double>& tol) {
-  int bad = 0;
-  for (size_t i = 0; i < got.size(); ++i) bad += std::fabs(got[i] - ref[i]) > tol[i] ? 1 : 0;
-  return bad;
-}
-
 TEST_P(Int8Gemv, DetailsNameThePath) {
   const std::string gemv = gemv_details(dev_);
   const std::string p = GetParam();

@@ -38,6 +38,24 @@ struct ProcResult {
 ProcResult run_loom(const std::string& args, bool merge_stderr = false,
                     const std::string& env = "");
 
+// Sets (or, given nullptr, unsets) an environment variable for a scope and
+// puts the old value back at its end.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value);
+  ~ScopedEnv();
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  std::string name_;
+  std::string old_;
+  bool had_ = false;
+};
+
+// How many of got[i] are further than tol[i] from ref[i].
+int mismatches(const std::vector<double>& got, const std::vector<double>& ref, const std::vector<double>& tol);
+
 // A test run once per value of LOOM_VULKAN_DISABLE (the parameter, e.g.
 // "rows,int8"): the variable is set before the registry loads the plugin
 // and put back after; dev_ is vulkan0 (the test skips without one).

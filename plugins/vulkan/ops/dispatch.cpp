@@ -157,8 +157,22 @@ uint64_t mul_mat_loops(MatKernel k, const loom_tensor_t* a, uint64_t cols, uint3
       // Per 16 k (mul_mat.comp): the staging loop (4), the 16 steps of
       // 4x4 multiply-adds (their 4-long loops unrolled), the step itself.
       return (kk + 15) / 16 * 22 + 8;
+    case MatKernel::kCoopmat:
+      // Per 32 k (mul_mat_cm.comp): the step, a chunk's decode or staging
+      // loop (32), the loops around the emulated multiply-adds (12) and
+      // theirs (8 calls of 8 x (1 + 16)); a GPU's form has none of the
+      // last, but only CPU implementations count.
+      return (kk + 31) / 32 * 1150 + 16;
   }
   return 0;
+}
+
+bool coopmat_suits(const OpCaps& caps, const loom_tensor_t* n) {
+  const loom_tensor_t* a = n->src[0];
+  const loom_tensor_t* b = n->src[1];
+  return caps.coopmat_shader != nullptr && n->op == LOOM_OP_MUL_MAT && b->ne[1] > kMatVecMaxN &&
+         (a->type == LOOM_TYPE_F16 || is_block_type(a->type)) && b->type == LOOM_TYPE_F32 &&
+         a->ne[0] % 32 == 0;
 }
 
 namespace {
@@ -166,7 +180,8 @@ namespace {
 // The MUL_MAT kernel for node n: mul_mat_rows for short rows and on CPU
 // implementations, mul_mat_vec for up to 8 columns, else mul_mat; on a
 // device whose loops end early (caps.loop_budget, lavapipe) the first of
-// rows / vec / tiled that fits. False when none does.
+// rows / vec / tiled that fits. Prefill over F16 or quantized A: the
+// cooperative-matrix kernel where the device has one. False when none fits.
 bool mul_mat_kernel(const OpCaps& caps, const loom_tensor_t* n, MatKernel* out, uint32_t* vec_wg) {
   const loom_tensor_t* a = n->src[0];
   const loom_tensor_t* b = n->src[1];
@@ -174,7 +189,9 @@ bool mul_mat_kernel(const OpCaps& caps, const loom_tensor_t* n, MatKernel* out, 
   const auto fits = [&](MatKernel k) {
     return caps.loop_budget == 0 || mul_mat_loops(k, n->src[0], static_cast<uint64_t>(n->src[1]->ne[1]), *vec_wg) <= caps.loop_budget;
   };
-  const MatKernel wide = b->ne[1] <= kMatVecMaxN ? MatKernel::kVec : MatKernel::kTiled;
+  const MatKernel wide = b->ne[1] <= kMatVecMaxN ? MatKernel::kVec
+                         : coopmat_suits(caps, n)  ? MatKernel::kCoopmat
+                                                   : MatKernel::kTiled;
   const MatKernel order[3] = {(a->ne[0] < kShortK || caps.rows_kernels) ? MatKernel::kRows : wide,
                               MatKernel::kVec, MatKernel::kTiled};
   for (MatKernel k : order) {
@@ -384,6 +401,14 @@ std::string plan_mul_mat(const OpCaps& caps, const loom_tensor_t* n, Planner& p,
   } else if (kernel == MatKernel::kVec) {
     d->shader = caps.subgroup_add ? "mul_mat_vec_subgroup" : "mul_mat_vec";
     LOOM_VK_TRY(p.groups(m, vec_wg));
+  } else if (kernel == MatKernel::kCoopmat) {
+    d->shader = caps.coopmat_shader;  // 64x64 tiles of 16x16 fragments (mul_mat_cm.comp)
+    const uint64_t gx = (m + 63) / 64;
+    const uint64_t gy = (static_cast<uint64_t>(b->ne[1]) + 63) / 64;
+    if (gx > caps.max_groups[0] || gy > caps.max_groups[1]) return "matrix too large for the grid";
+    d->spec[0] = 128;
+    d->groups[0] = static_cast<uint32_t>(gx);
+    d->groups[1] = static_cast<uint32_t>(gy);
   } else {
     d->shader = "mul_mat";  // 64x64 tiles (mul_mat.comp)
     const uint64_t gx = (m + 63) / 64;

@@ -37,6 +37,10 @@ struct OpCaps {
   // MUL_MAT_ID of more than 8 tokens grouped by expert (moe_group + the
   // tiled GEMM); LOOM_VULKAN_DISABLE=grouped keeps a GEMV per pair.
   bool grouped_moe = true;
+  // MUL_MAT of more than 8 columns over F16 or quantized A with K a multiple
+  // of 32 on cooperative matrices (mul_mat_cm.comp; coopmat.h): the
+  // variant's name, or nullptr for the f32 tiled kernel.
+  const char* coopmat_shader = nullptr;
   uint32_t subgroup_size = 32;  // VkPhysicalDeviceSubgroupProperties (rows per GEMV workgroup)
   uint32_t max_groups[3] = {65535, 65535, 65535};
   // Storage bindings: at most max_range bytes (maxStorageBufferRange), at

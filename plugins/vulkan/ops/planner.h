@@ -161,8 +161,15 @@ class Planner {
 constexpr int64_t kMatVecMaxN = 8;  // mul_mat_vec.comp MAX_N
 constexpr int64_t kShortK = 128;    // rows shorter than this: mul_mat_rows.comp
 
-// MUL_MAT kernels (plan_mul_mat picks among those that fit).
-enum class MatKernel { kRows, kVec, kTiled };
+// MUL_MAT kernels (plan_mul_mat picks among those that fit). kCoopmat:
+// mul_mat_cm.comp, where caps.coopmat_shader names a form and the node
+// suits it (coopmat_suits).
+enum class MatKernel { kRows, kVec, kTiled, kCoopmat };
+
+// Whether MUL_MAT node n may run on cooperative matrices: more than
+// kMatVecMaxN columns (MUL_MAT's F16-inputs rule, docs/plugin-abi.md), A
+// F16 or a block type, B F32, K a multiple of 32.
+bool coopmat_suits(const OpCaps& caps, const loom_tensor_t* n);
 
 // Loop iterations one invocation of a MUL_MAT kernel runs at most over A
 // (K = a->ne[0]) and `cols` columns of B, counted from the shaders' loops

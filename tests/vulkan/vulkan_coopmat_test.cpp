@@ -1,0 +1,181 @@
+// The prefill GEMM on cooperative matrices (shaders/mul_mat_cm.comp).
+// lavapipe has no cooperative matrices, so its emulated form runs here
+// (LOOM_VULKAN_EMULATE=coopmat, with LOOM_VULKAN_DISABLE=rows: lavapipe's
+// matmuls are otherwise one invocation per output): MUL_MAT of more than 8
+// columns over F16 and quantized A must match the reference with A and B
+// rounded to F16 (docs/plugin-abi.md, the F16-inputs rule) and must not
+// match the exact one, so a kernel that were never chosen fails; without
+// the emulation the f32 tiled kernel must match the exact reference.
+// Shapes with partial tiles on both sides and two batches over one A;
+// loom.details names the path.
+#include <cmath>
+#include <cstdlib>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "conformance/matmul_ref.hpp"
+#include "conformance/reference.hpp"
+#include "loom/runtime/graph.hpp"
+#include "loom/runtime/ops.hpp"
+#include "loom/runtime/tensor.hpp"
+#include "loom/runtime/types.hpp"
+#include "loom/sched/executor.hpp"
+#include "vulkan_test_util.hpp"
+
+namespace loom::vktest {
+namespace {
+
+namespace cf = loom::conformance;
+
+// vulkan0's "prefill GEMM: ..." line of loom.details, "" without it.
+std::string gemm_details(const registry::Device* d) {
+  const auto* ext = static_cast<const loom_ext_details_t*>(
+      d->extension(LOOM_EXT_DETAILS, LOOM_EXT_DETAILS_VERSION));
+  if (ext == nullptr) return "";
+  std::string text(4096, '\0');
+  text.resize(std::min(text.size() - 1, ext->get_details(d->raw(), text.data(), text.size())));
+  const size_t at = text.find("prefill GEMM: ");
+  return at == std::string::npos ? "" : text.substr(at + 14, text.find('\n', at) - at - 14);
+}
+
+struct Product {
+  std::vector<double> got, exact, rounded, tol_exact, tol_rounded;
+};
+
+// out = A x B, A [k, m] of type t, B [k, n, 2] f32 (A broadcast over dim
+// 2), random; the exact and the F16-inputs references in double.
+Status run_product(registry::Device* dev, loom_type_t t, int64_t k, int64_t m, int64_t n,
+                   uint32_t seed, Product* r) {
+  std::mt19937 rng(seed);
+  const size_t a_bytes = cf::row_bytes(t, k) * static_cast<size_t>(m);
+  std::vector<uint8_t> aq(a_bytes);
+  if (cf::is_weight_quant(t)) {
+    cf::random_weight_blocks(t, static_cast<int64_t>(a_bytes / cf::block_bytes(t)), rng, aq.data());
+  } else {
+    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+    std::vector<float> af(static_cast<size_t>(k * m));
+    for (float& v : af) v = dist(rng);
+    loom::from_float(t, af.data(), aq.data(), k * m);
+  }
+  const std::vector<double> a = cf::is_weight_quant(t)
+                                    ? cf::decode_weight_blocks(t, aq.data(), k * m)
+                                    : cf::decode(t, aq.data(), k * m);
+  std::uniform_real_distribution<float> bdist(-2.0f, 2.0f);
+  std::vector<float> bv(static_cast<size_t>(k * n * 2));
+  for (float& v : bv) v = bdist(rng);
+
+  Context ctx;
+  LOOM_ASSIGN_OR_RETURN(Tensor * ta, ctx.new_tensor(t, {k, m}, "a"));
+  LOOM_ASSIGN_OR_RETURN(Tensor * tb, ctx.new_tensor(LOOM_TYPE_F32, {k, n, 2}, "b"));
+  ta->flags |= LOOM_TENSOR_FLAG_INPUT;
+  tb->flags |= LOOM_TENSOR_FLAG_INPUT;
+  LOOM_ASSIGN_OR_RETURN(Tensor * y, op::mul_mat(ctx, ta, tb));
+  LOOM_ASSIGN_OR_RETURN(Graph g, Graph::build({y}));
+  LOOM_ASSIGN_OR_RETURN(std::unique_ptr<Executor> ex, Executor::create(dev));
+  LOOM_RETURN_IF_ERROR(ex->allocate(g));
+  LOOM_RETURN_IF_ERROR(tensor_set(ta, aq.data(), aq.size()));
+  LOOM_RETURN_IF_ERROR(tensor_set(tb, bv.data(), bv.size() * 4));
+  LOOM_RETURN_IF_ERROR(ex->compute(g));
+  std::vector<float> out(static_cast<size_t>(m * n * 2));
+  LOOM_RETURN_IF_ERROR(tensor_get(y, out.data(), out.size() * 4));
+  r->got.assign(out.begin(), out.end());
+
+  for (int64_t i2 = 0; i2 < 2; ++i2) {
+    for (int64_t j = 0; j < n; ++j) {
+      for (int64_t i = 0; i < m; ++i) {
+        double se = 0, sr = 0, me = 0, mr = 0;
+        for (int64_t x = 0; x < k; ++x) {
+          const double av = a[static_cast<size_t>(i * k + x)];
+          const double bval = bv[static_cast<size_t>((i2 * n + j) * k + x)];
+          const double p = cf::f16_rounded(av) * cf::f16_rounded(bval);
+          se += av * bval;
+          me += std::fabs(av * bval);
+          sr += p;
+          mr += std::fabs(p);
+        }
+        r->exact.push_back(se);
+        r->rounded.push_back(sr);
+        r->tol_exact.push_back(cf::tol_for(LOOM_TYPE_F32, se, me, k));
+        r->tol_rounded.push_back(cf::tol_for(LOOM_TYPE_F32, sr, mr, k));
+      }
+    }
+  }
+  return Status();
+}
+
+// Parameter: whether the cooperative-matrix kernel is emulated.
+class Coopmat : public ::testing::TestWithParam<bool> {
+ protected:
+  void SetUp() override {
+    reg_ = load_registry();
+    dev_ = reg_->device("vulkan0");
+    if (dev_ == nullptr) GTEST_SKIP() << "no vulkan0 here:" << report(*reg_);
+  }
+  void TearDown() override { reg_.reset(); }
+
+  ScopedEnv disable_{"LOOM_VULKAN_DISABLE", "rows"};
+  ScopedEnv emulate_{"LOOM_VULKAN_EMULATE", GetParam() ? "coopmat" : nullptr};
+  std::unique_ptr<registry::Registry> reg_;
+  registry::Device* dev_ = nullptr;
+};
+
+TEST_P(Coopmat, DetailsNameThePath) {
+  const std::string gemm = gemm_details(dev_);
+  if (GetParam()) {
+    EXPECT_EQ(gemm.rfind("cooperative matrices emulated", 0), 0u) << gemm;
+  } else if (dev_->info().description.find("llvmpipe") != std::string::npos) {
+    EXPECT_EQ(gemm.rfind("none (no VK_NV_cooperative_matrix", 0), 0u) << gemm;
+  } else {
+    EXPECT_FALSE(gemm.empty());
+  }
+}
+
+// F16 and block types of 32 and 256 elements, 20 columns
+// (a partial 64-column tile, more than 8) and 72 rows (one whole tile and a
+// partial one); K = 512 (16 steps of 32, two 256-blocks of the K-quants).
+TEST_P(Coopmat, PrefillProductsFollowTheirReference) {
+  if (!GetParam() && gemm_details(dev_).rfind("cooperative matrices", 0) == 0)
+    GTEST_SKIP() << "vulkan0 has cooperative matrices: no f32 tiled kernel to compare";
+  // (lavapipe compiles the kernel once per type, ~3 s each: the matmul
+  // cases of vulkan_coopmat_emu.MatMul take every other weight type.)
+  const loom_type_t types[] = {LOOM_TYPE_F16, LOOM_TYPE_Q8_0, LOOM_TYPE_Q4_1, LOOM_TYPE_Q4_K,
+                               LOOM_TYPE_IQ4_XS};
+  uint32_t seed = 31;
+  for (loom_type_t t : types) {
+    SCOPED_TRACE(cf::type_str(t));
+    Product r;
+    const Status st = run_product(dev_, t, 512, 72, 20, seed++, &r);
+    ASSERT_TRUE(st.ok()) << st.message();
+    if (GetParam()) {
+      EXPECT_EQ(mismatches(r.got, r.rounded, r.tol_rounded), 0) << "against A and B rounded to F16";
+      EXPECT_GT(mismatches(r.got, r.exact, r.tol_exact), 0)
+          << "nothing rounded: the kernel did not run";
+    } else {
+      EXPECT_EQ(mismatches(r.got, r.exact, r.tol_exact), 0) << "against A and B as given";
+      EXPECT_GT(mismatches(r.got, r.rounded, r.tol_rounded), 0)
+          << "rounded to F16 without the kernel";
+    }
+  }
+}
+
+// Decode-sized products (8 columns) and K not a multiple of 32 keep the
+// other kernels, so they match the exact reference even when emulated.
+TEST_P(Coopmat, DecodeAndOddRowsStayExact) {
+  Product r;
+  Status st = run_product(dev_, LOOM_TYPE_F16, 512, 40, 8, 7, &r);
+  ASSERT_TRUE(st.ok()) << st.message();
+  EXPECT_EQ(mismatches(r.got, r.exact, r.tol_exact), 0) << "8 columns";
+  Product odd;
+  st = run_product(dev_, LOOM_TYPE_F16, 200, 40, 20, 8, &odd);
+  ASSERT_TRUE(st.ok()) << st.message();
+  EXPECT_EQ(mismatches(odd.got, odd.exact, odd.tol_exact), 0) << "K = 200";
+}
+
+INSTANTIATE_TEST_SUITE_P(Vulkan, Coopmat, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& i) {
+                           return std::string(i.param ? "emulated" : "plain");
+                         });
+
+}  // namespace
+}  // namespace loom::vktest
