@@ -103,12 +103,12 @@ void Coopmat::enable(const void** pnext, std::vector<const char*>* exts) {
   exts->push_back(VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
 }
 
-const char* Coopmat::shader() const {
+const char* Coopmat::shader(bool grouped_id) const {
   switch (kind_) {
     case Kind::kNv:
-      return "mul_mat_cm_nv";
+      return grouped_id ? "mul_mat_id_cm_nv" : "mul_mat_cm_nv";
     case Kind::kEmulated:
-      return "mul_mat_cm_emu";
+      return grouped_id ? "mul_mat_id_cm_emu" : "mul_mat_cm_emu";
     case Kind::kNone:
       break;
   }

@@ -35,8 +35,9 @@ class Coopmat {
   void enable(const void** pnext, std::vector<const char*>* exts);
 
   Kind kind() const { return kind_; }
-  // The shader variant (mul_mat_cm_nv, mul_mat_cm_emu), or nullptr.
-  const char* shader() const;
+  // The shader variant (mul_mat_cm_nv, mul_mat_cm_emu; for MUL_MAT_ID's
+  // grouped prefill mul_mat_id_cm_nv, mul_mat_id_cm_emu), or nullptr.
+  const char* shader(bool grouped_id) const;
   // One line for `loom devices -v`: the form, or why there is none.
   const std::string& describe() const { return describe_; }
 

@@ -246,7 +246,8 @@ std::string Device::init(const Loader& l, VkPhysicalDevice phys, size_t index) {
   caps_.tiled_attention = !feature_disabled("tiled");
   caps_.grouped_moe = !feature_disabled("grouped");
   coopmat_.probe(l, phys, sg, core12);
-  caps_.coopmat_shader = coopmat_.shader();
+  caps_.coopmat_shader = coopmat_.shader(false);
+  caps_.coopmat_id_shader = coopmat_.shader(true);
   for (int i = 0; i < 3; ++i)
     caps_.max_groups[i] = std::min<uint32_t>(props.limits.maxComputeWorkGroupCount[i], 65535);
   // The row shaders run workgroups of up to 256 invocations in x.

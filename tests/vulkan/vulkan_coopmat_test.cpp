@@ -172,6 +172,91 @@ TEST_P(Coopmat, DecodeAndOddRowsStayExact) {
   EXPECT_EQ(mismatches(odd.got, odd.exact, odd.tol_exact), 0) << "K = 200";
 }
 
+// MUL_MAT_ID's prefill grouped by expert (moe_group + the grouped GEMM):
+// A F16 / Q4_0 [256, 40, 4 experts], B [256, 1, 20 tokens] (every slot
+// reads the token's column), ids [2, 20] with repeats; each (slot, token)
+// column against the dense product with its expert.
+TEST_P(Coopmat, GroupedExpertsFollowTheirReference) {
+  if (!GetParam() && gemm_details(dev_).rfind("cooperative matrices", 0) == 0)
+    GTEST_SKIP() << "vulkan0 has cooperative matrices: no f32 tiled kernel to compare";
+  const int64_t k = 256, m = 40, e = 4, u = 2, t = 20;
+  for (loom_type_t type : {LOOM_TYPE_F16, LOOM_TYPE_Q4_0}) {
+    SCOPED_TRACE(cf::type_str(type));
+    std::mt19937 rng(type == LOOM_TYPE_F16 ? 5 : 6);
+    const size_t a_bytes = cf::row_bytes(type, k) * static_cast<size_t>(m * e);
+    std::vector<uint8_t> aq(a_bytes);
+    if (cf::is_weight_quant(type)) {
+      cf::random_weight_blocks(type, static_cast<int64_t>(a_bytes / cf::block_bytes(type)), rng,
+                               aq.data());
+    } else {
+      std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+      std::vector<float> af(static_cast<size_t>(k * m * e));
+      for (float& v : af) v = dist(rng);
+      loom::from_float(type, af.data(), aq.data(), k * m * e);
+    }
+    const std::vector<double> a = cf::is_weight_quant(type)
+                                      ? cf::decode_weight_blocks(type, aq.data(), k * m * e)
+                                      : cf::decode(type, aq.data(), k * m * e);
+    std::uniform_real_distribution<float> bdist(-2.0f, 2.0f);
+    std::vector<float> bv(static_cast<size_t>(k * t));
+    for (float& v : bv) v = bdist(rng);
+    std::vector<int32_t> ids(static_cast<size_t>(u * t));
+    for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int32_t>((i * 7 + i / 5) % e);
+
+    Context ctx;
+    auto ta = ctx.new_tensor(type, {k, m, e}, "a");
+    auto tb = ctx.new_tensor(LOOM_TYPE_F32, {k, 1, t}, "b");
+    auto ti = ctx.new_tensor(LOOM_TYPE_I32, {u, t}, "ids");
+    ASSERT_TRUE(ta.ok() && tb.ok() && ti.ok());
+    for (Tensor* x : {*ta, *tb, *ti}) x->flags |= LOOM_TENSOR_FLAG_INPUT;
+    auto y = op::mul_mat_id(ctx, *ta, *tb, *ti);
+    ASSERT_TRUE(y.ok()) << y.status().message();
+    auto g = Graph::build({*y});
+    ASSERT_TRUE(g.ok());
+    auto ex = Executor::create(dev_);
+    ASSERT_TRUE(ex.ok()) << ex.status().message();
+    ASSERT_TRUE((*ex)->allocate(*g).ok());
+    ASSERT_TRUE(tensor_set(*ta, aq.data(), aq.size()).ok());
+    ASSERT_TRUE(tensor_set(*tb, bv.data(), bv.size() * 4).ok());
+    ASSERT_TRUE(tensor_set(*ti, ids.data(), ids.size() * 4).ok());
+    const Status st = (*ex)->compute(*g);
+    ASSERT_TRUE(st.ok()) << st.message();
+    std::vector<float> out(static_cast<size_t>(m * u * t));
+    ASSERT_TRUE(tensor_get(*y, out.data(), out.size() * 4).ok());
+
+    Product r;
+    r.got.assign(out.begin(), out.end());
+    for (int64_t tok = 0; tok < t; ++tok) {
+      for (int64_t slot = 0; slot < u; ++slot) {
+        const int64_t ex_id = ids[static_cast<size_t>(tok * u + slot)];
+        for (int64_t i = 0; i < m; ++i) {
+          double se = 0, sr = 0, me = 0, mr = 0;
+          for (int64_t x = 0; x < k; ++x) {
+            const double av = a[static_cast<size_t>((ex_id * m + i) * k + x)];
+            const double bval = bv[static_cast<size_t>(tok * k + x)];
+            const double p = cf::f16_rounded(av) * cf::f16_rounded(bval);
+            se += av * bval;
+            me += std::fabs(av * bval);
+            sr += p;
+            mr += std::fabs(p);
+          }
+          r.exact.push_back(se);
+          r.rounded.push_back(sr);
+          r.tol_exact.push_back(cf::tol_for(LOOM_TYPE_F32, se, me, k));
+          r.tol_rounded.push_back(cf::tol_for(LOOM_TYPE_F32, sr, mr, k));
+        }
+      }
+    }
+    if (GetParam()) {
+      EXPECT_EQ(mismatches(r.got, r.rounded, r.tol_rounded), 0) << "against A and B rounded to F16";
+      EXPECT_GT(mismatches(r.got, r.exact, r.tol_exact), 0)
+          << "nothing rounded: the kernel did not run";
+    } else {
+      EXPECT_EQ(mismatches(r.got, r.exact, r.tol_exact), 0) << "against A and B as given";
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Vulkan, Coopmat, ::testing::Bool(),
                          [](const ::testing::TestParamInfo<bool>& i) {
                            return std::string(i.param ? "emulated" : "plain");

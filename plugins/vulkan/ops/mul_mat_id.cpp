@@ -50,15 +50,26 @@ uint64_t grouped_tiles_y(const loom_tensor_t* n) {
   return (static_cast<uint64_t>(n->src[2]->ne[1]) + kTile - 1) / kTile;
 }
 
+// The grouped GEMM on cooperative matrices (mul_mat_cm.comp
+// -DLOOM_ID_GROUPED): F16 or block-type A with K a multiple of 32 on a
+// device that has them; the F16-inputs rule holds above 8 tokens, which
+// grouping needs anyway.
+bool id_coopmat(const OpCaps& caps, const loom_tensor_t* n) {
+  const loom_tensor_t* a = n->src[0];
+  return caps.coopmat_id_shader != nullptr && (a->type == LOOM_TYPE_F16 || is_block_type(a->type)) &&
+         a->ne[0] % 32 == 0;
+}
+
 // Loop iterations of one invocation of moe_group + the grouped GEMM, at
 // worst (every pair on one expert).
-uint64_t grouped_loops(const loom_tensor_t* n) {
+uint64_t grouped_loops(const OpCaps& caps, const loom_tensor_t* n) {
   const uint64_t pairs = pairs_of(n);
   const uint64_t experts = static_cast<uint64_t>(n->src[0]->ne[2]);
   const uint64_t group = 2 * ((pairs + kGroupWg - 1) / kGroupWg) + 2 * experts + 4;
   const uint64_t tiles = (pairs + kTile - 1) / kTile;
   const uint64_t per_wg = (tiles + grouped_tiles_y(n) - 1) / grouped_tiles_y(n);
-  return std::max(group, per_wg * (mul_mat_loops(MatKernel::kTiled, n->src[0], 0, 0) + 8));
+  const MatKernel k = id_coopmat(caps, n) ? MatKernel::kCoopmat : MatKernel::kTiled;
+  return std::max(group, per_wg * (mul_mat_loops(k, n->src[0], 0, 0) + 8));
 }
 
 // Prefill on a GPU: more tokens than the GEMVs take, f32 B, experts the
@@ -69,7 +80,7 @@ bool id_grouped(const OpCaps& caps, const loom_tensor_t* n) {
   return caps.grouped_moe && !caps.rows_kernels && a->ne[0] >= kShortK && ids->ne[1] > kMatVecMaxN &&
          n->src[1]->type == LOOM_TYPE_F32 && static_cast<uint64_t>(a->ne[2]) <= kGroupMaxExperts &&
          static_cast<uint64_t>(a->ne[2]) <= caps.max_groups[2] && grouped_tiles_y(n) <= caps.max_groups[1] &&
-         within(caps, grouped_loops(n));
+         within(caps, grouped_loops(caps, n));
 }
 
 // The kernel for node n, in MUL_MAT's order (plan_mul_mat): one invocation
@@ -197,11 +208,12 @@ std::string plan_grouped(const OpCaps& caps, const loom_tensor_t* n, const Resol
   Planner p(caps, resolve, d);
   LOOM_VK_TRY(p.bind_range(3, loc, bytes, "MUL_MAT_ID's pairs by expert", &off));
   d->pc.p[1] = off;
-  d->shader = "mul_mat_id_tiled";
+  const bool cm = id_coopmat(caps, n);
+  d->shader = cm ? caps.coopmat_id_shader : "mul_mat_id_tiled";
   d->groups[0] = static_cast<uint32_t>((static_cast<uint64_t>(n->src[0]->ne[1]) + kTile - 1) / kTile);
   d->groups[1] = static_cast<uint32_t>(grouped_tiles_y(n));
   d->groups[2] = static_cast<uint32_t>(experts);
-  d->spec[0] = 256;
+  d->spec[0] = cm ? 128 : 256;
   return "";
 }
 

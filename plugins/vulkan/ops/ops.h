@@ -41,6 +41,8 @@ struct OpCaps {
   // of 32 on cooperative matrices (mul_mat_cm.comp; coopmat.h): the
   // variant's name, or nullptr for the f32 tiled kernel.
   const char* coopmat_shader = nullptr;
+  // The same for MUL_MAT_ID's prefill grouped by expert (-DLOOM_ID_GROUPED).
+  const char* coopmat_id_shader = nullptr;
   uint32_t subgroup_size = 32;  // VkPhysicalDeviceSubgroupProperties (rows per GEMV workgroup)
   uint32_t max_groups[3] = {65535, 65535, 65535};
   // Storage bindings: at most max_range bytes (maxStorageBufferRange), at

@@ -35,6 +35,11 @@
 // Spec constant 0: the workgroup size (128); 1: A's type.
 // Workgroups: x = M tiles, y = N tiles, z = batch.
 //
+// -DLOOM_ID_GROUPED: MUL_MAT_ID's prefill after moe_group.comp, as
+// mul_mat.comp's: z = the expert e (A's matrix e), its columns the pairs
+// moe_group listed for e (binding 4 from byte p[1]); a workgroup takes
+// the column tiles y, y + gridY, ... below the expert's count.
+//
 // lavapipe ends an invocation's loops after 65535 iterations in all:
 // dispatch.cpp (mul_mat_loops, kCoopmat) counts this file's loops per k
 // step; keep the two in step.
@@ -56,6 +61,17 @@ const uint CLD = 16u + 4u;   // floats between columns of a staging tile (80 byt
 const uint CT = 16u * CLD;   // one subgroup's staging tile
 
 shared float s_c[4u * CT];
+
+#ifdef LOOM_ID_GROUPED
+layout(std430, binding = 4) readonly buffer BufG { uint g_data[]; };
+// Byte offset of column n of the expert's list in tensor k (B or the
+// result: [., 1, U, T]); n < count. Column n is the pair p = u + U t.
+uint pair_column(uint k, uint first, uint count, uint n) {
+  uint p = g_data[(pc.p[1] >> 2) + 2u * pc.t[1].ne[2] + first + n];
+  uint U = pc.t[2].ne[2];
+  return offset4(k, 0u, 0u, p % U, p / U);
+}
+#endif
 
 #ifdef LOOM_CM_NV
 
@@ -146,26 +162,38 @@ void fetch(uint k0, bool live, bool stage_a, bool b_vec4, uint a_row, uint b_col
 void main() {
   uint K = pc.t[1].ne[0];
   uint M = pc.t[1].ne[1];
+#ifdef LOOM_ID_GROUPED
+  uint a2 = gl_WorkGroupID.z;
+  uint a3 = 0u;
+  uint N = g_data[(pc.p[1] >> 2) + a2];
+  uint first = g_data[(pc.p[1] >> 2) + pc.t[1].ne[2] + a2];
+#else
   uint N = pc.t[2].ne[1];
   uint batch = gl_WorkGroupID.z;
   uint i2 = batch % pc.t[2].ne[2];
   uint i3 = batch / pc.t[2].ne[2];
   uint a2 = i2 / (pc.t[2].ne[2] / pc.t[1].ne[2]);
   uint a3 = i3 / (pc.t[2].ne[3] / pc.t[1].ne[3]);
+#endif
   uint m0 = gl_WorkGroupID.x * TILE;
-  uint n0 = gl_WorkGroupID.y * TILE;
   uint l = gl_LocalInvocationID.x;
   uint w = warp_id();
   uint wm = (w & 1u) * 32u;   // the subgroup's rows in the tile
   uint wn = (w >> 1) * 32u;   // and columns
-
-  // The staging share: A's row m0 + l or B's column n0 + l - 64.
-  bool stage_a = l < TILE;
+  bool stage_a = l < TILE;    // the staging share: A's row m0 + l or B's column n0 + l - 64
   uint r = stage_a ? l : l - TILE;
-  bool live = stage_a ? m0 + r < M : n0 + r < N;
   uint qk = block_elems(A_TYPE);
   uint a_row = offset4(1, 0u, m0 + r, a2, a3);
+#ifdef LOOM_ID_GROUPED
+  // N is the same for the whole workgroup: the loop and its barriers stay
+  // in uniform control flow.
+  for (uint n0 = gl_WorkGroupID.y * TILE; n0 < N; n0 += gl_NumWorkGroups.y * TILE) {
+  uint b_col = stage_a || n0 + r >= N ? 0u : pair_column(2, first, N, n0 + r);
+#else
+  uint n0 = gl_WorkGroupID.y * TILE;
   uint b_col = offset4(2, 0u, n0 + r, i2, i3);
+#endif
+  bool live = stage_a ? m0 + r < M : n0 + r < N;
   bool b_vec4 = pc.t[2].nb[0] == 4u && (b_col & 15u) == 0u;  // contiguous k: 16-byte loads
 
   CM_ACC acc[2][2];
@@ -212,9 +240,19 @@ void main() {
         uint nn = e / 16u;
         uint m = tm + 16u * i + mm;
         uint n = tn + 16u * j + nn;
-        if (m < M && n < N) st_u32(offset4(0, m, n, i2, i3), floatBitsToUint(s_c[t * CT + nn * CLD + mm]));
+        if (m < M && n < N) {
+          float v = s_c[t * CT + nn * CLD + mm];
+#ifdef LOOM_ID_GROUPED
+          st_u32(pair_column(0, first, N, n) + m * pc.t[0].nb[0], floatBitsToUint(v));
+#else
+          st_u32(offset4(0, m, n, i2, i3), floatBitsToUint(v));
+#endif
+        }
       }
       barrier();
     }
   }
+#ifdef LOOM_ID_GROUPED
+  }
+#endif
 }
