@@ -93,7 +93,8 @@ if [ "$asan" = 1 ]; then
   # malformed input meets loom's own code (mpi.WorkerServerTest), run here.
   # The vulkan runs that only pick other shaders (vulkan_matmul.,
   # vulkan_int8plain., vulkan_nosplit., vulkan_untiled., vulkan_moe.,
-  # vulkan_ungrouped., vulkan_int8_model.) run in the release pass only: what
+  # vulkan_ungrouped., vulkan_int8_model., vulkan_coopmat_emu., and
+  # Vulkan/Coopmat.: the emulated cooperative-matrix kernel) run in the release pass only: what
   # they change runs inside lavapipe, which ASan does not see. So do the
   # runs whose time goes to lavapipe's kernels on loom host code the pass
   # covers elsewhere: conformance.vulkan (the op cases vulkan. runs),
