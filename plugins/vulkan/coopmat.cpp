@@ -31,19 +31,16 @@ bool has_nv_shape(const Loader& l, VkPhysicalDevice phys) {
 
 }  // namespace
 
-void Coopmat::probe(const Loader& l, VkPhysicalDevice phys,
-                    const VkPhysicalDeviceSubgroupProperties& sg, bool core12) {
+void Coopmat::probe(const Loader& l, VkPhysicalDevice phys, const VkPhysicalDeviceSubgroupProperties& sg,
+                    bool core12) {
   kind_ = Kind::kNone;
   if (feature_disabled("coopmat")) {
     describe_ = "off (LOOM_VULKAN_DISABLE=coopmat)";
     return;
   }
-  if (feature_emulated("coopmat")) {
-    kind_ = Kind::kEmulated;
-    describe_ = "cooperative matrices emulated on plain arithmetic (LOOM_VULKAN_EMULATE=coopmat)";
-    return;
-  }
-  if (!has_extension(l, phys, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME)) {
+  const bool emulate = feature_emulated("coopmat");
+  const bool nv = !emulate && has_extension(l, phys, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
+  if (!emulate && !nv) {
     describe_ = "none (no VK_NV_cooperative_matrix; VK_KHR_cooperative_matrix is not used yet)";
     return;
   }
@@ -61,24 +58,39 @@ void Coopmat::probe(const Loader& l, VkPhysicalDevice phys,
   cm.pNext = &f16;
   VkPhysicalDeviceFeatures2 f2{};
   f2.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2;
-  f2.pNext = &cm;
+  f2.pNext = nv ? static_cast<void*>(&cm) : static_cast<void*>(&f16);
   l.vkGetPhysicalDeviceFeatures2(phys, &f2);
+  VkPhysicalDeviceFloatControlsProperties fc{};
+  fc.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FLOAT_CONTROLS_PROPERTIES;
+  VkPhysicalDeviceProperties2 p2{};
+  p2.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2;
+  p2.pNext = &fc;
+  l.vkGetPhysicalDeviceProperties2(phys, &p2);
+  // The kernel stages F16 in shared memory and converts with round to
+  // nearest even (RoundingModeRTE for width 16).
+  if (!f16.shaderFloat16 || !fc.shaderRoundingModeRTEFloat16) {
+    describe_ = "none (cooperative matrices: no shaderFloat16 or no round-to-nearest-even F16 conversions)";
+    return;
+  }
+  if (emulate) {
+    kind_ = Kind::kEmulated;
+    describe_ = "cooperative matrices emulated on plain arithmetic (LOOM_VULKAN_EMULATE=coopmat)";
+    return;
+  }
   const bool basic = (sg.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
                      (sg.supportedOperations & VK_SUBGROUP_FEATURE_BASIC_BIT);
-  if (!cm.cooperativeMatrix || !f16.shaderFloat16 || !mm.vulkanMemoryModel || !basic) {
-    describe_ =
-        "none (VK_NV_cooperative_matrix without cooperativeMatrix, shaderFloat16, "
-        "vulkanMemoryModel or basic subgroup operations)";
+  if (!cm.cooperativeMatrix || !mm.vulkanMemoryModel || !basic) {
+    describe_ = "none (VK_NV_cooperative_matrix without cooperativeMatrix, vulkanMemoryModel or basic "
+                "subgroup operations)";
     return;
   }
   if (sg.subgroupSize != 32) {
-    describe_ = "none (cooperative matrices: subgroups of " + std::to_string(sg.subgroupSize) +
-                ", the kernel needs 32)";
+    describe_ =
+        "none (cooperative matrices: subgroups of " + std::to_string(sg.subgroupSize) + ", the kernel needs 32)";
     return;
   }
   if (!has_nv_shape(l, phys)) {
-    describe_ =
-        "none (VK_NV_cooperative_matrix without a 16x16x16 F16 x F16 -> F32 subgroup shape)";
+    describe_ = "none (VK_NV_cooperative_matrix without a 16x16x16 F16 x F16 -> F32 subgroup shape)";
     return;
   }
   kind_ = Kind::kNv;
@@ -86,19 +98,21 @@ void Coopmat::probe(const Loader& l, VkPhysicalDevice phys,
 }
 
 void Coopmat::enable(const void** pnext, std::vector<const char*>* exts) {
+  if (kind_ == Kind::kNone) return;
+  f16_on_ = {};
+  f16_on_.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES;
+  f16_on_.shaderFloat16 = VK_TRUE;
+  f16_on_.pNext = const_cast<void*>(*pnext);
+  *pnext = &f16_on_;
   if (kind_ != Kind::kNv) return;
   mm_on_ = {};
   mm_on_.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES;
   mm_on_.vulkanMemoryModel = VK_TRUE;
   mm_on_.pNext = const_cast<void*>(*pnext);
-  f16_on_ = {};
-  f16_on_.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES;
-  f16_on_.shaderFloat16 = VK_TRUE;
-  f16_on_.pNext = &mm_on_;
   cm_on_ = {};
   cm_on_.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV;
   cm_on_.cooperativeMatrix = VK_TRUE;
-  cm_on_.pNext = &f16_on_;
+  cm_on_.pNext = &mm_on_;
   *pnext = &cm_on_;
   exts->push_back(VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
 }

@@ -3,10 +3,12 @@
 // features and extension its creation must enable. Used once per device
 // while it is created (device.cpp); not thread-safe by itself.
 //
-// Forms: VK_NV_cooperative_matrix with a 16x16x16 F16 x F16 -> F32 shape
-// at subgroup scope, subgroups of 32, shaderFloat16 and the Vulkan memory
+// Both forms need Vulkan 1.2, shaderFloat16 and round-to-nearest-even
+// conversions to F16 (shaderRoundingModeRTEFloat16): the kernel stages A
+// and B as F16. Forms: VK_NV_cooperative_matrix with a 16x16x16 F16 x F16
+// -> F32 shape at subgroup scope, subgroups of 32 and the Vulkan memory
 // model (the SPIR-V glslc makes of GL_NV_cooperative_matrix declares it);
-// or the kernel's emulation on plain arithmetic (LOOM_VULKAN_EMULATE=
+// or the multiply-adds emulated on plain arithmetic (LOOM_VULKAN_EMULATE=
 // coopmat, tests on lavapipe). LOOM_VULKAN_DISABLE=coopmat: neither.
 // VK_KHR_cooperative_matrix (AMD, Intel) needs a glslang with
 // GL_KHR_cooperative_matrix (13 or later), which this build's does not

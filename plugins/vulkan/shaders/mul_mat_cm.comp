@@ -7,24 +7,25 @@
 // A 64x64 output tile per workgroup of 128 invocations = 4 subgroups of 32,
 // each owning a 32x32 quarter as 2x2 accumulators of 16x16. Per 32 k,
 // invocations 0..63 stage row m0 + l of A (one 32-element chunk, decoded
-// once: quant.glsl's dq_chunk) and invocations 64..127 column n0 + l - 64
-// of B (read during the previous step's products) into shared memory as F16, rows 40 halves apart (80 bytes: every
-// fragment starts and strides on 16 bytes, as cooperative-matrix loads
-// ask); then each subgroup loads its 2 A and 2 B fragments per 16 k and
-// does 4 multiply-adds. The result leaves through a 16x16 f32 staging tile
-// per subgroup, column-major as dst's columns are, so the stores coalesce
-// and a partial tile at the edge is clipped. K must be a multiple of 32
-// (ops/dispatch.cpp chooses this kernel only then).
-//
-// The rounding to F16 is exact (common.glsl's f32_to_f16: to nearest, ties
-// to even) rather than the conversion instruction's, whose rounding mode is
-// the implementation's.
+// once: quant.glsl's dq_chunk; F16 A's words as they are) and invocations
+// 64..127 column n0 + l - 64 of B into shared memory as F16, rows 40
+// halves apart (80 bytes: every fragment starts and strides on 16 bytes,
+// as cooperative-matrix loads ask); then each subgroup loads its 2 A and 2
+// B fragments per 16 k and does 4 multiply-adds, while the next step's
+// values are already being read into registers. The result leaves through
+// a 16x16 f32 staging tile per subgroup, column-major as dst's columns
+// are, so the stores coalesce and a partial tile at the edge is clipped. K
+// must be a multiple of 32 (ops/dispatch.cpp chooses this kernel only
+// then). The conversions to F16 round to nearest, ties to even
+// (execution mode RoundingModeRTE; the instruction's own mode is the
+// implementation's).
 //
 // Two forms, one body (the CM_* macros):
 // - LOOM_CM_NV: VK_NV_cooperative_matrix (fcoopmatNV 16x16x16, F16 inputs,
 //   f32 accumulators; subgroups of 32). What glslc of this build compiles.
-// - neither: an emulation on plain shader arithmetic, for lavapipe
-//   (LOOM_VULKAN_EMULATE=coopmat; tests only). A fragment is a reference
+// - neither: the loads, multiply-adds and stores emulated on plain shader
+//   arithmetic, for lavapipe (LOOM_VULKAN_EMULATE=coopmat; tests only);
+//   the staging, its F16 rounding and the rest as above. A fragment is a reference
 //   into the shared tile (offset, stride, layout) read when multiplied,
 //   before the next barrier, which this kernel's order guarantees; an
 //   accumulator holds 8 of its 256 elements per invocation of the virtual
@@ -43,12 +44,17 @@
 // lavapipe ends an invocation's loops after 65535 iterations in all:
 // dispatch.cpp (mul_mat_loops, kCoopmat) counts this file's loops per k
 // step; keep the two in step.
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+#extension GL_EXT_spirv_intrinsics : require
 #ifdef LOOM_CM_NV
 #extension GL_NV_cooperative_matrix : require
 #extension GL_KHR_memory_scope_semantics : require
-#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
 #extension GL_KHR_shader_subgroup_basic : require
 #endif
+// Conversions to F16 round to nearest, ties to even: execution mode
+// RoundingModeRTE (4462) for width 16, capability RoundingModeRTE (4467);
+// coopmat.cpp asks for shaderRoundingModeRTEFloat16 (and shaderFloat16).
+spirv_execution_mode(extensions = ["SPV_KHR_float_controls"], capabilities = [4467], 4462, 16);
 #include "common.glsl"
 #include "quant.glsl"
 
@@ -61,6 +67,19 @@ const uint CLD = 16u + 4u;   // floats between columns of a staging tile (80 byt
 const uint CT = 16u * CLD;   // one subgroup's staging tile
 
 shared float s_c[4u * CT];
+shared float16_t s_a[TILE * LD];
+shared float16_t s_b[TILE * LD];
+
+// Two values rounded to F16 (RoundingModeRTE above) as one word, the
+// first in the low half.
+uint pack_half2(float x, float y) { return packFloat2x16(f16vec2(x, y)); }
+// Staged word i of a row or column: halves 2i and 2i + 1.
+#define STAGE(arr, r, i, word)                \
+  {                                           \
+    f16vec2 h_ = unpackFloat2x16(word);       \
+    arr[(r) * LD + 2u * (i)] = h_.x;          \
+    arr[(r) * LD + 2u * (i) + 1u] = h_.y;     \
+  }
 
 #ifdef LOOM_ID_GROUPED
 layout(std430, binding = 4) readonly buffer BufG { uint g_data[]; };
@@ -77,11 +96,6 @@ uint pair_column(uint k, uint first, uint count, uint n) {
 
 #define CM_IN fcoopmatNV<16, gl_ScopeSubgroup, 16, 16>
 #define CM_ACC fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>
-shared float16_t s_a[TILE * LD];
-shared float16_t s_b[TILE * LD];
-// Two values rounded to F16 (to nearest, ties to even) into a pair.
-f16vec2 half2(float x, float y) { return unpackFloat2x16(f32_to_f16(x) | (f32_to_f16(y) << 16)); }
-#define STAGE(arr, at, v0, v1) { f16vec2 h_ = half2(v0, v1); arr[at] = h_.x; arr[(at) + 1u] = h_.y; }
 #define CM_ZERO(m) m = CM_ACC(0.0)
 #define CM_LOAD_A(m, off) coopMatLoadNV(m, s_a, off, LD, false)
 #define CM_LOAD_B(m, off) coopMatLoadNV(m, s_b, off, LD, true)
@@ -92,10 +106,6 @@ uint warp_id() { return gl_SubgroupID; }
 
 #else  // emulated
 
-shared float s_a[TILE * LD];
-shared float s_b[TILE * LD];
-float round_f16(float x) { return f16_to_f32(f32_to_f16(x)); }
-#define STAGE(arr, at, v0, v1) { arr[at] = round_f16(v0); arr[(at) + 1u] = round_f16(v1); }
 // A fragment: element (r, c) of the 16x16 tile at s_a / s_b[off + r * LD + c]
 // (row-major: A's rows of 16 k) or [off + c * LD + r] (column-major: B's
 // columns of 16 k). poison: an offset off 16 bytes.
@@ -115,7 +125,7 @@ CmAcc cm_mad(CmIn a, CmIn b, CmAcc c) {
     uint r = e / 16u;  // row of A's tile
     uint col = e % 16u;  // column of B's tile
     float s = c.v[j];
-    for (uint k = 0u; k < 16u; ++k) s = fma(s_a[a.off + r * LD + k], s_b[b.off + col * LD + k], s);
+    for (uint k = 0u; k < 16u; ++k) s = fma(float(s_a[a.off + r * LD + k]), float(s_b[b.off + col * LD + k]), s);
     d.v[j] = (a.poison || b.poison) ? uintBitsToFloat(0x7FC00000u) : s;
   }
   return d;
@@ -137,12 +147,21 @@ uint warp_id() { return gl_LocalInvocationID.x / 32u; }
 
 #endif
 
-// This invocation's 32 values of the staging step at k0: A's row chunk
-// (a_row) or B's column chunk (b_col), zeros past the edge (!live).
-void fetch(uint k0, bool live, bool stage_a, bool b_vec4, uint a_row, uint b_col, uint qk, out float x[32]) {
+// This invocation's 32 values of the staging step at k0 as 16 words of F16
+// pairs: A's row chunk (a_row) or B's column chunk (b_col), zeros past the
+// edge (!live). F16 A whose chunk is 4-byte aligned and dense: its words
+// as they are (no rounding to do).
+void fetch(uint k0, bool live, bool stage_a, bool b_vec4, uint a_row, uint b_col, uint qk, out uint h[16]) {
+  float x[32];
   if (!live) {
-    [[unroll]] for (uint i = 0u; i < 32u; ++i) x[i] = 0.0;
-  } else if (stage_a && is_block_type(A_TYPE)) {
+    [[unroll]] for (uint i = 0u; i < 16u; ++i) h[i] = 0u;
+    return;
+  }
+  if (stage_a && A_TYPE == TYPE_F16 && pc.t[1].nb[0] == 2u && (a_row & 3u) == 0u) {
+    [[unroll]] for (uint i = 0u; i < 16u; ++i) h[i] = ld_a_u32(a_row + 2u * k0 + 4u * i);
+    return;
+  }
+  if (stage_a && is_block_type(A_TYPE)) {
     dq_chunk(A_TYPE, a_row + (k0 / qk) * pc.t[1].nb[0], (k0 % qk) / 32u, x);
   } else if (stage_a) {
     [[unroll]] for (uint i = 0u; i < 32u; ++i) x[i] = ld_a_elem(A_TYPE, a_row + (k0 + i) * pc.t[1].nb[0]);
@@ -157,6 +176,7 @@ void fetch(uint k0, bool live, bool stage_a, bool b_vec4, uint a_row, uint b_col
   } else {
     [[unroll]] for (uint i = 0u; i < 32u; ++i) x[i] = uintBitsToFloat(ld_b_u32(b_col + (k0 + i) * pc.t[2].nb[0]));
   }
+  [[unroll]] for (uint i = 0u; i < 16u; ++i) h[i] = pack_half2(x[2u * i], x[2u * i + 1u]);
 }
 
 void main() {
@@ -200,28 +220,32 @@ void main() {
   [[unroll]] for (uint i = 0u; i < 2u; ++i) {
     [[unroll]] for (uint j = 0u; j < 2u; ++j) CM_ZERO(acc[i][j]);
   }
-  float x[32];
-  fetch(0u, live, stage_a, b_vec4, a_row, b_col, qk, x);
-  for (uint k0 = 0u; k0 < K; k0 += BK) {
-    if (stage_a) {
-      [[unroll]] for (uint i = 0u; i < 32u; i += 2u) STAGE(s_a, r * LD + i, x[i], x[i + 1u])
-    } else {
-      [[unroll]] for (uint i = 0u; i < 32u; i += 2u) STAGE(s_b, r * LD + i, x[i], x[i + 1u])
-    }
-    barrier();
-    // The next step's loads go out before this step's products use the
-    // tile, so they overlap.
-    if (k0 + BK < K) fetch(k0 + BK, live, stage_a, b_vec4, a_row, b_col, qk, x);
-    [[unroll]] for (uint kk = 0u; kk < BK; kk += 16u) {
-      CM_IN fa[2];
-      CM_IN fb[2];
-      [[unroll]] for (uint i = 0u; i < 2u; ++i) CM_LOAD_A(fa[i], (wm + 16u * i) * LD + kk);
-      [[unroll]] for (uint j = 0u; j < 2u; ++j) CM_LOAD_B(fb[j], (wn + 16u * j) * LD + kk);
-      CM_UNROLL for (uint i = 0u; i < 2u; ++i) {
-        CM_UNROLL for (uint j = 0u; j < 2u; ++j) CM_MAD(fa[i], fb[j], acc[i][j]);
+  // Step k1 is fetched while step k1 - 32 (staged from the previous
+  // fetch) is multiplied, so the loads overlap the products; one call site
+  // of fetch keeps the kernel small.
+  uint h[16];
+  for (uint k1 = 0u; k1 <= K; k1 += BK) {
+    if (k1 > 0u) {
+      if (stage_a) {
+        [[unroll]] for (uint i = 0u; i < 16u; ++i) STAGE(s_a, r, i, h[i])
+      } else {
+        [[unroll]] for (uint i = 0u; i < 16u; ++i) STAGE(s_b, r, i, h[i])
       }
+      barrier();
     }
-    barrier();
+    if (k1 < K) fetch(k1, live, stage_a, b_vec4, a_row, b_col, qk, h);
+    if (k1 > 0u) {
+      [[unroll]] for (uint kk = 0u; kk < BK; kk += 16u) {
+        CM_IN fa[2];
+        CM_IN fb[2];
+        [[unroll]] for (uint i = 0u; i < 2u; ++i) CM_LOAD_A(fa[i], (wm + 16u * i) * LD + kk);
+        [[unroll]] for (uint j = 0u; j < 2u; ++j) CM_LOAD_B(fb[j], (wn + 16u * j) * LD + kk);
+        CM_UNROLL for (uint i = 0u; i < 2u; ++i) {
+          CM_UNROLL for (uint j = 0u; j < 2u; ++j) CM_MAD(fa[i], fb[j], acc[i][j]);
+        }
+      }
+      barrier();
+    }
   }
   // Out through the staging tiles: subgroup w's tile (i, j) at s_c[w * CT],
   // then invocations 32t..32t+31 write tile t's 256 results, 8 each,
