@@ -36,6 +36,13 @@ class Coopmat {
   // The structs live in this object: keep it until vkCreateDevice returns.
   void enable(const void** pnext, std::vector<const char*>* exts);
 
+  // No cooperative matrices after all (the self-check failed); describe()
+  // says `why`.
+  void turn_off(const std::string& why) {
+    kind_ = Kind::kNone;
+    describe_ = why;
+  }
+
   Kind kind() const { return kind_; }
   // The shader variant (mul_mat_cm_nv, mul_mat_cm_emu; for MUL_MAT_ID's
   // grouped prefill mul_mat_id_cm_nv, mul_mat_id_cm_emu), or nullptr.

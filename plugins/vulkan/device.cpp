@@ -7,6 +7,7 @@
 
 #include "common/glue.h"
 #include "common/op_info.h"
+#include "coopmat_check.h"
 #include "event.h"
 #include "switches.h"
 #include "pipeline_cache.h"
@@ -125,7 +126,20 @@ std::unique_ptr<Device> Device::create(const Loader& loader, VkPhysicalDevice ph
   std::unique_ptr<Device> d(new Device());
   *why = d->init(loader, phys, index);
   if (!why->empty()) return nullptr;
+  d->check_coopmat();
   return d;
+}
+
+void Device::check_coopmat() {
+  // Only where the planner would take the kernel (CPU implementations run
+  // every matmul one invocation per output unless told "rows").
+  if (caps_.coopmat_shader == nullptr || caps_.rows_kernels) return;
+  const std::string why = coopmat_self_check(this);
+  if (why.empty()) return;
+  coopmat_.turn_off("off (the self-check's 128 x 80 x 24 F16 product " + why + ")");
+  caps_.coopmat_shader = coopmat_.shader(false);
+  caps_.coopmat_id_shader = coopmat_.shader(true);
+  common::plugin_log(LOOM_LOG_LEVEL_WARN, "vulkan", name_ + ": prefill GEMM " + coopmat_.describe());
 }
 
 std::string Device::init(const Loader& l, VkPhysicalDevice phys, size_t index) {

@@ -144,6 +144,9 @@ class Device {
 
  private:
   Device() = default;
+  // The cooperative-matrix GEMM's first product (coopmat_check.h); off
+  // with the reason when it fails.
+  void check_coopmat();
   std::string init(const Loader& loader, VkPhysicalDevice phys, size_t index);
 
   loom_device_t raw_{};

@@ -75,7 +75,7 @@ const loom_stream_iface_t kStreamIface = {
 
 bool is_no_op(int32_t op) { return op == LOOM_OP_NONE || common::is_view_op(op); }
 
-int64_t nelements(const loom_tensor_t* t) { return t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3]; }
+int64_t element_count(const loom_tensor_t* t) { return t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3]; }
 
 struct Range {
   VkBuffer buffer;
@@ -262,7 +262,7 @@ loom_status_t* Stream::plan(const loom_graph_t* g, Plan* out) {
           LOOM_STATUS_UNIMPLEMENTED,
           "[vulkan.compute] " + dev + ": unsupported node " + describe_node(node) + ": " + why);
     }
-    if (nelements(node) == 0) continue;
+    if (element_count(node) == 0) continue;
     if (loom_status_t* st = common::check_node_memory("vulkan.compute", node, LOOM_MAX_SRC))
       return st;
     std::vector<Dispatch> ds;

@@ -120,6 +120,7 @@ class Coopmat : public ::testing::TestWithParam<bool> {
   registry::Device* dev_ = nullptr;
 };
 
+// Emulated, the kernel is on: it passed its self-check at device creation.
 TEST_P(Coopmat, DetailsNameThePath) {
   const std::string gemm = gemm_details(dev_);
   if (GetParam()) {
@@ -255,6 +256,26 @@ TEST_P(Coopmat, GroupedExpertsFollowTheirReference) {
       EXPECT_EQ(mismatches(r.got, r.exact, r.tol_exact), 0) << "against A and B as given";
     }
   }
+}
+
+// A device whose cooperative-matrix kernel fails its first product at
+// device creation (coopmat_check.cpp; forced here) keeps the f32 tiled
+// kernel and says why.
+TEST(CoopmatSelfCheck, AFailedCheckTurnsTheKernelOff) {
+  ScopedEnv disable("LOOM_VULKAN_DISABLE", "rows");
+  ScopedEnv emulate("LOOM_VULKAN_EMULATE", "coopmat");
+  ScopedEnv check("LOOM_VULKAN_COOPMAT_CHECK", "fail");
+  std::unique_ptr<registry::Registry> reg = load_registry();
+  registry::Device* dev = reg->device("vulkan0");
+  if (dev == nullptr) GTEST_SKIP() << "no vulkan0 here:" << report(*reg);
+  const std::string gemm = gemm_details(dev);
+  EXPECT_EQ(gemm.rfind("off (the self-check's 128 x 80 x 24 F16 product failed (forced", 0), 0u)
+      << gemm;
+  Product r;
+  const Status st = run_product(dev, LOOM_TYPE_Q4_0, 512, 72, 20, 3, &r);
+  ASSERT_TRUE(st.ok()) << st.message();
+  EXPECT_EQ(mismatches(r.got, r.exact, r.tol_exact), 0)
+      << "the tiled kernel gives the exact products";
 }
 
 INSTANTIATE_TEST_SUITE_P(Vulkan, Coopmat, ::testing::Bool(),
