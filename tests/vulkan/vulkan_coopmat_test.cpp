@@ -43,65 +43,56 @@ struct Product {
   std::vector<double> got, exact, rounded, tol_exact, tol_rounded;
 };
 
+// Appends one output's two references: A's row a and B's column b of k
+// values, exact and with both rounded to F16.
+void add_references(const double* a, const float* b, int64_t k, Product* r) {
+  double se = 0, sr = 0, me = 0, mr = 0;
+  for (int64_t x = 0; x < k; ++x) {
+    const double p = cf::f16_rounded(a[x]) * cf::f16_rounded(b[x]);
+    se += a[x] * b[x];
+    me += std::fabs(a[x] * b[x]);
+    sr += p;
+    mr += std::fabs(p);
+  }
+  r->exact.push_back(se);
+  r->rounded.push_back(sr);
+  r->tol_exact.push_back(cf::tol_for(LOOM_TYPE_F32, se, me, k));
+  r->tol_rounded.push_back(cf::tol_for(LOOM_TYPE_F32, sr, mr, k));
+}
+
 // out = A x B, A [k, m] of type t, B [k, n, 2] f32 (A broadcast over dim
 // 2), random; the exact and the F16-inputs references in double.
 Status run_product(registry::Device* dev, loom_type_t t, int64_t k, int64_t m, int64_t n,
                    uint32_t seed, Product* r) {
-  std::mt19937 rng(seed);
-  const size_t a_bytes = cf::row_bytes(t, k) * static_cast<size_t>(m);
-  std::vector<uint8_t> aq(a_bytes);
-  if (cf::is_weight_quant(t)) {
-    cf::random_weight_blocks(t, static_cast<int64_t>(a_bytes / cf::block_bytes(t)), rng, aq.data());
-  } else {
-    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-    std::vector<float> af(static_cast<size_t>(k * m));
-    for (float& v : af) v = dist(rng);
-    loom::from_float(t, af.data(), aq.data(), k * m);
-  }
-  const std::vector<double> a = cf::is_weight_quant(t)
-                                    ? cf::decode_weight_blocks(t, aq.data(), k * m)
-                                    : cf::decode(t, aq.data(), k * m);
-  std::uniform_real_distribution<float> bdist(-2.0f, 2.0f);
-  std::vector<float> bv(static_cast<size_t>(k * n * 2));
-  for (float& v : bv) v = bdist(rng);
-
-  Context ctx;
-  LOOM_ASSIGN_OR_RETURN(Tensor * ta, ctx.new_tensor(t, {k, m}, "a"));
-  LOOM_ASSIGN_OR_RETURN(Tensor * tb, ctx.new_tensor(LOOM_TYPE_F32, {k, n, 2}, "b"));
-  ta->flags |= LOOM_TENSOR_FLAG_INPUT;
-  tb->flags |= LOOM_TENSOR_FLAG_INPUT;
-  LOOM_ASSIGN_OR_RETURN(Tensor * y, op::mul_mat(ctx, ta, tb));
-  LOOM_ASSIGN_OR_RETURN(Graph g, Graph::build({y}));
-  LOOM_ASSIGN_OR_RETURN(std::unique_ptr<Executor> ex, Executor::create(dev));
-  LOOM_RETURN_IF_ERROR(ex->allocate(g));
-  LOOM_RETURN_IF_ERROR(tensor_set(ta, aq.data(), aq.size()));
-  LOOM_RETURN_IF_ERROR(tensor_set(tb, bv.data(), bv.size() * 4));
-  LOOM_RETURN_IF_ERROR(ex->compute(g));
-  std::vector<float> out(static_cast<size_t>(m * n * 2));
-  LOOM_RETURN_IF_ERROR(tensor_get(y, out.data(), out.size() * 4));
+  std::vector<double> a;
+  std::vector<float> bv, out;
+  LOOM_RETURN_IF_ERROR(run_random_product(dev, t, k, m, n, seed, &a, &bv, &out));
   r->got.assign(out.begin(), out.end());
-
   for (int64_t i2 = 0; i2 < 2; ++i2) {
     for (int64_t j = 0; j < n; ++j) {
-      for (int64_t i = 0; i < m; ++i) {
-        double se = 0, sr = 0, me = 0, mr = 0;
-        for (int64_t x = 0; x < k; ++x) {
-          const double av = a[static_cast<size_t>(i * k + x)];
-          const double bval = bv[static_cast<size_t>((i2 * n + j) * k + x)];
-          const double p = cf::f16_rounded(av) * cf::f16_rounded(bval);
-          se += av * bval;
-          me += std::fabs(av * bval);
-          sr += p;
-          mr += std::fabs(p);
-        }
-        r->exact.push_back(se);
-        r->rounded.push_back(sr);
-        r->tol_exact.push_back(cf::tol_for(LOOM_TYPE_F32, se, me, k));
-        r->tol_rounded.push_back(cf::tol_for(LOOM_TYPE_F32, sr, mr, k));
-      }
+      for (int64_t i = 0; i < m; ++i)
+        add_references(&a[static_cast<size_t>(i * k)], &bv[static_cast<size_t>((i2 * n + j) * k)],
+                       k, r);
     }
   }
   return Status();
+}
+
+// On the cooperative-matrix kernel (on): the F16-rounded reference and not
+// the exact one, so a kernel never chosen fails. Off: the exact one, and
+// (not_rounded_too) not the rounded one.
+void expect_path(const Product& r, bool on, bool not_rounded_too) {
+  if (on) {
+    EXPECT_EQ(mismatches(r.got, r.rounded, r.tol_rounded), 0) << "against A and B rounded to F16";
+    EXPECT_GT(mismatches(r.got, r.exact, r.tol_exact), 0)
+        << "nothing rounded: the kernel did not run";
+    return;
+  }
+  EXPECT_EQ(mismatches(r.got, r.exact, r.tol_exact), 0) << "against A and B as given";
+  if (not_rounded_too) {
+    EXPECT_GT(mismatches(r.got, r.rounded, r.tol_rounded), 0)
+        << "rounded to F16 without the kernel";
+  }
 }
 
 // Parameter: whether the cooperative-matrix kernel is emulated.
@@ -148,15 +139,7 @@ TEST_P(Coopmat, PrefillProductsFollowTheirReference) {
     Product r;
     const Status st = run_product(dev_, t, 512, 72, 20, seed++, &r);
     ASSERT_TRUE(st.ok()) << st.message();
-    if (GetParam()) {
-      EXPECT_EQ(mismatches(r.got, r.rounded, r.tol_rounded), 0) << "against A and B rounded to F16";
-      EXPECT_GT(mismatches(r.got, r.exact, r.tol_exact), 0)
-          << "nothing rounded: the kernel did not run";
-    } else {
-      EXPECT_EQ(mismatches(r.got, r.exact, r.tol_exact), 0) << "against A and B as given";
-      EXPECT_GT(mismatches(r.got, r.rounded, r.tol_rounded), 0)
-          << "rounded to F16 without the kernel";
-    }
+    expect_path(r, GetParam(), true);
   }
 }
 
@@ -230,31 +213,12 @@ TEST_P(Coopmat, GroupedExpertsFollowTheirReference) {
     for (int64_t tok = 0; tok < t; ++tok) {
       for (int64_t slot = 0; slot < u; ++slot) {
         const int64_t ex_id = ids[static_cast<size_t>(tok * u + slot)];
-        for (int64_t i = 0; i < m; ++i) {
-          double se = 0, sr = 0, me = 0, mr = 0;
-          for (int64_t x = 0; x < k; ++x) {
-            const double av = a[static_cast<size_t>((ex_id * m + i) * k + x)];
-            const double bval = bv[static_cast<size_t>(tok * k + x)];
-            const double p = cf::f16_rounded(av) * cf::f16_rounded(bval);
-            se += av * bval;
-            me += std::fabs(av * bval);
-            sr += p;
-            mr += std::fabs(p);
-          }
-          r.exact.push_back(se);
-          r.rounded.push_back(sr);
-          r.tol_exact.push_back(cf::tol_for(LOOM_TYPE_F32, se, me, k));
-          r.tol_rounded.push_back(cf::tol_for(LOOM_TYPE_F32, sr, mr, k));
-        }
+        for (int64_t i = 0; i < m; ++i)
+          add_references(&a[static_cast<size_t>((ex_id * m + i) * k)],
+                         &bv[static_cast<size_t>(tok * k)], k, &r);
       }
     }
-    if (GetParam()) {
-      EXPECT_EQ(mismatches(r.got, r.rounded, r.tol_rounded), 0) << "against A and B rounded to F16";
-      EXPECT_GT(mismatches(r.got, r.exact, r.tol_exact), 0)
-          << "nothing rounded: the kernel did not run";
-    } else {
-      EXPECT_EQ(mismatches(r.got, r.exact, r.tol_exact), 0) << "against A and B as given";
-    }
+    expect_path(r, GetParam(), false);
   }
 }
 

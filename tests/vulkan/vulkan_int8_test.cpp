@@ -54,37 +54,9 @@ struct Result {
 // random; both references in double from an independent decode of A.
 Status run_gemv(registry::Device* dev, loom_type_t t, int64_t k, int64_t m, int64_t n, uint32_t seed,
                 Result* r) {
-  std::mt19937 rng(seed);
-  const size_t a_bytes = cf::row_bytes(t, k) * static_cast<size_t>(m);
-  std::vector<uint8_t> aq(a_bytes);
-  if (cf::is_weight_quant(t)) {
-    cf::random_weight_blocks(t, static_cast<int64_t>(a_bytes / cf::block_bytes(t)), rng, aq.data());
-  } else {
-    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-    std::vector<float> af(static_cast<size_t>(k * m));
-    for (float& v : af) v = dist(rng);
-    loom::from_float(t, af.data(), aq.data(), k * m);
-  }
-  const std::vector<double> a = cf::is_weight_quant(t) ? cf::decode_weight_blocks(t, aq.data(), k * m)
-                                                       : cf::decode(t, aq.data(), k * m);
-  std::uniform_real_distribution<float> bdist(-2.0f, 2.0f);
-  std::vector<float> bv(static_cast<size_t>(k * n * 2));
-  for (float& v : bv) v = bdist(rng);
-
-  Context ctx;
-  LOOM_ASSIGN_OR_RETURN(Tensor * ta, ctx.new_tensor(t, {k, m}, "a"));
-  LOOM_ASSIGN_OR_RETURN(Tensor * tb, ctx.new_tensor(LOOM_TYPE_F32, {k, n, 2}, "b"));
-  ta->flags |= LOOM_TENSOR_FLAG_INPUT;
-  tb->flags |= LOOM_TENSOR_FLAG_INPUT;
-  LOOM_ASSIGN_OR_RETURN(Tensor * y, op::mul_mat(ctx, ta, tb));
-  LOOM_ASSIGN_OR_RETURN(Graph g, Graph::build({y}));
-  LOOM_ASSIGN_OR_RETURN(std::unique_ptr<Executor> ex, Executor::create(dev));
-  LOOM_RETURN_IF_ERROR(ex->allocate(g));
-  LOOM_RETURN_IF_ERROR(tensor_set(ta, aq.data(), aq.size()));
-  LOOM_RETURN_IF_ERROR(tensor_set(tb, bv.data(), bv.size() * 4));
-  LOOM_RETURN_IF_ERROR(ex->compute(g));
-  std::vector<float> out(static_cast<size_t>(m * n * 2));
-  LOOM_RETURN_IF_ERROR(tensor_get(y, out.data(), out.size() * 4));
+  std::vector<double> a;
+  std::vector<float> bv, out;
+  LOOM_RETURN_IF_ERROR(run_random_product(dev, t, k, m, n, seed, &a, &bv, &out));
   r->got.assign(out.begin(), out.end());
 
   auto base = std::make_shared<cf::HostBase>();

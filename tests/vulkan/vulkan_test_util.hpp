@@ -53,6 +53,14 @@ class ScopedEnv {
   bool had_ = false;
 };
 
+// A random product on dev: A of type t [k, m] (random weight blocks, or
+// uniform [-1, 1) rounded to t), B f32 [k, n, 2] uniform [-2, 2), out = A x B
+// (A broadcast over dim 2). *a gets A decoded in double (row i at i * k),
+// *b B's values (column (j, i2) at (i2 * n + j) * k), *out the result
+// (column (j, i2) at (i2 * n + j) * m).
+Status run_random_product(registry::Device* dev, loom_type_t t, int64_t k, int64_t m, int64_t n, uint32_t seed,
+                          std::vector<double>* a, std::vector<float>* b, std::vector<float>* out);
+
 // How many of got[i] are further than tol[i] from ref[i].
 int mismatches(const std::vector<double>& got, const std::vector<double>& ref, const std::vector<double>& tol);
 

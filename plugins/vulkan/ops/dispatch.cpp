@@ -401,20 +401,15 @@ std::string plan_mul_mat(const OpCaps& caps, const loom_tensor_t* n, Planner& p,
   } else if (kernel == MatKernel::kVec) {
     d->shader = caps.subgroup_add ? "mul_mat_vec_subgroup" : "mul_mat_vec";
     LOOM_VK_TRY(p.groups(m, vec_wg));
-  } else if (kernel == MatKernel::kCoopmat) {
-    d->shader = caps.coopmat_shader;  // 64x64 tiles of 16x16 fragments (mul_mat_cm.comp)
-    const uint64_t gx = (m + 63) / 64;
-    const uint64_t gy = (static_cast<uint64_t>(b->ne[1]) + 63) / 64;
-    if (gx > caps.max_groups[0] || gy > caps.max_groups[1]) return "matrix too large for the grid";
-    d->spec[0] = 128;
-    d->groups[0] = static_cast<uint32_t>(gx);
-    d->groups[1] = static_cast<uint32_t>(gy);
   } else {
-    d->shader = "mul_mat";  // 64x64 tiles (mul_mat.comp)
+    // 64x64 output tiles: of 16x16 fragments (mul_mat_cm.comp, 128
+    // invocations) or of 4x4 blocks per invocation (mul_mat.comp, 256).
+    const bool cm = kernel == MatKernel::kCoopmat;
+    d->shader = cm ? caps.coopmat_shader : "mul_mat";
     const uint64_t gx = (m + 63) / 64;
     const uint64_t gy = (static_cast<uint64_t>(b->ne[1]) + 63) / 64;
     if (gx > caps.max_groups[0] || gy > caps.max_groups[1]) return "matrix too large for the grid";
-    d->spec[0] = 256;
+    d->spec[0] = cm ? 128 : 256;
     d->groups[0] = static_cast<uint32_t>(gx);
     d->groups[1] = static_cast<uint32_t>(gy);
   }
