@@ -242,6 +242,22 @@ TEST(CoopmatSelfCheck, AFailedCheckTurnsTheKernelOff) {
       << "the tiled kernel gives the exact products";
 }
 
+// LOOM_VULKAN_DISABLE=coopmat wins over the emulation: the tiled kernel,
+// exact products.
+TEST(CoopmatSelfCheck, DisabledWinsOverEmulated) {
+  ScopedEnv disable("LOOM_VULKAN_DISABLE", "rows,coopmat");
+  ScopedEnv emulate("LOOM_VULKAN_EMULATE", "coopmat");
+  std::unique_ptr<registry::Registry> reg = load_registry();
+  registry::Device* dev = reg->device("vulkan0");
+  if (dev == nullptr) GTEST_SKIP() << "no vulkan0 here:" << report(*reg);
+  const std::string gemm = gemm_details(dev);
+  EXPECT_EQ(gemm, "off (LOOM_VULKAN_DISABLE=coopmat)");
+  Product r;
+  const Status st = run_product(dev, LOOM_TYPE_F16, 256, 40, 20, 4, &r);
+  ASSERT_TRUE(st.ok()) << st.message();
+  expect_path(r, false, true);
+}
+
 INSTANTIATE_TEST_SUITE_P(Vulkan, Coopmat, ::testing::Bool(),
                          [](const ::testing::TestParamInfo<bool>& i) {
                            return std::string(i.param ? "emulated" : "plain");
