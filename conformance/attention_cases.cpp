@@ -315,6 +315,8 @@ LOOM_CASE(AttentionTest, PrefillOverHalfCaches) {
   check({40, 40, 2, 2, 20, 90, LOOM_TYPE_F16, true},
         {0, 90, 5, 33, 1, 64, 65, 2, 0, 17, 31, 32, 33, 89, 90, 40, 41, 7, 8, 9});
   check({20, 12, 4, 2, 12, 50, LOOM_TYPE_F16, false}, causal(38, 12));  // rows of 40 and 24 bytes
+  check({64, 64, 8, 1, 40, 120, LOOM_TYPE_F16, false}, causal(80, 40));  // 8 heads on one kv head
+  check({32, 32, 6, 2, 24, 60, LOOM_TYPE_F16, false}, causal(36, 24));   // groups of 3
   const AttnCase c{64, 64, 4, 2, 20, 150, LOOM_TYPE_F16, false};
   Operand q = input(LOOM_TYPE_F32, {c.d, c.n_head, c.n_tok, 1}, -30.0f, 30.0f);
   Operand k = cache_view(c.kv_type, c.d, c.n_kv, c.n_head_kv);

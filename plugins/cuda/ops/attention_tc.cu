@@ -1,7 +1,10 @@
 // ATTENTION for prefill on tensor cores (wmma: 16 x 16 x 16 tiles of F16
 // inputs with F32 sums, compute capability 7.0+). A block of kTcWarps warps
-// takes kTcRows consecutive queries per warp of one head (attention.cuh's
-// TcLayout says where everything sits in shared memory). Q is rounded to
+// takes hpb heads of one kv head (hpb = tc_heads_per_block: up to 4 query
+// heads sharing K and V under GQA) and kTcWarps / hpb tiles of kTcRows
+// consecutive queries: warp w the head w % hpb, the tile w / hpb
+// (attention.cuh's TcLayout says where everything sits in shared memory).
+// K and V are staged once for all the block's heads. Q is rounded to
 // F16 once into fragments; K and V (F16 caches, read as they are) are
 // staged kTcKeys rows at a time for the whole block. Two passes over the
 // block's KV rows: the first takes each query's largest score, the second
@@ -76,14 +79,15 @@ __device__ void chunk_scores(const FragQ* qf, int nd, const TcHalf* ks, int ldk,
 
 __global__ void __launch_bounds__(kTcWarps * kWarp)
     attention_tc_kernel(TArg dst, TArg q, TArg k, TArg v, const uint8_t* vis, int64_t vis_stride, int64_t vis_nb1,
-                        float scale, bool wide_k, bool wide_v, KernelFault* err) {
+                        float scale, bool wide_k, bool wide_v, int hpb, KernelFault* err) {
   LOOM_DYNAMIC_SHARED_ALIGNED(uint8_t, sh, 128);
   const int D = static_cast<int>(q.ne[0]), Dv = static_cast<int>(v.ne[0]);
   const int64_t n_kv = k.ne[1], T = q.ne[2];
   const TcLayout L = tc_layout(D, Dv);
   const int nd = L.dp / 16, nv = L.dvp / 16;
-  const int64_t h = blockIdx.y, g = h / (q.ne[1] / k.ne[2]);
   const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
+  const int64_t h0 = static_cast<int64_t>(blockIdx.y) * hpb;  // the block's first head
+  const int64_t h = h0 + warp % hpb, g = h0 / (q.ne[1] / k.ne[2]);
   TcHalf* ks = reinterpret_cast<TcHalf*>(sh);
   TcHalf* vs = reinterpret_cast<TcHalf*>(sh + L.v_off);
   uint8_t* wb = sh + L.warp_off + warp * L.warp_bytes;
@@ -95,7 +99,7 @@ __global__ void __launch_bounds__(kTcWarps * kWarp)
 
   // Lane pair (2r, 2r + 1) owns query row r of the warp, each half of a
   // chunk's columns.
-  const int64_t tw = static_cast<int64_t>(blockIdx.x) * kTcWarps * kTcRows + warp * kTcRows;
+  const int64_t tw = (static_cast<int64_t>(blockIdx.x) * (kTcWarps / hpb) + warp / hpb) * kTcRows;
   const int r = lane / 2, part = lane % 2;
   const int64_t t = tw + r;
   KvRows rows{0, 0, kErrNone, 0};
@@ -214,6 +218,17 @@ __global__ void __launch_bounds__(kTcWarps * kWarp)
   }
 }
 
+// Query heads per block: the most (1, 2 or 4) that divide both the GQA
+// group (query heads per kv head) and kTcWarps, so a block's heads share
+// one kv head.
+int tc_heads_per_block(const loom_tensor_t* q, const loom_tensor_t* k) {
+  const int64_t group = q->ne[1] / k->ne[2];
+  for (int hpb = kTcWarps; hpb > 1; hpb /= 2) {
+    if (group % hpb == 0) return hpb;
+  }
+  return 1;
+}
+
 // K or V rows a thread can stage 16 bytes at a time (stage_rows' wide).
 bool tc_wide_rows(const loom_tensor_t* x) {
   return x->nb[0] == 2 && x->ne[0] % 8 == 0 && x->nb[1] % 16 == 0 && x->nb[2] % 16 == 0 &&
@@ -235,12 +250,14 @@ loom_status_t* launch_attention_tc(const LaunchContext& ctx, const loom_tensor_t
   float scale;
   std::memcpy(&scale, node->op_params, sizeof scale);
   const TcLayout L = tc_layout(q->ne[0], node->src[2]->ne[0]);
-  const int64_t per_block = kTcWarps * kTcRows;
-  const dim3 grid(static_cast<unsigned>((q->ne[2] + per_block - 1) / per_block), static_cast<unsigned>(q->ne[1]));
+  const int hpb = tc_heads_per_block(q, node->src[1]);
+  const int64_t per_block = kTcWarps / hpb * kTcRows;  // queries of each head
+  const dim3 grid(static_cast<unsigned>((q->ne[2] + per_block - 1) / per_block),
+                  static_cast<unsigned>(q->ne[1] / hpb));
   LOOM_LAUNCH(grid, kTcWarps * kWarp, L.total, ctx.stream, attention_tc_kernel)(
       targ(node), targ(q), targ(node->src[1]), targ(node->src[2]), static_cast<const uint8_t*>(node->src[3]->data),
       static_cast<int64_t>(node->src[3]->nb[0]), ranges_stride(node), scale, tc_wide_rows(node->src[1]),
-      tc_wide_rows(node->src[2]), ctx.error);
+      tc_wide_rows(node->src[2]), hpb, ctx.error);
   return launch_status(node, "attention_tc kernel");
 }
 
