@@ -26,13 +26,15 @@ class Coopmat {
  public:
   enum class Kind { kNone, kNv, kEmulated };
 
-  // Decides the form for `phys` (props: its properties; sg: its subgroup
-  // properties; core12: Vulkan 1.2 on both the device and the instance).
+  // Decides the form for `phys` (sg: its subgroup properties; core12:
+  // Vulkan 1.2 on both the device and the instance).
   void probe(const Loader& l, VkPhysicalDevice phys, const VkPhysicalDeviceSubgroupProperties& sg,
              bool core12);
 
   // Puts the features to enable in front of *pnext (a VkDeviceCreateInfo
-  // chain) and the extension into *exts; nothing for kNone / kEmulated.
+  // chain) and the extension into *exts: shaderFloat16 for both forms, the
+  // NV extension, its feature and the memory model for kNv; nothing for
+  // kNone.
   // The structs live in this object: keep it until vkCreateDevice returns.
   void enable(const void** pnext, std::vector<const char*>* exts);
 
@@ -43,7 +45,6 @@ class Coopmat {
     describe_ = why;
   }
 
-  Kind kind() const { return kind_; }
   // The shader variant (mul_mat_cm_nv, mul_mat_cm_emu; for MUL_MAT_ID's
   // grouped prefill mul_mat_id_cm_nv, mul_mat_id_cm_emu), or nullptr.
   const char* shader(bool grouped_id) const;

@@ -84,7 +84,8 @@ std::string coopmat_self_check(Device* dev) {
   const size_t off_d = off_b + up(b.size() * 4);
   const size_t bytes = off_d + static_cast<size_t>(kM * kN) * 4;
   Scratch s;
-  if (failed(bt->iface->alloc(bt, bytes, &s.buffer))) return "could not allocate its 90 KB";
+  if (failed(bt->iface->alloc(bt, bytes, &s.buffer)))
+    return "could not allocate its " + std::to_string(bytes) + " bytes";
   char* base = static_cast<char*>(s.buffer->iface->base(s.buffer));
   const size_t offs[3] = {0, off_b, off_d};
   loom_tensor_t* ts[3] = {&ta, &tb, &td};

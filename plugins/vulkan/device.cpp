@@ -9,9 +9,9 @@
 #include "common/op_info.h"
 #include "coopmat_check.h"
 #include "event.h"
-#include "switches.h"
 #include "pipeline_cache.h"
 #include "stream.h"
+#include "switches.h"
 
 namespace loom::vulkan {
 
@@ -130,6 +130,11 @@ std::unique_ptr<Device> Device::create(const Loader& loader, VkPhysicalDevice ph
   return d;
 }
 
+void Device::coopmat_caps() {
+  caps_.coopmat_shader = coopmat_.shader(false);
+  caps_.coopmat_id_shader = coopmat_.shader(true);
+}
+
 void Device::check_coopmat() {
   // Only where the planner would take the kernel (CPU implementations run
   // every matmul one invocation per output unless told "rows").
@@ -137,8 +142,7 @@ void Device::check_coopmat() {
   const std::string why = coopmat_self_check(this);
   if (why.empty()) return;
   coopmat_.turn_off("off (the self-check's 128 x 80 x 24 F16 product " + why + ")");
-  caps_.coopmat_shader = coopmat_.shader(false);
-  caps_.coopmat_id_shader = coopmat_.shader(true);
+  coopmat_caps();
   common::plugin_log(LOOM_LOG_LEVEL_WARN, "vulkan", name_ + ": prefill GEMM " + coopmat_.describe());
 }
 
@@ -260,8 +264,7 @@ std::string Device::init(const Loader& l, VkPhysicalDevice phys, size_t index) {
   caps_.tiled_attention = !feature_disabled("tiled");
   caps_.grouped_moe = !feature_disabled("grouped");
   coopmat_.probe(l, phys, sg, core12);
-  caps_.coopmat_shader = coopmat_.shader(false);
-  caps_.coopmat_id_shader = coopmat_.shader(true);
+  coopmat_caps();
   for (int i = 0; i < 3; ++i)
     caps_.max_groups[i] = std::min<uint32_t>(props.limits.maxComputeWorkGroupCount[i], 65535);
   // The row shaders run workgroups of up to 256 invocations in x.

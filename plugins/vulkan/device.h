@@ -147,6 +147,8 @@ class Device {
   // The cooperative-matrix GEMM's first product (coopmat_check.h); off
   // with the reason when it fails.
   void check_coopmat();
+  // caps_'s kernel names from coopmat_.
+  void coopmat_caps();
   std::string init(const Loader& loader, VkPhysicalDevice phys, size_t index);
 
   loom_device_t raw_{};

@@ -171,8 +171,7 @@ bool coopmat_suits(const OpCaps& caps, const loom_tensor_t* n) {
   const loom_tensor_t* a = n->src[0];
   const loom_tensor_t* b = n->src[1];
   return caps.coopmat_shader != nullptr && n->op == LOOM_OP_MUL_MAT && b->ne[1] > kMatVecMaxN &&
-         (a->type == LOOM_TYPE_F16 || is_block_type(a->type)) && b->type == LOOM_TYPE_F32 &&
-         a->ne[0] % 32 == 0;
+         coopmat_reads(a) && b->type == LOOM_TYPE_F32;
 }
 
 namespace {

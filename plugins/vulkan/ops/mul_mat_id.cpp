@@ -51,13 +51,10 @@ uint64_t grouped_tiles_y(const loom_tensor_t* n) {
 }
 
 // The grouped GEMM on cooperative matrices (mul_mat_cm.comp
-// -DLOOM_ID_GROUPED): F16 or block-type A with K a multiple of 32 on a
-// device that has them; the F16-inputs rule holds above 8 tokens, which
-// grouping needs anyway.
+// -DLOOM_ID_GROUPED) on a device that has them, for the A it reads; the
+// F16-inputs rule holds above 8 tokens, which grouping needs anyway.
 bool id_coopmat(const OpCaps& caps, const loom_tensor_t* n) {
-  const loom_tensor_t* a = n->src[0];
-  return caps.coopmat_id_shader != nullptr && (a->type == LOOM_TYPE_F16 || is_block_type(a->type)) &&
-         a->ne[0] % 32 == 0;
+  return caps.coopmat_id_shader != nullptr && coopmat_reads(n->src[0]);
 }
 
 // Loop iterations of one invocation of moe_group + the grouped GEMM, at

@@ -166,9 +166,14 @@ constexpr int64_t kShortK = 128;    // rows shorter than this: mul_mat_rows.comp
 // suits it (coopmat_suits).
 enum class MatKernel { kRows, kVec, kTiled, kCoopmat };
 
-// Whether MUL_MAT node n may run on cooperative matrices: more than
-// kMatVecMaxN columns (MUL_MAT's F16-inputs rule, docs/plugin-abi.md), A
-// F16 or a block type, B F32, K a multiple of 32.
+// The A mul_mat_cm.comp reads: F16 or a block type, K a multiple of 32.
+inline bool coopmat_reads(const loom_tensor_t* a) {
+  return (a->type == LOOM_TYPE_F16 || is_block_type(a->type)) && a->ne[0] % 32 == 0;
+}
+
+// Whether MUL_MAT node n may run on cooperative matrices: the device has
+// them, more than kMatVecMaxN columns (MUL_MAT's F16-inputs rule,
+// docs/plugin-abi.md), coopmat_reads(A), B F32.
 bool coopmat_suits(const OpCaps& caps, const loom_tensor_t* n);
 
 // Loop iterations one invocation of a MUL_MAT kernel runs at most over A

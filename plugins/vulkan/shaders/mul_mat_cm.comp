@@ -115,8 +115,9 @@ struct CmAcc { float v[8]; };
 #define CM_ACC CmAcc
 bool off16(uint elems, uint bytes) { return ((elems * bytes) & 15u) != 0u; }
 #define CM_ZERO(m) { [[unroll]] for (uint j_ = 0u; j_ < 8u; ++j_) m.v[j_] = 0.0; }
+// A's and B's fragments differ only in how cm_mad reads them.
 #define CM_LOAD_A(m, o) { m.off = (o); m.poison = off16(o, 2u) || off16(LD, 2u); }
-#define CM_LOAD_B(m, o) { m.off = (o); m.poison = off16(o, 2u) || off16(LD, 2u); }
+#define CM_LOAD_B(m, o) CM_LOAD_A(m, o)
 uint lane_id() { return gl_LocalInvocationID.x % 32u; }
 CmAcc cm_mad(CmIn a, CmIn b, CmAcc c) {
   CmAcc d;
