@@ -10,6 +10,7 @@
 // loom.details names the path.
 #include <cmath>
 #include <cstdlib>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -106,7 +107,7 @@ class Coopmat : public ::testing::TestWithParam<bool> {
   void TearDown() override { reg_.reset(); }
 
   ScopedEnv disable_{"LOOM_VULKAN_DISABLE", "rows"};
-  ScopedEnv emulate_{"LOOM_VULKAN_EMULATE", GetParam() ? "coopmat" : nullptr};
+  ScopedEnv emulate_{"LOOM_VULKAN_EMULATE", GetParam() ? std::optional<std::string>("coopmat") : std::nullopt};
   std::unique_ptr<registry::Registry> reg_;
   registry::Device* dev_ = nullptr;
 };

@@ -89,25 +89,6 @@ ProcResult run_loom(const std::string& args, bool merge_stderr, const std::strin
   return ProcResult{r.exit_code, r.out};
 }
 
-ScopedEnv::ScopedEnv(const char* name, const char* value) : name_(name) {
-  const char* old = std::getenv(name);
-  had_ = old != nullptr;
-  if (had_) old_ = old;
-  if (value != nullptr) {
-    setenv(name, value, 1);
-  } else {
-    unsetenv(name);
-  }
-}
-
-ScopedEnv::~ScopedEnv() {
-  if (had_) {
-    setenv(name_.c_str(), old_.c_str(), 1);
-  } else {
-    unsetenv(name_.c_str());
-  }
-}
-
 int mismatches(const std::vector<double>& got, const std::vector<double>& ref, const std::vector<double>& tol) {
   int bad = 0;
   for (size_t i = 0; i < got.size(); ++i) bad += std::fabs(got[i] - ref[i]) > tol[i] ? 1 : 0;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "loom/registry/registry.hpp"
+#include "registry/registry_test_util.hpp"
 
 namespace loom::vktest {
 
@@ -38,20 +39,8 @@ struct ProcResult {
 ProcResult run_loom(const std::string& args, bool merge_stderr = false,
                     const std::string& env = "");
 
-// Sets (or, given nullptr, unsets) an environment variable for a scope and
-// puts the old value back at its end.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value);
-  ~ScopedEnv();
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  std::string name_;
-  std::string old_;
-  bool had_ = false;
-};
+// An environment variable set (or, std::nullopt, unset) for a scope.
+using test::ScopedEnv;
 
 // A random product on dev: A of type t [k, m] (random weight blocks, or
 // uniform [-1, 1) rounded to t), B f32 [k, n, 2] uniform [-2, 2), out = A x B
