@@ -10,6 +10,7 @@
 //
 //   build/release/bin/loom_seq_step_bench -m MODEL [--device cpu] [--seqs 16]
 //       [--prompt 16] [--gen 128] [--pp 256] [--reps 3]
+//       [--ctx N]  (positions per slot, as `loom serve -c N`; default --prompt + --gen)
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -30,6 +31,7 @@ using Clock = std::chrono::steady_clock;
 struct Args {
   std::string model, device = "cpu";
   int seqs = 16, prompt = 16, gen = 128, pp = 256, reps = 3;
+  int ctx = 0;  // positions per slot; 0: --prompt + --gen
 };
 
 bool parse(int argc, char** argv, Args* a) {
@@ -52,6 +54,7 @@ bool parse(int argc, char** argv, Args* a) {
     else if (k == "--gen") a->gen = n;
     else if (k == "--pp") a->pp = n;
     else if (k == "--reps") a->reps = n;
+    else if (k == "--ctx") a->ctx = n;
     else return false;
   }
   return !a->model.empty();
@@ -83,7 +86,7 @@ int main(int argc, char** argv) {
   Args a;
   if (!parse(argc, argv, &a)) {
     std::fprintf(stderr,
-                 "usage: loom_seq_step_bench -m MODEL [--device cpu] [--seqs 16] [--prompt 16] [--gen 128] "
+                 "usage: loom_seq_step_bench -m MODEL [--device cpu] [--seqs 16] [--prompt 16] [--gen 128] [--ctx N] "
                  "[--pp 256] [--reps 3]\n");
     return 2;
   }
@@ -122,7 +125,7 @@ int main(int argc, char** argv) {
     }
   }
   llm::SessionOptions so;
-  so.n_ctx = a.prompt + a.gen;
+  so.n_ctx = std::max(a.ctx, a.prompt + a.gen);
   so.n_seq = a.seqs;
   so.n_batch = std::max(a.seqs, a.prompt);
   auto ss = llm::LlamaSession::create(m->get(), so);

@@ -9,6 +9,8 @@
 #include <optional>
 #include <thread>
 
+#include <time.h>
+
 #include "llm/chat/chat_template.hpp"
 #include "llm/serve/completion_text.hpp"
 #include "llm/serve/step_time.hpp"
@@ -31,6 +33,14 @@ const char* finish_reason_name(FinishReason r) {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// This thread's CPU time in seconds (what the debug line compares with the
+// wall time: a thread that waited for a core shows less CPU than wall).
+double thread_cpu_s() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
 
 // What the engine and a request's Stream share: the request, the events
 // not yet taken, the cancel flag.
@@ -415,6 +425,7 @@ class LlamaEngine : public Engine {
       row_slot.push_back(nullptr);
     }
     const auto t0 = Clock::now();
+    const double c0 = thread_cpu_s();
     // The engine's own time since the last step's graph ended (sampling,
     // admitting, waiting for the lock): what the streams wait besides steps.
     const double between = last_end_ ? std::chrono::duration<double>(t0 - *last_end_).count() : 0.0;
@@ -422,14 +433,18 @@ class LlamaEngine : public Engine {
     const size_t built_before = session_->steps_built();
     Status st = session_->eval_seqs(batch, &logits);
     const auto t1 = Clock::now();
+    const double c1 = thread_cpu_s();
     const double secs = std::chrono::duration<double>(t1 - t0).count();
     // A step that built its graph (a new shape) says nothing about the
     // next ones: it is not learned from.
     const bool built = session_->steps_built() != built_before;
     LOOM_LOG_DEBUG("serve", "step: " + std::to_string(batch.size() - static_cast<size_t>(n_prompt)) + " decodes + " +
                                 std::to_string(n_prompt) + " prompt tokens of " + std::to_string(read.size()) +
-                                " prompts, " + std::to_string(secs * 1e3) + " ms" + (built ? " (graph built)" : "") +
-                                ", " + std::to_string(between * 1e3) + " ms since the last");
+                                " prompts, " + std::to_string(secs * 1e3) + " ms (" +
+                                std::to_string((c1 - c0) * 1e3) + " CPU)" +
+                                (built ? " (graph built)" : "") + ", " + std::to_string(between * 1e3) +
+                                " ms since the last (" + std::to_string(last_end_ ? (c0 - last_end_cpu_) * 1e3 : 0.0) +
+                                " CPU)");
     if (st.ok() && !built) step_time_.add(static_cast<int64_t>(batch.size()), secs);
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -478,6 +493,7 @@ class LlamaEngine : public Engine {
       sample(*s, logits.data() + row * static_cast<size_t>(n_vocab), n_vocab);
     }
     last_end_ = any_active() ? std::optional<Clock::time_point>(t1) : std::nullopt;
+    last_end_cpu_ = c1;
   }
 
   // The next token of s from its logits: ends the request at an
@@ -518,6 +534,7 @@ class LlamaEngine : public Engine {
   StepTimeModel step_time_;  // engine thread
   std::vector<float> logits_;  // the last step's logits rows (engine thread)
   std::optional<Clock::time_point> last_end_;  // when the last step's graph ended, while slots were busy
+  double last_end_cpu_ = 0;                    // the engine thread's CPU time then
 
   std::unique_ptr<LlamaModel> model_;
   Tokenizer tok_;

@@ -687,9 +687,12 @@ void kquant_cols(const R& rows, int64_t nsb, const ActBlockK* act, const ColSums
   }
 }
 
+// (Not inlined, nor pair_cols: inside the dispatch's lambdas, beside the
+// other column counts' instantiations, GCC's register allocation of the
+// 4-column pass lost ~20% at Q4_K.)
 template <int32_t kType, int NC>
-void group_cols(const loom_tensor_t* dst, const uint8_t* group, int64_t nsb, const ActBlockK* act,
-                const ColSums* sums, int64_t n0, int64_t m0) {
+__attribute__((noinline)) void group_cols(const loom_tensor_t* dst, const uint8_t* group, int64_t nsb,
+                                          const ActBlockK* act, const ColSums* sums, int64_t n0, int64_t m0) {
   __m256 acc[NC];
   kquant_cols<kType, NC>(Rows8<kGroupSuperBytes<kType>>{group}, nsb, act, sums, n0, acc);
   for (int c = 0; c < NC; ++c) store_group(dst, n0 + c, m0, acc[c]);
@@ -699,8 +702,9 @@ void group_cols(const loom_tensor_t* dst, const uint8_t* group, int64_t nsb, con
 // Columns [n0, n0 + NC) of K-quant groups g0, g0 + 1 (rows m0 .. m0+15)
 // on zmm lanes: the same sums per lane as group_cols, so the same bits.
 template <int32_t kType, int NC>
-void pair_cols(const loom_tensor_t* dst, const uint8_t* g0, size_t group_bytes, int64_t nsb, const ActBlockK* act,
-               const ColSums* sums, int64_t n0, int64_t m0) {
+__attribute__((noinline)) void pair_cols(const loom_tensor_t* dst, const uint8_t* g0, size_t group_bytes,
+                                         int64_t nsb, const ActBlockK* act, const ColSums* sums, int64_t n0,
+                                         int64_t m0) {
   __m512 acc[NC];
   kquant_cols<kType, NC>(Rows16<kGroupSuperBytes<kType>>{g0, g0 + group_bytes}, nsb, act, sums, n0, acc);
   for (int c = 0; c < NC; ++c) {
@@ -745,14 +749,14 @@ void mul_mat_type(const loom_tensor_t* dst, const ActBlockK* act, Exec& ex, int 
       const int64_t g = 2 * p;
       const uint8_t* group = base + static_cast<size_t>(g) * group_bytes;
       const int64_t m0 = g * kWeightGroupRows;
-      int64_t n = 0;
       if (g + 1 < groups) {
-        for (; n + kCols <= n_len; n += kCols)
-          pair_cols<kType, kCols>(dst, group, group_bytes, nsb, act, sums.data(), n, m0);
-        for (; n < n_len; ++n) pair_cols<kType, 1>(dst, group, group_bytes, nsb, act, sums.data(), n, m0);
+        column_passes<kCols>(0, n_len, [&](auto nc, int64_t c) {
+          pair_cols<kType, nc>(dst, group, group_bytes, nsb, act, sums.data(), c, m0);
+        });
       } else {
-        for (; n + kCols <= n_len; n += kCols) group_cols<kType, kCols>(dst, group, nsb, act, sums.data(), n, m0);
-        for (; n < n_len; ++n) group_cols<kType, 1>(dst, group, nsb, act, sums.data(), n, m0);
+        column_passes<kCols>(0, n_len, [&](auto nc, int64_t c) {
+          group_cols<kType, nc>(dst, group, nsb, act, sums.data(), c, m0);
+        });
       }
     });
     return;
@@ -761,9 +765,9 @@ void mul_mat_type(const loom_tensor_t* dst, const ActBlockK* act, Exec& ex, int 
   for_each_group(a->ne[1], ex, ith, nth, [&](int64_t g) {
     const uint8_t* group = base + static_cast<size_t>(g * nsb) * kBytes;
     const int64_t m0 = g * kWeightGroupRows;
-    int64_t n = 0;
-    for (; n + kCols <= n_len; n += kCols) group_cols<kType, kCols>(dst, group, nsb, act, sums.data(), n, m0);
-    for (; n < n_len; ++n) group_cols<kType, 1>(dst, group, nsb, act, sums.data(), n, m0);
+    column_passes<kCols>(0, n_len, [&](auto nc, int64_t c) {
+      group_cols<kType, nc>(dst, group, nsb, act, sums.data(), c, m0);
+    });
   });
 }
 

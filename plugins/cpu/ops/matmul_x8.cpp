@@ -598,8 +598,7 @@ void mul_mat_type(const loom_tensor_t* dst, const ActBlock* act, Exec& ex, int i
   auto rest = [&](int64_t g, int64_t n) {
     const uint8_t* group = base + static_cast<size_t>(g) * group_bytes;
     const int64_t m0 = g * kWeightGroupRows;
-    for (; n + kCols <= n_len; n += kCols) group_cols<kType, kCols>(dst, group, nblk, act, n, m0);
-    for (; n < n_len; ++n) group_cols<kType, 1>(dst, group, nblk, act, n, m0);
+    column_passes<kCols>(n, n_len, [&](auto nc, int64_t c) { group_cols<kType, nc>(dst, group, nblk, act, c, m0); });
   };
   const int64_t groups = a->ne[1] / kWeightGroupRows;
   if (amx_takes(kType, n_len)) {
