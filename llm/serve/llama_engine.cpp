@@ -425,7 +425,9 @@ class LlamaEngine : public Engine {
       row_slot.push_back(nullptr);
     }
     const auto t0 = Clock::now();
-    const double c0 = thread_cpu_s();
+    // The engine thread's CPU clock (a system call) only for the debug line.
+    const bool debug = log_enabled(LogLevel::kDebug, "serve");
+    const double c0 = debug ? thread_cpu_s() : 0.0;
     // The engine's own time since the last step's graph ended (sampling,
     // admitting, waiting for the lock): what the streams wait besides steps.
     const double between = last_end_ ? std::chrono::duration<double>(t0 - *last_end_).count() : 0.0;
@@ -433,7 +435,7 @@ class LlamaEngine : public Engine {
     const size_t built_before = session_->steps_built();
     Status st = session_->eval_seqs(batch, &logits);
     const auto t1 = Clock::now();
-    const double c1 = thread_cpu_s();
+    const double c1 = debug ? thread_cpu_s() : 0.0;
     const double secs = std::chrono::duration<double>(t1 - t0).count();
     // A step that built its graph (a new shape) says nothing about the
     // next ones: it is not learned from.
@@ -443,7 +445,8 @@ class LlamaEngine : public Engine {
                                 " prompts, " + std::to_string(secs * 1e3) + " ms (" +
                                 std::to_string((c1 - c0) * 1e3) + " CPU)" +
                                 (built ? " (graph built)" : "") + ", " + std::to_string(between * 1e3) +
-                                " ms since the last (" + std::to_string(last_end_ ? (c0 - last_end_cpu_) * 1e3 : 0.0) +
+                                " ms since the last (" +
+                                std::to_string(last_end_ && last_end_cpu_ > 0 ? (c0 - last_end_cpu_) * 1e3 : 0.0) +
                                 " CPU)");
     if (st.ok() && !built) step_time_.add(static_cast<int64_t>(batch.size()), secs);
     {
@@ -534,7 +537,7 @@ class LlamaEngine : public Engine {
   StepTimeModel step_time_;  // engine thread
   std::vector<float> logits_;  // the last step's logits rows (engine thread)
   std::optional<Clock::time_point> last_end_;  // when the last step's graph ended, while slots were busy
-  double last_end_cpu_ = 0;                    // the engine thread's CPU time then
+  double last_end_cpu_ = 0;                    // the engine thread's CPU time then (0: not read)
 
   std::unique_ptr<LlamaModel> model_;
   Tokenizer tok_;
